@@ -1,0 +1,97 @@
+use serde::{Serialize, Serializer};
+
+use crate::Severity;
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident = $num:literal, $name:literal, $sev:ident, $title:literal; )*) => {
+        /// Every diagnostic dpplan can emit has one stable code, documented in
+        /// docs/diagnostics.md under the same anchor (`#dp001`, ...).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable code, e.g. `DP001`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => concat!("DP", $num),)* }
+            }
+            /// A short kebab-case name, e.g. `unbounded-contribution`.
+            pub fn name(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+            /// A one-line title for documentation and rule tables (SARIF).
+            pub fn title(self) -> &'static str {
+                match self { $(Code::$variant => $title,)* }
+            }
+            pub fn default_severity(self) -> Severity {
+                match self { $(Code::$variant => Severity::$sev,)* }
+            }
+            pub fn from_str_code(s: &str) -> Option<Code> {
+                Code::ALL.iter().copied().find(|c| c.as_str().eq_ignore_ascii_case(s))
+            }
+        }
+    };
+}
+
+codes! {
+    /// The text does not follow the grammar.
+    Syntax = "000", "syntax", Error, "The plan does not follow the dpplan grammar";
+    /// A user-level unit without a rows-per-unit bound.
+    UnboundedContribution = "001", "unbounded-contribution", Error, "A user-level unit needs a rows_per_unit bound";
+    /// A value aggregate over a column without public bounds.
+    MissingBounds = "002", "missing-bounds", Error, "A sum or mean needs public bounds on its column";
+    /// A declared sensitivity below the derived one.
+    SensitivityTooLow = "003", "sensitivity-too-low", Error, "The declared sensitivity is below the derived one";
+    /// A grouped query without a groups-per-unit bound.
+    UnboundedGroups = "004", "unbounded-groups", Error, "A grouped query under a user-level unit needs groups_per_unit";
+    /// A declared sensitivity in the norm the mechanism does not use.
+    WrongNorm = "005", "wrong-norm", Error, "The mechanism is calibrated to a norm the plan does not bound";
+    /// A parameter computed from private data.
+    DataDependent = "006", "data-dependent-parameter", Error, "A parameter computed from private data is not accounted";
+    /// An invalid numeric parameter.
+    InvalidParameter = "007", "invalid-parameter", Error, "A parameter is out of its valid range";
+    /// An event or row unit on a dataset with an id column.
+    WeakUnit = "008", "per-person-guarantee", Warning, "An event- or row-level unit on data about persons";
+    /// A statistic re-released with fresh noise.
+    FreshRerelease = "009", "fresh-rerelease", Hint, "A statistic is re-released with fresh noise";
+    /// δ not small next to the population.
+    LargeDelta = "010", "large-delta", Warning, "δ is not small next to 1/population";
+    /// The composed plan exceeds its budget.
+    OverBudget = "011", "over-budget", Error, "The composed plan exceeds its budget";
+    /// A name that is not defined.
+    Undefined = "012", "undefined-name", Error, "A name is used but not defined";
+    /// A name defined twice.
+    Duplicate = "013", "duplicate-name", Error, "A name or setting is defined twice";
+    /// Syntax reserved for a later version.
+    Unsupported = "014", "unsupported", Error, "The construct is reserved but not supported yet";
+    /// A required declaration is missing.
+    Missing = "015", "missing-declaration", Error, "A required declaration is missing";
+    /// The input exceeds a safety limit.
+    Limit = "016", "limit-exceeded", Error, "The input exceeds a safety limit";
+    /// An aggregation applied to a column of the wrong type.
+    TypeMismatch = "017", "type-mismatch", Error, "An aggregation is applied to a column of the wrong type";
+    /// The accounting engine could not produce a bound.
+    Accounting = "018", "accounting", Error, "The accounting engine could not bound the plan";
+}
+
+impl Code {
+    /// Where the code is documented, relative to the repository root.
+    pub fn doc_path(self) -> String {
+        format!("docs/diagnostics.md#{}", self.as_str().to_ascii_lowercase())
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}

@@ -1,0 +1,357 @@
+//! The typed AST. Every node carries the byte span it was parsed from.
+//! Values are kept as written (numbers as `f64` with their source span,
+//! private-data expressions as [`DataExpr`]) so that the checker, not the
+//! parser, decides what is valid and says why.
+
+use dpplan_diagnostics::Span;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: Span) -> Self {
+        Spanned { value, span }
+    }
+}
+
+pub type Ident = Spanned<String>;
+pub type Number = Spanned<f64>;
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Plan {
+    /// `None` when the header is missing or broken.
+    pub name: Option<Spanned<String>>,
+    pub header_span: Option<Span>,
+    pub privacy: Vec<Privacy>,
+    pub datasets: Vec<Dataset>,
+    pub queries: Vec<Query>,
+    pub publishes: Vec<Publish>,
+    /// Spans of items that did not parse (their errors are in the parse result).
+    pub broken: Vec<Span>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Privacy {
+    pub span: Span,
+    pub keyword: Span,
+    pub units: Vec<Spanned<Unit>>,
+    pub adjacencies: Vec<Spanned<Adjacency>>,
+    pub budgets: Vec<Budget>,
+    pub accountants: Vec<Spanned<AccountantChoice>>,
+    pub populations: Vec<Number>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Unit {
+    Event,
+    Row,
+    User { id: Ident },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Adjacency {
+    AddRemove,
+    Replace,
+}
+
+impl Adjacency {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Adjacency::AddRemove => "add_remove",
+            Adjacency::Replace => "replace",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Budget {
+    pub span: Span,
+    pub epsilon: Number,
+    pub delta: Option<Number>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountantChoice {
+    Best,
+    Basic,
+    Advanced,
+    Zcdp,
+    Rdp,
+    Gdp,
+    Pld,
+}
+
+impl AccountantChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccountantChoice::Best => "best",
+            AccountantChoice::Basic => "basic",
+            AccountantChoice::Advanced => "advanced",
+            AccountantChoice::Zcdp => "zcdp",
+            AccountantChoice::Rdp => "rdp",
+            AccountantChoice::Gdp => "gdp",
+            AccountantChoice::Pld => "pld",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dataset {
+    pub span: Span,
+    pub name: Ident,
+    pub sources: Vec<Spanned<String>>,
+    pub columns: Vec<Column>,
+    pub contributions: Vec<Contribution>,
+    pub invalid_rows: Vec<Spanned<InvalidRule>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidRule {
+    Drop,
+    Clamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Column {
+    pub span: Span,
+    pub name: Ident,
+    pub ty: Spanned<ColumnType>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ColumnType {
+    Id,
+    Category { domain: Option<Domain> },
+    Int { bounds: Option<Bounds> },
+    Float { bounds: Option<Bounds> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Domain {
+    /// A public list of values.
+    List { values: Vec<Spanned<String>> },
+    /// A domain read from the data: rejected by the checker.
+    FromData { expr: DataExpr },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bounds {
+    pub span: Span,
+    pub lo: Bound,
+    pub hi: Bound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Bound {
+    Public { value: Number },
+    FromData { expr: DataExpr },
+}
+
+/// An expression over private data (`max(visits.seconds)`, `visits.seconds`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataExpr {
+    pub span: Span,
+    /// The function name when it is a call.
+    pub function: Option<Ident>,
+    pub target: Target,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contribution {
+    pub span: Span,
+    pub rows_per_unit: Vec<Number>,
+    pub groups_per_unit: Vec<Number>,
+    pub rows_per_group: Vec<Number>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Query {
+    pub span: Span,
+    pub name: Ident,
+    pub aggregates: Vec<Aggregate>,
+    pub noises: Vec<Noise>,
+    pub sensitivities: Vec<DeclaredSensitivity>,
+    pub schedules: Vec<Spanned<Schedule>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggKind {
+    Count,
+    Sum,
+    Mean,
+    Histogram,
+    Quantile,
+}
+
+impl AggKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AggKind::Count => "count",
+            AggKind::Sum => "sum",
+            AggKind::Mean => "mean",
+            AggKind::Histogram => "histogram",
+            AggKind::Quantile => "quantile",
+        }
+    }
+}
+
+/// `dataset` or `dataset.column`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Target {
+    pub span: Span,
+    pub dataset: Ident,
+    pub column: Option<Ident>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Aggregate {
+    pub span: Span,
+    pub kind: Spanned<AggKind>,
+    pub target: Target,
+    pub by: Option<Ident>,
+    /// The extra argument (the quantile's level).
+    pub argument: Option<Number>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseKind {
+    Laplace,
+    Gaussian,
+    DiscreteLaplace,
+    DiscreteGaussian,
+}
+
+impl NoiseKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoiseKind::Laplace => "laplace",
+            NoiseKind::Gaussian => "gaussian",
+            NoiseKind::DiscreteLaplace => "discrete_laplace",
+            NoiseKind::DiscreteGaussian => "discrete_gaussian",
+        }
+    }
+    pub fn is_gaussian(self) -> bool {
+        matches!(self, NoiseKind::Gaussian | NoiseKind::DiscreteGaussian)
+    }
+    pub fn is_discrete(self) -> bool {
+        matches!(self, NoiseKind::DiscreteLaplace | NoiseKind::DiscreteGaussian)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Noise {
+    pub span: Span,
+    pub kind: Spanned<NoiseKind>,
+    pub param: NoiseParam,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NoiseParam {
+    /// `scale b` (Laplace kinds).
+    Scale { value: Number },
+    /// `sigma s` (Gaussian kinds).
+    Sigma { value: Number },
+    /// `epsilon e [delta d]`: the scale is derived from the sensitivity.
+    Epsilon { epsilon: Number, delta: Option<Number> },
+    /// `auto [weight w]`: calibrated so that the plan fits its budget.
+    Auto { span: Span, weight: Option<Number> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    L1,
+    L2,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeclaredSensitivity {
+    pub span: Span,
+    pub items: Vec<(Spanned<Norm>, Number)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeUnit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+}
+
+impl TimeUnit {
+    pub fn seconds(self) -> f64 {
+        match self {
+            TimeUnit::Second => 1.0,
+            TimeUnit::Minute => 60.0,
+            TimeUnit::Hour => 3600.0,
+            TimeUnit::Day => 86_400.0,
+            TimeUnit::Week => 604_800.0,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Second => "second",
+            TimeUnit::Minute => "minute",
+            TimeUnit::Hour => "hour",
+            TimeUnit::Day => "day",
+            TimeUnit::Week => "week",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Duration {
+    pub span: Span,
+    pub amount: Number,
+    pub unit: TimeUnit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Schedule {
+    Once,
+    Times { count: Number },
+    EveryFor { every: Duration, window: Duration },
+    EveryRange { every: Duration, from: Spanned<String>, until: Spanned<String> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Publish {
+    pub span: Span,
+    pub name: Ident,
+    pub source: Ident,
+    pub condition: Option<Condition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Condition {
+    pub span: Span,
+    pub operand: Operand,
+    pub cmp: Spanned<String>,
+    pub value: Number,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Operand {
+    /// A released value (a query or publish name): post-processing.
+    Released { name: Ident },
+    /// Private data: not allowed.
+    Data { expr: DataExpr },
+}

@@ -1,0 +1,452 @@
+//! Lowers pest pairs into the typed AST. The grammar guarantees the shape of
+//! every pair reached here, but the lowering still never panics: a missing
+//! child only drops the statement it belongs to.
+
+use dpplan_diagnostics::Span;
+use pest::iterators::{Pair, Pairs};
+
+use crate::ast::*;
+use crate::{ItemKind, Rule};
+
+struct Ctx {
+    base: usize,
+}
+
+impl Ctx {
+    fn span(&self, p: &Pair<Rule>) -> Span {
+        let s = p.as_span();
+        Span::new(self.base + s.start(), self.base + s.end())
+    }
+    fn ident(&self, p: &Pair<Rule>) -> Ident {
+        Spanned::new(p.as_str().to_string(), self.span(p))
+    }
+    fn number(&self, p: &Pair<Rule>) -> Number {
+        Spanned::new(parse_number(p.as_str()), self.span(p))
+    }
+    fn string(&self, p: &Pair<Rule>) -> Spanned<String> {
+        let inner = p.clone().into_inner().next().map(|i| i.as_str()).unwrap_or("");
+        Spanned::new(unescape(inner), self.span(p))
+    }
+}
+
+/// Parses a number literal as written; `NaN`, `inf` and overflowing literals
+/// become NaN/±∞ for the checker to reject.
+pub fn parse_number(s: &str) -> f64 {
+    let cleaned: String = s.chars().filter(|&c| c != '_').collect();
+    let lower = cleaned.to_ascii_lowercase();
+    let (sign, body) = match lower.strip_prefix('-') {
+        Some(rest) => (-1.0, rest),
+        None => (1.0, lower.strip_prefix('+').unwrap_or(&lower)),
+    };
+    match body {
+        "nan" => f64::NAN,
+        "inf" | "infinity" => sign * f64::INFINITY,
+        _ => body.parse::<f64>().map(|v| sign * v).unwrap_or(f64::NAN),
+    }
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(other) => out.push(other),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn children<'i>(p: Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
+    p.into_inner()
+}
+
+fn first<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Option<Pair<'i, Rule>> {
+    p.clone().into_inner().find(|c| c.as_rule() == rule)
+}
+
+fn all<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Vec<Pair<'i, Rule>> {
+    p.clone().into_inner().filter(|c| c.as_rule() == rule).collect()
+}
+
+pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>, base: usize) {
+    let cx = Ctx { base };
+    let Some(pair) = pairs.next() else { return };
+    match kind {
+        ItemKind::Header => {
+            plan.header_span = Some(cx.span(&pair));
+            plan.name = first(&pair, Rule::string).map(|s| cx.string(&s));
+        }
+        ItemKind::Privacy => plan.privacy.push(privacy(&cx, pair)),
+        ItemKind::Dataset => {
+            if let Some(d) = dataset(&cx, pair) {
+                plan.datasets.push(d)
+            }
+        }
+        ItemKind::Query => {
+            if let Some(q) = query(&cx, pair) {
+                plan.queries.push(q)
+            }
+        }
+        ItemKind::Publish => {
+            if let Some(p) = publish(&cx, pair) {
+                plan.publishes.push(p)
+            }
+        }
+        ItemKind::Unknown => {}
+    }
+}
+
+fn privacy(cx: &Ctx, pair: Pair<Rule>) -> Privacy {
+    let mut out = Privacy {
+        span: cx.span(&pair),
+        keyword: first(&pair, Rule::kw_privacy).map(|k| cx.span(&k)).unwrap_or_default(),
+        units: vec![],
+        adjacencies: vec![],
+        budgets: vec![],
+        accountants: vec![],
+        populations: vec![],
+    };
+    for stmt in children(pair) {
+        let span = cx.span(&stmt);
+        match stmt.as_rule() {
+            Rule::unit_stmt => {
+                let unit = if let Some(u) = first(&stmt, Rule::unit_user) {
+                    first(&u, Rule::ident).map(|id| Unit::User { id: cx.ident(&id) })
+                } else if first(&stmt, Rule::unit_event).is_some() {
+                    Some(Unit::Event)
+                } else if first(&stmt, Rule::unit_row).is_some() {
+                    Some(Unit::Row)
+                } else {
+                    None
+                };
+                if let Some(unit) = unit {
+                    out.units.push(Spanned::new(unit, span));
+                }
+            }
+            Rule::adjacency_stmt => {
+                if let Some(a) = first(&stmt, Rule::adjacency) {
+                    let adj = if a.as_str() == "replace" { Adjacency::Replace } else { Adjacency::AddRemove };
+                    out.adjacencies.push(Spanned::new(adj, cx.span(&a)));
+                }
+            }
+            Rule::budget_stmt => {
+                let numbers = all(&stmt, Rule::number);
+                if let Some(eps) = numbers.first() {
+                    out.budgets.push(Budget {
+                        span,
+                        epsilon: cx.number(eps),
+                        delta: numbers.get(1).map(|d| cx.number(d)),
+                    });
+                }
+            }
+            Rule::accountant_stmt => {
+                if let Some(a) = first(&stmt, Rule::accountant) {
+                    let choice = match a.as_str() {
+                        "basic" => AccountantChoice::Basic,
+                        "advanced" => AccountantChoice::Advanced,
+                        "zcdp" => AccountantChoice::Zcdp,
+                        "rdp" => AccountantChoice::Rdp,
+                        "gdp" => AccountantChoice::Gdp,
+                        "pld" => AccountantChoice::Pld,
+                        _ => AccountantChoice::Best,
+                    };
+                    out.accountants.push(Spanned::new(choice, cx.span(&a)));
+                }
+            }
+            Rule::population_stmt => {
+                if let Some(n) = first(&stmt, Rule::number) {
+                    out.populations.push(cx.number(&n));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn data_expr(cx: &Ctx, pair: Pair<Rule>) -> Option<DataExpr> {
+    // pair is data_expr, data_call or path
+    let span = cx.span(&pair);
+    match pair.as_rule() {
+        Rule::data_expr => pair.into_inner().next().and_then(|p| data_expr(cx, p)),
+        Rule::data_call => {
+            let mut inner = pair.clone().into_inner();
+            let function = inner.next().map(|f| cx.ident(&f));
+            let target = inner.next().and_then(|t| target(cx, t))?;
+            Some(DataExpr { span, function, target })
+        }
+        Rule::path => Some(DataExpr {
+            span,
+            function: None,
+            target: target(cx, pair)?,
+        }),
+        _ => None,
+    }
+}
+
+fn target(cx: &Ctx, pair: Pair<Rule>) -> Option<Target> {
+    let span = cx.span(&pair);
+    match pair.as_rule() {
+        Rule::agg_target => pair.into_inner().next().and_then(|p| target(cx, p)),
+        Rule::path => {
+            let mut idents = pair.into_inner();
+            let dataset = cx.ident(&idents.next()?);
+            let column = idents.next().map(|c| cx.ident(&c));
+            Some(Target { span, dataset, column })
+        }
+        Rule::ident => Some(Target {
+            span,
+            dataset: cx.ident(&pair),
+            column: None,
+        }),
+        _ => None,
+    }
+}
+
+fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
+    let mut out = Dataset {
+        span: cx.span(&pair),
+        name: cx.ident(&first(&pair, Rule::ident)?),
+        sources: vec![],
+        columns: vec![],
+        contributions: vec![],
+        invalid_rows: vec![],
+    };
+    for stmt in children(pair) {
+        let span = cx.span(&stmt);
+        match stmt.as_rule() {
+            Rule::source_stmt => {
+                if let Some(s) = first(&stmt, Rule::string) {
+                    out.sources.push(cx.string(&s));
+                }
+            }
+            Rule::column_stmt => {
+                let Some(name) = first(&stmt, Rule::ident) else { continue };
+                let Some(ty_pair) = stmt.clone().into_inner().find(|c| {
+                    matches!(c.as_rule(), Rule::type_id | Rule::type_category | Rule::type_int | Rule::type_float)
+                }) else {
+                    continue;
+                };
+                let ty_span = cx.span(&ty_pair);
+                let bounds = |p: &Pair<Rule>| -> Option<Bounds> {
+                    let b = first(p, Rule::bounds)?;
+                    let mut bs = all(&b, Rule::bound).into_iter().map(|bp| {
+                        let inner = bp.into_inner().next()?;
+                        Some(match inner.as_rule() {
+                            Rule::number => Bound::Public { value: cx.number(&inner) },
+                            _ => Bound::FromData { expr: data_expr(cx, inner)? },
+                        })
+                    });
+                    let lo = bs.next()??;
+                    let hi = bs.next()??;
+                    Some(Bounds { span: cx.span(&b), lo, hi })
+                };
+                let ty = match ty_pair.as_rule() {
+                    Rule::type_id => ColumnType::Id,
+                    Rule::type_category => {
+                        let domain = if let Some(list) = first(&ty_pair, Rule::domain_list) {
+                            Some(Domain::List {
+                                values: all(&list, Rule::string).iter().map(|s| cx.string(s)).collect(),
+                            })
+                        } else if let Some(e) = first(&ty_pair, Rule::domain_expr) {
+                            first(&e, Rule::data_expr)
+                                .and_then(|d| data_expr(cx, d))
+                                .map(|expr| Domain::FromData { expr })
+                        } else {
+                            None
+                        };
+                        ColumnType::Category { domain }
+                    }
+                    Rule::type_int => ColumnType::Int { bounds: bounds(&ty_pair) },
+                    _ => ColumnType::Float { bounds: bounds(&ty_pair) },
+                };
+                out.columns.push(Column {
+                    span,
+                    name: cx.ident(&name),
+                    ty: Spanned::new(ty, ty_span),
+                });
+            }
+            Rule::contribution => {
+                let mut c = Contribution {
+                    span,
+                    rows_per_unit: vec![],
+                    groups_per_unit: vec![],
+                    rows_per_group: vec![],
+                };
+                for item in all(&stmt, Rule::contribution_stmt) {
+                    let (Some(key), Some(n)) = (first(&item, Rule::contribution_key), first(&item, Rule::number)) else {
+                        continue;
+                    };
+                    let value = Spanned::new(parse_number(n.as_str()), cx.span(&item));
+                    match key.as_str() {
+                        "rows_per_unit" => c.rows_per_unit.push(value),
+                        "groups_per_unit" => c.groups_per_unit.push(value),
+                        _ => c.rows_per_group.push(value),
+                    }
+                }
+                out.contributions.push(c);
+            }
+            Rule::invalid_stmt => {
+                if let Some(r) = first(&stmt, Rule::invalid_rule) {
+                    let rule = if r.as_str() == "clamp" { InvalidRule::Clamp } else { InvalidRule::Drop };
+                    out.invalid_rows.push(Spanned::new(rule, span));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+fn duration(cx: &Ctx, pair: &Pair<Rule>) -> Option<Duration> {
+    let amount = cx.number(&first(pair, Rule::number)?);
+    let unit = match first(pair, Rule::time_unit)?.as_str().trim_end_matches('s') {
+        "second" => TimeUnit::Second,
+        "minute" => TimeUnit::Minute,
+        "hour" => TimeUnit::Hour,
+        "day" => TimeUnit::Day,
+        _ => TimeUnit::Week,
+    };
+    Some(Duration {
+        span: cx.span(pair),
+        amount,
+        unit,
+    })
+}
+
+fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
+    let mut out = Query {
+        span: cx.span(&pair),
+        name: cx.ident(&first(&pair, Rule::ident)?),
+        aggregates: vec![],
+        noises: vec![],
+        sensitivities: vec![],
+        schedules: vec![],
+    };
+    for stmt in children(pair) {
+        let span = cx.span(&stmt);
+        match stmt.as_rule() {
+            Rule::aggregate => {
+                let Some(k) = first(&stmt, Rule::agg_kind) else { continue };
+                let kind = match k.as_str() {
+                    "count" => AggKind::Count,
+                    "sum" => AggKind::Sum,
+                    "mean" => AggKind::Mean,
+                    "histogram" => AggKind::Histogram,
+                    _ => AggKind::Quantile,
+                };
+                let Some(t) = first(&stmt, Rule::agg_target).and_then(|t| target(cx, t)) else { continue };
+                out.aggregates.push(Aggregate {
+                    span,
+                    kind: Spanned::new(kind, cx.span(&k)),
+                    target: t,
+                    by: first(&stmt, Rule::ident).map(|i| cx.ident(&i)),
+                    argument: first(&stmt, Rule::number).map(|n| cx.number(&n)),
+                });
+            }
+            Rule::noise_stmt => {
+                let Some(k) = first(&stmt, Rule::noise_kind) else { continue };
+                let kind = match k.as_str() {
+                    "laplace" => NoiseKind::Laplace,
+                    "gaussian" => NoiseKind::Gaussian,
+                    "discrete_laplace" => NoiseKind::DiscreteLaplace,
+                    _ => NoiseKind::DiscreteGaussian,
+                };
+                let param = if let Some(p) = first(&stmt, Rule::noise_scale) {
+                    NoiseParam::Scale { value: cx.number(&first(&p, Rule::number)?) }
+                } else if let Some(p) = first(&stmt, Rule::noise_sigma) {
+                    NoiseParam::Sigma { value: cx.number(&first(&p, Rule::number)?) }
+                } else if let Some(p) = first(&stmt, Rule::noise_epsilon) {
+                    let nums = all(&p, Rule::number);
+                    NoiseParam::Epsilon {
+                        epsilon: cx.number(nums.first()?),
+                        delta: nums.get(1).map(|d| cx.number(d)),
+                    }
+                } else if let Some(p) = first(&stmt, Rule::noise_auto) {
+                    NoiseParam::Auto {
+                        span: cx.span(&p),
+                        weight: first(&p, Rule::number).map(|n| cx.number(&n)),
+                    }
+                } else {
+                    continue;
+                };
+                out.noises.push(Noise {
+                    span,
+                    kind: Spanned::new(kind, cx.span(&k)),
+                    param,
+                });
+            }
+            Rule::sensitivity_stmt => {
+                let items = all(&stmt, Rule::sensitivity_item)
+                    .into_iter()
+                    .filter_map(|it| {
+                        let n = first(&it, Rule::norm)?;
+                        let v = first(&it, Rule::number)?;
+                        let norm = if n.as_str() == "l2" { Norm::L2 } else { Norm::L1 };
+                        Some((Spanned::new(norm, cx.span(&n)), cx.number(&v)))
+                    })
+                    .collect();
+                out.sensitivities.push(DeclaredSensitivity { span, items });
+            }
+            Rule::schedule_stmt => {
+                let sched = if first(&stmt, Rule::sched_once).is_some() {
+                    Schedule::Once
+                } else if let Some(t) = first(&stmt, Rule::sched_times) {
+                    Schedule::Times { count: cx.number(&first(&t, Rule::number)?) }
+                } else if let Some(e) = first(&stmt, Rule::sched_every) {
+                    let every = duration(cx, &first(&e, Rule::duration)?)?;
+                    if let Some(f) = first(&e, Rule::sched_for) {
+                        Schedule::EveryFor {
+                            every,
+                            window: duration(cx, &first(&f, Rule::duration)?)?,
+                        }
+                    } else {
+                        let r = first(&e, Rule::sched_range)?;
+                        let dates = all(&r, Rule::date);
+                        let d = |p: &Pair<Rule>| Spanned::new(p.as_str().to_string(), cx.span(p));
+                        Schedule::EveryRange {
+                            every,
+                            from: d(dates.first()?),
+                            until: d(dates.get(1)?),
+                        }
+                    }
+                } else {
+                    continue;
+                };
+                out.schedules.push(Spanned::new(sched, span));
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+fn publish(cx: &Ctx, pair: Pair<Rule>) -> Option<Publish> {
+    let idents = all(&pair, Rule::ident);
+    let condition = first(&pair, Rule::publish_cond).and_then(|c| {
+        let op = first(&c, Rule::operand)?.into_inner().next()?;
+        let operand = match op.as_rule() {
+            Rule::ident => Operand::Released { name: cx.ident(&op) },
+            _ => Operand::Data { expr: data_expr(cx, op)? },
+        };
+        Some(Condition {
+            span: cx.span(&c),
+            operand,
+            cmp: first(&c, Rule::cmp).map(|p| Spanned::new(p.as_str().to_string(), cx.span(&p)))?,
+            value: cx.number(&first(&c, Rule::number)?),
+        })
+    });
+    Some(Publish {
+        span: cx.span(&pair),
+        name: cx.ident(idents.first()?),
+        source: cx.ident(idents.get(1)?),
+        condition,
+    })
+}

@@ -1,0 +1,230 @@
+//! Turns pest's errors into messages in words: "expected a duration such as
+//! `1 day`", not "expected duration".
+
+use dpplan_diagnostics::{Code, Diagnostic, Span};
+use pest::error::{Error, ErrorVariant, InputLocation};
+
+use crate::{ItemKind, Rule};
+
+/// How a rule is named in an "expected …" message.
+fn describe(rule: Rule) -> Option<&'static str> {
+    use Rule::*;
+    Some(match rule {
+        ident => "a name",
+        string | string_inner => "a string in double quotes",
+        number => "a number",
+        date => "a date such as `2026-01-01`",
+        path => "a column such as `visits.seconds`",
+        kw_plan => "`plan`",
+        kw_privacy => "`privacy`",
+        kw_unit => "`unit`",
+        kw_by => "`by`",
+        kw_user => "`user`",
+        kw_adjacency => "`adjacency`",
+        kw_budget => "`budget`",
+        kw_epsilon => "`epsilon`",
+        kw_delta => "`delta`",
+        kw_accountant => "`accountant`",
+        kw_population => "`population`",
+        kw_dataset => "`dataset`",
+        kw_source => "`source`",
+        kw_column => "`column`",
+        kw_id => "`id`",
+        kw_category => "`category`",
+        kw_int => "`int`",
+        kw_float => "`float`",
+        kw_in => "`in`",
+        kw_from => "`from`",
+        kw_until => "`until`",
+        kw_contribution => "`contribution`",
+        kw_invalid => "`invalid_rows`",
+        kw_query => "`query`",
+        kw_noise => "`noise`",
+        kw_scale => "`scale`",
+        kw_sigma => "`sigma`",
+        kw_auto => "`auto`",
+        kw_weight => "`weight`",
+        kw_sensitivity => "`sensitivity`",
+        kw_schedule => "`schedule`",
+        kw_once => "`once`",
+        kw_times => "`times`",
+        kw_every => "`every`",
+        kw_for => "`for`",
+        kw_publish => "`publish`",
+        kw_when => "`when`",
+        plan_header => "`plan \"name\" {`",
+        privacy => "`privacy { … }`",
+        dataset => "`dataset name { … }`",
+        query => "`query name { … }`",
+        publish => "`publish name = query`",
+        unit_stmt => "`unit`",
+        unit_user => "`user by <id column>`",
+        unit_event => "`event`",
+        unit_row => "`row`",
+        adjacency_stmt => "`adjacency`",
+        adjacency => "an adjacency (`add_remove` or `replace`)",
+        budget_stmt => "`budget epsilon <ε> delta <δ>`",
+        accountant_stmt => "`accountant`",
+        accountant => "an accountant (`best`, `basic`, `advanced`, `zcdp`, `rdp`, `gdp` or `pld`)",
+        population_stmt => "`population`",
+        source_stmt => "`source \"path\"`",
+        column_stmt => "`column name : type`",
+        type_id => "`id`",
+        type_category => "`category { \"a\", \"b\" }`",
+        type_int => "`int in [lo, hi]`",
+        type_float => "`float in [lo, hi]`",
+        domain_list => "a list of values such as `{ \"a\", \"b\" }`",
+        domain_expr => "`from …`",
+        bounds => "public bounds such as `in [0, 100]`",
+        bound => "a number",
+        data_expr | data_call => "an expression",
+        contribution => "`contribution { … }`",
+        contribution_stmt | contribution_key => {
+            "a contribution bound (`rows_per_unit`, `groups_per_unit` or `rows_per_group`)"
+        }
+        invalid_stmt => "`invalid_rows drop` or `invalid_rows clamp`",
+        invalid_rule => "`drop` or `clamp`",
+        aggregate => "an aggregation such as `count(visits)`",
+        agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram` or `quantile`)",
+        agg_target => "a dataset or a column such as `visits.seconds`",
+        noise_stmt => "`noise`",
+        noise_kind => {
+            "a mechanism (`laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian`)"
+        }
+        noise_scale => "`scale <b>`",
+        noise_sigma => "`sigma <σ>`",
+        noise_epsilon => "`epsilon <ε>`",
+        noise_auto => "`auto`",
+        sensitivity_stmt => "`sensitivity`",
+        sensitivity_item | norm => "a norm and its value such as `l1 5`",
+        schedule_stmt => "`schedule`",
+        sched_once => "`once`",
+        sched_times => "a count such as `12 times`",
+        sched_every => "`every <duration> for <duration>`",
+        sched_for => "`for <duration>`",
+        sched_range => "`from <date> until <date>`",
+        duration => "a duration such as `1 day`",
+        time_unit => "a time unit (`second`, `minute`, `hour`, `day` or `week`)",
+        publish_cond => "`when <value> <comparison> <number>`",
+        operand => "a released value",
+        cmp => "a comparison (`>`, `>=`, `<`, `<=`, `==` or `!=`)",
+        EOI => "the end of the item",
+        _ => return None,
+    })
+}
+
+fn join_words(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+/// The token found at `offset`, for "found …".
+fn found_at(text: &str, offset: usize) -> String {
+    let rest = &text[offset.min(text.len())..];
+    let rest = rest.trim_start_matches([' ', '\t']);
+    if rest.is_empty() {
+        return "the end of the file".into();
+    }
+    if rest.starts_with('\n') || rest.starts_with("\r\n") {
+        return "the end of the line".into();
+    }
+    let token: String = if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.') {
+        rest.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+            .take(40)
+            .collect()
+    } else {
+        rest.chars().take(1).collect()
+    };
+    format!("`{token}`")
+}
+
+/// One diagnostic for a pest error inside the item that starts at `base`.
+pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rule>) -> Diagnostic {
+    let (pos, end) = match err.location {
+        InputLocation::Pos(p) => (base + p, base + p),
+        InputLocation::Span((a, b)) => (base + a, base + b),
+    };
+    let expected = match &err.variant {
+        ErrorVariant::ParsingError { positives, .. } => {
+            let mut words: Vec<&str> = positives.iter().filter_map(|r| describe(*r)).collect();
+            // Punctuation the grammar expects here (pest reports literal
+            // tokens separately from rules).
+            let punctuation: Vec<String> = err
+                .parse_attempts()
+                .map(|a| a.expected_tokens())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.to_string())
+                .filter(|t| matches!(t.as_str(), "(" | ")" | "," | "{" | "}" | "[" | "]" | "=" | ":"))
+                .map(|t| format!("`{t}`"))
+                .collect();
+            words.extend(punctuation.iter().map(String::as_str));
+            words.dedup();
+            let mut seen = Vec::new();
+            words.retain(|w| {
+                if seen.contains(w) {
+                    false
+                } else {
+                    seen.push(*w);
+                    true
+                }
+            });
+            join_words(&words)
+        }
+        ErrorVariant::CustomError { message } => message.clone(),
+    };
+    let found = found_at(text, pos);
+    // Point at the offending token (at least one character).
+    let token_len = {
+        let rest = &text[pos.min(text.len())..];
+        let t = rest.trim_start_matches([' ', '\t']);
+        let skipped = rest.len() - t.len();
+        let len = t
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+            .map(char::len_utf8)
+            .sum::<usize>();
+        let len = if len == 0 { t.chars().next().map_or(0, |c| if c == '\n' { 0 } else { c.len_utf8() }) } else { len };
+        (skipped, len)
+    };
+    let start = pos + token_len.0;
+    let span = Span::new(start, (start + token_len.1).max(end).min(text.len()));
+    let message = if expected.is_empty() {
+        format!("unexpected {found} in {}", kind.describe())
+    } else {
+        format!("expected {expected}, found {found}")
+    };
+    let mut d = Diagnostic::new(Code::Syntax, message, span)
+        .label(if expected.is_empty() { "unexpected here".to_string() } else { format!("expected {expected}") });
+    d = d.help(format!(
+        "{} could not be read, so it is left out of the checks until this is fixed",
+        capitalize(kind.describe())
+    ));
+    d
+}
+
+pub(crate) fn unknown_item(text: &str, span: Span) -> Diagnostic {
+    let word = found_at(text, span.start);
+    let first_len = text[span.start..span.end]
+        .find(|c: char| c.is_whitespace())
+        .unwrap_or(span.len());
+    Diagnostic::new(
+        Code::Syntax,
+        format!("expected `privacy`, `dataset`, `query` or `publish`, found {word}"),
+        Span::new(span.start, span.start + first_len),
+    )
+    .label("not a plan item")
+    .help("a plan holds a `privacy { … }` block, `dataset`s, `query`s and `publish` statements")
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
