@@ -6,9 +6,11 @@
 
 mod code;
 mod lines;
+mod number;
 
 pub use code::Code;
 pub use lines::{LineCol, LineIndex};
+pub use number::num;
 
 use serde::Serialize;
 

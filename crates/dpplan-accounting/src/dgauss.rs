@@ -1,0 +1,158 @@
+//! The discrete Gaussian N_Z(0, σ²) (Canonne, Kamath & Steinke 2020): exact privacy
+//! profile for an integer shift Δ (their Theorem 7), computed from tail-sum tables.
+
+/// Largest σ for which the exact (table-based) treatment is used; larger σ fall back to
+/// the zCDP bound ρ = Δ²/(2σ²) (CKS 2020, Proposition 5 / Theorem 14).
+pub const MAX_EXACT_SIGMA: f64 = 2.0e4;
+
+#[derive(Debug, Clone)]
+pub struct DiscreteGaussian {
+    pub sigma: f64,
+    pub shift: i64,
+    /// f(y) = exp(−y²/2σ²) for y = 0..=n_max
+    f: Vec<f64>,
+    /// s[n] = Σ_{y ≥ n} f(y)  (n = 0..=n_max+1)
+    s: Vec<f64>,
+    /// c[m] = Σ_{y=0}^{m} f(y)
+    c: Vec<f64>,
+    /// normaliser Z = Σ_{y∈Z} f(y)
+    pub z: f64,
+}
+
+impl DiscreteGaussian {
+    /// `None` if σ is too large for the exact tables.
+    pub fn new(sigma: f64, shift: i64) -> Option<Self> {
+        if !(sigma > 0.0) || sigma > MAX_EXACT_SIGMA || shift < 0 {
+            return None;
+        }
+        // f(y) underflows to 0 beyond ~38.6σ; 40σ + 2 covers everything representable.
+        let n_max = (40.0 * sigma).ceil() as usize + 2;
+        let two_s2 = 2.0 * sigma * sigma;
+        let f: Vec<f64> = (0..=n_max).map(|y| (-((y as f64) * (y as f64)) / two_s2).exp()).collect();
+        let mut s = vec![0.0; n_max + 2];
+        for n in (0..=n_max).rev() {
+            s[n] = s[n + 1] + f[n];
+        }
+        let mut c = vec![0.0; n_max + 1];
+        let mut acc = 0.0;
+        for (m, v) in f.iter().enumerate() {
+            acc += v;
+            c[m] = acc;
+        }
+        let z = s[0] + s[1];
+        Some(DiscreteGaussian { sigma, shift, f, s, c, z })
+    }
+
+    /// unnormalised f(y)
+    pub fn weight(&self, y: i64) -> f64 {
+        let a = y.unsigned_abs() as usize;
+        if a < self.f.len() {
+            self.f[a]
+        } else {
+            0.0
+        }
+    }
+
+    pub fn n_max(&self) -> i64 {
+        (self.f.len() - 1) as i64
+    }
+
+    /// unnormalised Σ_{y ≥ n} f(y)
+    fn tail_ge(&self, n: i64) -> f64 {
+        if n >= 0 {
+            let n = n as usize;
+            if n < self.s.len() {
+                self.s[n]
+            } else {
+                0.0
+            }
+        } else {
+            let m = (-n) as usize;
+            let cm = if m < self.c.len() { self.c[m] } else { self.c[self.c.len() - 1] };
+            cm + self.s[1]
+        }
+    }
+
+    /// P[Y > x] for real x.
+    pub fn sf(&self, x: f64) -> f64 {
+        if x.is_nan() {
+            return f64::NAN;
+        }
+        if x >= self.n_max() as f64 {
+            return 0.0;
+        }
+        if x < -(self.n_max() as f64) {
+            return 1.0;
+        }
+        let n = x.floor() as i64 + 1;
+        (self.tail_ge(n) / self.z).min(1.0)
+    }
+
+    /// Privacy loss at output y for P = N_Z(0,σ²), Q = N_Z(Δ,σ²).
+    pub fn loss(&self, y: i64) -> f64 {
+        let d = self.shift as f64;
+        (d * d - 2.0 * (y as f64) * d) / (2.0 * self.sigma * self.sigma)
+    }
+
+    /// Exact hockey-stick divergence δ(t) = P[Y > tσ²/Δ − Δ/2] − e^t P[Y > tσ²/Δ + Δ/2]
+    /// (CKS 2020 Theorem 7), valid for every real t.
+    pub fn delta(&self, t: f64) -> f64 {
+        if self.shift == 0 {
+            return if t >= 0.0 { 0.0 } else { -t.exp_m1() };
+        }
+        let d = self.shift as f64;
+        let s2 = self.sigma * self.sigma;
+        let ca = t * s2 / d - d / 2.0;
+        let a = self.sf(ca);
+        let b = self.sf(t * s2 / d + d / 2.0);
+        let v = a - t.exp() * b;
+        if v > 1e-6 * a {
+            return v.clamp(0.0, 1.0);
+        }
+        // severe cancellation: sum the positive terms f(y)(1 − e^{t − L'(y)}) directly,
+        // where y ranges over y > ca and the pair term is f(y) − e^t f(y+Δ).
+        let y0 = ca.floor() as i64 + 1;
+        let mut acc = 0.0;
+        let mut y = y0;
+        loop {
+            let fy = self.weight(y);
+            if fy == 0.0 && y > 0 {
+                break;
+            }
+            let fyd = self.weight(y + self.shift);
+            let term = fy - t.exp() * fyd;
+            if term > 0.0 {
+                acc += term;
+            }
+            if y > 0 && fy < 1e-18 * acc {
+                break;
+            }
+            y += 1;
+            if y > self.n_max() + 1 {
+                break;
+            }
+        }
+        (acc / self.z).clamp(0.0, 1.0)
+    }
+
+    /// Tightest ε ≥ 0 with δ(ε) ≤ delta (upper end of bisection bracket).
+    pub fn epsilon(&self, delta: f64) -> f64 {
+        if self.delta(0.0) <= delta {
+            return 0.0;
+        }
+        if delta <= 0.0 {
+            return f64::INFINITY;
+        }
+        let mu = self.shift as f64 / self.sigma;
+        let mut hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).sqrt() + 1.0;
+        let mut guard = 0;
+        while self.delta(hi) > delta && guard < 100 {
+            hi *= 2.0;
+            guard += 1;
+        }
+        if self.delta(hi) > delta {
+            return f64::INFINITY;
+        }
+        crate::special::bisect_upper(0.0, hi, 1e-13, 1e-300, |t| self.delta(t) <= delta)
+    }
+}

@@ -1,0 +1,566 @@
+//! # dpplan-accounting — the privacy accounting engine of dpplan
+//!
+//! Mechanism descriptions in, `(ε, δ)` guarantees out. The crate knows nothing of
+//! syntax. Its promises, in order: **sound** (an ε below the true one is never
+//! printed), **tight**, **fast**.
+//!
+//! A plan is a slice of [`Release`]s; each is a noise [`Mechanism`] (Laplace, Gaussian,
+//! discrete Laplace, discrete Gaussian) with a [`Sensitivity`], released `count` times
+//! (adaptive composition of fresh releases). [`epsilon`] evaluates one [`Accountant`];
+//! [`all`] evaluates every accountant; [`best`] returns the smallest sound ε.
+//!
+//! ## Conventions
+//! * Laplace kinds: density ∝ exp(−|x|/b), `scale = b`; a release is ε-DP with
+//!   ε = Δ₁/b. Gaussian kinds: `scale = σ`.
+//! * Sensitivities are tightened with the norm inequalities ‖v‖₂ ≤ ‖v‖₁ ≤ √coords·‖v‖₂
+//!   (only when the other norm is given, i.e. non-zero).
+//! * Discrete kinds assume integer-valued queries; for `coords = 1` the (integer) shift
+//!   used is ⌈Δ⌉, and, as for the continuous kinds, the worst neighbouring pair is the
+//!   shift by the full sensitivity (Dong–Roth–Su 2019, log-concave location families).
+//! * All mechanisms here have symmetric privacy profiles (δ_{P‖Q} = δ_{Q‖P}), so one
+//!   ordering of the dominating pair suffices.
+//!
+//! ## The accountants and the theorems they rest on
+//! * [`Accountant::Basic`] — basic composition (Dwork et al. 2006; Dwork & Roth 2014,
+//!   Thm 3.16): Σεᵢ, Σδᵢ. Approximate-DP releases share δ evenly and each is charged its
+//!   tightest single-release ε at its share ([`single_release_epsilon`]).
+//! * [`Accountant::Advanced`] — min of: basic; heterogeneous advanced composition of
+//!   Dwork–Rothblum–Vadhan 2010 (ε = √(2 ln(1/δ')Σεᵢ²) + Σεᵢ(e^{εᵢ}−1), δ = δ' + Σδᵢ);
+//!   Kairouz–Oh–Viswanath 2015 Thm 3.5 (heterogeneous form, ε = Σεᵢ tanh(εᵢ/2) +
+//!   √(2Σεᵢ² ln(1/δ')) and its ln(e + √Σεᵢ²/δ') variant); and for a homogeneous pure
+//!   plan the KOV optimal composition (Thm 3.3: the k-fold composition of randomized
+//!   response RR_ε is the worst case), evaluated exactly as the hockey-stick divergence
+//!   of the composed RR (binomial sum in log space). The δ split between δ' and the
+//!   mechanisms is optimised by a 1-D search.
+//! * [`Accountant::Zcdp`] — Bun & Steinke 2016: ρ adds up. Gaussian ρ = Δ₂²/2σ²
+//!   (Prop 1.6); discrete Gaussian the same (Canonne–Kamath–Steinke 2020, Prop 5 and
+//!   composition over coordinates); pure ε-DP ρ = ε·tanh(ε/2) (Steinke 2024, "Tight RDP &
+//!   zCDP bounds from pure DP", Thm 5, tight; ≤ ε²/2 of Bun–Steinke Prop 3.3).
+//!   Conversion: min of ρ + 2√(ρ ln(1/δ)) (Bun–Steinke Prop 1.3) and the CKS 2020
+//!   Corollary 13 conversion δ = inf_α e^{(α−1)(αρ−ε)}/(α−1)·(1−1/α)^α, solved for ε.
+//! * [`Accountant::Rdp`] — Mironov 2017: per-order curves add up. Gaussian αΔ₂²/2σ²;
+//!   continuous Laplace Mironov's closed form (Prop 6) at ε = Δ₁/b — also for several
+//!   coordinates: the product curve is Σⱼ R(α, εⱼ) with Σεⱼ ≤ ε, and R(α, ·) is a
+//!   log-sum-exp of affine functions of ε, hence convex with R(α,0) = 0, hence
+//!   superadditive, so Σⱼ R(α, εⱼ) ≤ R(α, ε); discrete Laplace: the randomized-response
+//!   curve, the exact worst case for any ε-DP mechanism (Steinke 2024 Thm 4); discrete
+//!   Gaussian: αρ (CKS 2020). Orders are optimised over a continuous range (log grid then
+//!   golden-section refinement; any order yields a valid bound) with both the classical
+//!   conversion ε = R(α) + ln(1/δ)/(α−1) (Mironov Prop 3) and Balle et al. 2020 Thm 21,
+//!   ε = R(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1); the smaller is reported. Many
+//!   distinct Laplace releases are bucketed geometrically and each bucket bounded by the
+//!   chord of the convex curve (a sound upper bound, error second order in the width).
+//! * [`Accountant::Gdp`] — exact for plans of continuous Gaussians only: the
+//!   composition is μ-GDP with μ = √(Σ k Δ₂²/σ²) (Dong–Roth–Su 2019 Cor 3.3), whose
+//!   profile is Balle–Wang 2018 Thm 8: δ(ε) = Φ(−ε/μ+μ/2) − e^εΦ(−ε/μ−μ/2), inverted by
+//!   bisection returning the upper end of the bracket.
+//! * [`Accountant::Pld`] — numerical composition of privacy-loss distributions
+//!   (Koskela et al. 2020; Google dp_accounting). Non-Gaussian mechanisms are put on a
+//!   grid of width h = 2^k with the *connect-the-dots* dominating discretisation of
+//!   Doroshenko et al. 2022 (each loss atom is split between its two neighbouring grid
+//!   points so that P- and Q-masses are preserved and the hockey-stick curve — convex in
+//!   e^ε — is replaced by its chords, hence only increases); tails are truncated
+//!   pessimistically (upper tail → the ∞ atom counted in δ, lower tail → rounded up);
+//!   grids are coarsened the same way. Dominating pairs compose (Zhu, Dong & Wang 2022,
+//!   Thm 10). All continuous Gaussians are folded into one exact μ-GDP pair and combined
+//!   analytically: δ(ε) = p_∞ + Σⱼ pⱼ·δ_μ(ε − lⱼ). Many distinct Laplace ε are rounded
+//!   up onto a geometric grid (ratio 1+10⁻³), sound because the Laplace (and RR) profile
+//!   increases with ε.
+#![forbid(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+mod accountants;
+mod dgauss;
+mod gaussian;
+mod pld;
+mod special;
+
+pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};
+pub use special::{log_norm_cdf, norm_cdf};
+
+/// Sensitivity of the released query.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sensitivity {
+    /// ℓ1 sensitivity (used by the Laplace kinds)
+    pub l1: f64,
+    /// ℓ2 sensitivity (used by the Gaussian kinds)
+    pub l2: f64,
+    /// max number of output coordinates one unit's change can touch (1 = scalar query)
+    pub coords: u64,
+}
+
+impl Sensitivity {
+    /// A scalar query with |Δ| ≤ `delta`.
+    pub fn scalar(delta: f64) -> Self {
+        Sensitivity { l1: delta, l2: delta, coords: 1 }
+    }
+}
+
+/// Noise distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseKind {
+    Laplace,
+    Gaussian,
+    DiscreteLaplace,
+    DiscreteGaussian,
+}
+
+/// One noise-addition mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Mechanism {
+    pub kind: NoiseKind,
+    /// b for the Laplace kinds (density ∝ exp(−|x|/b)), σ for the Gaussian kinds
+    pub scale: f64,
+    pub sensitivity: Sensitivity,
+}
+
+/// `count`-fold self-composition of a mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    pub mechanism: Mechanism,
+    pub count: u64,
+}
+
+/// The accounting methods, in the order [`all`] reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accountant {
+    Basic,
+    Advanced,
+    Zcdp,
+    Rdp,
+    Gdp,
+    Pld,
+}
+
+impl Accountant {
+    pub const ALL: [Accountant; 6] = [
+        Accountant::Basic,
+        Accountant::Advanced,
+        Accountant::Zcdp,
+        Accountant::Rdp,
+        Accountant::Gdp,
+        Accountant::Pld,
+    ];
+}
+
+impl fmt::Display for Accountant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Accountant::Basic => "basic composition",
+            Accountant::Advanced => "advanced composition (DRV / KOV)",
+            Accountant::Zcdp => "zCDP",
+            Accountant::Rdp => "RDP",
+            Accountant::Gdp => "exact Gaussian (GDP)",
+            Accountant::Pld => "privacy-loss distribution",
+        })
+    }
+}
+
+/// A proven (ε, δ)-DP guarantee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    pub accountant: Accountant,
+    pub epsilon: f64,
+    pub delta: f64,
+    /// how it was obtained, e.g. "RDP at order α = 12.41, Balle et al. 2020 conversion"
+    pub detail: String,
+}
+
+/// Why no bound was produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AccountingError {
+    /// NaN / infinite / non-positive parameter, δ outside [0, 1), …
+    InvalidParameter(String),
+    /// the accountant does not apply to this plan
+    NotApplicable(String),
+    /// the plan has no finite ε at this δ under this accountant (e.g. Gaussian noise at δ = 0)
+    InfiniteEpsilon(String),
+    /// a search (calibration) failed to bracket a solution
+    NoSolution(String),
+}
+
+impl fmt::Display for AccountingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccountingError::InvalidParameter(s) => write!(f, "invalid parameter: {s}"),
+            AccountingError::NotApplicable(s) => write!(f, "not applicable: {s}"),
+            AccountingError::InfiniteEpsilon(s) => write!(f, "infinite epsilon: {s}"),
+            AccountingError::NoSolution(s) => write!(f, "no solution: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for AccountingError {}
+
+// ---------------------------------------------------------------------------
+// Normalised internal representation
+// ---------------------------------------------------------------------------
+
+/// Effective privacy parameters of one mechanism.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Eff {
+    /// continuous Gaussian, μ = Δ₂/σ
+    Gauss { mu: f64 },
+    /// discrete Gaussian; `shift` is the integer shift when coords = 1
+    DGauss { sigma: f64, shift: Option<i64>, rho: f64 },
+    /// continuous Laplace, ε = Δ₁/b; `scalar` when coords = 1
+    Laplace { eps: f64, scalar: bool },
+    /// discrete Laplace, ε = Δ₁/b (treated through its RR dominating pair)
+    DLaplace { eps: f64 },
+}
+
+impl Eff {
+    pub(crate) fn pure_eps(&self) -> Option<f64> {
+        match *self {
+            Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => Some(eps),
+            _ => None,
+        }
+    }
+    pub(crate) fn key(&self) -> (u8, u64, u64, u64) {
+        match *self {
+            Eff::Gauss { mu } => (0, mu.to_bits(), 0, 0),
+            Eff::DGauss { sigma, shift, rho } => {
+                (1, sigma.to_bits(), shift.map(|s| s as u64 + 1).unwrap_or(0), rho.to_bits())
+            }
+            Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0),
+            Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Item {
+    pub eff: Eff,
+    pub count: u64,
+}
+
+/// Grouped plan: identical effective mechanisms merged, zero-loss releases dropped.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Plan {
+    pub items: Vec<Item>,
+}
+
+impl Plan {
+    pub(crate) fn total_count(&self) -> f64 {
+        self.items.iter().map(|i| i.count as f64).sum()
+    }
+    pub(crate) fn all_pure(&self) -> bool {
+        self.items.iter().all(|i| i.eff.pure_eps().is_some())
+    }
+    pub(crate) fn pure_sum(&self) -> f64 {
+        self.items.iter().filter_map(|i| i.eff.pure_eps().map(|e| e * i.count as f64)).sum()
+    }
+}
+
+fn check_finite_nonneg(what: &str, v: f64) -> Result<(), AccountingError> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(AccountingError::InvalidParameter(format!("{what} must be finite and ≥ 0, got {v}")));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_delta(delta: f64) -> Result<(), AccountingError> {
+    if !(0.0..1.0).contains(&delta) {
+        return Err(AccountingError::InvalidParameter(format!("δ must lie in [0, 1), got {delta}")));
+    }
+    Ok(())
+}
+
+/// Effective parameters of one mechanism (validated). `None` = zero privacy loss.
+pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
+    if !m.scale.is_finite() || m.scale <= 0.0 {
+        return Err(AccountingError::InvalidParameter(format!(
+            "noise scale must be finite and > 0, got {}",
+            m.scale
+        )));
+    }
+    let s = &m.sensitivity;
+    check_finite_nonneg("l1 sensitivity", s.l1)?;
+    check_finite_nonneg("l2 sensitivity", s.l2)?;
+    if s.coords == 0 {
+        return Err(AccountingError::InvalidParameter("coords must be ≥ 1".into()));
+    }
+    let sqrt_c = (s.coords as f64).sqrt();
+    let l1 = if s.l2 > 0.0 { s.l1.min(sqrt_c * s.l2) } else { s.l1 };
+    let l2 = if s.l1 > 0.0 { s.l2.min(s.l1) } else { s.l2 };
+    let scalar = s.coords == 1;
+    let eff = match m.kind {
+        NoiseKind::Gaussian => {
+            if l2 == 0.0 {
+                return Ok(None);
+            }
+            Eff::Gauss { mu: l2 / m.scale }
+        }
+        NoiseKind::Laplace => {
+            if l1 == 0.0 {
+                return Ok(None);
+            }
+            Eff::Laplace { eps: l1 / m.scale, scalar }
+        }
+        NoiseKind::DiscreteLaplace => {
+            if l1 == 0.0 {
+                return Ok(None);
+            }
+            Eff::DLaplace { eps: l1 / m.scale }
+        }
+        NoiseKind::DiscreteGaussian => {
+            if scalar {
+                let d = if l1 > 0.0 && l2 > 0.0 { l1.min(l2) } else { l1.max(l2) };
+                if d == 0.0 {
+                    return Ok(None);
+                }
+                let shift = (d - 1e-9).ceil().max(1.0);
+                if shift > 1e15 {
+                    return Err(AccountingError::InvalidParameter(format!("sensitivity {d} too large")));
+                }
+                Eff::DGauss {
+                    sigma: m.scale,
+                    shift: Some(shift as i64),
+                    rho: shift * shift / (2.0 * m.scale * m.scale),
+                }
+            } else {
+                if l2 == 0.0 {
+                    return Ok(None);
+                }
+                Eff::DGauss { sigma: m.scale, shift: None, rho: l2 * l2 / (2.0 * m.scale * m.scale) }
+            }
+        }
+    };
+    let finite = match eff {
+        Eff::Gauss { mu } => mu.is_finite(),
+        Eff::DGauss { rho, .. } => rho.is_finite(),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => eps.is_finite(),
+    };
+    if !finite {
+        return Err(AccountingError::InvalidParameter("sensitivity/scale ratio overflows".into()));
+    }
+    Ok(Some(eff))
+}
+
+pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
+    use std::collections::HashMap;
+    let mut index: HashMap<(u8, u64, u64, u64), usize> = HashMap::new();
+    let mut plan = Plan::default();
+    for r in releases {
+        let eff = effective(&r.mechanism)?;
+        let Some(eff) = eff else { continue };
+        if r.count == 0 {
+            continue;
+        }
+        match index.get(&eff.key()) {
+            Some(&i) => plan.items[i].count = plan.items[i].count.saturating_add(r.count),
+            None => {
+                index.insert(eff.key(), plan.items.len());
+                plan.items.push(Item { eff, count: r.count });
+            }
+        }
+    }
+    Ok(plan)
+}
+
+// ---------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------
+
+/// ε of the whole plan at `delta` under one accountant.
+pub fn epsilon(releases: &[Release], delta: f64, accountant: Accountant) -> Result<Bound, AccountingError> {
+    check_delta(delta)?;
+    let plan = normalise(releases)?;
+    accountants::evaluate(&plan, delta, accountant)
+}
+
+/// Every accountant, in enum order.
+pub fn all(releases: &[Release], delta: f64) -> Vec<(Accountant, Result<Bound, AccountingError>)> {
+    let prepared = check_delta(delta).and_then(|_| normalise(releases));
+    Accountant::ALL
+        .iter()
+        .map(|&a| {
+            let r = match &prepared {
+                Ok(plan) => accountants::evaluate(plan, delta, a),
+                Err(e) => Err(e.clone()),
+            };
+            (a, r)
+        })
+        .collect()
+}
+
+/// The smallest ε over the accountants that apply; `Bound.accountant` names the winner.
+pub fn best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> {
+    check_delta(delta)?;
+    let plan = normalise(releases)?;
+    best_of_plan(&plan, delta)
+}
+
+pub(crate) fn best_of_plan(plan: &Plan, delta: f64) -> Result<Bound, AccountingError> {
+    let mut winner: Option<Bound> = None;
+    let mut last_err: Option<AccountingError> = None;
+    for a in Accountant::ALL {
+        match accountants::evaluate(plan, delta, a) {
+            Ok(b) => {
+                if winner.as_ref().map(|w| b.epsilon < w.epsilon).unwrap_or(true) {
+                    winner = Some(b);
+                }
+            }
+            Err(e) => {
+                // prefer reporting the most informative error if nothing succeeds
+                if last_err.is_none() || matches!(e, AccountingError::InfiniteEpsilon(_)) {
+                    last_err = Some(e);
+                }
+            }
+        }
+    }
+    match winner {
+        Some(w) => Ok(w),
+        None => Err(last_err.unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))),
+    }
+}
+
+/// Tightest ε of ONE release at δ: Laplace kinds Δ₁/b (pure); Gaussian: analytic
+/// Balle–Wang; discrete Gaussian: its exact CKS 2020 curve for coords = 1 (σ ≤ 2·10⁴),
+/// otherwise the sound zCDP-based bound.
+pub fn single_release_epsilon(m: &Mechanism, delta: f64) -> Result<f64, AccountingError> {
+    check_delta(delta)?;
+    match effective(m)? {
+        None => Ok(0.0),
+        Some(eff) => accountants::single_eps(&eff, delta),
+    }
+}
+
+/// zCDP ρ of one release: Gaussian kinds Δ₂²/(2σ²); pure ε-DP ones ε²/2
+/// (Bun–Steinke Prop 3.3). The zCDP accountant itself uses the tighter ε·tanh(ε/2) for
+/// pure releases, see [`rho_tight`].
+pub fn rho(m: &Mechanism) -> Option<f64> {
+    match effective(m).ok()? {
+        None => Some(0.0),
+        Some(Eff::Gauss { mu }) => Some(mu * mu / 2.0),
+        Some(Eff::DGauss { rho, .. }) => Some(rho),
+        Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps }) => Some(eps * eps / 2.0),
+    }
+}
+
+/// Tight zCDP ρ of one release: as [`rho`] but pure ε-DP releases get ε·tanh(ε/2)
+/// (Steinke 2024, Thm 5).
+pub fn rho_tight(m: &Mechanism) -> Option<f64> {
+    match effective(m).ok()? {
+        None => Some(0.0),
+        Some(e) => Some(accountants::eff_rho(&e)),
+    }
+}
+
+/// Smallest multiplier t > 0 such that `build(t)` meets `target_epsilon` at `delta`
+/// (under `accountant`, or [`best`] when `None`). Bracketing by doubling/halving, then
+/// bisection to 1e-10 relative; returns the upper end of the final bracket, which is
+/// verified to satisfy the target.
+pub fn calibrate(
+    build: &dyn Fn(f64) -> Vec<Release>,
+    target_epsilon: f64,
+    delta: f64,
+    accountant: Option<Accountant>,
+) -> Result<f64, AccountingError> {
+    if !target_epsilon.is_finite() || target_epsilon <= 0.0 {
+        return Err(AccountingError::InvalidParameter(format!(
+            "target ε must be finite and > 0, got {target_epsilon}"
+        )));
+    }
+    check_delta(delta)?;
+    let eval = |t: f64| -> Result<f64, AccountingError> {
+        let plan = build(t);
+        match accountant {
+            Some(a) => epsilon(&plan, delta, a).map(|b| b.epsilon),
+            None => best(&plan, delta).map(|b| b.epsilon),
+        }
+    };
+    // ok(t): plan meets the target. Non-recoverable errors (invalid input, not
+    // applicable) abort; an infinite ε simply means "not yet".
+    let ok = |t: f64| -> Result<bool, AccountingError> {
+        match eval(t) {
+            Ok(e) => Ok(e <= target_epsilon),
+            Err(AccountingError::InfiniteEpsilon(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    let mut lo;
+    let mut hi;
+    if ok(1.0)? {
+        hi = 1.0;
+        lo = 0.5;
+        let mut n = 0;
+        while ok(lo)? {
+            hi = lo;
+            lo *= 0.5;
+            n += 1;
+            if n > 1100 || lo == 0.0 {
+                return Err(AccountingError::NoSolution(
+                    "plan meets the target for every multiplier (no privacy loss?)".into(),
+                ));
+            }
+        }
+    } else {
+        lo = 1.0;
+        hi = 2.0;
+        let mut n = 0;
+        while !ok(hi)? {
+            lo = hi;
+            hi *= 2.0;
+            n += 1;
+            if n > 1000 || !hi.is_finite() {
+                return Err(AccountingError::NoSolution(format!(
+                    "no noise multiplier reaches ε = {target_epsilon} at δ = {delta}"
+                )));
+            }
+        }
+    }
+    for _ in 0..200 {
+        if hi - lo <= 1e-10 * hi {
+            break;
+        }
+        let mid = 0.5 * (lo + hi);
+        if ok(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
+/// Balle–Wang analytic Gaussian calibration: the smallest σ (upper end of a bisection
+/// bracket, so never too small) such that one Gaussian release with ℓ2 sensitivity `l2`
+/// is (ε, δ)-DP.
+pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64, AccountingError> {
+    if !l2.is_finite() || l2 <= 0.0 {
+        return Err(AccountingError::InvalidParameter(format!("l2 must be finite and > 0, got {l2}")));
+    }
+    if !epsilon.is_finite() || epsilon < 0.0 {
+        return Err(AccountingError::InvalidParameter(format!("ε must be finite and ≥ 0, got {epsilon}")));
+    }
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(AccountingError::InvalidParameter(format!("δ must lie in (0, 1), got {delta}")));
+    }
+    let mu = gaussian::gdp_mu_for(epsilon, delta);
+    if !(mu > 0.0) {
+        return Err(AccountingError::NoSolution("no finite σ reaches this (ε, δ)".into()));
+    }
+    // σ = l2/μ rounded up a hair; verify.
+    let mut sigma = l2 / mu;
+    let mut guard = 0;
+    while gaussian::gdp_delta(l2 / sigma, epsilon) > delta && guard < 100 {
+        sigma *= 1.0 + 1e-15 * (1u64 << guard.min(40)) as f64;
+        guard += 1;
+    }
+    Ok(sigma)
+}
+
+/// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8): Φ(−ε/μ+μ/2) − e^εΦ(−ε/μ−μ/2).
+pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
+    gaussian::gdp_delta(mu, epsilon)
+}
+
+/// Smallest ε with δ_μ(ε) ≤ δ (never below the exact value).
+pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
+    gaussian::gdp_epsilon(mu, delta)
+}

@@ -1,0 +1,60 @@
+//! The semantic checker: from the AST to a checked plan.
+//!
+//! [`analyze`] parses a text, resolves names, derives every query's
+//! sensitivity from the declared privacy unit, adjacency and contribution
+//! bounds, counts the releases of every schedule, calibrates noise given as
+//! ε or `auto`, asks the accounting engine for the composed (ε, δ) and
+//! checks it against the budget. It never fails: every problem is a
+//! [`Diagnostic`], and the plan's total is only claimed when the plan has no
+//! error (an incomplete plan has no backed guarantee).
+#![forbid(unsafe_code)]
+
+pub mod report;
+pub mod schedule;
+pub mod sensitivity;
+
+mod checker;
+mod noise;
+
+use dpplan_diagnostics::Diagnostic;
+use dpplan_syntax::ast;
+
+pub use checker::AnalysisOptions;
+pub use report::*;
+
+/// Everything known about one plan text.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub ast: ast::Plan,
+    /// Syntax errors first, then semantic diagnostics by position.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The checked plan; `None` when the privacy block is missing or broken.
+    pub report: Option<PlanReport>,
+}
+
+impl Analysis {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Parses and checks a plan with the default options (every accountant).
+pub fn analyze(text: &str) -> Analysis {
+    analyze_with(text, &AnalysisOptions::default())
+}
+
+pub fn analyze_with(text: &str, options: &AnalysisOptions) -> Analysis {
+    let parsed = dpplan_syntax::parse(text);
+    let mut diagnostics = parsed.diagnostics;
+    let (report, semantic) = checker::check(&parsed.plan, options);
+    diagnostics.extend(semantic);
+    dpplan_diagnostics::sort(&mut diagnostics);
+    Analysis {
+        ast: parsed.plan,
+        diagnostics,
+        report,
+    }
+}
+
+#[cfg(test)]
+mod tests;

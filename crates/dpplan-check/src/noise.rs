@@ -1,0 +1,82 @@
+//! Utility figures of one release's noise: standard deviation and the
+//! half-width of the central 95 % interval.
+
+use dpplan_syntax::ast::NoiseKind;
+
+/// z such that P(|N(0,1)| ≤ z) = 0.95.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// (standard deviation, 95 % half-width) of the noise with `scale` (b for the
+/// Laplace kinds, σ for the Gaussian kinds).
+pub fn spread(kind: NoiseKind, scale: f64) -> (f64, f64) {
+    match kind {
+        // Var = 2b²; P(|X| > t) = e^{-t/b} = 0.05 → t = b ln 20.
+        NoiseKind::Laplace => (scale * 2f64.sqrt(), scale * 20f64.ln()),
+        NoiseKind::Gaussian => (scale, Z95 * scale),
+        NoiseKind::DiscreteLaplace => {
+            // P(X = k) ∝ q^{|k|}, q = e^{-1/t}: Var = 2q/(1−q)²;
+            // P(|X| > k) = 2 q^{k+1} / (1 + q).
+            let q = (-1.0 / scale).exp();
+            let var = 2.0 * q / ((1.0 - q) * (1.0 - q));
+            // smallest integer k with 2 q^{k+1}/(1+q) ≤ 0.05
+            let k = ((0.05 * (1.0 + q) / 2.0).ln() / q.ln() - 1.0).ceil().max(0.0);
+            (var.sqrt(), k)
+        }
+        NoiseKind::DiscreteGaussian => discrete_gaussian_spread(scale),
+    }
+}
+
+/// Exact by summation for σ ≤ 1000; beyond that the discrete Gaussian is
+/// within 1e-100 of the continuous one in variance and the interval is
+/// rounded up to an integer.
+fn discrete_gaussian_spread(sigma: f64) -> (f64, f64) {
+    if !(sigma > 0.0) || sigma > 1000.0 {
+        return (sigma, (Z95 * sigma).ceil());
+    }
+    let limit = (sigma * 40.0).ceil() as i64 + 1;
+    let w = |k: i64| (-((k * k) as f64) / (2.0 * sigma * sigma)).exp();
+    let mut norm = w(0);
+    let mut second = 0.0;
+    for k in 1..=limit {
+        let p = w(k);
+        norm += 2.0 * p;
+        second += 2.0 * p * (k * k) as f64;
+    }
+    let var = second / norm;
+    // central interval: smallest k with P(|X| ≤ k) ≥ 0.95
+    let mut mass = w(0) / norm;
+    let mut k = 0;
+    while mass < 0.95 && k < limit {
+        k += 1;
+        mass += 2.0 * w(k) / norm;
+    }
+    (var.sqrt(), k as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn laplace_and_gaussian() {
+        let (sd, ci) = spread(NoiseKind::Laplace, 50.0);
+        assert!((sd - 70.710678118654755).abs() < 1e-9);
+        // P(|X| > ci) = exp(-ci/b) must be 0.05
+        assert!(((-ci / 50.0f64).exp() - 0.05).abs() < 1e-12);
+        let (sd, ci) = spread(NoiseKind::Gaussian, 8.0);
+        assert_eq!(sd, 8.0);
+        assert!((ci - 15.679711876320432).abs() < 1e-9);
+    }
+
+    #[test]
+    fn discrete_close_to_continuous_for_large_scales() {
+        let (sd, ci) = spread(NoiseKind::DiscreteGaussian, 30.0);
+        assert!((sd - 30.0).abs() < 1e-6, "{sd}");
+        assert!((ci - 59.0).abs() <= 1.0, "{ci}");
+        let (sd, _) = spread(NoiseKind::DiscreteLaplace, 50.0);
+        assert!((sd - 50.0 * 2f64.sqrt()).abs() < 0.1, "{sd}");
+        // scale 1: q = e^-1, P(|X| > k) = 2 q^{k+1}/(1+q) ≤ 0.05 first at k = 3
+        let (_, ci) = spread(NoiseKind::DiscreteLaplace, 1.0);
+        assert_eq!(ci, 3.0);
+    }
+}

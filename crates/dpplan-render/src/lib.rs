@@ -1,0 +1,48 @@
+//! Renderers: one per output format, each a pure function from plain data
+//! (diagnostics and plan reports) to a `String`. Only the CLI prints.
+//!
+//! - [`human`]: rustc-style diagnostics (codespan-reporting) and a summary table.
+//! - [`json`]: the documented, stable schema of docs/json-output.md.
+//! - [`sarif`]: SARIF 2.1.0, as GitHub code scanning accepts it.
+//! - [`github`]: GitHub Actions workflow annotations.
+#![forbid(unsafe_code)]
+
+mod human;
+mod machine;
+
+pub use human::{human, summary_table};
+pub use machine::{github, json, json_value, sarif};
+
+use dpplan_check::Analysis;
+
+/// One checked file, as every renderer takes it.
+pub struct FileResult<'a> {
+    /// The path as the user gave it (shown and used as the SARIF/GitHub URI).
+    pub path: &'a str,
+    pub text: &'a str,
+    pub analysis: &'a Analysis,
+}
+
+/// Counts by severity over several files.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub hints: usize,
+}
+
+pub fn counts(files: &[FileResult]) -> Counts {
+    let mut c = Counts::default();
+    for f in files {
+        for d in &f.analysis.diagnostics {
+            match d.severity {
+                dpplan_diagnostics::Severity::Error => c.errors += 1,
+                dpplan_diagnostics::Severity::Warning => c.warnings += 1,
+                dpplan_diagnostics::Severity::Hint => c.hints += 1,
+            }
+        }
+    }
+    c
+}
+
+pub use dpplan_diagnostics::num;
