@@ -1,1 +1,150 @@
+//! Every number the checker prints, against an independent formula, with
+//! negative controls (drop a release, loosen a bound: the claim changes).
 
+use statrs::distribution::{ContinuousCDF, Normal};
+
+use crate::{analyze, PlanReport};
+
+fn plan(unit: &str, budget: &str, accountant: &str, dataset: &str, queries: &str) -> String {
+    format!(
+        "plan \"t\" {{\n  privacy {{\n    unit {unit}\n    adjacency add_remove\n    budget {budget}\n    accountant {accountant}\n  }}\n{dataset}\n{queries}\n}}\n"
+    )
+}
+
+fn report(text: &str) -> PlanReport {
+    let a = analyze(text);
+    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
+    a.report.expect("a report")
+}
+
+fn total(text: &str) -> f64 {
+    report(text).total.expect("a total").epsilon
+}
+
+const VISITS: &str = "  dataset visits {\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\" }\n    column secs : float in [0, 3600]\n    contribution {\n      rows_per_unit 5\n      groups_per_unit 3\n    }\n  }";
+
+/// Balle–Wang: δ(ε) of μ-GDP, computed here with statrs independently of
+/// the accounting crate.
+fn gdp_delta(mu: f64, eps: f64) -> f64 {
+    let n = Normal::new(0.0, 1.0).unwrap();
+    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
+}
+
+#[test]
+fn laplace_count_under_a_user_unit_costs_rows_over_scale() {
+    let q = "  query n {\n    count(visits)\n    noise laplace scale 50\n    schedule every 1 day for 365 days\n  }";
+    let r = report(&plan("user by uid", "epsilon 40", "basic", VISITS, q));
+    let t = r.total.unwrap();
+    // c = 5 rows, b = 50: ε = 5/50 per release, 365 releases, basic composition.
+    assert!((t.epsilon - 365.0 * 0.1).abs() < 1e-9, "{}", t.epsilon);
+    assert_eq!(t.delta, 0.0);
+    assert_eq!(r.queries[0].l1, 5.0);
+    assert_eq!(r.queries[0].releases, 365);
+    // Negative controls: one release fewer, and a looser bound.
+    let fewer = total(&plan("user by uid", "epsilon 40", "basic", VISITS, &q.replace("365 days", "364 days")));
+    assert!(fewer < t.epsilon);
+    let looser = total(&plan("user by uid", "epsilon 80", "basic", &VISITS.replace("rows_per_unit 5", "rows_per_unit 10"), q));
+    assert!((looser - 2.0 * t.epsilon).abs() < 1e-9);
+}
+
+#[test]
+fn repeated_gaussian_matches_the_exact_gaussian_and_the_reference_closed_form() {
+    let ds = "  dataset r {\n    column x : int in [0, 1]\n  }";
+    let q = |k: u32| format!("  query yes {{\n    sum(r.x)\n    noise gaussian sigma 8\n    schedule {k} times\n  }}");
+    let delta = 1e-6;
+    // Exact (GDP): μ = √k·Δ/σ; δ(ε) at the reported ε must equal the budget δ.
+    let r = report(&plan("row", "epsilon 30 delta 1e-6", "gdp", ds, &q(10)));
+    let t = r.total.unwrap();
+    assert_eq!(t.accountant, "gdp");
+    let mu = 10f64.sqrt() / 8.0;
+    let d = gdp_delta(mu, t.epsilon);
+    assert!(d <= delta * (1.0 + 1e-6) && d >= delta * (1.0 - 1e-3), "δ(ε) = {d}");
+    // RDP is sound and no tighter than the exact curve; the classical
+    // closed form of the reference text bounds it from above.
+    let rdp = total(&plan("row", "epsilon 30 delta 1e-6", "rdp", ds, &q(10)));
+    let a = 10.0 / (2.0 * 64.0);
+    let closed = a + 2.0 * (a * (1.0f64 / delta).ln()).sqrt();
+    assert!((closed - 2.1559476703363876).abs() < 1e-12);
+    assert!(rdp >= t.epsilon && rdp <= closed + 1e-9, "rdp {rdp} gdp {} closed {closed}", t.epsilon);
+    // Negative control: one release fewer lowers every figure.
+    assert!(total(&plan("row", "epsilon 30 delta 1e-6", "gdp", ds, &q(9))) < t.epsilon);
+    assert!(total(&plan("row", "epsilon 30 delta 1e-6", "rdp", ds, &q(9))) < rdp);
+}
+
+#[test]
+fn histogram_sensitivity_uses_the_group_bound() {
+    let q = "  query pages {\n    histogram(visits by page)\n    noise gaussian sigma 30\n    schedule once\n  }";
+    let r = report(&plan("user by uid", "epsilon 5 delta 1e-6", "gdp", VISITS, q));
+    // 5 rows over at most 3 groups, no per-group bound: one group can take all 5.
+    assert_eq!(r.queries[0].l1, 5.0);
+    assert_eq!(r.queries[0].l2, 5.0);
+    let per_group = VISITS.replace("groups_per_unit 3", "groups_per_unit 3\n      rows_per_group 2");
+    let r = report(&plan("user by uid", "epsilon 5 delta 1e-6", "gdp", &per_group, q));
+    assert_eq!(r.queries[0].l1, 5.0);
+    assert!((r.queries[0].l2 - 3.0).abs() < 1e-12); // 2, 2, 1 → √9
+    // and the exact Gaussian total follows μ = L2/σ
+    let t = r.total.unwrap();
+    assert!((gdp_delta(3.0 / 30.0, t.epsilon) - 1e-6).abs() < 1e-9);
+}
+
+#[test]
+fn laplace_epsilon_calibration_and_mean_split() {
+    let q = "  query m {\n    mean(visits.secs)\n    noise laplace epsilon 0.5\n    schedule once\n  }";
+    let r = report(&plan("user by uid", "epsilon 1", "basic", VISITS, q));
+    let parts = &r.queries[0].parts;
+    assert_eq!(parts.len(), 2);
+    // each part gets ε/2: sum b = 5·3600/0.25, count b = 5/0.25
+    assert!((parts[0].mechanism.scale.unwrap() - 18000.0 / 0.25).abs() < 1e-6);
+    assert!((parts[1].mechanism.scale.unwrap() - 5.0 / 0.25).abs() < 1e-9);
+    assert!((r.total.unwrap().epsilon - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn auto_noise_fills_the_budget_tightly() {
+    let q = "  query a {\n    count(visits)\n    noise gaussian auto\n    schedule every 1 day for 30 days\n  }\n  query b {\n    sum(visits.secs)\n    noise laplace auto weight 2\n    schedule once\n  }";
+    let r = report(&plan("user by uid", "epsilon 2 delta 1e-6", "best", VISITS, q));
+    let t = r.total.unwrap();
+    assert!(t.epsilon <= 2.0 && t.epsilon > 2.0 * 0.999, "{}", t.epsilon);
+    assert!(r.within_budget == Some(true));
+    // weight 2 gets twice the share: its noise-to-sensitivity ratio is half
+    let sa = r.queries[0].parts[0].mechanism.sigma.unwrap() / 5.0;
+    let sb = r.queries[1].parts[0].mechanism.scale.unwrap() / 18000.0;
+    assert!((sa / sb - 2.0).abs() < 1e-9, "{sa} {sb}");
+}
+
+#[test]
+fn event_unit_warning_states_the_group_privacy_guarantee() {
+    let ds = "  dataset e {\n    column device : id\n    contribution {\n      rows_per_unit 20\n    }\n  }";
+    let q = "  query n {\n    count(e)\n    noise laplace epsilon 0.25\n    schedule once\n  }";
+    let a = analyze(&plan("event", "epsilon 1", "basic", ds, q));
+    let w = a.diagnostics.iter().find(|d| d.code.as_str() == "DP008").expect("DP008");
+    assert!(w.message.contains("ε = 5 "), "{}", w.message); // 20 × 0.25
+    let no_bound = ds.replace("    contribution {\n      rows_per_unit 20\n    }\n", "");
+    let a = analyze(&plan("event", "epsilon 1", "basic", &no_bound, q));
+    let w = a.diagnostics.iter().find(|d| d.code.as_str() == "DP008").expect("DP008");
+    assert!(w.message.contains("unbounded"), "{}", w.message);
+}
+
+#[test]
+fn no_claim_is_made_for_a_plan_with_errors() {
+    let q = "  query n {\n    count(visits)\n    noise laplace scale 50\n    schedule once\n  }\n  query bad {\n    sum(visits.nope)\n    noise laplace scale 5\n    schedule once\n  }";
+    let a = analyze(&plan("user by uid", "epsilon 1", "best", VISITS, q));
+    assert!(a.has_errors());
+    let r = a.report.unwrap();
+    assert!(r.total.is_none());
+    assert!(r.total_missing.is_some());
+}
+
+#[test]
+fn replace_adjacency_changes_the_sensitivity() {
+    let ds = "  dataset d {\n    column uid : id\n    column v : float in [100, 200]\n    contribution {\n      rows_per_unit 5\n    }\n  }";
+    let q = "  query s {\n    sum(d.v)\n    noise laplace scale 1000\n    schedule once\n  }\n  query n {\n    count(d)\n    noise laplace scale 1000\n    schedule once\n  }";
+    let text = plan("user by uid", "epsilon 10", "basic", ds, q).replace("add_remove", "replace");
+    let r = report(&text);
+    assert_eq!(r.queries[0].l1, 1000.0); // a user's total moves within [0, 5·200]
+    assert_eq!(r.queries[1].l1, 5.0); // the count of a bounded user is not zero under replace
+    let row = plan("row", "epsilon 10", "basic", "  dataset d {\n    column v : float in [100, 200]\n  }", q).replace("add_remove", "replace");
+    let r = report(&row);
+    assert_eq!(r.queries[0].l1, 100.0); // hi − lo
+    assert!(r.queries[1].parts.is_empty()); // the count is public: no noise needed, no cost
+}
