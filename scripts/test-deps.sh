@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond Cargo, into target/test-deps/:
+#   - the SARIF 2.1.0 JSON schema, shipped in Microsoft's SARIF multitool
+#     package on the npm registry (the OASIS schema, draft 2020-12).
+# Idempotent: does nothing when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deps=target/test-deps
+mkdir -p "$deps"
+if [ ! -s "$deps/sarif-2.1.0.json" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent @microsoft/sarif-multitool-linux@5.7.0 >/dev/null)
+  tar -xzf "$tmp"/microsoft-sarif-multitool-linux-5.7.0.tgz -C "$tmp" package/sarif-2.1.0.json
+  mv "$tmp/package/sarif-2.1.0.json" "$deps/sarif-2.1.0.json"
+  rm -rf "$tmp"
+fi
+echo "test dependencies ready in $deps"
