@@ -163,3 +163,12 @@ fn every_example_checks_clean() {
         dpplan_syntax::parse_strict(&text).unwrap_or_else(|e| panic!("{}: {e}", f["path"]));
     }
 }
+
+#[test]
+fn every_code_is_documented() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md")).unwrap();
+    for code in Code::ALL {
+        assert!(doc.contains(&format!("## {}\n", code.as_str())), "docs/diagnostics.md lacks {code}");
+        assert!(doc.contains(&format!("`{}`", code.name())), "docs/diagnostics.md lacks the name of {code}");
+    }
+}
