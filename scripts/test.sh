@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need, then runs every
+# test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/test-deps.sh
+cargo test --workspace
