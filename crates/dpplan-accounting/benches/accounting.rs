@@ -1,1 +1,87 @@
-fn main() {}
+//! Accounting benchmarks (criterion). Run:
+//! `CARGO_TARGET_DIR=/work/target-acct cargo bench -p dpplan-accounting -j 1`
+use criterion::{criterion_group, criterion_main, Criterion};
+use dpplan_accounting::*;
+use std::hint::black_box;
+use std::time::Duration;
+
+fn rel(kind: NoiseKind, scale: f64, count: u64) -> Release {
+    Release {
+        mechanism: Mechanism {
+            kind,
+            scale,
+            sensitivity: Sensitivity::scalar(1.0),
+        },
+        count,
+    }
+}
+
+/// 100,000 distinct Gaussian releases (σ from 50 to 150)
+fn hetero_gauss() -> Vec<Release> {
+    (0..100_000)
+        .map(|i| rel(NoiseKind::Gaussian, 50.0 + i as f64 * 1e-3, 1))
+        .collect()
+}
+
+/// 100,000 distinct releases: half Laplace (b from 200 to 1200), half Gaussian
+fn hetero_mixed() -> Vec<Release> {
+    (0..100_000)
+        .map(|i| {
+            if i % 2 == 0 {
+                rel(NoiseKind::Laplace, 200.0 + i as f64 * 1e-2, 1)
+            } else {
+                rel(NoiseKind::Gaussian, 50.0 + i as f64 * 1e-3, 1)
+            }
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let g = hetero_gauss();
+    let m = hetero_mixed();
+    // a release every minute for 30 days
+    let minute_lap = vec![rel(NoiseKind::Laplace, 100.0, 43_200)];
+    let minute_gauss = vec![rel(NoiseKind::Gaussian, 200.0, 43_200)];
+    let mut grp = c.benchmark_group("accounting");
+    grp.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    grp.bench_function("gdp_100k_hetero_gauss", |b| {
+        b.iter(|| epsilon(black_box(&g), 1e-6, Accountant::Gdp))
+    });
+    grp.bench_function("rdp_100k_hetero_gauss", |b| {
+        b.iter(|| epsilon(black_box(&g), 1e-6, Accountant::Rdp))
+    });
+    grp.bench_function("rdp_100k_hetero_mixed", |b| {
+        b.iter(|| epsilon(black_box(&m), 1e-6, Accountant::Rdp))
+    });
+    grp.bench_function("pld_100k_hetero_mixed", |b| {
+        b.iter(|| epsilon(black_box(&m), 1e-6, Accountant::Pld))
+    });
+    grp.bench_function("pld_43200_identical_laplace", |b| {
+        b.iter(|| epsilon(black_box(&minute_lap), 1e-6, Accountant::Pld))
+    });
+    grp.bench_function("best_43200_identical_laplace", |b| {
+        b.iter(|| best(black_box(&minute_lap), 1e-6))
+    });
+    grp.bench_function("best_43200_identical_gauss", |b| {
+        b.iter(|| best(black_box(&minute_gauss), 1e-6))
+    });
+    grp.bench_function("best_100k_hetero_mixed", |b| {
+        b.iter(|| best(black_box(&m), 1e-6))
+    });
+    grp.finish();
+    // print the values once, for the report
+    for (name, plan) in [
+        ("hetero_gauss", &g),
+        ("hetero_mixed", &m),
+        ("minute_laplace", &minute_lap),
+    ] {
+        for (a, r) in all(plan, 1e-6) {
+            println!("{name:>16} {a:<36} {:?}", r.map(|b| b.epsilon));
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -17,16 +17,27 @@ pub(crate) fn evaluate(plan: &Plan, delta: f64, a: Accountant) -> Result<Bound, 
         Accountant::Pld => crate::pld::pld_epsilon(plan, delta)?,
     };
     if eps.is_nan() {
-        return Err(AccountingError::InvalidParameter("numerical failure (NaN ε)".into()));
+        return Err(AccountingError::InvalidParameter(
+            "numerical failure (NaN ε)".into(),
+        ));
     }
     if eps.is_infinite() {
-        return Err(AccountingError::InfiniteEpsilon(format!("{a}: ε is unbounded at δ = {delta}")));
+        return Err(AccountingError::InfiniteEpsilon(format!(
+            "{a}: ε is unbounded at δ = {delta}"
+        )));
     }
-    Ok(Bound { accountant: a, epsilon: eps.max(0.0), delta, detail })
+    Ok(Bound {
+        accountant: a,
+        epsilon: eps.max(0.0),
+        delta,
+        detail,
+    })
 }
 
 fn infinite(what: &str) -> AccountingError {
-    AccountingError::InfiniteEpsilon(format!("{what} needs δ > 0 for approximate-DP (Gaussian) releases"))
+    AccountingError::InfiniteEpsilon(format!(
+        "{what} needs δ > 0 for approximate-DP (Gaussian) releases"
+    ))
 }
 
 /// tightest single-release ε of an effective mechanism at δ
@@ -82,24 +93,54 @@ fn round_up_geometric(x: f64, ratio: f64) -> f64 {
 
 /// Approximate-DP items, optionally bucketed (μ / ρ / σ rounded to be more private-costly).
 fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<(Eff, u64)> {
-    let approx: Vec<(Eff, u64)> =
-        plan.items.iter().filter(|i| i.eff.pure_eps().is_none()).map(|i| (i.eff, i.count)).collect();
+    let approx: Vec<(Eff, u64)> = plan
+        .items
+        .iter()
+        .filter(|i| i.eff.pure_eps().is_none())
+        .map(|i| (i.eff, i.count))
+        .collect();
     if approx.len() <= max_distinct {
         return approx;
+    }
+    let grouped = Plan {
+        items: approx
+            .iter()
+            .map(|&(eff, count)| crate::Item { eff, count })
+            .collect(),
+    }
+    .grouped();
+    if grouped.items.len() <= max_distinct {
+        return grouped
+            .items
+            .into_iter()
+            .map(|i| (i.eff, i.count))
+            .collect();
     }
     let mut map: HashMap<(u8, u64, u64, u64), (Eff, u64)> = HashMap::new();
     for (e, c) in approx {
         let e2 = match e {
-            Eff::Gauss { mu } => Eff::Gauss { mu: round_up_geometric(mu, ratio) },
+            Eff::Gauss { mu } => Eff::Gauss {
+                mu: round_up_geometric(mu, ratio),
+            },
             // larger ρ with the same bound function; exact DG curve no longer used
-            Eff::DGauss { sigma, rho, .. } => Eff::DGauss { sigma, shift: None, rho: round_up_geometric(rho, ratio) },
+            Eff::DGauss { sigma, rho, .. } => Eff::DGauss {
+                sigma,
+                shift: None,
+                rho: round_up_geometric(rho, ratio),
+            },
             other => other,
         };
         let e2 = match e2 {
-            Eff::DGauss { rho, .. } => Eff::DGauss { sigma: 0.0, shift: None, rho },
+            Eff::DGauss { rho, .. } => Eff::DGauss {
+                sigma: 0.0,
+                shift: None,
+                rho,
+            },
             o => o,
         };
-        map.entry(e2.key()).and_modify(|v| v.1 = v.1.saturating_add(c)).or_insert((e2, c));
+        map.entry(e2.key())
+            .and_modify(|v| v.1 = v.1.saturating_add(c))
+            .or_insert((e2, c));
     }
     map.into_values().collect()
 }
@@ -112,7 +153,10 @@ fn basic(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     let pure = plan.pure_sum();
     let approx = approx_items(plan, 1e-3, 1024);
     if approx.is_empty() {
-        return Ok((pure, format!("Σε of {} pure ε-DP releases", plan.total_count())));
+        return Ok((
+            pure,
+            format!("Σε of {} pure ε-DP releases", plan.total_count()),
+        ));
     }
     if delta <= 0.0 {
         return Err(infinite("basic composition"));
@@ -123,7 +167,13 @@ fn basic(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     for (e, c) in &approx {
         sum += *c as f64 * single_eps(e, share)?;
     }
-    Ok((sum, format!("Σε; δ split evenly: {:.3e} to each of {} approximate-DP releases", share, n)))
+    Ok((
+        sum,
+        format!(
+            "Σε; δ split evenly: {:.3e} to each of {} approximate-DP releases",
+            share, n
+        ),
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -221,12 +271,17 @@ fn kov_homogeneous(k: u64, eps: f64, delta: f64) -> f64 {
     if kov_rr_delta(k, eps, 0.0) <= delta {
         return 0.0;
     }
-    crate::special::bisect_upper(0.0, total, 1e-13, 1e-300, |eg| kov_rr_delta(k, eps, eg) <= delta)
+    crate::special::bisect_upper(0.0, total, 1e-13, 1e-300, |eg| {
+        kov_rr_delta(k, eps, eg) <= delta
+    })
 }
 
 fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
-    let pure: Vec<(f64, f64)> =
-        plan.items.iter().filter_map(|i| i.eff.pure_eps().map(|e| (e, i.count as f64))).collect();
+    let pure: Vec<(f64, f64)> = plan
+        .items
+        .iter()
+        .filter_map(|i| i.eff.pure_eps().map(|e| (e, i.count as f64)))
+        .collect();
     let approx = approx_items(plan, 1e-2, 256);
     let total_pure = plan.pure_sum();
     if approx.is_empty() {
@@ -241,7 +296,10 @@ fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
             v
         };
         if distinct.len() == 1 {
-            let k: u64 = plan.items.iter().map(|i| i.count).sum();
+            let k: u64 = plan
+                .items
+                .iter()
+                .fold(0u64, |a, i| a.saturating_add(i.count));
             if k <= 50_000_000 {
                 let e = kov_homogeneous(k, distinct[0], delta);
                 if e < best {
@@ -270,7 +328,9 @@ fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     let mut best = (f64::INFINITY, "basic", 0.5);
     let grid = 24;
     let mut best_i = 0;
-    let thetas: Vec<f64> = (0..grid).map(|i| 1e-6f64.powf(1.0 - i as f64 / (grid - 1) as f64) * 0.999).collect();
+    let thetas: Vec<f64> = (0..grid)
+        .map(|i| 1e-6f64.powf(1.0 - i as f64 / (grid - 1) as f64) * 0.999)
+        .collect();
     for (i, &t) in thetas.iter().enumerate() {
         let (e, w) = eval(t)?;
         if e < best.0 {
@@ -289,7 +349,15 @@ fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
             }
         }
     }
-    Ok((best.0, format!("{}; δ' = {:.3e}, rest split over {} approximate releases", best.1, best.2 * delta, n_approx)))
+    Ok((
+        best.0,
+        format!(
+            "{}; δ' = {:.3e}, rest split over {} approximate releases",
+            best.1,
+            best.2 * delta,
+            n_approx
+        ),
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -309,20 +377,35 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
     let bs = rho + 2.0 * (rho * l).sqrt();
     let f = |a: f64| a * rho + ((a - 1.0) / a).ln() - (delta.ln() + a.ln()) / (a - 1.0);
     let a_star = 1.0 + (l / rho).sqrt();
-    let (_, v) = minimize_log_grid(1.0, 1.0 + 1e-9 * a_star.min(1e6), 1.0 + 1e3 * (a_star - 1.0) + 1.0, 161, f);
+    let (_, v) = minimize_log_grid(
+        1.0,
+        1.0 + 1e-9 * a_star.min(1e6),
+        1.0 + 1e3 * (a_star - 1.0) + 1.0,
+        161,
+        f,
+    );
     bs.min(v).max(0.0)
 }
 
 fn zcdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
-    let rho: f64 = plan.items.iter().map(|i| i.count as f64 * eff_rho(&i.eff)).sum();
+    let rho: f64 = plan
+        .items
+        .iter()
+        .map(|i| i.count as f64 * eff_rho(&i.eff))
+        .sum();
     if rho == 0.0 {
         return Ok((0.0, "ρ = 0".into()));
     }
     if delta <= 0.0 {
-        return Err(AccountingError::InfiniteEpsilon("zCDP gives no finite ε at δ = 0".into()));
+        return Err(AccountingError::InfiniteEpsilon(
+            "zCDP gives no finite ε at δ = 0".into(),
+        ));
     }
     let e = zcdp_epsilon_from_rho(rho, delta);
-    Ok((e, format!("ρ = {rho:.6e} (Bun–Steinke / Canonne–Kamath–Steinke conversion)")))
+    Ok((
+        e,
+        format!("ρ = {rho:.6e} (Bun–Steinke / Canonne–Kamath–Steinke conversion)"),
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -369,7 +452,12 @@ struct RdpCurve {
 
 impl RdpCurve {
     fn new(plan: &Plan) -> Self {
-        let mut c = RdpCurve { gauss_rho: 0.0, laplace: vec![], lap_buckets: vec![], rr: vec![] };
+        let mut c = RdpCurve {
+            gauss_rho: 0.0,
+            laplace: vec![],
+            lap_buckets: vec![],
+            rr: vec![],
+        };
         for it in &plan.items {
             let n = it.count as f64;
             match it.eff {
@@ -403,9 +491,13 @@ impl RdpCurve {
         if c.rr.len() > 512 {
             let mut map: HashMap<u64, f64> = HashMap::new();
             for &(e, n) in &c.rr {
-                *map.entry(round_up_geometric(e, 1e-3).to_bits()).or_insert(0.0) += n;
+                *map.entry(round_up_geometric(e, 1e-3).to_bits())
+                    .or_insert(0.0) += n;
             }
-            c.rr = map.into_iter().map(|(b, n)| (f64::from_bits(b), n)).collect();
+            c.rr = map
+                .into_iter()
+                .map(|(b, n)| (f64::from_bits(b), n))
+                .collect();
         }
         c
     }
@@ -438,11 +530,20 @@ fn conv_balle(r: f64, alpha: f64, delta: f64) -> f64 {
 }
 
 /// RDP accountant with a chosen conversion; returns the bound for the plan.
-pub fn rdp_epsilon_with(releases: &[Release], delta: f64, conv: RdpConversion) -> Result<Bound, AccountingError> {
+pub fn rdp_epsilon_with(
+    releases: &[Release],
+    delta: f64,
+    conv: RdpConversion,
+) -> Result<Bound, AccountingError> {
     crate::check_delta(delta)?;
     let plan = normalise(releases)?;
     let (e, detail) = rdp(&plan, delta, conv)?;
-    Ok(Bound { accountant: Accountant::Rdp, epsilon: e, delta, detail })
+    Ok(Bound {
+        accountant: Accountant::Rdp,
+        epsilon: e,
+        delta,
+        detail,
+    })
 }
 
 fn rdp(plan: &Plan, delta: f64, conv: RdpConversion) -> Result<(f64, String), AccountingError> {
@@ -466,14 +567,22 @@ fn rdp(plan: &Plan, delta: f64, conv: RdpConversion) -> Result<(f64, String), Ac
         if curve.only_gauss() {
             // closed form: min_α αa + L/(α−1) = a + 2√(aL) at α = 1 + √(L/a)
             let a = curve.gauss_rho;
-            results.push((a + 2.0 * (a * l).sqrt(), 1.0 + (l / a).sqrt(), "classical conversion (closed form)"));
+            results.push((
+                a + 2.0 * (a * l).sqrt(),
+                1.0 + (l / a).sqrt(),
+                "classical conversion (closed form)",
+            ));
         } else {
-            let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| conv_classical(curve.eval(al), al, delta));
+            let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+                conv_classical(curve.eval(al), al, delta)
+            });
             results.push((v, al, "classical conversion"));
         }
     }
     if use_balle {
-        let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| conv_balle(curve.eval(al), al, delta));
+        let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+            conv_balle(curve.eval(al), al, delta)
+        });
         results.push((v, al, "Balle et al. 2020 conversion"));
     }
     let mut best = results[0];
@@ -486,7 +595,10 @@ fn rdp(plan: &Plan, delta: f64, conv: RdpConversion) -> Result<(f64, String), Ac
     if plan.all_pure() && plan.pure_sum() < best.0 {
         return Ok((plan.pure_sum(), "RDP at order α = ∞: Σε".into()));
     }
-    Ok((best.0.max(0.0), format!("RDP at order α = {:.6}, {}", best.1, best.2)))
+    Ok((
+        best.0.max(0.0),
+        format!("RDP at order α = {:.6}, {}", best.1, best.2),
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -500,7 +612,8 @@ fn gdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
             Eff::Gauss { mu } => mu2 += it.count as f64 * mu * mu,
             _ => {
                 return Err(AccountingError::NotApplicable(
-                    "exact Gaussian accounting needs every release to be a continuous Gaussian".into(),
+                    "exact Gaussian accounting needs every release to be a continuous Gaussian"
+                        .into(),
                 ))
             }
         }
@@ -514,5 +627,8 @@ fn gdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     }
     let e = gdp_epsilon(mu, delta);
     debug_assert!(gdp_delta(mu, e) <= delta);
-    Ok((e, format!("μ-GDP with μ = {mu:.9}, Balle–Wang exact conversion")))
+    Ok((
+        e,
+        format!("μ-GDP with μ = {mu:.9}, Balle–Wang exact conversion"),
+    ))
 }

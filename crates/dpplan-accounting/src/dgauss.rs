@@ -28,7 +28,9 @@ impl DiscreteGaussian {
         // f(y) underflows to 0 beyond ~38.6σ; 40σ + 2 covers everything representable.
         let n_max = (40.0 * sigma).ceil() as usize + 2;
         let two_s2 = 2.0 * sigma * sigma;
-        let f: Vec<f64> = (0..=n_max).map(|y| (-((y as f64) * (y as f64)) / two_s2).exp()).collect();
+        let f: Vec<f64> = (0..=n_max)
+            .map(|y| (-((y as f64) * (y as f64)) / two_s2).exp())
+            .collect();
         let mut s = vec![0.0; n_max + 2];
         for n in (0..=n_max).rev() {
             s[n] = s[n + 1] + f[n];
@@ -40,7 +42,14 @@ impl DiscreteGaussian {
             c[m] = acc;
         }
         let z = s[0] + s[1];
-        Some(DiscreteGaussian { sigma, shift, f, s, c, z })
+        Some(DiscreteGaussian {
+            sigma,
+            shift,
+            f,
+            s,
+            c,
+            z,
+        })
     }
 
     /// unnormalised f(y)
@@ -68,7 +77,11 @@ impl DiscreteGaussian {
             }
         } else {
             let m = (-n) as usize;
-            let cm = if m < self.c.len() { self.c[m] } else { self.c[self.c.len() - 1] };
+            let cm = if m < self.c.len() {
+                self.c[m]
+            } else {
+                self.c[self.c.len() - 1]
+            };
             cm + self.s[1]
         }
     }

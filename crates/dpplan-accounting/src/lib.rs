@@ -94,7 +94,11 @@ pub struct Sensitivity {
 impl Sensitivity {
     /// A scalar query with |Δ| ≤ `delta`.
     pub fn scalar(delta: f64) -> Self {
-        Sensitivity { l1: delta, l2: delta, coords: 1 }
+        Sensitivity {
+            l1: delta,
+            l2: delta,
+            coords: 1,
+        }
     }
 }
 
@@ -206,7 +210,11 @@ pub(crate) enum Eff {
     /// continuous Gaussian, μ = Δ₂/σ
     Gauss { mu: f64 },
     /// discrete Gaussian; `shift` is the integer shift when coords = 1
-    DGauss { sigma: f64, shift: Option<i64>, rho: f64 },
+    DGauss {
+        sigma: f64,
+        shift: Option<i64>,
+        rho: f64,
+    },
     /// continuous Laplace, ε = Δ₁/b; `scalar` when coords = 1
     Laplace { eps: f64, scalar: bool },
     /// discrete Laplace, ε = Δ₁/b (treated through its RR dominating pair)
@@ -223,9 +231,12 @@ impl Eff {
     pub(crate) fn key(&self) -> (u8, u64, u64, u64) {
         match *self {
             Eff::Gauss { mu } => (0, mu.to_bits(), 0, 0),
-            Eff::DGauss { sigma, shift, rho } => {
-                (1, sigma.to_bits(), shift.map(|s| s as u64 + 1).unwrap_or(0), rho.to_bits())
-            }
+            Eff::DGauss { sigma, shift, rho } => (
+                1,
+                sigma.to_bits(),
+                shift.map(|s| s as u64 + 1).unwrap_or(0),
+                rho.to_bits(),
+            ),
             Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0),
             Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0),
         }
@@ -252,20 +263,27 @@ impl Plan {
         self.items.iter().all(|i| i.eff.pure_eps().is_some())
     }
     pub(crate) fn pure_sum(&self) -> f64 {
-        self.items.iter().filter_map(|i| i.eff.pure_eps().map(|e| e * i.count as f64)).sum()
+        self.items
+            .iter()
+            .filter_map(|i| i.eff.pure_eps().map(|e| e * i.count as f64))
+            .sum()
     }
 }
 
 fn check_finite_nonneg(what: &str, v: f64) -> Result<(), AccountingError> {
     if !v.is_finite() || v < 0.0 {
-        return Err(AccountingError::InvalidParameter(format!("{what} must be finite and ≥ 0, got {v}")));
+        return Err(AccountingError::InvalidParameter(format!(
+            "{what} must be finite and ≥ 0, got {v}"
+        )));
     }
     Ok(())
 }
 
 pub(crate) fn check_delta(delta: f64) -> Result<(), AccountingError> {
     if !(0.0..1.0).contains(&delta) {
-        return Err(AccountingError::InvalidParameter(format!("δ must lie in [0, 1), got {delta}")));
+        return Err(AccountingError::InvalidParameter(format!(
+            "δ must lie in [0, 1), got {delta}"
+        )));
     }
     Ok(())
 }
@@ -282,10 +300,16 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
     check_finite_nonneg("l1 sensitivity", s.l1)?;
     check_finite_nonneg("l2 sensitivity", s.l2)?;
     if s.coords == 0 {
-        return Err(AccountingError::InvalidParameter("coords must be ≥ 1".into()));
+        return Err(AccountingError::InvalidParameter(
+            "coords must be ≥ 1".into(),
+        ));
     }
     let sqrt_c = (s.coords as f64).sqrt();
-    let l1 = if s.l2 > 0.0 { s.l1.min(sqrt_c * s.l2) } else { s.l1 };
+    let l1 = if s.l2 > 0.0 {
+        s.l1.min(sqrt_c * s.l2)
+    } else {
+        s.l1
+    };
     let l2 = if s.l1 > 0.0 { s.l2.min(s.l1) } else { s.l2 };
     let scalar = s.coords == 1;
     let eff = match m.kind {
@@ -299,7 +323,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             if l1 == 0.0 {
                 return Ok(None);
             }
-            Eff::Laplace { eps: l1 / m.scale, scalar }
+            Eff::Laplace {
+                eps: l1 / m.scale,
+                scalar,
+            }
         }
         NoiseKind::DiscreteLaplace => {
             if l1 == 0.0 {
@@ -309,13 +336,19 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
         }
         NoiseKind::DiscreteGaussian => {
             if scalar {
-                let d = if l1 > 0.0 && l2 > 0.0 { l1.min(l2) } else { l1.max(l2) };
+                let d = if l1 > 0.0 && l2 > 0.0 {
+                    l1.min(l2)
+                } else {
+                    l1.max(l2)
+                };
                 if d == 0.0 {
                     return Ok(None);
                 }
                 let shift = (d - 1e-9).ceil().max(1.0);
                 if shift > 1e15 {
-                    return Err(AccountingError::InvalidParameter(format!("sensitivity {d} too large")));
+                    return Err(AccountingError::InvalidParameter(format!(
+                        "sensitivity {d} too large"
+                    )));
                 }
                 Eff::DGauss {
                     sigma: m.scale,
@@ -326,7 +359,11 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 if l2 == 0.0 {
                     return Ok(None);
                 }
-                Eff::DGauss { sigma: m.scale, shift: None, rho: l2 * l2 / (2.0 * m.scale * m.scale) }
+                Eff::DGauss {
+                    sigma: m.scale,
+                    shift: None,
+                    rho: l2 * l2 / (2.0 * m.scale * m.scale),
+                }
             }
         }
     };
@@ -336,30 +373,52 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
         Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => eps.is_finite(),
     };
     if !finite {
-        return Err(AccountingError::InvalidParameter("sensitivity/scale ratio overflows".into()));
+        return Err(AccountingError::InvalidParameter(
+            "sensitivity/scale ratio overflows".into(),
+        ));
     }
     Ok(Some(eff))
 }
 
+/// Validate and collect the plan. Identical mechanisms are NOT merged here (that would
+/// cost a hash per release on 10⁵-release plans for accountants that only sum); the
+/// accountants that need grouping do it themselves ([`Plan::grouped`]).
 pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
-    use std::collections::HashMap;
-    let mut index: HashMap<(u8, u64, u64, u64), usize> = HashMap::new();
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        items: Vec::with_capacity(releases.len()),
+    };
     for r in releases {
-        let eff = effective(&r.mechanism)?;
-        let Some(eff) = eff else { continue };
+        let Some(eff) = effective(&r.mechanism)? else {
+            continue;
+        };
         if r.count == 0 {
             continue;
         }
-        match index.get(&eff.key()) {
-            Some(&i) => plan.items[i].count = plan.items[i].count.saturating_add(r.count),
-            None => {
-                index.insert(eff.key(), plan.items.len());
-                plan.items.push(Item { eff, count: r.count });
-            }
-        }
+        plan.items.push(Item {
+            eff,
+            count: r.count,
+        });
     }
     Ok(plan)
+}
+
+impl Plan {
+    /// identical effective mechanisms merged (counts added)
+    pub(crate) fn grouped(&self) -> Plan {
+        use std::collections::HashMap;
+        let mut index: HashMap<(u8, u64, u64, u64), usize> = HashMap::new();
+        let mut out = Plan::default();
+        for it in &self.items {
+            match index.get(&it.eff.key()) {
+                Some(&i) => out.items[i].count = out.items[i].count.saturating_add(it.count),
+                None => {
+                    index.insert(it.eff.key(), out.items.len());
+                    out.items.push(it.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -367,7 +426,11 @@ pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
 // ---------------------------------------------------------------------------
 
 /// ε of the whole plan at `delta` under one accountant.
-pub fn epsilon(releases: &[Release], delta: f64, accountant: Accountant) -> Result<Bound, AccountingError> {
+pub fn epsilon(
+    releases: &[Release],
+    delta: f64,
+    accountant: Accountant,
+) -> Result<Bound, AccountingError> {
     check_delta(delta)?;
     let plan = normalise(releases)?;
     accountants::evaluate(&plan, delta, accountant)
@@ -401,7 +464,11 @@ pub(crate) fn best_of_plan(plan: &Plan, delta: f64) -> Result<Bound, AccountingE
     for a in Accountant::ALL {
         match accountants::evaluate(plan, delta, a) {
             Ok(b) => {
-                if winner.as_ref().map(|w| b.epsilon < w.epsilon).unwrap_or(true) {
+                if winner
+                    .as_ref()
+                    .map(|w| b.epsilon < w.epsilon)
+                    .unwrap_or(true)
+                {
                     winner = Some(b);
                 }
             }
@@ -415,7 +482,8 @@ pub(crate) fn best_of_plan(plan: &Plan, delta: f64) -> Result<Bound, AccountingE
     }
     match winner {
         Some(w) => Ok(w),
-        None => Err(last_err.unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))),
+        None => Err(last_err
+            .unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))),
     }
 }
 
@@ -533,17 +601,25 @@ pub fn calibrate(
 /// is (ε, δ)-DP.
 pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64, AccountingError> {
     if !l2.is_finite() || l2 <= 0.0 {
-        return Err(AccountingError::InvalidParameter(format!("l2 must be finite and > 0, got {l2}")));
+        return Err(AccountingError::InvalidParameter(format!(
+            "l2 must be finite and > 0, got {l2}"
+        )));
     }
     if !epsilon.is_finite() || epsilon < 0.0 {
-        return Err(AccountingError::InvalidParameter(format!("ε must be finite and ≥ 0, got {epsilon}")));
+        return Err(AccountingError::InvalidParameter(format!(
+            "ε must be finite and ≥ 0, got {epsilon}"
+        )));
     }
     if !(delta > 0.0 && delta < 1.0) {
-        return Err(AccountingError::InvalidParameter(format!("δ must lie in (0, 1), got {delta}")));
+        return Err(AccountingError::InvalidParameter(format!(
+            "δ must lie in (0, 1), got {delta}"
+        )));
     }
     let mu = gaussian::gdp_mu_for(epsilon, delta);
     if !(mu > 0.0) {
-        return Err(AccountingError::NoSolution("no finite σ reaches this (ε, δ)".into()));
+        return Err(AccountingError::NoSolution(
+            "no finite σ reaches this (ε, δ)".into(),
+        ));
     }
     // σ = l2/μ rounded up a hair; verify.
     let mut sigma = l2 / mu;

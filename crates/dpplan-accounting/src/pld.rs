@@ -49,7 +49,12 @@ fn h_of(e: i32) -> f64 {
 
 impl GridPld {
     fn identity() -> Self {
-        GridPld { e: 0, lo: 0, p: vec![1.0], inf: 0.0 }
+        GridPld {
+            e: 0,
+            lo: 0,
+            p: vec![1.0],
+            inf: 0.0,
+        }
     }
 
     fn mass(&self) -> f64 {
@@ -76,7 +81,37 @@ impl GridPld {
     }
 
     /// Split atoms (loss, mass) onto the grid of width 2^e (connect-the-dots).
-    fn from_atoms(e: i32, atoms: &[(f64, f64)], inf: f64) -> Self {
+    fn from_atoms(e: i32, atoms: &[(f64, f64)], mut inf: f64) -> Self {
+        // degenerate losses (|l| > 1e290 or non-finite) go to the ∞ atom: pessimistic
+        let bad = |l: f64| !l.is_finite() || l.abs() > 1e290;
+        for &(l, m) in atoms {
+            if m > 0.0 && bad(l) {
+                inf += m;
+            }
+        }
+        let filtered: Vec<(f64, f64)>;
+        let atoms = if atoms.iter().any(|&(l, _)| bad(l)) {
+            filtered = atoms.iter().copied().filter(|&(l, _)| !bad(l)).collect();
+            &filtered[..]
+        } else {
+            atoms
+        };
+        let inf = inf.min(1.0);
+        // keep the grid representable: h a normal float and the span ≤ MAX_BINS cells
+        let (mut lmin, mut lmax) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(l, m) in atoms {
+            if m > 0.0 {
+                lmin = lmin.min(l);
+                lmax = lmax.max(l);
+            }
+        }
+        let mut e = e.clamp(-1000, 1000);
+        if lmax >= lmin {
+            let span = (lmax - lmin).max(lmax.abs()).max(lmin.abs());
+            while span / h_of(e) > MAX_BINS as f64 && e < 1000 {
+                e += 1;
+            }
+        }
         let h = h_of(e);
         let mut kmin = i64::MAX;
         let mut kmax = i64::MIN;
@@ -89,7 +124,12 @@ impl GridPld {
             kmax = kmax.max(k + 1);
         }
         if kmin > kmax {
-            return GridPld { e, lo: 0, p: vec![0.0], inf };
+            return GridPld {
+                e,
+                lo: 0,
+                p: vec![0.0],
+                inf,
+            };
         }
         let mut p = vec![0.0; (kmax - kmin + 1) as usize];
         let denom = -(-h).exp_m1();
@@ -99,12 +139,21 @@ impl GridPld {
             }
             let k = (l / h).floor() as i64;
             let u = (l - k as f64 * h).clamp(0.0, h);
-            let w = if u <= 0.0 { 0.0 } else { ((-(-u).exp_m1()) / denom).min(1.0) };
+            let w = if u <= 0.0 {
+                0.0
+            } else {
+                ((-(-u).exp_m1()) / denom).min(1.0)
+            };
             let i = (k - kmin) as usize;
             p[i] += m * (1.0 - w);
             p[i + 1] += m * w;
         }
-        GridPld { e, lo: kmin, p, inf }
+        GridPld {
+            e,
+            lo: kmin,
+            p,
+            inf,
+        }
     }
 
     /// Connect-the-dots onto the coarser grid 2^e_new (e_new ≥ e).
@@ -116,8 +165,12 @@ impl GridPld {
         if shift >= 62 {
             // everything collapses onto at most two points; do it through atoms
             let h = h_of(self.e);
-            let atoms: Vec<(f64, f64)> =
-                self.p.iter().enumerate().map(|(i, &m)| ((self.lo + i as i64) as f64 * h, m)).collect();
+            let atoms: Vec<(f64, f64)> = self
+                .p
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| ((self.lo + i as i64) as f64 * h, m))
+                .collect();
             return GridPld::from_atoms(e_new, &atoms, self.inf);
         }
         let ratio = 1i64 << shift;
@@ -126,7 +179,13 @@ impl GridPld {
         let denom = -(-h_new).exp_m1();
         // precompute weights for each residue r = 0..ratio
         let weights: Vec<f64> = (0..ratio)
-            .map(|r| if r == 0 { 0.0 } else { ((-(-(r as f64 * h_old)).exp_m1()) / denom).min(1.0) })
+            .map(|r| {
+                if r == 0 {
+                    0.0
+                } else {
+                    ((-(-(r as f64 * h_old)).exp_m1()) / denom).min(1.0)
+                }
+            })
             .collect();
         let first = self.lo.div_euclid(ratio);
         let last = (self.lo + self.p.len() as i64 - 1).div_euclid(ratio) + 1;
@@ -143,12 +202,24 @@ impl GridPld {
             p[j] += m * (1.0 - w);
             p[j + 1] += m * w;
         }
-        GridPld { e: e_new, lo: first, p, inf: self.inf }.trimmed_zeros()
+        GridPld {
+            e: e_new,
+            lo: first,
+            p,
+            inf: self.inf,
+        }
+        .trimmed_zeros()
     }
 
     fn trimmed_zeros(mut self) -> Self {
         let start = self.p.iter().position(|&x| x > 0.0).unwrap_or(0);
-        let end = self.p.iter().rposition(|&x| x > 0.0).map(|x| x + 1).unwrap_or(1).max(start + 1);
+        let end = self
+            .p
+            .iter()
+            .rposition(|&x| x > 0.0)
+            .map(|x| x + 1)
+            .unwrap_or(1)
+            .max(start + 1);
         if start > 0 || end < self.p.len() {
             self.p = self.p[start..end].to_vec();
             self.lo += start as i64;
@@ -209,7 +280,12 @@ fn convolve_vec(ctx: &mut Ctx, a: &[f64], b: &[f64]) -> (Vec<f64>, f64) {
     let n = n_out.next_power_of_two();
     // pack both real inputs into one complex signal z = a + i b
     let mut z: Vec<Complex<f64>> = (0..n)
-        .map(|i| Complex::new(a.get(i).copied().unwrap_or(0.0), b.get(i).copied().unwrap_or(0.0)))
+        .map(|i| {
+            Complex::new(
+                a.get(i).copied().unwrap_or(0.0),
+                b.get(i).copied().unwrap_or(0.0),
+            )
+        })
         .collect();
     let fwd = ctx.planner.plan_fft_forward(n);
     fwd.process(&mut z);
@@ -225,7 +301,10 @@ fn convolve_vec(ctx: &mut Ctx, a: &[f64], b: &[f64]) -> (Vec<f64>, f64) {
     let inv = ctx.planner.plan_fft_inverse(n);
     inv.process(&mut prod);
     let scale = 1.0 / n as f64;
-    let out: Vec<f64> = prod[..n_out].iter().map(|c| (c.re * scale).max(0.0)).collect();
+    let out: Vec<f64> = prod[..n_out]
+        .iter()
+        .map(|c| (c.re * scale).max(0.0))
+        .collect();
     // allowance for floating-point error of the FFT (ℓ1 over outputs):
     // 4 u log2(n) √n ‖a‖₂‖b‖₂, counted into the ∞ atom (pessimistic)
     let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -275,9 +354,35 @@ fn compose(ctx: &mut Ctx, a: &GridPld, b: &GridPld) -> GridPld {
             b
         },
     );
+    // keep grid indices exactly representable (|index| ≤ 2^50): coarsen otherwise
+    let too_big = |x: &GridPld| x.lo.unsigned_abs().saturating_add(x.p.len() as u64) > 1u64 << 49;
+    let (ca2, cb2);
+    let (a, b) = if too_big(a) || too_big(b) {
+        let mut e2 = e;
+        let (mut x, mut y) = (a.clone(), b.clone());
+        while (too_big(&x) || too_big(&y)) && e2 < 1000 {
+            e2 += 1;
+            x = x.coarsen(e2);
+            y = y.coarsen(e2);
+        }
+        ca2 = x;
+        cb2 = y;
+        (&ca2, &cb2)
+    } else {
+        (a, b)
+    };
+    let e = a.e;
     let (p, allowance) = convolve_vec(ctx, &a.p, &b.p);
     let inf = (a.inf + b.inf - a.inf * b.inf + allowance).min(1.0);
-    regularise(ctx, GridPld { e, lo: a.lo + b.lo, p, inf })
+    regularise(
+        ctx,
+        GridPld {
+            e,
+            lo: a.lo + b.lo,
+            p,
+            inf,
+        },
+    )
 }
 
 fn self_compose(ctx: &mut Ctx, base: GridPld, mut k: u64) -> GridPld {
@@ -301,8 +406,18 @@ fn self_compose(ctx: &mut Ctx, base: GridPld, mut k: u64) -> GridPld {
 }
 
 /// Gauss–Legendre 8-point nodes/weights on [−1, 1].
-const GL_X: [f64; 4] = [0.183_434_642_495_649_8, 0.525_532_409_916_329, 0.796_666_477_413_626_7, 0.960_289_856_497_536_3];
-const GL_W: [f64; 4] = [0.362_683_783_378_362, 0.313_706_645_877_887_3, 0.222_381_034_453_374_5, 0.101_228_536_290_376_3];
+const GL_X: [f64; 4] = [
+    0.183_434_642_495_649_8,
+    0.525_532_409_916_329,
+    0.796_666_477_413_626_7,
+    0.960_289_856_497_536_3,
+];
+const GL_W: [f64; 4] = [
+    0.362_683_783_378_362,
+    0.313_706_645_877_887_3,
+    0.222_381_034_453_374_5,
+    0.101_228_536_290_376_3,
+];
 
 /// Leaf for the 1-D Laplace mechanism with ε = Δ/b. PLD under P = Lap(0,b):
 /// atom ½ at +ε, atom ½e^{−ε} at −ε, density ¼e^{(l−ε)/2} on (−ε, ε).
@@ -334,7 +449,10 @@ fn laplace_leaf(e: i32, eps: f64) -> GridPld {
 
 /// Randomized response RR_ε: atom 1/(1+e^{−ε}) at +ε, 1/(1+e^{ε}) at −ε.
 fn rr_leaf(e: i32, eps: f64) -> GridPld {
-    let atoms = [(eps, 1.0 / (1.0 + (-eps).exp())), (-eps, 1.0 / (1.0 + eps.exp()))];
+    let atoms = [
+        (eps, 1.0 / (1.0 + (-eps).exp())),
+        (-eps, 1.0 / (1.0 + eps.exp())),
+    ];
     GridPld::from_atoms(e, &atoms, 0.0)
 }
 
@@ -392,16 +510,23 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     let mut mu2 = 0.0;
     let mut lap: HashMap<u64, u64> = HashMap::new();
     let mut rr: HashMap<u64, u64> = HashMap::new();
-    let mut dgs: Vec<(f64, i64, u64)> = vec![];
+    let mut dgs_map: HashMap<(u64, i64), u64> = HashMap::new();
     for it in &plan.items {
         match it.eff {
             Eff::Gauss { mu } => mu2 += it.count as f64 * mu * mu,
-            Eff::Laplace { eps, scalar: true } => *lap.entry(eps.to_bits()).or_insert(0) += it.count,
-            Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } => {
-                *rr.entry(eps.to_bits()).or_insert(0) += it.count
+            Eff::Laplace { eps, scalar: true } => {
+                let c = lap.entry(eps.to_bits()).or_insert(0);
+                *c = c.saturating_add(it.count)
             }
-            Eff::DGauss { sigma, shift: Some(s), .. } if DiscreteGaussian::new(sigma, s).is_some() => {
-                dgs.push((sigma, s, it.count))
+            Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } => {
+                let c = rr.entry(eps.to_bits()).or_insert(0);
+                *c = c.saturating_add(it.count)
+            }
+            Eff::DGauss {
+                sigma, shift: Some(s), ..
+            } if DiscreteGaussian::new(sigma, s).is_some() => {
+                let c = dgs_map.entry((sigma.to_bits(), s)).or_insert(0);
+                *c = c.saturating_add(it.count)
             }
             Eff::DGauss { .. } => {
                 return Err(AccountingError::NotApplicable(
@@ -417,7 +542,14 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         if plan.all_pure() {
             return Ok((plan.pure_sum(), "δ = 0: maximum privacy loss Σε".into()));
         }
-        return Err(AccountingError::InfiniteEpsilon("PLD: Gaussian noise has no finite ε at δ = 0".into()));
+        return Err(AccountingError::InfiniteEpsilon(
+            "PLD: Gaussian noise has no finite ε at δ = 0".into(),
+        ));
+    }
+    if plan.total_count() > 1e12 {
+        return Err(AccountingError::NotApplicable(
+            "PLD: more than 10^12 releases; use RDP / zCDP / GDP".into(),
+        ));
     }
     let mu = mu2.sqrt();
     let bucket = |m: HashMap<u64, u64>| -> Vec<(f64, u64)> {
@@ -430,7 +562,8 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         let mut mm: HashMap<i64, u64> = HashMap::new();
         for (e, c) in v {
             let k = (e.ln() / l).ceil() as i64;
-            *mm.entry(k).or_insert(0) += c;
+            let v = mm.entry(k).or_insert(0);
+            *v = v.saturating_add(c);
         }
         mm.into_iter()
             .map(|(k, c)| {
@@ -448,14 +581,26 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     for (e, c) in bucket(rr) {
         leaves.push((LeafKind::Rr(e), c));
     }
-    for (s, d, c) in dgs {
-        leaves.push((LeafKind::DGauss(s, d), c));
+    for ((s, d), c) in dgs_map {
+        leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
     }
-    let var_total: f64 = leaves.iter().map(|(k, c)| *c as f64 * leaf_sd(k).powi(2)).sum::<f64>() + mu2;
+    let var_total: f64 = leaves
+        .iter()
+        .map(|(k, c)| *c as f64 * leaf_sd(k).powi(2))
+        .sum::<f64>()
+        + mu2;
     let sd_total = var_total.sqrt();
-    let e_global = if sd_total > 0.0 { (sd_total / RES_GLOBAL).log2().floor() as i32 } else { 0 };
+    let e_global = if sd_total > 0.0 {
+        (sd_total / RES_GLOBAL).log2().floor() as i32
+    } else {
+        0
+    };
     let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
-    let mut ctx = Ctx { planner: FftPlanner::new(), tau: delta * 1e-9 / n_ops, e_global };
+    let mut ctx = Ctx {
+        planner: FftPlanner::new(),
+        tau: (delta * 1e-9 / n_ops).max(1e-300),
+        e_global,
+    };
     let mut heap: BinaryHeap<Node> = BinaryHeap::new();
     for (k, c) in &leaves {
         let sd = leaf_sd(k);
@@ -465,7 +610,11 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             LeafKind::Rr(eps) => rr_leaf(e, eps),
             LeafKind::DGauss(s, d) => match DiscreteGaussian::new(s, d) {
                 Some(dg) => dgauss_leaf(e, &dg),
-                None => return Err(AccountingError::NotApplicable("PLD: discrete Gaussian σ too large".into())),
+                None => {
+                    return Err(AccountingError::NotApplicable(
+                        "PLD: discrete Gaussian σ too large".into(),
+                    ))
+                }
             },
         };
         let g = regularise(&mut ctx, g);
@@ -476,14 +625,19 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     // Huffman-style merging: always compose the two narrowest distributions
     while heap.len() > 1 {
         // two pops are guaranteed by the loop condition
-        let (Some(a), Some(b)) = (heap.pop(), heap.pop()) else { break };
+        let (Some(a), Some(b)) = (heap.pop(), heap.pop()) else {
+            break;
+        };
         let g = compose(&mut ctx, &a.g, &b.g);
         let (_, sd) = g.mean_sd();
         heap.push(Node { sd, g });
     }
     let mut g = heap.pop().map(|n| n.g).unwrap_or_else(GridPld::identity);
     // final coarsening to RES_NODE of the total spread, to make evaluation cheap
-    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / RES_NODE).log2().floor() as i32).max(g.e);
+    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / RES_NODE)
+        .log2()
+        .floor() as i32)
+        .max(g.e);
     if te > g.e && g.p.len() > 1 {
         g = g.coarsen(te);
         g.truncate(ctx.tau);
@@ -495,7 +649,9 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         )));
     }
     let h = h_of(g.e);
-    let losses: Vec<f64> = (0..g.p.len()).map(|i| (g.lo + i as i64) as f64 * h).collect();
+    let losses: Vec<f64> = (0..g.p.len())
+        .map(|i| (g.lo + i as i64) as f64 * h)
+        .collect();
     let delta_of = |eps: f64| -> f64 {
         let mut d = g.inf;
         for (i, &p) in g.p.iter().enumerate() {
@@ -515,14 +671,21 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         return Ok((0.0, "δ(0) already below target".into()));
     }
     let lmax = losses.last().copied().unwrap_or(0.0).max(0.0);
-    let mut hi = lmax + if mu > 0.0 { gdp_epsilon(mu, delta * 0.5) } else { 0.0 } + h;
+    let mut hi =
+        lmax + if mu > 0.0 {
+            gdp_epsilon(mu, delta * 0.5)
+        } else {
+            0.0
+        } + h;
     let mut guard = 0;
     while delta_of(hi) > delta && guard < 200 {
         hi = hi * 2.0 + 1.0;
         guard += 1;
     }
     if delta_of(hi) > delta {
-        return Err(AccountingError::InfiniteEpsilon("PLD: could not bracket ε".into()));
+        return Err(AccountingError::InfiniteEpsilon(
+            "PLD: could not bracket ε".into(),
+        ));
     }
     let eps = crate::special::bisect_upper(0.0, hi, 1e-12, 1e-14, |x| delta_of(x) <= delta);
     Ok((
