@@ -104,13 +104,16 @@ fn every_code_has_a_trigger_and_a_near_miss() {
         for t in &triggers {
             let text = std::fs::read_to_string(t).unwrap();
             assert!(
-                expectations(&text).iter().any(|(_, _, c)| c == code.as_str()),
+                expectations(&text)
+                    .iter()
+                    .any(|(_, _, c)| c == code.as_str()),
                 "{} is named for {code} but does not expect it",
                 t.display()
             );
         }
         let near = corpus_dir().join(format!("{prefix}-near-miss.dpplan"));
-        let text = std::fs::read_to_string(&near).unwrap_or_else(|_| panic!("missing near miss {}", near.display()));
+        let text = std::fs::read_to_string(&near)
+            .unwrap_or_else(|_| panic!("missing near miss {}", near.display()));
         assert!(
             !actual(&text).iter().any(|(_, _, c)| c == code.as_str()),
             "the near miss for {code} triggers it"
@@ -129,7 +132,13 @@ fn the_cli_exits_1_exactly_for_files_with_errors() {
             .output()
             .expect("run dpplan");
         let code = out.status.code();
-        assert_eq!(code, Some(if has_error { 1 } else { 0 }), "{}: {}", path.display(), String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            code,
+            Some(if has_error { 1 } else { 0 }),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
         // The JSON lists exactly the expected codes.
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
         let codes: BTreeSet<String> = json["files"][0]["diagnostics"]
@@ -138,7 +147,8 @@ fn the_cli_exits_1_exactly_for_files_with_errors() {
             .iter()
             .map(|d| d["code"].as_str().unwrap().to_string())
             .collect();
-        let expected: BTreeSet<String> = expectations(&text).into_iter().map(|(_, _, c)| c).collect();
+        let expected: BTreeSet<String> =
+            expectations(&text).into_iter().map(|(_, _, c)| c).collect();
         assert_eq!(codes, expected, "{}", path.display());
     }
 }
@@ -151,12 +161,21 @@ fn every_example_checks_clean() {
         .arg(&examples)
         .output()
         .expect("run dpplan");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let files = json["files"].as_array().unwrap();
     assert!(files.len() >= 5, "expected at least five examples");
     for f in files {
-        assert!(f["epsilon"].as_f64().is_some(), "{} has no total", f["path"]);
+        assert!(
+            f["epsilon"].as_f64().is_some(),
+            "{} has no total",
+            f["path"]
+        );
         assert_eq!(f["within_budget"], serde_json::Value::Bool(true));
         // Every shipped example is one well-formed plan in the grammar.
         let text = std::fs::read_to_string(f["path"].as_str().unwrap()).unwrap();
@@ -166,9 +185,18 @@ fn every_example_checks_clean() {
 
 #[test]
 fn every_code_is_documented() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md")).unwrap();
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md"),
+    )
+    .unwrap();
     for code in Code::ALL {
-        assert!(doc.contains(&format!("## {}\n", code.as_str())), "docs/diagnostics.md lacks {code}");
-        assert!(doc.contains(&format!("`{}`", code.name())), "docs/diagnostics.md lacks the name of {code}");
+        assert!(
+            doc.contains(&format!("## {}\n", code.as_str())),
+            "docs/diagnostics.md lacks {code}"
+        );
+        assert!(
+            doc.contains(&format!("`{}`", code.name())),
+            "docs/diagnostics.md lacks the name of {code}"
+        );
     }
 }

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Runs the binary from the repository root so that paths are relative.
@@ -31,15 +34,25 @@ const FILES: &[&str] = &[
 
 fn schema(path: &Path) -> jsonschema::Validator {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("{}: {e}; run scripts/test-deps.sh (the README's test command does)", path.display())
+        panic!(
+            "{}: {e}; run scripts/test-deps.sh (the README's test command does)",
+            path.display()
+        )
     });
     let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
     jsonschema::validator_for(&schema).expect("a valid schema")
 }
 
 fn assert_valid(v: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {
-    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{what} does not match its schema:\n{}", errors.join("\n"));
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match its schema:\n{}",
+        errors.join("\n")
+    );
 }
 
 #[test]
@@ -93,21 +106,42 @@ fn sarif_validates_against_the_sarif_2_1_0_schema() {
     assert_valid(&v, &doc, "examples + corpus");
     let mut broken = doc.clone();
     broken["runs"][0]["results"][0]["level"] = serde_json::json!("fatal");
-    assert!(!v.is_valid(&broken), "the SARIF schema must reject an invalid level");
+    assert!(
+        !v.is_valid(&broken),
+        "the SARIF schema must reject an invalid level"
+    );
 }
 
 #[test]
 fn exit_codes() {
     assert_eq!(dpplan(&["check", "examples"]).status.code(), Some(0));
-    assert_eq!(dpplan(&["check", "tests/corpus/dp011-over-budget.dpplan"]).status.code(), Some(1));
+    assert_eq!(
+        dpplan(&["check", "tests/corpus/dp011-over-budget.dpplan"])
+            .status
+            .code(),
+        Some(1)
+    );
     // warnings pass unless denied
-    assert_eq!(dpplan(&["check", "examples/app-events"]).status.code(), Some(0));
-    assert_eq!(dpplan(&["check", "--deny", "warnings", "examples/app-events"]).status.code(), Some(1));
+    assert_eq!(
+        dpplan(&["check", "examples/app-events"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        dpplan(&["check", "--deny", "warnings", "examples/app-events"])
+            .status
+            .code(),
+        Some(1)
+    );
     // usage and IO errors: 2, with a message on stderr
     let missing = dpplan(&["check", "no/such/file.dpplan"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/file.dpplan"));
-    assert_eq!(dpplan(&["check", "--format", "xml", "examples"]).status.code(), Some(2));
+    assert_eq!(
+        dpplan(&["check", "--format", "xml", "examples"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(dpplan(&["check"]).status.code(), Some(2));
     // not UTF-8
     let dir = std::env::temp_dir().join(format!("dpplan-utf8-{}", std::process::id()));
@@ -120,5 +154,9 @@ fn exit_codes() {
 }
 
 fn name(path: &str) -> String {
-    Path::new(path).file_stem().unwrap().to_string_lossy().replace('-', "_")
+    Path::new(path)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .replace('-', "_")
 }

@@ -22,7 +22,7 @@ pub struct DiscreteGaussian {
 impl DiscreteGaussian {
     /// `None` if σ is too large for the exact tables.
     pub fn new(sigma: f64, shift: i64) -> Option<Self> {
-        if !(sigma > 0.0) || sigma > MAX_EXACT_SIGMA || shift < 0 {
+        if sigma.is_nan() || sigma <= 0.0 || sigma > MAX_EXACT_SIGMA || shift < 0 {
             return None;
         }
         // f(y) underflows to 0 beyond ~38.6σ; 40σ + 2 covers everything representable.

@@ -616,7 +616,7 @@ pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64,
         )));
     }
     let mu = gaussian::gdp_mu_for(epsilon, delta);
-    if !(mu > 0.0) {
+    if mu.is_nan() || mu <= 0.0 {
         return Err(AccountingError::NoSolution(
             "no finite σ reaches this (ε, δ)".into(),
         ));

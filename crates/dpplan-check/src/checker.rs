@@ -2,7 +2,9 @@ use std::collections::HashMap;
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
-use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam, Unit};
+use dpplan_syntax::ast::{
+    self, AccountantChoice, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam, Unit,
+};
 
 use crate::report::*;
 use crate::schedule::{self, ScheduleError};
@@ -62,9 +64,14 @@ struct DatasetInfo<'a> {
 enum Scale {
     Fixed(f64),
     /// Calibrated from a per-release ε (and δ).
-    FromEpsilon { epsilon: f64, delta: Option<f64> },
+    FromEpsilon {
+        epsilon: f64,
+        delta: Option<f64>,
+    },
     /// Calibrated with the other `auto` parts so that the plan fits.
-    Auto { weight: f64 },
+    Auto {
+        weight: f64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -157,11 +164,117 @@ fn accountant_of(choice: AccountantChoice) -> Option<acct::Accountant> {
     })
 }
 
-fn account(releases: &[acct::Release], delta: f64, choice: Option<acct::Accountant>) -> Result<acct::Bound, acct::AccountingError> {
-    match choice {
-        None => acct::best(releases, delta),
-        Some(a) => acct::epsilon(releases, delta, a),
+/// The smallest multiplier t in [lo, hi] with eval(t) ≤ target, by
+/// bisection (ε falls as the noise grows). `hi` must satisfy the target.
+fn bisect(lo: f64, hi: f64, iterations: usize, ok: &dyn Fn(f64) -> bool) -> f64 {
+    let (mut lo, mut hi) = (lo, hi);
+    for _ in 0..iterations {
+        let mid = (lo * hi).sqrt();
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+        if hi / lo < 1.0 + 1e-9 {
+            break;
+        }
     }
+    hi
+}
+
+/// Solves for the noise multiplier: first with the fast accountants (or the
+/// requested one), then — for `best` when `precise` — refined with every
+/// accountant in a narrow bracket. The result always meets the target under
+/// the accountant that reports the plan's total, since that accountant's ε is
+/// at most the one the search used.
+fn solve_multiplier(
+    build: &dyn Fn(f64) -> Vec<acct::Release>,
+    target: f64,
+    delta: f64,
+    choice: Option<acct::Accountant>,
+    precise: bool,
+) -> Option<f64> {
+    let fits_fast = |t: f64| -> bool {
+        let rs = build(t);
+        let r = match choice {
+            Some(a) => acct::epsilon(&rs, delta, a),
+            None => fast_best(&rs, delta),
+        };
+        r.is_ok_and(|b| b.epsilon <= target)
+    };
+    let fits_best = |x: f64| acct::best(&build(x), delta).is_ok_and(|b| b.epsilon <= target);
+    match search(&fits_fast, 100) {
+        Some(t) if choice.is_some() || !precise => Some(t),
+        // The tighter accountants need less noise: look below t.
+        Some(t) => {
+            let floor = t / 4.0;
+            if fits_best(floor) {
+                Some(t)
+            } else {
+                Some(bisect(floor, t, 12, &fits_best))
+            }
+        }
+        // The fast accountants cannot fit the plan at any noise level (the
+        // fixed queries alone exceed the budget under them): search with
+        // every accountant.
+        None if choice.is_none() && precise => search(&fits_best, 30),
+        None => None,
+    }
+}
+
+/// Brackets the smallest fitting multiplier by powers of 4, then bisects.
+fn search(fits: &dyn Fn(f64) -> bool, iterations: usize) -> Option<f64> {
+    let mut hi = 1.0;
+    let mut n = 0;
+    while !fits(hi) {
+        hi *= 4.0;
+        n += 1;
+        if n > 40 {
+            return None;
+        }
+    }
+    let mut lo = hi / 4.0;
+    n = 0;
+    while fits(lo) {
+        hi = lo;
+        lo /= 4.0;
+        n += 1;
+        if n > 40 {
+            return Some(hi);
+        }
+    }
+    Some(bisect(lo, hi, iterations, fits))
+}
+
+/// The accountants that are fast for any plan (closed forms and a 1-D
+/// optimisation): exact Gaussian, RDP, zCDP, basic. Each is a proven upper
+/// bound, so their minimum is too. Used for per-query figures and as the
+/// first stage of calibration; the plan's total uses every accountant.
+pub(crate) const FAST: [acct::Accountant; 4] = [
+    acct::Accountant::Gdp,
+    acct::Accountant::Rdp,
+    acct::Accountant::Zcdp,
+    acct::Accountant::Basic,
+];
+
+pub(crate) fn fast_best(
+    releases: &[acct::Release],
+    delta: f64,
+) -> Result<acct::Bound, acct::AccountingError> {
+    let mut best: Option<acct::Bound> = None;
+    let mut err = None;
+    for a in FAST {
+        match acct::epsilon(releases, delta, a) {
+            Ok(b) if best.as_ref().is_none_or(|x| b.epsilon < x.epsilon) => best = Some(b),
+            Ok(_) => {}
+            Err(e) => err = Some(e),
+        }
+    }
+    best.ok_or_else(|| {
+        err.unwrap_or(acct::AccountingError::NotApplicable(
+            "no accountant applies".into(),
+        ))
+    })
 }
 
 fn snake(a: acct::Accountant) -> String {
@@ -184,9 +297,13 @@ fn valid_positive(x: f64) -> bool {
 fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
     let v = n.value;
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
-        c.error(Code::InvalidParameter, n.span, format!("{what} must be a whole number of at least 1, found {v}"))
-            .with_label("not a positive whole number")
-            .with_help(format!("write {what} as a whole number such as `5`"));
+        c.error(
+            Code::InvalidParameter,
+            n.span,
+            format!("{what} must be a whole number of at least 1, found {v}"),
+        )
+        .with_label("not a positive whole number")
+        .with_help(format!("write {what} as a whole number such as `5`"));
         return None;
     }
     Some(v as u64)
@@ -195,15 +312,22 @@ fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
 fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &str) {
     if items.len() > 1 {
         for extra in &items[1..] {
-            c.error(Code::Duplicate, span(extra), format!("{what} is declared more than once"))
-                .with_label("second declaration")
-                .with_secondary(span(&items[0]), "first declared here")
-                .with_help("keep one declaration");
+            c.error(
+                Code::Duplicate,
+                span(extra),
+                format!("{what} is declared more than once"),
+            )
+            .with_label("second declaration")
+            .with_secondary(span(&items[0]), "first declared here")
+            .with_help("keep one declaration");
         }
     }
 }
 
-pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<PlanReport>, Vec<Diagnostic>) {
+pub(crate) fn check(
+    plan: &ast::Plan,
+    options: &AnalysisOptions,
+) -> (Option<PlanReport>, Vec<Diagnostic>) {
     let mut c = Checker { diags: Vec::new() };
     let privacy = resolve_privacy(&mut c, plan);
     let datasets = resolve_datasets(&mut c, plan, privacy.as_ref());
@@ -227,7 +351,9 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
 
     let choice = accountant_of(privacy.accountant);
     calibrate_epsilon_parts(&mut c, &mut queries, privacy.delta);
-    calibrate_auto(&mut c, &mut queries, &privacy, choice);
+    // Always the precise calibration, so that every front end shows the
+    // same noise.
+    calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
 
     // The plan's releases.
     let releases_of = |qs: &[QueryPlan], mult: &dyn Fn(&QueryPlan) -> f64| -> Vec<acct::Release> {
@@ -253,12 +379,49 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
     let mut accountants = Vec::new();
     let mut within_budget = None;
     if has_errors {
-        total_missing = Some("the plan has errors: no guarantee is claimed until they are fixed".to_string());
+        total_missing =
+            Some("the plan has errors: no guarantee is claimed until they are fixed".to_string());
     } else if releases.is_empty() {
         total_missing = Some("the plan releases nothing".to_string());
         within_budget = Some(true);
     } else {
-        match account(&releases, privacy.delta, choice) {
+        // Every accountant once (or only the requested one); the total is
+        // the requested accountant's bound, or the minimum for `best`.
+        let results: Vec<(acct::Accountant, Result<acct::Bound, acct::AccountingError>)> =
+            match (choice, options.all_accountants) {
+                (_, true) => acct::all(&releases, privacy.delta),
+                (Some(a), false) => vec![(a, acct::epsilon(&releases, privacy.delta, a))],
+                (None, false) => vec![(
+                    acct::Accountant::Basic,
+                    acct::best(&releases, privacy.delta),
+                )],
+            };
+        let chosen: Result<acct::Bound, acct::AccountingError> = match choice {
+            Some(a) => results
+                .iter()
+                .find(|(x, _)| *x == a)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_else(|| acct::epsilon(&releases, privacy.delta, a)),
+            None => {
+                let mut best: Option<acct::Bound> = None;
+                let mut last_err = None;
+                for (_, r) in &results {
+                    match r {
+                        Ok(b) if best.as_ref().is_none_or(|x| b.epsilon < x.epsilon) => {
+                            best = Some(b.clone())
+                        }
+                        Ok(_) => {}
+                        Err(e) => last_err = Some(e.clone()),
+                    }
+                }
+                best.ok_or_else(|| {
+                    last_err.unwrap_or(acct::AccountingError::NotApplicable(
+                        "no accountant applies".into(),
+                    ))
+                })
+            }
+        };
+        match chosen {
             Ok(b) => {
                 total = Some(TotalReport {
                     epsilon: b.epsilon,
@@ -269,15 +432,20 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
                 });
             }
             Err(e) => {
-                let msg = format!("the {} accountant cannot bound this plan: {e}", privacy.accountant.as_str());
+                let msg = format!(
+                    "the {} accountant cannot bound this plan: {e}",
+                    privacy.accountant.as_str()
+                );
                 c.error(Code::Accounting, privacy.budget_span, msg.clone())
                     .with_label("no bound for this budget")
-                    .with_help("use `accountant best`, which picks the tightest accountant that applies");
+                    .with_help(
+                        "use `accountant best`, which picks the tightest accountant that applies",
+                    );
                 total_missing = Some(msg);
             }
         }
         if options.all_accountants {
-            for (a, r) in acct::all(&releases, privacy.delta) {
+            for (a, r) in results {
                 accountants.push(match r {
                     Ok(b) => AccountantReport {
                         accountant: snake(a),
@@ -316,7 +484,7 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
         };
         let cost = |count: u64| -> Option<CostReport> {
             let rs = parts_releases(count)?;
-            let b = acct::best(&rs, privacy.delta).ok()?;
+            let b = fast_best(&rs, privacy.delta).ok()?;
             let rho: Option<f64> = rs
                 .iter()
                 .map(|r| acct::rho(&r.mechanism).map(|x| x * r.count as f64))
@@ -343,12 +511,15 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
             aggregation: q.aggregation.clone(),
             schedule: q.schedule.clone(),
             releases: q.releases,
-            mechanism: first.as_ref().map(|p| p.mechanism.clone()).unwrap_or(MechanismReport {
-                kind: "none".into(),
-                scale: None,
-                sigma: None,
-                calibration: "none".into(),
-            }),
+            mechanism: first
+                .as_ref()
+                .map(|p| p.mechanism.clone())
+                .unwrap_or(MechanismReport {
+                    kind: "none".into(),
+                    scale: None,
+                    sigma: None,
+                    calibration: "none".into(),
+                }),
             l1: first.as_ref().map_or(f64::NAN, |p| p.l1),
             l2: first.as_ref().map_or(f64::NAN, |p| p.l2),
             parts,
@@ -362,7 +533,8 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
         let fits = t.epsilon <= privacy.epsilon * (1.0 + 1e-12);
         within_budget = Some(fits);
         if !fits {
-            let mut ranked: Vec<&QueryReport> = reports.iter().filter(|r| r.total.is_some()).collect();
+            let mut ranked: Vec<&QueryReport> =
+                reports.iter().filter(|r| r.total.is_some()).collect();
             ranked.sort_by(|a, b| {
                 let ea = a.total.as_ref().map_or(0.0, |t| t.epsilon);
                 let eb = b.total.as_ref().map_or(0.0, |t| t.epsilon);
@@ -371,7 +543,14 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
             let top: Vec<&QueryReport> = ranked.into_iter().take(3).collect();
             let names: Vec<String> = top
                 .iter()
-                .map(|r| format!("`{}` (ε = {} alone over {} releases)", r.name, fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon)), r.releases))
+                .map(|r| {
+                    format!(
+                        "`{}` (ε = {} alone over {} releases)",
+                        r.name,
+                        fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon)),
+                        r.releases
+                    )
+                })
                 .collect();
             let d = c
                 .error(
@@ -389,7 +568,13 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
                 .with_label("budget exceeded")
                 .with_help("release less often, add more noise (or `noise … auto`), tighten the contribution bounds, or re-publish instead of re-releasing");
             for r in &top {
-                d.with_secondary(r.name_span, format!("ε = {} alone", fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon))));
+                d.with_secondary(
+                    r.name_span,
+                    format!(
+                        "ε = {} alone",
+                        fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon))
+                    ),
+                );
             }
         }
     }
@@ -397,23 +582,38 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
     // Per-person guarantee of a row- or event-level unit (DP008).
     if !matches!(privacy.unit, Unit::User { .. }) {
         for info in datasets.values() {
-            let Some(id_col) = info.id_columns.first() else { continue };
+            let Some(id_col) = info.id_columns.first() else {
+                continue;
+            };
             let name = info.ds.name.value.as_str();
             let used = queries.iter().any(|q| q.dataset_name == name);
             let statement = match info.declared_rows {
                 Some(k) if !has_errors && !releases.is_empty() => {
-                    let scaled = releases_of(&queries, &|q: &QueryPlan| if q.dataset_name == name { k as f64 } else { 1.0 });
-                    match account(&scaled, privacy.delta, choice) {
+                    let scaled = releases_of(&queries, &|q: &QueryPlan| {
+                        if q.dataset_name == name {
+                            k as f64
+                        } else {
+                            1.0
+                        }
+                    });
+                    let per_person = match choice {
+                        Some(a) => acct::epsilon(&scaled, privacy.delta, a),
+                        None => fast_best(&scaled, privacy.delta),
+                    };
+                    match per_person {
                         Ok(b) => format!(
-                            "a person with up to {k} rows (rows_per_unit) is protected only at ε = {} (δ = {}; group privacy: every sensitivity on `{name}` × {k})",
+                            "a person with at most {k} rows (rows_per_unit, which an event- or row-level unit does not enforce) is protected only at ε = {} (δ = {}; group privacy: every sensitivity on `{name}` × {k}), and a person with more rows less",
                             fmt_num(b.epsilon),
                             fmt_num(privacy.delta)
                         ),
                         Err(_) => format!("a person with up to {k} rows is protected only by group privacy over {k} rows"),
                     }
                 }
-                Some(k) => format!("a person with up to {k} rows is protected only by group privacy over {k} rows"),
-                None => "a person's rows are not bounded, so the per-person guarantee is unbounded".to_string(),
+                Some(k) => format!(
+                    "a person with up to {k} rows is protected only by group privacy over {k} rows"
+                ),
+                None => "a person's rows are not bounded, so the per-person guarantee is unbounded"
+                    .to_string(),
             };
             let unit_word = match privacy.unit {
                 Unit::Event => "event",
@@ -504,7 +704,6 @@ pub(crate) fn check(plan: &ast::Plan, options: &AnalysisOptions) -> (Option<Plan
     (Some(report), c.diags)
 }
 
-
 fn part_report(p: &Part) -> PartReport {
     let scale = p.resolved.unwrap_or(f64::NAN);
     let (std, ci) = crate::noise::spread(p.kind, scale);
@@ -551,9 +750,13 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
     let unit = match p.units.first() {
         Some(u) => Some(u),
         None => {
-            c.error(Code::Missing, p.keyword, "the privacy block declares no unit")
-                .with_label("who is protected?")
-                .with_help("add `unit user by <id column>` (or `unit row`, `unit event`)");
+            c.error(
+                Code::Missing,
+                p.keyword,
+                "the privacy block declares no unit",
+            )
+            .with_label("who is protected?")
+            .with_help("add `unit user by <id column>` (or `unit row`, `unit event`)");
             ok = false;
             None
         }
@@ -572,9 +775,13 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
         Some(b) => {
             let eps = b.epsilon.value;
             if !valid_positive(eps) {
-                c.error(Code::InvalidParameter, b.epsilon.span, format!("the budget's ε must be positive and finite, found {eps}"))
-                    .with_label("invalid ε")
-                    .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
+                c.error(
+                    Code::InvalidParameter,
+                    b.epsilon.span,
+                    format!("the budget's ε must be positive and finite, found {eps}"),
+                )
+                .with_label("invalid ε")
+                .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
                 ok = false;
             }
             let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
@@ -589,9 +796,13 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
             (eps, delta, b.span)
         }
         None => {
-            c.error(Code::Missing, p.keyword, "the privacy block declares no budget")
-                .with_label("no ceiling for the plan")
-                .with_help("add `budget epsilon <ε> delta <δ>`");
+            c.error(
+                Code::Missing,
+                p.keyword,
+                "the privacy block declares no budget",
+            )
+            .with_label("no ceiling for the plan")
+            .with_help("add `budget epsilon <ε> delta <δ>`");
             ok = false;
             (f64::NAN, 0.0, p.keyword)
         }
@@ -599,8 +810,17 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
     let population = match p.populations.first() {
         Some(n) => {
             if !n.value.is_finite() || n.value < 1.0 {
-                c.error(Code::InvalidParameter, n.span, format!("the population must be a finite number of at least 1, found {}", n.value))
-                    .with_help("give an estimate of the number of protected units, e.g. `population 1000000`");
+                c.error(
+                    Code::InvalidParameter,
+                    n.span,
+                    format!(
+                        "the population must be a finite number of at least 1, found {}",
+                        n.value
+                    ),
+                )
+                .with_help(
+                    "give an estimate of the number of protected units, e.g. `population 1000000`",
+                );
                 None
             } else {
                 Some(n.value)
@@ -619,18 +839,29 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
         epsilon,
         delta,
         budget_span,
-        accountant: p.accountants.first().map_or(AccountantChoice::Best, |a| a.value),
+        accountant: p
+            .accountants
+            .first()
+            .map_or(AccountantChoice::Best, |a| a.value),
         population,
     })
 }
 
-fn resolve_datasets<'a>(c: &mut Checker, plan: &'a ast::Plan, privacy: Option<&Privacy>) -> HashMap<&'a str, DatasetInfo<'a>> {
+fn resolve_datasets<'a>(
+    c: &mut Checker,
+    plan: &'a ast::Plan,
+    privacy: Option<&Privacy>,
+) -> HashMap<&'a str, DatasetInfo<'a>> {
     let mut out: HashMap<&'a str, DatasetInfo<'a>> = HashMap::new();
     for ds in &plan.datasets {
         if let Some(prev) = out.get(ds.name.value.as_str()) {
-            c.error(Code::Duplicate, ds.name.span, format!("dataset `{}` is declared twice", ds.name.value))
-                .with_secondary(prev.ds.name.span, "first declared here")
-                .with_help("rename one of the datasets");
+            c.error(
+                Code::Duplicate,
+                ds.name.span,
+                format!("dataset `{}` is declared twice", ds.name.value),
+            )
+            .with_secondary(prev.ds.name.span, "first declared here")
+            .with_help("rename one of the datasets");
             continue;
         }
         duplicate(c, &ds.sources, |s| s.span, "the dataset's source");
@@ -640,9 +871,13 @@ fn resolve_datasets<'a>(c: &mut Checker, plan: &'a ast::Plan, privacy: Option<&P
         let mut id_columns = Vec::new();
         for col in &ds.columns {
             if let Some(prev) = columns.get(col.name.value.as_str()) {
-                c.error(Code::Duplicate, col.name.span, format!("column `{}` is declared twice", col.name.value))
-                    .with_secondary(prev.name_span, "first declared here")
-                    .with_help("remove one of the declarations");
+                c.error(
+                    Code::Duplicate,
+                    col.name.span,
+                    format!("column `{}` is declared twice", col.name.value),
+                )
+                .with_secondary(prev.name_span, "first declared here")
+                .with_help("remove one of the declarations");
                 continue;
             }
             let mut bounds = None;
@@ -657,15 +892,23 @@ fn resolve_datasets<'a>(c: &mut Checker, plan: &'a ast::Plan, privacy: Option<&P
                 ColumnType::Category { domain: d } => match d {
                     Some(ast::Domain::List { values }) => {
                         if values.is_empty() {
-                            c.error(Code::InvalidParameter, col.ty.span, "a category's public domain cannot be empty")
-                                .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
+                            c.error(
+                                Code::InvalidParameter,
+                                col.ty.span,
+                                "a category's public domain cannot be empty",
+                            )
+                            .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
                         } else {
                             let mut seen: HashMap<&str, Span> = HashMap::new();
                             for v in values {
                                 if let Some(first) = seen.get(v.value.as_str()) {
-                                    c.error(Code::Duplicate, v.span, format!("`{}` is listed twice in the domain", v.value))
-                                        .with_secondary(*first, "first listed here")
-                                        .with_help("remove the repeated value");
+                                    c.error(
+                                        Code::Duplicate,
+                                        v.span,
+                                        format!("`{}` is listed twice in the domain", v.value),
+                                    )
+                                    .with_secondary(*first, "first listed here")
+                                    .with_help("remove the repeated value");
                                 } else {
                                     seen.insert(&v.value, v.span);
                                 }
@@ -674,7 +917,12 @@ fn resolve_datasets<'a>(c: &mut Checker, plan: &'a ast::Plan, privacy: Option<&P
                         }
                     }
                     Some(ast::Domain::FromData { expr }) => {
-                        data_dependent(c, expr.span, "the group domain", "list the public values: `category { \"a\", \"b\" }`");
+                        data_dependent(
+                            c,
+                            expr.span,
+                            "the group domain",
+                            "list the public values: `category { \"a\", \"b\" }`",
+                        );
                     }
                     None => {}
                 },
@@ -698,23 +946,49 @@ fn resolve_datasets<'a>(c: &mut Checker, plan: &'a ast::Plan, privacy: Option<&P
             duplicate(c, &cb.rows_per_unit, |n| n.span, "rows_per_unit");
             duplicate(c, &cb.groups_per_unit, |n| n.span, "groups_per_unit");
             duplicate(c, &cb.rows_per_group, |n| n.span, "rows_per_group");
-            rows = cb.rows_per_unit.first().and_then(|n| whole(c, n, "rows_per_unit"));
-            groups = cb.groups_per_unit.first().and_then(|n| whole(c, n, "groups_per_unit"));
-            per_group = cb.rows_per_group.first().and_then(|n| whole(c, n, "rows_per_group"));
+            rows = cb
+                .rows_per_unit
+                .first()
+                .and_then(|n| whole(c, n, "rows_per_unit"));
+            groups = cb
+                .groups_per_unit
+                .first()
+                .and_then(|n| whole(c, n, "groups_per_unit"));
+            per_group = cb
+                .rows_per_group
+                .first()
+                .and_then(|n| whole(c, n, "rows_per_group"));
         }
         let bound = match privacy.map(|p| &p.unit) {
             Some(Unit::User { id }) => {
                 // The unit's id column must exist and be an id.
                 match columns.get(id.value.as_str()) {
                     None => {
-                        c.error(Code::Undefined, ds.name.span, format!("dataset `{}` has no column `{}`, the privacy unit's id", ds.name.value, id.value))
-                            .with_secondary(id.span, "the unit is identified by this column")
-                            .with_help(format!("declare `column {} : id` in `{}`", id.value, ds.name.value));
+                        c.error(
+                            Code::Undefined,
+                            ds.name.span,
+                            format!(
+                                "dataset `{}` has no column `{}`, the privacy unit's id",
+                                ds.name.value, id.value
+                            ),
+                        )
+                        .with_secondary(id.span, "the unit is identified by this column")
+                        .with_help(format!(
+                            "declare `column {} : id` in `{}`",
+                            id.value, ds.name.value
+                        ));
                     }
                     Some(col) if !matches!(col.ty, ColumnType::Id) => {
-                        c.error(Code::TypeMismatch, col.name_span, format!("`{}` identifies the privacy unit, so it must be declared `id`", id.value))
-                            .with_secondary(id.span, "the unit is identified by this column")
-                            .with_help(format!("declare `column {} : id`", id.value));
+                        c.error(
+                            Code::TypeMismatch,
+                            col.name_span,
+                            format!(
+                                "`{}` identifies the privacy unit, so it must be declared `id`",
+                                id.value
+                            ),
+                        )
+                        .with_secondary(id.span, "the unit is identified by this column")
+                        .with_help(format!("declare `column {} : id`", id.value));
                     }
                     _ => {}
                 }
@@ -783,19 +1057,35 @@ fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64
         match bound {
             ast::Bound::Public { value } => {
                 if !value.value.is_finite() {
-                    c.error(Code::InvalidParameter, value.span, format!("a public bound must be finite, found {}", value.value))
-                        .with_help("clamp bounds are finite public numbers, e.g. `in [0, 3600]`");
+                    c.error(
+                        Code::InvalidParameter,
+                        value.span,
+                        format!("a public bound must be finite, found {}", value.value),
+                    )
+                    .with_help("clamp bounds are finite public numbers, e.g. `in [0, 3600]`");
                     return None;
                 }
                 if int && value.value.fract() != 0.0 {
-                    c.error(Code::InvalidParameter, value.span, format!("an int column's bounds must be whole numbers, found {}", value.value))
-                        .with_help("round the bound outward, or declare the column `float`");
+                    c.error(
+                        Code::InvalidParameter,
+                        value.span,
+                        format!(
+                            "an int column's bounds must be whole numbers, found {}",
+                            value.value
+                        ),
+                    )
+                    .with_help("round the bound outward, or declare the column `float`");
                     return None;
                 }
                 Some(value.value)
             }
             ast::Bound::FromData { expr } => {
-                data_dependent(c, expr.span, "this clamp bound", "clamp to public bounds fixed in advance, e.g. `in [0, 3600]`");
+                data_dependent(
+                    c,
+                    expr.span,
+                    "this clamp bound",
+                    "clamp to public bounds fixed in advance, e.g. `in [0, 3600]`",
+                );
                 None
             }
         }
@@ -804,8 +1094,16 @@ fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64
     let hi = value(&b.hi);
     let (lo, hi) = (lo?, hi?);
     if lo >= hi {
-        c.error(Code::InvalidParameter, b.span, format!("the lower bound {} must be below the upper bound {}", fmt_num(lo), fmt_num(hi)))
-            .with_help("write the bounds as `in [lo, hi]` with lo < hi");
+        c.error(
+            Code::InvalidParameter,
+            b.span,
+            format!(
+                "the lower bound {} must be below the upper bound {}",
+                fmt_num(lo),
+                fmt_num(hi)
+            ),
+        )
+        .with_help("write the bounds as `in [lo, hi]` with lo < hi");
         return None;
     }
     Some((lo, hi))
@@ -825,35 +1123,76 @@ fn plan_query<'a>(
     adjacency: Adjacency,
     budget_delta: f64,
 ) -> Option<QueryPlan<'a>> {
-    duplicate(c, &q.aggregates, |a| a.span, &format!("the aggregation of `{}`", q.name.value));
-    duplicate(c, &q.noises, |a| a.span, &format!("the noise of `{}`", q.name.value));
-    duplicate(c, &q.schedules, |a| a.span, &format!("the schedule of `{}`", q.name.value));
-    duplicate(c, &q.sensitivities, |a| a.span, &format!("the declared sensitivity of `{}`", q.name.value));
+    duplicate(
+        c,
+        &q.aggregates,
+        |a| a.span,
+        &format!("the aggregation of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.noises,
+        |a| a.span,
+        &format!("the noise of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.schedules,
+        |a| a.span,
+        &format!("the schedule of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.sensitivities,
+        |a| a.span,
+        &format!("the declared sensitivity of `{}`", q.name.value),
+    );
     let mut ok = true;
     let Some(agg) = q.aggregates.first() else {
-        c.error(Code::Missing, q.name.span, format!("query `{}` releases nothing: it has no aggregation", q.name.value))
-            .with_help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`");
+        c.error(
+            Code::Missing,
+            q.name.span,
+            format!(
+                "query `{}` releases nothing: it has no aggregation",
+                q.name.value
+            ),
+        )
+        .with_help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`");
         return None;
     };
     let noise = q.noises.first();
     if noise.is_none() {
-        c.error(Code::Missing, q.name.span, format!("query `{}` has no noise", q.name.value))
-            .with_label("a release without noise is not private")
-            .with_help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`");
+        c.error(
+            Code::Missing,
+            q.name.span,
+            format!("query `{}` has no noise", q.name.value),
+        )
+        .with_label("a release without noise is not private")
+        .with_help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`");
         ok = false;
     }
     let (releases, schedule_text) = match q.schedules.first() {
         None => {
-            c.error(Code::Missing, q.name.span, format!("query `{}` has no schedule", q.name.value))
-                .with_label("how often is it released?")
-                .with_help("add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`");
+            c.error(
+                Code::Missing,
+                q.name.span,
+                format!("query `{}` has no schedule", q.name.value),
+            )
+            .with_label("how often is it released?")
+            .with_help(
+                "add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`",
+            );
             ok = false;
             (0, String::new())
         }
         Some(s) => match schedule::releases(&s.value) {
             Ok(v) => v,
             Err(ScheduleError::Invalid(span, msg)) => {
-                let span = if span == Span::default() { s.span } else { span };
+                let span = if span == Span::default() {
+                    s.span
+                } else {
+                    span
+                };
                 c.error(Code::InvalidParameter, span, msg)
                     .with_label("empty or invalid schedule")
                     .with_help("a schedule makes at least one release: `once`, `N times` with N ≥ 1, or `every <d> for <w>` with positive durations");
@@ -861,8 +1200,15 @@ fn plan_query<'a>(
                 (0, String::new())
             }
             Err(ScheduleError::TooMany(n)) => {
-                c.error(Code::Limit, s.span, format!("the schedule makes {n} releases; dpplan accepts at most {}", schedule::MAX_RELEASES))
-                    .with_help("check the durations: this is most likely a typo");
+                c.error(
+                    Code::Limit,
+                    s.span,
+                    format!(
+                        "the schedule makes {n} releases; dpplan accepts at most {}",
+                        schedule::MAX_RELEASES
+                    ),
+                )
+                .with_help("check the durations: this is most likely a typo");
                 ok = false;
                 (0, String::new())
             }
@@ -873,8 +1219,14 @@ fn plan_query<'a>(
         "{}({}{}{})",
         agg.kind.value.as_str(),
         describe_target(&agg.target),
-        agg.by.as_ref().map(|b| format!(" by {}", b.value)).unwrap_or_default(),
-        agg.argument.as_ref().map(|a| format!(", {}", a.value)).unwrap_or_default()
+        agg.by
+            .as_ref()
+            .map(|b| format!(" by {}", b.value))
+            .unwrap_or_default(),
+        agg.argument
+            .as_ref()
+            .map(|a| format!(", {}", a.value))
+            .unwrap_or_default()
     );
     let dataset_name = agg.target.dataset.value.clone();
     let mut plan = QueryPlan {
@@ -889,17 +1241,29 @@ fn plan_query<'a>(
     };
 
     if agg.kind.value == AggKind::Quantile {
-        c.error(Code::Unsupported, agg.kind.span, "quantiles are reserved syntax, not supported in this version")
-            .with_help("release a histogram over public bins instead, or wait for quantile support");
+        c.error(
+            Code::Unsupported,
+            agg.kind.span,
+            "quantiles are reserved syntax, not supported in this version",
+        )
+        .with_help("release a histogram over public bins instead, or wait for quantile support");
         plan.ok = false;
         return Some(plan);
     }
 
     // Resolve the target.
     let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
-        c.error(Code::Undefined, agg.target.dataset.span, format!("there is no dataset `{}`", agg.target.dataset.value))
-            .with_label("undefined dataset")
-            .with_help(format!("declare `dataset {} {{ … }}` or use one of: {}", agg.target.dataset.value, names(datasets.keys().copied())));
+        c.error(
+            Code::Undefined,
+            agg.target.dataset.span,
+            format!("there is no dataset `{}`", agg.target.dataset.value),
+        )
+        .with_label("undefined dataset")
+        .with_help(format!(
+            "declare `dataset {} {{ … }}` or use one of: {}",
+            agg.target.dataset.value,
+            names(datasets.keys().copied())
+        ));
         plan.ok = false;
         return Some(plan);
     };
@@ -908,9 +1272,20 @@ fn plan_query<'a>(
         Some(col) => match info.columns.get(col.value.as_str()) {
             Some(ci) => Some((col, ci)),
             None => {
-                c.error(Code::Undefined, col.span, format!("dataset `{}` has no column `{}`", info.ds.name.value, col.value))
-                    .with_label("undefined column")
-                    .with_help(format!("declare it in `{}` or use one of: {}", info.ds.name.value, names(info.columns.keys().copied())));
+                c.error(
+                    Code::Undefined,
+                    col.span,
+                    format!(
+                        "dataset `{}` has no column `{}`",
+                        info.ds.name.value, col.value
+                    ),
+                )
+                .with_label("undefined column")
+                .with_help(format!(
+                    "declare it in `{}` or use one of: {}",
+                    info.ds.name.value,
+                    names(info.columns.keys().copied())
+                ));
                 plan.ok = false;
                 return Some(plan);
             }
@@ -920,17 +1295,34 @@ fn plan_query<'a>(
         None => None,
         Some(by) => match info.columns.get(by.value.as_str()) {
             None => {
-                c.error(Code::Undefined, by.span, format!("dataset `{}` has no column `{}`", info.ds.name.value, by.value))
-                    .with_label("undefined column")
-                    .with_help(format!("group by one of: {}", names(info.columns.keys().copied())));
+                c.error(
+                    Code::Undefined,
+                    by.span,
+                    format!(
+                        "dataset `{}` has no column `{}`",
+                        info.ds.name.value, by.value
+                    ),
+                )
+                .with_label("undefined column")
+                .with_help(format!(
+                    "group by one of: {}",
+                    names(info.columns.keys().copied())
+                ));
                 plan.ok = false;
                 return Some(plan);
             }
             Some(ci) => {
                 if !matches!(ci.ty, ColumnType::Category { .. }) {
-                    c.error(Code::TypeMismatch, by.span, format!("`{}` is not a category: groups must come from a public domain", by.value))
-                        .with_secondary(ci.name_span, "declared here")
-                        .with_help("group by a `category { … }` column");
+                    c.error(
+                        Code::TypeMismatch,
+                        by.span,
+                        format!(
+                            "`{}` is not a category: groups must come from a public domain",
+                            by.value
+                        ),
+                    )
+                    .with_secondary(ci.name_span, "declared here")
+                    .with_help("group by a `category { … }` column");
                     plan.ok = false;
                     return Some(plan);
                 }
@@ -960,23 +1352,39 @@ fn plan_query<'a>(
     let grouped_kind = matches!(kind, AggKind::Histogram) || group.is_some();
     let values: Option<(f64, f64)> = match (kind, column) {
         (AggKind::Count, Some((col, _))) => {
-            c.error(Code::TypeMismatch, col.span, format!("`count` counts rows: write `count({})`", info.ds.name.value))
-                .with_help(format!("count rows with `count({})`, or sum a column with `sum({}.{})`", info.ds.name.value, info.ds.name.value, col.value));
+            c.error(
+                Code::TypeMismatch,
+                col.span,
+                format!("`count` counts rows: write `count({})`", info.ds.name.value),
+            )
+            .with_help(format!(
+                "count rows with `count({})`, or sum a column with `sum({}.{})`",
+                info.ds.name.value, info.ds.name.value, col.value
+            ));
             plan.ok = false;
             return Some(plan);
         }
         (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => None,
         (AggKind::Sum | AggKind::Mean, None) => {
-            c.error(Code::TypeMismatch, agg.target.span, format!("`{}` needs a numeric column, such as `{}.value`", kind.as_str(), info.ds.name.value))
-                .with_help("name the column to aggregate");
+            c.error(
+                Code::TypeMismatch,
+                agg.target.span,
+                format!(
+                    "`{}` needs a numeric column, such as `{}.value`",
+                    kind.as_str(),
+                    info.ds.name.value
+                ),
+            )
+            .with_help("name the column to aggregate");
             plan.ok = false;
             return Some(plan);
         }
         (_, Some((col, ci))) => match ci.ty {
-            ColumnType::Int { bounds } | ColumnType::Float { bounds } => match (ci.bounds, bounds) {
-                (Some(b), _) => Some(b),
-                (None, None) => {
-                    c.error(
+            ColumnType::Int { bounds } | ColumnType::Float { bounds } => {
+                match (ci.bounds, bounds) {
+                    (Some(b), _) => Some(b),
+                    (None, None) => {
+                        c.error(
                         Code::MissingBounds,
                         col.span,
                         format!("`{}.{}` has no public bounds, so one row can move the {} without limit", info.ds.name.value, col.value, kind.as_str()),
@@ -984,19 +1392,31 @@ fn plan_query<'a>(
                     .with_label("unbounded column")
                     .with_secondary(ci.name_span, "declared without bounds")
                     .with_help(format!("declare public clamp bounds, e.g. `column {} : {} in [0, 100]`", col.value, if matches!(ci.ty, ColumnType::Int { .. }) { "int" } else { "float" }));
-                    plan.ok = false;
-                    return Some(plan);
+                        plan.ok = false;
+                        return Some(plan);
+                    }
+                    // Bounds were declared but invalid (reported there).
+                    (None, Some(_)) => {
+                        plan.ok = false;
+                        return Some(plan);
+                    }
                 }
-                // Bounds were declared but invalid (reported there).
-                (None, Some(_)) => {
-                    plan.ok = false;
-                    return Some(plan);
-                }
-            },
+            }
             _ => {
-                c.error(Code::TypeMismatch, col.span, format!("`{}` is not numeric: `{}` needs an int or float column", col.value, kind.as_str()))
-                    .with_secondary(ci.name_span, "declared here")
-                    .with_help(format!("count rows per value with `histogram({} by {})`", info.ds.name.value, col.value));
+                c.error(
+                    Code::TypeMismatch,
+                    col.span,
+                    format!(
+                        "`{}` is not numeric: `{}` needs an int or float column",
+                        col.value,
+                        kind.as_str()
+                    ),
+                )
+                .with_secondary(ci.name_span, "declared here")
+                .with_help(format!(
+                    "count rows per value with `histogram({} by {})`",
+                    info.ds.name.value, col.value
+                ));
                 plan.ok = false;
                 return Some(plan);
             }
@@ -1021,8 +1441,15 @@ fn plan_query<'a>(
             return Some(plan);
         }
         if group.is_none() {
-            c.error(Code::TypeMismatch, agg.span, "a histogram needs groups: `histogram(dataset by column)`")
-                .with_help(format!("write `histogram({} by <category column>)`", info.ds.name.value));
+            c.error(
+                Code::TypeMismatch,
+                agg.span,
+                "a histogram needs groups: `histogram(dataset by column)`",
+            )
+            .with_help(format!(
+                "write `histogram({} by <category column>)`",
+                info.ds.name.value
+            ));
             plan.ok = false;
             return Some(plan);
         }
@@ -1046,10 +1473,19 @@ fn plan_query<'a>(
             vec![("histogram", sensitivity::grouped(unit, adjacency, d, None))]
         }
         (AggKind::Mean, Some(d)) => vec![
-            ("grouped sum", sensitivity::grouped(unit, adjacency, d, values)),
-            ("grouped count", sensitivity::grouped(unit, adjacency, d, None)),
+            (
+                "grouped sum",
+                sensitivity::grouped(unit, adjacency, d, values),
+            ),
+            (
+                "grouped count",
+                sensitivity::grouped(unit, adjacency, d, None),
+            ),
         ],
-        (_, Some(d)) => vec![("grouped sum", sensitivity::grouped(unit, adjacency, d, values))],
+        (_, Some(d)) => vec![(
+            "grouped sum",
+            sensitivity::grouped(unit, adjacency, d, values),
+        )],
         (_, None) => vec![],
     };
 
@@ -1090,7 +1526,11 @@ fn plan_query<'a>(
             }
             if let Some(n) = noise {
                 let has = |nm: ast::Norm| ds.items.iter().any(|(x, _)| x.value == nm);
-                let (needed, name) = if n.kind.value.is_gaussian() { (ast::Norm::L2, "L2") } else { (ast::Norm::L1, "L1") };
+                let (needed, name) = if n.kind.value.is_gaussian() {
+                    (ast::Norm::L2, "L2")
+                } else {
+                    (ast::Norm::L1, "L1")
+                };
                 if !ds.items.is_empty() && !has(needed) {
                     c.error(
                         Code::WrongNorm,
@@ -1105,27 +1545,52 @@ fn plan_query<'a>(
         }
     }
 
-    let Some(noise) = noise else { return Some(plan) };
+    let Some(noise) = noise else {
+        return Some(plan);
+    };
     let nk = noise.kind.value;
     // Discrete noise needs integer-valued statistics.
     if nk.is_discrete() && float_values {
-        c.error(Code::TypeMismatch, noise.kind.span, format!("{} noise needs integer values, but `{}` is a float column", nk.as_str(), describe_target(&agg.target)))
-            .with_help("declare the column `int`, or use `laplace` or `gaussian` noise");
+        c.error(
+            Code::TypeMismatch,
+            noise.kind.span,
+            format!(
+                "{} noise needs integer values, but `{}` is a float column",
+                nk.as_str(),
+                describe_target(&agg.target)
+            ),
+        )
+        .with_help("declare the column `int`, or use `laplace` or `gaussian` noise");
         plan.ok = false;
     }
     if nk.is_discrete() {
         for (_, d) in &parts_derived {
             if d.l1.fract() != 0.0 {
-                c.error(Code::TypeMismatch, noise.kind.span, format!("{} noise needs an integer sensitivity, but L1 = {}", nk.as_str(), fmt_num(d.l1)))
-                    .with_help("use integer clamp bounds, or continuous noise");
+                c.error(
+                    Code::TypeMismatch,
+                    noise.kind.span,
+                    format!(
+                        "{} noise needs an integer sensitivity, but L1 = {}",
+                        nk.as_str(),
+                        fmt_num(d.l1)
+                    ),
+                )
+                .with_help("use integer clamp bounds, or continuous noise");
                 plan.ok = false;
                 break;
             }
         }
     }
     if nk.is_gaussian() && budget_delta == 0.0 {
-        c.error(Code::InvalidParameter, noise.kind.span, format!("{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)", nk.as_str()))
-            .with_help("add `delta …` to the budget, or use Laplace noise");
+        c.error(
+            Code::InvalidParameter,
+            noise.kind.span,
+            format!(
+                "{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)",
+                nk.as_str()
+            ),
+        )
+        .with_help("add `delta …` to the budget, or use Laplace noise");
         plan.ok = false;
     }
     let n_parts = parts_derived.len().max(1) as f64;
@@ -1133,14 +1598,34 @@ fn plan_query<'a>(
         NoiseParam::Scale { value } | NoiseParam::Sigma { value } => {
             let is_sigma = matches!(noise.param, NoiseParam::Sigma { .. });
             if is_sigma != nk.is_gaussian() {
-                let (want, got) = if nk.is_gaussian() { ("sigma", "scale") } else { ("scale", "sigma") };
-                c.error(Code::InvalidParameter, noise.span, format!("{} noise takes `{want}`, not `{got}`", nk.as_str()))
-                    .with_help(format!("write `noise {} {want} {}`", nk.as_str(), fmt_num(value.value)));
+                let (want, got) = if nk.is_gaussian() {
+                    ("sigma", "scale")
+                } else {
+                    ("scale", "sigma")
+                };
+                c.error(
+                    Code::InvalidParameter,
+                    noise.span,
+                    format!("{} noise takes `{want}`, not `{got}`", nk.as_str()),
+                )
+                .with_help(format!(
+                    "write `noise {} {want} {}`",
+                    nk.as_str(),
+                    fmt_num(value.value)
+                ));
                 plan.ok = false;
                 None
             } else if !valid_positive(value.value) {
-                c.error(Code::InvalidParameter, value.span, format!("the noise {} must be positive and finite, found {}", if is_sigma { "σ" } else { "scale" }, value.value))
-                    .with_help("a zero or negative noise scale publishes the exact value");
+                c.error(
+                    Code::InvalidParameter,
+                    value.span,
+                    format!(
+                        "the noise {} must be positive and finite, found {}",
+                        if is_sigma { "σ" } else { "scale" },
+                        value.value
+                    ),
+                )
+                .with_help("a zero or negative noise scale publishes the exact value");
                 plan.ok = false;
                 None
             } else {
@@ -1150,24 +1635,44 @@ fn plan_query<'a>(
         NoiseParam::Epsilon { epsilon, delta } => {
             let mut good = true;
             if !valid_positive(epsilon.value) {
-                c.error(Code::InvalidParameter, epsilon.span, format!("ε must be positive and finite, found {}", epsilon.value))
-                    .with_help("give the per-release ε, e.g. `noise laplace epsilon 0.1`");
+                c.error(
+                    Code::InvalidParameter,
+                    epsilon.span,
+                    format!("ε must be positive and finite, found {}", epsilon.value),
+                )
+                .with_help("give the per-release ε, e.g. `noise laplace epsilon 0.1`");
                 good = false;
             }
             match (nk.is_gaussian(), delta) {
                 (true, None) => {
-                    c.error(Code::Missing, epsilon.span, "Gaussian noise given by ε also needs a per-release δ")
-                        .with_help(format!("write `noise {} epsilon {} delta 1e-7`", nk.as_str(), fmt_num(epsilon.value)));
+                    c.error(
+                        Code::Missing,
+                        epsilon.span,
+                        "Gaussian noise given by ε also needs a per-release δ",
+                    )
+                    .with_help(format!(
+                        "write `noise {} epsilon {} delta 1e-7`",
+                        nk.as_str(),
+                        fmt_num(epsilon.value)
+                    ));
                     good = false;
                 }
                 (true, Some(d)) if !(d.value.is_finite() && d.value > 0.0 && d.value < 1.0) => {
-                    c.error(Code::InvalidParameter, d.span, format!("δ must lie strictly between 0 and 1, found {}", d.value))
-                        .with_help("choose a per-release δ such as 1e-7");
+                    c.error(
+                        Code::InvalidParameter,
+                        d.span,
+                        format!("δ must lie strictly between 0 and 1, found {}", d.value),
+                    )
+                    .with_help("choose a per-release δ such as 1e-7");
                     good = false;
                 }
                 (false, Some(d)) => {
-                    c.error(Code::InvalidParameter, d.span, format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()))
-                        .with_help("remove `delta …`");
+                    c.error(
+                        Code::InvalidParameter,
+                        d.span,
+                        format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()),
+                    )
+                    .with_help("remove `delta …`");
                     good = false;
                 }
                 _ => {}
@@ -1195,7 +1700,9 @@ fn plan_query<'a>(
             }
         }
     };
-    let Some(scale) = scale else { return Some(plan) };
+    let Some(scale) = scale else {
+        return Some(plan);
+    };
     // Apply declared sensitivities (never below the derived ones).
     let first_norm = |d: &Derived| -> f64 {
         if nk.is_gaussian() {
@@ -1204,15 +1711,24 @@ fn plan_query<'a>(
             d.l1
         }
     };
-    let base = parts_derived.first().map(|(_, d)| first_norm(d)).unwrap_or(0.0);
+    let base = parts_derived
+        .first()
+        .map(|(_, d)| first_norm(d))
+        .unwrap_or(0.0);
     for (i, (role, mut d)) in parts_derived.into_iter().enumerate() {
         if let Some(v) = declared_l1 {
             d.l1 = d.l1.max(v);
-            d.steps.push(format!("declared l1 {} is used (≥ the derived bound)", fmt_num(v)));
+            d.steps.push(format!(
+                "declared l1 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
         }
         if let Some(v) = declared_l2 {
             d.l2 = d.l2.max(v);
-            d.steps.push(format!("declared l2 {} is used (≥ the derived bound)", fmt_num(v)));
+            d.steps.push(format!(
+                "declared l2 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
         }
         // For a mean, a declared noise scale applies to the sum; the count's
         // noise keeps the same noise-to-sensitivity ratio so both parts cost
@@ -1235,7 +1751,8 @@ fn plan_query<'a>(
     }
     // A zero sensitivity needs no noise and costs nothing: keep it out of
     // the accounting (the mechanisms require a positive sensitivity).
-    plan.parts.retain(|p| p.derived.l1 > 0.0 || p.derived.l2 > 0.0);
+    plan.parts
+        .retain(|p| p.derived.l1 > 0.0 || p.derived.l2 > 0.0);
     Some(plan)
 }
 
@@ -1245,18 +1762,29 @@ fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
     if v.is_empty() {
         "(none declared)".into()
     } else {
-        v.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        v.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
 fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan], _budget_delta: f64) {
     for q in queries.iter_mut() {
         for p in q.parts.iter_mut() {
-            let Scale::FromEpsilon { epsilon, delta } = p.scale else { continue };
-            let sens = if p.kind.is_gaussian() { p.derived.l2 } else { p.derived.l1 };
+            let Scale::FromEpsilon { epsilon, delta } = p.scale else {
+                continue;
+            };
+            let sens = if p.kind.is_gaussian() {
+                p.derived.l2
+            } else {
+                p.derived.l1
+            };
             let result = match p.kind {
                 NoiseKind::Laplace | NoiseKind::DiscreteLaplace => Ok(sens / epsilon),
-                NoiseKind::Gaussian => acct::analytic_gaussian_sigma(sens, epsilon, delta.unwrap_or(0.0)),
+                NoiseKind::Gaussian => {
+                    acct::analytic_gaussian_sigma(sens, epsilon, delta.unwrap_or(0.0))
+                }
                 NoiseKind::DiscreteGaussian => {
                     let kind = p.kind;
                     let derived = p.derived.clone();
@@ -1266,15 +1794,25 @@ fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan], _budget_d
                             count: 1,
                         }]
                     };
-                    acct::calibrate(&build, epsilon, delta.unwrap_or(0.0), None)
+                    solve_multiplier(&build, epsilon, delta.unwrap_or(0.0), None, false).ok_or_else(
+                        || acct::AccountingError::NoSolution("no σ reaches this ε".into()),
+                    )
                 }
             };
             match result {
                 Ok(s) if s.is_finite() && s > 0.0 => p.resolved = Some(s),
                 Ok(_) | Err(_) => {
                     let span = q.q.noises.first().map_or(q.q.name.span, |n| n.span);
-                    c.error(Code::Accounting, span, format!("no noise scale gives ε = {} for `{}`", fmt_num(epsilon), q.q.name.value))
-                        .with_help("check ε and δ");
+                    c.error(
+                        Code::Accounting,
+                        span,
+                        format!(
+                            "no noise scale gives ε = {} for `{}`",
+                            fmt_num(epsilon),
+                            q.q.name.value
+                        ),
+                    )
+                    .with_help("check ε and δ");
                     q.ok = false;
                 }
             }
@@ -1282,8 +1820,18 @@ fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan], _budget_d
     }
 }
 
-fn calibrate_auto(c: &mut Checker, queries: &mut [QueryPlan], privacy: &Privacy, choice: Option<acct::Accountant>) {
-    let any_auto = queries.iter().any(|q| q.parts.iter().any(|p| matches!(p.scale, Scale::Auto { .. })));
+fn calibrate_auto(
+    c: &mut Checker,
+    queries: &mut [QueryPlan],
+    privacy: &Privacy,
+    choice: Option<acct::Accountant>,
+    precise: bool,
+) {
+    let any_auto = queries.iter().any(|q| {
+        q.parts
+            .iter()
+            .any(|p| matches!(p.scale, Scale::Auto { .. }))
+    });
     if !any_auto {
         return;
     }
@@ -1326,8 +1874,8 @@ fn calibrate_auto(c: &mut Checker, queries: &mut [QueryPlan], privacy: &Privacy,
         }
         rs
     };
-    match acct::calibrate(&build, privacy.epsilon, privacy.delta, choice) {
-        Ok(t) if t.is_finite() && t > 0.0 => {
+    match solve_multiplier(&build, privacy.epsilon, privacy.delta, choice, precise) {
+        Some(t) if t.is_finite() && t > 0.0 => {
             for q in queries.iter_mut() {
                 for p in q.parts.iter_mut() {
                     if let Scale::Auto { weight } = p.scale {
@@ -1340,7 +1888,10 @@ fn calibrate_auto(c: &mut Checker, queries: &mut [QueryPlan], privacy: &Privacy,
             c.error(Code::OverBudget, privacy.budget_span, "no noise level for the `auto` queries fits the budget: the other queries already spend it")
                 .with_help("give the fixed queries more noise or fewer releases, or raise the budget");
             for q in queries.iter_mut() {
-                if q.parts.iter().any(|p| matches!(p.scale, Scale::Auto { .. })) {
+                if q.parts
+                    .iter()
+                    .any(|p| matches!(p.scale, Scale::Auto { .. }))
+                {
                     q.ok = false;
                 }
             }
@@ -1358,21 +1909,33 @@ fn check_names(c: &mut Checker, plan: &ast::Plan) {
         .chain(plan.publishes.iter().map(|p| &p.name));
     for name in defined {
         if let Some(first) = seen.get(name.value.as_str()) {
-            c.error(Code::Duplicate, name.span, format!("`{}` is defined twice", name.value))
-                .with_secondary(*first, "first defined here")
-                .with_help("give every query and publish a unique name");
+            c.error(
+                Code::Duplicate,
+                name.span,
+                format!("`{}` is defined twice", name.value),
+            )
+            .with_secondary(*first, "first defined here")
+            .with_help("give every query and publish a unique name");
         } else {
             seen.insert(&name.value, name.span);
         }
     }
     for p in &plan.publishes {
         if !seen.contains_key(p.source.value.as_str()) {
-            c.error(Code::Undefined, p.source.span, format!("there is no query or publish named `{}`", p.source.value))
-                .with_label("undefined release")
-                .with_help("re-publish an existing query: `publish copy = <query name>`");
+            c.error(
+                Code::Undefined,
+                p.source.span,
+                format!("there is no query or publish named `{}`", p.source.value),
+            )
+            .with_label("undefined release")
+            .with_help("re-publish an existing query: `publish copy = <query name>`");
         } else if p.source.value == p.name.value {
-            c.error(Code::Undefined, p.source.span, format!("`{}` re-publishes itself", p.name.value))
-                .with_help("name the query whose released value is re-published");
+            c.error(
+                Code::Undefined,
+                p.source.span,
+                format!("`{}` re-publishes itself", p.name.value),
+            )
+            .with_help("name the query whose released value is re-published");
         }
     }
 }
@@ -1387,8 +1950,12 @@ fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
     for p in &plan.publishes {
         let Some(cond) = &p.condition else { continue };
         if !cond.value.value.is_finite() {
-            c.error(Code::InvalidParameter, cond.value.span, format!("the threshold must be finite, found {}", cond.value.value))
-                .with_help("compare against a finite public number");
+            c.error(
+                Code::InvalidParameter,
+                cond.value.span,
+                format!("the threshold must be finite, found {}", cond.value.value),
+            )
+            .with_help("compare against a finite public number");
         }
         match &cond.operand {
             ast::Operand::Data { expr } => {
@@ -1401,8 +1968,12 @@ fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
             }
             ast::Operand::Released { name } => {
                 if !released.contains(&name.value.as_str()) {
-                    c.error(Code::Undefined, name.span, format!("there is no released value `{}`", name.value))
-                        .with_help("a condition may read any released query or publish by name");
+                    c.error(
+                        Code::Undefined,
+                        name.span,
+                        format!("there is no released value `{}`", name.value),
+                    )
+                    .with_help("a condition may read any released query or publish by name");
                 }
             }
         }

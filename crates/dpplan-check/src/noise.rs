@@ -19,7 +19,9 @@ pub fn spread(kind: NoiseKind, scale: f64) -> (f64, f64) {
             let q = (-1.0 / scale).exp();
             let var = 2.0 * q / ((1.0 - q) * (1.0 - q));
             // smallest integer k with 2 q^{k+1}/(1+q) ≤ 0.05
-            let k = ((0.05 * (1.0 + q) / 2.0).ln() / q.ln() - 1.0).ceil().max(0.0);
+            let k = ((0.05 * (1.0 + q) / 2.0).ln() / q.ln() - 1.0)
+                .ceil()
+                .max(0.0);
             (var.sqrt(), k)
         }
         NoiseKind::DiscreteGaussian => discrete_gaussian_spread(scale),
@@ -30,7 +32,7 @@ pub fn spread(kind: NoiseKind, scale: f64) -> (f64, f64) {
 /// within 1e-100 of the continuous one in variance and the interval is
 /// rounded up to an integer.
 fn discrete_gaussian_spread(sigma: f64) -> (f64, f64) {
-    if !(sigma > 0.0) || sigma > 1000.0 {
+    if sigma.is_nan() || sigma <= 0.0 || sigma > 1000.0 {
         return (sigma, (Z95 * sigma).ceil());
     }
     let limit = (sigma * 40.0).ceil() as i64 + 1;
@@ -60,7 +62,7 @@ mod tests {
     #[test]
     fn laplace_and_gaussian() {
         let (sd, ci) = spread(NoiseKind::Laplace, 50.0);
-        assert!((sd - 70.710678118654755).abs() < 1e-9);
+        assert!((sd - 70.710_678_118_654_76).abs() < 1e-9);
         // P(|X| > ci) = exp(-ci/b) must be 0.05
         assert!(((-ci / 50.0f64).exp() - 0.05).abs() < 1e-12);
         let (sd, ci) = spread(NoiseKind::Gaussian, 8.0);

@@ -19,7 +19,10 @@ fn duration_seconds(d: &Duration) -> Result<f64, ScheduleError> {
     if !a.is_finite() || a <= 0.0 {
         return Err(ScheduleError::Invalid(
             d.span,
-            format!("a duration must be positive and finite, found {}", d.amount.value),
+            format!(
+                "a duration must be positive and finite, found {}",
+                d.amount.value
+            ),
         ));
     }
     Ok(a * d.unit.seconds())
@@ -127,15 +130,24 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
         Schedule::EveryRange { every, from, until } => {
             let e = duration_seconds(every)?;
             let a = parse_date(&from.value).ok_or_else(|| {
-                ScheduleError::Invalid(from.span, format!("`{}` is not a valid calendar date", from.value))
+                ScheduleError::Invalid(
+                    from.span,
+                    format!("`{}` is not a valid calendar date", from.value),
+                )
             })?;
             let b = parse_date(&until.value).ok_or_else(|| {
-                ScheduleError::Invalid(until.span, format!("`{}` is not a valid calendar date", until.value))
+                ScheduleError::Invalid(
+                    until.span,
+                    format!("`{}` is not a valid calendar date", until.value),
+                )
             })?;
             if b <= a {
                 return Err(ScheduleError::Invalid(
                     until.span,
-                    format!("the schedule ends ({}) before it starts ({})", until.value, from.value),
+                    format!(
+                        "the schedule ends ({}) before it starts ({})",
+                        until.value, from.value
+                    ),
                 ));
             }
             let n = every_count(e, (b - a) as f64);
@@ -153,7 +165,10 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
         }
     };
     if n == 0 {
-        return Err(ScheduleError::Invalid(dpplan_diagnostics::Span::default(), "the schedule makes no release".into()));
+        return Err(ScheduleError::Invalid(
+            dpplan_diagnostics::Span::default(),
+            "the schedule makes no release".into(),
+        ));
     }
     if n > MAX_RELEASES {
         return Err(ScheduleError::TooMany(n));
@@ -171,9 +186,12 @@ mod tests {
         assert_eq!(parse_date("2000-03-01"), Some(951_868_800));
         assert_eq!(parse_date("2026-01-01T06:30"), Some(1_767_249_000));
         assert_eq!(parse_date("2025-02-29"), None);
-        assert_eq!(parse_date("2024-02-29").is_some(), true);
+        assert!(parse_date("2024-02-29").is_some());
         assert_eq!(parse_date("2026-13-01"), None);
-        assert_eq!(parse_date("2027-01-01").unwrap() - parse_date("2026-01-01").unwrap(), 365 * 86_400);
+        assert_eq!(
+            parse_date("2027-01-01").unwrap() - parse_date("2026-01-01").unwrap(),
+            365 * 86_400
+        );
     }
 
     #[test]

@@ -178,12 +178,14 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
             if d < 2 {
                 l1 = 0.0;
                 l2 = 0.0;
-                steps.push("replace: with one group a replaced row stays in it: L1 = L2 = 0".into());
+                steps
+                    .push("replace: with one group a replaced row stays in it: L1 = L2 = 0".into());
             } else {
                 l1 = 2.0;
                 l2 = 2f64.sqrt();
                 coords = 2;
-                steps.push("replace: a row moves from one group to another: L1 = 2, L2 = √2".into());
+                steps
+                    .push("replace: a row moves from one group to another: L1 = 2, L2 = √2".into());
             }
         } else {
             l1 = 2.0 * l1_ar;
@@ -292,9 +294,18 @@ mod tests {
         assert_eq!(sum(ROW, Adjacency::AddRemove, 100.0, 200.0).l1, 200.0);
         assert_eq!(sum(ROW, Adjacency::Replace, -5.0, 5.0).l1, 10.0);
         assert_eq!(sum(ROW, Adjacency::AddRemove, -5.0, 5.0).l1, 5.0);
-        assert_eq!(sum(user(5, None, None), Adjacency::AddRemove, 0.0, 3600.0).l1, 18000.0);
-        assert_eq!(sum(user(5, None, None), Adjacency::Replace, 100.0, 200.0).l1, 1000.0);
-        assert_eq!(sum(user(2, None, None), Adjacency::Replace, -1.0, 3.0).l1, 8.0);
+        assert_eq!(
+            sum(user(5, None, None), Adjacency::AddRemove, 0.0, 3600.0).l1,
+            18000.0
+        );
+        assert_eq!(
+            sum(user(5, None, None), Adjacency::Replace, 100.0, 200.0).l1,
+            1000.0
+        );
+        assert_eq!(
+            sum(user(2, None, None), Adjacency::Replace, -1.0, 3.0).l1,
+            8.0
+        );
     }
 
     #[test]

@@ -41,16 +41,30 @@ fn laplace_count_under_a_user_unit_costs_rows_over_scale() {
     assert_eq!(r.queries[0].l1, 5.0);
     assert_eq!(r.queries[0].releases, 365);
     // Negative controls: one release fewer, and a looser bound.
-    let fewer = total(&plan("user by uid", "epsilon 40", "basic", VISITS, &q.replace("365 days", "364 days")));
+    let fewer = total(&plan(
+        "user by uid",
+        "epsilon 40",
+        "basic",
+        VISITS,
+        &q.replace("365 days", "364 days"),
+    ));
     assert!(fewer < t.epsilon);
-    let looser = total(&plan("user by uid", "epsilon 80", "basic", &VISITS.replace("rows_per_unit 5", "rows_per_unit 10"), q));
+    let looser = total(&plan(
+        "user by uid",
+        "epsilon 80",
+        "basic",
+        &VISITS.replace("rows_per_unit 5", "rows_per_unit 10"),
+        q,
+    ));
     assert!((looser - 2.0 * t.epsilon).abs() < 1e-9);
 }
 
 #[test]
 fn repeated_gaussian_matches_the_exact_gaussian_and_the_reference_closed_form() {
     let ds = "  dataset r {\n    column x : int in [0, 1]\n  }";
-    let q = |k: u32| format!("  query yes {{\n    sum(r.x)\n    noise gaussian sigma 8\n    schedule {k} times\n  }}");
+    let q = |k: u32| {
+        format!("  query yes {{\n    sum(r.x)\n    noise gaussian sigma 8\n    schedule {k} times\n  }}")
+    };
     let delta = 1e-6;
     // Exact (GDP): μ = √k·Δ/σ; δ(ε) at the reported ε must equal the budget δ.
     let r = report(&plan("row", "epsilon 30 delta 1e-6", "gdp", ds, &q(10)));
@@ -58,14 +72,21 @@ fn repeated_gaussian_matches_the_exact_gaussian_and_the_reference_closed_form() 
     assert_eq!(t.accountant, "gdp");
     let mu = 10f64.sqrt() / 8.0;
     let d = gdp_delta(mu, t.epsilon);
-    assert!(d <= delta * (1.0 + 1e-6) && d >= delta * (1.0 - 1e-3), "δ(ε) = {d}");
+    assert!(
+        d <= delta * (1.0 + 1e-6) && d >= delta * (1.0 - 1e-3),
+        "δ(ε) = {d}"
+    );
     // RDP is sound and no tighter than the exact curve; the classical
     // closed form of the reference text bounds it from above.
     let rdp = total(&plan("row", "epsilon 30 delta 1e-6", "rdp", ds, &q(10)));
     let a = 10.0 / (2.0 * 64.0);
     let closed = a + 2.0 * (a * (1.0f64 / delta).ln()).sqrt();
     assert!((closed - 2.1559476703363876).abs() < 1e-12);
-    assert!(rdp >= t.epsilon && rdp <= closed + 1e-9, "rdp {rdp} gdp {} closed {closed}", t.epsilon);
+    assert!(
+        rdp >= t.epsilon && rdp <= closed + 1e-9,
+        "rdp {rdp} gdp {} closed {closed}",
+        t.epsilon
+    );
     // Negative control: one release fewer lowers every figure.
     assert!(total(&plan("row", "epsilon 30 delta 1e-6", "gdp", ds, &q(9))) < t.epsilon);
     assert!(total(&plan("row", "epsilon 30 delta 1e-6", "rdp", ds, &q(9))) < rdp);
@@ -74,22 +95,38 @@ fn repeated_gaussian_matches_the_exact_gaussian_and_the_reference_closed_form() 
 #[test]
 fn histogram_sensitivity_uses_the_group_bound() {
     let q = "  query pages {\n    histogram(visits by page)\n    noise gaussian sigma 30\n    schedule once\n  }";
-    let r = report(&plan("user by uid", "epsilon 5 delta 1e-6", "gdp", VISITS, q));
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 5 delta 1e-6",
+        "gdp",
+        VISITS,
+        q,
+    ));
     // 5 rows over at most 3 groups, no per-group bound: one group can take all 5.
     assert_eq!(r.queries[0].l1, 5.0);
     assert_eq!(r.queries[0].l2, 5.0);
-    let per_group = VISITS.replace("groups_per_unit 3", "groups_per_unit 3\n      rows_per_group 2");
-    let r = report(&plan("user by uid", "epsilon 5 delta 1e-6", "gdp", &per_group, q));
+    let per_group = VISITS.replace(
+        "groups_per_unit 3",
+        "groups_per_unit 3\n      rows_per_group 2",
+    );
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 5 delta 1e-6",
+        "gdp",
+        &per_group,
+        q,
+    ));
     assert_eq!(r.queries[0].l1, 5.0);
     assert!((r.queries[0].l2 - 3.0).abs() < 1e-12); // 2, 2, 1 → √9
-    // and the exact Gaussian total follows μ = L2/σ
+                                                    // and the exact Gaussian total follows μ = L2/σ
     let t = r.total.unwrap();
     assert!((gdp_delta(3.0 / 30.0, t.epsilon) - 1e-6).abs() < 1e-9);
 }
 
 #[test]
 fn laplace_epsilon_calibration_and_mean_split() {
-    let q = "  query m {\n    mean(visits.secs)\n    noise laplace epsilon 0.5\n    schedule once\n  }";
+    let q =
+        "  query m {\n    mean(visits.secs)\n    noise laplace epsilon 0.5\n    schedule once\n  }";
     let r = report(&plan("user by uid", "epsilon 1", "basic", VISITS, q));
     let parts = &r.queries[0].parts;
     assert_eq!(parts.len(), 2);
@@ -102,7 +139,13 @@ fn laplace_epsilon_calibration_and_mean_split() {
 #[test]
 fn auto_noise_fills_the_budget_tightly() {
     let q = "  query a {\n    count(visits)\n    noise gaussian auto\n    schedule every 1 day for 30 days\n  }\n  query b {\n    sum(visits.secs)\n    noise laplace auto weight 2\n    schedule once\n  }";
-    let r = report(&plan("user by uid", "epsilon 2 delta 1e-6", "best", VISITS, q));
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 2 delta 1e-6",
+        "best",
+        VISITS,
+        q,
+    ));
     let t = r.total.unwrap();
     assert!(t.epsilon <= 2.0 && t.epsilon > 2.0 * 0.999, "{}", t.epsilon);
     assert!(r.within_budget == Some(true));
@@ -117,11 +160,20 @@ fn event_unit_warning_states_the_group_privacy_guarantee() {
     let ds = "  dataset e {\n    column device : id\n    contribution {\n      rows_per_unit 20\n    }\n  }";
     let q = "  query n {\n    count(e)\n    noise laplace epsilon 0.25\n    schedule once\n  }";
     let a = analyze(&plan("event", "epsilon 1", "basic", ds, q));
-    let w = a.diagnostics.iter().find(|d| d.code.as_str() == "DP008").expect("DP008");
+    let w = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "DP008")
+        .expect("DP008");
     assert!(w.message.contains("ε = 5 "), "{}", w.message); // 20 × 0.25
+    assert!(w.message.contains("does not enforce"), "{}", w.message);
     let no_bound = ds.replace("    contribution {\n      rows_per_unit 20\n    }\n", "");
     let a = analyze(&plan("event", "epsilon 1", "basic", &no_bound, q));
-    let w = a.diagnostics.iter().find(|d| d.code.as_str() == "DP008").expect("DP008");
+    let w = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "DP008")
+        .expect("DP008");
     assert!(w.message.contains("unbounded"), "{}", w.message);
 }
 
@@ -143,7 +195,14 @@ fn replace_adjacency_changes_the_sensitivity() {
     let r = report(&text);
     assert_eq!(r.queries[0].l1, 1000.0); // a user's total moves within [0, 5·200]
     assert_eq!(r.queries[1].l1, 5.0); // the count of a bounded user is not zero under replace
-    let row = plan("row", "epsilon 10", "basic", "  dataset d {\n    column v : float in [100, 200]\n  }", q).replace("add_remove", "replace");
+    let row = plan(
+        "row",
+        "epsilon 10",
+        "basic",
+        "  dataset d {\n    column v : float in [100, 200]\n  }",
+        q,
+    )
+    .replace("add_remove", "replace");
     let r = report(&row);
     assert_eq!(r.queries[0].l1, 100.0); // hi − lo
     assert!(r.queries[1].parts.is_empty()); // the count is public: no noise needed, no cost

@@ -50,13 +50,21 @@ pub fn read_plan(path: &Path) -> Result<String> {
     })
 }
 
-pub fn run(paths: &[PathBuf], format: Format, deny: Option<Deny>, color: ColorChoice) -> Result<ExitCode> {
+pub fn run(
+    paths: &[PathBuf],
+    format: Format,
+    deny: Option<Deny>,
+    color: ColorChoice,
+) -> Result<ExitCode> {
     let mut files = Vec::new();
     for p in paths {
         collect(p, &mut files)?;
     }
     if files.is_empty() {
-        return Err(miette!(help = "plan files end in `.dpplan`", "no plan files found"));
+        return Err(miette!(
+            help = "plan files end in `.dpplan`",
+            "no plan files found"
+        ));
     }
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
     for f in &files {
@@ -66,12 +74,18 @@ pub fn run(paths: &[PathBuf], format: Format, deny: Option<Deny>, color: ColorCh
     }
     let results: Vec<FileResult> = loaded
         .iter()
-        .map(|(path, text, analysis)| FileResult { path, text, analysis })
+        .map(|(path, text, analysis)| FileResult {
+            path,
+            text,
+            analysis,
+        })
         .collect();
     let color = match color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
     };
     let output = match format {
         Format::Human => {
@@ -102,9 +116,13 @@ pub fn run(paths: &[PathBuf], format: Format, deny: Option<Deny>, color: ColorCh
     stdout.flush().into_diagnostic()?;
     let failed = results.iter().any(|r| {
         r.analysis.diagnostics.iter().any(|d| {
-            d.severity == Severity::Error || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
+            d.severity == Severity::Error
+                || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
         }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
     });
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
-

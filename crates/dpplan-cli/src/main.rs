@@ -5,10 +5,20 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod account;
 mod check;
+mod compile;
+mod fmt;
+mod ledger;
+mod lsp;
+mod run;
 
 #[derive(Parser)]
-#[command(name = "dpplan", version, about = "Check, account and run differential-privacy release plans")]
+#[command(
+    name = "dpplan",
+    version,
+    about = "Check, account and run differential-privacy release plans"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,12 +61,43 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Every accountant's (ε, δ) for a plan, with the ratio of each to the best.
+    Account(account::Args),
+    /// Rewrite plans in the canonical layout (comments kept, meaning unchanged).
+    Fmt {
+        /// Plan files, directories searched for *.dpplan files, or `-` for stdin to stdout.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Change nothing; exit 1 when a file is not formatted.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run the language server over stdin/stdout (for editors).
+    Lsp,
+    /// Compile a plan that checks clean into an executable plan (JSON).
+    Compile(compile::Args),
+    /// Run the releases that are due on real data, charging the ledger.
+    Run(run::Args),
+    /// Inspect, verify, export or correct a ledger.
+    #[command(subcommand)]
+    Ledger(ledger::Action),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { paths, format, deny, color } => check::run(&paths, format, deny, color),
+        Command::Check {
+            paths,
+            format,
+            deny,
+            color,
+        } => check::run(&paths, format, deny, color),
+        Command::Account(a) => account::run(a),
+        Command::Fmt { paths, check } => fmt::run(&paths, check),
+        Command::Lsp => lsp::run(),
+        Command::Compile(a) => compile::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Ledger(a) => ledger::run(a),
     };
     match result {
         Ok(code) => code,

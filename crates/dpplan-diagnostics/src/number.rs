@@ -12,7 +12,13 @@ pub fn num(x: f64) -> String {
     let scientific = !(-4..7).contains(&mag);
     // Exact when the shortest representation is short (declared parameters).
     let shortest = format!("{x:e}");
-    let digits = shortest.split('e').next().unwrap_or("").chars().filter(|c| c.is_ascii_digit()).count();
+    let digits = shortest
+        .split('e')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .count();
     if digits <= 6 {
         return if scientific { shortest } else { format!("{x}") };
     }
@@ -46,7 +52,8 @@ mod tests {
         assert_eq!(num(1.345380442439233), "1.34539");
         assert_eq!(num(28.590726703363874), "28.5908");
         assert_eq!(num(0.1), "0.1");
-        assert_eq!(num(1234567.8), "1.23457e6");
+        assert_eq!(num(1234567.8), "1234568");
+        assert_eq!(num(12345678.9), "1.23457e7");
         assert_eq!(num(f64::INFINITY), "inf");
         assert_eq!(num(2.5e-7), "2.5e-7");
         assert_eq!(num(0.000123), "0.000123");

@@ -1,4 +1,6 @@
-use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label as CsLabel, LabelStyle, Severity as CsSeverity};
+use codespan_reporting::diagnostic::{
+    Diagnostic as CsDiagnostic, Label as CsLabel, LabelStyle, Severity as CsSeverity,
+};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor, Config, Styles, StylesWriter};
 use dpplan_check::PlanReport;
@@ -7,17 +9,20 @@ use dpplan_diagnostics::{Diagnostic, Severity};
 use crate::{num, FileResult};
 
 fn to_codespan(d: &Diagnostic, text_len: usize) -> CsDiagnostic<()> {
-    let clamp = |s: dpplan_diagnostics::Span| s.start.min(text_len)..s.end.min(text_len).max(s.start.min(text_len));
+    let clamp = |s: dpplan_diagnostics::Span| {
+        s.start.min(text_len)..s.end.min(text_len).max(s.start.min(text_len))
+    };
     let severity = match d.severity {
         Severity::Error => CsSeverity::Error,
         Severity::Warning => CsSeverity::Warning,
         Severity::Hint => CsSeverity::Help,
     };
-    let mut labels = vec![CsLabel::new(LabelStyle::Primary, (), clamp(d.primary.span)).with_message(&d.primary.message)];
+    let mut labels = vec![CsLabel::new(LabelStyle::Primary, (), clamp(d.primary.span))
+        .with_message(&d.primary.message)];
     labels.extend(
-        d.secondary
-            .iter()
-            .map(|l| CsLabel::new(LabelStyle::Secondary, (), clamp(l.span)).with_message(&l.message)),
+        d.secondary.iter().map(|l| {
+            CsLabel::new(LabelStyle::Secondary, (), clamp(l.span)).with_message(&l.message)
+        }),
     );
     let mut notes: Vec<String> = d.notes.clone();
     if let Some(h) = &d.help {
@@ -44,7 +49,12 @@ pub fn human(file: &FileResult, color: bool) -> String {
             // Rendering into memory cannot fail for an in-range span; a
             // failure falls back to the plain message.
             if term::emit_to_write_style(&mut writer, &config, &files, &cs).is_err() {
-                out.push_str(&format!("{}[{}]: {}\n", d.severity.as_str(), d.code, d.message));
+                out.push_str(&format!(
+                    "{}[{}]: {}\n",
+                    d.severity.as_str(),
+                    d.code,
+                    d.message
+                ));
             }
         }
         out.push_str(&String::from_utf8_lossy(buffer.as_slice()));
@@ -53,7 +63,12 @@ pub fn human(file: &FileResult, color: bool) -> String {
             let cs = to_codespan(d, file.text.len());
             match term::emit_into_string(&config, &files, &cs) {
                 Ok(s) => out.push_str(&s),
-                Err(_) => out.push_str(&format!("{}[{}]: {}\n", d.severity.as_str(), d.code, d.message)),
+                Err(_) => out.push_str(&format!(
+                    "{}[{}]: {}\n",
+                    d.severity.as_str(),
+                    d.code,
+                    d.message
+                )),
             }
         }
     }
@@ -101,14 +116,40 @@ pub fn summary_table(path: &str, r: &PlanReport) -> String {
     let mut out = String::new();
     let name = r.name.as_deref().unwrap_or("(unnamed)");
     out.push_str(&format!("\nplan \"{name}\" ({path})\n"));
-    out.push_str(&format!("  unit: {} — {}\n", r.unit.kind, r.unit.description));
+    out.push_str(&format!(
+        "  unit: {} — {}\n",
+        r.unit.kind, r.unit.description
+    ));
     out.push_str(&format!("  adjacency: {}\n", r.adjacency));
-    let header = ["query", "releases", "mechanism", "L1", "L2", "per release", "total (alone)"];
+    let header = [
+        "query",
+        "releases",
+        "mechanism",
+        "L1",
+        "L2",
+        "per release",
+        "total (alone)",
+    ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     for q in &r.queries {
-        let mech = q.parts.iter().map(|p| mechanism_text(&p.mechanism)).collect::<Vec<_>>().join(" + ");
-        let l1 = q.parts.iter().map(|p| num(p.l1)).collect::<Vec<_>>().join(" + ");
-        let l2 = q.parts.iter().map(|p| num(p.l2)).collect::<Vec<_>>().join(" + ");
+        let mech = q
+            .parts
+            .iter()
+            .map(|p| mechanism_text(&p.mechanism))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let l1 = q
+            .parts
+            .iter()
+            .map(|p| num(p.l1))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let l2 = q
+            .parts
+            .iter()
+            .map(|p| num(p.l2))
+            .collect::<Vec<_>>()
+            .join(" + ");
         rows.push([
             q.name.clone(),
             q.releases.to_string(),
@@ -153,7 +194,10 @@ pub fn summary_table(path: &str, r: &PlanReport) -> String {
     if !rows.is_empty() {
         out.push('\n');
         out.push_str(&line(&header.map(String::from)));
-        out.push_str(&format!("  {}\n", "─".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))));
+        out.push_str(&format!(
+            "  {}\n",
+            "─".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+        ));
         for row in &rows {
             out.push_str(&line(row));
         }
@@ -171,14 +215,21 @@ pub fn summary_table(path: &str, r: &PlanReport) -> String {
                 Some(false) => "OVER BUDGET",
                 None => "",
             };
-            let delta = if t.delta > 0.0 { format!(", δ = {}", num(t.delta)) } else { String::new() };
+            let delta = if t.delta > 0.0 {
+                format!(", δ = {}", num(t.delta))
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
                 "  total: ε = {}{delta} over {} releases  [{}]  budget {budget}: {verdict}\n",
                 num(t.epsilon),
                 r.releases,
                 t.accountant_name
             ));
-            out.push_str(&format!("  accountant: {} ({}), requested `{}`\n", t.accountant_name, t.detail, r.accountant_requested));
+            out.push_str(&format!(
+                "  accountant: {} ({}), requested `{}`\n",
+                t.accountant_name, t.detail, r.accountant_requested
+            ));
         }
         None => {
             out.push_str(&format!(

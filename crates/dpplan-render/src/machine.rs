@@ -29,8 +29,14 @@ fn range(text: &str, index: &LineIndex, span: dpplan_diagnostics::Span) -> Range
     Range {
         start_byte: span.start.min(text.len()),
         end_byte: span.end.min(text.len()),
-        start: Position { line: s.line, column: s.column },
-        end: Position { line: e.line, column: e.column },
+        start: Position {
+            line: s.line,
+            column: s.column,
+        },
+        end: Position {
+            line: e.line,
+            column: e.column,
+        },
     }
 }
 
@@ -53,7 +59,12 @@ fn diagnostic_json(text: &str, index: &LineIndex, d: &Diagnostic) -> Value {
 
 fn file_json(f: &FileResult) -> Value {
     let index = LineIndex::new(f.text);
-    let diagnostics: Vec<Value> = f.analysis.diagnostics.iter().map(|d| diagnostic_json(f.text, &index, d)).collect();
+    let diagnostics: Vec<Value> = f
+        .analysis
+        .diagnostics
+        .iter()
+        .map(|d| diagnostic_json(f.text, &index, d))
+        .collect();
     let r = f.analysis.report.as_ref();
     let total = r.and_then(|r| r.total.as_ref());
     json!({
@@ -193,7 +204,9 @@ pub fn sarif(files: &[FileResult]) -> String {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {

@@ -247,7 +247,10 @@ impl NoiseKind {
         matches!(self, NoiseKind::Gaussian | NoiseKind::DiscreteGaussian)
     }
     pub fn is_discrete(self) -> bool {
-        matches!(self, NoiseKind::DiscreteLaplace | NoiseKind::DiscreteGaussian)
+        matches!(
+            self,
+            NoiseKind::DiscreteLaplace | NoiseKind::DiscreteGaussian
+        )
     }
 }
 
@@ -266,7 +269,10 @@ pub enum NoiseParam {
     /// `sigma s` (Gaussian kinds).
     Sigma { value: Number },
     /// `epsilon e [delta d]`: the scale is derived from the sensitivity.
-    Epsilon { epsilon: Number, delta: Option<Number> },
+    Epsilon {
+        epsilon: Number,
+        delta: Option<Number>,
+    },
     /// `auto [weight w]`: calibrated so that the plan fits its budget.
     Auto { span: Span, weight: Option<Number> },
 }
@@ -326,9 +332,18 @@ pub struct Duration {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Schedule {
     Once,
-    Times { count: Number },
-    EveryFor { every: Duration, window: Duration },
-    EveryRange { every: Duration, from: Spanned<String>, until: Spanned<String> },
+    Times {
+        count: Number,
+    },
+    EveryFor {
+        every: Duration,
+        window: Duration,
+    },
+    EveryRange {
+        every: Duration,
+        from: Spanned<String>,
+        until: Spanned<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

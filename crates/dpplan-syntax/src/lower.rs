@@ -24,7 +24,12 @@ impl Ctx {
         Spanned::new(parse_number(p.as_str()), self.span(p))
     }
     fn string(&self, p: &Pair<Rule>) -> Spanned<String> {
-        let inner = p.clone().into_inner().next().map(|i| i.as_str()).unwrap_or("");
+        let inner = p
+            .clone()
+            .into_inner()
+            .next()
+            .map(|i| i.as_str())
+            .unwrap_or("");
         Spanned::new(unescape(inner), self.span(p))
     }
 }
@@ -72,7 +77,10 @@ fn first<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Option<Pair<'i, Rule>> {
 }
 
 fn all<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Vec<Pair<'i, Rule>> {
-    p.clone().into_inner().filter(|c| c.as_rule() == rule).collect()
+    p.clone()
+        .into_inner()
+        .filter(|c| c.as_rule() == rule)
+        .collect()
 }
 
 pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>, base: usize) {
@@ -106,7 +114,9 @@ pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>
 fn privacy(cx: &Ctx, pair: Pair<Rule>) -> Privacy {
     let mut out = Privacy {
         span: cx.span(&pair),
-        keyword: first(&pair, Rule::kw_privacy).map(|k| cx.span(&k)).unwrap_or_default(),
+        keyword: first(&pair, Rule::kw_privacy)
+            .map(|k| cx.span(&k))
+            .unwrap_or_default(),
         units: vec![],
         adjacencies: vec![],
         budgets: vec![],
@@ -132,7 +142,11 @@ fn privacy(cx: &Ctx, pair: Pair<Rule>) -> Privacy {
             }
             Rule::adjacency_stmt => {
                 if let Some(a) = first(&stmt, Rule::adjacency) {
-                    let adj = if a.as_str() == "replace" { Adjacency::Replace } else { Adjacency::AddRemove };
+                    let adj = if a.as_str() == "replace" {
+                        Adjacency::Replace
+                    } else {
+                        Adjacency::AddRemove
+                    };
                     out.adjacencies.push(Spanned::new(adj, cx.span(&a)));
                 }
             }
@@ -180,7 +194,11 @@ fn data_expr(cx: &Ctx, pair: Pair<Rule>) -> Option<DataExpr> {
             let mut inner = pair.clone().into_inner();
             let function = inner.next().map(|f| cx.ident(&f));
             let target = inner.next().and_then(|t| target(cx, t))?;
-            Some(DataExpr { span, function, target })
+            Some(DataExpr {
+                span,
+                function,
+                target,
+            })
         }
         Rule::path => Some(DataExpr {
             span,
@@ -199,7 +217,11 @@ fn target(cx: &Ctx, pair: Pair<Rule>) -> Option<Target> {
             let mut idents = pair.into_inner();
             let dataset = cx.ident(&idents.next()?);
             let column = idents.next().map(|c| cx.ident(&c));
-            Some(Target { span, dataset, column })
+            Some(Target {
+                span,
+                dataset,
+                column,
+            })
         }
         Rule::ident => Some(Target {
             span,
@@ -228,9 +250,14 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                 }
             }
             Rule::column_stmt => {
-                let Some(name) = first(&stmt, Rule::ident) else { continue };
+                let Some(name) = first(&stmt, Rule::ident) else {
+                    continue;
+                };
                 let Some(ty_pair) = stmt.clone().into_inner().find(|c| {
-                    matches!(c.as_rule(), Rule::type_id | Rule::type_category | Rule::type_int | Rule::type_float)
+                    matches!(
+                        c.as_rule(),
+                        Rule::type_id | Rule::type_category | Rule::type_int | Rule::type_float
+                    )
                 }) else {
                     continue;
                 };
@@ -240,20 +267,31 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                     let mut bs = all(&b, Rule::bound).into_iter().map(|bp| {
                         let inner = bp.into_inner().next()?;
                         Some(match inner.as_rule() {
-                            Rule::number => Bound::Public { value: cx.number(&inner) },
-                            _ => Bound::FromData { expr: data_expr(cx, inner)? },
+                            Rule::number => Bound::Public {
+                                value: cx.number(&inner),
+                            },
+                            _ => Bound::FromData {
+                                expr: data_expr(cx, inner)?,
+                            },
                         })
                     });
                     let lo = bs.next()??;
                     let hi = bs.next()??;
-                    Some(Bounds { span: cx.span(&b), lo, hi })
+                    Some(Bounds {
+                        span: cx.span(&b),
+                        lo,
+                        hi,
+                    })
                 };
                 let ty = match ty_pair.as_rule() {
                     Rule::type_id => ColumnType::Id,
                     Rule::type_category => {
                         let domain = if let Some(list) = first(&ty_pair, Rule::domain_list) {
                             Some(Domain::List {
-                                values: all(&list, Rule::string).iter().map(|s| cx.string(s)).collect(),
+                                values: all(&list, Rule::string)
+                                    .iter()
+                                    .map(|s| cx.string(s))
+                                    .collect(),
                             })
                         } else if let Some(e) = first(&ty_pair, Rule::domain_expr) {
                             first(&e, Rule::data_expr)
@@ -264,8 +302,12 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                         };
                         ColumnType::Category { domain }
                     }
-                    Rule::type_int => ColumnType::Int { bounds: bounds(&ty_pair) },
-                    _ => ColumnType::Float { bounds: bounds(&ty_pair) },
+                    Rule::type_int => ColumnType::Int {
+                        bounds: bounds(&ty_pair),
+                    },
+                    _ => ColumnType::Float {
+                        bounds: bounds(&ty_pair),
+                    },
                 };
                 out.columns.push(Column {
                     span,
@@ -281,7 +323,10 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                     rows_per_group: vec![],
                 };
                 for item in all(&stmt, Rule::contribution_stmt) {
-                    let (Some(key), Some(n)) = (first(&item, Rule::contribution_key), first(&item, Rule::number)) else {
+                    let (Some(key), Some(n)) = (
+                        first(&item, Rule::contribution_key),
+                        first(&item, Rule::number),
+                    ) else {
                         continue;
                     };
                     let value = Spanned::new(parse_number(n.as_str()), cx.span(&item));
@@ -295,7 +340,11 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
             }
             Rule::invalid_stmt => {
                 if let Some(r) = first(&stmt, Rule::invalid_rule) {
-                    let rule = if r.as_str() == "clamp" { InvalidRule::Clamp } else { InvalidRule::Drop };
+                    let rule = if r.as_str() == "clamp" {
+                        InvalidRule::Clamp
+                    } else {
+                        InvalidRule::Drop
+                    };
                     out.invalid_rows.push(Spanned::new(rule, span));
                 }
             }
@@ -334,7 +383,9 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         let span = cx.span(&stmt);
         match stmt.as_rule() {
             Rule::aggregate => {
-                let Some(k) = first(&stmt, Rule::agg_kind) else { continue };
+                let Some(k) = first(&stmt, Rule::agg_kind) else {
+                    continue;
+                };
                 let kind = match k.as_str() {
                     "count" => AggKind::Count,
                     "sum" => AggKind::Sum,
@@ -342,7 +393,9 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     "histogram" => AggKind::Histogram,
                     _ => AggKind::Quantile,
                 };
-                let Some(t) = first(&stmt, Rule::agg_target).and_then(|t| target(cx, t)) else { continue };
+                let Some(t) = first(&stmt, Rule::agg_target).and_then(|t| target(cx, t)) else {
+                    continue;
+                };
                 out.aggregates.push(Aggregate {
                     span,
                     kind: Spanned::new(kind, cx.span(&k)),
@@ -352,7 +405,9 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 });
             }
             Rule::noise_stmt => {
-                let Some(k) = first(&stmt, Rule::noise_kind) else { continue };
+                let Some(k) = first(&stmt, Rule::noise_kind) else {
+                    continue;
+                };
                 let kind = match k.as_str() {
                     "laplace" => NoiseKind::Laplace,
                     "gaussian" => NoiseKind::Gaussian,
@@ -360,9 +415,13 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     _ => NoiseKind::DiscreteGaussian,
                 };
                 let param = if let Some(p) = first(&stmt, Rule::noise_scale) {
-                    NoiseParam::Scale { value: cx.number(&first(&p, Rule::number)?) }
+                    NoiseParam::Scale {
+                        value: cx.number(&first(&p, Rule::number)?),
+                    }
                 } else if let Some(p) = first(&stmt, Rule::noise_sigma) {
-                    NoiseParam::Sigma { value: cx.number(&first(&p, Rule::number)?) }
+                    NoiseParam::Sigma {
+                        value: cx.number(&first(&p, Rule::number)?),
+                    }
                 } else if let Some(p) = first(&stmt, Rule::noise_epsilon) {
                     let nums = all(&p, Rule::number);
                     NoiseParam::Epsilon {
@@ -389,7 +448,11 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     .filter_map(|it| {
                         let n = first(&it, Rule::norm)?;
                         let v = first(&it, Rule::number)?;
-                        let norm = if n.as_str() == "l2" { Norm::L2 } else { Norm::L1 };
+                        let norm = if n.as_str() == "l2" {
+                            Norm::L2
+                        } else {
+                            Norm::L1
+                        };
                         Some((Spanned::new(norm, cx.span(&n)), cx.number(&v)))
                     })
                     .collect();
@@ -399,7 +462,9 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 let sched = if first(&stmt, Rule::sched_once).is_some() {
                     Schedule::Once
                 } else if let Some(t) = first(&stmt, Rule::sched_times) {
-                    Schedule::Times { count: cx.number(&first(&t, Rule::number)?) }
+                    Schedule::Times {
+                        count: cx.number(&first(&t, Rule::number)?),
+                    }
                 } else if let Some(e) = first(&stmt, Rule::sched_every) {
                     let every = duration(cx, &first(&e, Rule::duration)?)?;
                     if let Some(f) = first(&e, Rule::sched_for) {
@@ -433,8 +498,12 @@ fn publish(cx: &Ctx, pair: Pair<Rule>) -> Option<Publish> {
     let condition = first(&pair, Rule::publish_cond).and_then(|c| {
         let op = first(&c, Rule::operand)?.into_inner().next()?;
         let operand = match op.as_rule() {
-            Rule::ident => Operand::Released { name: cx.ident(&op) },
-            _ => Operand::Data { expr: data_expr(cx, op)? },
+            Rule::ident => Operand::Released {
+                name: cx.ident(&op),
+            },
+            _ => Operand::Data {
+                expr: data_expr(cx, op)?,
+            },
         };
         Some(Condition {
             span: cx.span(&c),

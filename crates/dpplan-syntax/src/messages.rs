@@ -159,7 +159,12 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
                 .unwrap_or_default()
                 .into_iter()
                 .map(|t| t.to_string())
-                .filter(|t| matches!(t.as_str(), "(" | ")" | "," | "{" | "}" | "[" | "]" | "=" | ":"))
+                .filter(|t| {
+                    matches!(
+                        t.as_str(),
+                        "(" | ")" | "," | "{" | "}" | "[" | "]" | "=" | ":"
+                    )
+                })
                 .map(|t| format!("`{t}`"))
                 .collect();
             words.extend(punctuation.iter().map(String::as_str));
@@ -188,7 +193,13 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
             .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
             .map(char::len_utf8)
             .sum::<usize>();
-        let len = if len == 0 { t.chars().next().map_or(0, |c| if c == '\n' { 0 } else { c.len_utf8() }) } else { len };
+        let len = if len == 0 {
+            t.chars()
+                .next()
+                .map_or(0, |c| if c == '\n' { 0 } else { c.len_utf8() })
+        } else {
+            len
+        };
         (skipped, len)
     };
     let start = pos + token_len.0;
@@ -198,8 +209,11 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
     } else {
         format!("expected {expected}, found {found}")
     };
-    let mut d = Diagnostic::new(Code::Syntax, message, span)
-        .label(if expected.is_empty() { "unexpected here".to_string() } else { format!("expected {expected}") });
+    let mut d = Diagnostic::new(Code::Syntax, message, span).label(if expected.is_empty() {
+        "unexpected here".to_string()
+    } else {
+        format!("expected {expected}")
+    });
     d = d.help(format!(
         "{} could not be read, so it is left out of the checks until this is fixed",
         capitalize(kind.describe())

@@ -103,7 +103,9 @@ impl<'a> Scanner<'a> {
     fn word(&self) -> &'a str {
         let start = self.pos;
         let mut end = start;
-        while end < self.bytes.len() && (self.bytes[end].is_ascii_alphanumeric() || self.bytes[end] == b'_') {
+        while end < self.bytes.len()
+            && (self.bytes[end].is_ascii_alphanumeric() || self.bytes[end] == b'_')
+        {
             end += 1;
         }
         // ASCII only, so always a valid boundary.
@@ -268,7 +270,9 @@ pub(crate) fn split(text: &str) -> Split {
                                 format!("braces nest deeper than {MAX_NESTING} levels"),
                                 Span::new(s.pos, s.pos + 1),
                             )
-                            .help("the grammar nests at most three levels: check for unclosed braces"),
+                            .help(
+                                "the grammar nests at most three levels: check for unclosed braces",
+                            ),
                         );
                     }
                     s.pos += 1;

@@ -55,7 +55,10 @@ fn sample_parses_strictly_and_tolerantly() {
     let budget = &plan.privacy[0].budgets[0];
     assert_eq!(budget.epsilon.value, 4.0);
     assert_eq!(budget.delta.as_ref().unwrap().value, 1e-6);
-    assert_eq!(&SAMPLE[budget.epsilon.span.start..budget.epsilon.span.end], "4.0");
+    assert_eq!(
+        &SAMPLE[budget.epsilon.span.start..budget.epsilon.span.end],
+        "4.0"
+    );
 }
 
 #[test]
@@ -65,9 +68,17 @@ fn three_broken_queries_give_three_errors_and_the_rest_survives() {
         "  query a {\n    count(visits\n    schedule once\n  }\n  query b {\n    noise laplace scale\n  }\n  query c {\n    schedule every 1 for 3 days\n  }\n  publish dashboard_copy",
     );
     let p = parse(&text);
-    let syntax: Vec<_> = p.diagnostics.iter().filter(|d| d.code == dpplan_diagnostics::Code::Syntax).collect();
+    let syntax: Vec<_> = p
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == dpplan_diagnostics::Code::Syntax)
+        .collect();
     assert_eq!(syntax.len(), 3, "{syntax:#?}");
-    assert!(syntax[2].message.contains("a time unit"), "{}", syntax[2].message);
+    assert!(
+        syntax[2].message.contains("a time unit"),
+        "{}",
+        syntax[2].message
+    );
     assert_eq!(p.plan.queries.len(), 2);
     assert_eq!(p.plan.publishes.len(), 1);
     assert_eq!(p.plan.broken.len(), 3);
@@ -87,7 +98,11 @@ fn keywords_need_word_boundaries() {
     let text = "plan \"x\" {\n  privacy {\n    unit users by id\n  }\n}\n";
     let p = parse(text);
     assert_eq!(p.diagnostics.len(), 1);
-    assert!(p.diagnostics[0].message.contains("`user`"), "{}", p.diagnostics[0].message);
+    assert!(
+        p.diagnostics[0].message.contains("`user`"),
+        "{}",
+        p.diagnostics[0].message
+    );
 }
 
 #[test]
@@ -103,20 +118,32 @@ fn numbers_keep_nan_and_infinity_for_the_checker() {
 #[test]
 fn missing_header_and_trailing_text() {
     let p = parse("query a { count(v) }\n");
-    assert!(p.diagnostics.iter().any(|d| d.code == dpplan_diagnostics::Code::Missing));
+    assert!(p
+        .diagnostics
+        .iter()
+        .any(|d| d.code == dpplan_diagnostics::Code::Missing));
     assert_eq!(p.plan.queries.len(), 1);
     let p = parse("plan \"x\" {\n}\nquery a { count(v) }\n");
-    assert!(p.diagnostics.iter().any(|d| d.message.contains("after the end of the plan")));
+    assert!(p
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("after the end of the plan")));
     let p = parse("");
     assert_eq!(p.diagnostics.len(), 1);
     let p = parse("plan \"x\" {\n  query a { count(v) }\n");
-    assert!(p.diagnostics.iter().any(|d| d.message.contains("not closed")));
+    assert!(p
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("not closed")));
 }
 
 #[test]
 fn never_panics_on_hostile_input() {
     let mut seed = 0x2545F4914F6CDD1Du64;
-    let alphabet: Vec<char> = "plan\"{}()[],.:=<>/*\n \tqueryprivacydatasetpublish0123456789eé€😀\r\\".chars().collect();
+    let alphabet: Vec<char> =
+        "plan\"{}()[],.:=<>/*\n \tqueryprivacydatasetpublish0123456789eé€😀\r\\"
+            .chars()
+            .collect();
     for _ in 0..3000 {
         let len = (seed % 120) as usize;
         let mut s = String::new();
@@ -138,5 +165,8 @@ fn never_panics_on_hostile_input() {
     }
     let deep = format!("plan \"x\" {{ query a {}", "{".repeat(10_000));
     let p = parse(&deep);
-    assert!(p.diagnostics.iter().any(|d| d.code == dpplan_diagnostics::Code::Limit));
+    assert!(p
+        .diagnostics
+        .iter()
+        .any(|d| d.code == dpplan_diagnostics::Code::Limit));
 }

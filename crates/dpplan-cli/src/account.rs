@@ -1,0 +1,225 @@
+//! `dpplan account`: every accountant's (ε, δ) for a plan, side by side,
+//! with the ratio of each to the best, and, for re-released queries, what
+//! averaging buys next to what it costs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use miette::{miette, Result};
+
+use dpplan_check::analyze;
+use dpplan_render::num;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan file.
+    pub path: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let text = crate::check::read_plan(&args.path)?;
+    let analysis = analyze(&text);
+    let path = args.path.display().to_string();
+    if analysis.has_errors() {
+        let file = dpplan_render::FileResult {
+            path: &path,
+            text: &text,
+            analysis: &analysis,
+        };
+        eprint!("{}", dpplan_render::human(&file, false));
+        return Err(miette!(
+            help = "run `dpplan check` and fix the errors first",
+            "`{path}` has errors: no guarantee can be accounted"
+        ));
+    }
+    let report = analysis
+        .report
+        .as_ref()
+        .ok_or_else(|| miette!("`{path}` declares no privacy block"))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "path": path,
+            "plan": report.name,
+            "budget": report.budget,
+            "releases": report.releases,
+            "best": report.total,
+            "accountants": report.accountants,
+            "averaging": averaging(report),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let best = report.total.as_ref().map(|t| t.epsilon);
+    println!(
+        "plan \"{}\": {} releases, budget ε = {}{}, unit {}, adjacency {}",
+        report.name.as_deref().unwrap_or("(unnamed)"),
+        report.releases,
+        num(report.budget.epsilon),
+        if report.budget.delta > 0.0 {
+            format!(", δ = {}", num(report.budget.delta))
+        } else {
+            String::new()
+        },
+        report.unit.kind,
+        report.adjacency
+    );
+    println!();
+    let rows: Vec<[String; 4]> = report
+        .accountants
+        .iter()
+        .map(|a| match (a.epsilon, &a.error) {
+            (Some(e), _) => [
+                a.accountant_name.clone(),
+                num(e),
+                best.map(|b| {
+                    if b > 0.0 {
+                        format!("{:.4}", e / b)
+                    } else {
+                        "—".into()
+                    }
+                })
+                .unwrap_or_default(),
+                a.detail.clone().unwrap_or_default(),
+            ],
+            (None, err) => [
+                a.accountant_name.clone(),
+                "—".into(),
+                "—".into(),
+                format!("not applicable: {}", err.clone().unwrap_or_default()),
+            ],
+        })
+        .collect();
+    let header = ["accountant", "ε", "× best", "how"];
+    let mut w = header.map(|h| h.chars().count());
+    for r in &rows {
+        for (wi, c) in w.iter_mut().zip(r.iter()).take(3) {
+            *wi = (*wi).max(c.chars().count());
+        }
+    }
+    let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
+    println!(
+        "  {}  {}  {}  {}",
+        pad(header[0], w[0]),
+        pad(header[1], w[1]),
+        pad(header[2], w[2]),
+        header[3]
+    );
+    for r in &rows {
+        println!(
+            "  {}  {}  {}  {}",
+            pad(&r[0], w[0]),
+            pad(&r[1], w[1]),
+            pad(&r[2], w[2]),
+            r[3]
+        );
+    }
+    if let Some(t) = &report.total {
+        println!(
+            "\n  best: ε = {} at δ = {} ({}){}",
+            num(t.epsilon),
+            num(t.delta),
+            t.accountant_name,
+            if report.accountant_requested != "best" {
+                format!("; the plan asks for `{}`", report.accountant_requested)
+            } else {
+                String::new()
+            }
+        );
+    }
+    let avg = averaging(report);
+    if !avg.is_empty() {
+        println!("\n  averaging r fresh releases: the noise's standard deviation falls as σ/√r, the cost grows with r");
+        for q in &avg {
+            println!("\n  {} (σ = {} per release)", q.query, num(q.sigma));
+            println!("    {:>8}  {:>14}  {:>12}", "r", "std of mean", "ε alone");
+            for p in &q.points {
+                println!(
+                    "    {:>8}  {:>14}  {:>12}",
+                    p.r,
+                    num(p.std_of_mean),
+                    num(p.epsilon)
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(serde::Serialize)]
+struct AveragingPoint {
+    r: u64,
+    std_of_mean: f64,
+    epsilon: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Averaging {
+    query: String,
+    sigma: f64,
+    points: Vec<AveragingPoint>,
+}
+
+/// For every single-part query released more than once: the standard
+/// deviation of the mean of r releases (σ/√r) next to the ε of r releases.
+fn averaging(report: &dpplan_check::PlanReport) -> Vec<Averaging> {
+    let delta = report.budget.delta;
+    let mut out = Vec::new();
+    for q in &report.queries {
+        let [part] = q.parts.as_slice() else { continue };
+        if q.releases < 2 {
+            continue;
+        }
+        let scale = part
+            .mechanism
+            .scale
+            .or(part.mechanism.sigma)
+            .unwrap_or(f64::NAN);
+        let kind = match part.mechanism.kind.as_str() {
+            "laplace" => dpplan_accounting::NoiseKind::Laplace,
+            "gaussian" => dpplan_accounting::NoiseKind::Gaussian,
+            "discrete_laplace" => dpplan_accounting::NoiseKind::DiscreteLaplace,
+            _ => dpplan_accounting::NoiseKind::DiscreteGaussian,
+        };
+        let mech = dpplan_accounting::Mechanism {
+            kind,
+            scale,
+            sensitivity: dpplan_accounting::Sensitivity {
+                l1: part.l1,
+                l2: part.l2,
+                coords: part.coords,
+            },
+        };
+        let mut rs: Vec<u64> = [1u64, 2, 4, 10, 25, 100, 365, 1000, 10_000]
+            .into_iter()
+            .filter(|&r| r < q.releases)
+            .collect();
+        rs.push(q.releases);
+        let points = rs
+            .into_iter()
+            .filter_map(|r| {
+                let b = dpplan_accounting::best(
+                    &[dpplan_accounting::Release {
+                        mechanism: mech,
+                        count: r,
+                    }],
+                    delta,
+                )
+                .ok()?;
+                Some(AveragingPoint {
+                    r,
+                    std_of_mean: part.noise_std / (r as f64).sqrt(),
+                    epsilon: b.epsilon,
+                })
+            })
+            .collect();
+        out.push(Averaging {
+            query: q.name.clone(),
+            sigma: part.noise_std,
+            points,
+        });
+    }
+    out
+}

@@ -1,0 +1,94 @@
+//! `dpplan fmt [--check] PATH...`: rewrite plans in the canonical layout.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use miette::{miette, IntoDiagnostic, Result};
+
+use crate::check::{collect, read_plan};
+
+pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
+    // `dpplan fmt -`: standard input to standard output (for editors).
+    if paths.len() == 1 && paths[0].as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .into_diagnostic()?;
+        return match dpplan_fmt::format(&text) {
+            Ok(out) => {
+                if check {
+                    return Ok(if out == text {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    });
+                }
+                std::io::stdout()
+                    .write_all(out.as_bytes())
+                    .into_diagnostic()?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                if !check {
+                    std::io::stdout()
+                        .write_all(text.as_bytes())
+                        .into_diagnostic()?;
+                }
+                eprintln!("<stdin>: {e}");
+                Ok(ExitCode::from(1))
+            }
+        };
+    }
+    let mut files = Vec::new();
+    for p in paths {
+        collect(p, &mut files)?;
+    }
+    if files.is_empty() {
+        return Err(miette!(
+            help = "plan files end in `.dpplan`",
+            "no plan files found"
+        ));
+    }
+    let mut failed = false;
+    let mut changed = 0usize;
+    for f in &files {
+        let text = read_plan(f)?;
+        match dpplan_fmt::format(&text) {
+            Ok(out) if out == text => {}
+            Ok(out) => {
+                changed += 1;
+                if check {
+                    println!("{} is not formatted", f.display());
+                    failed = true;
+                } else {
+                    std::fs::write(f, out)
+                        .map_err(|e| miette!("cannot write `{}`: {e}", f.display()))?;
+                    println!("formatted {}", f.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", f.display());
+                failed = true;
+            }
+        }
+    }
+    if check && !failed {
+        println!(
+            "{} plan{} already formatted",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    } else if !check {
+        println!(
+            "{changed} of {} plan{} reformatted",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

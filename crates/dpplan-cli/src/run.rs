@@ -1,0 +1,290 @@
+//! `dpplan run`: run the releases that are due, with the ledger.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use miette::{miette, IntoDiagnostic, Result, WrapErr};
+
+use dpplan_runtime::engine::CsvEngine;
+use dpplan_runtime::{results_csv, RunOptions};
+
+/// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
+pub fn parse_time(s: &str) -> Result<i64> {
+    if let Ok(n) = s.trim_start_matches('@').parse::<i64>() {
+        return Ok(n);
+    }
+    dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+        miette!(
+            help = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds",
+            "`{s}` is not a time"
+        )
+    })
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The executable plan (from `dpplan compile`).
+    pub plan: PathBuf,
+    /// A dataset's CSV file: NAME=PATH (repeatable; default: the plan's `source`).
+    #[arg(long = "data", value_name = "NAME=PATH")]
+    pub data: Vec<String>,
+    /// Run this slot (0-based) of every selected release.
+    #[arg(long, conflicts_with = "at")]
+    pub slot: Option<u64>,
+    /// Run what is due at this time (UTC date or Unix seconds; default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// The ledger (default: PLAN.ledger.sqlite next to the plan).
+    #[arg(long)]
+    pub ledger: Option<PathBuf>,
+    /// Write the results here (.csv for CSV, JSON otherwise) instead of stdout.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Only this release (repeatable).
+    #[arg(long = "query", value_name = "NAME")]
+    pub queries: Vec<String>,
+    /// Move the ledger to this plan: its history plus the new plan must fit the budget.
+    #[arg(long)]
+    pub upgrade: bool,
+    /// Start of `every … for …` schedules, fixed when the ledger is created (default: now).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Print CSV instead of JSON.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+pub fn default_ledger(plan: &Path) -> PathBuf {
+    let stem = plan
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plan".into());
+    plan.with_file_name(format!("{stem}.ledger.sqlite"))
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&a.plan)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read `{}`", a.plan.display()))?;
+    let plan = match dpplan_plan::load(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: `{}` is refused: {e}", a.plan.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut data = BTreeMap::new();
+    for d in &a.data {
+        let (name, path) = d.split_once('=').ok_or_else(|| {
+            miette!(
+                help = "write --data visits=path/to/visits.csv",
+                "`--data {d}` is not NAME=PATH"
+            )
+        })?;
+        if !plan.body.datasets.contains_key(name) {
+            return Err(miette!(
+                "the plan has no dataset `{name}` (it has: {})",
+                plan.body
+                    .datasets
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        data.insert(name.to_string(), PathBuf::from(path));
+    }
+    let opts = RunOptions {
+        data,
+        base_dir: a.plan.parent().map(Path::to_path_buf),
+        slot: a.slot,
+        at: a.at.as_deref().map(parse_time).transpose()?,
+        queries: a.queries.clone(),
+        ledger: a.ledger.clone().unwrap_or_else(|| default_ledger(&a.plan)),
+        upgrade: a.upgrade,
+        start: a.start.as_deref().map(parse_time).transpose()?,
+    };
+    let out = match dpplan_runtime::run(&plan, &opts, &CsvEngine) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let csv = a.csv
+        || a.out
+            .as_ref()
+            .is_some_and(|o| o.extension().is_some_and(|x| x == "csv"));
+    let rendered = if csv {
+        results_csv(&out)
+    } else {
+        let mut s = serde_json::to_string_pretty(&out).into_diagnostic()?;
+        s.push('\n');
+        s
+    };
+    match &a.out {
+        Some(o) => std::fs::write(o, rendered)
+            .into_diagnostic()
+            .wrap_err_with(|| format!("cannot write `{}`", o.display()))?,
+        None => print!("{rendered}"),
+    }
+    for r in &out.refused {
+        eprintln!(
+            "refused: {}{}: {}",
+            r.query,
+            r.slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
+            r.reason
+        );
+    }
+    if out.upgraded {
+        eprintln!("ledger upgraded to plan {}", out.plan_sha256);
+    }
+    eprintln!(
+        "released {} value(s); ledger `{}`: {} entries, latest hash {}",
+        out.results.iter().filter(|r| r.origin == "fresh").count(),
+        out.ledger,
+        out.ledger_entries,
+        out.ledger_latest_hash
+    );
+    Ok(if out.refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../examples/{name}/{name}.dpplan"))
+    }
+
+    fn args(plan: &Path, ledger: &Path, out: &Path) -> Args {
+        Args {
+            plan: plan.to_path_buf(),
+            data: vec![],
+            slot: Some(0),
+            at: None,
+            ledger: Some(ledger.to_path_buf()),
+            out: Some(out.to_path_buf()),
+            queries: vec![],
+            upgrade: false,
+            start: None,
+            csv: false,
+        }
+    }
+
+    /// A scratch directory removed on drop (no extra dev-dependency).
+    struct TempDir(PathBuf);
+    impl TempDir {
+        fn new(tag: &str) -> Self {
+            let mut seed = [0u8; 8];
+            getrandom_seed(&mut seed);
+            let p = std::env::temp_dir().join(format!(
+                "dpplan-{tag}-{}-{}",
+                std::process::id(),
+                u64::from_le_bytes(seed)
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            TempDir(p)
+        }
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn getrandom_seed(out: &mut [u8; 8]) {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        out.copy_from_slice(&(t as u64).to_le_bytes());
+    }
+
+    #[test]
+    fn compile_run_verify_through_the_cli() {
+        let dir = TempDir::new("cli");
+        let plan = dir.path().join("census.json");
+        let code = crate::compile::run(crate::compile::Args {
+            plan: example("census"),
+            out: Some(plan.clone()),
+        })
+        .unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        // the plan's relative `source` is resolved next to the plan file: copy the data there
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::copy(
+            example("census").with_file_name("data/persons.csv"),
+            dir.path().join("data/persons.csv"),
+        )
+        .unwrap();
+        let ledger = dir.path().join("l.sqlite");
+        let out = dir.path().join("r.csv");
+        assert_eq!(run(args(&plan, &ledger, &out)).unwrap(), ExitCode::SUCCESS);
+        let csv = std::fs::read_to_string(&out).unwrap();
+        assert!(csv.starts_with("query,slot,origin"));
+        assert_eq!(csv.lines().count(), 1 + 5 + 4 + 3 + 5);
+        assert_eq!(
+            crate::ledger::run(crate::ledger::Action::Verify {
+                ledger: ledger.clone(),
+                expect_hash: None
+            })
+            .unwrap(),
+            ExitCode::SUCCESS
+        );
+        // the slot again: nothing fresh, exit 0
+        assert_eq!(
+            run(args(&plan, &ledger, &dir.path().join("r2.json"))).unwrap(),
+            ExitCode::SUCCESS
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("r2.json")).unwrap())
+                .unwrap();
+        assert!(j["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["origin"] == "ledger"));
+        // a hand-edited plan is refused with exit 1
+        let edited = std::fs::read_to_string(&plan)
+            .unwrap()
+            .replace("\"scale\": 12.0", "\"scale\": 1.0");
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, edited).unwrap();
+        assert_eq!(
+            run(args(&bad, &ledger, &dir.path().join("r3.json"))).unwrap(),
+            ExitCode::from(1)
+        );
+        assert!(!dir.path().join("r3.json").exists());
+        // a plan with errors is not compiled
+        let broken = dir.path().join("broken.dpplan");
+        std::fs::write(
+            &broken,
+            std::fs::read_to_string(example("census"))
+                .unwrap()
+                .replace("sigma 12", "sigma -1"),
+        )
+        .unwrap();
+        let code = crate::compile::run(crate::compile::Args {
+            plan: broken,
+            out: Some(dir.path().join("never.json")),
+        })
+        .unwrap();
+        assert_eq!(code, ExitCode::from(1));
+        assert!(!dir.path().join("never.json").exists());
+    }
+
+    #[test]
+    fn times_parse() {
+        assert_eq!(parse_time("2026-01-01T00:00Z").unwrap(), 1_767_225_600);
+        assert_eq!(parse_time("@1000").unwrap(), 1000);
+        assert!(parse_time("yesterday").is_err());
+    }
+}

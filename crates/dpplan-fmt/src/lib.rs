@@ -1,0 +1,293 @@
+//! The canonical layout of `.dpplan` files.
+//!
+//! * 2-space indentation, one statement per line, `{` on its header's line,
+//!   `}` on its own line, at most one blank line between statements;
+//! * single spaces between tokens (none inside `( )` and `[ ]`, none before
+//!   `,`), a category domain `{ "a", "b" }` kept on one line;
+//! * comments kept where they were: a trailing comment stays at the end of
+//!   its line, a comment on its own line stays on its own line;
+//! * the file's line endings (LF or CRLF) kept, and one final newline.
+//!
+//! The grammar's `COMMENT` rule is silent, so the layout is computed over the
+//! [`lexer`]'s token stream; the grammar only tells where each statement
+//! starts and which braces open blocks. The formatter refuses a file with
+//! syntax errors (it is left unchanged), and it checks its own output: the
+//! result must parse to the same AST, spans aside, or the text is left
+//! unchanged and [`FormatError::MeaningChanged`] is returned. Formatting is
+//! idempotent.
+#![forbid(unsafe_code)]
+
+pub mod lexer;
+
+use std::collections::HashSet;
+
+use dpplan_syntax::ast;
+use dpplan_syntax::{DpplanParser, Rule};
+use lexer::{Token, TokenKind};
+use pest::Parser as _;
+
+pub use dpplan_syntax::parse;
+
+#[derive(Debug, Clone)]
+pub enum FormatError {
+    /// The text does not parse: it is left as it is. Carries the syntax
+    /// diagnostics (or one message from the grammar's whole-file rule).
+    Syntax(Vec<String>),
+    /// The layout would change what the plan means (a formatter bug): the
+    /// text is left as it is.
+    MeaningChanged,
+}
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FormatError::Syntax(msgs) => {
+                write!(f, "the plan has syntax errors and was left unchanged")?;
+                for m in msgs {
+                    write!(f, "\n  {m}")?;
+                }
+                Ok(())
+            }
+            FormatError::MeaningChanged => write!(
+                f,
+                "formatting would change the plan's meaning; the file was left unchanged (please report this)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+const INDENT: &str = "  ";
+
+/// Statement rules: each starts on its own line.
+fn is_statement(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::plan_header
+            | Rule::privacy
+            | Rule::dataset
+            | Rule::query
+            | Rule::publish
+            | Rule::unit_stmt
+            | Rule::adjacency_stmt
+            | Rule::budget_stmt
+            | Rule::accountant_stmt
+            | Rule::population_stmt
+            | Rule::source_stmt
+            | Rule::column_stmt
+            | Rule::contribution
+            | Rule::contribution_stmt
+            | Rule::invalid_stmt
+            | Rule::aggregate
+            | Rule::noise_stmt
+            | Rule::sensitivity_stmt
+            | Rule::schedule_stmt
+    )
+}
+
+/// Rules whose first `{` opens an indented block.
+fn is_block(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::plan_header | Rule::privacy | Rule::dataset | Rule::query | Rule::contribution
+    )
+}
+
+struct Layout {
+    stmt_starts: HashSet<usize>,
+    block_opens: HashSet<usize>,
+    block_closes: HashSet<usize>,
+}
+
+fn layout_of(text: &str, tokens: &[Token]) -> Result<Layout, String> {
+    let pairs = DpplanParser::parse(Rule::file, text).map_err(|e| e.to_string())?;
+    let mut layout = Layout {
+        stmt_starts: HashSet::new(),
+        block_opens: HashSet::new(),
+        block_closes: HashSet::new(),
+    };
+    for pair in pairs.flatten() {
+        let rule = pair.as_rule();
+        let span = pair.as_span();
+        if is_statement(rule) {
+            layout.stmt_starts.insert(span.start());
+        }
+        if is_block(rule) {
+            // The first `{` of the rule opens the block.
+            let open = tokens
+                .iter()
+                .find(|t| t.start >= span.start() && t.kind == TokenKind::Punct(b'{'))
+                .map(|t| t.start);
+            if let Some(open) = open {
+                layout.block_opens.insert(open);
+            }
+            if rule != Rule::plan_header {
+                layout.block_closes.insert(span.end() - 1);
+            }
+        }
+        if rule == Rule::plan_end {
+            layout.block_closes.insert(span.start());
+        }
+    }
+    Ok(layout)
+}
+
+/// The AST as a JSON value with every span removed: what "the same meaning"
+/// is compared on.
+pub fn meaning(plan: &ast::Plan) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                let is_span =
+                    map.len() == 2 && map.contains_key("start") && map.contains_key("end");
+                if is_span {
+                    *v = serde_json::Value::Null;
+                    return;
+                }
+                for (_, x) in map.iter_mut() {
+                    strip(x);
+                }
+            }
+            serde_json::Value::Array(xs) => xs.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+    strip(&mut v);
+    v
+}
+
+/// Formats a plan. Returns the text in its canonical layout, or why it was
+/// left unchanged.
+pub fn format(text: &str) -> Result<String, FormatError> {
+    let before = dpplan_syntax::parse(text);
+    if !before.diagnostics.is_empty() {
+        return Err(FormatError::Syntax(
+            before
+                .diagnostics
+                .iter()
+                .map(|d| format!("{}: {}", d.code, d.message))
+                .collect(),
+        ));
+    }
+    let tokens = lexer::tokenize(text);
+    let layout = layout_of(text, &tokens).map_err(|e| FormatError::Syntax(vec![e]))?;
+    let out = render(text, &tokens, &layout);
+    let after = dpplan_syntax::parse(&out);
+    if !after.diagnostics.is_empty() || meaning(&after.plan) != meaning(&before.plan) {
+        return Err(FormatError::MeaningChanged);
+    }
+    Ok(out)
+}
+
+fn space_between(text: &str, prev: &Token, t: &Token, inline_open: bool) -> bool {
+    use TokenKind::*;
+    if prev.is_comment() || t.is_comment() {
+        return true;
+    }
+    match t.kind {
+        Punct(b',' | b')' | b']') => return false,
+        Punct(b'}') if inline_open && prev.kind == Punct(b'{') => return false,
+        Punct(b'(') if prev.kind == Word => return false,
+        _ => {}
+    }
+    let _ = text;
+    !matches!(prev.kind, Punct(b'(' | b'['))
+}
+
+fn render(text: &str, tokens: &[Token], layout: &Layout) -> String {
+    let crlf = text
+        .find('\n')
+        .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r');
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut depth: usize = 0;
+    let mut prev: Option<&Token> = None;
+    // Whether the innermost `{` on the current line is a domain list's.
+    let mut inline_open = false;
+    for (i, t) in tokens.iter().enumerate() {
+        let is_open = t.kind == TokenKind::Punct(b'{') && layout.block_opens.contains(&t.start);
+        let is_close = t.kind == TokenKind::Punct(b'}') && layout.block_closes.contains(&t.start);
+        let is_stmt = layout.stmt_starts.contains(&t.start) && !t.is_comment();
+        let prev_open = prev.is_some_and(|p| {
+            p.kind == TokenKind::Punct(b'{') && layout.block_opens.contains(&p.start)
+        });
+        let after_line_comment = prev.is_some_and(|p| p.kind == TokenKind::LineComment);
+
+        // Does the token start a new line, and is a blank line kept before it?
+        let new_line = match prev {
+            None => false,
+            Some(_) if after_line_comment => true,
+            Some(_) if t.is_comment() => t.newlines_before > 0,
+            Some(_) => is_stmt || is_close || prev_open,
+        };
+        let blank = new_line && t.newlines_before >= 2 && !prev_open && !is_close;
+
+        if is_close {
+            depth = depth.saturating_sub(1);
+        }
+        if new_line {
+            while out.ends_with(' ') {
+                out.pop();
+            }
+            out.push('\n');
+            if blank {
+                out.push('\n');
+            }
+            // Indentation: statements and block ends at the block's depth;
+            // own-line comments at the depth of what follows them; anything
+            // else continues a statement one level deeper.
+            let level = if is_stmt || is_close {
+                depth
+            } else if t.is_comment() {
+                let next = tokens[i + 1..].iter().find(|n| !n.is_comment());
+                match next {
+                    None => depth,
+                    Some(n) => {
+                        let n_stmt = layout.stmt_starts.contains(&n.start);
+                        let n_close = n.kind == TokenKind::Punct(b'}')
+                            && layout.block_closes.contains(&n.start);
+                        if n_stmt || n_close || prev_open {
+                            depth
+                        } else {
+                            depth + 1
+                        }
+                    }
+                }
+            } else {
+                depth + 1
+            };
+            for _ in 0..level {
+                out.push_str(INDENT);
+            }
+        } else if let Some(p) = prev {
+            if space_between(text, p, t, inline_open) {
+                out.push(' ');
+            }
+        }
+        match t.kind {
+            TokenKind::LineComment => out.push_str(t.text(text).trim_end()),
+            TokenKind::BlockComment => out.push_str(&t.text(text).replace("\r\n", "\n")),
+            _ => out.push_str(t.text(text)),
+        }
+        if is_open {
+            depth += 1;
+        } else if t.kind == TokenKind::Punct(b'{') {
+            inline_open = true;
+        } else if t.kind == TokenKind::Punct(b'}') && !is_close {
+            inline_open = false;
+        }
+        prev = Some(t);
+    }
+    while out.ends_with(' ') {
+        out.pop();
+    }
+    out.push('\n');
+    if crlf {
+        out = out.replace('\n', "\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

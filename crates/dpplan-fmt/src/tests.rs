@@ -1,0 +1,147 @@
+use super::*;
+
+fn plans() -> Vec<(String, String)> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut out = Vec::new();
+    for dir in ["examples", "tests/corpus", "tests/lsp/fixtures"] {
+        let mut stack = vec![std::path::PathBuf::from(root).join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "dpplan") {
+                    out.push((
+                        p.display().to_string(),
+                        std::fs::read_to_string(&p).unwrap(),
+                    ));
+                }
+            }
+        }
+    }
+    assert!(out.len() >= 6, "examples and corpus found");
+    out
+}
+
+#[test]
+fn idempotent_and_meaning_preserving_on_every_plan() {
+    for (path, text) in plans() {
+        match format(&text) {
+            Ok(once) => {
+                let twice =
+                    format(&once).unwrap_or_else(|e| panic!("{path}: second pass failed: {e}"));
+                assert_eq!(once, twice, "{path}: formatting twice changed the text");
+                assert_eq!(
+                    meaning(&parse(&text).plan),
+                    meaning(&parse(&once).plan),
+                    "{path}"
+                );
+                // Every comment survives.
+                let comments = |s: &str| -> Vec<String> {
+                    lexer::tokenize(s)
+                        .iter()
+                        .filter(|t| t.is_comment())
+                        .map(|t| t.text(s).trim_end().to_string())
+                        .collect()
+                };
+                assert_eq!(comments(&text), comments(&once), "{path}: comments");
+            }
+            Err(FormatError::Syntax(_)) => {
+                assert!(
+                    !parse(&text).diagnostics.is_empty(),
+                    "{path}: refused a file without syntax errors"
+                );
+            }
+            Err(e) => panic!("{path}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn examples_are_already_canonical_up_to_alignment() {
+    // The shipped examples are hand-aligned; the canonical layout only
+    // collapses the alignment spaces.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/census/census.dpplan"
+    ))
+    .unwrap();
+    let out = format(&text).unwrap();
+    assert!(out.contains("\n    column region : category { \"north\", \"south\", \"east\", \"west\", \"centre\" }\n"), "{out}");
+    assert!(out.starts_with("// A census-style table"));
+}
+
+#[test]
+fn canonical_layout() {
+    let messy = "// head\nplan   \"p\"   {\nprivacy { unit user by uid adjacency add_remove\n\n\n budget epsilon 1 delta 1e-6 }\n  dataset d { column uid : id column x : int in [ 0 , 10 ] contribution { rows_per_unit 3 } }\n query q { sum( d.x ) noise laplace /* inline */ scale 10 // why\n schedule every 1 day for 7 days\n // trailing note\n }\npublish c = q when q>=3\n}\n";
+    let out = format(messy).unwrap();
+    let want = "// head
+plan \"p\" {
+  privacy {
+    unit user by uid
+    adjacency add_remove
+
+    budget epsilon 1 delta 1e-6
+  }
+  dataset d {
+    column uid : id
+    column x : int in [0, 10]
+    contribution {
+      rows_per_unit 3
+    }
+  }
+  query q {
+    sum(d.x)
+    noise laplace /* inline */ scale 10 // why
+    schedule every 1 day for 7 days
+    // trailing note
+  }
+  publish c = q when q >= 3
+}
+";
+    assert_eq!(out, want);
+    assert_eq!(format(&out).unwrap(), out);
+}
+
+#[test]
+fn comment_inside_a_statement_forces_a_continuation_line() {
+    let text = "plan \"p\" {\n  query q {\n    noise laplace // the scale:\n    scale 10\n  }\n}\n";
+    let out = format(text).unwrap();
+    assert_eq!(
+        out,
+        "plan \"p\" {\n  query q {\n    noise laplace // the scale:\n      scale 10\n  }\n}\n"
+    );
+    assert_eq!(format(&out).unwrap(), out);
+}
+
+#[test]
+fn crlf_is_kept() {
+    let text = "plan \"p\" {\r\n privacy { unit row }\r\n}\r\n";
+    let out = format(text).unwrap();
+    assert_eq!(
+        out,
+        "plan \"p\" {\r\n  privacy {\r\n    unit row\r\n  }\r\n}\r\n"
+    );
+}
+
+#[test]
+fn unicode_in_strings_and_comments() {
+    let text =
+        "plan \"données 😀\" { // 日本語\n dataset d { column c : category { \"é\",\"漢字\" } } }";
+    let out = format(text).unwrap();
+    assert_eq!(out, "plan \"données 😀\" { // 日本語\n  dataset d {\n    column c : category { \"é\", \"漢字\" }\n  }\n}\n");
+}
+
+#[test]
+fn syntax_errors_leave_the_text_unchanged() {
+    let text = "plan \"p\" {\n  query q {\n    count(d\n  }\n}\n";
+    assert!(matches!(format(text), Err(FormatError::Syntax(_))));
+    assert!(matches!(format(""), Err(FormatError::Syntax(_))));
+    assert!(matches!(
+        format("plan \"p\" {\n"),
+        Err(FormatError::Syntax(_))
+    ));
+}

@@ -1,0 +1,293 @@
+//! Quick fixes for checker errors, by diagnostic code.
+//!
+//! * DP001 — add a contribution bound `rows_per_unit 10`;
+//! * DP002 — declare public bounds ` in [0, 100]` (or a public domain);
+//! * DP011 — calibrate a costly query's noise: `auto`, or the solved value;
+//! * DP009 — replace a fresh re-release with a re-publication.
+
+use dpplan_diagnostics::{Code, Diagnostic, Span};
+use dpplan_fmt::lexer::TokenKind;
+use dpplan_syntax::ast::{ColumnType, NoiseParam, Query};
+
+use crate::{num, CodeAction, Document, Resolve, TextEdit};
+
+fn meets(a: Span, b: Span) -> bool {
+    a.start <= b.end && b.start <= a.end
+}
+
+pub(crate) fn code_actions(doc: &Document, range: Span) -> Vec<CodeAction> {
+    let mut out = Vec::new();
+    for d in doc.diagnostics() {
+        if !meets(d.primary.span, range) {
+            continue;
+        }
+        match d.code {
+            Code::UnboundedContribution => contribution(doc, d, &mut out),
+            Code::MissingBounds => bounds(doc, d, &mut out),
+            Code::OverBudget => calibrate(doc, d, &mut out),
+            Code::FreshRerelease => republish(doc, d, &mut out),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn action(title: String, d: &Diagnostic, edits: Vec<TextEdit>, preferred: bool) -> CodeAction {
+    CodeAction {
+        title,
+        diagnostic: Some(d.clone()),
+        edits,
+        preferred,
+        resolve: None,
+    }
+}
+
+fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+    let plan = doc.ast();
+    let at = d.primary.span.start;
+    let Some(ds) = plan.datasets.iter().find(|ds| ds.span.contains(at)) else {
+        return;
+    };
+    let text = doc.text();
+    let edit = if let Some(c) = ds.contributions.first() {
+        // Inside the existing block, right after its `{`.
+        let Some(open) = doc
+            .tokens()
+            .iter()
+            .find(|t| t.start >= c.span.start && t.kind == TokenKind::Punct(b'{'))
+        else {
+            return;
+        };
+        let (_, indent) = doc.line_indent(c.span.start);
+        TextEdit {
+            span: Span::new(open.end, open.end),
+            new_text: format!("\n{indent}  rows_per_unit 10"),
+        }
+    } else {
+        let close = ds.span.end.saturating_sub(1);
+        let (line_start, indent) = doc.line_indent(close);
+        if text[line_start..close].trim().is_empty() {
+            TextEdit {
+                span: Span::new(line_start, line_start),
+                new_text: format!(
+                    "{indent}  contribution {{\n{indent}    rows_per_unit 10\n{indent}  }}\n"
+                ),
+            }
+        } else {
+            TextEdit {
+                span: Span::new(close, close),
+                new_text: "contribution { rows_per_unit 10 } ".to_string(),
+            }
+        }
+    };
+    out.push(action(
+        format!(
+            "Bound each unit to 10 rows of `{}` (`contribution {{ rows_per_unit 10 }}`)",
+            ds.name.value
+        ),
+        d,
+        vec![edit],
+        true,
+    ));
+}
+
+fn bounds(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+    let plan = doc.ast();
+    let Some(decl) = d.secondary.first().map(|l| l.span) else {
+        return;
+    };
+    for ds in &plan.datasets {
+        for c in ds.columns.iter().filter(|c| c.name.span == decl) {
+            let (kw, insert, title) = match &c.ty.value {
+                ColumnType::Int { bounds: None } => {
+                    ("int", " in [0, 100]", "Declare public bounds `in [0, 100]`")
+                }
+                ColumnType::Float { bounds: None } => (
+                    "float",
+                    " in [0, 100]",
+                    "Declare public bounds `in [0, 100]`",
+                ),
+                ColumnType::Category { domain: None } => (
+                    "category",
+                    " { \"a\", \"b\" }",
+                    "Declare a public domain `{ \"a\", \"b\" }`",
+                ),
+                _ => continue,
+            };
+            let at = c.ty.span.start + kw.len();
+            out.push(action(
+                format!(
+                    "{title} on `{}.{}` (then adjust them)",
+                    ds.name.value, c.name.value
+                ),
+                d,
+                vec![TextEdit {
+                    span: Span::new(at, at),
+                    new_text: insert.to_string(),
+                }],
+                true,
+            ));
+        }
+    }
+}
+
+/// The span of a query's noise parameter (`scale 250`, `epsilon 0.5 delta
+/// 1e-9`), after the noise kind.
+fn noise_param_span(doc: &Document, q: &Query) -> Option<(Span, bool)> {
+    let n = q.noises.first()?;
+    if matches!(n.param, NoiseParam::Auto { .. }) {
+        return None;
+    }
+    let end = doc.trim(n.span).end;
+    Some((Span::new(n.kind.span.end, end), n.kind.value.is_gaussian()))
+}
+
+fn replaced(text: &str, span: Span, with: &str) -> String {
+    let mut s = String::with_capacity(text.len() + with.len());
+    s.push_str(&text[..span.start]);
+    s.push_str(with);
+    s.push_str(&text[span.end..]);
+    s
+}
+
+fn calibrate(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+    let plan = doc.ast();
+    for label in &d.secondary {
+        let Some(q) = plan.queries.iter().find(|q| q.name.span == label.span) else {
+            continue;
+        };
+        let Some((span, _)) = noise_param_span(doc, q) else {
+            continue;
+        };
+        let name = &q.name.value;
+        // With `auto`, the checker solves the noise that fits the budget.
+        out.push(action(
+            format!("Calibrate `{name}`'s noise to fit the budget (`auto`)"),
+            d,
+            vec![TextEdit {
+                span,
+                new_text: " auto".into(),
+            }],
+            false,
+        ));
+        // The solved value: computed on resolve (it runs the calibration).
+        let mut a = action(
+            format!("Set `{name}`'s noise to the value that fits the budget"),
+            d,
+            Vec::new(),
+            true,
+        );
+        a.resolve = Some(Resolve::SolveNoise {
+            query: name.clone(),
+        });
+        out.push(a);
+    }
+}
+
+/// The edit that sets a query's noise to the solved value that makes the
+/// plan fit its budget: the checker calibrates it as `auto`, the value is
+/// printed rounded up (more noise) and checked to fit.
+pub(crate) fn solve_noise(doc: &Document, query: &str) -> Option<(String, TextEdit)> {
+    let plan = doc.ast();
+    let text = doc.text();
+    let q = plan.queries.iter().find(|q| q.name.value == query)?;
+    let (span, gaussian) = noise_param_span(doc, q)?;
+    let auto_text = replaced(text, span, " auto");
+    let solved = dpplan_check::analyze_with(&auto_text, &crate::fast_options());
+    if solved.has_errors() {
+        return None;
+    }
+    let mut value = solved
+        .report
+        .as_ref()
+        .and_then(|r| r.queries.iter().find(|x| x.name == query))
+        .and_then(|r| r.parts.first())
+        .and_then(|p| {
+            if gaussian {
+                p.mechanism.sigma
+            } else {
+                p.mechanism.scale
+            }
+        })?;
+    let keyword = if gaussian { "sigma" } else { "scale" };
+    for _ in 0..3 {
+        let candidate = format!(" {keyword} {}", num(value));
+        let check =
+            dpplan_check::analyze_with(&replaced(text, span, &candidate), &crate::fast_options());
+        if !check.has_errors() && check.report.as_ref().and_then(|r| r.within_budget) == Some(true)
+        {
+            return Some((
+                format!(
+                    "Set `{query}`'s noise to `{}` so that the plan fits its budget",
+                    candidate.trim()
+                ),
+                TextEdit {
+                    span,
+                    new_text: candidate,
+                },
+            ));
+        }
+        value *= 1.0001;
+    }
+    None
+}
+
+fn republish(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+    let plan = doc.ast();
+    let text = doc.text();
+    let at = d.primary.span.start;
+    let Some(q) = plan.queries.iter().find(|q| q.span.contains(at)) else {
+        return;
+    };
+    let name = &q.name.value;
+    if let Some(first) = d
+        .secondary
+        .first()
+        .and_then(|l| plan.queries.iter().find(|x| x.name.span == l.span))
+    {
+        // The same statistic as another query: re-publish that one.
+        out.push(action(
+            format!(
+                "Replace `{name}` by a re-publication of `{}` (free)",
+                first.name.value
+            ),
+            d,
+            vec![TextEdit {
+                span: q.span,
+                new_text: format!("publish {name} = {}", first.name.value),
+            }],
+            true,
+        ));
+        return;
+    }
+    // `schedule N times`: release once and re-publish.
+    let Some(s) = q.schedules.first() else { return };
+    let sched = doc.trim(s.span);
+    let (_, indent) = doc.line_indent(q.span.start);
+    let mut copy = format!("{name}_copy");
+    let taken = |n: &str| {
+        plan.queries.iter().any(|x| x.name.value == n)
+            || plan.publishes.iter().any(|p| p.name.value == n)
+    };
+    let mut i = 2;
+    while taken(&copy) {
+        copy = format!("{name}_copy{i}");
+        i += 1;
+    }
+    let _ = text;
+    out.push(action(
+        format!("Release `{name}` once and re-publish it as `{copy}` (free)"),
+        d,
+        vec![
+            TextEdit {
+                span: sched,
+                new_text: "schedule once".into(),
+            },
+            TextEdit {
+                span: Span::new(q.span.end, q.span.end),
+                new_text: format!("\n{indent}publish {copy} = {name}"),
+            },
+        ],
+        true,
+    ));
+}

@@ -1,0 +1,88 @@
+//! Short documentation of every keyword, shown on hover and in completion.
+
+/// Markdown documentation of a keyword, or `None` for other words.
+pub fn keyword_doc(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "plan" => "`plan \"name\" { … }` — one release plan: its privacy block, datasets, queries and re-publications. A file declares exactly one plan.",
+        "privacy" => "`privacy { … }` — who is protected and how much: `unit`, `adjacency`, `budget`, and optionally `accountant` and `population`.",
+        "unit" => "`unit user by <id column>` | `unit row` | `unit event` — the privacy unit: what one neighbouring dataset adds, removes or changes. A user-level unit protects all of one person's rows, up to the contribution bounds.",
+        "by" => "In `unit user by <col>`: the id column that identifies a person. In an aggregation, `by <col>`: group by a public category column.",
+        "user" => "`unit user by <id>`: every statistic protects all rows of one user (bounded by `contribution { rows_per_unit N }`).",
+        "event" => "`unit event`: each event (row) is protected, not each person: a person with many events is protected less.",
+        "row" => "`unit row`: each row is protected; right when every person has exactly one row.",
+        "adjacency" => "`adjacency add_remove | replace` — neighbouring datasets differ by adding/removing one unit (unbounded DP) or replacing one unit's data (bounded DP; sensitivities double for counts).",
+        "add_remove" => "Neighbouring datasets differ by the presence of one unit (unbounded DP).",
+        "replace" => "Neighbouring datasets differ by replacing one unit's data (bounded DP).",
+        "budget" => "`budget epsilon ε [delta δ]` — the most the whole plan may spend, composed over every release of every query.",
+        "epsilon" => "ε — the privacy-loss bound. In a budget: the plan's total. In `noise … epsilon ε [delta δ]`: the per-release ε the noise is calibrated to.",
+        "delta" => "δ — the probability with which the ε bound may fail. Keep it well below 1/population.",
+        "accountant" => "`accountant best | basic | advanced | zcdp | rdp | gdp | pld` — how releases compose. `best` uses the tightest accountant that applies.",
+        "best" => "Pick the accountant giving the smallest ε for this plan.",
+        "basic" => "Basic composition: ε and δ add up.",
+        "advanced" => "Advanced composition (Dwork–Rothblum–Vadhan): ε grows with √k for k releases.",
+        "zcdp" => "Zero-concentrated DP: ρ adds up, converted to (ε, δ) at the end.",
+        "rdp" => "Rényi DP: composes per order α, converted to (ε, δ) at the end.",
+        "gdp" => "Gaussian DP (μ-GDP): exact for Gaussian mechanisms.",
+        "pld" => "Privacy-loss distributions composed numerically (FFT): the tightest, and the slowest.",
+        "population" => "`population N` — how many units the data may hold; used to warn when δ is not small next to 1/N (DP010).",
+        "dataset" => "`dataset name { … }` — a private table: its `source`, `column`s, `contribution` bounds and `invalid_rows` rule.",
+        "source" => "`source \"path\"` — where the runtime reads the dataset from.",
+        "column" => "`column name : id | category {…} | int in [lo, hi] | float in [lo, hi]` — a column and its public type; bounds and domains must be public, fixed in advance.",
+        "id" => "`id` — a column identifying the privacy unit; never aggregated.",
+        "category" => "`category { \"a\", \"b\" }` — a column with a public domain of values; groups and histograms take their keys from it.",
+        "int" => "`int in [lo, hi]` — an integer column clamped to public bounds.",
+        "float" => "`float in [lo, hi]` — a real column clamped to public bounds.",
+        "in" => "`in [lo, hi]` — public clamp bounds: values outside are clamped, so one row moves a sum by at most max(|lo|, |hi|).",
+        "from" => "`from <date>` in a schedule's date range; `category from …` would read the domain from private data (rejected, DP006).",
+        "until" => "`until <date>` — the end of a schedule's date range.",
+        "contribution" => "`contribution { rows_per_unit N  groups_per_unit G  rows_per_group R }` — how much one unit may contribute; the runtime enforces these bounds by sampling.",
+        "rows_per_unit" => "`rows_per_unit N` — at most N rows per unit are kept: the sensitivity of a count under a user-level unit.",
+        "groups_per_unit" => "`groups_per_unit G` — a unit touches at most G groups of a grouped query or histogram.",
+        "rows_per_group" => "`rows_per_group R` — at most R rows of one unit in any one group.",
+        "invalid_rows" => "`invalid_rows drop | clamp` — what the runtime does with rows outside a column's declared type.",
+        "drop" => "Rows with invalid values are dropped.",
+        "clamp" => "Invalid values are clamped into the declared bounds.",
+        "query" => "`query name { aggregation  noise …  schedule … }` — one noisy statistic and how often it is released.",
+        "count" => "`count(dataset)` — the number of rows (sensitivity: rows per unit).",
+        "sum" => "`sum(dataset.column [by group])` — a clamped sum (sensitivity: rows per unit × max |bound|).",
+        "mean" => "`mean(dataset.column)` — released as a noisy sum and a noisy count, each with its share of the noise.",
+        "histogram" => "`histogram(dataset by category)` — a count per public category value.",
+        "quantile" => "`quantile(dataset.column, q)` — reserved syntax, not supported yet.",
+        "noise" => "`noise laplace|gaussian|discrete_laplace|discrete_gaussian  scale b | sigma σ | epsilon ε [delta δ] | auto [weight w]` — the mechanism and its noise level.",
+        "laplace" => "Laplace noise with scale b: pure ε-DP, ε = L1 / b per release.",
+        "gaussian" => "Gaussian noise with standard deviation σ: (ε, δ)-DP, calibrated to the L2 sensitivity.",
+        "discrete_laplace" => "Discrete Laplace (geometric) noise on integers: exact, pure ε-DP.",
+        "discrete_gaussian" => "Discrete Gaussian noise on integers (Canonne–Kamath–Steinke): exact sampling, (ε, δ)-DP.",
+        "scale" => "`scale b` — the Laplace scale; standard deviation b√2.",
+        "sigma" => "`sigma σ` — the Gaussian standard deviation.",
+        "auto" => "`auto [weight w]` — the checker solves the noise level so that the whole plan fits its budget; `auto` queries share what the others leave, by weight.",
+        "weight" => "`weight w` — an `auto` query's share of the remaining budget, relative to the other `auto` queries.",
+        "sensitivity" => "`sensitivity l1 x [l2 y]` — a declared sensitivity: must not be below the derived one (DP003).",
+        "l1" => "The L1 sensitivity: how much one unit moves the sum of the absolute values of the outputs (Laplace noise).",
+        "l2" => "The L2 sensitivity: how much one unit moves the outputs in Euclidean norm (Gaussian noise).",
+        "schedule" => "`schedule once | N times | every <duration> for <duration> | every <duration> from <date> until <date>` — how many fresh releases are made; each one is charged.",
+        "once" => "One release.",
+        "times" => "`N times` — N fresh releases on the same data: each is charged; consider re-publishing instead (DP009).",
+        "every" => "`every <n> <unit>` — a periodic release.",
+        "for" => "`for <n> <unit>` — how long a periodic schedule lasts.",
+        "second" | "seconds" | "minute" | "minutes" | "hour" | "hours" | "day" | "days" | "week" | "weeks" => {
+            "A time unit of a schedule's period or length."
+        }
+        "publish" => "`publish name = released [when released > x]` — re-publishes an already released value: post-processing, it costs nothing.",
+        "when" => "`when <released value> <cmp> <number>` — a condition on a released value (free); a condition on private data is rejected (DP006).",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_keyword_is_documented() {
+        for kw in dpplan_fmt::lexer::KEYWORDS {
+            assert!(
+                super::keyword_doc(kw).is_some(),
+                "no documentation for `{kw}`"
+            );
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! Hover and inlay hints: the numbers of the analysis, where they apply.
+
+use std::fmt::Write as _;
+
+use dpplan_check::{PlanReport, QueryReport};
+use dpplan_diagnostics::Span;
+use dpplan_syntax::ast::{self, ColumnType};
+
+use crate::{keyword_doc, num, Document, Hover, InlayHint, InlayKind, SymbolKind};
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn percent(part: f64, whole: f64) -> String {
+    let p = 100.0 * part / whole;
+    if p >= 10.0 {
+        format!("{p:.0} %")
+    } else if p >= 0.1 {
+        format!("{p:.1} %")
+    } else {
+        format!("{p:.2} %")
+    }
+}
+
+pub(crate) fn hover(doc: &Document, offset: usize) -> Option<Hover> {
+    let plan = doc.ast();
+    // The light report (no per-query costs) for everything but queries.
+    let report = doc.light_analysis().report.as_ref();
+    if let Some((sym, span)) = doc.symbol_at(offset) {
+        let md = match sym.kind {
+            SymbolKind::Query => query_hover(doc, &sym.name, doc.analysis().report.as_ref()),
+            SymbolKind::Publish => publish_hover(doc, &sym.name, report),
+            SymbolKind::Dataset => dataset_hover(doc, &sym.name),
+            SymbolKind::Column => column_hover(doc, sym.container.as_deref(), &sym.name),
+        };
+        return md.map(|markdown| Hover { span, markdown });
+    }
+    let word = doc.word_at(offset);
+    if let Some(b) = plan.privacy.first().and_then(|p| p.budgets.first()) {
+        let span = doc.trim(b.span);
+        if span.contains(offset) {
+            let mut md = budget_hover(doc);
+            if let Some(kw) = word.and_then(|w| keyword_doc(w.text(&doc.text))) {
+                let _ = write!(md, "\n\n---\n\n{kw}");
+            }
+            return Some(Hover { span, markdown: md });
+        }
+    }
+    let w = word?;
+    let text = w.text(&doc.text);
+    let markdown = keyword_doc(text)?.to_string();
+    Some(Hover {
+        span: Span::new(w.start, w.end),
+        markdown,
+    })
+}
+
+fn query_hover(doc: &Document, name: &str, report: Option<&PlanReport>) -> Option<String> {
+    let plan = doc.ast();
+    let q = plan.queries.iter().find(|q| q.name.value == name);
+    let Some(q) = q else {
+        // A name used but defined nowhere.
+        return Some(format!(
+            "`{name}`: no query or publish of this name is defined"
+        ));
+    };
+    let mut md = String::new();
+    let Some(report) = report else {
+        let _ = write!(md, "**query `{name}`**\n\nThe plan has no valid privacy block: nothing can be derived yet.");
+        return Some(md);
+    };
+    let Some(r) = report
+        .queries
+        .iter()
+        .find(|r| r.name == name && r.name_span == q.name.span)
+    else {
+        let _ = write!(
+            md,
+            "**query `{name}`**\n\nThis query has errors: its sensitivity and cost cannot be derived until they are fixed."
+        );
+        return Some(md);
+    };
+    let _ = writeln!(
+        md,
+        "**query `{}`** — `{}`, {} ({})\n",
+        r.name,
+        r.aggregation,
+        r.schedule,
+        plural(r.releases, "release", "releases")
+    );
+    let unit = &report.unit;
+    let _ = writeln!(
+        md,
+        "**Privacy unit:** {} · adjacency `{}`\n",
+        unit.description, report.adjacency
+    );
+    query_parts(&mut md, r);
+    query_cost(&mut md, r, report);
+    Some(md)
+}
+
+fn query_parts(md: &mut String, r: &QueryReport) {
+    let many = r.parts.len() > 1;
+    for p in &r.parts {
+        if many {
+            let _ = writeln!(md, "**{}**\n", p.role);
+        }
+        let _ = writeln!(
+            md,
+            "**Sensitivity:** L1 = {}, L2 = {}{}",
+            num(p.l1),
+            num(p.l2),
+            if p.coords > 1 {
+                format!(" over {} coordinates", p.coords)
+            } else {
+                String::new()
+            }
+        );
+        for step in &p.derivation {
+            let _ = writeln!(md, "- {step}");
+        }
+        let m = &p.mechanism;
+        let level = match (m.scale, m.sigma) {
+            (Some(b), _) => format!("scale b = {}", num(b)),
+            (_, Some(s)) => format!("σ = {}", num(s)),
+            _ => "not resolved".into(),
+        };
+        let _ = writeln!(
+            md,
+            "\n**Mechanism:** `{}`, {} ({})\n",
+            m.kind, level, m.calibration
+        );
+        let _ = writeln!(
+            md,
+            "**Noise per release:** standard deviation {}, 95 % of the noise within ±{}\n",
+            num(p.noise_std),
+            num(p.ci95_half_width)
+        );
+    }
+    if r.parts.is_empty() {
+        let _ = writeln!(md, "**Sensitivity:** 0: the statistic does not depend on any unit, so it needs no noise and costs nothing.\n");
+    }
+}
+
+fn query_cost(md: &mut String, r: &QueryReport, report: &PlanReport) {
+    let Some(total) = &r.total else {
+        let _ = writeln!(
+            md,
+            "**Cost:** not available (the query or the plan has errors)."
+        );
+        return;
+    };
+    let per = r
+        .per_release
+        .as_ref()
+        .map(|c| format!(" (ε = {} per release)", num(c.epsilon)))
+        .unwrap_or_default();
+    let _ = write!(
+        md,
+        "**Cost alone:** ε = {} at δ = {} over {}{}",
+        num(total.epsilon),
+        num(total.delta),
+        plural(r.releases, "release", "releases"),
+        per
+    );
+    match &report.total {
+        Some(t) if t.epsilon > 0.0 => {
+            let _ = write!(
+                md,
+                " — {} of the plan's ε = {} ({}; budget ε = {})",
+                percent(total.epsilon, t.epsilon),
+                num(t.epsilon),
+                t.accountant_name,
+                num(report.budget.epsilon)
+            );
+        }
+        _ => {
+            let _ = write!(
+                md,
+                " — {} of the budget ε = {}",
+                percent(total.epsilon, report.budget.epsilon),
+                num(report.budget.epsilon)
+            );
+            if let Some(why) = &report.total_missing {
+                let _ = write!(md, " (no plan total: {why})");
+            }
+        }
+    }
+    md.push('\n');
+}
+
+fn publish_hover(doc: &Document, name: &str, report: Option<&PlanReport>) -> Option<String> {
+    let p = doc.ast().publishes.iter().find(|p| p.name.value == name)?;
+    let mut md = format!(
+        "**publish `{}`** = `{}`\n\nRe-publishes an already released value: post-processing, it costs nothing (ε = 0).",
+        p.name.value, p.source.value
+    );
+    if let Some(c) = &p.condition {
+        let _ = write!(
+            md,
+            "\n\nShown only when the condition holds: `{}`.",
+            &doc.text[doc.trim(c.span).start..doc.trim(c.span).end]
+        );
+    }
+    if let Some(pr) = report.and_then(|r| r.publishes.iter().find(|x| x.name == name)) {
+        let _ = write!(md, "\n\nε = {}", num(pr.epsilon));
+    }
+    Some(md)
+}
+
+fn dataset_hover(doc: &Document, name: &str) -> Option<String> {
+    let plan = doc.ast();
+    let Some(ds) = plan.datasets.iter().find(|d| d.name.value == name) else {
+        return Some(format!("`{name}`: no dataset of this name is defined"));
+    };
+    let mut md = format!("**dataset `{}`**", ds.name.value);
+    if let Some(s) = ds.sources.first() {
+        let _ = write!(md, " — `{}`", s.value);
+    }
+    md.push_str("\n\n");
+    for c in &ds.columns {
+        let _ = writeln!(md, "- `{}`", column_text(doc, c));
+    }
+    if let Some(c) = ds.contributions.first() {
+        let mut parts = Vec::new();
+        for (k, v) in [
+            ("rows_per_unit", &c.rows_per_unit),
+            ("groups_per_unit", &c.groups_per_unit),
+            ("rows_per_group", &c.rows_per_group),
+        ] {
+            if let Some(n) = v.first() {
+                parts.push(format!("{k} {}", num(n.value)));
+            }
+        }
+        let _ = write!(
+            md,
+            "\n**Contribution bounds:** {}",
+            if parts.is_empty() {
+                "none".to_string()
+            } else {
+                parts.join(", ")
+            }
+        );
+    }
+    let users: Vec<String> = plan
+        .queries
+        .iter()
+        .filter(|q| q.aggregates.iter().any(|a| a.target.dataset.value == name))
+        .map(|q| format!("`{}`", q.name.value))
+        .collect();
+    if !users.is_empty() {
+        let _ = write!(md, "\n\n**Queried by:** {}", users.join(", "));
+    }
+    Some(md)
+}
+
+fn column_text(doc: &Document, c: &ast::Column) -> String {
+    let span = doc.trim(c.span);
+    let raw = &doc.text[span.start..span.end];
+    // One line, single spaces, without the `column` keyword.
+    let flat: Vec<&str> = raw.split_whitespace().collect();
+    let s = flat.join(" ");
+    s.strip_prefix("column ").unwrap_or(&s).to_string()
+}
+
+fn column_hover(doc: &Document, container: Option<&str>, name: &str) -> Option<String> {
+    let plan = doc.ast();
+    let mut md = String::new();
+    let mut found = false;
+    for ds in &plan.datasets {
+        if container.is_some_and(|c| c != ds.name.value) {
+            continue;
+        }
+        for c in ds.columns.iter().filter(|c| c.name.value == name) {
+            found = true;
+            let _ = writeln!(
+                md,
+                "**column `{}.{}`** — `{}`\n",
+                ds.name.value,
+                c.name.value,
+                column_text(doc, c)
+            );
+            let what = match &c.ty.value {
+                ColumnType::Id => "identifies the privacy unit; never aggregated".to_string(),
+                ColumnType::Category {
+                    domain: Some(ast::Domain::List { values }),
+                } => {
+                    format!("a public domain of {} values", values.len())
+                }
+                ColumnType::Category { .. } => "a category without a public domain".to_string(),
+                ColumnType::Int { bounds: Some(_) } | ColumnType::Float { bounds: Some(_) } => {
+                    "clamped to its public bounds: one row moves a sum by at most max(|lo|, |hi|)"
+                        .to_string()
+                }
+                ColumnType::Int { bounds: None } | ColumnType::Float { bounds: None } => {
+                    "no public bounds: it cannot be summed or averaged (DP002)".to_string()
+                }
+            };
+            let _ = writeln!(md, "{what}\n");
+        }
+    }
+    if container.is_none() {
+        let _ = writeln!(md, "The privacy unit's id: `unit user by {name}`.");
+        found = true;
+    }
+    if !found {
+        let _ = write!(
+            md,
+            "`{name}`: no column of this name in `{}`",
+            container.unwrap_or("?")
+        );
+    }
+    Some(md.trim_end().to_string())
+}
+
+fn budget_hover(doc: &Document) -> String {
+    let mut md = String::new();
+    let Some(report) = doc.light_analysis().report.as_ref() else {
+        return "**budget** — the privacy block has errors: nothing is accounted yet.".into();
+    };
+    let b = &report.budget;
+    let _ = writeln!(
+        md,
+        "**budget** ε = {}, δ = {} · accountant `{}` · {}\n",
+        num(b.epsilon),
+        num(b.delta),
+        report.accountant_requested,
+        plural(report.releases, "release", "releases")
+    );
+    match (&report.total, report.within_budget) {
+        (Some(t), fits) => {
+            let _ = writeln!(
+                md,
+                "**Plan total:** ε = {} at δ = {} ({}) — {}\n",
+                num(t.epsilon),
+                num(t.delta),
+                t.accountant_name,
+                if fits == Some(false) {
+                    format!("**exceeds the budget** by {}", num(t.epsilon - b.epsilon))
+                } else {
+                    format!("{} of the budget", percent(t.epsilon, b.epsilon))
+                }
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(
+                md,
+                "**Plan total:** {}\n",
+                report.total_missing.as_deref().unwrap_or("not available")
+            );
+        }
+    }
+    if report.total.is_some() {
+        if let Some(full) = doc.full_report() {
+            if !full.accountants.is_empty() {
+                let _ = writeln!(md, "**Every accountant:**\n");
+                for a in &full.accountants {
+                    match (a.epsilon, &a.error) {
+                        (Some(e), _) => {
+                            let best = report
+                                .total
+                                .as_ref()
+                                .is_some_and(|t| t.accountant == a.accountant);
+                            let _ = writeln!(
+                                md,
+                                "- {}: ε = {}{}{}",
+                                a.accountant_name,
+                                num(e),
+                                a.delta
+                                    .map(|d| format!(" at δ = {}", num(d)))
+                                    .unwrap_or_default(),
+                                if best { " ← used" } else { "" }
+                            );
+                        }
+                        (None, Some(err)) => {
+                            let _ = writeln!(md, "- {}: does not apply ({err})", a.accountant_name);
+                        }
+                        (None, None) => {
+                            let _ = writeln!(md, "- {}: no bound", a.accountant_name);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    md.trim_end().to_string()
+}
+
+pub(crate) fn inlay_hints(doc: &Document, range: Span) -> Vec<InlayHint> {
+    let mut out = Vec::new();
+    let Some(report) = doc.analysis().report.as_ref() else {
+        return out;
+    };
+    let in_range = |o: usize| range.start <= o && o <= range.end;
+    if let Some(b) = doc.ast().privacy.first().and_then(|p| p.budgets.first()) {
+        let at = doc.trim(b.span).end;
+        if in_range(at) {
+            let (label, tooltip) = match &report.total {
+                Some(t) => (
+                    format!(
+                        "plan: ε {} of {}{}",
+                        num(t.epsilon),
+                        num(report.budget.epsilon),
+                        if report.within_budget == Some(false) {
+                            " — over budget"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Some(format!("{} ({})", t.accountant_name, t.detail)),
+                ),
+                None => ("plan: no total".to_string(), report.total_missing.clone()),
+            };
+            out.push(InlayHint {
+                offset: at,
+                label,
+                tooltip,
+                kind: InlayKind::PlanTotal,
+            });
+        }
+    }
+    for r in &report.queries {
+        let at = r.name_span.end;
+        if !in_range(at) {
+            continue;
+        }
+        let releases = plural(r.releases, "release", "releases");
+        let label = match &r.total {
+            Some(t) => format!("ε {} · {releases}", num(t.epsilon)),
+            None => releases,
+        };
+        let tooltip = r.total.as_ref().map(|t| {
+            format!(
+                "{} alone: ε = {} at δ = {} ({})",
+                r.name,
+                num(t.epsilon),
+                num(t.delta),
+                t.accountant
+            )
+        });
+        out.push(InlayHint {
+            offset: at,
+            label,
+            tooltip,
+            kind: InlayKind::QueryCost,
+        });
+    }
+    out.sort_by_key(|h| h.offset);
+    out
+}

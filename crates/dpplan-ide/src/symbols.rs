@@ -1,0 +1,236 @@
+//! Names and where they are defined and used: datasets, columns, queries
+//! and publishes. Derived from the AST's spans.
+
+use std::collections::HashMap;
+
+use dpplan_diagnostics::Span;
+use dpplan_syntax::ast::{self, Bound, ColumnType, Domain, Operand, Unit};
+
+use crate::{Document, TextEdit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    Dataset,
+    /// A column of one dataset; the privacy unit's id column is one symbol
+    /// across every dataset (`unit user by uid` names them all).
+    Column,
+    Query,
+    Publish,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Symbol {
+    pub kind: SymbolKind,
+    pub name: String,
+    /// The dataset of a column (`None` for the unit's id column).
+    pub container: Option<String>,
+    /// Where it is defined (several when defined twice, or for the id column).
+    pub defs: Vec<Span>,
+    pub refs: Vec<Span>,
+}
+
+#[derive(Default)]
+struct Builder {
+    symbols: Vec<Symbol>,
+    index: HashMap<(SymbolKind, Option<String>, String), usize>,
+}
+
+impl Builder {
+    fn get(&mut self, kind: SymbolKind, container: Option<&str>, name: &str) -> &mut Symbol {
+        let key = (kind, container.map(str::to_string), name.to_string());
+        let i = *self.index.entry(key).or_insert_with(|| {
+            self.symbols.push(Symbol {
+                kind,
+                name: name.to_string(),
+                container: container.map(str::to_string),
+                defs: Vec::new(),
+                refs: Vec::new(),
+            });
+            self.symbols.len() - 1
+        });
+        &mut self.symbols[i]
+    }
+    fn has(&self, kind: SymbolKind, container: Option<&str>, name: &str) -> bool {
+        self.index
+            .contains_key(&(kind, container.map(str::to_string), name.to_string()))
+    }
+}
+
+pub(crate) fn collect(plan: &ast::Plan) -> Vec<Symbol> {
+    let mut b = Builder::default();
+    let unit_id: Option<&ast::Ident> = plan.privacy.first().and_then(|p| {
+        p.units.iter().find_map(|u| match &u.value {
+            Unit::User { id } => Some(id),
+            _ => None,
+        })
+    });
+    let id_name = unit_id.map(|i| i.value.as_str());
+    // Which container a column of `dataset` named `col` lives in.
+    let container = |ds: &str, col: &str| -> Option<String> {
+        if Some(col) == id_name {
+            None
+        } else {
+            Some(ds.to_string())
+        }
+    };
+    if let Some(id) = unit_id {
+        b.get(SymbolKind::Column, None, &id.value)
+            .refs
+            .push(id.span);
+    }
+    for ds in &plan.datasets {
+        b.get(SymbolKind::Dataset, None, &ds.name.value)
+            .defs
+            .push(ds.name.span);
+        for col in &ds.columns {
+            let c = container(&ds.name.value, &col.name.value);
+            b.get(SymbolKind::Column, c.as_deref(), &col.name.value)
+                .defs
+                .push(col.name.span);
+        }
+    }
+    // A released name refers to a query, or else to a publish.
+    let released_kind = |b: &Builder, name: &str| -> SymbolKind {
+        if b.has(SymbolKind::Publish, None, name) && !b.has(SymbolKind::Query, None, name) {
+            SymbolKind::Publish
+        } else {
+            SymbolKind::Query
+        }
+    };
+    for q in &plan.queries {
+        b.get(SymbolKind::Query, None, &q.name.value)
+            .defs
+            .push(q.name.span);
+    }
+    for p in &plan.publishes {
+        let kind = if b.has(SymbolKind::Query, None, &p.name.value) {
+            SymbolKind::Query
+        } else {
+            SymbolKind::Publish
+        };
+        b.get(kind, None, &p.name.value).defs.push(p.name.span);
+    }
+    let target = |b: &mut Builder, t: &ast::Target| {
+        b.get(SymbolKind::Dataset, None, &t.dataset.value)
+            .refs
+            .push(t.dataset.span);
+        if let Some(col) = &t.column {
+            let c = container(&t.dataset.value, &col.value);
+            b.get(SymbolKind::Column, c.as_deref(), &col.value)
+                .refs
+                .push(col.span);
+        }
+    };
+    for ds in &plan.datasets {
+        for col in &ds.columns {
+            let bounds = match &col.ty.value {
+                ColumnType::Int { bounds } | ColumnType::Float { bounds } => bounds.as_ref(),
+                ColumnType::Category {
+                    domain: Some(Domain::FromData { expr }),
+                } => {
+                    target(&mut b, &expr.target);
+                    None
+                }
+                _ => None,
+            };
+            if let Some(bs) = bounds {
+                for bound in [&bs.lo, &bs.hi] {
+                    if let Bound::FromData { expr } = bound {
+                        target(&mut b, &expr.target);
+                    }
+                }
+            }
+        }
+    }
+    for q in &plan.queries {
+        for agg in &q.aggregates {
+            target(&mut b, &agg.target);
+            if let Some(by) = &agg.by {
+                let c = container(&agg.target.dataset.value, &by.value);
+                b.get(SymbolKind::Column, c.as_deref(), &by.value)
+                    .refs
+                    .push(by.span);
+            }
+        }
+    }
+    for p in &plan.publishes {
+        let k = released_kind(&b, &p.source.value);
+        b.get(k, None, &p.source.value).refs.push(p.source.span);
+        if let Some(cond) = &p.condition {
+            match &cond.operand {
+                Operand::Released { name } => {
+                    let k = released_kind(&b, &name.value);
+                    b.get(k, None, &name.value).refs.push(name.span);
+                }
+                Operand::Data { expr } => target(&mut b, &expr.target),
+            }
+        }
+    }
+    b.symbols
+}
+
+pub(crate) fn at(symbols: &[Symbol], offset: usize) -> Option<(&Symbol, Span)> {
+    for s in symbols {
+        for span in s.defs.iter().chain(&s.refs) {
+            if span.contains(offset) {
+                return Some((s, *span));
+            }
+        }
+    }
+    None
+}
+
+pub fn is_ident(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+pub(crate) fn rename(
+    doc: &Document,
+    offset: usize,
+    new_name: &str,
+) -> Result<Vec<TextEdit>, String> {
+    let Some((sym, _)) = doc.symbol_at(offset) else {
+        return Err("there is no dataset, column, query or publish name here".into());
+    };
+    if !is_ident(new_name) {
+        return Err(format!("`{new_name}` is not a name: use letters, digits and `_`, starting with a letter or `_`"));
+    }
+    if dpplan_fmt::lexer::is_keyword(new_name) {
+        return Err(format!("`{new_name}` is a keyword"));
+    }
+    if new_name == sym.name {
+        return Ok(Vec::new());
+    }
+    // Names share a namespace: datasets; queries and publishes; columns of one dataset.
+    let clash = doc.symbols.iter().any(|s| {
+        s.name == new_name
+            && match sym.kind {
+                SymbolKind::Dataset => s.kind == SymbolKind::Dataset,
+                SymbolKind::Query | SymbolKind::Publish => {
+                    matches!(s.kind, SymbolKind::Query | SymbolKind::Publish)
+                }
+                SymbolKind::Column => {
+                    s.kind == SymbolKind::Column
+                        && (s.container.is_none()
+                            || sym.container.is_none()
+                            || s.container == sym.container)
+                }
+            }
+            && !s.defs.is_empty()
+    });
+    if clash {
+        return Err(format!("`{new_name}` is already defined"));
+    }
+    let mut spans: Vec<Span> = sym.defs.iter().chain(&sym.refs).copied().collect();
+    spans.sort();
+    spans.dedup();
+    Ok(spans
+        .into_iter()
+        .map(|span| TextEdit {
+            span,
+            new_text: new_name.to_string(),
+        })
+        .collect())
+}

@@ -1,0 +1,109 @@
+use super::*;
+
+fn example(name: &str) -> String {
+    let path = format!(
+        "{}/../../examples/{name}/{name}.dpplan",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).unwrap()
+}
+
+const EXAMPLES: [&str; 5] = [
+    "app-events",
+    "census",
+    "repeated-release",
+    "retail-mixed",
+    "web-analytics",
+];
+
+#[test]
+fn every_example_compiles_byte_identically() {
+    for name in EXAMPLES {
+        let text = example(name);
+        let a = to_json(&compile(&text).unwrap_or_else(|e| panic!("{name}: {e}")));
+        let b = to_json(&compile(&text).unwrap());
+        assert_eq!(a, b, "{name}");
+        let loaded = load(&a).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(to_json(&loaded), a, "{name}: load → save is the identity");
+    }
+}
+
+#[test]
+fn plan_records_mechanisms_and_bounding() {
+    let p = compile(&example("web-analytics")).unwrap();
+    let b = &p.body;
+    assert_eq!(b.privacy.unit, "user");
+    assert_eq!(b.privacy.unit_id.as_deref(), Some("user_id"));
+    let visits = &b.datasets["visits"];
+    assert_eq!(visits.bounding.rows_per_unit, Some(5));
+    assert_eq!(visits.bounding.groups_per_unit, Some(3));
+    let daily = b.release("daily_visits").unwrap();
+    assert_eq!(daily.schedule.slots, 365);
+    assert_eq!(daily.schedule.every_seconds, Some(86_400.0));
+    assert_eq!(daily.parts[0].mechanism, "laplace");
+    assert_eq!(daily.parts[0].scale, Some(250.0));
+    assert_eq!(daily.parts[0].l1, 5.0);
+    assert!(daily.parts[0].grid_exponent < -30);
+    let mean = b.release("mean_time").unwrap();
+    assert_eq!(mean.parts.len(), 2);
+    assert_eq!(mean.parts[0].statistic, "sum");
+    assert_eq!(mean.parts[1].statistic, "count");
+    let mix = b.release("page_mix").unwrap();
+    assert_eq!(
+        mix.aggregation.groups.as_ref().unwrap(),
+        &vec!["home".to_string(), "search".into(), "checkout".into()]
+    );
+    assert_eq!(b.publishes[0].source, "daily_visits");
+    assert!(p.body.privacy.total.epsilon <= 4.0);
+}
+
+#[test]
+fn a_plan_with_errors_is_not_compiled() {
+    let text = example("web-analytics").replace("rows_per_unit 5", "");
+    assert!(matches!(compile(&text), Err(CompileError::Diagnostics(_))));
+}
+
+#[test]
+fn hand_edits_are_refused() {
+    let p = compile(&example("web-analytics")).unwrap();
+    let json = to_json(&p);
+    // 1. edit a value, keep the hash: the hash check fails.
+    let edited = json.replace("\"scale\": 250.0", "\"scale\": 2.5");
+    assert_ne!(edited, json);
+    assert!(
+        matches!(load(&edited), Err(LoadError::HashMismatch { .. })),
+        "{:?}",
+        load(&edited)
+    );
+    // 2. edit a value and recompute the hash: the recompilation check fails.
+    let mut forged: ExecutablePlan = serde_json::from_str(&edited).unwrap();
+    forged.body_sha256 = body_hash(&forged.body);
+    let err = load(&to_json(&forged)).unwrap_err();
+    assert!(matches!(err, LoadError::Recompiled(_)), "{err:?}");
+    assert!(err.to_string().contains("recompile"));
+    // 3. edit the embedded source without its hash.
+    let mut forged: ExecutablePlan = serde_json::from_str(&json).unwrap();
+    forged.body.source.text = forged.body.source.text.replace("scale 250", "scale 2.5");
+    forged.body_sha256 = body_hash(&forged.body);
+    assert_eq!(
+        load(&to_json(&forged)).unwrap_err(),
+        LoadError::SourceHashMismatch
+    );
+    // 4. an unknown field is refused.
+    let extra = json.replacen("\"format_version\"", "\"x\": 1, \"format_version\"", 1);
+    assert!(matches!(load(&extra), Err(LoadError::NotJson(_))));
+    // 5. a wrong version.
+    let v2 = json.replacen("\"format_version\": 1", "\"format_version\": 2", 1);
+    assert!(matches!(load(&v2), Err(LoadError::WrongFormat(_))));
+}
+
+#[test]
+fn grid_exponents() {
+    // noise spans ≥ 2^40 steps
+    assert_eq!(grid_exponent(1.0, None), -40);
+    assert_eq!(grid_exponent(1500.0, None), 10 - 40);
+    // a count stays on the integers
+    assert_eq!(grid_exponent(1e30, None), 0);
+    // one value fits in 62 bits
+    assert_eq!(grid_exponent(1e-6, Some([0.0, 1e6])), 20 - 62);
+}

@@ -1,0 +1,212 @@
+//! `cargo bench -p dpplan-runtime` (release): bounded aggregation over a
+//! generated CSV (10⁷ rows by default, `DPPLAN_BENCH_ROWS` to change) against
+//! a plain, non-private aggregation of the same file in the same binary, and
+//! sampler throughput. Prints figures; asserts nothing about time.
+
+use std::io::Write;
+use std::time::Instant;
+
+use dpplan_runtime::engine::{plain_aggregate, CsvEngine, Engine, StatKind, Statistic};
+use dpplan_runtime::rng::SecureRng;
+use dpplan_runtime::sampler::Noise;
+
+const PLAN: &str = r#"plan "bench" {
+  privacy { unit user by user_id adjacency add_remove budget epsilon 10 delta 1e-6 }
+  dataset visits {
+    column user_id : id
+    column page    : category { "home", "search", "checkout", "account" }
+    column seconds : float in [0, 3600]
+    contribution { rows_per_unit 5 groups_per_unit 3 }
+  }
+  query c { count(visits) noise laplace scale 10 schedule once }
+  query s { sum(visits.seconds) noise laplace scale 10000 schedule once }
+  query h { histogram(visits by page) noise gaussian sigma 20 schedule once }
+}"#;
+
+/// Peak resident memory so far (Linux), in MB.
+fn peak_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let rows: u64 = std::env::var("DPPLAN_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let users = (rows / 10).max(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("visits.csv");
+    let t = Instant::now();
+    {
+        let mut f =
+            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).unwrap());
+        writeln!(f, "user_id,page,seconds").unwrap();
+        let pages = ["home", "search", "checkout", "account"];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..rows {
+            // xorshift: a deterministic, cheap stream for the file's content
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = x % users;
+            let p = pages[((x >> 20) % 4) as usize];
+            let s = (x >> 32) % 4000;
+            writeln!(f, "u{u:08},{p},{}.{}", s, (x >> 8) % 10).unwrap();
+        }
+    }
+    let size = std::fs::metadata(&path).unwrap().len();
+    println!(
+        "generated {rows} rows ({:.0} MB, {users} users) in {:.1} s",
+        size as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+
+    let plan = dpplan_plan::compile(PLAN).unwrap();
+    let ds = &plan.body.datasets["visits"];
+    let grid = |q: &str| plan.body.release(q).unwrap().parts[0].grid_exponent;
+    let domain: Vec<String> = ["home", "search", "checkout", "account"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+
+    let t = Instant::now();
+    let (n, _, _) = plain_aggregate(&path, "seconds", "page", &domain).unwrap();
+    let plain = t.elapsed().as_secs_f64();
+    println!(
+        "plain aggregation (count + sum + histogram): {:.2} s, {:.2} M rows/s, peak RSS {:.0} MB",
+        plain,
+        n as f64 / plain / 1e6,
+        peak_mb()
+    );
+
+    let mut rng = SecureRng::from_os().unwrap();
+    let cases: Vec<(&str, Vec<Statistic>)> = vec![
+        (
+            "bounded count",
+            vec![Statistic {
+                kind: StatKind::Count,
+                grid: grid("c"),
+            }],
+        ),
+        (
+            "bounded sum",
+            vec![Statistic {
+                kind: StatKind::Sum {
+                    column: "seconds".into(),
+                },
+                grid: grid("s"),
+            }],
+        ),
+        (
+            "bounded histogram",
+            vec![Statistic {
+                kind: StatKind::GroupedCount { by: "page".into() },
+                grid: grid("h"),
+            }],
+        ),
+        (
+            "bounded count + sum + histogram (one pass)",
+            vec![
+                Statistic {
+                    kind: StatKind::Count,
+                    grid: grid("c"),
+                },
+                Statistic {
+                    kind: StatKind::Sum {
+                        column: "seconds".into(),
+                    },
+                    grid: grid("s"),
+                },
+                Statistic {
+                    kind: StatKind::GroupedCount { by: "page".into() },
+                    grid: grid("h"),
+                },
+            ],
+        ),
+    ];
+    for (name, stats) in cases {
+        let t = Instant::now();
+        let v = CsvEngine.aggregate(ds, &path, &stats, &mut rng).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        std::hint::black_box(v);
+        println!(
+            "{name}: {:.2} s, {:.2} M rows/s, {:.2}× the plain aggregation, peak RSS so far {:.0} MB",
+            s,
+            rows as f64 / s / 1e6,
+            s / plain,
+            peak_mb()
+        );
+    }
+
+    // The same file under a row-level unit: no per-unit state.
+    let row_plan = dpplan_plan::compile(
+        &PLAN
+            .replace("unit user by user_id", "unit row")
+            .replace("contribution { rows_per_unit 5 groups_per_unit 3 }", ""),
+    )
+    .unwrap();
+    let rows_ds = &row_plan.body.datasets["visits"];
+    let t = Instant::now();
+    let v = CsvEngine
+        .aggregate(
+            rows_ds,
+            &path,
+            &[
+                Statistic {
+                    kind: StatKind::Count,
+                    grid: 0,
+                },
+                Statistic {
+                    kind: StatKind::Sum {
+                        column: "seconds".into(),
+                    },
+                    grid: grid("s"),
+                },
+                Statistic {
+                    kind: StatKind::GroupedCount { by: "page".into() },
+                    grid: 0,
+                },
+            ],
+            &mut rng,
+        )
+        .unwrap();
+    let s = t.elapsed().as_secs_f64();
+    std::hint::black_box(v);
+    println!(
+        "row-level unit, count + sum + histogram (one pass, no per-unit state): {:.2} s, {:.2} M rows/s, {:.2}× the plain aggregation",
+        s,
+        rows as f64 / s / 1e6,
+        s / plain
+    );
+
+    for (kind, scale, k) in [
+        ("discrete_laplace", 250.0, 0),
+        ("discrete_gaussian", 60.0, 0),
+        (
+            "laplace",
+            250.0,
+            plan.body.release("c").map(|_| -33).unwrap(),
+        ),
+        ("gaussian", 20.0, grid("h")),
+    ] {
+        let noise = Noise::new(kind, Some(scale), k).unwrap();
+        let n = 200_000;
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(noise.sample(&mut rng));
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "sampler {kind} scale {scale} on 2^{k}: {:.0} draws/s ({:.2} µs/draw)",
+            n as f64 / s,
+            s / n as f64 * 1e6
+        );
+    }
+}

@@ -1,0 +1,901 @@
+//! The privacy ledger: an append-only, hash-chained SQLite table.
+//!
+//! * Created once, atomically (built under a temporary name with WAL mode
+//!   and the schema, then hard-linked into place), so concurrent first runs
+//!   never race on `PRAGMA journal_mode`.
+//! * Every connection uses `synchronous=FULL` and a busy timeout; every
+//!   write is a `BEGIN IMMEDIATE` transaction, so two runtimes serialise and
+//!   re-read the tail before appending.
+//! * Triggers refuse UPDATE and DELETE; each entry's hash is SHA-256 over its
+//!   sequence number, the cumulative spend, its content and the previous
+//!   hash, so an edit made behind SQLite's back is found by [`Ledger::verify`].
+//! * A release is two entries: the `intent` (with its charge) is durable
+//!   before noise is drawn, the `value` after. An intent without a value is
+//!   a crashed release: charged, unpublished, and never drawn again.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dpplan_accounting as acct;
+use dpplan_plan::{ExecutablePlan, Release};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+const LEDGER_FORMAT: &str = "dpplan-ledger-1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: i64,
+    /// `open`, `intent`, `value`, `correction` or `upgrade`.
+    pub kind: String,
+    /// The plan in force when the entry was written.
+    pub plan_hash: String,
+    pub query: Option<String>,
+    pub slot: Option<i64>,
+    /// JSON: the mechanism and its exact parameters (intents).
+    pub mechanism: Option<String>,
+    /// Charged by this entry (intents only).
+    pub epsilon: f64,
+    pub delta: f64,
+    /// Running totals of the charges (basic composition: Σε, Σδ).
+    pub total_epsilon: f64,
+    pub total_delta: f64,
+    /// JSON: the released value (values), a reason (corrections), the
+    /// accounting (upgrades), the schedule start (open).
+    pub value: Option<String>,
+    /// The entry this one completes or corrects.
+    pub refers_to: Option<i64>,
+    /// UTC, RFC 3339.
+    pub time: String,
+    pub version: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// The hashed content of an entry (everything but the chain fields).
+#[derive(Serialize)]
+struct Content<'a> {
+    kind: &'a str,
+    plan_hash: &'a str,
+    query: &'a Option<String>,
+    slot: Option<i64>,
+    mechanism: &'a Option<String>,
+    epsilon: f64,
+    delta: f64,
+    value: &'a Option<String>,
+    refers_to: Option<i64>,
+    time: &'a str,
+    version: &'a str,
+}
+
+impl Entry {
+    pub fn compute_hash(&self) -> String {
+        let content = serde_json::to_string(&Content {
+            kind: &self.kind,
+            plan_hash: &self.plan_hash,
+            query: &self.query,
+            slot: self.slot,
+            mechanism: &self.mechanism,
+            epsilon: self.epsilon,
+            delta: self.delta,
+            value: &self.value,
+            refers_to: self.refers_to,
+            time: &self.time,
+            version: &self.version,
+        })
+        .expect("entry content serialises");
+        let mut h = Sha256::new();
+        h.update(self.seq.to_string().as_bytes());
+        h.update(b"\n");
+        h.update(format!("{:016x}", self.total_epsilon.to_bits()).as_bytes());
+        h.update(b"\n");
+        h.update(format!("{:016x}", self.total_delta.to_bits()).as_bytes());
+        h.update(b"\n");
+        h.update(content.as_bytes());
+        h.update(b"\n");
+        h.update(self.prev_hash.as_bytes());
+        hex(&h.finalize())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Debug)]
+pub enum LedgerError {
+    Sqlite(String),
+    /// The ledger belongs to another plan.
+    PlanMismatch {
+        ledger: String,
+        plan: String,
+    },
+    NotInPlan(String),
+    AlreadyReleased {
+        query: String,
+        slot: u64,
+    },
+    /// An intent without a value: charged, never re-drawn.
+    Unpublished {
+        query: String,
+        slot: u64,
+        seq: i64,
+    },
+    SlotOutOfRange {
+        query: String,
+        slot: u64,
+        slots: u64,
+    },
+    ScheduleExhausted {
+        query: String,
+        slots: u64,
+    },
+    OverBudget(String),
+    NotALedger(String),
+    Corrupt(String),
+    NoSuchEntry(i64),
+}
+
+impl std::fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerError::Sqlite(e) => write!(f, "ledger database error: {e}"),
+            LedgerError::PlanMismatch { ledger, plan } => write!(
+                f,
+                "the ledger belongs to plan {ledger}, not to this plan {plan}; pass --upgrade to account the ledger's history together with the new plan"
+            ),
+            LedgerError::NotInPlan(q) => write!(f, "`{q}` is not a release of the compiled plan"),
+            LedgerError::AlreadyReleased { query, slot } => write!(f, "`{query}` slot {slot} was already released; its value is served from the ledger"),
+            LedgerError::Unpublished { query, slot, seq } => write!(
+                f,
+                "`{query}` slot {slot} was charged (ledger entry {seq}) but never published (the run was interrupted); it is not drawn again"
+            ),
+            LedgerError::SlotOutOfRange { query, slot, slots } => write!(f, "`{query}` has {slots} slot(s) (0..{}); slot {slot} is not in its schedule", slots.saturating_sub(1)),
+            LedgerError::ScheduleExhausted { query, slots } => write!(f, "`{query}` was already released the {slots} time(s) its schedule declares"),
+            LedgerError::OverBudget(s) => write!(f, "{s}"),
+            LedgerError::NotALedger(s) => write!(f, "not a dpplan ledger: {s}"),
+            LedgerError::Corrupt(s) => write!(f, "the ledger is corrupt: {s}"),
+            LedgerError::NoSuchEntry(s) => write!(f, "the ledger has no entry {s}"),
+        }
+    }
+}
+
+impl std::error::Error for LedgerError {}
+
+impl From<rusqlite::Error> for LedgerError {
+    fn from(e: rusqlite::Error) -> Self {
+        LedgerError::Sqlite(e.to_string())
+    }
+}
+
+pub struct Ledger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE entries (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    query TEXT,
+    slot INTEGER,
+    mechanism TEXT,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    total_epsilon REAL NOT NULL,
+    total_delta REAL NOT NULL,
+    value TEXT,
+    refers_to INTEGER,
+    time TEXT NOT NULL,
+    version TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX entries_release ON entries (query, slot);
+CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+";
+
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // civil_from_days (H. Hinnant)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+fn configure(conn: &Connection) -> Result<(), LedgerError> {
+    conn.busy_timeout(Duration::from_secs(60))?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(())
+}
+
+/// What a new ledger is opened for.
+pub struct Genesis<'a> {
+    pub plan_hash: &'a str,
+    /// Start (Unix seconds) of `every … for …` schedules.
+    pub schedule_start: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenInfo {
+    pub schedule_start: i64,
+    pub ledger_format: String,
+}
+
+/// The outcome of [`Ledger::verify`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    pub entries: i64,
+    pub latest_hash: String,
+    /// The first entry whose chain does not hold, and why.
+    pub first_bad: Option<(i64, String)>,
+}
+
+impl Ledger {
+    /// Opens a ledger, creating it (for `genesis`) when the file does not
+    /// exist.
+    pub fn open(path: &Path, genesis: Option<Genesis>) -> Result<Ledger, LedgerError> {
+        if !path.exists() {
+            let Some(g) = genesis else {
+                return Err(LedgerError::NotALedger(format!(
+                    "`{}` does not exist",
+                    path.display()
+                )));
+            };
+            Self::create(path, &g)?;
+        }
+        let conn = Connection::open(path)?;
+        configure(&conn)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        let format: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|_| {
+                LedgerError::NotALedger(format!("`{}` has no ledger tables", path.display()))
+            })?;
+        if format.as_deref() != Some(LEDGER_FORMAT) {
+            return Err(LedgerError::NotALedger(format!(
+                "`{}` is not a {LEDGER_FORMAT} ledger",
+                path.display()
+            )));
+        }
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(LedgerError::Corrupt(format!(
+                "journal mode is {mode}, expected wal"
+            )));
+        }
+        Ok(Ledger {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn create(path: &Path, g: &Genesis) -> Result<(), LedgerError> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut seed = [0u8; 8];
+        getrandom::fill(&mut seed).map_err(|_| LedgerError::Sqlite("no OS randomness".into()))?;
+        let tmp = dir.join(format!(
+            ".{}.{}.creating",
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            u64::from_le_bytes(seed)
+        ));
+        {
+            let conn = Connection::open(&tmp)?;
+            // WAL is set exactly once, here, on a file no one else sees.
+            let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(LedgerError::Sqlite(format!(
+                    "cannot enable WAL mode (got {mode}); use a local disk"
+                )));
+            }
+            configure(&conn)?;
+            conn.execute_batch(SCHEMA)?;
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('format', ?1)",
+                params![LEDGER_FORMAT],
+            )?;
+            let info = OpenInfo {
+                schedule_start: g.schedule_start,
+                ledger_format: LEDGER_FORMAT.into(),
+            };
+            let mut e = Entry {
+                seq: 1,
+                kind: "open".into(),
+                plan_hash: g.plan_hash.into(),
+                query: None,
+                slot: None,
+                mechanism: None,
+                epsilon: 0.0,
+                delta: 0.0,
+                total_epsilon: 0.0,
+                total_delta: 0.0,
+                value: Some(serde_json::to_string(&info).expect("serialises")),
+                refers_to: None,
+                time: now_rfc3339(),
+                version: dpplan_plan::COMPILER.into(),
+                prev_hash: GENESIS_PREV.into(),
+                hash: String::new(),
+            };
+            e.hash = e.compute_hash();
+            insert(&conn, &e)?;
+            conn.close().map_err(|(_, e)| LedgerError::from(e))?;
+        }
+        // Publish atomically; if another process won the race, use theirs.
+        let linked = std::fs::hard_link(&tmp, path);
+        let _ = std::fs::remove_file(&tmp);
+        for suffix in ["-wal", "-shm"] {
+            let mut p = tmp.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
+        match linked {
+            Ok(()) => Ok(()),
+            Err(_) if path.exists() => Ok(()),
+            Err(e) => Err(LedgerError::Sqlite(format!(
+                "cannot create `{}`: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
+        read_entries(&self.conn, "SELECT * FROM entries ORDER BY seq", [])
+    }
+
+    pub fn tail(&self) -> Result<Entry, LedgerError> {
+        tail(&self.conn)
+    }
+
+    /// The plan hash currently in force (the last `open` or `upgrade`).
+    pub fn plan_hash(&self) -> Result<String, LedgerError> {
+        current_plan(&self.conn)
+    }
+
+    pub fn open_info(&self) -> Result<OpenInfo, LedgerError> {
+        let v: Option<String> =
+            self.conn
+                .query_row("SELECT value FROM entries WHERE seq = 1", [], |r| r.get(0))?;
+        serde_json::from_str(v.as_deref().unwrap_or(""))
+            .map_err(|_| LedgerError::Corrupt("the opening entry is unreadable".into()))
+    }
+
+    /// The committed value of a release, if any.
+    pub fn value_of(&self, query: &str, slot: u64) -> Result<Option<Entry>, LedgerError> {
+        let v = read_entries(
+            &self.conn,
+            "SELECT * FROM entries WHERE kind = 'value' AND query = ?1 AND slot = ?2 ORDER BY seq LIMIT 1",
+            params![query, slot as i64],
+        )?;
+        Ok(v.into_iter().next())
+    }
+
+    /// The latest committed value of a query.
+    pub fn latest_value(&self, query: &str) -> Result<Option<Entry>, LedgerError> {
+        let v = read_entries(
+            &self.conn,
+            "SELECT * FROM entries WHERE kind = 'value' AND query = ?1 ORDER BY seq DESC LIMIT 1",
+            params![query],
+        )?;
+        Ok(v.into_iter().next())
+    }
+
+    /// Whether a slot has an intent (charged), and its value if committed.
+    pub fn slot_state(&self, query: &str, slot: u64) -> Result<SlotState, LedgerError> {
+        slot_state(&self.conn, query, slot)
+    }
+
+    /// Step 1 of a release: under an exclusive transaction, re-read the tail
+    /// and the plan, refuse anything outside the plan's schedule, and append
+    /// the intent with its charge. Durable (synchronous=FULL) on return.
+    pub fn begin_release(
+        &mut self,
+        plan: &ExecutablePlan,
+        release: &Release,
+        slot: u64,
+    ) -> Result<Entry, LedgerError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = current_plan(&tx)?;
+        if current != plan.body_sha256 {
+            return Err(LedgerError::PlanMismatch {
+                ledger: current,
+                plan: plan.body_sha256.clone(),
+            });
+        }
+        if plan.body.release(&release.name) != Some(release) {
+            return Err(LedgerError::NotInPlan(release.name.clone()));
+        }
+        let slots = release.schedule.slots;
+        if slot >= slots {
+            return Err(LedgerError::SlotOutOfRange {
+                query: release.name.clone(),
+                slot,
+                slots,
+            });
+        }
+        match slot_state(&tx, &release.name, slot)? {
+            SlotState::Free => {}
+            SlotState::Released(_) => {
+                return Err(LedgerError::AlreadyReleased {
+                    query: release.name.clone(),
+                    slot,
+                })
+            }
+            SlotState::Charged(seq) => {
+                return Err(LedgerError::Unpublished {
+                    query: release.name.clone(),
+                    slot,
+                    seq,
+                })
+            }
+        }
+        let done: i64 = tx.query_row(
+            "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND query = ?1",
+            params![release.name],
+            |r| r.get(0),
+        )?;
+        if done as u64 >= slots {
+            return Err(LedgerError::ScheduleExhausted {
+                query: release.name.clone(),
+                slots,
+            });
+        }
+        let mechanism = serde_json::to_string(&MechanismRecord::of(release)).expect("serialises");
+        let prev = tail(&tx)?;
+        let mut e = Entry {
+            seq: prev.seq + 1,
+            kind: "intent".into(),
+            plan_hash: plan.body_sha256.clone(),
+            query: Some(release.name.clone()),
+            slot: Some(slot as i64),
+            mechanism: Some(mechanism),
+            epsilon: release.cost_per_release.epsilon,
+            delta: release.cost_per_release.delta,
+            total_epsilon: prev.total_epsilon + release.cost_per_release.epsilon,
+            total_delta: prev.total_delta + release.cost_per_release.delta,
+            value: None,
+            refers_to: None,
+            time: now_rfc3339(),
+            version: dpplan_plan::COMPILER.into(),
+            prev_hash: prev.hash.clone(),
+            hash: String::new(),
+        };
+        e.hash = e.compute_hash();
+        insert(&tx, &e)?;
+        tx.commit()?;
+        Ok(e)
+    }
+
+    /// Step 2: append the drawn value for an intent. Durable on return.
+    pub fn commit_value(
+        &mut self,
+        intent: &Entry,
+        value_json: String,
+    ) -> Result<Entry, LedgerError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let prev = tail(&tx)?;
+        let mut e = Entry {
+            seq: prev.seq + 1,
+            kind: "value".into(),
+            plan_hash: intent.plan_hash.clone(),
+            query: intent.query.clone(),
+            slot: intent.slot,
+            mechanism: None,
+            epsilon: 0.0,
+            delta: 0.0,
+            total_epsilon: prev.total_epsilon,
+            total_delta: prev.total_delta,
+            value: Some(value_json),
+            refers_to: Some(intent.seq),
+            time: now_rfc3339(),
+            version: dpplan_plan::COMPILER.into(),
+            prev_hash: prev.hash.clone(),
+            hash: String::new(),
+        };
+        e.hash = e.compute_hash();
+        insert(&tx, &e)?;
+        tx.commit()?;
+        Ok(e)
+    }
+
+    /// Appends a correction of entry `seq` (it stays as it was).
+    pub fn correct(&mut self, seq: i64, reason: &str) -> Result<Entry, LedgerError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let target = read_entries(&tx, "SELECT * FROM entries WHERE seq = ?1", params![seq])?;
+        let target = target
+            .into_iter()
+            .next()
+            .ok_or(LedgerError::NoSuchEntry(seq))?;
+        let prev = tail(&tx)?;
+        let mut e = Entry {
+            seq: prev.seq + 1,
+            kind: "correction".into(),
+            plan_hash: current_plan(&tx)?,
+            query: target.query.clone(),
+            slot: target.slot,
+            mechanism: None,
+            epsilon: 0.0,
+            delta: 0.0,
+            total_epsilon: prev.total_epsilon,
+            total_delta: prev.total_delta,
+            value: Some(serde_json::json!({ "reason": reason }).to_string()),
+            refers_to: Some(seq),
+            time: now_rfc3339(),
+            version: dpplan_plan::COMPILER.into(),
+            prev_hash: prev.hash.clone(),
+            hash: String::new(),
+        };
+        e.hash = e.compute_hash();
+        insert(&tx, &e)?;
+        tx.commit()?;
+        Ok(e)
+    }
+
+    /// Moves the ledger to a new plan: the ledger's history (every charged
+    /// intent, under any earlier plan) plus every release the new plan may
+    /// make must fit the new plan's budget under its accountant.
+    pub fn upgrade(&mut self, plan: &ExecutablePlan) -> Result<Option<Entry>, LedgerError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = current_plan(&tx)?;
+        if current == plan.body_sha256 {
+            return Ok(None);
+        }
+        let intents = read_entries(
+            &tx,
+            "SELECT * FROM entries WHERE kind = 'intent' ORDER BY seq",
+            [],
+        )?;
+        let mut releases: Vec<acct::Release> = Vec::new();
+        let mut push = |m: acct::Mechanism, count: u64| {
+            if let Some(r) = releases.iter_mut().find(|r| r.mechanism == m) {
+                r.count += count;
+            } else {
+                releases.push(acct::Release {
+                    mechanism: m,
+                    count,
+                });
+            }
+        };
+        for i in &intents {
+            let rec: MechanismRecord = serde_json::from_str(i.mechanism.as_deref().unwrap_or(""))
+                .map_err(|_| {
+                LedgerError::Corrupt(format!("entry {} has an unreadable mechanism", i.seq))
+            })?;
+            for m in rec.accounting() {
+                push(m, 1);
+            }
+        }
+        let history = intents.len();
+        for r in &plan.body.releases {
+            for m in r.mechanisms() {
+                push(m, r.schedule.slots);
+            }
+        }
+        let p = &plan.body.privacy;
+        let bound = match p.accountant.as_str() {
+            "best" => acct::best(&releases, p.budget_delta),
+            other => {
+                let a = match other {
+                    "basic" => acct::Accountant::Basic,
+                    "advanced" => acct::Accountant::Advanced,
+                    "zcdp" => acct::Accountant::Zcdp,
+                    "rdp" => acct::Accountant::Rdp,
+                    "gdp" => acct::Accountant::Gdp,
+                    _ => acct::Accountant::Pld,
+                };
+                acct::epsilon(&releases, p.budget_delta, a)
+            }
+        }
+        .map_err(|e| {
+            LedgerError::OverBudget(format!(
+                "the ledger's history and the new plan cannot be accounted together: {e}"
+            ))
+        })?;
+        if bound.epsilon > p.budget_epsilon * (1.0 + 1e-12) {
+            return Err(LedgerError::OverBudget(format!(
+                "the ledger's history ({history} charged release(s)) plus the new plan spend ε = {} at δ = {} ({}), over the new plan's budget ε = {}; the upgrade is refused",
+                bound.epsilon, bound.delta, bound.accountant, p.budget_epsilon
+            )));
+        }
+        let prev = tail(&tx)?;
+        let mut e = Entry {
+            seq: prev.seq + 1,
+            kind: "upgrade".into(),
+            plan_hash: plan.body_sha256.clone(),
+            query: None,
+            slot: None,
+            mechanism: None,
+            epsilon: 0.0,
+            delta: 0.0,
+            total_epsilon: prev.total_epsilon,
+            total_delta: prev.total_delta,
+            value: Some(
+                serde_json::json!({
+                    "from_plan": current,
+                    "history_releases": history,
+                    "epsilon": bound.epsilon,
+                    "delta": bound.delta,
+                    "accountant": format!("{:?}", bound.accountant).to_lowercase(),
+                    "budget_epsilon": p.budget_epsilon,
+                })
+                .to_string(),
+            ),
+            refers_to: None,
+            time: now_rfc3339(),
+            version: dpplan_plan::COMPILER.into(),
+            prev_hash: prev.hash.clone(),
+            hash: String::new(),
+        };
+        e.hash = e.compute_hash();
+        insert(&tx, &e)?;
+        tx.commit()?;
+        Ok(Some(e))
+    }
+
+    /// Checks the whole chain; reports the first entry that does not hold.
+    pub fn verify(&self) -> Result<Verification, LedgerError> {
+        let entries = self.entries()?;
+        let mut prev_hash = GENESIS_PREV.to_string();
+        let mut totals = (0.0f64, 0.0f64);
+        let mut latest = GENESIS_PREV.to_string();
+        for (i, e) in entries.iter().enumerate() {
+            let bad = |why: &str| Verification {
+                entries: entries.len() as i64,
+                latest_hash: entries.last().map(|e| e.hash.clone()).unwrap_or_default(),
+                first_bad: Some((e.seq, why.to_string())),
+            };
+            if e.seq != i as i64 + 1 {
+                return Ok(bad(
+                    "sequence numbers are not contiguous (an entry was removed or inserted)",
+                ));
+            }
+            if e.prev_hash != prev_hash {
+                return Ok(bad("it does not link to the previous entry's hash"));
+            }
+            let expected = (totals.0 + e.epsilon, totals.1 + e.delta);
+            if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
+                return Ok(bad("the running total does not add up"));
+            }
+            if (e.kind != "intent") && (e.epsilon != 0.0 || e.delta != 0.0) {
+                return Ok(bad("only an intent may charge"));
+            }
+            if e.compute_hash() != e.hash {
+                return Ok(bad("its content does not match its hash (it was modified)"));
+            }
+            totals = expected;
+            prev_hash = e.hash.clone();
+            latest = e.hash.clone();
+        }
+        Ok(Verification {
+            entries: entries.len() as i64,
+            latest_hash: latest,
+            first_bad: None,
+        })
+    }
+}
+
+/// How a slot stands in the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotState {
+    Free,
+    /// Intent at this seq, no value.
+    Charged(i64),
+    Released(Box<Entry>),
+}
+
+fn slot_state(conn: &Connection, query: &str, slot: u64) -> Result<SlotState, LedgerError> {
+    let intent: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM entries WHERE kind = 'intent' AND query = ?1 AND slot = ?2 ORDER BY seq LIMIT 1",
+            params![query, slot as i64],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(seq) = intent else {
+        return Ok(SlotState::Free);
+    };
+    let v = read_entries(
+        conn,
+        "SELECT * FROM entries WHERE kind = 'value' AND refers_to = ?1 LIMIT 1",
+        params![seq],
+    )?;
+    Ok(match v.into_iter().next() {
+        Some(e) => SlotState::Released(Box::new(e)),
+        None => SlotState::Charged(seq),
+    })
+}
+
+/// The mechanism record of an intent: what was charged, exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MechanismRecord {
+    pub aggregation: String,
+    pub parts: Vec<PartRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub statistic: String,
+    pub mechanism: String,
+    pub scale: Option<f64>,
+    pub grid_exponent: i32,
+    pub l1: f64,
+    pub l2: f64,
+    pub coords: u64,
+}
+
+impl MechanismRecord {
+    pub fn of(r: &Release) -> Self {
+        MechanismRecord {
+            aggregation: r.aggregation.text.clone(),
+            parts: r
+                .parts
+                .iter()
+                .map(|p| PartRecord {
+                    statistic: p.statistic.clone(),
+                    mechanism: p.mechanism.clone(),
+                    scale: p.scale,
+                    grid_exponent: p.grid_exponent,
+                    l1: p.l1,
+                    l2: p.l2,
+                    coords: p.coords,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn accounting(&self) -> Vec<acct::Mechanism> {
+        self.parts
+            .iter()
+            .filter_map(|p| {
+                let kind = match p.mechanism.as_str() {
+                    "laplace" => acct::NoiseKind::Laplace,
+                    "gaussian" => acct::NoiseKind::Gaussian,
+                    "discrete_laplace" => acct::NoiseKind::DiscreteLaplace,
+                    "discrete_gaussian" => acct::NoiseKind::DiscreteGaussian,
+                    _ => return None,
+                };
+                Some(acct::Mechanism {
+                    kind,
+                    scale: p.scale?,
+                    sensitivity: acct::Sensitivity {
+                        l1: p.l1,
+                        l2: p.l2,
+                        coords: p.coords,
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+fn current_plan(conn: &Connection) -> Result<String, LedgerError> {
+    conn.query_row(
+        "SELECT plan_hash FROM entries WHERE kind IN ('open', 'upgrade') ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| r.get(0),
+    )
+    .optional()?
+    .ok_or_else(|| LedgerError::Corrupt("no opening entry".into()))
+}
+
+fn tail(conn: &Connection) -> Result<Entry, LedgerError> {
+    read_entries(conn, "SELECT * FROM entries ORDER BY seq DESC LIMIT 1", [])?
+        .into_iter()
+        .next()
+        .ok_or_else(|| LedgerError::Corrupt("the ledger is empty".into()))
+}
+
+fn insert(conn: &Connection, e: &Entry) -> Result<(), LedgerError> {
+    conn.execute(
+        "INSERT INTO entries (seq, kind, plan_hash, query, slot, mechanism, epsilon, delta, total_epsilon, total_delta, value, refers_to, time, version, prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            e.seq,
+            e.kind,
+            e.plan_hash,
+            e.query,
+            e.slot,
+            e.mechanism,
+            e.epsilon,
+            e.delta,
+            e.total_epsilon,
+            e.total_delta,
+            e.value,
+            e.refers_to,
+            e.time,
+            e.version,
+            e.prev_hash,
+            e.hash
+        ],
+    )?;
+    Ok(())
+}
+
+fn read_entries<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    p: P,
+) -> Result<Vec<Entry>, LedgerError> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map(p, |r| {
+        Ok(Entry {
+            seq: r.get("seq")?,
+            kind: r.get("kind")?,
+            plan_hash: r.get("plan_hash")?,
+            query: r.get("query")?,
+            slot: r.get("slot")?,
+            mechanism: r.get("mechanism")?,
+            epsilon: r.get("epsilon")?,
+            delta: r.get("delta")?,
+            total_epsilon: r.get("total_epsilon")?,
+            total_delta: r.get("total_delta")?,
+            value: r.get("value")?,
+            refers_to: r.get("refers_to")?,
+            time: r.get("time")?,
+            version: r.get("version")?,
+            prev_hash: r.get("prev_hash")?,
+            hash: r.get("hash")?,
+        })
+    })?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r?);
+    }
+    Ok(out)
+}

