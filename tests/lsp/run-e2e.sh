@@ -15,6 +15,7 @@ if [[ -z "${DPPLAN_BIN:-}" ]]; then
   cargo build -q -j "${CARGO_BUILD_JOBS:-1}" -p dpplan-cli
   DPPLAN_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/dpplan"
 fi
+DPPLAN_BIN=$(realpath "$DPPLAN_BIN")
 export DPPLAN_BIN
 echo "e2e: using $DPPLAN_BIN"
 
@@ -25,6 +26,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 "$VENV/bin/pip" install -q "pytest-lsp==1.0.1" "pytest>=8" "pytest-asyncio>=0.24"
 (cd tests/lsp && "$VENV/bin/python" -m pytest -q -p no:cacheprovider test_e2e.py)
+passed=1
 
 # 2. Neovim headless (vim.lsp.start_client works from Neovim 0.7 on)
 if [[ "${SKIP_NVIM:-0}" != 1 ]]; then
@@ -35,8 +37,10 @@ if [[ "${SKIP_NVIM:-0}" != 1 ]]; then
   fi
   if command -v nvim >/dev/null; then
     timeout 120 nvim --headless -u NONE -c "luafile tests/lsp/nvim_e2e.lua"
+    passed=2
   else
-    echo "e2e: neovim not available; skipped"
+    echo "e2e: neovim could not be installed" >&2
+    exit 1
   fi
 fi
-echo "e2e: 2 passed, 0 failed"
+echo "e2e: $passed passed, 0 failed"
