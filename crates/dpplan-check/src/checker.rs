@@ -77,6 +77,9 @@ enum Scale {
 #[derive(Debug, Clone)]
 struct Part {
     role: &'static str,
+    /// Zero sensitivity: the statistic is public under this adjacency; it
+    /// needs no noise and is never passed to the accountants.
+    public: bool,
     kind: NoiseKind,
     derived: Derived,
     scale: Scale,
@@ -361,7 +364,7 @@ pub(crate) fn check(
             .filter(|q| q.ok)
             .flat_map(|q| {
                 let m = mult(q);
-                q.parts.iter().filter_map(move |p| {
+                q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                     Some(acct::Release {
                         mechanism: mechanism(p.kind, p.resolved?, &p.derived, m),
                         count: q.releases,
@@ -474,6 +477,7 @@ pub(crate) fn check(
         let parts_releases = |count: u64| -> Option<Vec<acct::Release>> {
             q.parts
                 .iter()
+                .filter(|p| !p.public)
                 .map(|p| {
                     Some(acct::Release {
                         mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
@@ -704,7 +708,36 @@ pub(crate) fn check(
     (Some(report), c.diags)
 }
 
+/// The stable id of a part's statistic (the executable plan keys on it).
+fn statistic_of(role: &str) -> &'static str {
+    match role {
+        "count" => "count",
+        "sum" => "sum",
+        "histogram" | "grouped count" => "grouped_count",
+        _ => "grouped_sum",
+    }
+}
+
 fn part_report(p: &Part) -> PartReport {
+    let statistic = statistic_of(p.role).to_string();
+    if p.public {
+        return PartReport {
+            role: p.role.into(),
+            statistic,
+            mechanism: MechanismReport {
+                kind: "none".into(),
+                scale: None,
+                sigma: None,
+                calibration: "none".into(),
+            },
+            l1: 0.0,
+            l2: 0.0,
+            coords: p.derived.coords,
+            derivation: p.derived.steps.clone(),
+            noise_std: 0.0,
+            ci95_half_width: 0.0,
+        };
+    }
     let scale = p.resolved.unwrap_or(f64::NAN);
     let (std, ci) = crate::noise::spread(p.kind, scale);
     let calibration = match p.scale {
@@ -714,6 +747,7 @@ fn part_report(p: &Part) -> PartReport {
     };
     PartReport {
         role: p.role.into(),
+        statistic,
         mechanism: MechanismReport {
             kind: p.kind.as_str().into(),
             scale: (!p.kind.is_gaussian()).then_some(scale),
@@ -1741,18 +1775,16 @@ fn plan_query<'a>(
             Scale::Fixed(s) => Some(s),
             _ => None,
         };
+        let public = d.l1 == 0.0 && d.l2 == 0.0;
         plan.parts.push(Part {
             role,
+            public,
             kind: nk,
             derived: d,
             scale: part_scale,
-            resolved,
+            resolved: if public { None } else { resolved },
         });
     }
-    // A zero sensitivity needs no noise and costs nothing: keep it out of
-    // the accounting (the mechanisms require a positive sensitivity).
-    plan.parts
-        .retain(|p| p.derived.l1 > 0.0 || p.derived.l2 > 0.0);
     Some(plan)
 }
 
@@ -1771,7 +1803,7 @@ fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
 
 fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan], _budget_delta: f64) {
     for q in queries.iter_mut() {
-        for p in q.parts.iter_mut() {
+        for p in q.parts.iter_mut().filter(|p| !p.public) {
             let Scale::FromEpsilon { epsilon, delta } = p.scale else {
                 continue;
             };
@@ -1843,7 +1875,7 @@ fn calibrate_auto(
     let fixed: Vec<acct::Release> = queries
         .iter()
         .flat_map(|q| {
-            q.parts.iter().filter_map(move |p| {
+            q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
                     mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
                     count: q.releases,
@@ -1854,10 +1886,13 @@ fn calibrate_auto(
     let autos: Vec<(NoiseKind, Derived, f64, u64)> = queries
         .iter()
         .flat_map(|q| {
-            q.parts.iter().filter_map(move |p| match p.scale {
-                Scale::Auto { weight } => Some((p.kind, p.derived.clone(), weight, q.releases)),
-                _ => None,
-            })
+            q.parts
+                .iter()
+                .filter(|p| !p.public)
+                .filter_map(move |p| match p.scale {
+                    Scale::Auto { weight } => Some((p.kind, p.derived.clone(), weight, q.releases)),
+                    _ => None,
+                })
         })
         .collect();
     let unit_scale = |kind: NoiseKind, d: &Derived, w: f64| -> f64 {
@@ -1877,7 +1912,7 @@ fn calibrate_auto(
     match solve_multiplier(&build, privacy.epsilon, privacy.delta, choice, precise) {
         Some(t) if t.is_finite() && t > 0.0 => {
             for q in queries.iter_mut() {
-                for p in q.parts.iter_mut() {
+                for p in q.parts.iter_mut().filter(|p| !p.public) {
                     if let Scale::Auto { weight } = p.scale {
                         p.resolved = Some(t * unit_scale(p.kind, &p.derived, weight));
                     }

@@ -77,7 +77,10 @@ pub struct MechanismReport {
 /// One noisy statistic inside a query (a mean has two: a sum and a count).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PartReport {
+    /// Human name of the part: `count`, `sum`, `histogram`, `grouped sum`, `grouped count`.
     pub role: String,
+    /// Stable id: `count`, `sum`, `grouped_count` or `grouped_sum`.
+    pub statistic: String,
     pub mechanism: MechanismReport,
     pub l1: f64,
     pub l2: f64,

@@ -205,5 +205,11 @@ fn replace_adjacency_changes_the_sensitivity() {
     .replace("add_remove", "replace");
     let r = report(&row);
     assert_eq!(r.queries[0].l1, 100.0); // hi − lo
-    assert!(r.queries[1].parts.is_empty()); // the count is public: no noise needed, no cost
+                                        // the count is public: no noise needed, no cost, and the part says so
+    let part = &r.queries[1].parts[0];
+    assert_eq!(
+        (part.statistic.as_str(), part.mechanism.kind.as_str()),
+        ("count", "none")
+    );
+    assert_eq!(r.queries[1].total.as_ref().map(|t| t.epsilon), Some(0.0));
 }

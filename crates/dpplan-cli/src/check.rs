@@ -12,6 +12,22 @@ use dpplan_render::FileResult;
 
 use crate::{ColorChoice, Deny, Format};
 
+/// Every plan file named by `paths` (files as given, directories searched
+/// for `*.dpplan`), or an error when there is none.
+pub fn plan_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect(p, &mut files)?;
+    }
+    if files.is_empty() {
+        return Err(miette!(
+            help = "plan files end in `.dpplan`",
+            "no plan files found"
+        ));
+    }
+    Ok(files)
+}
+
 pub fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let meta = std::fs::metadata(path)
         .into_diagnostic()
@@ -56,16 +72,7 @@ pub fn run(
     deny: Option<Deny>,
     color: ColorChoice,
 ) -> Result<ExitCode> {
-    let mut files = Vec::new();
-    for p in paths {
-        collect(p, &mut files)?;
-    }
-    if files.is_empty() {
-        return Err(miette!(
-            help = "plan files end in `.dpplan`",
-            "no plan files found"
-        ));
-    }
+    let files = plan_files(paths)?;
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
     for f in &files {
         let text = read_plan(f)?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result};
 
-use crate::check::{collect, read_plan};
+use crate::check::read_plan;
 
 pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
     // `dpplan fmt -`: standard input to standard output (for editors).
@@ -40,16 +40,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
             }
         };
     }
-    let mut files = Vec::new();
-    for p in paths {
-        collect(p, &mut files)?;
-    }
-    if files.is_empty() {
-        return Err(miette!(
-            help = "plan files end in `.dpplan`",
-            "no plan files found"
-        ));
-    }
+    let files = crate::check::plan_files(paths)?;
     let mut failed = false;
     let mut changed = 0usize;
     for f in &files {

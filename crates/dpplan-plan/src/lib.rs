@@ -546,22 +546,19 @@ fn release(
             )))
         }
     };
-    let role_of = |stat: &str| match stat {
-        "count" => "count",
-        "sum" => "sum",
-        "grouped_count" => {
-            if kind == ast::AggKind::Mean {
-                "grouped count"
-            } else {
-                "histogram"
-            }
-        }
-        _ => "grouped sum",
-    };
     let mut parts = Vec::new();
     for stat in &statistics {
-        let role = role_of(stat);
-        let part = match qr.parts.iter().find(|p| p.role == role) {
+        let Some(p) = qr.parts.iter().find(|p| p.statistic == *stat) else {
+            return Err(CompileError::Unsupported(format!(
+                "query `{}`: the checker reported no `{stat}` statistic",
+                q.name.value
+            )));
+        };
+        let part = match p.mechanism.kind.as_str() {
+            "none" => None,
+            _ => Some(p),
+        };
+        let part = match part {
             Some(p) => {
                 let scale = p.mechanism.scale.or(p.mechanism.sigma);
                 let Some(scale) = scale.filter(|s| s.is_finite() && *s > 0.0) else {
