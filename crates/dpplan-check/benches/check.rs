@@ -62,6 +62,7 @@ fn bench(c: &mut Criterion) {
         let opts = AnalysisOptions {
             all_accountants: false,
             per_query_costs: false,
+            accounting: true,
         };
         b.iter(|| analyze_with(&big, &opts))
     });

@@ -21,6 +21,7 @@ fn main() {
             dpplan_check::AnalysisOptions {
                 all_accountants: false,
                 per_query_costs: false,
+                accounting: true,
             },
         ),
         (

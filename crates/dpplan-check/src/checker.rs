@@ -18,6 +18,11 @@ pub struct AnalysisOptions {
     pub all_accountants: bool,
     /// Compute each query's cost alone (per-release and whole schedule).
     pub per_query_costs: bool,
+    /// Run the accounting at all (the plan's total, the budget check, `auto`
+    /// calibration). When false, every diagnostic but those that need a
+    /// total (DP011, DP018) is reported and no guarantee is claimed: the
+    /// language server publishes this pass first, within milliseconds.
+    pub accounting: bool,
 }
 
 impl Default for AnalysisOptions {
@@ -25,6 +30,7 @@ impl Default for AnalysisOptions {
         AnalysisOptions {
             all_accountants: true,
             per_query_costs: true,
+            accounting: true,
         }
     }
 }
@@ -356,7 +362,9 @@ pub(crate) fn check(
     calibrate_epsilon_parts(&mut c, &mut queries, privacy.delta);
     // Always the precise calibration, so that every front end shows the
     // same noise.
-    calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+    if options.accounting {
+        calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+    }
 
     // The plan's releases.
     let releases_of = |qs: &[QueryPlan], mult: &dyn Fn(&QueryPlan) -> f64| -> Vec<acct::Release> {
@@ -384,6 +392,8 @@ pub(crate) fn check(
     if has_errors {
         total_missing =
             Some("the plan has errors: no guarantee is claimed until they are fixed".to_string());
+    } else if !options.accounting {
+        total_missing = Some("not accounted in this pass".to_string());
     } else if releases.is_empty() {
         total_missing = Some("the plan releases nothing".to_string());
         within_budget = Some(true);
@@ -500,7 +510,7 @@ pub(crate) fn check(
                 accountant: snake(b.accountant),
             })
         };
-        let (per_release, qtotal) = if q.ok && options.per_query_costs {
+        let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
             (cost(1), cost(q.releases))
         } else {
             (None, None)
@@ -592,7 +602,7 @@ pub(crate) fn check(
             let name = info.ds.name.value.as_str();
             let used = queries.iter().any(|q| q.dataset_name == name);
             let statement = match info.declared_rows {
-                Some(k) if !has_errors && !releases.is_empty() => {
+                Some(k) if options.accounting && !has_errors && !releases.is_empty() => {
                     let scaled = releases_of(&queries, &|q: &QueryPlan| {
                         if q.dataset_name == name {
                             k as f64

@@ -11,6 +11,7 @@ fn main() {
             dpplan_ide::dpplan_check::AnalysisOptions {
                 all_accountants: false,
                 per_query_costs: false,
+                accounting: true,
             },
         ),
         (

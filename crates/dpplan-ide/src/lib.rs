@@ -181,6 +181,7 @@ pub fn fast_options() -> AnalysisOptions {
     AnalysisOptions {
         all_accountants: false,
         per_query_costs: true,
+        accounting: true,
     }
 }
 
@@ -190,6 +191,7 @@ pub fn light_options() -> AnalysisOptions {
     AnalysisOptions {
         all_accountants: false,
         per_query_costs: false,
+        accounting: true,
     }
 }
 
@@ -259,6 +261,21 @@ impl Document {
         dpplan_syntax::parse(text).diagnostics
     }
 
+    /// Every diagnostic that needs no accounting (all but DP011 and DP018),
+    /// in milliseconds even on large plans: the server publishes these first
+    /// and the full set when the accounting is done.
+    pub fn unaccounted_diagnostics(text: &str) -> Vec<Diagnostic> {
+        dpplan_check::analyze_with(
+            text,
+            &AnalysisOptions {
+                all_accountants: false,
+                per_query_costs: false,
+                accounting: false,
+            },
+        )
+        .diagnostics
+    }
+
     /// The report computed with every accountant (cached).
     pub fn full_report(&self) -> Option<&PlanReport> {
         self.full_report
@@ -268,6 +285,7 @@ impl Document {
                     &AnalysisOptions {
                         all_accountants: true,
                         per_query_costs: false,
+                        accounting: true,
                     },
                 )
                 .report

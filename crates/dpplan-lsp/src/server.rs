@@ -473,7 +473,8 @@ impl Server {
     }
 
     /// Publishes the diagnostics of every document whose latest version was
-    /// not published yet: syntax errors first, then everything.
+    /// not published yet: first every diagnostic that needs no accounting
+    /// (syntax errors first), then the full set with the budget's.
     fn publish_pending(&mut self) {
         let keys: Vec<String> = self
             .docs
@@ -487,42 +488,39 @@ impl Server {
             let Some(state) = self.docs.get_mut(&key) else {
                 continue;
             };
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                let mut early = None;
-                if state.doc.is_none() {
-                    let syntax = Document::syntax_diagnostics(&state.text);
-                    if !syntax.is_empty() {
-                        let lines = Lines {
-                            text: &state.text,
-                            index: &state.index,
-                            encoding,
-                        };
-                        early = Some(
-                            syntax
-                                .iter()
-                                .map(|d| to_lsp_diagnostic(d, &lines, &state.uri, &docs_base))
-                                .collect::<Vec<_>>(),
-                        );
-                    }
+            // First everything that needs no accounting (syntax and semantic
+            // errors, in milliseconds), published at once; then the full set.
+            {
+                let early = catch_unwind(AssertUnwindSafe(|| {
+                    let lines = Lines {
+                        text: &state.text,
+                        index: &state.index,
+                        encoding,
+                    };
+                    Document::unaccounted_diagnostics(&state.text)
+                        .iter()
+                        .map(|d| to_lsp_diagnostic(d, &lines, &state.uri, &docs_base))
+                        .collect::<Vec<_>>()
+                }));
+                if let Ok(diagnostics) = early {
+                    let params = lsp::PublishDiagnosticsParams {
+                        uri: state.uri.clone(),
+                        diagnostics,
+                        version: Some(state.version),
+                    };
+                    self.notify::<lsp::notification::PublishDiagnostics>(params);
                 }
-                (early, state.analysis())
-            }));
-            let Ok((early, doc)) = result else {
+            }
+            let Some(state) = self.docs.get_mut(&key) else {
+                continue;
+            };
+            let Ok(doc) = catch_unwind(AssertUnwindSafe(|| state.analysis())) else {
                 eprintln!("dpplan lsp: analysing {key} panicked");
                 state.dirty = false;
                 continue;
             };
             let uri = state.uri.clone();
             let version = state.version;
-            if let Some(diags) = early {
-                self.notify::<lsp::notification::PublishDiagnostics>(
-                    lsp::PublishDiagnosticsParams {
-                        uri: uri.clone(),
-                        diagnostics: diags,
-                        version: Some(version),
-                    },
-                );
-            }
             let state = self.docs.get_mut(&key).expect("still open");
             let lines = Lines {
                 text: doc.text(),
