@@ -775,7 +775,7 @@ fn part_report(p: &Part) -> PartReport {
 
 fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
     if plan.privacy.is_empty() {
-        if plan.header_span.is_some() && !plan.broken.iter().any(|_| true) {
+        if !plan.privacy_broken {
             let span = plan.header_span.unwrap_or_default();
             c.error(Code::Missing, span, "the plan has no `privacy` block")
                 .with_label("this plan declares no privacy unit, adjacency or budget")

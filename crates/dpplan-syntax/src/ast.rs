@@ -32,6 +32,8 @@ pub struct Plan {
     pub publishes: Vec<Publish>,
     /// Spans of items that did not parse (their errors are in the parse result).
     pub broken: Vec<Span>,
+    /// A `privacy` block was written but did not parse.
+    pub privacy_broken: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -88,6 +88,7 @@ pub fn parse(text: &str) -> Parsed {
             Err(err) => {
                 diagnostics.push(messages::from_pest(text, item.span.start, item.kind, &err));
                 plan.broken.push(item.span);
+                plan.privacy_broken |= item.kind == ItemKind::Privacy;
             }
         }
     }
