@@ -384,7 +384,12 @@ pub(crate) fn check(
     let releases = releases_of(&queries, &|_| 1.0);
     let total_releases: u64 = queries.iter().filter(|q| q.ok).map(|q| q.releases).sum();
 
-    let has_errors = c.diags.iter().any(|d| d.is_error()) || !plan.broken.is_empty();
+    // Any error, any broken item, or any query left out of the accounting
+    // (defensively: every such query also has an error) means no claim.
+    let has_errors = c.diags.iter().any(|d| d.is_error())
+        || !plan.broken.is_empty()
+        || queries.len() != plan.queries.len()
+        || queries.iter().any(|q| !q.ok);
     let mut total = None;
     let mut total_missing = None;
     let mut accountants = Vec::new();
@@ -404,10 +409,11 @@ pub(crate) fn check(
             match (choice, options.all_accountants) {
                 (_, true) => acct::all(&releases, privacy.delta),
                 (Some(a), false) => vec![(a, acct::epsilon(&releases, privacy.delta, a))],
-                (None, false) => vec![(
-                    acct::Accountant::Basic,
-                    acct::best(&releases, privacy.delta),
-                )],
+                (None, false) => {
+                    let r = acct::best(&releases, privacy.delta);
+                    let a = r.as_ref().map_or(acct::Accountant::Basic, |b| b.accountant);
+                    vec![(a, r)]
+                }
             };
         let chosen: Result<acct::Bound, acct::AccountingError> = match choice {
             Some(a) => results
