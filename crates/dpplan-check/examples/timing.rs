@@ -38,6 +38,3 @@ fn main() {
         );
     }
 }
-
-#[allow(dead_code)]
-fn unused() {}
