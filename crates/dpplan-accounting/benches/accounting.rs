@@ -42,6 +42,18 @@ fn bench(c: &mut Criterion) {
     // a release every minute for 30 days
     let minute_lap = vec![rel(NoiseKind::Laplace, 100.0, 43_200)];
     let minute_gauss = vec![rel(NoiseKind::Gaussian, 200.0, 43_200)];
+    let minute_lap_b3000 = vec![Release {
+        mechanism: Mechanism {
+            kind: NoiseKind::Laplace,
+            scale: 3000.0,
+            sensitivity: Sensitivity {
+                l1: 10.0,
+                l2: 10.0,
+                coords: 1,
+            },
+        },
+        count: 43_200,
+    }];
     let mut grp = c.benchmark_group("accounting");
     grp.sample_size(10)
         .warm_up_time(Duration::from_millis(300))
@@ -61,6 +73,10 @@ fn bench(c: &mut Criterion) {
     grp.bench_function("pld_43200_identical_laplace", |b| {
         b.iter(|| epsilon(black_box(&minute_lap), 1e-6, Accountant::Pld))
     });
+    grp.bench_function(
+        "PLD, 43,200 identical Laplace (b = 3000, Δ = 10, δ = 1e-7)",
+        |b| b.iter(|| epsilon(black_box(&minute_lap_b3000), 1e-7, Accountant::Pld)),
+    );
     grp.bench_function("best_43200_identical_laplace", |b| {
         b.iter(|| best(black_box(&minute_lap), 1e-6))
     });
