@@ -59,6 +59,23 @@ fn token_type(kind: dpplan_ide::SemanticKind) -> u32 {
     }
 }
 
+/// What a request handler reads: one version's analysis and line index.
+struct Snapshot {
+    doc: Arc<Document>,
+    index: Arc<LineIndex>,
+    encoding: Encoding,
+}
+
+impl Snapshot {
+    fn lines(&self) -> Lines<'_> {
+        Lines {
+            text: self.doc.text(),
+            index: &self.index,
+            encoding: self.encoding,
+        }
+    }
+}
+
 struct DocState {
     uri: lsp::Uri,
     version: i32,
@@ -543,6 +560,16 @@ impl Server {
 
     // ------------------------------------------------------------ requests
 
+    /// The document's analysis and line index, owned, for a request.
+    fn snapshot(&mut self, uri: &lsp::Uri) -> Result<Snapshot, Failure> {
+        let (state, encoding) = self.state(uri)?;
+        Ok(Snapshot {
+            doc: state.analysis(),
+            index: Arc::clone(&state.index),
+            encoding,
+        })
+    }
+
     fn state(&mut self, uri: &lsp::Uri) -> Result<(&mut DocState, Encoding), Failure> {
         let enc = self.encoding;
         match self.docs.get_mut(uri.as_str()) {
@@ -567,13 +594,8 @@ impl Server {
             "textDocument/hover" => {
                 let p = params!(lsp::HoverParams);
                 let tdp = p.text_document_position_params;
-                let (state, enc) = self.state(&tdp.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&tdp.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let offset = lines.offset(tdp.position);
                 let hover = doc.hover(offset).map(|h| lsp::Hover {
                     contents: lsp::HoverContents::Markup(lsp::MarkupContent {
@@ -587,13 +609,8 @@ impl Server {
             "textDocument/completion" => {
                 let p = params!(lsp::CompletionParams);
                 let tdp = p.text_document_position;
-                let (state, enc) = self.state(&tdp.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&tdp.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let offset = lines.offset(tdp.position);
                 let items: Vec<lsp::CompletionItem> = doc
                     .completions(offset)
@@ -633,13 +650,8 @@ impl Server {
                 let p = params!(lsp::GotoDefinitionParams);
                 let tdp = p.text_document_position_params;
                 let uri = tdp.text_document.uri.clone();
-                let (state, enc) = self.state(&tdp.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&tdp.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let def = doc.definition(lines.offset(tdp.position)).map(|span| {
                     lsp::GotoDefinitionResponse::Scalar(lsp::Location {
                         uri: uri.clone(),
@@ -652,13 +664,8 @@ impl Server {
                 let p = params!(lsp::ReferenceParams);
                 let tdp = p.text_document_position;
                 let uri = tdp.text_document.uri.clone();
-                let (state, enc) = self.state(&tdp.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&tdp.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let refs: Vec<lsp::Location> = doc
                     .references(lines.offset(tdp.position), p.context.include_declaration)
                     .into_iter()
@@ -671,13 +678,8 @@ impl Server {
             }
             "textDocument/prepareRename" => {
                 let p = params!(lsp::TextDocumentPositionParams);
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&p.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let r = doc
                     .prepare_rename(lines.offset(p.position))
                     .map(|span| lsp::PrepareRenameResponse::Range(lines.range(span)));
@@ -687,13 +689,8 @@ impl Server {
                 let p = params!(lsp::RenameParams);
                 let tdp = p.text_document_position;
                 let uri = tdp.text_document.uri.clone();
-                let (state, enc) = self.state(&tdp.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&tdp.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let edits = doc
                     .rename(lines.offset(tdp.position), &p.new_name)
                     .map_err(|e| Failure::Error(ErrorCode::InvalidRequest, e))?;
@@ -701,39 +698,24 @@ impl Server {
             }
             "textDocument/documentSymbol" => {
                 let p = params!(lsp::DocumentSymbolParams);
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&p.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let symbols: Vec<lsp::DocumentSymbol> =
                     doc.outline().iter().map(|o| to_symbol(o, &lines)).collect();
                 serde_json::to_value(lsp::DocumentSymbolResponse::Nested(symbols))
             }
             "textDocument/semanticTokens/full" => {
                 let p = params!(lsp::SemanticTokensParams);
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&p.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 serde_json::to_value(lsp::SemanticTokensResult::Tokens(semantic_tokens(
-                    &doc, &lines,
+                    doc, &lines,
                 )))
             }
             "textDocument/inlayHint" => {
                 let p = params!(lsp::InlayHintParams);
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&p.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let hints: Vec<lsp::InlayHint> = doc
                     .inlay_hints(lines.span(p.range))
                     .into_iter()
@@ -753,13 +735,8 @@ impl Server {
             "textDocument/codeAction" => {
                 let p = params!(lsp::CodeActionParams);
                 let uri = p.text_document.uri.clone();
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&p.text_document.uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let wanted = p.context.only.as_ref().is_none_or(|only| {
                     only.iter()
                         .any(|k| k == &lsp::CodeActionKind::QUICKFIX || k.as_str().is_empty())
@@ -797,13 +774,8 @@ impl Server {
                         .map_err(|e| Failure::Error(ErrorCode::InternalError, e.to_string()));
                 };
                 let uri = lsp::Uri::from_str(uri).map_err(invalid_params)?;
-                let (state, enc) = self.state(&uri)?;
-                let doc = state.analysis();
-                let lines = Lines {
-                    text: doc.text(),
-                    index: &state.index,
-                    encoding: enc,
-                };
+                let snap = self.snapshot(&uri)?;
+                let (doc, lines) = (&snap.doc, snap.lines());
                 let unresolved = dpplan_ide::CodeAction {
                     title: action.title.clone(),
                     diagnostic: None,
