@@ -112,6 +112,20 @@ pub enum NoiseKind {
     DiscreteGaussian,
 }
 
+impl NoiseKind {
+    /// The kind named by its snake_case name (`laplace`, `gaussian`,
+    /// `discrete_laplace`, `discrete_gaussian`), as it is serialised.
+    pub fn from_name(name: &str) -> Option<NoiseKind> {
+        Some(match name {
+            "laplace" => NoiseKind::Laplace,
+            "gaussian" => NoiseKind::Gaussian,
+            "discrete_laplace" => NoiseKind::DiscreteLaplace,
+            "discrete_gaussian" => NoiseKind::DiscreteGaussian,
+            _ => return None,
+        })
+    }
+}
+
 /// One noise-addition mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Mechanism {

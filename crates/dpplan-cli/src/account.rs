@@ -177,11 +177,8 @@ fn averaging(report: &dpplan_check::PlanReport) -> Vec<Averaging> {
             .scale
             .or(part.mechanism.sigma)
             .unwrap_or(f64::NAN);
-        let kind = match part.mechanism.kind.as_str() {
-            "laplace" => dpplan_accounting::NoiseKind::Laplace,
-            "gaussian" => dpplan_accounting::NoiseKind::Gaussian,
-            "discrete_laplace" => dpplan_accounting::NoiseKind::DiscreteLaplace,
-            _ => dpplan_accounting::NoiseKind::DiscreteGaussian,
+        let Some(kind) = dpplan_accounting::NoiseKind::from_name(&part.mechanism.kind) else {
+            continue;
         };
         let mech = dpplan_accounting::Mechanism {
             kind,

@@ -237,13 +237,7 @@ impl Release {
 
 impl Part {
     pub fn mechanism_for_accounting(&self) -> Option<acct::Mechanism> {
-        let kind = match self.mechanism.as_str() {
-            "laplace" => acct::NoiseKind::Laplace,
-            "gaussian" => acct::NoiseKind::Gaussian,
-            "discrete_laplace" => acct::NoiseKind::DiscreteLaplace,
-            "discrete_gaussian" => acct::NoiseKind::DiscreteGaussian,
-            _ => return None,
-        };
+        let kind = acct::NoiseKind::from_name(&self.mechanism)?;
         Some(acct::Mechanism {
             kind,
             scale: self.scale?,

@@ -803,13 +803,7 @@ impl MechanismRecord {
         self.parts
             .iter()
             .filter_map(|p| {
-                let kind = match p.mechanism.as_str() {
-                    "laplace" => acct::NoiseKind::Laplace,
-                    "gaussian" => acct::NoiseKind::Gaussian,
-                    "discrete_laplace" => acct::NoiseKind::DiscreteLaplace,
-                    "discrete_gaussian" => acct::NoiseKind::DiscreteGaussian,
-                    _ => return None,
-                };
+                let kind = acct::NoiseKind::from_name(&p.mechanism)?;
                 Some(acct::Mechanism {
                     kind,
                     scale: p.scale?,
