@@ -63,9 +63,6 @@ pub fn parse(text: &str) -> Parsed {
             items: Vec::new(),
         };
     }
-    // Ask pest to record the literal tokens it expected, for messages such
-    // as "expected `,` or `)`".
-    pest::set_error_detail(true);
     let split = split::split(text);
     diagnostics.extend(split.diagnostics);
     let mut plan = ast::Plan::default();
@@ -83,7 +80,7 @@ pub fn parse(text: &str) -> Parsed {
                 continue;
             }
         };
-        match DpplanParser::parse(rule, slice) {
+        match parse_item(rule, slice) {
             Ok(pairs) => lower::lower_item(&mut plan, item.kind, pairs, item.span.start),
             Err(err) => {
                 diagnostics.push(messages::from_pest(text, item.span.start, item.kind, &err));
@@ -99,6 +96,31 @@ pub fn parse(text: &str) -> Parsed {
         plan,
         diagnostics,
         items: split.items,
+    }
+}
+
+/// Serialises the rare re-parses that ask pest for error detail (a global
+/// switch in pest).
+static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Parses one item. A failing item is parsed again with pest's error detail
+/// on, which records the literal tokens it expected ("expected `,` or `)`");
+/// the detail slows parsing by about a third, so intact items go without it.
+fn parse_item(
+    rule: Rule,
+    slice: &str,
+) -> Result<pest::iterators::Pairs<'_, Rule>, Box<pest::error::Error<Rule>>> {
+    match DpplanParser::parse(rule, slice) {
+        Ok(pairs) => Ok(pairs),
+        Err(_) => {
+            let _guard = DETAIL
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            pest::set_error_detail(true);
+            let result = DpplanParser::parse(rule, slice);
+            pest::set_error_detail(false);
+            result.map_err(Box::new)
+        }
     }
 }
 
