@@ -359,7 +359,7 @@ pub(crate) fn check(
     check_rereleases(&mut c, &queries);
 
     let choice = accountant_of(privacy.accountant);
-    calibrate_epsilon_parts(&mut c, &mut queries, privacy.delta);
+    calibrate_epsilon_parts(&mut c, &mut queries);
     // Always the precise calibration, so that every front end shows the
     // same noise.
     if options.accounting {
@@ -1817,7 +1817,7 @@ fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
     }
 }
 
-fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan], _budget_delta: f64) {
+fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]) {
     for q in queries.iter_mut() {
         for p in q.parts.iter_mut().filter(|p| !p.public) {
             let Scale::FromEpsilon { epsilon, delta } = p.scale else {

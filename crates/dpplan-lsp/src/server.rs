@@ -538,7 +538,6 @@ impl Server {
             };
             let uri = state.uri.clone();
             let version = state.version;
-            let state = self.docs.get_mut(&key).expect("still open");
             let lines = Lines {
                 text: doc.text(),
                 index: &state.index,

@@ -116,6 +116,8 @@ pub fn connect(
             }
             Ok(())
         })
+        // Only fails when the OS cannot create a thread at start-up, before
+        // any editor message is read; lsp-server's own stdio does the same.
         .expect("spawn the writer thread");
 
     let w = writer;
@@ -174,6 +176,7 @@ pub fn connect(
             }
             // Dropping `to_server` tells the server that the client is gone.
         })
+        // As above: an OS failure at start-up, not an editor message.
         .expect("spawn the reader thread");
 
     (

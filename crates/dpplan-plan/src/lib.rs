@@ -300,6 +300,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// (fields in declaration order, maps sorted, floats in shortest
 /// round-trip form).
 pub fn canonical_json(body: &PlanBody) -> String {
+    // Invariant: the body is plain structs with string keys; serde_json only
+    // fails on non-string map keys or a failing writer, neither possible here.
     serde_json::to_string(body).expect("a plan body always serialises")
 }
 
@@ -309,6 +311,7 @@ pub fn body_hash(body: &PlanBody) -> String {
 
 /// The file text: pretty JSON and a final newline.
 pub fn to_json(plan: &ExecutablePlan) -> String {
+    // Invariant: as in `canonical_json`.
     let mut s = serde_json::to_string_pretty(plan).expect("a plan always serialises");
     s.push('\n');
     s

@@ -85,6 +85,8 @@ impl Entry {
             time: &self.time,
             version: &self.version,
         })
+        // Invariant: plain fields with string keys; serialising to a String
+        // cannot fail.
         .expect("entry content serialises");
         let mut h = Sha256::new();
         h.update(self.seq.to_string().as_bytes());
@@ -354,6 +356,7 @@ impl Ledger {
                 delta: 0.0,
                 total_epsilon: 0.0,
                 total_delta: 0.0,
+                // Invariant: plain data with string keys; cannot fail.
                 value: Some(serde_json::to_string(&info).expect("serialises")),
                 refers_to: None,
                 time: now_rfc3339(),
@@ -490,6 +493,7 @@ impl Ledger {
                 slots,
             });
         }
+        // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&MechanismRecord::of(release)).expect("serialises");
         let prev = tail(&tx)?;
         let mut e = Entry {

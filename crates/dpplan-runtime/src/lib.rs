@@ -364,6 +364,7 @@ pub fn run(
         }
         let mut result = draw(r, *slot, &exact, &mut rng)?;
         let value =
+            // Invariant: plain data with string keys; cannot fail.
             ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;
         result.ledger_seq = Some(value.seq);
         results.push(result);

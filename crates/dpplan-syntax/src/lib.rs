@@ -89,9 +89,6 @@ pub fn parse(text: &str) -> Parsed {
             }
         }
     }
-    if !split.has_header {
-        // The scanner already reported the missing header.
-    }
     Parsed {
         plan,
         diagnostics,

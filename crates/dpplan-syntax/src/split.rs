@@ -55,7 +55,6 @@ pub struct RawItem {
 pub(crate) struct Split {
     pub items: Vec<RawItem>,
     pub diagnostics: Vec<Diagnostic>,
-    pub has_header: bool,
 }
 
 struct Scanner<'a> {
@@ -161,11 +160,7 @@ pub(crate) fn split(text: &str) -> Split {
                 .label("expected `plan \"name\" {`")
                 .help("start the file with `plan \"my-plan\" {` and close it with `}`"),
         );
-        return Split {
-            items,
-            diagnostics,
-            has_header,
-        };
+        return Split { items, diagnostics };
     }
 
     loop {
@@ -306,11 +301,7 @@ pub(crate) fn split(text: &str) -> Split {
                 .help("close the plan with `}` at the end of the file"),
         );
     }
-    Split {
-        items,
-        diagnostics,
-        has_header,
-    }
+    Split { items, diagnostics }
 }
 
 impl Scanner<'_> {
