@@ -191,8 +191,9 @@ pub struct Part {
     pub l1: f64,
     pub l2: f64,
     pub coords: u64,
-    /// The noise is drawn exactly on the grid 2^grid_exponent (0 for the
-    /// discrete kinds and for `none`).
+    /// The statistic is computed exactly in units of 2^grid_exponent (0
+    /// for the discrete kinds and for `none`); continuous noise is added
+    /// to that exact value and the sum rounded to the nearest f64.
     pub grid_exponent: i32,
     pub noise_std: f64,
     pub ci95_half_width: f64,
@@ -632,8 +633,8 @@ fn release(
     })
 }
 
-/// The grid 2^k of a continuous release: fine enough that the noise spans
-/// at least 2^40 grid steps, and coarse enough that one clamped value fits
+/// The grid 2^k on which a continuous release's statistic is computed
+/// exactly: fine enough that the noise's scale spans at least 2^40 steps, and coarse enough that one clamped value fits
 /// in 62 bits (sums over 2^64 rows then fit in an i128). Counts stay on
 /// the integers (k ≤ 0).
 pub fn grid_exponent(scale: f64, bounds: Option<[f64; 2]>) -> i32 {

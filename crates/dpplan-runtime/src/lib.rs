@@ -17,7 +17,6 @@ pub mod sampler;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use dashu_int::IBig;
 use dpplan_plan::{ExecutablePlan, Release};
 use serde::{Deserialize, Serialize};
 
@@ -492,7 +491,7 @@ fn draw(
             .ok_or_else(|| RunError::Data(format!("no aggregate for `{}`", r.name)))?;
         noisy.push(
             x.iter()
-                .map(|&v| sampler::to_output(&(IBig::from(v) + noise.sample(rng)), p.grid_exponent))
+                .map(|&v| noise.release(v, p.grid_exponent, rng))
                 .collect(),
         );
     }
@@ -504,10 +503,8 @@ fn draw(
         .parts
         .iter()
         .map(|p| match p.scale {
-            Some(s) if p.mechanism.contains("gaussian") => {
-                format!("{} σ={s} on 2^{}", p.mechanism, p.grid_exponent)
-            }
-            Some(s) => format!("{} b={s} on 2^{}", p.mechanism, p.grid_exponent),
+            Some(s) if p.mechanism.contains("gaussian") => format!("{} σ={s}", p.mechanism),
+            Some(s) => format!("{} b={s}", p.mechanism),
             None => "none (public statistic)".to_string(),
         })
         .collect::<Vec<_>>()

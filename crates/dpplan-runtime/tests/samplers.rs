@@ -9,7 +9,7 @@
 
 use dashu_int::IBig;
 use dpplan_runtime::rng::SecureRng;
-use dpplan_runtime::sampler::{to_output, Noise};
+use dpplan_runtime::sampler::Noise;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 const FALSE_ALARM: f64 = 1e-6;
@@ -148,58 +148,208 @@ fn the_test_detects_a_wrong_scale() {
     assert!(stat > crit, "an 11 sampler passed as 12: χ² = {stat}");
 }
 
-/// Continuous Laplace on the grid 2^k: 20 equiprobable bins of the
-/// continuous Laplace distribution.
-fn check_grid(kind: &str, scale: f64, k: i32, n: usize, seed: u64) {
+/// CDF of the continuous distribution of `kind` with scale b or σ.
+fn cdf(kind: &str, scale: f64, x: f64) -> f64 {
+    if kind == "laplace" {
+        if x < 0.0 {
+            0.5 * (x / scale).exp()
+        } else {
+            1.0 - 0.5 * (-x / scale).exp()
+        }
+    } else {
+        use statrs::distribution::Normal;
+        Normal::new(0.0, scale).unwrap().cdf(x)
+    }
+}
+
+/// Chi-square test of continuous releases around `x`·2^k against the
+/// continuous distribution: 40 equiprobable bins plus two tail bins of
+/// probability 1e-3 each (the tails are where a wrong sampler would differ
+/// from a truncated one).
+fn check_continuous(kind: &str, scale: f64, x: i128, k: i32, n: usize, seed: u64) {
     let noise = Noise::new(kind, Some(scale), k).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
-    let bins = 20usize;
-    // quantile function of the continuous distribution
+    let centre = x as f64 * 2f64.powi(k);
+    // bin edges by bisection on the CDF
     let quantile = |p: f64| -> f64 {
-        if kind == "laplace" {
-            if p < 0.5 {
-                scale * (2.0 * p).ln()
+        let (mut lo, mut hi) = (-60.0 * scale, 60.0 * scale);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if cdf(kind, scale, mid) < p {
+                lo = mid
             } else {
-                -scale * (2.0 * (1.0 - p)).ln()
+                hi = mid
             }
-        } else {
-            use statrs::distribution::Normal;
-            Normal::new(0.0, scale).unwrap().inverse_cdf(p)
         }
+        0.5 * (lo + hi)
     };
-    let edges: Vec<f64> = (1..bins)
-        .map(|i| quantile(i as f64 / bins as f64))
+    let mut probs = vec![1e-3];
+    probs.extend(std::iter::repeat_n((1.0 - 2e-3) / 40.0, 40));
+    probs.push(1e-3);
+    let mut acc = 0.0;
+    let edges: Vec<f64> = probs[..probs.len() - 1]
+        .iter()
+        .map(|p| {
+            acc += p;
+            quantile(acc)
+        })
         .collect();
-    let mut counts = vec![0f64; bins];
+    let mut counts = vec![0f64; probs.len()];
     for _ in 0..n {
-        let x = to_output(&noise.sample(&mut rng), k);
-        let b = edges.iter().position(|&e| x < e).unwrap_or(bins - 1);
+        let y = noise.release(x, k, &mut rng) - centre;
+        let b = edges.iter().position(|&e| y < e).unwrap_or(probs.len() - 1);
         counts[b] += 1.0;
     }
-    let e = n as f64 / bins as f64;
-    let stat: f64 = counts.iter().map(|o| (o - e) * (o - e) / e).sum();
-    let crit = ChiSquared::new((bins - 1) as f64)
+    let stat: f64 = counts
+        .iter()
+        .zip(&probs)
+        .map(|(o, p)| {
+            let e = p * n as f64;
+            (o - e) * (o - e) / e
+        })
+        .sum();
+    let crit = ChiSquared::new((probs.len() - 1) as f64)
         .unwrap()
         .inverse_cdf(1.0 - FALSE_ALARM);
     assert!(
         stat < crit,
-        "{kind} {scale} on 2^{k}: χ² = {stat:.1} ≥ {crit:.1}"
+        "{kind} {scale} around {centre}: χ² = {stat:.1} ≥ {crit:.1}"
     );
 }
 
 #[test]
-fn grid_noise_fits_the_continuous_distribution() {
-    check_grid("laplace", 250.0, -33, 20_000, 31);
-    check_grid("laplace", 0.01, -47, 20_000, 32);
-    check_grid("gaussian", 60.0, -35, 20_000, 33);
-    check_grid("gaussian", 1500.0, -30, 10_000, 34);
+fn continuous_noise_fits_the_continuous_distribution() {
+    check_continuous("laplace", 250.0, 0, 0, 20_000, 31);
+    check_continuous("laplace", 0.01, 3 << 40, -47, 20_000, 32);
+    check_continuous("gaussian", 60.0, -17, 0, 20_000, 33);
+    check_continuous("gaussian", 1500.0, 1 << 45, -30, 10_000, 34);
+    check_continuous("gaussian", 1.0, 0, 0, 20_000, 35);
 }
 
 #[test]
 #[ignore = "10⁶ draws: run under --release"]
-fn grid_noise_fits_the_continuous_distribution_million() {
-    check_grid("laplace", 250.0, -33, 1_000_000, 41);
-    check_grid("gaussian", 60.0, -35, 1_000_000, 42);
+fn continuous_noise_fits_the_continuous_distribution_million() {
+    check_continuous("laplace", 250.0, 0, 0, 1_000_000, 41);
+    check_continuous("gaussian", 60.0, 0, 0, 1_000_000, 42);
+    check_continuous("gaussian", 1.0, 5, 0, 1_000_000, 43);
+}
+
+/// The test must be able to fail: the right sampler checked against the
+/// wrong scale, and the other distribution of the same variance.
+#[test]
+fn the_continuous_test_detects_a_wrong_distribution() {
+    // whether the mass below the level-q quantile of the claimed law is
+    // off by more than 6 standard errors
+    let run = |kind: &str, scale: f64, as_kind: &str, as_scale: f64, q: f64| {
+        let noise = Noise::new(kind, Some(scale), 0).unwrap();
+        let mut rng = SecureRng::from_seed_for_tests(9);
+        let m = 20_000;
+        let below = (0..m)
+            .filter(|_| cdf(as_kind, as_scale, noise.release(0, 0, &mut rng)) < q)
+            .count();
+        let p = below as f64 / m as f64;
+        (p - q).abs() > 6.0 * (q * (1.0 - q) / m as f64).sqrt()
+    };
+    assert!(!run("gaussian", 10.0, "gaussian", 10.0, 0.05));
+    assert!(run("gaussian", 10.0, "gaussian", 11.0, 0.05));
+    // Laplace of variance 2b² = 100 is not a Gaussian of σ = 10: the tails
+    // tell them apart
+    assert!(!run(
+        "laplace",
+        50f64.sqrt(),
+        "laplace",
+        50f64.sqrt(),
+        0.005
+    ));
+    assert!(run("laplace", 50f64.sqrt(), "gaussian", 10.0, 0.005));
+}
+
+/// Rounding to the nearest float, at the resolution of floats: around 1.0
+/// with σ (or b) = 2^-52, the outputs are 1 + j·2^-52 above and 1 − i·2^-53
+/// below (floats are twice as dense below 1). The probability of each is
+/// the mass of its rounding cell, in units of the scale: [j − ½, j + ½] for
+/// j ≥ 1, [−¼, ½] for 1.0 and [−i/2 − ¼, −i/2 + ¼] below. A sampler that
+/// rounded on a coarser grid, or truncated instead of rounding, fails.
+fn check_ulp_rounding(kind: &str, n: usize, seed: u64) {
+    assert!(ulp_rounding_fits(kind, 2f64.powi(-52), n, seed));
+}
+
+/// Whether releases around 1.0 of a sampler of scale `actual` fit the
+/// rounding cells of scale 2^-52.
+fn ulp_rounding_fits(kind: &str, actual: f64, n: usize, seed: u64) -> bool {
+    let noise = Noise::new(kind, Some(actual), 0).unwrap();
+    let mut rng = SecureRng::from_seed_for_tests(seed);
+    // cell index: j ≥ 0 above, −i below
+    let mut observed: std::collections::BTreeMap<i64, f64> = Default::default();
+    for _ in 0..n {
+        let y = noise.release(1, 0, &mut rng);
+        let c = if y >= 1.0 {
+            ((y - 1.0) / 2f64.powi(-52)) as i64
+        } else {
+            -(((1.0 - y) / 2f64.powi(-53)) as i64)
+        };
+        // every output is a float on the expected lattice
+        let back = if c >= 0 {
+            1.0 + c as f64 * 2f64.powi(-52)
+        } else {
+            1.0 + c as f64 * 2f64.powi(-53)
+        };
+        assert_eq!(y, back, "{kind}: {y:e} is not on the lattice");
+        *observed.entry(c).or_default() += 1.0;
+    }
+    let cell = |c: i64| -> (f64, f64) {
+        if c > 0 {
+            (c as f64 - 0.5, c as f64 + 0.5)
+        } else if c == 0 {
+            (-0.25, 0.5)
+        } else {
+            (c as f64 / 2.0 - 0.25, c as f64 / 2.0 + 0.25)
+        }
+    };
+    let p = |c: i64| {
+        let (a, b) = cell(c);
+        cdf(kind, 1.0, b) - cdf(kind, 1.0, a)
+    };
+    // bins −40 ..= 20 cover all but ~1e-9 of the mass; the rest is one bin
+    let mut bins: Vec<(f64, f64)> = (-40..=20)
+        .map(|c| (p(c) * n as f64, observed.get(&c).copied().unwrap_or(0.0)))
+        .collect();
+    let rest_o: f64 = observed
+        .iter()
+        .filter(|(c, _)| !(-40..=20).contains(*c))
+        .map(|(_, o)| o)
+        .sum();
+    if rest_o > 0.0 {
+        return false;
+    }
+    bins.retain(|(e, _)| *e >= 5.0);
+    let stat: f64 = bins.iter().map(|(e, o)| (o - e) * (o - e) / e).sum();
+    let kept: f64 = bins.iter().map(|(e, _)| e).sum::<f64>() / n as f64;
+    assert!(kept > 0.999, "{kind}: bins cover {kept}");
+    let crit = ChiSquared::new(bins.len() as f64)
+        .unwrap()
+        .inverse_cdf(1.0 - FALSE_ALARM);
+    stat < crit
+}
+
+#[test]
+fn continuous_noise_rounds_to_the_nearest_float() {
+    check_ulp_rounding("gaussian", 20_000, 71);
+    check_ulp_rounding("laplace", 20_000, 72);
+    // negative control: a scale off by 10 % does not fit the cells
+    assert!(!ulp_rounding_fits(
+        "gaussian",
+        1.1 * 2f64.powi(-52),
+        20_000,
+        73
+    ));
+}
+
+#[test]
+#[ignore = "10⁶ draws: run under --release"]
+fn continuous_noise_rounds_to_the_nearest_float_million() {
+    check_ulp_rounding("gaussian", 1_000_000, 74);
+    check_ulp_rounding("laplace", 1_000_000, 75);
 }
 
 /// Averaging r fresh releases divides the noise's variance by r.
@@ -207,12 +357,7 @@ fn variance_of_mean(kind: &str, scale: f64, k: i32, r: usize, m: usize, seed: u6
     let noise = Noise::new(kind, Some(scale), k).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     let means: Vec<f64> = (0..m)
-        .map(|_| {
-            (0..r)
-                .map(|_| to_output(&noise.sample(&mut rng), k))
-                .sum::<f64>()
-                / r as f64
-        })
+        .map(|_| (0..r).map(|_| noise.release(0, k, &mut rng)).sum::<f64>() / r as f64)
         .collect();
     let mu = means.iter().sum::<f64>() / m as f64;
     let s2 = means.iter().map(|x| (x - mu) * (x - mu)).sum::<f64>() / (m - 1) as f64;
