@@ -129,6 +129,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .wrap_err_with(|| format!("cannot write `{}`", o.display()))?,
         None => print!("{rendered}"),
     }
+    for r in &out.results {
+        for c in &r.corrections {
+            eprintln!(
+                "warning: {} slot {} (ledger entry {}) has a correction (entry {}, {}): {}",
+                r.query,
+                r.slot,
+                c.corrects,
+                c.seq,
+                c.time,
+                if c.reason.is_empty() {
+                    "no reason given"
+                } else {
+                    &c.reason
+                }
+            );
+        }
+    }
     for r in &out.refused {
         eprintln!(
             "refused: {}{}: {}",

@@ -554,6 +554,16 @@ impl Ledger {
         Ok(e)
     }
 
+    /// The corrections appended for a value entry or for the intent it
+    /// completes, oldest first.
+    pub fn corrections_of(&self, value: &Entry) -> Result<Vec<Entry>, LedgerError> {
+        read_entries(
+            &self.conn,
+            "SELECT * FROM entries WHERE kind = 'correction' AND (refers_to = ?1 OR refers_to = ?2) ORDER BY seq",
+            params![value.seq, value.refers_to.unwrap_or(-1)],
+        )
+    }
+
     /// Appends a correction of entry `seq` (it stays as it was).
     pub fn correct(&mut self, seq: i64, reason: &str) -> Result<Entry, LedgerError> {
         let tx = self

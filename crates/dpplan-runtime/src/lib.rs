@@ -83,6 +83,21 @@ pub struct ReleaseResult {
     /// True when the interval is a delta-method approximation (means).
     pub approximate_interval: bool,
     pub ledger_seq: Option<i64>,
+    /// Corrections appended to the ledger for this value (served values
+    /// only): the value is still the one released, but a reviewer flagged
+    /// it.
+    #[serde(default)]
+    pub corrections: Vec<CorrectionNote>,
+}
+
+/// A correction on a released value, as recorded in the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionNote {
+    /// The correction's ledger entry, and the entry it corrects.
+    pub seq: i64,
+    pub corrects: i64,
+    pub reason: String,
+    pub time: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -264,7 +279,7 @@ pub fn run(
         }
         match ledger.slot_state(&r.name, slot)? {
             SlotState::Free => fresh.push((r, slot)),
-            SlotState::Released(e) => results.push(served(&e, "ledger", None)?),
+            SlotState::Released(e) => results.push(served(&ledger, &e, "ledger", None)?),
             SlotState::Charged(seq) => refused.push(Refusal {
                 query: r.name.clone(),
                 slot: Some(slot),
@@ -346,7 +361,7 @@ pub fn run(
                 // Another runtime took the slot between our look and our
                 // exclusive transaction: serve its value if it has one.
                 if let SlotState::Released(v) = ledger.slot_state(&r.name, *slot)? {
-                    results.push(served(&v, "ledger", None)?);
+                    results.push(served(&ledger, &v, "ledger", None)?);
                 } else {
                     refused.push(Refusal {
                         query: r.name.clone(),
@@ -393,7 +408,7 @@ pub fn run(
                 continue;
             }
         }
-        results.push(served(&e, "republished", Some(p.name.clone()))?);
+        results.push(served(&ledger, &e, "republished", Some(p.name.clone()))?);
     }
 
     let v = ledger.verify()?;
@@ -441,6 +456,7 @@ fn compare(v: f64, cmp: &str, t: f64) -> bool {
 }
 
 fn served(
+    ledger: &Ledger,
     e: &ledger::Entry,
     origin: &str,
     publish: Option<String>,
@@ -456,6 +472,21 @@ fn served(
     r.epsilon = 0.0;
     r.delta = 0.0;
     r.ledger_seq = Some(e.seq);
+    r.corrections = ledger
+        .corrections_of(e)?
+        .into_iter()
+        .map(|c| CorrectionNote {
+            seq: c.seq,
+            corrects: c.refers_to.unwrap_or(e.seq),
+            reason: c
+                .value
+                .as_deref()
+                .and_then(|v| serde_json::from_str::<serde_json::Value>(v).ok())
+                .and_then(|v| v["reason"].as_str().map(str::to_string))
+                .unwrap_or_default(),
+            time: c.time,
+        })
+        .collect();
     if let Some(name) = publish {
         r.republished_from = Some(r.query.clone());
         r.query = name;
@@ -556,6 +587,7 @@ fn draw(
         cells,
         approximate_interval: mean,
         ledger_seq: None,
+        corrections: Vec::new(),
     })
 }
 
@@ -575,6 +607,7 @@ pub fn results_csv(out: &RunOutput) -> String {
         "epsilon",
         "delta",
         "ledger_seq",
+        "corrected_by",
     ]);
     for r in &out.results {
         for c in &r.cells {
@@ -591,6 +624,11 @@ pub fn results_csv(out: &RunOutput) -> String {
                 r.epsilon.to_string(),
                 r.delta.to_string(),
                 r.ledger_seq.map(|s| s.to_string()).unwrap_or_default(),
+                r.corrections
+                    .iter()
+                    .map(|c| c.seq.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
             ]);
         }
     }

@@ -377,6 +377,69 @@ fn republication_is_served_from_the_ledger_for_free() {
 }
 
 #[test]
+fn a_corrected_value_is_served_with_its_correction() {
+    let plan = compiled("web-analytics");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
+    o.slot = Some(5);
+    o.queries = vec!["daily_visits".into()];
+    let first = run(&plan, &o, &CsvEngine).unwrap();
+    let fresh = first
+        .results
+        .iter()
+        .find(|r| r.query == "daily_visits")
+        .unwrap();
+    assert!(fresh.corrections.is_empty());
+    let value_seq = fresh.ledger_seq.unwrap();
+    // not corrected yet: served clean
+    let again = run(&plan, &o, &CsvEngine).unwrap();
+    assert!(again.results.iter().all(|r| r.corrections.is_empty()));
+    // a correction of the value entry, then one of its intent
+    let mut l = Ledger::open(&o.ledger, None).unwrap();
+    let c1 = l
+        .correct(value_seq, "the source table was restated")
+        .unwrap();
+    let intent = l
+        .entries()
+        .unwrap()
+        .into_iter()
+        .find(|e| e.seq == value_seq)
+        .and_then(|e| e.refers_to)
+        .unwrap();
+    let c2 = l.correct(intent, "second note").unwrap();
+    drop(l);
+    let served = run(&plan, &o, &CsvEngine).unwrap();
+    for r in &served.results {
+        // the value itself is unchanged (never rewritten), and it carries
+        // both corrections, in ledger order, served or republished
+        assert_eq!(r.cells, fresh.cells);
+        let notes: Vec<_> = r
+            .corrections
+            .iter()
+            .map(|c| (c.seq, c.corrects, c.reason.as_str()))
+            .collect();
+        assert_eq!(
+            notes,
+            vec![
+                (c1.seq, value_seq, "the source table was restated"),
+                (c2.seq, intent, "second note")
+            ],
+            "{}",
+            r.query
+        );
+    }
+    assert!(served.results.iter().any(|r| r.origin == "republished"));
+    let csv = dpplan_runtime::results_csv(&served);
+    assert!(csv.lines().next().unwrap().ends_with(",corrected_by"));
+    assert!(csv.contains(&format!("{} {}", c1.seq, c2.seq)));
+    // a correction of another slot does not attach here
+    let mut o6 = o.clone();
+    o6.slot = Some(6);
+    let other = run(&plan, &o6, &CsvEngine).unwrap();
+    assert!(other.results.iter().all(|r| r.corrections.is_empty()));
+}
+
+#[test]
 fn refusals_outside_the_schedule() {
     let plan = compiled("web-analytics");
     let dir = tempfile::tempdir().unwrap();
