@@ -70,20 +70,41 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:>5}  {:<10}  {:<20}  {:>5}  {:>10}  {:>12}  {:<20}  hash",
-        "seq", "kind", "query", "slot", "ε charged", "Σε (basic)", "time"
+        "{:>5}  {:<10}  {:<20}  {:>5}  {:>10}  {:>12}  {:>18}  {:<20}  hash",
+        "seq", "kind", "query", "slot", "ε charged", "Σε (basic)", "ε so far (plan)", "time"
     );
+    let mut at_delta = None;
     for e in &entries {
+        // an intent records the history composed under the plan's accountant
+        let running = (e.kind == "intent")
+            .then(|| {
+                let v: serde_json::Value = serde_json::from_str(e.value.as_deref()?).ok()?;
+                let t = &v["running_totals"];
+                at_delta = t["at_delta"].as_f64();
+                Some(format!(
+                    "{:.4} {}",
+                    t["plan"]["epsilon"].as_f64()?,
+                    t["plan"]["accountant"].as_str()?
+                ))
+            })
+            .flatten()
+            .unwrap_or_else(|| "-".into());
         println!(
-            "{:>5}  {:<10}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:<20}  {}…",
+            "{:>5}  {:<10}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:>18}  {:<20}  {}…",
             e.seq,
             e.kind,
             e.query.as_deref().unwrap_or("-"),
             e.slot.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
             e.epsilon,
             e.total_epsilon,
+            running,
             e.time,
             &e.hash[..16.min(e.hash.len())]
+        );
+    }
+    if let Some(d) = at_delta {
+        println!(
+            "ε so far: every charged release up to that entry, composed by the plan's accountant at δ = {d}; `--json` lists every accountant"
         );
     }
     if let Some(last) = entries.last() {

@@ -71,6 +71,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: `{}` is refused: {e}", a.plan.display());
+            if a.plan.extension().is_some_and(|x| x == "dpplan") {
+                eprintln!(
+                    "help: `dpplan run` takes the compiled plan, the artefact a reviewer signs off: `dpplan compile {} -o {}` first",
+                    a.plan.display(),
+                    a.plan.with_extension("json").display()
+                );
+            }
             return Ok(ExitCode::from(1));
         }
     };

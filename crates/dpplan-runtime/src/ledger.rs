@@ -42,8 +42,9 @@ pub struct Entry {
     /// Running totals of the charges (basic composition: Σε, Σδ).
     pub total_epsilon: f64,
     pub total_delta: f64,
-    /// JSON: the released value (values), a reason (corrections), the
-    /// accounting (upgrades), the schedule start (open).
+    /// JSON: the running totals under every accountant (intents), the
+    /// released value (values), a reason (corrections), the accounting
+    /// (upgrades), the schedule start (open).
     pub value: Option<String>,
     /// The entry this one completes or corrects.
     pub refers_to: Option<i64>,
@@ -493,8 +494,16 @@ impl Ledger {
                 slots,
             });
         }
+        let record = MechanismRecord::of(release);
+        let (mut releases, n) = history(&tx)?;
+        for m in record.accounting() {
+            add_release(&mut releases, m, 1);
+        }
+        let totals = running_totals(&releases, n + 1, &plan.body.privacy);
         // Invariant: plain data with string keys; cannot fail.
-        let mechanism = serde_json::to_string(&MechanismRecord::of(release)).expect("serialises");
+        let mechanism = serde_json::to_string(&record).expect("serialises");
+        let totals = serde_json::to_string(&serde_json::json!({ "running_totals": totals }))
+            .expect("serialises");
         let prev = tail(&tx)?;
         let mut e = Entry {
             seq: prev.seq + 1,
@@ -507,7 +516,7 @@ impl Ledger {
             delta: release.cost_per_release.delta,
             total_epsilon: prev.total_epsilon + release.cost_per_release.epsilon,
             total_delta: prev.total_delta + release.cost_per_release.delta,
-            value: None,
+            value: Some(totals),
             refers_to: None,
             time: now_rfc3339(),
             version: dpplan_plan::COMPILER.into(),
@@ -610,60 +619,21 @@ impl Ledger {
         if current == plan.body_sha256 {
             return Ok(None);
         }
-        let intents = read_entries(
-            &tx,
-            "SELECT * FROM entries WHERE kind = 'intent' ORDER BY seq",
-            [],
-        )?;
-        let mut releases: Vec<acct::Release> = Vec::new();
-        let mut push = |m: acct::Mechanism, count: u64| {
-            if let Some(r) = releases.iter_mut().find(|r| r.mechanism == m) {
-                r.count += count;
-            } else {
-                releases.push(acct::Release {
-                    mechanism: m,
-                    count,
-                });
-            }
-        };
-        for i in &intents {
-            let rec: MechanismRecord = serde_json::from_str(i.mechanism.as_deref().unwrap_or(""))
-                .map_err(|_| {
-                LedgerError::Corrupt(format!("entry {} has an unreadable mechanism", i.seq))
-            })?;
-            for m in rec.accounting() {
-                push(m, 1);
-            }
-        }
-        let history = intents.len();
+        let (mut releases, charged) = history(&tx)?;
         for r in &plan.body.releases {
             for m in r.mechanisms() {
-                push(m, r.schedule.slots);
+                add_release(&mut releases, m, r.schedule.slots);
             }
         }
         let p = &plan.body.privacy;
-        let bound = match p.accountant.as_str() {
-            "best" => acct::best(&releases, p.budget_delta),
-            other => {
-                let a = match other {
-                    "basic" => acct::Accountant::Basic,
-                    "advanced" => acct::Accountant::Advanced,
-                    "zcdp" => acct::Accountant::Zcdp,
-                    "rdp" => acct::Accountant::Rdp,
-                    "gdp" => acct::Accountant::Gdp,
-                    _ => acct::Accountant::Pld,
-                };
-                acct::epsilon(&releases, p.budget_delta, a)
-            }
-        }
-        .map_err(|e| {
+        let bound = plan_bound(&releases, &p.accountant, p.budget_delta).map_err(|e| {
             LedgerError::OverBudget(format!(
                 "the ledger's history and the new plan cannot be accounted together: {e}"
             ))
         })?;
         if bound.epsilon > p.budget_epsilon * (1.0 + 1e-12) {
             return Err(LedgerError::OverBudget(format!(
-                "the ledger's history ({history} charged release(s)) plus the new plan spend ε = {} at δ = {} ({}), over the new plan's budget ε = {}; the upgrade is refused",
+                "the ledger's history ({charged} charged release(s)) plus the new plan spend ε = {} at δ = {} ({}), over the new plan's budget ε = {}; the upgrade is refused",
                 bound.epsilon, bound.delta, bound.accountant, p.budget_epsilon
             )));
         }
@@ -682,7 +652,7 @@ impl Ledger {
             value: Some(
                 serde_json::json!({
                     "from_plan": current,
-                    "history_releases": history,
+                    "history_releases": charged,
                     "epsilon": bound.epsilon,
                     "delta": bound.delta,
                     "accountant": format!("{:?}", bound.accountant).to_lowercase(),
@@ -829,6 +799,135 @@ impl MechanismRecord {
                 })
             })
             .collect()
+    }
+}
+
+/// Every charged intent so far as the accounting crate's releases
+/// (identical mechanisms counted together), and how many intents.
+fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), LedgerError> {
+    let mut stmt = conn.prepare(
+        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' GROUP BY mechanism ORDER BY MIN(seq)",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut releases = Vec::new();
+    let mut n = 0;
+    for (mechanism, count, seq) in rows {
+        let rec: MechanismRecord = serde_json::from_str(mechanism.as_deref().unwrap_or(""))
+            .map_err(|_| {
+                LedgerError::Corrupt(format!("entry {seq} has an unreadable mechanism"))
+            })?;
+        for m in rec.accounting() {
+            add_release(&mut releases, m, count as u64);
+        }
+        n += count as u64;
+    }
+    Ok((releases, n))
+}
+
+fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism, count: u64) {
+    if let Some(r) = releases.iter_mut().find(|r| r.mechanism == m) {
+        r.count += count;
+    } else {
+        releases.push(acct::Release {
+            mechanism: m,
+            count,
+        });
+    }
+}
+
+/// The accountant a plan names (`best` takes the tightest).
+fn plan_bound(
+    releases: &[acct::Release],
+    accountant: &str,
+    delta: f64,
+) -> Result<acct::Bound, acct::AccountingError> {
+    let a = match accountant {
+        "best" => return acct::best(releases, delta),
+        "basic" => acct::Accountant::Basic,
+        "advanced" => acct::Accountant::Advanced,
+        "zcdp" => acct::Accountant::Zcdp,
+        "rdp" => acct::Accountant::Rdp,
+        "gdp" => acct::Accountant::Gdp,
+        _ => acct::Accountant::Pld,
+    };
+    acct::epsilon(releases, delta, a)
+}
+
+/// What an intent records besides its own charge: the ledger's whole
+/// history including this release, composed under every accountant at the
+/// plan's δ, and under the plan's own accountant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTotals {
+    /// Charged releases so far, this one included.
+    pub releases: u64,
+    /// The δ at which every ε below is stated.
+    pub at_delta: f64,
+    /// The plan's accountant (`best` = the tightest) and its result.
+    pub plan_accountant: String,
+    pub plan: Option<TotalOf>,
+    pub accountants: Vec<TotalOf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TotalOf {
+    /// snake_case name of the accountant that produced the bound.
+    pub accountant: String,
+    pub epsilon: Option<f64>,
+    pub delta: Option<f64>,
+    /// Why there is no bound (e.g. an accountant that does not apply).
+    pub error: Option<String>,
+}
+
+fn accountant_name(a: acct::Accountant) -> String {
+    serde_json::to_value(a)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn total_of(a: Option<acct::Accountant>, r: Result<acct::Bound, acct::AccountingError>) -> TotalOf {
+    match r {
+        Ok(b) => TotalOf {
+            accountant: accountant_name(b.accountant),
+            epsilon: Some(b.epsilon),
+            delta: Some(b.delta),
+            error: None,
+        },
+        Err(e) => TotalOf {
+            accountant: a.map(accountant_name).unwrap_or_default(),
+            epsilon: None,
+            delta: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn running_totals(
+    releases: &[acct::Release],
+    n: u64,
+    privacy: &dpplan_plan::Privacy,
+) -> RunningTotals {
+    let delta = privacy.budget_delta;
+    RunningTotals {
+        releases: n,
+        at_delta: delta,
+        plan_accountant: privacy.accountant.clone(),
+        plan: Some(total_of(
+            None,
+            plan_bound(releases, &privacy.accountant, delta),
+        )),
+        accountants: acct::all(releases, delta)
+            .into_iter()
+            .map(|(a, r)| total_of(Some(a), r))
+            .collect(),
     }
 }
 

@@ -224,6 +224,22 @@ pub fn run(
     engine: &dyn Engine,
 ) -> Result<RunOutput, RunError> {
     let at = opts.at.unwrap_or_else(ledger::now_unix);
+    if !opts.ledger.exists() {
+        // A new ledger fixes the schedule's start: do not create it for a
+        // run that cannot read its data.
+        for ds in plan.body.datasets.values() {
+            let Ok(path) = source_path(ds, opts) else {
+                continue;
+            };
+            std::fs::File::open(&path).map_err(|_| {
+                RunError::Data(format!(
+                    "cannot open `{}` for dataset `{}`; no ledger was created",
+                    path.display(),
+                    ds.name
+                ))
+            })?;
+        }
+    }
     let mut ledger = Ledger::open(
         &opts.ledger,
         Some(Genesis {

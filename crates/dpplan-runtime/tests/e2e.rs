@@ -439,6 +439,97 @@ fn a_corrected_value_is_served_with_its_correction() {
     assert!(other.results.iter().all(|r| r.corrections.is_empty()));
 }
 
+/// δ(ε) of the μ-GDP Gaussian mechanism (Dong, Roth & Su 2019):
+/// Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), recomputed here with statrs.
+fn gdp_delta(mu: f64, eps: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let n = Normal::new(0.0, 1.0).unwrap();
+    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
+}
+
+#[test]
+fn every_intent_records_the_running_totals_under_every_accountant() {
+    let plan = compiled("repeated-release");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("repeated-release", &dir.path().join("l.sqlite"));
+    for slot in 0..5 {
+        o.slot = Some(slot);
+        run(&plan, &o, &CsvEngine).unwrap();
+    }
+    let l = Ledger::open(&o.ledger, None).unwrap();
+    let intents: Vec<_> = l
+        .entries()
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "intent")
+        .collect();
+    assert_eq!(intents.len(), 5);
+    let mut last_best = 0.0;
+    for (i, e) in intents.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(e.value.as_deref().unwrap()).unwrap();
+        let t = &v["running_totals"];
+        let r = (i + 1) as f64;
+        assert_eq!(t["releases"], i as u64 + 1);
+        assert_eq!(t["at_delta"], 1e-6);
+        assert_eq!(t["plan_accountant"], "best");
+        let eps = |name: &str| {
+            t["accountants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["accountant"] == name)
+                .and_then(|a| a["epsilon"].as_f64())
+                .unwrap_or_else(|| panic!("no {name} total in {t}"))
+        };
+        // exact Gaussian: r releases of σ = 8, Δ = 1 are μ = √r/8 GDP, and
+        // the recorded ε is where δ(ε) meets the plan's δ
+        let mu = r.sqrt() / 8.0;
+        let g = eps("gdp");
+        assert!(
+            (gdp_delta(mu, g) - 1e-6).abs() < 1e-9,
+            "r = {r}: δ({g}) = {}",
+            gdp_delta(mu, g)
+        );
+        // RDP never beats the exact curve and stays under the reference
+        // text's closed form a + 2√(a ln 1/δ), a = rΔ²/2σ²
+        let a = r / (2.0 * 64.0);
+        let closed = a + 2.0 * (a * (1e6f64).ln()).sqrt();
+        assert!(eps("rdp") >= g - 1e-9 && eps("rdp") <= closed + 1e-9);
+        // the plan's accountant is `best`: the minimum of them all
+        let best = t["plan"]["epsilon"].as_f64().unwrap();
+        let min = ["basic", "advanced", "zcdp", "rdp", "gdp", "pld"]
+            .iter()
+            .filter_map(|n| {
+                t["accountants"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|a| a["accountant"] == *n)
+                    .and_then(|a| a["epsilon"].as_f64())
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert!((best - min).abs() <= 1e-12 * min, "{best} vs {min}");
+        // negative control: one more release always costs more
+        assert!(best > last_best, "release {r}: {best} ≤ {last_best}");
+        last_best = best;
+        // basic composition's running sum is still kept in the columns
+        assert!((e.total_epsilon - r * e.epsilon).abs() < 1e-9 * r * e.epsilon);
+    }
+    // the whole schedule (10 releases) fits the budget; half of it is less
+    assert!(last_best < plan.body.privacy.budget_epsilon);
+}
+
+#[test]
+fn a_first_run_without_its_data_creates_no_ledger() {
+    let plan = compiled("web-analytics");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
+    o.base_dir = Some(dir.path().to_path_buf());
+    let e = run(&plan, &o, &CsvEngine).unwrap_err();
+    assert!(e.to_string().contains("no ledger was created"), "{e}");
+    assert!(!o.ledger.exists(), "the schedule start must not be fixed");
+}
+
 #[test]
 fn refusals_outside_the_schedule() {
     let plan = compiled("web-analytics");
