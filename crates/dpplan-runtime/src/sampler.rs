@@ -426,7 +426,9 @@ fn round_shifted(
         };
         let (ra, rb) = (round_dyadic(&a, base), round_dyadic(&b, base));
         // rounding is monotone: equal at both ends means equal in between
-        if ra == rb {
+        // (bitwise, so a bracket across zero keeps the sign of the exact
+        // value instead of the sign of one end)
+        if ra.to_bits() == rb.to_bits() {
             return ra;
         }
         let _ = frac.word(n, rng);
