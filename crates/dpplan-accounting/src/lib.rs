@@ -163,6 +163,25 @@ impl Accountant {
         Accountant::Gdp,
         Accountant::Pld,
     ];
+
+    /// The short name used in plans, JSON reports and ledgers (the serde
+    /// name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Accountant::Basic => "basic",
+            Accountant::Advanced => "advanced",
+            Accountant::Zcdp => "zcdp",
+            Accountant::Rdp => "rdp",
+            Accountant::Gdp => "gdp",
+            Accountant::Pld => "pld",
+        }
+    }
+
+    /// The accountant of a short name; `None` for anything else
+    /// (including `best`, which is a choice among them, not one of them).
+    pub fn from_name(name: &str) -> Option<Accountant> {
+        Accountant::ALL.into_iter().find(|a| a.name() == name)
+    }
 }
 
 impl fmt::Display for Accountant {

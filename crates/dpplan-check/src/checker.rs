@@ -286,18 +286,6 @@ pub(crate) fn fast_best(
     })
 }
 
-fn snake(a: acct::Accountant) -> String {
-    match a {
-        acct::Accountant::Basic => "basic",
-        acct::Accountant::Advanced => "advanced",
-        acct::Accountant::Zcdp => "zcdp",
-        acct::Accountant::Rdp => "rdp",
-        acct::Accountant::Gdp => "gdp",
-        acct::Accountant::Pld => "pld",
-    }
-    .to_string()
-}
-
 fn valid_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
@@ -445,7 +433,7 @@ pub(crate) fn check(
                 total = Some(TotalReport {
                     epsilon: b.epsilon,
                     delta: b.delta,
-                    accountant: snake(b.accountant),
+                    accountant: b.accountant.name().to_string(),
                     accountant_name: b.accountant.to_string(),
                     detail: b.detail.clone(),
                 });
@@ -467,7 +455,7 @@ pub(crate) fn check(
             for (a, r) in results {
                 accountants.push(match r {
                     Ok(b) => AccountantReport {
-                        accountant: snake(a),
+                        accountant: a.name().to_string(),
                         accountant_name: a.to_string(),
                         epsilon: Some(b.epsilon),
                         delta: Some(b.delta),
@@ -475,7 +463,7 @@ pub(crate) fn check(
                         error: None,
                     },
                     Err(e) => AccountantReport {
-                        accountant: snake(a),
+                        accountant: a.name().to_string(),
                         accountant_name: a.to_string(),
                         epsilon: None,
                         delta: None,
@@ -513,7 +501,7 @@ pub(crate) fn check(
                 epsilon: b.epsilon,
                 delta: b.delta,
                 rho,
-                accountant: snake(b.accountant),
+                accountant: b.accountant.name().to_string(),
             })
         };
         let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {

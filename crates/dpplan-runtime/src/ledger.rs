@@ -655,7 +655,7 @@ impl Ledger {
                     "history_releases": charged,
                     "epsilon": bound.epsilon,
                     "delta": bound.delta,
-                    "accountant": format!("{:?}", bound.accountant).to_lowercase(),
+                    "accountant": bound.accountant.name(),
                     "budget_epsilon": p.budget_epsilon,
                 })
                 .to_string(),
@@ -849,16 +849,11 @@ fn plan_bound(
     accountant: &str,
     delta: f64,
 ) -> Result<acct::Bound, acct::AccountingError> {
-    let a = match accountant {
-        "best" => return acct::best(releases, delta),
-        "basic" => acct::Accountant::Basic,
-        "advanced" => acct::Accountant::Advanced,
-        "zcdp" => acct::Accountant::Zcdp,
-        "rdp" => acct::Accountant::Rdp,
-        "gdp" => acct::Accountant::Gdp,
-        _ => acct::Accountant::Pld,
-    };
-    acct::epsilon(releases, delta, a)
+    match acct::Accountant::from_name(accountant) {
+        Some(a) => acct::epsilon(releases, delta, a),
+        // `best`, the only other name a compiled plan holds
+        None => acct::best(releases, delta),
+    }
 }
 
 /// What an intent records besides its own charge: the ledger's whole
@@ -872,7 +867,7 @@ pub struct RunningTotals {
     pub at_delta: f64,
     /// The plan's accountant (`best` = the tightest) and its result.
     pub plan_accountant: String,
-    pub plan: Option<TotalOf>,
+    pub plan: TotalOf,
     pub accountants: Vec<TotalOf>,
 }
 
@@ -886,23 +881,16 @@ pub struct TotalOf {
     pub error: Option<String>,
 }
 
-fn accountant_name(a: acct::Accountant) -> String {
-    serde_json::to_value(a)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 fn total_of(a: Option<acct::Accountant>, r: Result<acct::Bound, acct::AccountingError>) -> TotalOf {
     match r {
         Ok(b) => TotalOf {
-            accountant: accountant_name(b.accountant),
+            accountant: b.accountant.name().into(),
             epsilon: Some(b.epsilon),
             delta: Some(b.delta),
             error: None,
         },
         Err(e) => TotalOf {
-            accountant: a.map(accountant_name).unwrap_or_default(),
+            accountant: a.map_or(String::new(), |a| a.name().into()),
             epsilon: None,
             delta: None,
             error: Some(e.to_string()),
@@ -920,10 +908,7 @@ fn running_totals(
         releases: n,
         at_delta: delta,
         plan_accountant: privacy.accountant.clone(),
-        plan: Some(total_of(
-            None,
-            plan_bound(releases, &privacy.accountant, delta),
-        )),
+        plan: total_of(None, plan_bound(releases, &privacy.accountant, delta)),
         accountants: acct::all(releases, delta)
             .into_iter()
             .map(|(a, r)| total_of(Some(a), r))
