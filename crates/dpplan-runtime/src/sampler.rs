@@ -188,15 +188,15 @@ impl Noise {
         }
     }
 
-    /// Discrete noise in grid units (zero for the continuous mechanisms,
-    /// whose noise is only ever drawn by [`Noise::release`]).
-    pub fn sample(&self, rng: &mut SecureRng) -> IBig {
+    /// One draw of discrete noise in grid units (zero for `none`); `None`
+    /// for the continuous mechanisms, whose noise is only ever drawn by
+    /// [`Noise::release`] — never a silent zero.
+    pub fn sample_discrete(&self, rng: &mut SecureRng) -> Option<IBig> {
         match self {
-            Noise::Laplace { t, s } => discrete_laplace(rng, t, s),
-            Noise::Gaussian { a, b, t } => discrete_gaussian(rng, a, b, t),
-            Noise::None | Noise::ContinuousLaplace { .. } | Noise::ContinuousGaussian { .. } => {
-                IBig::ZERO
-            }
+            Noise::None => Some(IBig::ZERO),
+            Noise::Laplace { t, s } => Some(discrete_laplace(rng, t, s)),
+            Noise::Gaussian { a, b, t } => Some(discrete_gaussian(rng, a, b, t)),
+            Noise::ContinuousLaplace { .. } | Noise::ContinuousGaussian { .. } => None,
         }
     }
 
@@ -205,8 +205,11 @@ impl Noise {
     pub fn release(&self, x: i128, k: i32, rng: &mut SecureRng) -> f64 {
         match self {
             Noise::None => round_dyadic(&IBig::from(x), k as i64),
-            Noise::Laplace { .. } | Noise::Gaussian { .. } => {
-                round_dyadic(&(IBig::from(x) + self.sample(rng)), k as i64)
+            Noise::Laplace { t, s } => {
+                round_dyadic(&(IBig::from(x) + discrete_laplace(rng, t, s)), k as i64)
+            }
+            Noise::Gaussian { a, b, t } => {
+                round_dyadic(&(IBig::from(x) + discrete_gaussian(rng, a, b, t)), k as i64)
             }
             Noise::ContinuousLaplace { m, e } => {
                 let (negative, whole, frac) = exact_laplace(rng);
@@ -580,6 +583,12 @@ mod tests {
                 t: UBig::from(2u8)
             }
         );
+        // a continuous mechanism has no discrete draw: never a silent zero
+        let mut r = SecureRng::from_seed_for_tests(5);
+        assert!(Noise::new("gaussian", Some(1.0), 0)
+            .unwrap()
+            .sample_discrete(&mut r)
+            .is_none());
         assert!(Noise::new("laplace", Some(f64::NAN), 0).is_err());
         assert!(Noise::new("laplace", Some(0.0), 0).is_err());
         assert_eq!(Noise::new("none", None, 0).unwrap(), Noise::None);

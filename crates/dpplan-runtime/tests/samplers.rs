@@ -83,7 +83,9 @@ fn dgauss_pmf(sigma: f64) -> impl Fn(i64) -> f64 {
 fn check_laplace(scale: f64, n: usize, seed: u64) {
     let noise = Noise::new("discrete_laplace", Some(scale), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
-    let draws: Vec<i64> = (0..n).map(|_| as_i64(&noise.sample(&mut rng))).collect();
+    let draws: Vec<i64> = (0..n)
+        .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
+        .collect();
     let (stat, crit, bins) = chi_square(&draws, &dlap_pmf(scale));
     assert!(
         stat < crit,
@@ -94,7 +96,9 @@ fn check_laplace(scale: f64, n: usize, seed: u64) {
 fn check_gaussian(sigma: f64, n: usize, seed: u64) {
     let noise = Noise::new("discrete_gaussian", Some(sigma), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
-    let draws: Vec<i64> = (0..n).map(|_| as_i64(&noise.sample(&mut rng))).collect();
+    let draws: Vec<i64> = (0..n)
+        .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
+        .collect();
     let (stat, crit, bins) = chi_square(&draws, &dgauss_pmf(sigma));
     assert!(
         stat < crit,
@@ -135,13 +139,13 @@ fn the_test_detects_a_wrong_scale() {
     let noise = Noise::new("discrete_laplace", Some(3.0), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(7);
     let draws: Vec<i64> = (0..20_000)
-        .map(|_| as_i64(&noise.sample(&mut rng)))
+        .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
         .collect();
     let (stat, crit, _) = chi_square(&draws, &dlap_pmf(3.5));
     assert!(stat > crit, "a 3.0 sampler passed as 3.5: χ² = {stat}");
     let noise = Noise::new("discrete_gaussian", Some(11.0), 0).unwrap();
     let draws: Vec<i64> = (0..20_000)
-        .map(|_| as_i64(&noise.sample(&mut rng)))
+        .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
         .collect();
     let (stat, crit, _) = chi_square(&draws, &dgauss_pmf(12.0));
     assert!(stat > crit, "an 11 sampler passed as 12: χ² = {stat}");
