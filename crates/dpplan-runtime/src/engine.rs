@@ -1138,7 +1138,9 @@ impl CsvEngine {
                 let vals = &batch.vals[n * n_vals..(n + 1) * n_vals];
                 for (x, (v, grid)) in fields.iter_mut().zip(&layout.fields) {
                     // in [0, hi − lo]: fits field_bytes
-                    *x = (grid.at(vals[*v]) - grid.lo as i64) as u64;
+                    // in [0, hi − lo] ⊆ [0, 2^63]: i128, since 2^63 does
+                    // not fit an i64 (bounds ±2^62)
+                    *x = (i128::from(grid.at(vals[*v])) - i128::from(grid.lo as i64)) as u64;
                 }
                 units.put(
                     at,
