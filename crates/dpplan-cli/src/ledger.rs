@@ -76,19 +76,16 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     let mut at_delta = None;
     for e in &entries {
         // an intent records the history composed under the plan's accountant
-        let running = (e.kind == "intent")
-            .then(|| {
-                let v: serde_json::Value = serde_json::from_str(e.value.as_deref()?).ok()?;
-                let t = &v["running_totals"];
-                at_delta = t["at_delta"].as_f64();
-                Some(format!(
-                    "{:.4} {}",
-                    t["plan"]["epsilon"].as_f64()?,
-                    t["plan"]["accountant"].as_str()?
-                ))
-            })
-            .flatten()
-            .unwrap_or_else(|| "-".into());
+        let running = match e.running_totals() {
+            Some(t) => {
+                at_delta = Some(t.at_delta);
+                match t.plan.epsilon {
+                    Some(eps) => format!("{eps:.4} {}", t.plan.accountant),
+                    None => "n/a".into(),
+                }
+            }
+            None => "-".into(),
+        };
         println!(
             "{:>5}  {:<10}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:>18}  {:<20}  {}…",
             e.seq,

@@ -71,7 +71,38 @@ struct Content<'a> {
     version: &'a str,
 }
 
+/// The `value` of an intent entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntentValue {
+    pub running_totals: RunningTotals,
+}
+
+/// The `value` of a correction entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionValue {
+    pub reason: String,
+}
+
 impl Entry {
+    /// The running totals an intent recorded (`None` for other entries, or
+    /// an intent written before they were recorded).
+    pub fn running_totals(&self) -> Option<RunningTotals> {
+        if self.kind != "intent" {
+            return None;
+        }
+        let v: IntentValue = serde_json::from_str(self.value.as_deref()?).ok()?;
+        Some(v.running_totals)
+    }
+
+    /// The reason a correction gives (`None` for other entries).
+    pub fn correction_reason(&self) -> Option<String> {
+        if self.kind != "correction" {
+            return None;
+        }
+        let v: CorrectionValue = serde_json::from_str(self.value.as_deref()?).ok()?;
+        Some(v.reason)
+    }
+
     pub fn compute_hash(&self) -> String {
         let content = serde_json::to_string(&Content {
             kind: &self.kind,
@@ -502,8 +533,10 @@ impl Ledger {
         let totals = running_totals(&releases, n + 1, &plan.body.privacy);
         // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&record).expect("serialises");
-        let totals = serde_json::to_string(&serde_json::json!({ "running_totals": totals }))
-            .expect("serialises");
+        let totals = serde_json::to_string(&IntentValue {
+            running_totals: totals,
+        })
+        .expect("serialises");
         let prev = tail(&tx)?;
         let mut e = Entry {
             seq: prev.seq + 1,
@@ -595,7 +628,13 @@ impl Ledger {
             delta: 0.0,
             total_epsilon: prev.total_epsilon,
             total_delta: prev.total_delta,
-            value: Some(serde_json::json!({ "reason": reason }).to_string()),
+            // Invariant: one string field; cannot fail.
+            value: Some(
+                serde_json::to_string(&CorrectionValue {
+                    reason: reason.to_string(),
+                })
+                .expect("serialises"),
+            ),
             refers_to: Some(seq),
             time: now_rfc3339(),
             version: dpplan_plan::COMPILER.into(),

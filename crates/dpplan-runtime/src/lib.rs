@@ -494,12 +494,7 @@ fn served(
         .map(|c| CorrectionNote {
             seq: c.seq,
             corrects: c.refers_to.unwrap_or(e.seq),
-            reason: c
-                .value
-                .as_deref()
-                .and_then(|v| serde_json::from_str::<serde_json::Value>(v).ok())
-                .and_then(|v| v["reason"].as_str().map(str::to_string))
-                .unwrap_or_default(),
+            reason: c.correction_reason().unwrap_or_default(),
             time: c.time,
         })
         .collect();

@@ -102,6 +102,9 @@ pub fn discrete_gaussian(rng: &mut SecureRng, a: &UBig, b: &UBig, t: &UBig) -> I
 }
 
 /// A positive finite f64 as m·2^e with m odd (exact).
+///
+/// Panics on anything else: its one caller, [`Noise::new`], passes only a
+/// scale it has checked to be positive and finite.
 pub fn dyadic(x: f64) -> (UBig, i32) {
     assert!(
         x.is_finite() && x > 0.0,

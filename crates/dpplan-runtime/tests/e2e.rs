@@ -11,7 +11,7 @@ use dpplan_plan::ExecutablePlan;
 use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_runtime::ledger::{Ledger, SlotState};
 use dpplan_runtime::rng::SecureRng;
-use dpplan_runtime::{run, RunError, RunOptions};
+use dpplan_runtime::{run, ReleaseResult, RunError, RunOptions};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -375,24 +375,30 @@ fn invalid_rows_clamp_rule_imputes_the_lower_bound() {
     assert_eq!((v[0][0], v[1][0]), (45, 3));
 }
 
-#[test]
-fn republication_is_served_from_the_ledger_for_free() {
+/// The web-analytics example set to run `daily_visits` (and its
+/// re-publication) at `slot`, on a fresh ledger in the returned directory.
+fn daily_visits_at(slot: u64) -> (ExecutablePlan, tempfile::TempDir, RunOptions) {
     let plan = compiled("web-analytics");
     let dir = tempfile::tempdir().unwrap();
     let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
-    o.slot = Some(3);
+    o.slot = Some(slot);
     o.queries = vec!["daily_visits".into()];
+    (plan, dir, o)
+}
+
+fn result<'a>(out: &'a dpplan_runtime::RunOutput, query: &str) -> &'a ReleaseResult {
+    out.results
+        .iter()
+        .find(|r| r.query == query)
+        .unwrap_or_else(|| panic!("no result for {query}"))
+}
+
+#[test]
+fn republication_is_served_from_the_ledger_for_free() {
+    let (plan, _dir, o) = daily_visits_at(3);
     let out = run(&plan, &o, &CsvEngine).unwrap();
-    let fresh = out
-        .results
-        .iter()
-        .find(|r| r.query == "daily_visits")
-        .unwrap();
-    let copy = out
-        .results
-        .iter()
-        .find(|r| r.query == "dashboard_copy")
-        .unwrap();
+    let fresh = result(&out, "daily_visits");
+    let copy = result(&out, "dashboard_copy");
     assert_eq!(copy.origin, "republished");
     assert_eq!(copy.republished_from.as_deref(), Some("daily_visits"));
     assert_eq!(copy.cells, fresh.cells);
@@ -408,17 +414,9 @@ fn republication_is_served_from_the_ledger_for_free() {
 
 #[test]
 fn a_corrected_value_is_served_with_its_correction() {
-    let plan = compiled("web-analytics");
-    let dir = tempfile::tempdir().unwrap();
-    let mut o = opts("web-analytics", &dir.path().join("l.sqlite"));
-    o.slot = Some(5);
-    o.queries = vec!["daily_visits".into()];
+    let (plan, _dir, o) = daily_visits_at(5);
     let first = run(&plan, &o, &CsvEngine).unwrap();
-    let fresh = first
-        .results
-        .iter()
-        .find(|r| r.query == "daily_visits")
-        .unwrap();
+    let fresh = result(&first, "daily_visits");
     assert!(fresh.corrections.is_empty());
     let value_seq = fresh.ledger_seq.unwrap();
     // not corrected yet: served clean
@@ -498,6 +496,8 @@ fn every_intent_records_the_running_totals_under_every_accountant() {
     for (i, e) in intents.iter().enumerate() {
         let v: serde_json::Value = serde_json::from_str(e.value.as_deref().unwrap()).unwrap();
         let t = &v["running_totals"];
+        let typed = e.running_totals().expect("an intent has running totals");
+        assert_eq!(serde_json::to_value(&typed).unwrap(), *t);
         let r = (i + 1) as f64;
         assert_eq!(t["releases"], i as u64 + 1);
         assert_eq!(t["at_delta"], 1e-6);
