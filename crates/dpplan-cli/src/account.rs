@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             text: &text,
             analysis: &analysis,
         };
-        eprint!("{}", dpplan_render::human(&file, false));
+        err!("{}", dpplan_render::human(&file, false));
         return Err(miette!(
             help = "run `dpplan check` and fix the errors first",
             "`{path}` has errors: no guarantee can be accounted"
@@ -49,11 +49,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "accountants": report.accountants,
             "averaging": averaging(report),
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
     }
     let best = report.total.as_ref().map(|t| t.epsilon);
-    println!(
+    outln!(
         "plan \"{}\": {} releases, budget ε = {}{}, unit {}, adjacency {}",
         report.name.as_deref().unwrap_or("(unnamed)"),
         report.releases,
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         report.unit.kind,
         report.adjacency
     );
-    println!();
+    outln!();
     let rows: Vec<[String; 4]> = report
         .accountants
         .iter()
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
-    println!(
+    outln!(
         "  {}  {}  {}  {}",
         pad(header[0], w[0]),
         pad(header[1], w[1]),
@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         header[3]
     );
     for r in &rows {
-        println!(
+        outln!(
             "  {}  {}  {}  {}",
             pad(&r[0], w[0]),
             pad(&r[1], w[1]),
@@ -117,7 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     if let Some(t) = &report.total {
-        println!(
+        outln!(
             "\n  best: ε = {} at δ = {} ({}){}",
             num(t.epsilon),
             num(t.delta),
@@ -131,12 +131,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let avg = averaging(report);
     if !avg.is_empty() {
-        println!("\n  averaging r fresh releases: the noise's standard deviation falls as σ/√r, the cost grows with r");
+        outln!("\n  averaging r fresh releases: the noise's standard deviation falls as σ/√r, the cost grows with r");
         for q in &avg {
-            println!("\n  {} (σ = {} per release)", q.query, num(q.sigma));
-            println!("    {:>8}  {:>14}  {:>12}", "r", "std of mean", "ε alone");
+            outln!("\n  {} (σ = {} per release)", q.query, num(q.sigma));
+            outln!("    {:>8}  {:>14}  {:>12}", "r", "std of mean", "ε alone");
             for p in &q.points {
-                println!(
+                outln!(
                     "    {:>8}  {:>14}  {:>12}",
                     p.r,
                     num(p.std_of_mean),

@@ -1,6 +1,6 @@
 //! `dpplan check`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -118,9 +118,7 @@ pub fn run(
         Format::Sarif => dpplan_render::sarif(&results),
         Format::Github => dpplan_render::github(&results),
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(output.as_bytes()).into_diagnostic()?;
-    stdout.flush().into_diagnostic()?;
+    crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
     let failed = results.iter().any(|r| {
         r.analysis.diagnostics.iter().any(|d| {
             d.severity == Severity::Error

@@ -28,7 +28,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     std::fs::write(o, json)
                         .into_diagnostic()
                         .wrap_err_with(|| format!("cannot write `{}`", o.display()))?;
-                    eprintln!(
+                    errln!(
                         "compiled `{}` → `{}` ({} release(s), ε = {} at δ = {}, plan sha256 {})",
                         path.display(),
                         o.display(),
@@ -38,7 +38,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         plan.body_sha256
                     );
                 }
-                None => print!("{json}"),
+                None => out!("{json}"),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -49,12 +49,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 text: &text,
                 analysis: &analysis,
             };
-            eprint!("{}", dpplan_render::human(&file, false));
-            eprintln!("error: `{}` has errors: not compiled", path.display());
+            err!("{}", dpplan_render::human(&file, false));
+            errln!("error: `{}` has errors: not compiled", path.display());
             Ok(ExitCode::from(1))
         }
         Err(e) => {
-            eprintln!("error: `{}`: {e}", path.display());
+            errln!("error: `{}`: {e}", path.display());
             Ok(ExitCode::from(1))
         }
     }

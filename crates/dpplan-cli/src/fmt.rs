@@ -1,6 +1,6 @@
 //! `dpplan fmt [--check] PATH...`: rewrite plans in the canonical layout.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,18 +24,14 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
                         ExitCode::from(1)
                     });
                 }
-                std::io::stdout()
-                    .write_all(out.as_bytes())
-                    .into_diagnostic()?;
+                crate::out::write_bytes(out.as_bytes()).into_diagnostic()?;
                 Ok(ExitCode::SUCCESS)
             }
             Err(e) => {
                 if !check {
-                    std::io::stdout()
-                        .write_all(text.as_bytes())
-                        .into_diagnostic()?;
+                    crate::out::write_bytes(text.as_bytes()).into_diagnostic()?;
                 }
-                eprintln!("<stdin>: {e}");
+                errln!("<stdin>: {e}");
                 Ok(ExitCode::from(1))
             }
         };
@@ -50,28 +46,28 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
             Ok(out) => {
                 changed += 1;
                 if check {
-                    println!("{} is not formatted", f.display());
+                    outln!("{} is not formatted", f.display());
                     failed = true;
                 } else {
                     std::fs::write(f, out)
                         .map_err(|e| miette!("cannot write `{}`: {e}", f.display()))?;
-                    println!("formatted {}", f.display());
+                    outln!("formatted {}", f.display());
                 }
             }
             Err(e) => {
-                eprintln!("{}: {e}", f.display());
+                errln!("{}: {e}", f.display());
                 failed = true;
             }
         }
     }
     if check && !failed {
-        println!(
+        outln!(
             "{} plan{} already formatted",
             files.len(),
             if files.len() == 1 { "" } else { "s" }
         );
     } else if !check {
-        println!(
+        outln!(
             "{changed} of {} plan{} reformatted",
             files.len(),
             if files.len() == 1 { "" } else { "s" }

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use miette::{miette, Result};
+use miette::{miette, IntoDiagnostic, Result};
 
-use dpplan_runtime::ledger::Ledger;
+use dpplan_runtime::ledger::{Ledger, LedgerError};
 
 #[derive(clap::Subcommand)]
 pub enum Action {
@@ -61,17 +61,25 @@ fn open(path: &Path) -> Result<Ledger> {
 
 pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     let l = open(path)?;
+    warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&entries).map_err(|e| miette!("{e}"))?
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>5}  {:<10}  {:<20}  {:>5}  {:>10}  {:>12}  {:>18}  {:<20}  hash",
-        "seq", "kind", "query", "slot", "ε charged", "Σε (basic)", "ε so far (plan)", "time"
+        "seq",
+        "kind",
+        "query",
+        "slot",
+        "ε charged",
+        "Σε (basic)",
+        "ε so far (plan)",
+        "time"
     );
     let mut at_delta = None;
     for e in &entries {
@@ -86,7 +94,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             }
             None => "-".into(),
         };
-        println!(
+        outln!(
             "{:>5}  {:<10}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:>18}  {:<20}  {}…",
             e.seq,
             e.kind,
@@ -100,59 +108,88 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
         );
     }
     if let Some(d) = at_delta {
-        println!(
+        outln!(
             "ε so far: every charged release up to that entry, composed by the plan's accountant at δ = {d}; `--json` lists every accountant"
         );
     }
     if let Some(last) = entries.last() {
-        println!("latest hash {}", last.hash);
+        outln!("latest hash {}", last.hash);
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Verifies the ledger as `dpplan run` does before it charges or serves
+/// anything: triggers, chain and invariants, anchor, expected hash.
 pub fn verify(path: &Path, expect: Option<&str>) -> Result<ExitCode> {
+    use dpplan_runtime::ledger::Anchored;
     let l = open(path)?;
-    let v = l.verify().map_err(|e| miette!("{e}"))?;
-    if let Some((seq, why)) = &v.first_bad {
-        eprintln!("TAMPERED: entry {seq}: {why}");
-        return Ok(ExitCode::from(1));
-    }
-    if let Some(h) = expect {
-        let entries = l.entries().map_err(|e| miette!("{e}"))?;
-        match entries.iter().position(|e| e.hash == h) {
-            None => {
-                eprintln!("MISMATCH: no entry has the expected hash {h}: the ledger was rewritten or is not the one expected");
-                return Ok(ExitCode::from(1));
+    let v = match l.integrity(expect) {
+        Ok(v) => v,
+        Err(LedgerError::Damaged { seq, why }) => {
+            match seq {
+                Some(seq) => errln!("FAILED: entry {seq}: {why}"),
+                None => errln!("FAILED: {why}"),
             }
-            Some(i) if i + 1 < entries.len() => {
-                println!(
-                    "ok: the expected hash is entry {}; {} entries were appended after it",
-                    entries[i].seq,
-                    entries.len() - i - 1
-                );
-            }
-            Some(_) => {}
+            return Ok(ExitCode::from(1));
         }
+        Err(e) => return Err(miette!("{e}")),
+    };
+    if let (Some(seq), true) = (v.expected_seq, v.entries > 0) {
+        outln!(
+            "ok: the expected hash is entry {seq}; {} entries were appended after it",
+            v.entries - seq
+        );
     }
-    println!(
+    let anchor = dpplan_runtime::ledger::head_path(path);
+    match v.anchored {
+        Anchored::Head { entries, appended } => outln!(
+            "ok: anchored: `{}` records entry {entries}{}",
+            anchor.display(),
+            if appended > 0 {
+                format!(" ({appended} appended since: a run ended between a commit and its anchor update)")
+            } else {
+                String::new()
+            }
+        ),
+        Anchored::Expected { seq } => outln!(
+            "ok: the anchor `{}` is missing; the expected hash (entry {seq}) vouches for the tail; the next run re-anchors",
+            anchor.display()
+        ),
+        Anchored::Fresh => outln!("ok: a new ledger: nothing charged yet"),
+        Anchored::Legacy => errln!(
+            "warning: this ledger was written by an earlier dpplan and keeps no anchor yet: a cut-off tail is detected only with --expect-hash; the next `dpplan run` starts one"
+        ),
+    }
+    outln!(
         "ok: {} entries, hash chain intact, latest hash {}",
-        v.entries, v.latest_hash
+        v.entries,
+        v.latest_hash
     );
     Ok(ExitCode::SUCCESS)
 }
 
+/// Inspection commands still show a damaged ledger (that is when it is
+/// looked at most), with the failure on stderr.
+fn warn_if_damaged(l: &Ledger) {
+    if let Err(e) = l.integrity(None) {
+        errln!("warning: {e}");
+    }
+}
+
 pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
     let l = open(path)?;
+    warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;
     if csv {
-        let mut w = ::csv::Writer::from_writer(std::io::stdout());
+        let mut w = ::csv::Writer::from_writer(Vec::new());
         for e in &entries {
             w.serialize(e).map_err(|e| miette!("{e}"))?;
         }
-        w.flush().map_err(|e| miette!("{e}"))?;
+        let bytes = w.into_inner().map_err(|e| miette!("{e}"))?;
+        crate::out::write_bytes(&bytes).into_diagnostic()?;
     } else {
         for e in &entries {
-            println!("{}", serde_json::to_string(e).map_err(|e| miette!("{e}"))?);
+            outln!("{}", serde_json::to_string(e).map_err(|e| miette!("{e}"))?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -160,10 +197,13 @@ pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
 
 pub fn correct(path: &Path, entry: i64, reason: &str) -> Result<ExitCode> {
     let mut l = open(path)?;
+    // A correction is appended: like a run, never to a damaged ledger.
+    l.integrity(None).map_err(|e| miette!("{e}"))?;
     let e = l.correct(entry, reason).map_err(|e| miette!("{e}"))?;
-    println!(
+    outln!(
         "appended correction {} of entry {entry}; latest hash {}",
-        e.seq, e.hash
+        e.seq,
+        e.hash
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+#[macro_use]
+mod out;
 mod account;
 mod check;
 mod compile;
@@ -102,7 +104,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{report:?}");
+            errln!("{report:?}");
             ExitCode::from(2)
         }
     }

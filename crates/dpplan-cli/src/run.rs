@@ -7,17 +7,25 @@ use std::process::ExitCode;
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
 use dpplan_runtime::engine::CsvEngine;
-use dpplan_runtime::{results_csv, RunOptions};
+use dpplan_runtime::{results_csv, RunOptions, RunOutput};
 
 /// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
+/// Times outside the years 1–9999 are refused (no schedule arithmetic can
+/// overflow on what is accepted).
 pub fn parse_time(s: &str) -> Result<i64> {
-    if let Ok(n) = s.trim_start_matches('@').parse::<i64>() {
-        return Ok(n);
-    }
-    dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+    let t = match s.trim_start_matches('@').parse::<i64>() {
+        Ok(n) => n,
+        Err(_) => dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+            miette!(
+                help = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds",
+                "`{s}` is not a time"
+            )
+        })?,
+    };
+    dpplan_runtime::check_time("the time", t).map_err(|e| {
         miette!(
             help = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds",
-            "`{s}` is not a time"
+            "`{s}`: {e}"
         )
     })
 }
@@ -47,6 +55,13 @@ pub struct Args {
     /// Move the ledger to this plan: its history plus the new plan must fit the budget.
     #[arg(long)]
     pub upgrade: bool,
+    /// With --upgrade: allow the new plan's budget (ε or δ) to be larger than the one in force.
+    #[arg(long, requires = "upgrade")]
+    pub raise_budget: bool,
+    /// The latest hash printed by an earlier run: the ledger must still contain it
+    /// (detects a cut-off tail; re-anchors a ledger whose anchor file was lost).
+    #[arg(long, value_name = "HASH")]
+    pub expect_hash: Option<String>,
     /// Start of `every … for …` schedules, fixed when the ledger is created (default: now).
     #[arg(long)]
     pub start: Option<String>,
@@ -70,9 +85,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let plan = match dpplan_plan::load(&text) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: `{}` is refused: {e}", a.plan.display());
+            errln!("error: `{}` is refused: {e}", a.plan.display());
             if a.plan.extension().is_some_and(|x| x == "dpplan") {
-                eprintln!(
+                errln!(
                     "help: `dpplan run` takes the compiled plan, the artefact a reviewer signs off: `dpplan compile {} -o {}` first",
                     a.plan.display(),
                     a.plan.with_extension("json").display()
@@ -111,71 +126,111 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ledger: a.ledger.clone().unwrap_or_else(|| default_ledger(&a.plan)),
         upgrade: a.upgrade,
         start: a.start.as_deref().map(parse_time).transpose()?,
+        expect_hash: a.expect_hash.clone(),
+        raise_budget: a.raise_budget,
     };
     let out = match dpplan_runtime::run(&plan, &opts, &CsvEngine) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(1));
+            errln!("error: {e}");
+            // IO errors exit 2, like every other IO error of the CLI.
+            return Ok(ExitCode::from(if e.is_io() { 2 } else { 1 }));
         }
     };
+    // Everything below is reported after the ledger committed: the summary
+    // and its latest hash go to stderr whatever happens to stdout.
+    let written = write_results(&a, &out);
+    report(&out);
+    written?;
+    Ok(if out.refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The results, to `--out` or stdout (a closed stdout is not an error).
+fn write_results(a: &Args, out: &RunOutput) -> Result<()> {
     let csv = a.csv
         || a.out
             .as_ref()
             .is_some_and(|o| o.extension().is_some_and(|x| x == "csv"));
     let rendered = if csv {
-        results_csv(&out)
+        results_csv(out)
     } else {
-        let mut s = serde_json::to_string_pretty(&out).into_diagnostic()?;
+        let mut s = serde_json::to_string_pretty(out).into_diagnostic()?;
         s.push('\n');
         s
     };
     match &a.out {
         Some(o) => std::fs::write(o, rendered)
             .into_diagnostic()
-            .wrap_err_with(|| format!("cannot write `{}`", o.display()))?,
-        None => print!("{rendered}"),
+            .wrap_err_with(|| format!("cannot write `{}`", o.display())),
+        None => crate::out::write_bytes(rendered.as_bytes()).into_diagnostic(),
     }
+}
+
+/// Corrections, refusals, the upgrade and the ledger's latest hash, on
+/// stderr.
+fn report(out: &RunOutput) {
+    use crate::out::escape_control as esc;
     for r in &out.results {
         for c in &r.corrections {
-            eprintln!(
+            errln!(
                 "warning: {} slot {} (ledger entry {}) has a correction (entry {}, {}): {}",
                 r.query,
                 r.slot,
                 c.corrects,
                 c.seq,
-                c.time,
+                esc(&c.time),
                 if c.reason.is_empty() {
-                    "no reason given"
+                    "no reason given".to_string()
                 } else {
-                    &c.reason
+                    esc(&c.reason)
                 }
             );
         }
     }
     for r in &out.refused {
-        eprintln!(
+        errln!(
             "refused: {}{}: {}",
             r.query,
             r.slot.map(|s| format!(" slot {s}")).unwrap_or_default(),
             r.reason
         );
     }
-    if out.upgraded {
-        eprintln!("ledger upgraded to plan {}", out.plan_sha256);
+    if let Some(u) = &out.upgrade {
+        let from = match u.from_budget {
+            Some(b) => format!("ε = {}, δ = {}", b.epsilon, b.delta),
+            None => "not recorded".into(),
+        };
+        errln!(
+            "ledger upgraded from plan {} to plan {}: budget {from} → ε = {}, δ = {}{}; history ({} charged release(s)) plus the new plan: ε = {} at δ = {} ({})",
+            u.from_plan,
+            out.plan_sha256,
+            u.budget_epsilon,
+            u.budget_delta.unwrap_or(f64::NAN),
+            if u.budget_raised { " (raised with --raise-budget)" } else { "" },
+            u.history_releases,
+            u.epsilon,
+            u.delta,
+            u.accountant
+        );
     }
-    eprintln!(
-        "released {} value(s); ledger `{}`: {} entries, latest hash {}",
-        out.results.iter().filter(|r| r.origin == "fresh").count(),
-        out.ledger,
-        out.ledger_entries,
-        out.ledger_latest_hash
-    );
-    Ok(if out.refused.is_empty() {
-        ExitCode::SUCCESS
+    if out.ledger_entries == 0 {
+        errln!(
+            "released 0 value(s); nothing was charged, so no ledger was created at `{}`",
+            out.ledger
+        );
     } else {
-        ExitCode::from(1)
-    })
+        errln!(
+            "released {} value(s); ledger `{}`: {} entries, latest hash {}",
+            out.results.iter().filter(|r| r.origin == "fresh").count(),
+            out.ledger,
+            out.ledger_entries,
+            out.ledger_latest_hash
+        );
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +251,8 @@ mod tests {
             out: Some(out.to_path_buf()),
             queries: vec![],
             upgrade: false,
+            raise_budget: false,
+            expect_hash: None,
             start: None,
             csv: false,
         }

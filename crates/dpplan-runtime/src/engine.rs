@@ -1021,8 +1021,11 @@ impl CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        let io = |_: csv::Error| {
-            EngineError::Io(format!("cannot read the CSV of dataset `{}`", dataset.name))
+        let io = |e: csv::Error| {
+            EngineError::Io(format!(
+                "cannot read the CSV of dataset `{}`: {e}",
+                dataset.name
+            ))
         };
         let mut rdr = csv::ReaderBuilder::new()
             .flexible(true)
@@ -1358,13 +1361,17 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        let file = File::open(source).map_err(|_| {
+        let cannot = |why: String| {
             EngineError::Io(format!(
-                "cannot open `{}` for dataset `{}`",
+                "cannot open `{}` for dataset `{}`: {why}",
                 source.display(),
                 dataset.name
             ))
-        })?;
+        };
+        if source.is_dir() {
+            return Err(cannot("it is a directory, not a CSV file".into()));
+        }
+        let file = File::open(source).map_err(|e| cannot(e.to_string()))?;
         self.aggregate_reader(dataset, BufReader::with_capacity(1 << 20, file), stats, rng)
     }
 }

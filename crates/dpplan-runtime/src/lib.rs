@@ -25,9 +25,26 @@ use ledger::{Genesis, Ledger, LedgerError, SlotState};
 use rng::SecureRng;
 use sampler::Noise;
 
-/// Test-only hook: milliseconds to sleep between a release's intent and its
-/// value (so that a test can kill the process in between).
-pub const PAUSE_ENV: &str = "DPPLAN_TEST_PAUSE_AFTER_INTENT_MS";
+/// Hooks for fault-injection tests, compiled only with the `test-hooks`
+/// feature (never in a release build of `dpplan`).
+pub mod test_hooks {
+    /// Milliseconds to sleep between a release's intent and its value, so
+    /// that a test can kill the process in between.
+    pub const PAUSE_ENV: &str = "DPPLAN_TEST_PAUSE_AFTER_INTENT_MS";
+
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn pause_after_intent() {
+        if let Some(ms) = std::env::var(PAUSE_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    pub(crate) fn pause_after_intent() {}
+}
 
 /// z with P(|N(0,1)| ≤ z) = 0.95.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -51,6 +68,11 @@ pub struct RunOptions {
     /// Start of `every … for …` schedules when the ledger is created
     /// (default: the creation time).
     pub start: Option<i64>,
+    /// A latest hash the operator kept from an earlier run: the ledger must
+    /// contain it (detects a cut-off tail even without the anchor file).
+    pub expect_hash: Option<String>,
+    /// Allow an upgrade to a plan with a larger budget.
+    pub raise_budget: bool,
 }
 
 /// One released number (a group's, or the only one).
@@ -118,6 +140,10 @@ pub struct RunOutput {
     /// Keep it outside the ledger: a cut-off tail is detected against it.
     pub ledger_latest_hash: String,
     pub upgraded: bool,
+    /// What the upgrade recorded (old and new budget, the history and the
+    /// new plan composed), when this run upgraded the ledger.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<ledger::UpgradeValue>,
 }
 
 #[derive(Debug)]
@@ -127,6 +153,9 @@ pub enum RunError {
     Data(String),
     Rng(rng::RngError),
     Noise(sampler::NoiseError),
+    /// A first run failed before anything was charged: no ledger was
+    /// created, so the schedule's start is not fixed yet.
+    NoLedgerCreated(Box<RunError>),
 }
 
 impl std::fmt::Display for RunError {
@@ -137,11 +166,27 @@ impl std::fmt::Display for RunError {
             RunError::Data(e) => write!(f, "{e}"),
             RunError::Rng(e) => write!(f, "{e}"),
             RunError::Noise(e) => write!(f, "{e}"),
+            RunError::NoLedgerCreated(e) => write!(f, "{e}; no ledger was created"),
         }
     }
 }
 
 impl std::error::Error for RunError {}
+
+impl RunError {
+    /// True for input/output failures (a data file that cannot be opened or
+    /// read, a file next to the ledger that cannot be written): exit code 2
+    /// in the CLI, like every other IO error.
+    pub fn is_io(&self) -> bool {
+        match self {
+            RunError::NoLedgerCreated(e) => e.is_io(),
+            e => matches!(
+                e,
+                RunError::Engine(engine::EngineError::Io(_)) | RunError::Ledger(LedgerError::Io(_))
+            ),
+        }
+    }
+}
 
 impl From<LedgerError> for RunError {
     fn from(e: LedgerError) -> Self {
@@ -183,29 +228,65 @@ fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> 
     })
 }
 
-/// The slot of `r` that is due at `at`, or why none is.
+/// The earliest and latest times a run accepts (0001-01-01T00:00:00Z and
+/// 9999-12-31T23:59:59Z, in Unix seconds): every difference of two of them
+/// fits an `i64`, so no schedule computation can overflow.
+pub const MIN_TIME: i64 = -62_135_596_800;
+pub const MAX_TIME: i64 = 253_402_300_799;
+
+/// Refuses a time outside [`MIN_TIME`, `MAX_TIME`].
+pub fn check_time(what: &str, t: i64) -> Result<i64, RunError> {
+    if (MIN_TIME..=MAX_TIME).contains(&t) {
+        Ok(t)
+    } else {
+        Err(RunError::Ledger(LedgerError::Time(format!(
+            "{what} {t} is outside the years 1–9999 (Unix seconds {MIN_TIME} to {MAX_TIME})"
+        ))))
+    }
+}
+
+/// The slot of an `every` schedule that is due at `at`: ⌊(at − start) /
+/// every⌋, exact in integers when the period is a whole number of seconds.
+fn every_slot(at: i64, start: i64, every: f64) -> Option<u64> {
+    if !(every > 0.0) || at < start {
+        return None;
+    }
+    // Both times lie in [MIN_TIME, MAX_TIME] (checked), so this cannot
+    // overflow; checked anyway so that a bug here is a refusal, not a wrap.
+    let elapsed = u64::try_from(at.checked_sub(start)?).ok()?;
+    if every.fract() == 0.0 && every < 2f64.powi(63) {
+        Some(elapsed / every as u64)
+    } else {
+        Some((elapsed as f64 / every).floor() as u64)
+    }
+}
+
+/// The slot of `r` that is due at `at`, or why none is. Without a ledger
+/// (a first run) every slot is free.
 fn due_slot(
     r: &Release,
     opts: &RunOptions,
     at: i64,
     ledger_start: i64,
-    ledger: &Ledger,
+    ledger: Option<&Ledger>,
 ) -> Result<Option<u64>, RunError> {
     if let Some(s) = opts.slot {
         return Ok(Some(s));
     }
     match r.schedule.kind.as_str() {
         "every" => {
+            let start = match r.schedule.start {
+                Some(s) => check_time("the schedule's start", s)?,
+                None => ledger_start,
+            };
             let every = r.schedule.every_seconds.unwrap_or(0.0);
-            let start = r.schedule.start.unwrap_or(ledger_start);
-            if every <= 0.0 || at < start {
-                return Ok(None);
-            }
-            let slot = ((at - start) as f64 / every).floor() as u64;
-            Ok((slot < r.schedule.slots).then_some(slot))
+            Ok(every_slot(at, start, every).filter(|&s| s < r.schedule.slots))
         }
         // `once` and `N times` have no clock: the next slot never charged.
         _ => {
+            let Some(ledger) = ledger else {
+                return Ok((r.schedule.slots > 0).then_some(0));
+            };
             for s in 0..r.schedule.slots {
                 if ledger.slot_state(&r.name, s)? == SlotState::Free {
                     return Ok(Some(s));
@@ -216,48 +297,65 @@ fn due_slot(
     }
 }
 
+/// Opens an existing ledger for a run: nothing is charged or served from a
+/// ledger that fails [`Ledger::integrity`] (triggers, chain, anchor, the
+/// operator's expected hash); one that passes is re-anchored.
+fn open_verified(path: &Path, expect_hash: Option<&str>) -> Result<Ledger, RunError> {
+    let ledger = Ledger::open(path, None)?;
+    ledger.integrity(expect_hash)?;
+    ledger.anchor()?;
+    Ok(ledger)
+}
+
 /// Runs the releases that are due. Refusals (a slot already charged but
 /// unpublished, a slot outside the schedule…) are reported, not fatal.
+///
+/// The order is what makes it safe: an existing ledger is verified before
+/// anything else; the data are read and aggregated before a new ledger is
+/// created (a run that cannot read its data leaves no ledger behind, so it
+/// does not fix the schedule's start); each fresh release is charged
+/// (durable, anchored) before its noise is drawn.
 pub fn run(
     plan: &ExecutablePlan,
     opts: &RunOptions,
     engine: &dyn Engine,
 ) -> Result<RunOutput, RunError> {
-    let at = opts.at.unwrap_or_else(ledger::now_unix);
-    if !opts.ledger.exists() {
-        // A new ledger fixes the schedule's start: do not create it for a
-        // run that cannot read its data.
-        for ds in plan.body.datasets.values() {
-            let Ok(path) = source_path(ds, opts) else {
-                continue;
-            };
-            std::fs::File::open(&path).map_err(|_| {
-                RunError::Data(format!(
-                    "cannot open `{}` for dataset `{}`; no ledger was created",
-                    path.display(),
-                    ds.name
-                ))
-            })?;
+    let at = check_time("--at", opts.at.unwrap_or_else(ledger::now_unix))?;
+    if let Some(s) = opts.start {
+        check_time("--start", s)?;
+    }
+    let mut ledger = match opts.ledger.exists() {
+        true => Some(open_verified(&opts.ledger, opts.expect_hash.as_deref())?),
+        false => {
+            if opts.expect_hash.is_some() {
+                return Err(RunError::Ledger(LedgerError::Damaged {
+                    seq: None,
+                    why: format!(
+                        "`{}` does not exist, but an expected hash was given",
+                        opts.ledger.display()
+                    ),
+                }));
+            }
+            ledger::refuse_orphan_anchor(&opts.ledger)?;
+            None
+        }
+    };
+    let mut upgrade = None;
+    if let Some(l) = &mut ledger {
+        if l.plan_hash()? != plan.body_sha256 {
+            if !opts.upgrade {
+                return Err(RunError::Ledger(LedgerError::PlanMismatch {
+                    ledger: l.plan_hash()?,
+                    plan: plan.body_sha256.clone(),
+                }));
+            }
+            upgrade = l.upgrade(plan, opts.raise_budget)?;
         }
     }
-    let mut ledger = Ledger::open(
-        &opts.ledger,
-        Some(Genesis {
-            plan_hash: &plan.body_sha256,
-            schedule_start: opts.start.unwrap_or(at),
-        }),
-    )?;
-    let mut upgraded = false;
-    if ledger.plan_hash()? != plan.body_sha256 {
-        if !opts.upgrade {
-            return Err(RunError::Ledger(LedgerError::PlanMismatch {
-                ledger: ledger.plan_hash()?,
-                plan: plan.body_sha256.clone(),
-            }));
-        }
-        upgraded = ledger.upgrade(plan)?.is_some();
-    }
-    let ledger_start = ledger.open_info()?.schedule_start;
+    let ledger_start = match &ledger {
+        Some(l) => l.open_info()?.schedule_start,
+        None => opts.start.unwrap_or(at),
+    };
     let body = &plan.body;
     for q in &opts.queries {
         if body.release(q).is_none() && !body.publishes.iter().any(|p| &p.name == q) {
@@ -273,30 +371,32 @@ pub fn run(
     let mut results = Vec::new();
     let mut refused = Vec::new();
     let mut fresh: Vec<(&Release, u64)> = Vec::new();
-    for r in selected {
-        let Some(slot) = due_slot(r, opts, at, ledger_start, &ledger)? else {
+    let mut beyond = Vec::new();
+    for r in &selected {
+        let Some(slot) = due_slot(r, opts, at, ledger_start, ledger.as_ref())? else {
             continue;
         };
         if slot >= r.schedule.slots {
-            // --slot beyond this schedule: refused only when asked for by name.
-            if opts.queries.contains(&r.name) {
-                refused.push(Refusal {
+            beyond.push(Refusal {
+                query: r.name.clone(),
+                slot: Some(slot),
+                reason: LedgerError::SlotOutOfRange {
                     query: r.name.clone(),
-                    slot: Some(slot),
-                    reason: LedgerError::SlotOutOfRange {
-                        query: r.name.clone(),
-                        slot,
-                        slots: r.schedule.slots,
-                    }
-                    .to_string(),
-                });
-            }
+                    slot,
+                    slots: r.schedule.slots,
+                }
+                .to_string(),
+            });
             continue;
         }
-        match ledger.slot_state(&r.name, slot)? {
-            SlotState::Free => fresh.push((r, slot)),
-            SlotState::Released(e) => results.push(served(&ledger, &e, "ledger", None)?),
-            SlotState::Charged(seq) => refused.push(Refusal {
+        let state = match &ledger {
+            Some(l) => l.slot_state(&r.name, slot)?,
+            None => SlotState::Free,
+        };
+        match (state, &ledger) {
+            (SlotState::Free, _) => fresh.push((r, slot)),
+            (SlotState::Released(e), Some(l)) => results.push(served(l, &e, "ledger", None)?),
+            (SlotState::Charged(seq), _) => refused.push(Refusal {
                 query: r.name.clone(),
                 slot: Some(slot),
                 reason: LedgerError::Unpublished {
@@ -306,42 +406,66 @@ pub fn run(
                 }
                 .to_string(),
             }),
+            (SlotState::Released(_), None) => {}
+        }
+    }
+    // `--slot N` beyond a schedule: refused when that release was named, or
+    // when no selected release has slot N (the run would do nothing);
+    // otherwise the releases that have slot N run and the others have no
+    // such slot.
+    let nothing_else = results.is_empty() && fresh.is_empty() && refused.is_empty();
+    for b in beyond {
+        if nothing_else || opts.queries.contains(&b.query) {
+            refused.push(b);
         }
     }
 
-    // Exact bounded aggregates: one pass per dataset for every fresh release.
+    // Exact bounded aggregates: one pass per dataset for every fresh release,
+    // before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    let mut exact: BTreeMap<(String, usize), Vec<i128>> = BTreeMap::new();
-    let mut by_dataset: BTreeMap<&str, Vec<(usize, &Release)>> = BTreeMap::new();
-    for (i, (r, _)) in fresh.iter().enumerate() {
-        by_dataset
-            .entry(r.dataset.as_str())
-            .or_default()
-            .push((i, r));
-    }
-    for (ds_name, rels) in &by_dataset {
-        let ds = body
-            .datasets
-            .get(*ds_name)
-            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
-        let path = source_path(ds, opts)?;
-        let mut stats = Vec::new();
-        let mut index = Vec::new();
-        for (i, r) in rels {
-            for (pi, p) in r.parts.iter().enumerate() {
-                stats.push(statistic(r, p)?);
-                index.push((*i, pi));
-            }
-        }
-        let values = engine.aggregate(ds, &path, &stats, &mut rng)?;
-        for ((i, pi), v) in index.into_iter().zip(values) {
-            exact.insert((fresh[i].0.name.clone(), pi), v);
-        }
-    }
+    let exact = match aggregates(plan, opts, engine, &fresh, &mut rng) {
+        Ok(x) => x,
+        Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
+        Err(e) => return Err(e),
+    };
 
-    let pause = std::env::var(PAUSE_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok());
+    let mut ledger = match ledger {
+        Some(l) => l,
+        None if fresh.is_empty() => {
+            return Ok(output(plan, opts, results, refused, None, upgrade));
+        }
+        None => {
+            let l = Ledger::open(
+                &opts.ledger,
+                Some(Genesis {
+                    plan_hash: &plan.body_sha256,
+                    budget: ledger::Budget {
+                        epsilon: body.privacy.budget_epsilon,
+                        delta: body.privacy.budget_delta,
+                    },
+                    schedule_start: ledger_start,
+                }),
+            )?;
+            // Another run may have created it a moment earlier: verify it
+            // like any existing ledger, and make sure it is for this plan
+            // and this schedule start.
+            l.integrity(None)?;
+            l.anchor()?;
+            if l.plan_hash()? != plan.body_sha256 {
+                return Err(RunError::Ledger(LedgerError::PlanMismatch {
+                    ledger: l.plan_hash()?,
+                    plan: plan.body_sha256.clone(),
+                }));
+            }
+            if l.open_info()?.schedule_start != ledger_start {
+                return Err(RunError::Data(
+                    "another run created the ledger at the same moment with another schedule start; run again".into(),
+                ));
+            }
+            l
+        }
+    };
+
     for (r, slot) in &fresh {
         let mut slot = *slot;
         let intent = loop {
@@ -352,7 +476,7 @@ pub fn run(
                 Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
                     if opts.slot.is_none() && r.schedule.kind != "every" =>
                 {
-                    match due_slot(r, opts, at, ledger_start, &ledger)? {
+                    match due_slot(r, opts, at, ledger_start, Some(&ledger))? {
                         Some(s) => slot = s,
                         None => {
                             break Err(LedgerError::ScheduleExhausted {
@@ -365,7 +489,6 @@ pub fn run(
                 other => break other,
             }
         };
-        let slot = &slot;
         let intent = match intent {
             Ok(e) => e,
             Err(
@@ -376,12 +499,12 @@ pub fn run(
             ) => {
                 // Another runtime took the slot between our look and our
                 // exclusive transaction: serve its value if it has one.
-                if let SlotState::Released(v) = ledger.slot_state(&r.name, *slot)? {
+                if let SlotState::Released(v) = ledger.slot_state(&r.name, slot)? {
                     results.push(served(&ledger, &v, "ledger", None)?);
                 } else {
                     refused.push(Refusal {
                         query: r.name.clone(),
-                        slot: Some(*slot),
+                        slot: Some(slot),
                         reason: e.to_string(),
                     });
                 }
@@ -389,10 +512,8 @@ pub fn run(
             }
             Err(e) => return Err(e.into()),
         };
-        if let Some(ms) = pause {
-            std::thread::sleep(std::time::Duration::from_millis(ms));
-        }
-        let mut result = draw(r, *slot, &exact, &mut rng)?;
+        test_hooks::pause_after_intent();
+        let mut result = draw(r, slot, &exact, &mut rng)?;
         let value =
             // Invariant: plain data with string keys; cannot fail.
             ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;
@@ -400,8 +521,67 @@ pub fn run(
         results.push(result);
     }
 
-    // Re-publications: served from the ledger, free.
-    let released_now: Vec<String> = results.iter().map(|r| r.query.clone()).collect();
+    let republished = republications(body, opts, &ledger, &results)?;
+    results.extend(republished);
+    Ok(output(plan, opts, results, refused, Some(&ledger), upgrade))
+}
+
+/// The exact bounded aggregate of every part of every fresh release, keyed
+/// by (release, part): one engine pass per dataset.
+fn aggregates(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+    fresh: &[(&Release, u64)],
+    rng: &mut SecureRng,
+) -> Result<BTreeMap<(String, usize), Vec<i128>>, RunError> {
+    let mut exact = BTreeMap::new();
+    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
+    for (r, _) in fresh {
+        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
+    }
+    for (ds_name, rels) in &by_dataset {
+        let ds = plan
+            .body
+            .datasets
+            .get(*ds_name)
+            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
+        let path = source_path(ds, opts)?;
+        let mut stats = Vec::new();
+        let mut index = Vec::new();
+        for r in rels {
+            for (pi, p) in r.parts.iter().enumerate() {
+                stats.push(statistic(r, p)?);
+                index.push((r.name.clone(), pi));
+            }
+        }
+        let values = engine.aggregate(ds, &path, &stats, rng)?;
+        exact.extend(index.into_iter().zip(values));
+    }
+    Ok(exact)
+}
+
+/// `publish` re-publications of what this run released or served: each
+/// serves the very value of its source's slot in this run (never another
+/// slot's), from the ledger, for free. A `when` condition reads its
+/// operand's value from this run when it has one, else its latest value.
+fn republications(
+    body: &dpplan_plan::PlanBody,
+    opts: &RunOptions,
+    ledger: &Ledger,
+    results: &[ReleaseResult],
+) -> Result<Vec<ReleaseResult>, RunError> {
+    let this_run = |query: &str| -> Result<Option<ledger::Entry>, RunError> {
+        match results
+            .iter()
+            .find(|r| r.query == query && r.republished_from.is_none())
+            .and_then(|r| r.ledger_seq)
+        {
+            Some(seq) => Ok(ledger.entry(seq)?),
+            None => Ok(None),
+        }
+    };
+    let mut out = Vec::new();
     for p in &body.publishes {
         if !opts.queries.is_empty()
             && !opts.queries.contains(&p.name)
@@ -410,34 +590,45 @@ pub fn run(
             continue;
         }
         let root = root_source(body, &p.source);
-        if !released_now.contains(&root) {
-            continue;
-        }
-        let Some(e) = ledger.latest_value(&root)? else {
+        let Some(e) = this_run(&root)? else {
             continue;
         };
         if let Some(c) = &p.condition {
             let operand = root_source(body, &c.operand);
-            let v = ledger.latest_value(&operand)?.and_then(|e| scalar(&e));
-            let holds = v.is_some_and(|v| compare(v, &c.cmp, c.value));
-            if !holds {
+            let v = match this_run(&operand)? {
+                Some(e) => Some(e),
+                None => ledger.latest_value(&operand)?,
+            }
+            .and_then(|e| scalar(&e));
+            if !v.is_some_and(|v| compare(v, &c.cmp, c.value)) {
                 continue;
             }
         }
-        results.push(served(&ledger, &e, "republished", Some(p.name.clone()))?);
+        out.push(served(ledger, &e, "republished", Some(p.name.clone()))?);
     }
+    Ok(out)
+}
 
-    let v = ledger.verify()?;
-    Ok(RunOutput {
-        plan: body.name.clone(),
+fn output(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    results: Vec<ReleaseResult>,
+    refused: Vec<Refusal>,
+    ledger: Option<&Ledger>,
+    upgrade: Option<ledger::UpgradeValue>,
+) -> RunOutput {
+    let tail = ledger.and_then(|l| l.tail().ok());
+    RunOutput {
+        plan: plan.body.name.clone(),
         plan_sha256: plan.body_sha256.clone(),
         results,
         refused,
         ledger: opts.ledger.display().to_string(),
-        ledger_entries: v.entries,
-        ledger_latest_hash: v.latest_hash,
-        upgraded,
-    })
+        ledger_entries: tail.as_ref().map_or(0, |t| t.seq),
+        ledger_latest_hash: tail.map(|t| t.hash).unwrap_or_default(),
+        upgraded: upgrade.is_some(),
+        upgrade,
+    }
 }
 
 fn root_source(body: &dpplan_plan::PlanBody, name: &str) -> String {

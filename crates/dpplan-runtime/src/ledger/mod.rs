@@ -13,6 +13,9 @@
 //!   before noise is drawn, the `value` after. An intent without a value is
 //!   a crashed release: charged, unpublished, and never drawn again.
 
+mod anchor;
+mod verify;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +24,9 @@ use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+pub use anchor::head_path;
+pub use verify::{Anchored, Integrity, Verification};
 
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const LEDGER_FORMAT: &str = "dpplan-ledger-1";
@@ -75,6 +81,31 @@ struct Content<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntentValue {
     pub running_totals: RunningTotals,
+}
+
+/// The `value` of an upgrade entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpgradeValue {
+    /// The plan in force before.
+    pub from_plan: String,
+    /// Intents charged before the upgrade (under any plan).
+    pub history_releases: u64,
+    /// The history plus every release of the new plan, composed.
+    pub epsilon: f64,
+    pub delta: f64,
+    pub accountant: String,
+    /// The new plan's budget.
+    pub budget_epsilon: f64,
+    /// Absent in upgrades written by an earlier dpplan.
+    #[serde(default)]
+    pub budget_delta: Option<f64>,
+    /// The budget in force before (absent when the ledger never recorded
+    /// it).
+    #[serde(default)]
+    pub from_budget: Option<Budget>,
+    /// True when the new budget is larger (`--raise-budget`).
+    #[serde(default)]
+    pub budget_raised: bool,
 }
 
 /// The `value` of a correction entry.
@@ -170,6 +201,23 @@ pub enum LedgerError {
     NotALedger(String),
     Corrupt(String),
     NoSuchEntry(i64),
+    /// The ledger failed verification (chain, triggers, anchor, expected
+    /// hash): nothing may be charged or served from it.
+    Damaged {
+        /// The first bad entry, where there is one.
+        seq: Option<i64>,
+        why: String,
+    },
+    /// Reading or writing a file next to the ledger failed.
+    Io(String),
+    /// An upgrade whose plan has a larger budget than the one in force,
+    /// without `--raise-budget`.
+    BudgetRaise {
+        old: Option<(f64, f64)>,
+        new: (f64, f64),
+    },
+    /// A time outside what a schedule can express.
+    Time(String),
 }
 
 impl std::fmt::Display for LedgerError {
@@ -192,6 +240,27 @@ impl std::fmt::Display for LedgerError {
             LedgerError::NotALedger(s) => write!(f, "not a dpplan ledger: {s}"),
             LedgerError::Corrupt(s) => write!(f, "the ledger is corrupt: {s}"),
             LedgerError::NoSuchEntry(s) => write!(f, "the ledger has no entry {s}"),
+            LedgerError::Damaged { seq: Some(seq), why } => write!(
+                f,
+                "the ledger failed verification at entry {seq}: {why}; nothing was charged or served (restore the ledger from a backup, or investigate with `dpplan ledger verify`)"
+            ),
+            LedgerError::Damaged { seq: None, why } => write!(
+                f,
+                "the ledger failed verification: {why}; nothing was charged or served (restore the ledger from a backup, or investigate with `dpplan ledger verify`)"
+            ),
+            LedgerError::Io(s) => f.write_str(s),
+            LedgerError::BudgetRaise { old, new } => {
+                let old = match old {
+                    Some((e, d)) => format!("ε = {e}, δ = {d}"),
+                    None => "not recorded (a ledger opened by an earlier dpplan)".into(),
+                };
+                write!(
+                    f,
+                    "the new plan's budget (ε = {}, δ = {}) is larger than the one in force ({old}); an upgrade that raises the budget needs --raise-budget, and records both",
+                    new.0, new.1
+                )
+            }
+            LedgerError::Time(s) => f.write_str(s),
         }
     }
 }
@@ -209,7 +278,7 @@ pub struct Ledger {
     path: PathBuf,
 }
 
-const SCHEMA: &str = "
+const TABLES: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE entries (
     seq INTEGER PRIMARY KEY,
@@ -230,11 +299,34 @@ CREATE TABLE entries (
     hash TEXT NOT NULL
 );
 CREATE INDEX entries_release ON entries (query, slot);
-CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 ";
+
+/// The append-only triggers, by name, as SQLite stores them in
+/// `sqlite_master.sql`. A ledger whose triggers differ from these (dropped,
+/// altered or added) is refused at open.
+const TRIGGERS: [(&str, &str); 4] = [
+    (
+        "entries_no_delete",
+        "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "entries_no_update",
+        "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "meta_no_delete",
+        "CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "meta_no_update",
+        "CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// The `meta` key whose presence means the ledger keeps an anchor file
+/// (every ledger created or first written by this version).
+const ANCHOR_KEY: &str = "anchor";
+const ANCHOR_FORMAT: &str = "dpplan-ledger-head-1";
 
 pub fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()
@@ -280,9 +372,28 @@ fn configure(conn: &Connection) -> Result<(), LedgerError> {
     Ok(())
 }
 
+/// Refuses to start a new history where a ledger's anchor stays without its
+/// ledger (deleted or moved): see [`Ledger::open`].
+pub fn refuse_orphan_anchor(path: &Path) -> Result<(), LedgerError> {
+    match anchor::read_head(path)? {
+        Some(head) if !path.exists() => Err(LedgerError::Damaged {
+            seq: None,
+            why: format!(
+                "`{}` is missing, but its anchor `{}` records {} entries: the ledger was deleted or moved, and a new one would forget what was spent; restore it (or remove the anchor deliberately to start a new history)",
+                path.display(),
+                head_path(path).display(),
+                head.entries
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// What a new ledger is opened for.
 pub struct Genesis<'a> {
     pub plan_hash: &'a str,
+    /// The plan's budget, recorded so that an upgrade can show it.
+    pub budget: Budget,
     /// Start (Unix seconds) of `every … for …` schedules.
     pub schedule_start: i64,
 }
@@ -291,15 +402,17 @@ pub struct Genesis<'a> {
 pub struct OpenInfo {
     pub schedule_start: i64,
     pub ledger_format: String,
+    /// The budget of the plan the ledger was opened for (absent in ledgers
+    /// opened by an earlier dpplan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
 }
 
-/// The outcome of [`Ledger::verify`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verification {
-    pub entries: i64,
-    pub latest_hash: String,
-    /// The first entry whose chain does not hold, and why.
-    pub first_bad: Option<(i64, String)>,
+/// A plan's budget, as the ledger records it at open and at each upgrade.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    pub epsilon: f64,
+    pub delta: f64,
 }
 
 impl Ledger {
@@ -313,7 +426,20 @@ impl Ledger {
                     path.display()
                 )));
             };
-            Self::create(path, &g)?;
+            // A ledger deleted (or moved) while its anchor stayed is a lost
+            // history: starting a new one would reset the spent budget.
+            refuse_orphan_anchor(path)?;
+            if Self::create(path, &g)? {
+                let l = Self::open(path, None)?;
+                l.anchor()?;
+                return Ok(l);
+            }
+        }
+        if !path.is_file() {
+            return Err(LedgerError::NotALedger(format!(
+                "`{}` is not a file",
+                path.display()
+            )));
         }
         let conn = Connection::open(path)?;
         configure(&conn)?;
@@ -343,7 +469,11 @@ impl Ledger {
         })
     }
 
-    fn create(path: &Path, g: &Genesis) -> Result<(), LedgerError> {
+    /// Creates the ledger; false when another process created it first.
+    fn create(path: &Path, g: &Genesis) -> Result<bool, LedgerError> {
+        // Leftovers of creations killed half-way (older than any creation
+        // still under way).
+        anchor::remove_leftovers(path, Duration::from_secs(60));
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -368,14 +498,18 @@ impl Ledger {
                 )));
             }
             configure(&conn)?;
-            conn.execute_batch(SCHEMA)?;
+            conn.execute_batch(TABLES)?;
+            for (_, sql) in TRIGGERS {
+                conn.execute_batch(&format!("{sql};"))?;
+            }
             conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('format', ?1)",
-                params![LEDGER_FORMAT],
+                "INSERT INTO meta (key, value) VALUES ('format', ?1), (?2, ?3)",
+                params![LEDGER_FORMAT, ANCHOR_KEY, ANCHOR_FORMAT],
             )?;
             let info = OpenInfo {
                 schedule_start: g.schedule_start,
                 ledger_format: LEDGER_FORMAT.into(),
+                budget: Some(g.budget),
             };
             let mut e = Entry {
                 seq: 1,
@@ -409,8 +543,8 @@ impl Ledger {
             let _ = std::fs::remove_file(PathBuf::from(p));
         }
         match linked {
-            Ok(()) => Ok(()),
-            Err(_) if path.exists() => Ok(()),
+            Ok(()) => Ok(true),
+            Err(_) if path.exists() => Ok(false),
             Err(e) => Err(LedgerError::Sqlite(format!(
                 "cannot create `{}`: {e}",
                 path.display()
@@ -424,6 +558,16 @@ impl Ledger {
 
     pub fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
         read_entries(&self.conn, "SELECT * FROM entries ORDER BY seq", [])
+    }
+
+    /// The entry with sequence number `seq`.
+    pub fn entry(&self, seq: i64) -> Result<Option<Entry>, LedgerError> {
+        let e = read_entries(
+            &self.conn,
+            "SELECT * FROM entries WHERE seq = ?1",
+            params![seq],
+        )?;
+        Ok(e.into_iter().next())
     }
 
     pub fn tail(&self) -> Result<Entry, LedgerError> {
@@ -559,6 +703,7 @@ impl Ledger {
         e.hash = e.compute_hash();
         insert(&tx, &e)?;
         tx.commit()?;
+        self.anchor()?;
         Ok(e)
     }
 
@@ -593,6 +738,7 @@ impl Ledger {
         e.hash = e.compute_hash();
         insert(&tx, &e)?;
         tx.commit()?;
+        self.anchor()?;
         Ok(e)
     }
 
@@ -644,19 +790,43 @@ impl Ledger {
         e.hash = e.compute_hash();
         insert(&tx, &e)?;
         tx.commit()?;
+        self.anchor()?;
         Ok(e)
     }
 
     /// Moves the ledger to a new plan: the ledger's history (every charged
     /// intent, under any earlier plan) plus every release the new plan may
     /// make must fit the new plan's budget under its accountant.
-    pub fn upgrade(&mut self, plan: &ExecutablePlan) -> Result<Option<Entry>, LedgerError> {
+    ///
+    /// A new plan with a larger budget (ε or δ) than the one in force is
+    /// refused unless `raise_budget`: a budget is raised deliberately, and
+    /// the `upgrade` entry records the old and the new one.
+    pub fn upgrade(
+        &mut self,
+        plan: &ExecutablePlan,
+        raise_budget: bool,
+    ) -> Result<Option<UpgradeValue>, LedgerError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current = current_plan(&tx)?;
         if current == plan.body_sha256 {
             return Ok(None);
+        }
+        let new_budget = Budget {
+            epsilon: plan.body.privacy.budget_epsilon,
+            delta: plan.body.privacy.budget_delta,
+        };
+        let old_budget = budget_in_force(&tx)?;
+        let raised = match old_budget {
+            Some(b) => new_budget.epsilon > b.epsilon || new_budget.delta > b.delta,
+            None => true,
+        };
+        if raised && !raise_budget {
+            return Err(LedgerError::BudgetRaise {
+                old: old_budget.map(|b| (b.epsilon, b.delta)),
+                new: (new_budget.epsilon, new_budget.delta),
+            });
         }
         let (mut releases, charged) = history(&tx)?;
         for r in &plan.body.releases {
@@ -676,6 +846,17 @@ impl Ledger {
                 bound.epsilon, bound.delta, bound.accountant, p.budget_epsilon
             )));
         }
+        let upgrade = UpgradeValue {
+            from_plan: current,
+            history_releases: charged,
+            epsilon: bound.epsilon,
+            delta: bound.delta,
+            accountant: bound.accountant.name().into(),
+            budget_epsilon: new_budget.epsilon,
+            budget_delta: Some(new_budget.delta),
+            from_budget: old_budget,
+            budget_raised: raised,
+        };
         let prev = tail(&tx)?;
         let mut e = Entry {
             seq: prev.seq + 1,
@@ -688,17 +869,8 @@ impl Ledger {
             delta: 0.0,
             total_epsilon: prev.total_epsilon,
             total_delta: prev.total_delta,
-            value: Some(
-                serde_json::json!({
-                    "from_plan": current,
-                    "history_releases": charged,
-                    "epsilon": bound.epsilon,
-                    "delta": bound.delta,
-                    "accountant": bound.accountant.name(),
-                    "budget_epsilon": p.budget_epsilon,
-                })
-                .to_string(),
-            ),
+            // Invariant: plain data with string keys; cannot fail.
+            value: Some(serde_json::to_string(&upgrade).expect("serialises")),
             refers_to: None,
             time: now_rfc3339(),
             version: dpplan_plan::COMPILER.into(),
@@ -708,48 +880,8 @@ impl Ledger {
         e.hash = e.compute_hash();
         insert(&tx, &e)?;
         tx.commit()?;
-        Ok(Some(e))
-    }
-
-    /// Checks the whole chain; reports the first entry that does not hold.
-    pub fn verify(&self) -> Result<Verification, LedgerError> {
-        let entries = self.entries()?;
-        let mut prev_hash = GENESIS_PREV.to_string();
-        let mut totals = (0.0f64, 0.0f64);
-        let mut latest = GENESIS_PREV.to_string();
-        for (i, e) in entries.iter().enumerate() {
-            let bad = |why: &str| Verification {
-                entries: entries.len() as i64,
-                latest_hash: entries.last().map(|e| e.hash.clone()).unwrap_or_default(),
-                first_bad: Some((e.seq, why.to_string())),
-            };
-            if e.seq != i as i64 + 1 {
-                return Ok(bad(
-                    "sequence numbers are not contiguous (an entry was removed or inserted)",
-                ));
-            }
-            if e.prev_hash != prev_hash {
-                return Ok(bad("it does not link to the previous entry's hash"));
-            }
-            let expected = (totals.0 + e.epsilon, totals.1 + e.delta);
-            if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
-                return Ok(bad("the running total does not add up"));
-            }
-            if (e.kind != "intent") && (e.epsilon != 0.0 || e.delta != 0.0) {
-                return Ok(bad("only an intent may charge"));
-            }
-            if e.compute_hash() != e.hash {
-                return Ok(bad("its content does not match its hash (it was modified)"));
-            }
-            totals = expected;
-            prev_hash = e.hash.clone();
-            latest = e.hash.clone();
-        }
-        Ok(Verification {
-            entries: entries.len() as i64,
-            latest_hash: latest,
-            first_bad: None,
-        })
+        self.anchor()?;
+        Ok(Some(upgrade))
     }
 }
 
@@ -953,6 +1085,32 @@ fn running_totals(
             .map(|(a, r)| total_of(Some(a), r))
             .collect(),
     }
+}
+
+/// The budget of the plan in force: the last upgrade's, or the one the
+/// ledger was opened with; `None` when the ledger never recorded it.
+fn budget_in_force(conn: &Connection) -> Result<Option<Budget>, LedgerError> {
+    let last = read_entries(
+        conn,
+        "SELECT * FROM entries WHERE kind IN ('open', 'upgrade') ORDER BY seq DESC LIMIT 1",
+        [],
+    )?;
+    let Some(e) = last.into_iter().next() else {
+        return Err(LedgerError::Corrupt("no opening entry".into()));
+    };
+    let value = e.value.as_deref().unwrap_or("");
+    let unreadable = || LedgerError::Corrupt(format!("entry {} is unreadable", e.seq));
+    Ok(if e.kind == "open" {
+        serde_json::from_str::<OpenInfo>(value)
+            .map_err(|_| unreadable())?
+            .budget
+    } else {
+        let u: UpgradeValue = serde_json::from_str(value).map_err(|_| unreadable())?;
+        u.budget_delta.map(|delta| Budget {
+            epsilon: u.budget_epsilon,
+            delta,
+        })
+    })
 }
 
 fn current_plan(conn: &Connection) -> Result<String, LedgerError> {

@@ -1,0 +1,81 @@
+//! Writing to standard output and standard error without panicking.
+//!
+//! `print!` panics when stdout is closed (`dpplan account plan | head -c 10`:
+//! "failed printing to stdout", exit 101). Here a closed pipe on stdout is
+//! the reader's choice, not an error: the command stops writing to stdout,
+//! finishes what it was doing (a run still commits and reports to stderr)
+//! and exits with the code it would have had. Other write errors are
+//! returned. Writes to stderr never fail the command.
+
+use std::fmt::Arguments;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stdout; Ok (and nothing more is written) once the reader has
+/// closed the pipe.
+pub fn stdout(args: Arguments<'_>) -> io::Result<()> {
+    write_bytes(args.to_string().as_bytes())
+}
+
+pub fn write_bytes(bytes: &[u8]) -> io::Result<()> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut w = io::stdout().lock();
+    match w.write_all(bytes).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+/// Writes to stderr, ignoring failures (there is nowhere left to report
+/// them).
+pub fn stderr(args: Arguments<'_>) {
+    let _ = io::stderr().lock().write_fmt(args);
+}
+
+/// `print!` that survives a closed stdout; any other write error returns
+/// from the enclosing function (a `miette::Result`).
+macro_rules! out {
+    ($($t:tt)*) => {
+        miette::IntoDiagnostic::into_diagnostic($crate::out::stdout(format_args!($($t)*)))?
+    };
+}
+/// `println!` that survives a closed stdout; any other write error returns
+/// from the enclosing function (a `miette::Result`).
+macro_rules! outln {
+    () => { $crate::out::outln!("") };
+    ($($t:tt)*) => {
+        miette::IntoDiagnostic::into_diagnostic(
+            $crate::out::stdout(format_args!("{}\n", format_args!($($t)*))),
+        )?
+    };
+}
+/// `eprint!` that never panics.
+macro_rules! err {
+    ($($t:tt)*) => { $crate::out::stderr(format_args!($($t)*)) };
+}
+/// `eprintln!` that never panics.
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::out::stderr(format_args!("{}\n", format_args!($($t)*))) };
+}
+pub(crate) use outln;
+
+/// Control characters escaped, so that text from a ledger (a correction's
+/// reason) cannot move the cursor, clear the screen or fake a line.
+pub fn escape_control(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            o.extend(c.escape_default());
+        } else {
+            o.push(c);
+        }
+    }
+    o
+}

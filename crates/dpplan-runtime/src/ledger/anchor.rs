@@ -1,0 +1,167 @@
+//! The ledger's anchor: a small file next to the SQLite file that records
+//! the latest entry count and hash, written (atomically, fsynced) after
+//! every commit.
+//!
+//! A hash chain proves that no entry *inside* it was changed, but a chain
+//! cut short is still a valid chain: losing the WAL file after a commit, or
+//! the last pages of the database, silently forgets the newest intents, and
+//! a forgotten intent is a slot the runtime would draw again. The anchor
+//! makes the cut visible without the operator having kept a hash: at open,
+//! the ledger must contain the anchored entry with the anchored hash.
+//!
+//! The anchor may *lag* the ledger (a crash between a commit and the anchor
+//! write leaves it one write behind) but never lead it: an anchor that
+//! records more entries than the ledger holds means entries were lost.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{LedgerError, ANCHOR_FORMAT};
+
+/// What the anchor file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub format: String,
+    /// The hash of entry 1: ties the anchor to one ledger.
+    pub genesis_hash: String,
+    /// The number of entries (= the latest sequence number) when written.
+    pub entries: i64,
+    pub latest_hash: String,
+}
+
+impl Head {
+    pub fn new(genesis_hash: &str, entries: i64, latest_hash: &str) -> Head {
+        Head {
+            format: ANCHOR_FORMAT.into(),
+            genesis_hash: genesis_hash.into(),
+            entries,
+            latest_hash: latest_hash.into(),
+        }
+    }
+}
+
+/// `LEDGER.head` next to `LEDGER`.
+pub fn head_path(ledger: &Path) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(".head");
+    PathBuf::from(p)
+}
+
+/// Reads the anchor; `None` when there is no anchor file.
+pub fn read_head(ledger: &Path) -> Result<Option<Head>, LedgerError> {
+    let path = head_path(ledger);
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(LedgerError::Io(format!(
+                "cannot read the ledger's anchor `{}`: {e}",
+                path.display()
+            )))
+        }
+    };
+    let head: Head = serde_json::from_slice(&text).map_err(|_| LedgerError::Damaged {
+        seq: None,
+        why: format!(
+            "the anchor `{}` is unreadable (it was damaged or replaced)",
+            path.display()
+        ),
+    })?;
+    if head.format != ANCHOR_FORMAT {
+        return Err(LedgerError::Damaged {
+            seq: None,
+            why: format!(
+                "the anchor `{}` has format `{}`, expected `{ANCHOR_FORMAT}`",
+                path.display(),
+                head.format
+            ),
+        });
+    }
+    Ok(Some(head))
+}
+
+/// Replaces the anchor atomically: a temporary file, written and fsynced,
+/// renamed over the old one, then the directory fsynced so the rename
+/// itself is durable.
+pub fn write_head(ledger: &Path, head: &Head) -> Result<(), LedgerError> {
+    let path = head_path(ledger);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let io = |what: &str, e: std::io::Error| {
+        LedgerError::Io(format!(
+            "cannot {what} the ledger's anchor `{}`: {e}",
+            path.display()
+        ))
+    };
+    let mut seed = [0u8; 8];
+    getrandom::fill(&mut seed).map_err(|_| LedgerError::Io("no OS randomness".into()))?;
+    let tmp = dir.join(format!(
+        ".{}.{:016x}.tmp",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        u64::from_le_bytes(seed)
+    ));
+    let mut body = serde_json::to_vec(head).map_err(|e| io("serialise", e.into()))?;
+    body.push(b'\n');
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io("write", e));
+    }
+    // The rename is durable once the directory is; some filesystems cannot
+    // open a directory for syncing, and there the rename is as durable as
+    // they make it.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Removes leftovers of interrupted writes next to `ledger`: temporary
+/// ledgers (`.NAME.*.creating` with their `-wal`/`-shm`) and temporary
+/// anchors (`.NAME.head.*.tmp`) older than `min_age`, so that a creation or
+/// an anchor write still under way in another process is never touched.
+pub fn remove_leftovers(ledger: &Path, min_age: std::time::Duration) {
+    let Some(name) = ledger.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let dir = ledger
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let creating = format!(".{name}.");
+    let head_tmp = format!(".{name}.head.");
+    for e in listing.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let ours = (f.starts_with(&creating)
+            && (f.ends_with(".creating")
+                || f.ends_with(".creating-wal")
+                || f.ends_with(".creating-shm")))
+            || (f.starts_with(&head_tmp) && f.ends_with(".tmp"));
+        if !ours {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= min_age);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

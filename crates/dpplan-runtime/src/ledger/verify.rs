@@ -1,0 +1,349 @@
+//! Verification of a ledger before anything is charged or served: the
+//! append-only triggers, the hash chain with the protocol's invariants, the
+//! anchor file and an operator's expected hash.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::OptionalExtension;
+
+use super::anchor::{read_head, write_head, Head};
+use super::{Entry, Ledger, LedgerError, ANCHOR_FORMAT, ANCHOR_KEY, GENESIS_PREV, TRIGGERS};
+
+/// The outcome of [`Ledger::verify`]: the chain alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    pub entries: i64,
+    pub latest_hash: String,
+    /// The first entry whose chain does not hold, and why.
+    pub first_bad: Option<(i64, String)>,
+}
+
+use serde::Serialize;
+
+/// How the ledger's tail is vouched for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Anchored {
+    /// The anchor file matches; `appended` entries were written after it
+    /// (a crash between a commit and the anchor's update leaves 1).
+    Head { entries: i64, appended: i64 },
+    /// The anchor file is missing but the operator's expected hash is
+    /// entry `seq`.
+    Expected { seq: i64 },
+    /// A ledger that holds only its opening entry (nothing charged yet),
+    /// before its first anchor write.
+    Fresh,
+    /// A ledger written by an earlier dpplan, which kept no anchor: a
+    /// cut-off tail can only be detected with an expected hash. The next
+    /// run that writes to it starts keeping one.
+    Legacy,
+}
+
+/// The outcome of [`Ledger::integrity`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Integrity {
+    pub entries: i64,
+    pub latest_hash: String,
+    pub anchored: Anchored,
+    /// The entry that carries the operator's expected hash, when one was
+    /// given.
+    pub expected_seq: Option<i64>,
+}
+
+fn damaged(seq: Option<i64>, why: impl Into<String>) -> LedgerError {
+    LedgerError::Damaged {
+        seq,
+        why: why.into(),
+    }
+}
+
+/// The protocol's invariants over the whole history, checked entry by
+/// entry: the first entry is the only `open`; every intent names a query, a
+/// slot and its mechanism, and no slot has two; every value completes an
+/// earlier intent of the same slot that had none; a correction refers to an
+/// earlier entry.
+#[derive(Default)]
+struct Protocol {
+    intents: HashMap<(String, i64), i64>,
+    intent_slot: HashMap<i64, (String, i64)>,
+    valued: HashSet<i64>,
+}
+
+impl Protocol {
+    fn check(&mut self, e: &Entry) -> Result<(), &'static str> {
+        match e.kind.as_str() {
+            "open" if e.seq == 1 => Ok(()),
+            "open" => Err("a second opening entry"),
+            _ if e.seq == 1 => Err("the first entry is not the opening entry"),
+            "intent" => {
+                let (Some(q), Some(s), Some(_)) = (&e.query, e.slot, &e.mechanism) else {
+                    return Err("an intent without its query, slot or mechanism");
+                };
+                if self.intents.insert((q.clone(), s), e.seq).is_some() {
+                    return Err("a second intent for a slot already charged");
+                }
+                self.intent_slot.insert(e.seq, (q.clone(), s));
+                Ok(())
+            }
+            "value" => {
+                let Some(r) = e.refers_to else {
+                    return Err("a value that completes no intent");
+                };
+                match self.intent_slot.get(&r) {
+                    Some((q, s)) if Some(q) == e.query.as_ref() && Some(*s) == e.slot => {}
+                    _ => return Err("a value that completes no earlier intent of its slot"),
+                }
+                if !self.valued.insert(r) {
+                    return Err("a second value for one intent");
+                }
+                Ok(())
+            }
+            "correction" => match e.refers_to {
+                Some(r) if r >= 1 && r < e.seq => Ok(()),
+                _ => Err("a correction of no earlier entry"),
+            },
+            "upgrade" => Ok(()),
+            _ => Err("an entry of an unknown kind"),
+        }
+    }
+}
+
+impl Ledger {
+    /// Checks the whole chain and the protocol's invariants; reports the
+    /// first entry that does not hold.
+    pub fn verify(&self) -> Result<Verification, LedgerError> {
+        let entries = self.entries()?;
+        let n = entries.len() as i64;
+        let latest = entries
+            .last()
+            .map_or_else(|| GENESIS_PREV.to_string(), |e| e.hash.clone());
+        let mut prev_hash = GENESIS_PREV;
+        let mut totals = (0.0f64, 0.0f64);
+        let mut protocol = Protocol::default();
+        for (i, e) in entries.iter().enumerate() {
+            let bad = |why: &str| Verification {
+                entries: n,
+                latest_hash: latest.clone(),
+                first_bad: Some((e.seq, why.to_string())),
+            };
+            if e.seq != i as i64 + 1 {
+                return Ok(bad(
+                    "sequence numbers are not contiguous (an entry was removed or inserted)",
+                ));
+            }
+            if e.prev_hash != prev_hash {
+                return Ok(bad("it does not link to the previous entry's hash"));
+            }
+            let expected = (totals.0 + e.epsilon, totals.1 + e.delta);
+            if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
+                return Ok(bad("the running total does not add up"));
+            }
+            if (e.kind != "intent") && (e.epsilon != 0.0 || e.delta != 0.0) {
+                return Ok(bad("only an intent may charge"));
+            }
+            if e.compute_hash() != e.hash {
+                return Ok(bad("its content does not match its hash (it was modified)"));
+            }
+            if let Err(why) = protocol.check(e) {
+                return Ok(bad(why));
+            }
+            totals = expected;
+            prev_hash = &e.hash;
+        }
+        Ok(Verification {
+            entries: n,
+            latest_hash: latest,
+            first_bad: None,
+        })
+    }
+
+    /// The append-only triggers must be exactly the ones the ledger was
+    /// created with: a dropped trigger lets an edit through, an added one
+    /// could rewrite what is appended.
+    fn check_triggers(&self) -> Result<(), LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")?;
+        let found = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        for (name, sql) in TRIGGERS {
+            match found.iter().find(|(n, _)| n == name) {
+                None => {
+                    return Err(damaged(
+                        None,
+                        format!("the append-only trigger `{name}` was dropped"),
+                    ))
+                }
+                Some((_, s)) if s.as_deref() != Some(sql) => {
+                    return Err(damaged(
+                        None,
+                        format!("the append-only trigger `{name}` was altered"),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some((extra, _)) = found
+            .iter()
+            .find(|(n, _)| !TRIGGERS.iter().any(|(t, _)| t == n))
+        {
+            return Err(damaged(
+                None,
+                format!("the ledger has a trigger `{extra}` it was not created with"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether this ledger keeps an anchor file (created, or first written,
+    /// by a dpplan that keeps one).
+    fn anchor_required(&self) -> Result<bool, LedgerError> {
+        let v: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [ANCHOR_KEY], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(v.is_some())
+    }
+
+    /// Everything that must hold before a run charges or serves anything:
+    /// the triggers, the chain and its invariants, the anchor file (the
+    /// ledger must still contain the anchored entry with the anchored hash),
+    /// and `expect_hash` (an operator's latest hash) when given. Any failure
+    /// is [`LedgerError::Damaged`], naming the first bad entry where there
+    /// is one.
+    pub fn integrity(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
+        self.check_triggers()?;
+        let v = self.verify()?;
+        if let Some((seq, why)) = v.first_bad {
+            return Err(damaged(Some(seq), why));
+        }
+        let entries = self.entries()?;
+        let n = v.entries;
+        let expected_seq = match expect_hash {
+            None => None,
+            Some(h) => Some(
+                entries
+                    .iter()
+                    .find(|e| e.hash.eq_ignore_ascii_case(h.trim()))
+                    .map(|e| e.seq)
+                    .ok_or_else(|| {
+                        damaged(
+                            None,
+                            format!(
+                                "no entry has the expected hash {}: the ledger was cut off, rewritten, or is not the one expected",
+                                short(h)
+                            ),
+                        )
+                    })?,
+            ),
+        };
+        let genesis = entries.first().map(|e| e.hash.as_str()).unwrap_or("");
+        let anchored = match read_head(&self.path)? {
+            Some(head) => {
+                if head.genesis_hash != genesis {
+                    return Err(damaged(
+                        None,
+                        "the anchor file belongs to another ledger (its first entry differs)",
+                    ));
+                }
+                if head.entries > n {
+                    return Err(damaged(
+                        Some(n + 1),
+                        format!(
+                            "the ledger ends at entry {n} but its anchor records {} entries: entries {}–{} are missing (a lost WAL file, cut-off pages, or an older copy restored)",
+                            head.entries,
+                            n + 1,
+                            head.entries
+                        ),
+                    ));
+                }
+                let at = usize::try_from(head.entries - 1)
+                    .ok()
+                    .and_then(|i| entries.get(i));
+                match at {
+                    Some(e) if e.hash == head.latest_hash => {}
+                    _ => {
+                        return Err(damaged(
+                            Some(head.entries),
+                            format!(
+                                "entry {}'s hash differs from the anchor's {}: the ledger was rewritten",
+                                head.entries,
+                                short(&head.latest_hash)
+                            ),
+                        ))
+                    }
+                }
+                Anchored::Head {
+                    entries: head.entries,
+                    appended: n - head.entries,
+                }
+            }
+            None if !self.anchor_required()? => Anchored::Legacy,
+            None if n <= 1 => Anchored::Fresh,
+            None => match expected_seq {
+                Some(seq) => Anchored::Expected { seq },
+                None => {
+                    return Err(damaged(
+                        None,
+                        format!(
+                            "its anchor `{}` is missing, so a cut-off tail cannot be ruled out; pass --expect-hash with the latest hash printed by the last run to re-anchor it",
+                            super::anchor::head_path(&self.path).display()
+                        ),
+                    ))
+                }
+            },
+        };
+        Ok(Integrity {
+            entries: n,
+            latest_hash: v.latest_hash,
+            anchored,
+            expected_seq,
+        })
+    }
+
+    /// Records the ledger's current tail in the anchor file (and, for a
+    /// ledger from an earlier dpplan, starts keeping one). Runs under an
+    /// exclusive transaction, so concurrent writers update the anchor in
+    /// the order of their commits and it never moves backwards.
+    pub fn anchor(&self) -> Result<(), LedgerError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let r = self.anchor_locked();
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let ended = self.conn.execute_batch(end);
+        r?;
+        ended?;
+        Ok(())
+    }
+
+    fn anchor_locked(&self) -> Result<(), LedgerError> {
+        if !self.anchor_required()? {
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                [ANCHOR_KEY, ANCHOR_FORMAT],
+            )?;
+        }
+        let tail = self.tail()?;
+        let genesis: String =
+            self.conn
+                .query_row("SELECT hash FROM entries WHERE seq = 1", [], |r| r.get(0))?;
+        if let Some(old) = read_head(&self.path)? {
+            if old.genesis_hash == genesis && old.entries > tail.seq {
+                // Never move the anchor back: the lost entries stay visible
+                // to the next verification.
+                return Ok(());
+            }
+        }
+        write_head(&self.path, &Head::new(&genesis, tail.seq, &tail.hash))
+    }
+}
+
+/// The first 16 hex digits of a hash (never a long echo of user input).
+fn short(h: &str) -> String {
+    let h: String = h.chars().filter(|c| !c.is_control()).take(16).collect();
+    format!("{h}…")
+}
