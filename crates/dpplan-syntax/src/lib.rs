@@ -30,65 +30,69 @@ pub const MAX_INPUT_BYTES: usize = 16 * 1024 * 1024;
 /// Brace nesting deeper than this is refused (DP016). The grammar itself
 /// nests at most three levels.
 pub const MAX_NESTING: usize = 32;
+/// At most this many syntax diagnostics are reported per file, the first in
+/// source order; one more DP000 diagnostic then says how many were left out
+/// ("N more syntax errors not shown") and points at the first of them. Every
+/// broken item is still recorded in [`ast::Plan::broken`].
+pub const MAX_SYNTAX_ERRORS: usize = 100;
 
 /// The result of parsing one text.
 #[derive(Debug, Clone)]
 pub struct Parsed {
     pub plan: ast::Plan,
-    /// Syntax diagnostics (code DP000 or DP016), in source order.
+    /// Syntax diagnostics (code DP000, DP013, DP015 or DP016): the
+    /// scanner's, then the broken items', each in source order; at most
+    /// [`MAX_SYNTAX_ERRORS`] (the first in source order), then, if there
+    /// were more, one DP000 diagnostic that counts the rest.
     pub diagnostics: Vec<Diagnostic>,
     /// The top-level items as the scanner split them.
     pub items: Vec<RawItem>,
 }
 
 /// Parses a plan. Never panics; every problem is a diagnostic.
+///
+/// Its cost stays near that of parsing intact text however much of the text
+/// is broken: each item is parsed once without pest's error detail, and only
+/// the broken items whose errors are shown (at most [`MAX_SYNTAX_ERRORS`])
+/// are parsed again with detail and turned into messages in words.
 pub fn parse(text: &str) -> Parsed {
-    let mut diagnostics = Vec::new();
     if text.len() > MAX_INPUT_BYTES {
-        diagnostics.push(
-            Diagnostic::new(
-                Code::Limit,
-                format!(
-                    "the plan is {} bytes; dpplan reads at most {} bytes",
-                    text.len(),
-                    MAX_INPUT_BYTES
-                ),
-                Span::new(0, 0),
-            )
-            .help("split the plan into several files"),
-        );
+        let diagnostic = Diagnostic::new(
+            Code::Limit,
+            format!(
+                "the plan is {} bytes; dpplan reads at most {} bytes",
+                text.len(),
+                MAX_INPUT_BYTES
+            ),
+            Span::new(0, 0),
+        )
+        .help("split the plan into several files");
         return Parsed {
             plan: ast::Plan::default(),
-            diagnostics,
+            diagnostics: vec![diagnostic],
             items: Vec::new(),
         };
     }
     let split = split::split(text);
-    diagnostics.extend(split.diagnostics);
     let mut plan = ast::Plan::default();
+    // The broken items, in source order; their diagnostics are built below,
+    // and only for those that are shown.
+    let mut broken: Vec<&RawItem> = Vec::new();
     for item in &split.items {
-        let slice = &text[item.span.start..item.span.end];
-        let rule = match item.kind {
-            ItemKind::Header => Rule::item_header,
-            ItemKind::Privacy => Rule::item_privacy,
-            ItemKind::Dataset => Rule::item_dataset,
-            ItemKind::Query => Rule::item_query,
-            ItemKind::Publish => Rule::item_publish,
-            ItemKind::Unknown => {
-                diagnostics.push(messages::unknown_item(text, item.span));
-                plan.broken.push(item.span);
-                continue;
-            }
-        };
-        match parse_item(rule, slice) {
-            Ok(pairs) => lower::lower_item(&mut plan, item.kind, pairs, item.span.start),
-            Err(err) => {
-                diagnostics.push(messages::from_pest(text, item.span.start, item.kind, &err));
+        let parsed = rule_of(item.kind).and_then(|rule| {
+            let slice = text.get(item.span.start..item.span.end)?;
+            DpplanParser::parse(rule, slice).ok()
+        });
+        match parsed {
+            Some(pairs) => lower::lower_item(&mut plan, item.kind, pairs, item.span.start),
+            None => {
+                broken.push(item);
                 plan.broken.push(item.span);
                 plan.privacy_broken |= item.kind == ItemKind::Privacy;
             }
         }
     }
+    let diagnostics = report(text, split.diagnostics, &broken);
     Parsed {
         plan,
         diagnostics,
@@ -96,29 +100,107 @@ pub fn parse(text: &str) -> Parsed {
     }
 }
 
+/// The grammar rule of an item kind (`None` for an unknown item).
+fn rule_of(kind: ItemKind) -> Option<Rule> {
+    Some(match kind {
+        ItemKind::Header => Rule::item_header,
+        ItemKind::Privacy => Rule::item_privacy,
+        ItemKind::Dataset => Rule::item_dataset,
+        ItemKind::Query => Rule::item_query,
+        ItemKind::Publish => Rule::item_publish,
+        ItemKind::Unknown => return None,
+    })
+}
+
+/// A syntax error not yet put in words: the scanner's are ready, a broken
+/// item's message needs a second parse with error detail.
+enum Problem<'a> {
+    Ready(Diagnostic),
+    Item(&'a RawItem),
+}
+
+impl Problem<'_> {
+    fn start(&self) -> usize {
+        match self {
+            Problem::Ready(d) => d.primary.span.start,
+            Problem::Item(item) => item.span.start,
+        }
+    }
+}
+
+/// Picks the first [`MAX_SYNTAX_ERRORS`] problems in source order (the
+/// scanner's and the broken items' merged), builds their messages, and
+/// counts the rest in one final diagnostic. The shown diagnostics keep the
+/// order they always had, the scanner's first, so a file under the cap reads
+/// exactly as before the cap existed.
+fn report(text: &str, scanned: Vec<Diagnostic>, broken: &[&RawItem]) -> Vec<Diagnostic> {
+    let mut scanned = scanned.into_iter().map(Problem::Ready).peekable();
+    let mut items = broken.iter().map(|item| Problem::Item(item)).peekable();
+    let merged = std::iter::from_fn(|| match (scanned.peek(), items.peek()) {
+        (Some(a), Some(b)) if b.start() < a.start() => items.next(),
+        (Some(_), _) => scanned.next(),
+        (None, _) => items.next(),
+    });
+    let mut diagnostics = Vec::new();
+    let mut item_diagnostics = Vec::new();
+    let mut hidden = 0usize;
+    let mut first_hidden = None;
+    for problem in merged {
+        if diagnostics.len() + item_diagnostics.len() < MAX_SYNTAX_ERRORS {
+            match problem {
+                Problem::Ready(d) => diagnostics.push(d),
+                Problem::Item(item) => item_diagnostics.push(item_error(text, item)),
+            }
+        } else {
+            hidden += 1;
+            if first_hidden.is_none() {
+                first_hidden = Some(match &problem {
+                    Problem::Ready(d) => d.primary.span,
+                    Problem::Item(item) => messages::first_token(text, item.span),
+                });
+            }
+        }
+    }
+    diagnostics.append(&mut item_diagnostics);
+    if let Some(span) = first_hidden {
+        diagnostics.push(messages::more_errors(hidden, span));
+    }
+    diagnostics
+}
+
+/// The diagnostic of one broken item, in words.
+fn item_error(text: &str, item: &RawItem) -> Diagnostic {
+    let Some(rule) = rule_of(item.kind) else {
+        return messages::unknown_item(text, item.span);
+    };
+    let slice = text.get(item.span.start..item.span.end).unwrap_or("");
+    match parse_detailed(rule, slice) {
+        Err(err) => messages::from_pest(text, item.span.start, item.kind, &err),
+        // Cannot happen (the same parse failed without detail), but say
+        // something true rather than nothing.
+        Ok(_) => messages::unreadable_item(text, item),
+    }
+}
+
 /// Serialises the rare re-parses that ask pest for error detail (a global
 /// switch in pest).
 static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Parses one item. A failing item is parsed again with pest's error detail
-/// on, which records the literal tokens it expected ("expected `,` or `)`");
-/// the detail slows parsing by about a third, so intact items go without it.
-fn parse_item(
+/// Parses a failing item again with pest's error detail on, which records
+/// the literal tokens it expected ("expected `,` or `)`"). The detail costs
+/// many times a plain parse, so only the broken items whose errors are shown
+/// (at most [`MAX_SYNTAX_ERRORS`] per file) go through here.
+fn parse_detailed(
     rule: Rule,
     slice: &str,
 ) -> Result<pest::iterators::Pairs<'_, Rule>, Box<pest::error::Error<Rule>>> {
-    match DpplanParser::parse(rule, slice) {
-        Ok(pairs) => Ok(pairs),
-        Err(_) => {
-            let _guard = DETAIL
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            pest::set_error_detail(true);
-            let result = DpplanParser::parse(rule, slice);
-            pest::set_error_detail(false);
-            result.map_err(Box::new)
-        }
-    }
+    let _guard = DETAIL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    pest::set_error_detail(true);
+    let result = DpplanParser::parse(rule, slice);
+    pest::set_error_detail(false);
+    result.map_err(Box::new)
 }
 
 /// Parses the whole text with the grammar's `file` rule, with no recovery.

@@ -4,7 +4,7 @@
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use pest::error::{Error, ErrorVariant, InputLocation};
 
-use crate::{ItemKind, Rule};
+use crate::{ItemKind, RawItem, Rule, MAX_SYNTAX_ERRORS};
 
 /// How a rule is named in an "expected …" message.
 fn describe(rule: Rule) -> Option<&'static str> {
@@ -223,16 +223,57 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
 
 pub(crate) fn unknown_item(text: &str, span: Span) -> Diagnostic {
     let word = found_at(text, span.start);
-    let first_len = text[span.start..span.end]
-        .find(|c: char| c.is_whitespace())
-        .unwrap_or(span.len());
     Diagnostic::new(
         Code::Syntax,
         format!("expected `privacy`, `dataset`, `query` or `publish`, found {word}"),
-        Span::new(span.start, span.start + first_len),
+        first_token(text, span),
     )
     .label("not a plan item")
     .help("a plan holds a `privacy { … }` block, `dataset`s, `query`s and `publish` statements")
+}
+
+/// The item's text up to its first whitespace (its keyword, usually).
+pub(crate) fn first_token(text: &str, span: Span) -> Span {
+    let len = text
+        .get(span.start..span.end)
+        .and_then(|item| item.find(char::is_whitespace))
+        .unwrap_or(span.len());
+    Span::new(span.start, span.start + len)
+}
+
+/// The fallback for an item that failed to parse once and then parsed.
+pub(crate) fn unreadable_item(text: &str, item: &RawItem) -> Diagnostic {
+    Diagnostic::new(
+        Code::Syntax,
+        format!("{} could not be read", item.kind.describe()),
+        first_token(text, item.span),
+    )
+    .help(format!(
+        "{} is left out of the checks until this is fixed",
+        capitalize(item.kind.describe())
+    ))
+}
+
+/// The last syntax diagnostic of a file with more than
+/// [`MAX_SYNTAX_ERRORS`]: how many were left out, at the first of them.
+pub(crate) fn more_errors(hidden: usize, first: Span) -> Diagnostic {
+    let errors = if hidden == 1 {
+        "syntax error"
+    } else {
+        "syntax errors"
+    };
+    Diagnostic::new(
+        Code::Syntax,
+        format!("{hidden} more {errors} not shown"),
+        first,
+    )
+    .label("the first one not shown is here")
+    .help(format!(
+        "dpplan shows the first {MAX_SYNTAX_ERRORS} syntax errors of a file; fix those and check again to see the rest"
+    ))
+    .note(
+        "every item that could not be read, shown or not, is left out of the checks, and no guarantee is claimed until all are fixed",
+    )
 }
 
 fn capitalize(s: &str) -> String {

@@ -170,3 +170,163 @@ fn never_panics_on_hostile_input() {
         .iter()
         .any(|d| d.code == dpplan_diagnostics::Code::Limit));
 }
+
+/// A plan whose `broken` queries, after the header, are `query q{i} {` lines
+/// that never close, then one intact query.
+fn many_broken(broken: usize) -> String {
+    let mut text = String::from(
+        "plan \"x\" {\n  privacy {\n    unit row\n    budget epsilon 1 delta 1e-6\n  }\n",
+    );
+    for i in 0..broken {
+        text.push_str(&format!("  query q{i} {{\n"));
+    }
+    text.push_str("  query ok {\n    count(d)\n  }\n}\n");
+    text
+}
+
+fn syntax_errors(p: &Parsed) -> usize {
+    p.diagnostics
+        .iter()
+        .filter(|d| d.code == dpplan_diagnostics::Code::Syntax)
+        .count()
+}
+
+#[test]
+fn syntax_errors_are_capped_with_an_exact_count_of_the_rest() {
+    let text = many_broken(MAX_SYNTAX_ERRORS + 150);
+    let p = parse(&text);
+    assert_eq!(p.diagnostics.len(), MAX_SYNTAX_ERRORS + 1);
+    assert_eq!(syntax_errors(&p), MAX_SYNTAX_ERRORS + 1);
+    let last = p.diagnostics.last().unwrap();
+    assert_eq!(last.message, "150 more syntax errors not shown");
+    assert!(last.help.as_deref().unwrap().contains("first 100"));
+    // It points at the keyword of the first item not shown.
+    let first_hidden = text
+        .find(&format!("query q{MAX_SYNTAX_ERRORS} {{"))
+        .unwrap();
+    assert_eq!(last.primary.span, Span::new(first_hidden, first_hidden + 5));
+    // Every broken item is still known to the checker, and the intact one is read.
+    assert_eq!(p.plan.broken.len(), MAX_SYNTAX_ERRORS + 150);
+    assert_eq!(p.plan.queries.len(), 1);
+    assert_eq!(p.plan.queries[0].name.value, "ok");
+}
+
+#[test]
+fn the_cap_is_exact_at_its_edge() {
+    let p = parse(&many_broken(MAX_SYNTAX_ERRORS));
+    assert_eq!(p.diagnostics.len(), MAX_SYNTAX_ERRORS);
+    assert!(p.diagnostics.iter().all(|d| !d.message.contains("more")));
+    let p = parse(&many_broken(MAX_SYNTAX_ERRORS + 1));
+    assert_eq!(p.diagnostics.len(), MAX_SYNTAX_ERRORS + 1);
+    assert_eq!(
+        p.diagnostics.last().unwrap().message,
+        "1 more syntax error not shown"
+    );
+    assert_eq!(p.plan.broken.len(), MAX_SYNTAX_ERRORS + 1);
+}
+
+#[test]
+fn errors_below_the_cap_are_the_same_as_without_a_cap() {
+    // The shown errors of a capped file are exactly those of the same file
+    // cut after its last shown item: the cap changes nothing before it.
+    let capped = parse(&many_broken(MAX_SYNTAX_ERRORS + 40));
+    let uncapped = parse(&many_broken(MAX_SYNTAX_ERRORS));
+    assert_eq!(
+        capped.diagnostics[..MAX_SYNTAX_ERRORS],
+        uncapped.diagnostics[..]
+    );
+    let d = &uncapped.diagnostics[0];
+    assert!(
+        d.message
+            .starts_with("expected `noise`, `sensitivity`, `schedule`"),
+        "{}",
+        d.message
+    );
+    assert!(d
+        .help
+        .as_deref()
+        .unwrap()
+        .starts_with("This query could not be read"));
+}
+
+#[test]
+fn scanner_errors_count_towards_the_cap_in_source_order() {
+    // Stray braces before any header: one scanner error each.
+    let text = "}\n".repeat(MAX_SYNTAX_ERRORS + 7);
+    let p = parse(&text);
+    assert_eq!(p.diagnostics.len(), MAX_SYNTAX_ERRORS + 1);
+    let last = p.diagnostics.last().unwrap();
+    assert_eq!(last.message, "7 more syntax errors not shown");
+    let first_hidden = 2 * MAX_SYNTAX_ERRORS;
+    assert_eq!(last.primary.span, Span::new(first_hidden, first_hidden + 1));
+
+    // Scanner errors (here a second `plan` header, DP013, and stray braces
+    // after the plan's end) and broken items interleave in source order.
+    let mut text = many_broken(MAX_SYNTAX_ERRORS + 10);
+    for i in [MAX_SYNTAX_ERRORS + 5, 50] {
+        let at = text.find(&format!("  query q{i} {{")).unwrap();
+        text.insert_str(at, "  plan \"y\" {\n");
+    }
+    text.push_str("}\n}\n");
+    let p = parse(&text);
+    assert_eq!(p.diagnostics.len(), MAX_SYNTAX_ERRORS + 1);
+    // The scanner's diagnostics come first, as they always did.
+    let duplicate = dpplan_diagnostics::Code::Duplicate;
+    assert_eq!(p.diagnostics[0].code, duplicate);
+    assert!(p.diagnostics[1..].iter().all(|d| d.code != duplicate));
+    assert!(p.diagnostics[1..]
+        .windows(2)
+        .all(|w| w[0].primary.span.start <= w[1].primary.span.start));
+    let q98 = text.find("  query q98 {").unwrap();
+    let q99 = text.find("  query q99 {").unwrap();
+    let last_shown = p.diagnostics[MAX_SYNTAX_ERRORS - 1].primary.span.start;
+    assert!(q98 < last_shown && last_shown < q99);
+    // Shown: q0 to q98 and the first second header. Not shown: q99 to
+    // q109, the other header and the two stray braces.
+    assert_eq!(
+        p.diagnostics.last().unwrap().message,
+        "14 more syntax errors not shown"
+    );
+    let first_hidden = text.find("  query q99 {").unwrap() + 2;
+    assert_eq!(
+        p.diagnostics.last().unwrap().primary.span,
+        Span::new(first_hidden, first_hidden + 5)
+    );
+    assert_eq!(p.plan.broken.len(), MAX_SYNTAX_ERRORS + 10);
+}
+
+#[test]
+fn large_hostile_inputs_never_panic_and_stay_capped() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let alphabet: Vec<char> = "{}()[],.:=\"/*\\ \n\tqueryé€😀0123456789".chars().collect();
+    let starts = [
+        "query", "dataset", "privacy", "publish", "plan", "x", "}", "\"",
+    ];
+    for round in 0..5 {
+        let mut text = String::from("plan \"x\" {\n");
+        for _ in 0..2_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            text.push_str(starts[(seed % starts.len() as u64) as usize]);
+            for _ in 0..(seed >> 40) % 30 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push(alphabet[(seed % alphabet.len() as u64) as usize]);
+            }
+            text.push('\n');
+        }
+        let p = parse(&text);
+        assert!(
+            p.diagnostics.len() <= MAX_SYNTAX_ERRORS + 1,
+            "round {round}"
+        );
+        for d in &p.diagnostics {
+            assert!(d.primary.span.start <= d.primary.span.end);
+            assert!(d.primary.span.end <= text.len());
+            assert!(text.is_char_boundary(d.primary.span.start));
+            assert!(text.is_char_boundary(d.primary.span.end));
+        }
+    }
+}
