@@ -1,4 +1,5 @@
-//! An in-process LSP client over `Connection::memory()`.
+//! An in-process LSP client over `Connection::memory()`; `process` drives
+//! the real `dpplan lsp` binary over OS pipes.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -7,6 +8,8 @@ use std::time::Duration;
 
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use serde_json::{json, Value};
+
+pub mod process;
 
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
