@@ -331,7 +331,7 @@ pub(crate) fn check(
     let Some(privacy) = privacy else {
         // Still resolve names in queries so that the editor shows them.
         for q in &plan.queries {
-            let _ = plan_query(&mut c, q, &datasets, Adjacency::AddRemove, 0.0);
+            let _ = plan_query(&mut c, q, &datasets, Adjacency::AddRemove, None);
         }
         check_names(&mut c, plan);
         return (None, c.diags);
@@ -340,7 +340,9 @@ pub(crate) fn check(
     let mut queries: Vec<QueryPlan> = plan
         .queries
         .iter()
-        .filter_map(|q| plan_query(&mut c, q, &datasets, privacy.adjacency, privacy.delta))
+        .filter_map(|q| {
+            plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta))
+        })
         .collect();
     check_names(&mut c, plan);
     check_publishes(&mut c, plan);
@@ -822,12 +824,14 @@ fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
                 .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
                 ok = false;
             }
+            // `delta 0` is pure ε-DP, as is no `delta`; δ ≥ 1 promises
+            // nothing (every mechanism is (0, 1)-DP).
             let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
             if let Some(d) = &b.delta {
-                if !(d.value.is_finite() && d.value > 0.0 && d.value < 1.0) {
-                    c.error(Code::InvalidParameter, d.span, format!("δ must lie strictly between 0 and 1, found {}", d.value))
+                if !(d.value.is_finite() && d.value >= 0.0 && d.value < 1.0) {
+                    c.error(Code::InvalidParameter, d.span, format!("δ must be at least 0 and below 1, found {}", d.value))
                         .with_label("invalid δ")
-                        .with_help("δ bounds the additive slack of (ε, δ)-DP; choose a value well below 1/population, such as 1e-7 (omit `delta` for pure ε-DP)");
+                        .with_help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP");
                     ok = false;
                 }
             }
@@ -1159,7 +1163,8 @@ fn plan_query<'a>(
     q: &'a ast::Query,
     datasets: &HashMap<&str, DatasetInfo>,
     adjacency: Adjacency,
-    budget_delta: f64,
+    // `None` when the privacy block is invalid: nothing is said about δ then
+    budget_delta: Option<f64>,
 ) -> Option<QueryPlan<'a>> {
     duplicate(
         c,
@@ -1237,7 +1242,7 @@ fn plan_query<'a>(
                 ok = false;
                 (0, String::new())
             }
-            Err(ScheduleError::TooMany(n)) => {
+            Err(ScheduleError::TooMany(ref n)) => {
                 c.error(
                     Code::Limit,
                     s.span,
@@ -1619,7 +1624,7 @@ fn plan_query<'a>(
             }
         }
     }
-    if nk.is_gaussian() && budget_delta == 0.0 {
+    if nk.is_gaussian() && budget_delta == Some(0.0) {
         c.error(
             Code::InvalidParameter,
             noise.kind.span,

@@ -11,7 +11,63 @@ pub const MAX_RELEASES: u64 = 1_000_000_000_000;
 pub enum ScheduleError {
     /// A value is out of range; the message says which, at which span.
     Invalid(dpplan_diagnostics::Span, String),
-    TooMany(u64),
+    /// More releases than [`MAX_RELEASES`]; the count, exact where it is
+    /// (as text: it may not fit a `u64`).
+    TooMany(String),
+}
+
+/// A positive duration as an exact fraction of seconds, `num / 10^places`:
+/// the amount as written (the shortest decimal that reads back as the
+/// parsed number, i.e. the plan's own digits for any amount written with
+/// at most 17 significant digits) times the unit's whole seconds. `None`
+/// when it does not fit 128 bits.
+fn exact_seconds(d: &Duration) -> Option<(u128, u32)> {
+    let text = format!("{}", d.amount.value);
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let mut num: u128 = 0;
+    for c in int.bytes().chain(frac.bytes()) {
+        let digit = u128::from(c.checked_sub(b'0').filter(|d| *d <= 9)?);
+        num = num.checked_mul(10)?.checked_add(digit)?;
+    }
+    let unit = d.unit.seconds() as u128;
+    Some((num.checked_mul(unit)?, u32::try_from(frac.len()).ok()?))
+}
+
+/// ⌈a / b⌉ for exact fractions a = an / 10^ap, b = bn / 10^bp (bn > 0).
+fn ceil_ratio((an, ap): (u128, u32), (bn, bp): (u128, u32)) -> Option<u128> {
+    let num = an.checked_mul(10u128.checked_pow(bp)?)?;
+    let den = bn.checked_mul(10u128.checked_pow(ap)?)?;
+    (den > 0).then(|| num.div_ceil(den))
+}
+
+/// The count of an `every` schedule: releases at start, start + d, …
+/// strictly before start + w, i.e. ⌈w / d⌉, computed exactly on the
+/// plan's decimals. Only durations beyond 128-bit fractions (periods or
+/// windows past 10^20 s with many decimals) fall back to floating point,
+/// rounded up.
+fn every_count(every: &Duration, window: Option<&Duration>, window_secs: i64) -> Result<u64, ScheduleError> {
+    let e = duration_seconds(every)?;
+    let (w, exact_w) = match window {
+        Some(w) => (duration_seconds(w)?, exact_seconds(w)),
+        None => (window_secs as f64, u128::try_from(window_secs).ok().map(|w| (w, 0))),
+    };
+    let exact = exact_seconds(every)
+        .zip(exact_w)
+        .and_then(|(e, w)| ceil_ratio(w, e));
+    let n = match exact {
+        Some(n) => n,
+        None => {
+            let r = (w / e).ceil();
+            if !(r <= MAX_RELEASES as f64) {
+                return Err(ScheduleError::TooMany(format!("about {r:e}")));
+            }
+            r as u128
+        }
+    };
+    u64::try_from(n)
+        .ok()
+        .filter(|&n| n <= MAX_RELEASES)
+        .ok_or_else(|| ScheduleError::TooMany(n.to_string()))
 }
 
 fn duration_seconds(d: &Duration) -> Result<f64, ScheduleError> {
@@ -81,18 +137,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Releases at `start, start + every, …` strictly before `start + window`.
-fn every_count(every: f64, window: f64) -> u64 {
-    let n = (window / every).ceil();
-    // Guard against float noise: 30 days / 1 minute is exactly 43200.
-    let rounded = (window / every).round();
-    if ((window / every) - rounded).abs() < 1e-9 * rounded.max(1.0) {
-        rounded as u64
-    } else {
-        n as u64
-    }
-}
-
 /// The number of fresh releases a schedule makes, and a description.
 pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
     let (n, text) = match s {
@@ -106,14 +150,13 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
                 ));
             }
             if v > MAX_RELEASES as f64 {
-                return Err(ScheduleError::TooMany(u64::MAX));
+                // `{}` prints a whole f64 with all its digits, exactly
+                return Err(ScheduleError::TooMany(format!("{v}")));
             }
             (v as u64, format!("{} times", v as u64))
         }
         Schedule::EveryFor { every, window } => {
-            let e = duration_seconds(every)?;
-            let w = duration_seconds(window)?;
-            let n = every_count(e, w);
+            let n = every_count(every, Some(window), 0)?;
             (
                 n,
                 format!(
@@ -128,7 +171,6 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
             )
         }
         Schedule::EveryRange { every, from, until } => {
-            let e = duration_seconds(every)?;
             let a = parse_date(&from.value).ok_or_else(|| {
                 ScheduleError::Invalid(
                     from.span,
@@ -150,7 +192,7 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
                     ),
                 ));
             }
-            let n = every_count(e, (b - a) as f64);
+            let n = every_count(every, None, b - a)?;
             (
                 n,
                 format!(
@@ -171,7 +213,7 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
         ));
     }
     if n > MAX_RELEASES {
-        return Err(ScheduleError::TooMany(n));
+        return Err(ScheduleError::TooMany(n.to_string()));
     }
     Ok((n, text))
 }
@@ -179,6 +221,7 @@ pub fn releases(s: &Schedule) -> Result<(u64, String), ScheduleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dpplan_syntax::ast::{Spanned, TimeUnit};
 
     #[test]
     fn dates() {
@@ -194,11 +237,43 @@ mod tests {
         );
     }
 
+    fn dur(amount: f64, unit: TimeUnit) -> Duration {
+        Duration {
+            amount: Spanned {
+                value: amount,
+                span: Default::default(),
+            },
+            unit,
+            span: Default::default(),
+        }
+    }
+
+    fn count(e: f64, eu: TimeUnit, w: f64, wu: TimeUnit) -> Result<u64, ScheduleError> {
+        every_count(&dur(e, eu), Some(&dur(w, wu)), 0)
+    }
+
     #[test]
     fn counts() {
-        assert_eq!(every_count(60.0, 30.0 * 86_400.0), 43_200);
-        assert_eq!(every_count(86_400.0, 365.0 * 86_400.0), 365);
-        assert_eq!(every_count(7.0 * 86_400.0, 365.0 * 86_400.0), 53);
-        assert_eq!(every_count(10.0, 5.0), 1);
+        use TimeUnit::*;
+        assert_eq!(count(1.0, Minute, 30.0, Day), Ok(43_200));
+        assert_eq!(count(1.0, Day, 365.0, Day), Ok(365));
+        assert_eq!(count(1.0, Week, 365.0, Day), Ok(53));
+        assert_eq!(count(10.0, Second, 5.0, Second), Ok(1));
+        // ⌈w/d⌉ exactly, where a float ratio rounds to the wrong integer
+        assert_eq!(count(3.0, Second, 3_000_000_001.0, Second), Ok(1_000_000_001));
+        assert_eq!(count(3.0, Second, 3_000_000_000.0, Second), Ok(1_000_000_000));
+        // decimals as written: 0.7 / 0.1 is 7, not 7.000…1 or 6.999…
+        assert_eq!(count(0.1, Second, 0.7, Second), Ok(7));
+        assert_eq!(count(0.1, Second, 0.3, Second), Ok(3));
+        assert_eq!(count(1.5, Hour, 3.0, Hour), Ok(2));
+        assert_eq!(count(1.5, Hour, 3.1, Hour), Ok(3));
+        // calendar windows are whole seconds
+        assert_eq!(every_count(&dur(1.0, Hour), None, 86_400 + 1), Ok(25));
+        // beyond the limit: the exact count, not a saturated one
+        assert_eq!(
+            count(1.0, Second, 1_000_000_000_001.0, Second),
+            Err(ScheduleError::TooMany("1000000000001".into()))
+        );
+        assert_eq!(count(1.0, Second, 1_000_000_000_000.0, Second), Ok(MAX_RELEASES));
     }
 }

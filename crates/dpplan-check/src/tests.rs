@@ -213,3 +213,53 @@ fn replace_adjacency_changes_the_sensitivity() {
     );
     assert_eq!(r.queries[1].total.as_ref().map(|t| t.epsilon), Some(0.0));
 }
+
+#[test]
+fn release_counts_are_exact_integers() {
+    // every 3 s for 3,000,000,001 s: releases at 0, 3, …, 3,000,000,000,
+    // ⌈w/d⌉ = 1,000,000,001 (a float ratio with a relative tolerance said
+    // 10⁹); Laplace b = 1000 on a row-level count: ε = n / 1000 (basic).
+    let q = |w: &str| {
+        format!("  query n {{\n    count(visits)\n    noise laplace scale 1000\n    schedule every 3 seconds for {w} seconds\n  }}")
+    };
+    let r = report(&plan("row", "epsilon 1e7", "basic", VISITS, &q("3000000001")));
+    assert_eq!(r.queries[0].releases, 1_000_000_001);
+    assert!((r.total.unwrap().epsilon - 1_000_000.001).abs() < 1e-6);
+    // negative control: one second less is one release less
+    let r = report(&plan("row", "epsilon 1e7", "basic", VISITS, &q("3000000000")));
+    assert_eq!(r.queries[0].releases, 1_000_000_000);
+    // past the limit, the exact count is named (not a saturated 2^64 − 1)
+    let a = analyze(&plan(
+        "row",
+        "epsilon 1e7",
+        "basic",
+        VISITS,
+        "  query n {\n    count(visits)\n    noise laplace scale 1000\n    schedule 1000000000001 times\n  }",
+    ));
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("releases"))
+        .expect("a limit diagnostic");
+    assert!(d.message.contains("makes 1000000000001 releases"), "{}", d.message);
+}
+
+#[test]
+fn delta_zero_is_pure_dp_and_delta_one_promises_nothing() {
+    let lap = "  query n {\n    count(visits)\n    noise laplace scale 50\n    schedule once\n  }";
+    let gauss = "  query n {\n    count(visits)\n    noise gaussian sigma 50\n    schedule once\n  }";
+    // δ = 0 written out is pure ε-DP, as when omitted
+    let r = report(&plan("user by uid", "epsilon 1 delta 0", "basic", VISITS, lap));
+    assert_eq!(r.total.unwrap().delta, 0.0);
+    // Gaussian noise under δ = 0: one error, saying so
+    let a = analyze(&plan("user by uid", "epsilon 1 delta 0", "best", VISITS, gauss));
+    let msgs: Vec<&str> = a.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(msgs[0].contains("needs δ > 0"), "{msgs:?}");
+    // δ = 1: refused, and never described as pure ε-DP
+    let a = analyze(&plan("user by uid", "epsilon 1 delta 1", "best", VISITS, gauss));
+    let msgs: Vec<&str> = a.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(msgs[0].contains("below 1, found 1"), "{msgs:?}");
+    assert!(!msgs.iter().any(|m| m.contains("pure")), "{msgs:?}");
+}
