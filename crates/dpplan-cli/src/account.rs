@@ -30,10 +30,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             analysis: &analysis,
         };
         err!("{}", dpplan_render::human(&file, false));
-        return Err(miette!(
-            help = "run `dpplan check` and fix the errors first",
-            "`{path}` has errors: no guarantee can be accounted"
-        ));
+        // A plan's own errors exit 1, as in `dpplan check`; 2 is for usage
+        // and IO errors.
+        errln!("error: `{path}` has errors: no guarantee can be accounted");
+        errln!("help: run `dpplan check` and fix the errors first");
+        return Ok(ExitCode::from(1));
     }
     let report = analysis
         .report
