@@ -8,11 +8,11 @@
 //! down. After a badly framed message (a missing, negative, non-numeric,
 //! conflicting or over-limit Content-Length, a malformed header line, a body
 //! that is not JSON because its declared length is wrong) it resynchronises
-//! on the next `Content-Length:` header, as clangd and vscode-jsonrpc do; see
-//! [`FrameReader`]. It holds a bounded amount of input in memory whatever the
-//! client sends, and quotes at most 80 escaped characters of bad input.
-//! Everything it writes goes to the given writer (stdout), one whole message
-//! at a time; logs go to stderr.
+//! on the next `Content-Length:` header (see `FrameReader`). It holds a
+//! bounded amount of input in memory whatever the client sends, and quotes
+//! at most 80 escaped characters of bad input. Everything it writes goes to
+//! the given writer (stdout), one whole message at a time; logs go to
+//! stderr.
 
 use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Mutex};
