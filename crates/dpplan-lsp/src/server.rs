@@ -1,18 +1,35 @@
 //! The server: state, main loop and request handlers.
 //!
-//! One thread, no async runtime. The loop drains every message that has
-//! arrived before handling the oldest, so that a `$/cancelRequest` or a newer
-//! edit already waiting cancels a request before any work is done, and a
-//! burst of edits is analysed once. Diagnostics are published when the queue
-//! is empty: syntax errors first (cheap), then the full analysis. Every
-//! handler runs under `catch_unwind`: a panic answers its request with
-//! `InternalError` and the server keeps serving.
+//! The main loop owns the documents and runs nothing slow: it reads the
+//! client's messages, keeps the texts, answers `initialize`, `shutdown` and
+//! `exit` at once, and hands everything that can take long to threads, which
+//! report back to it (a [`Done`]):
+//!
+//! - the analysis of a document version, one thread per document at a time
+//!   (and at most [`MAX_ANALYSIS_THREADS`] in all): first the diagnostics
+//!   that need no accounting, then the analysis and the full set. The loop publishes each only while that version is still
+//!   the document's latest, so a stale result is dropped, and a thread whose
+//!   version was superseded before its full analysis skips it;
+//! - requests about an open document (hover, completion, formatting, …), on
+//!   the analysis of its current version, at most [`MAX_REQUEST_THREADS`] at
+//!   a time (some compute more: per-query costs, noise calibration).
+//!
+//! So a slow analysis (a large or broken plan) never delays `shutdown`,
+//! `exit` or another document's requests. The loop drains every message that
+//! has arrived before handling the oldest, so that a `$/cancelRequest` or a
+//! newer edit already waiting cancels a request before any work is done, and
+//! a burst of edits is analysed once: analyses start when the queue is empty
+//! (or when a request needs one). Every handler and analysis runs under
+//! `catch_unwind`: a panic answers its request with `InternalError` and the
+//! server keeps serving.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use line_index::LineIndex;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
@@ -31,6 +48,18 @@ pub struct ServerOptions {
 
 /// The default base of documentation links: `{base}docs/diagnostics.md#dp001`.
 pub const DEFAULT_DOCS_BASE: &str = "https://github.com/dpplan/dpplan/blob/main/";
+
+/// Request handlers running on threads at the same time, at most (more wait
+/// their turn on the main loop).
+const MAX_REQUEST_THREADS: usize = 8;
+
+/// Documents analysed at the same time, at most (more wait their turn, so a
+/// slow document holds up no other unless this many are slow).
+const MAX_ANALYSIS_THREADS: usize = 4;
+
+/// The stack of analysis and request threads (the main thread's size: the
+/// parser and checker recurse over nested blocks).
+const THREAD_STACK: usize = 8 * 1024 * 1024;
 
 pub const TOKEN_TYPES: &[lsp::SemanticTokenType] = &[
     lsp::SemanticTokenType::KEYWORD,
@@ -59,21 +88,62 @@ fn token_type(kind: dpplan_ide::SemanticKind) -> u32 {
     }
 }
 
-/// What a request handler reads: one version's analysis and line index.
+/// What a request handler reads about its document: one version's analysis
+/// (or, for formatting, its text) and line index, owned, so that the handler
+/// can run on a thread.
 struct Snapshot {
-    doc: Arc<Document>,
+    /// The document's key (its URI).
+    key: String,
+    /// The analysis of the current version (`None` for formatting).
+    doc: Option<Arc<Document>>,
+    /// The text, for a request that needs no analysis (formatting).
+    text: Option<String>,
     index: Arc<LineIndex>,
     encoding: Encoding,
 }
 
 impl Snapshot {
+    fn doc(&self) -> Result<&Arc<Document>, Failure> {
+        self.doc.as_ref().ok_or_else(|| {
+            Failure::Error(
+                ErrorCode::InternalError,
+                "internal error: no analysis for this request".into(),
+            )
+        })
+    }
+
     fn lines(&self) -> Lines<'_> {
+        let text = match (&self.doc, &self.text) {
+            (Some(d), _) => d.text(),
+            (None, Some(t)) => t.as_str(),
+            (None, None) => "",
+        };
         Lines {
-            text: self.doc.text(),
+            text,
             index: &self.index,
             encoding: self.encoding,
         }
     }
+}
+
+/// The snapshot of the document a request names, or the error for a
+/// document that is not open.
+fn open<'a>(target: Option<&'a Snapshot>, uri: &lsp::Uri) -> Result<&'a Snapshot, Failure> {
+    match target {
+        Some(s) if s.key == uri.as_str() => Ok(s),
+        _ => Err(Failure::Error(
+            ErrorCode::InvalidParams,
+            format!("the document {} is not open", uri.as_str()),
+        )),
+    }
+}
+
+/// What request handlers need from the server's settings.
+#[derive(Clone)]
+struct Ctx {
+    docs_base: String,
+    resolve_edits: bool,
+    test_methods: bool,
 }
 
 struct DocState {
@@ -81,44 +151,215 @@ struct DocState {
     version: i32,
     text: String,
     index: Arc<LineIndex>,
-    /// The analysis of this version, once computed.
+    /// This text's number, unique in the server (clients' versions need not
+    /// be): results are matched to texts by it.
+    generation: u64,
+    /// The document's current generation, shared with its analysis threads
+    /// (0 once closed): a thread whose text was superseded skips its full
+    /// analysis.
+    latest: Arc<AtomicU64>,
+    /// The analysis of this generation, once done.
     doc: Option<Arc<Document>>,
-    /// Edited since its diagnostics were last published.
+    /// The analysis of this generation panicked.
+    failed: bool,
+    /// The analysis of this generation has not started yet.
     dirty: bool,
+    /// The generation an analysis thread is working on (one at a time).
+    running: Option<u64>,
+    /// Requests waiting for the analysis of this generation.
+    ///
+    /// A request about a document whose current version is still being
+    /// analysed waits for that analysis rather than being answered from the
+    /// last completed one: that one is of an older text, so its offsets,
+    /// ranges and edits would not match the client's text (a rename or a
+    /// quick fix would corrupt the document, a hover would describe the
+    /// wrong word). Waiting here blocks nothing: other documents' requests,
+    /// `shutdown` and `exit` are answered meanwhile. A newer edit answers the
+    /// waiting requests with `ContentModified` (as it does queued ones), a
+    /// `$/cancelRequest` with `RequestCanceled`.
+    parked: Vec<Request>,
 }
 
 impl DocState {
-    fn new(uri: lsp::Uri, version: i32, text: String) -> DocState {
+    fn new(uri: lsp::Uri, version: i32, text: String, generation: u64) -> DocState {
         let index = Arc::new(LineIndex::new(&text));
         DocState {
             uri,
             version,
             text,
             index,
+            generation,
+            latest: Arc::new(AtomicU64::new(generation)),
             doc: None,
+            failed: false,
             dirty: true,
+            running: None,
+            parked: Vec::new(),
         }
     }
 
-    fn analysis(&mut self) -> Arc<Document> {
-        if let Some(d) = &self.doc {
-            return Arc::clone(d);
-        }
-        let d = Arc::new(Document::new(self.text.clone()));
-        self.doc = Some(Arc::clone(&d));
-        d
-    }
-
-    fn set_text(&mut self, text: String) {
+    fn set_text(&mut self, text: String, generation: u64) {
         self.index = Arc::new(LineIndex::new(&text));
         self.text = text;
+        self.generation = generation;
+        self.latest.store(generation, Ordering::Release);
         self.doc = None;
+        self.failed = false;
         self.dirty = true;
     }
 }
 
+/// What a thread reports to the main loop.
+enum Done {
+    /// The diagnostics of a generation that need no accounting.
+    Early {
+        key: String,
+        generation: u64,
+        diagnostics: Vec<lsp::Diagnostic>,
+    },
+    /// The analysis of a generation and its full diagnostics.
+    Full {
+        key: String,
+        generation: u64,
+        doc: Arc<Document>,
+        diagnostics: Vec<lsp::Diagnostic>,
+    },
+    /// An analysis that ended without a result: it panicked (`failed`), or
+    /// its text was superseded.
+    Ended {
+        key: String,
+        generation: u64,
+        failed: bool,
+    },
+    /// The answer of a request handled on a thread.
+    Answer(Response),
+}
+
+/// One generation's analysis, run on a thread.
+struct Analysis {
+    key: String,
+    generation: u64,
+    latest: Arc<AtomicU64>,
+    uri: lsp::Uri,
+    text: String,
+    index: Arc<LineIndex>,
+    encoding: Encoding,
+    docs_base: String,
+}
+
+impl Analysis {
+    fn current(&self) -> bool {
+        self.latest.load(Ordering::Acquire) == self.generation
+    }
+
+    fn run(self, done: &Sender<Done>) {
+        if self.current() {
+            // Everything that needs no accounting: syntax, then semantic.
+            let early = catch_unwind(AssertUnwindSafe(|| {
+                let lines = Lines {
+                    text: &self.text,
+                    index: &self.index,
+                    encoding: self.encoding,
+                };
+                Document::unaccounted_diagnostics(&self.text)
+                    .iter()
+                    .map(|d| to_lsp_diagnostic(d, &lines, &self.uri, &self.docs_base))
+                    .collect::<Vec<_>>()
+            }));
+            match early {
+                Ok(diagnostics) => {
+                    let _ = done.send(Done::Early {
+                        key: self.key.clone(),
+                        generation: self.generation,
+                        diagnostics,
+                    });
+                }
+                Err(p) => eprintln!(
+                    "dpplan lsp: the early diagnostics of {} panicked: {}",
+                    self.key,
+                    panic_message(&*p)
+                ),
+            }
+        }
+        if !self.current() {
+            let _ = done.send(Done::Ended {
+                key: self.key,
+                generation: self.generation,
+                failed: false,
+            });
+            return;
+        }
+        let Analysis {
+            key,
+            generation,
+            uri,
+            text,
+            index,
+            encoding,
+            docs_base,
+            ..
+        } = self;
+        let full = catch_unwind(AssertUnwindSafe(|| {
+            let doc = Arc::new(Document::new(text));
+            let lines = Lines {
+                text: doc.text(),
+                index: &index,
+                encoding,
+            };
+            let diagnostics: Vec<lsp::Diagnostic> = doc
+                .diagnostics()
+                .iter()
+                .map(|d| to_lsp_diagnostic(d, &lines, &uri, &docs_base))
+                .collect();
+            (doc, diagnostics)
+        }));
+        let _ = done.send(match full {
+            Ok((doc, diagnostics)) => Done::Full {
+                key,
+                generation,
+                doc,
+                diagnostics,
+            },
+            Err(p) => {
+                eprintln!(
+                    "dpplan lsp: analysing {key} panicked: {}",
+                    panic_message(&*p)
+                );
+                Done::Ended {
+                    key,
+                    generation,
+                    failed: true,
+                }
+            }
+        });
+    }
+}
+
+/// Runs `f` on a new thread, or on the caller's if the OS cannot start one
+/// (slower, but nothing is lost).
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) {
+    let slot = Arc::new(Mutex::new(Some(f)));
+    let theirs = Arc::clone(&slot);
+    let started = std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || {
+            let f = theirs.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(f) = f {
+                f();
+            }
+        });
+    if let Err(e) = started {
+        eprintln!("dpplan lsp: cannot start a thread ({e}): working on the main loop");
+        let f = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(f) = f {
+            f();
+        }
+    }
+}
+
 pub struct Server {
-    sender: crossbeam_channel::Sender<Message>,
+    sender: Sender<Message>,
     options: ServerOptions,
     encoding: Encoding,
     docs_base: String,
@@ -126,6 +367,16 @@ pub struct Server {
     shutdown: bool,
     /// The client resolves code actions' edits lazily (`codeAction/resolve`).
     resolve_edits: bool,
+    /// The last generation given to a text.
+    generation: u64,
+    /// Where threads report.
+    done: Sender<Done>,
+    /// Analyses running on threads.
+    analyses_running: usize,
+    /// Request handlers running on threads.
+    requests_running: usize,
+    /// Requests ready to run, waiting for a thread.
+    requests_waiting: VecDeque<(Request, Snapshot)>,
 }
 
 enum Failure {
@@ -153,10 +404,65 @@ fn uri_of(params: &Value) -> Option<&str> {
     params.get("textDocument")?.get("uri")?.as_str()
 }
 
+/// The document a request is about, as the client wrote its URI: a
+/// `textDocument/…` request's, or the one a lazily resolved code action
+/// carries.
+fn request_uri(req: &Request) -> Option<String> {
+    let uri = if req.method == "codeAction/resolve" {
+        req.params.get("data")?.get("uri")?.as_str()
+    } else if req.method.starts_with("textDocument/") {
+        uri_of(&req.params)
+    } else {
+        None
+    };
+    uri.map(str::to_string)
+}
+
+/// Whether an edit of the document is waiting in the queue (a request
+/// about it would answer about a stale text).
+fn newer_edit(queue: &VecDeque<Message>, uri: &str) -> bool {
+    queue.iter().any(|m| {
+        matches!(m, Message::Notification(n) if n.method == "textDocument/didChange" && uri_of(&n.params) == Some(uri))
+    })
+}
+
+/// The id a `$/cancelRequest` names.
+fn cancel_id(params: &Value) -> Option<RequestId> {
+    let id = params.get("id")?;
+    if let Some(i) = id.as_i64() {
+        i32::try_from(i).ok().map(RequestId::from)
+    } else {
+        id.as_str().map(|s| RequestId::from(s.to_string()))
+    }
+}
+
+/// Runs a request handler and turns its outcome, or its panic, into the
+/// response.
+fn answer(req: Request, ctx: &Ctx, target: Option<&Snapshot>) -> Response {
+    let Request { id, method, params } = req;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        handle_request(&method, params, ctx, target)
+    }));
+    match result {
+        Ok(Ok(v)) => Response::new_ok(id, v),
+        Ok(Err(Failure::Error(code, message))) => Response::new_err(id, code as i32, message),
+        Err(p) => {
+            let m = panic_message(&*p);
+            eprintln!("dpplan lsp: a request handler panicked: {m}");
+            Response::new_err(
+                id,
+                ErrorCode::InternalError as i32,
+                format!("internal error: {m}"),
+            )
+        }
+    }
+}
+
 /// Runs the server on a connection until the client says `exit` or goes
 /// away. Returns whether `shutdown` came before (the exit code is 0 then).
 pub fn run(connection: Connection, options: ServerOptions) -> bool {
     let Connection { sender, receiver } = connection;
+    let (done, finished) = unbounded();
     let mut server = Server {
         sender,
         options,
@@ -165,20 +471,38 @@ pub fn run(connection: Connection, options: ServerOptions) -> bool {
         docs: HashMap::new(),
         shutdown: false,
         resolve_edits: false,
+        generation: 0,
+        done,
+        analyses_running: 0,
+        requests_running: 0,
+        requests_waiting: VecDeque::new(),
     };
     let mut initialized = false;
     let mut queue: VecDeque<Message> = VecDeque::new();
     let mut cancelled: HashSet<RequestId> = HashSet::new();
     loop {
+        // What the threads finished first: it may answer waiting requests.
+        while let Ok(d) = finished.try_recv() {
+            server.on_done(d, &queue);
+        }
         if queue.is_empty() {
             if initialized {
-                server.publish_pending();
+                server.start_analyses();
             }
-            match receiver.recv() {
-                Ok(m) => queue.push_back(m),
-                Err(_) => {
-                    eprintln!("dpplan lsp: the client went away");
-                    return server.shutdown;
+            select! {
+                recv(receiver) -> m => match m {
+                    Ok(m) => queue.push_back(m),
+                    Err(_) => {
+                        eprintln!("dpplan lsp: the client went away");
+                        server.finish(&finished);
+                        return server.shutdown;
+                    }
+                },
+                recv(finished) -> d => {
+                    if let Ok(d) = d {
+                        server.on_done(d, &queue);
+                    }
+                    continue;
                 }
             }
         }
@@ -188,12 +512,8 @@ pub fn run(connection: Connection, options: ServerOptions) -> bool {
         for m in &queue {
             if let Message::Notification(n) = m {
                 if n.method == "$/cancelRequest" {
-                    if let Some(id) = n.params.get("id") {
-                        if let Some(i) = id.as_i64() {
-                            cancelled.insert(RequestId::from(i as i32));
-                        } else if let Some(s) = id.as_str() {
-                            cancelled.insert(RequestId::from(s.to_string()));
-                        }
+                    if let Some(id) = cancel_id(&n.params) {
+                        cancelled.insert(id);
                     }
                 }
             }
@@ -255,40 +575,20 @@ pub fn run(connection: Connection, options: ServerOptions) -> bool {
                     }
                     _ => {}
                 }
-                // A request on a document with a newer edit already waiting
-                // would answer about a stale text.
-                if let Some(uri) = uri_of(&req.params) {
-                    let newer = queue.iter().any(|m| {
-                        matches!(m, Message::Notification(n) if n.method == "textDocument/didChange" && uri_of(&n.params) == Some(uri))
-                    });
-                    if newer && req.method != "textDocument/formatting" {
-                        server.respond_err(
-                            req.id,
-                            ErrorCode::ContentModified,
-                            "the document changed".into(),
-                        );
-                        continue;
-                    }
-                }
-                let id = req.id.clone();
-                let result = catch_unwind(AssertUnwindSafe(|| server.handle_request(req)));
-                match result {
-                    Ok(Ok(v)) => server.respond(Response::new_ok(id, v)),
-                    Ok(Err(Failure::Error(code, message))) => server.respond_err(id, code, message),
-                    Err(p) => {
-                        let m = panic_message(&*p);
-                        eprintln!("dpplan lsp: a request handler panicked: {m}");
-                        server.respond_err(
-                            id,
-                            ErrorCode::InternalError,
-                            format!("internal error: {m}"),
-                        );
-                    }
-                }
+                server.request(req, &queue);
             }
             Message::Notification(n) => {
                 if n.method == "exit" {
                     return server.shutdown;
+                }
+                if n.method == "$/cancelRequest" {
+                    // Requests before it in the queue were cancelled when
+                    // they came up; cancel a waiting one now.
+                    if let Some(id) = cancel_id(&n.params) {
+                        cancelled.remove(&id);
+                        server.cancel(&id);
+                    }
+                    continue;
                 }
                 if !initialized {
                     continue;
@@ -320,6 +620,14 @@ impl Server {
             N::METHOD.to_string(),
             params,
         )));
+    }
+
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            docs_base: self.docs_base.clone(),
+            resolve_edits: self.resolve_edits,
+            test_methods: self.options.test_methods,
+        }
     }
 
     fn initialize(&mut self, params: &Value) -> Value {
@@ -417,6 +725,11 @@ impl Server {
 
     // ------------------------------------------------------------ documents
 
+    fn next_generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
     fn handle_notification(&mut self, n: Notification) {
         match n.method.as_str() {
             "textDocument/didOpen" => {
@@ -426,14 +739,16 @@ impl Server {
                     return;
                 };
                 let key = p.text_document.uri.as_str().to_string();
-                self.docs.insert(
-                    key,
-                    DocState::new(
-                        p.text_document.uri,
-                        p.text_document.version,
-                        p.text_document.text,
-                    ),
+                let generation = self.next_generation();
+                let state = DocState::new(
+                    p.text_document.uri,
+                    p.text_document.version,
+                    p.text_document.text,
+                    generation,
                 );
+                if let Some(old) = self.docs.insert(key.clone(), state) {
+                    self.superseded(&key, old);
+                }
             }
             "textDocument/didChange" => {
                 let Ok(p) = serde_json::from_value::<lsp::DidChangeTextDocumentParams>(n.params)
@@ -442,7 +757,9 @@ impl Server {
                     return;
                 };
                 let encoding = self.encoding;
-                let Some(state) = self.docs.get_mut(p.text_document.uri.as_str()) else {
+                let generation = self.next_generation();
+                let key = p.text_document.uri.as_str().to_string();
+                let Some(state) = self.docs.get_mut(&key) else {
                     eprintln!("dpplan lsp: didChange for a document that is not open");
                     return;
                 };
@@ -467,18 +784,23 @@ impl Server {
                     }
                 }
                 state.version = p.text_document.version;
-                state.set_text(text);
+                state.set_text(text, generation);
+                let parked = std::mem::take(&mut state.parked);
+                self.modified(&key, parked);
             }
             "textDocument/didClose" => {
                 let Ok(p) = serde_json::from_value::<lsp::DidCloseTextDocumentParams>(n.params)
                 else {
                     return;
                 };
-                if let Some(state) = self.docs.remove(p.text_document.uri.as_str()) {
+                let key = p.text_document.uri.as_str().to_string();
+                if let Some(state) = self.docs.remove(&key) {
+                    let uri = state.uri.clone();
+                    self.superseded(&key, state);
                     // Clear its diagnostics.
                     self.notify::<lsp::notification::PublishDiagnostics>(
                         lsp::PublishDiagnosticsParams {
-                            uri: state.uri,
+                            uri,
                             diagnostics: Vec::new(),
                             version: None,
                         },
@@ -489,346 +811,558 @@ impl Server {
         }
     }
 
-    /// Publishes the diagnostics of every document whose latest version was
-    /// not published yet: first every diagnostic that needs no accounting
-    /// (syntax errors first), then the full set with the budget's.
-    fn publish_pending(&mut self) {
+    /// A document state replaced or closed: its analysis is abandoned and
+    /// its waiting requests are answered.
+    fn superseded(&mut self, key: &str, old: DocState) {
+        old.latest.store(0, Ordering::Release);
+        self.modified(key, old.parked);
+    }
+
+    /// The document changed: requests waiting for it (for its analysis or
+    /// for a thread) would answer about an old text.
+    fn modified(&mut self, key: &str, parked: Vec<Request>) {
+        let (stale, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.requests_waiting)
+            .into_iter()
+            .partition(|(_, snap)| snap.key == key);
+        self.requests_waiting = waiting.into();
+        let ids = parked
+            .into_iter()
+            .map(|r| r.id)
+            .chain(stale.into_iter().map(|(r, _)| r.id));
+        for id in ids {
+            self.respond_err(
+                id,
+                ErrorCode::ContentModified,
+                "the document changed".into(),
+            );
+        }
+    }
+
+    /// Answers a waiting request that the client cancelled.
+    fn cancel(&mut self, id: &RequestId) {
+        let mut found = false;
+        for state in self.docs.values_mut() {
+            let before = state.parked.len();
+            state.parked.retain(|r| &r.id != id);
+            found |= state.parked.len() != before;
+        }
+        let before = self.requests_waiting.len();
+        self.requests_waiting.retain(|(r, _)| &r.id != id);
+        found |= self.requests_waiting.len() != before;
+        if found {
+            self.respond_err(id.clone(), ErrorCode::RequestCanceled, "cancelled".into());
+        }
+    }
+
+    /// Starts the analysis of every document whose latest version has none
+    /// yet (and whose previous analysis is not still running).
+    fn start_analyses(&mut self) {
         let keys: Vec<String> = self
             .docs
             .iter()
-            .filter(|(_, s)| s.dirty)
+            .filter(|(_, s)| s.dirty && s.running.is_none())
             .map(|(k, _)| k.clone())
             .collect();
         for key in keys {
-            let encoding = self.encoding;
-            let docs_base = self.docs_base.clone();
-            let Some(state) = self.docs.get_mut(&key) else {
-                continue;
-            };
-            // First everything that needs no accounting (syntax and semantic
-            // errors, in milliseconds), published at once; then the full set.
-            {
-                let early = catch_unwind(AssertUnwindSafe(|| {
-                    let lines = Lines {
-                        text: &state.text,
-                        index: &state.index,
-                        encoding,
-                    };
-                    Document::unaccounted_diagnostics(&state.text)
-                        .iter()
-                        .map(|d| to_lsp_diagnostic(d, &lines, &state.uri, &docs_base))
-                        .collect::<Vec<_>>()
-                }));
-                if let Ok(diagnostics) = early {
-                    let params = lsp::PublishDiagnosticsParams {
-                        uri: state.uri.clone(),
-                        diagnostics,
-                        version: Some(state.version),
-                    };
-                    self.notify::<lsp::notification::PublishDiagnostics>(params);
+            self.start_analysis(&key);
+        }
+    }
+
+    /// Starts the analysis of a document's latest version on a thread,
+    /// unless it is started already, another of its analyses is running or
+    /// `MAX_ANALYSIS_THREADS` are (then it starts when one ends).
+    fn start_analysis(&mut self, key: &str) {
+        let encoding = self.encoding;
+        let docs_base = self.docs_base.clone();
+        if self.analyses_running >= MAX_ANALYSIS_THREADS {
+            return;
+        }
+        let Some(state) = self.docs.get_mut(key) else {
+            return;
+        };
+        if !state.dirty || state.running.is_some() {
+            return;
+        }
+        self.analyses_running += 1;
+        state.dirty = false;
+        state.running = Some(state.generation);
+        let job = Analysis {
+            key: key.to_string(),
+            generation: state.generation,
+            latest: Arc::clone(&state.latest),
+            uri: state.uri.clone(),
+            text: state.text.clone(),
+            index: Arc::clone(&state.index),
+            encoding,
+            docs_base,
+        };
+        let done = self.done.clone();
+        spawn("dpplan-lsp-analysis", move || job.run(&done));
+    }
+
+    fn publish(&self, uri: lsp::Uri, version: i32, diagnostics: Vec<lsp::Diagnostic>) {
+        self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
+            uri,
+            diagnostics,
+            version: Some(version),
+        });
+    }
+
+    /// A thread's report. Diagnostics are published only for the document's
+    /// current generation: first those that need no accounting, then the
+    /// full set (two publishes per version, ARCHITECTURE.md invariant 9).
+    fn on_done(&mut self, done: Done, queue: &VecDeque<Message>) {
+        match done {
+            Done::Answer(r) => {
+                self.requests_running = self.requests_running.saturating_sub(1);
+                self.respond(r);
+                if let Some((req, snap)) = self.requests_waiting.pop_front() {
+                    self.run_request(req, snap);
                 }
             }
-            let Some(state) = self.docs.get_mut(&key) else {
-                continue;
-            };
-            let Ok(doc) = catch_unwind(AssertUnwindSafe(|| state.analysis())) else {
-                eprintln!("dpplan lsp: analysing {key} panicked");
-                state.dirty = false;
-                continue;
-            };
-            let uri = state.uri.clone();
-            let version = state.version;
-            let lines = Lines {
-                text: doc.text(),
-                index: &state.index,
-                encoding,
-            };
-            let diagnostics = doc
-                .diagnostics()
-                .iter()
-                .map(|d| to_lsp_diagnostic(d, &lines, &uri, &docs_base))
-                .collect();
-            state.dirty = false;
-            self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
-                uri,
+            Done::Early {
+                key,
+                generation,
                 diagnostics,
-                version: Some(version),
-            });
+            } => {
+                if let Some(s) = self.docs.get(&key) {
+                    if s.generation == generation {
+                        self.publish(s.uri.clone(), s.version, diagnostics);
+                    }
+                }
+            }
+            Done::Full {
+                key,
+                generation,
+                doc,
+                diagnostics,
+            } => {
+                self.analysis_ended(&key, generation);
+                let Some(s) = self.docs.get_mut(&key) else {
+                    return;
+                };
+                if s.generation != generation {
+                    // Stale: dropped.
+                    return;
+                }
+                s.doc = Some(doc);
+                let (uri, version) = (s.uri.clone(), s.version);
+                self.publish(uri, version, diagnostics);
+                self.release(&key, queue);
+            }
+            Done::Ended {
+                key,
+                generation,
+                failed,
+            } => {
+                self.analysis_ended(&key, generation);
+                let Some(s) = self.docs.get_mut(&key) else {
+                    return;
+                };
+                if s.generation != generation {
+                    return;
+                }
+                if failed {
+                    s.failed = true;
+                    self.release(&key, queue);
+                } else {
+                    // Only a superseded analysis ends without a result;
+                    // analyse again rather than leave requests waiting.
+                    s.dirty = true;
+                    self.start_analysis(&key);
+                }
+            }
+        }
+    }
+
+    /// An analysis ended (with a result or not): the documents that
+    /// requests wait for are analysed next; the others start when the
+    /// queue is empty.
+    fn analysis_ended(&mut self, key: &str, generation: u64) {
+        self.analyses_running = self.analyses_running.saturating_sub(1);
+        if let Some(s) = self.docs.get_mut(key) {
+            if s.running == Some(generation) {
+                s.running = None;
+            }
+        }
+        let waited: Vec<String> = self
+            .docs
+            .iter()
+            .filter(|(_, s)| !s.parked.is_empty() && s.dirty && s.running.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in waited {
+            self.start_analysis(&key);
+        }
+    }
+
+    /// The analysis of a document's current version is done (or failed):
+    /// its waiting requests go on.
+    fn release(&mut self, key: &str, queue: &VecDeque<Message>) {
+        let Some(s) = self.docs.get_mut(key) else {
+            return;
+        };
+        for req in std::mem::take(&mut s.parked) {
+            self.request(req, queue);
+        }
+    }
+
+    /// The client closed its input: answer what it asked before (requests
+    /// waiting for an analysis or running), then stop. Analyses that no
+    /// request waits for are abandoned.
+    fn finish(&mut self, finished: &Receiver<Done>) {
+        let empty = VecDeque::new();
+        loop {
+            let parked: Vec<String> = self
+                .docs
+                .iter()
+                .filter(|(_, s)| !s.parked.is_empty())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in &parked {
+                self.start_analysis(key);
+            }
+            let analysing = self.analyses_running > 0;
+            let requests = self.requests_running > 0 || !self.requests_waiting.is_empty();
+            if !requests && (parked.is_empty() || !analysing) {
+                // Nothing left, or nothing that could answer what is left.
+                for key in parked {
+                    let waiting = self
+                        .docs
+                        .get_mut(&key)
+                        .map(|s| std::mem::take(&mut s.parked))
+                        .unwrap_or_default();
+                    self.modified(&key, waiting);
+                }
+                return;
+            }
+            match finished.recv() {
+                Ok(d) => self.on_done(d, &empty),
+                Err(_) => return,
+            }
         }
     }
 
     // ------------------------------------------------------------ requests
 
-    /// The document's analysis and line index, owned, for a request.
-    fn snapshot(&mut self, uri: &lsp::Uri) -> Result<Snapshot, Failure> {
-        let (state, encoding) = self.state(uri)?;
-        Ok(Snapshot {
-            doc: state.analysis(),
+    /// A request after `initialize`: answered at once when it is about no
+    /// open document (or malformed), on a thread with the analysis of its
+    /// document's current version, or once that analysis is done (see
+    /// [`DocState::parked`]).
+    fn request(&mut self, req: Request, queue: &VecDeque<Message>) {
+        let raw = request_uri(&req);
+        let key = raw
+            .as_deref()
+            .and_then(|u| lsp::Uri::from_str(u).ok())
+            .map(|u| u.as_str().to_string())
+            .filter(|k| self.docs.contains_key(k));
+        let (Some(raw), Some(key)) = (raw, key) else {
+            // Nothing slow: an error, or a request about no document.
+            let r = answer(req, &self.ctx(), None);
+            self.respond(r);
+            return;
+        };
+        let formatting = req.method == "textDocument/formatting";
+        if !formatting && newer_edit(queue, &raw) {
+            self.respond_err(
+                req.id,
+                ErrorCode::ContentModified,
+                "the document changed".into(),
+            );
+            return;
+        }
+        let encoding = self.encoding;
+        let Some(state) = self.docs.get_mut(&key) else {
+            return;
+        };
+        let snapshot = |doc: Option<Arc<Document>>, text: Option<String>| Snapshot {
+            key: key.clone(),
+            doc,
+            text,
             index: Arc::clone(&state.index),
             encoding,
-        })
-    }
-
-    fn state(&mut self, uri: &lsp::Uri) -> Result<(&mut DocState, Encoding), Failure> {
-        let enc = self.encoding;
-        match self.docs.get_mut(uri.as_str()) {
-            Some(s) => Ok((s, enc)),
-            None => Err(Failure::Error(
-                ErrorCode::InvalidParams,
-                format!("the document {} is not open", uri.as_str()),
-            )),
-        }
-    }
-
-    fn handle_request(&mut self, req: Request) -> Handled {
-        let Request { method, params, .. } = req;
-        macro_rules! params {
-            ($t:ty) => {
-                serde_json::from_value::<$t>(params).map_err(invalid_params)?
-            };
-        }
-        let docs_base = self.docs_base.clone();
-        let resolve_edits = self.resolve_edits;
-        let value = match method.as_str() {
-            "textDocument/hover" => {
-                let p = params!(lsp::HoverParams);
-                let tdp = p.text_document_position_params;
-                let snap = self.snapshot(&tdp.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let offset = lines.offset(tdp.position);
-                let hover = doc.hover(offset).map(|h| lsp::Hover {
-                    contents: lsp::HoverContents::Markup(lsp::MarkupContent {
-                        kind: lsp::MarkupKind::Markdown,
-                        value: h.markdown,
-                    }),
-                    range: Some(lines.range(h.span)),
-                });
-                serde_json::to_value(hover)
-            }
-            "textDocument/completion" => {
-                let p = params!(lsp::CompletionParams);
-                let tdp = p.text_document_position;
-                let snap = self.snapshot(&tdp.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let offset = lines.offset(tdp.position);
-                let items: Vec<lsp::CompletionItem> = doc
-                    .completions(offset)
-                    .into_iter()
-                    .map(|c| {
-                        use dpplan_ide::CompletionKind as K;
-                        let kind = match c.kind {
-                            K::Keyword => lsp::CompletionItemKind::KEYWORD,
-                            K::Dataset => lsp::CompletionItemKind::MODULE,
-                            K::Column => lsp::CompletionItemKind::FIELD,
-                            K::Query => lsp::CompletionItemKind::FUNCTION,
-                            K::Publish => lsp::CompletionItemKind::VARIABLE,
-                            K::Value => lsp::CompletionItemKind::VALUE,
-                        };
-                        let new_text = c.insert_text.clone().unwrap_or_else(|| c.label.clone());
-                        lsp::CompletionItem {
-                            label: c.label,
-                            kind: Some(kind),
-                            detail: c.detail,
-                            documentation: c.documentation.map(|d| {
-                                lsp::Documentation::MarkupContent(lsp::MarkupContent {
-                                    kind: lsp::MarkupKind::Markdown,
-                                    value: d,
-                                })
-                            }),
-                            text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
-                                range: lines.range(c.replace),
-                                new_text,
-                            })),
-                            ..Default::default()
-                        }
-                    })
-                    .collect();
-                serde_json::to_value(lsp::CompletionResponse::Array(items))
-            }
-            "textDocument/definition" => {
-                let p = params!(lsp::GotoDefinitionParams);
-                let tdp = p.text_document_position_params;
-                let uri = tdp.text_document.uri.clone();
-                let snap = self.snapshot(&tdp.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let def = doc.definition(lines.offset(tdp.position)).map(|span| {
-                    lsp::GotoDefinitionResponse::Scalar(lsp::Location {
-                        uri: uri.clone(),
-                        range: lines.range(span),
-                    })
-                });
-                serde_json::to_value(def)
-            }
-            "textDocument/references" => {
-                let p = params!(lsp::ReferenceParams);
-                let tdp = p.text_document_position;
-                let uri = tdp.text_document.uri.clone();
-                let snap = self.snapshot(&tdp.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let refs: Vec<lsp::Location> = doc
-                    .references(lines.offset(tdp.position), p.context.include_declaration)
-                    .into_iter()
-                    .map(|span| lsp::Location {
-                        uri: uri.clone(),
-                        range: lines.range(span),
-                    })
-                    .collect();
-                serde_json::to_value(refs)
-            }
-            "textDocument/prepareRename" => {
-                let p = params!(lsp::TextDocumentPositionParams);
-                let snap = self.snapshot(&p.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let r = doc
-                    .prepare_rename(lines.offset(p.position))
-                    .map(|span| lsp::PrepareRenameResponse::Range(lines.range(span)));
-                serde_json::to_value(r)
-            }
-            "textDocument/rename" => {
-                let p = params!(lsp::RenameParams);
-                let tdp = p.text_document_position;
-                let uri = tdp.text_document.uri.clone();
-                let snap = self.snapshot(&tdp.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let edits = doc
-                    .rename(lines.offset(tdp.position), &p.new_name)
-                    .map_err(|e| Failure::Error(ErrorCode::InvalidRequest, e))?;
-                serde_json::to_value(workspace_edit(&uri, &lines, &edits))
-            }
-            "textDocument/documentSymbol" => {
-                let p = params!(lsp::DocumentSymbolParams);
-                let snap = self.snapshot(&p.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let symbols: Vec<lsp::DocumentSymbol> =
-                    doc.outline().iter().map(|o| to_symbol(o, &lines)).collect();
-                serde_json::to_value(lsp::DocumentSymbolResponse::Nested(symbols))
-            }
-            "textDocument/semanticTokens/full" => {
-                let p = params!(lsp::SemanticTokensParams);
-                let snap = self.snapshot(&p.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                serde_json::to_value(lsp::SemanticTokensResult::Tokens(semantic_tokens(
-                    doc, &lines,
-                )))
-            }
-            "textDocument/inlayHint" => {
-                let p = params!(lsp::InlayHintParams);
-                let snap = self.snapshot(&p.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let hints: Vec<lsp::InlayHint> = doc
-                    .inlay_hints(lines.span(p.range))
-                    .into_iter()
-                    .map(|h| lsp::InlayHint {
-                        position: lines.position(h.offset),
-                        label: lsp::InlayHintLabel::String(h.label),
-                        kind: None,
-                        text_edits: None,
-                        tooltip: h.tooltip.map(lsp::InlayHintTooltip::String),
-                        padding_left: Some(true),
-                        padding_right: None,
-                        data: None,
-                    })
-                    .collect();
-                serde_json::to_value(hints)
-            }
-            "textDocument/codeAction" => {
-                let p = params!(lsp::CodeActionParams);
-                let uri = p.text_document.uri.clone();
-                let snap = self.snapshot(&p.text_document.uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let wanted = p.context.only.as_ref().is_none_or(|only| {
-                    only.iter()
-                        .any(|k| k == &lsp::CodeActionKind::QUICKFIX || k.as_str().is_empty())
-                });
-                let actions: Vec<lsp::CodeActionOrCommand> = if !wanted {
-                    Vec::new()
-                } else {
-                    let listed = doc.code_actions(lines.span(p.range));
-                    listed
-                        .iter()
-                        .filter_map(|a| {
-                            // Expensive edits wait for `codeAction/resolve`
-                            // when the client can resolve them.
-                            let (a, data) = match &a.resolve {
-                                Some(dpplan_ide::Resolve::SolveNoise { query }) if resolve_edits => (
-                                    a.clone(),
-                                    Some(serde_json::json!({ "uri": uri.as_str(), "solveNoise": query })),
-                                ),
-                                _ => (doc.resolve(a)?, None),
-                            };
-                            Some(lsp::CodeActionOrCommand::CodeAction(to_code_action(&a, &lines, &uri, &docs_base, data)))
-                        })
-                        .collect()
-                };
-                serde_json::to_value(actions)
-            }
-            "codeAction/resolve" => {
-                let mut action = params!(lsp::CodeAction);
-                let data = action.data.take().unwrap_or(Value::Null);
-                let (Some(uri), Some(query)) = (
-                    data.get("uri").and_then(Value::as_str),
-                    data.get("solveNoise").and_then(Value::as_str),
-                ) else {
-                    return serde_json::to_value(action)
-                        .map_err(|e| Failure::Error(ErrorCode::InternalError, e.to_string()));
-                };
-                let uri = lsp::Uri::from_str(uri).map_err(invalid_params)?;
-                let snap = self.snapshot(&uri)?;
-                let (doc, lines) = (&snap.doc, snap.lines());
-                let unresolved = dpplan_ide::CodeAction {
-                    title: action.title.clone(),
-                    diagnostic: None,
-                    edits: Vec::new(),
-                    preferred: action.is_preferred.unwrap_or(false),
-                    resolve: Some(dpplan_ide::Resolve::SolveNoise {
-                        query: query.to_string(),
-                    }),
-                };
-                match doc.resolve(&unresolved) {
-                    Some(done) => {
-                        action.title = done.title;
-                        action.edit = Some(workspace_edit(&uri, &lines, &done.edits));
-                    }
-                    None => {
-                        action.disabled = Some(lsp::CodeActionDisabled {
-                            reason:
-                                "no noise level of this query alone makes the plan fit its budget"
-                                    .into(),
-                        });
-                    }
-                }
-                serde_json::to_value(action)
-            }
-            "textDocument/formatting" => {
-                let p = params!(lsp::DocumentFormattingParams);
-                let (state, enc) = self.state(&p.text_document.uri)?;
-                let text = state.text.clone();
-                let lines = Lines {
-                    text: &text,
-                    index: &state.index,
-                    encoding: enc,
-                };
-                match dpplan_fmt_text(&text) {
-                    Ok(None) => Ok(Value::Array(Vec::new())),
-                    Ok(Some(out)) => serde_json::to_value(vec![lsp::TextEdit {
-                        range: lines.range(Span::new(0, text.len())),
-                        new_text: out,
-                    }]),
-                    Err(e) => {
-                        return Err(Failure::Error(ErrorCode::RequestFailed, e));
-                    }
-                }
-            }
-            "dpplan/testPanic" if self.options.test_methods => panic!("test panic requested"),
-            _ => {
-                return Err(Failure::Error(
-                    ErrorCode::MethodNotFound,
-                    format!("unknown method {method}"),
-                ));
-            }
         };
-        value.map_err(|e| Failure::Error(ErrorCode::InternalError, e.to_string()))
+        let ready = if formatting {
+            Some(snapshot(None, Some(state.text.clone())))
+        } else {
+            state.doc.clone().map(|doc| snapshot(Some(doc), None))
+        };
+        if let Some(snap) = ready {
+            self.run_request(req, snap);
+        } else if state.failed {
+            self.respond_err(
+                req.id,
+                ErrorCode::InternalError,
+                "internal error: the analysis of this document failed".into(),
+            );
+        } else {
+            state.parked.push(req);
+            self.start_analysis(&key);
+        }
     }
+
+    /// Handles a request on a thread (or queues it while
+    /// `MAX_REQUEST_THREADS` run); the answer comes back as a [`Done`].
+    fn run_request(&mut self, req: Request, snap: Snapshot) {
+        if self.requests_running >= MAX_REQUEST_THREADS {
+            self.requests_waiting.push_back((req, snap));
+            return;
+        }
+        self.requests_running += 1;
+        let ctx = self.ctx();
+        let done = self.done.clone();
+        spawn("dpplan-lsp-request", move || {
+            let _ = done.send(Done::Answer(answer(req, &ctx, Some(&snap))));
+        });
+    }
+}
+
+fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapshot>) -> Handled {
+    macro_rules! params {
+        ($t:ty) => {
+            serde_json::from_value::<$t>(params).map_err(invalid_params)?
+        };
+    }
+    let docs_base = ctx.docs_base.clone();
+    let resolve_edits = ctx.resolve_edits;
+    let value = match method {
+        "textDocument/hover" => {
+            let p = params!(lsp::HoverParams);
+            let tdp = p.text_document_position_params;
+            let snap = open(target, &tdp.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let offset = lines.offset(tdp.position);
+            let hover = doc.hover(offset).map(|h| lsp::Hover {
+                contents: lsp::HoverContents::Markup(lsp::MarkupContent {
+                    kind: lsp::MarkupKind::Markdown,
+                    value: h.markdown,
+                }),
+                range: Some(lines.range(h.span)),
+            });
+            serde_json::to_value(hover)
+        }
+        "textDocument/completion" => {
+            let p = params!(lsp::CompletionParams);
+            let tdp = p.text_document_position;
+            let snap = open(target, &tdp.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let offset = lines.offset(tdp.position);
+            let items: Vec<lsp::CompletionItem> = doc
+                .completions(offset)
+                .into_iter()
+                .map(|c| {
+                    use dpplan_ide::CompletionKind as K;
+                    let kind = match c.kind {
+                        K::Keyword => lsp::CompletionItemKind::KEYWORD,
+                        K::Dataset => lsp::CompletionItemKind::MODULE,
+                        K::Column => lsp::CompletionItemKind::FIELD,
+                        K::Query => lsp::CompletionItemKind::FUNCTION,
+                        K::Publish => lsp::CompletionItemKind::VARIABLE,
+                        K::Value => lsp::CompletionItemKind::VALUE,
+                    };
+                    let new_text = c.insert_text.clone().unwrap_or_else(|| c.label.clone());
+                    lsp::CompletionItem {
+                        label: c.label,
+                        kind: Some(kind),
+                        detail: c.detail,
+                        documentation: c.documentation.map(|d| {
+                            lsp::Documentation::MarkupContent(lsp::MarkupContent {
+                                kind: lsp::MarkupKind::Markdown,
+                                value: d,
+                            })
+                        }),
+                        text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
+                            range: lines.range(c.replace),
+                            new_text,
+                        })),
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            serde_json::to_value(lsp::CompletionResponse::Array(items))
+        }
+        "textDocument/definition" => {
+            let p = params!(lsp::GotoDefinitionParams);
+            let tdp = p.text_document_position_params;
+            let uri = tdp.text_document.uri.clone();
+            let snap = open(target, &tdp.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let def = doc.definition(lines.offset(tdp.position)).map(|span| {
+                lsp::GotoDefinitionResponse::Scalar(lsp::Location {
+                    uri: uri.clone(),
+                    range: lines.range(span),
+                })
+            });
+            serde_json::to_value(def)
+        }
+        "textDocument/references" => {
+            let p = params!(lsp::ReferenceParams);
+            let tdp = p.text_document_position;
+            let uri = tdp.text_document.uri.clone();
+            let snap = open(target, &tdp.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let refs: Vec<lsp::Location> = doc
+                .references(lines.offset(tdp.position), p.context.include_declaration)
+                .into_iter()
+                .map(|span| lsp::Location {
+                    uri: uri.clone(),
+                    range: lines.range(span),
+                })
+                .collect();
+            serde_json::to_value(refs)
+        }
+        "textDocument/prepareRename" => {
+            let p = params!(lsp::TextDocumentPositionParams);
+            let snap = open(target, &p.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let r = doc
+                .prepare_rename(lines.offset(p.position))
+                .map(|span| lsp::PrepareRenameResponse::Range(lines.range(span)));
+            serde_json::to_value(r)
+        }
+        "textDocument/rename" => {
+            let p = params!(lsp::RenameParams);
+            let tdp = p.text_document_position;
+            let uri = tdp.text_document.uri.clone();
+            let snap = open(target, &tdp.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let edits = doc
+                .rename(lines.offset(tdp.position), &p.new_name)
+                .map_err(|e| Failure::Error(ErrorCode::InvalidRequest, e))?;
+            serde_json::to_value(workspace_edit(&uri, &lines, &edits))
+        }
+        "textDocument/documentSymbol" => {
+            let p = params!(lsp::DocumentSymbolParams);
+            let snap = open(target, &p.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let symbols: Vec<lsp::DocumentSymbol> =
+                doc.outline().iter().map(|o| to_symbol(o, &lines)).collect();
+            serde_json::to_value(lsp::DocumentSymbolResponse::Nested(symbols))
+        }
+        "textDocument/semanticTokens/full" => {
+            let p = params!(lsp::SemanticTokensParams);
+            let snap = open(target, &p.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            serde_json::to_value(lsp::SemanticTokensResult::Tokens(semantic_tokens(
+                doc, &lines,
+            )))
+        }
+        "textDocument/inlayHint" => {
+            let p = params!(lsp::InlayHintParams);
+            let snap = open(target, &p.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let hints: Vec<lsp::InlayHint> = doc
+                .inlay_hints(lines.span(p.range))
+                .into_iter()
+                .map(|h| lsp::InlayHint {
+                    position: lines.position(h.offset),
+                    label: lsp::InlayHintLabel::String(h.label),
+                    kind: None,
+                    text_edits: None,
+                    tooltip: h.tooltip.map(lsp::InlayHintTooltip::String),
+                    padding_left: Some(true),
+                    padding_right: None,
+                    data: None,
+                })
+                .collect();
+            serde_json::to_value(hints)
+        }
+        "textDocument/codeAction" => {
+            let p = params!(lsp::CodeActionParams);
+            let uri = p.text_document.uri.clone();
+            let snap = open(target, &p.text_document.uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let wanted = p.context.only.as_ref().is_none_or(|only| {
+                only.iter()
+                    .any(|k| k == &lsp::CodeActionKind::QUICKFIX || k.as_str().is_empty())
+            });
+            let actions: Vec<lsp::CodeActionOrCommand> = if !wanted {
+                Vec::new()
+            } else {
+                let listed = doc.code_actions(lines.span(p.range));
+                listed
+                    .iter()
+                    .filter_map(|a| {
+                        // Expensive edits wait for `codeAction/resolve`
+                        // when the client can resolve them.
+                        let (a, data) = match &a.resolve {
+                            Some(dpplan_ide::Resolve::SolveNoise { query }) if resolve_edits => (
+                                a.clone(),
+                                Some(
+                                    serde_json::json!({ "uri": uri.as_str(), "solveNoise": query }),
+                                ),
+                            ),
+                            _ => (doc.resolve(a)?, None),
+                        };
+                        Some(lsp::CodeActionOrCommand::CodeAction(to_code_action(
+                            &a, &lines, &uri, &docs_base, data,
+                        )))
+                    })
+                    .collect()
+            };
+            serde_json::to_value(actions)
+        }
+        "codeAction/resolve" => {
+            let mut action = params!(lsp::CodeAction);
+            let data = action.data.take().unwrap_or(Value::Null);
+            let (Some(uri), Some(query)) = (
+                data.get("uri").and_then(Value::as_str),
+                data.get("solveNoise").and_then(Value::as_str),
+            ) else {
+                return serde_json::to_value(action)
+                    .map_err(|e| Failure::Error(ErrorCode::InternalError, e.to_string()));
+            };
+            let uri = lsp::Uri::from_str(uri).map_err(invalid_params)?;
+            let snap = open(target, &uri)?;
+            let (doc, lines) = (snap.doc()?, snap.lines());
+            let unresolved = dpplan_ide::CodeAction {
+                title: action.title.clone(),
+                diagnostic: None,
+                edits: Vec::new(),
+                preferred: action.is_preferred.unwrap_or(false),
+                resolve: Some(dpplan_ide::Resolve::SolveNoise {
+                    query: query.to_string(),
+                }),
+            };
+            match doc.resolve(&unresolved) {
+                Some(done) => {
+                    action.title = done.title;
+                    action.edit = Some(workspace_edit(&uri, &lines, &done.edits));
+                }
+                None => {
+                    action.disabled = Some(lsp::CodeActionDisabled {
+                        reason: "no noise level of this query alone makes the plan fit its budget"
+                            .into(),
+                    });
+                }
+            }
+            serde_json::to_value(action)
+        }
+        "textDocument/formatting" => {
+            let p = params!(lsp::DocumentFormattingParams);
+            let snap = open(target, &p.text_document.uri)?;
+            let lines = snap.lines();
+            let text = lines.text;
+            match dpplan_fmt_text(text) {
+                Ok(None) => Ok(Value::Array(Vec::new())),
+                Ok(Some(out)) => serde_json::to_value(vec![lsp::TextEdit {
+                    range: lines.range(Span::new(0, text.len())),
+                    new_text: out,
+                }]),
+                Err(e) => {
+                    return Err(Failure::Error(ErrorCode::RequestFailed, e));
+                }
+            }
+        }
+        "dpplan/testPanic" if ctx.test_methods => panic!("test panic requested"),
+        _ => {
+            return Err(Failure::Error(
+                ErrorCode::MethodNotFound,
+                format!("unknown method {method}"),
+            ));
+        }
+    };
+    value.map_err(|e| Failure::Error(ErrorCode::InternalError, e.to_string()))
 }
 
 fn dpplan_fmt_text(text: &str) -> Result<Option<String>, String> {

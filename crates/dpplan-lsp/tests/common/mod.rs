@@ -21,6 +21,46 @@ pub fn example(name: &str) -> String {
     .unwrap()
 }
 
+/// A valid plan of about `bytes` bytes with thousands of queries (the shape
+/// of dpplan-check's benchmark plan): slow to analyse: about a second per megabyte in a debug build.
+pub fn generated_plan(bytes: usize) -> String {
+    let mut s = String::from(
+        "plan \"generated\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n    accountant best\n  }\n\n  dataset visits {\n    source \"data/visits.csv\"\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\", \"d\" }\n    column secs : float in [0, 3600]\n    column n : int in [0, 100]\n    contribution {\n      rows_per_unit 5\n      groups_per_unit 2\n    }\n  }\n",
+    );
+    let mut i = 0;
+    while s.len() < bytes {
+        let (agg, noise) = match i % 4 {
+            0 => (
+                "count(visits)",
+                format!("laplace scale {}", (10 + i % 97) * 100_000),
+            ),
+            1 => (
+                "sum(visits.secs)",
+                format!("gaussian sigma {}", (20000 + i % 89) * 1000),
+            ),
+            2 => (
+                "histogram(visits by page)",
+                format!("gaussian sigma {}", (30 + i % 53) * 1000),
+            ),
+            _ => (
+                "sum(visits.n by page)",
+                format!("discrete_laplace scale {}", (500 + i % 71) * 1000),
+            ),
+        };
+        let sched = match i % 3 {
+            0 => "once".to_string(),
+            1 => format!("every 1 day for {} days", 1 + i % 365),
+            _ => format!("every 1 hour from 2026-01-01 until 2026-0{}-01", 2 + i % 7),
+        };
+        s.push_str(&format!(
+            "\n  query q{i} {{\n    {agg}\n    noise {noise}\n    schedule {sched}\n  }}\n"
+        ));
+        i += 1;
+    }
+    s.push_str("}\n");
+    s
+}
+
 /// A response, flattened.
 #[derive(Debug)]
 pub struct Resp {
