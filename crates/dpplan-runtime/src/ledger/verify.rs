@@ -217,11 +217,13 @@ impl Ledger {
     /// is [`LedgerError::Damaged`], naming the first bad entry where there
     /// is one.
     pub fn integrity(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
-        self.check_triggers()?;
+        // The chain first: when entries were edited, the operator learns
+        // which one, not only that the triggers were dropped to do it.
         let v = self.verify()?;
         if let Some((seq, why)) = v.first_bad {
             return Err(damaged(Some(seq), why));
         }
+        self.check_triggers()?;
         let entries = self.entries()?;
         let n = v.entries;
         let expected_seq = match expect_hash {
