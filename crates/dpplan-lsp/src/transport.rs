@@ -62,6 +62,9 @@ const MAX_HEADER: usize = 16 * 1024;
 const CHUNK: usize = 64 * 1024;
 /// How much of a bad input is quoted, escaped, in logs and error messages.
 const QUOTE: usize = 80;
+/// Lines about framing logged to stderr, at most (a stream of junk could
+/// make one every few bytes; every error is answered all the same).
+const MAX_LOGGED: u32 = 100;
 /// Where the stream realigns after a framing error (ASCII case-insensitive).
 const MARKER: &[u8] = b"content-length:";
 
@@ -215,6 +218,8 @@ pub(crate) struct FrameReader<R> {
     eof: bool,
     /// Skip to the next `Content-Length:` before reading headers.
     resync: bool,
+    /// Lines logged so far.
+    logged: u32,
     /// The last body was not JSON and had no header inside: a malformed
     /// line right after it is its rest, not a new error.
     after_bad_body: bool,
@@ -229,8 +234,19 @@ impl<R: Read> FrameReader<R> {
             pos: 0,
             eof: false,
             resync: false,
+            logged: 0,
             after_bad_body: false,
         }
+    }
+
+    /// Logs a line about framing to stderr, up to [`MAX_LOGGED`] lines.
+    pub(crate) fn log(&mut self, line: &str) {
+        if self.logged < MAX_LOGGED {
+            eprintln!("dpplan lsp: {line}");
+        } else if self.logged == MAX_LOGGED {
+            eprintln!("dpplan lsp: further framing errors are not logged");
+        }
+        self.logged = self.logged.saturating_add(1);
     }
 
     /// The bytes read and not consumed.
@@ -295,7 +311,9 @@ impl<R: Read> FrameReader<R> {
             }
         };
         if skipped > 0 {
-            eprintln!("dpplan lsp: skipped {skipped} bytes to the next Content-Length header");
+            self.log(&format!(
+                "skipped {skipped} bytes to the next Content-Length header"
+            ));
         }
         Ok(found)
     }
@@ -508,8 +526,8 @@ pub fn connect(
                 let value = match frame {
                     Frame::Eof => break,
                     Frame::Bad(why) => {
+                        frames.log(&why);
                         // JSON-RPC: a ParseError has a null id.
-                        eprintln!("dpplan lsp: {why}");
                         let _ =
                             write_frame(&w, &error_body(&serde_json::Value::Null, -32700, &why));
                         continue;

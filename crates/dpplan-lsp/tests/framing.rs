@@ -275,3 +275,11 @@ fn stream_truncated_inside_a_header() {
     let out = run(b"", after);
     check("truncated header at EOF", &out, 1);
 }
+
+#[test]
+fn thousands_of_bad_headers_in_a_row() {
+    // Each is answered; the log stays short.
+    let bad = b"Content-Length: -1\r\n".repeat(20_000);
+    let out = run(&bad, follow_ups());
+    check("20,000 bad headers", &out, 20_000);
+}
