@@ -58,7 +58,7 @@ fn every_count(every: &Duration, window: Option<&Duration>, window_secs: i64) ->
         Some(n) => n,
         None => {
             let r = (w / e).ceil();
-            if !(r <= MAX_RELEASES as f64) {
+            if r.is_nan() || r > MAX_RELEASES as f64 {
                 return Err(ScheduleError::TooMany(format!("about {r:e}")));
             }
             r as u128
