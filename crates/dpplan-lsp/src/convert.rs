@@ -1,11 +1,23 @@
-//! Byte offsets ↔ LSP positions, in the negotiated encoding (UTF-8 or
-//! UTF-16), with CRLF line endings handled: a position never lands between
-//! `\r` and `\n`, nor inside a character.
+//! Every conversion between `dpplan-ide`'s plain data and lsp-types:
+//!
+//! - byte offsets ↔ positions ([`Lines`]), in the negotiated encoding (UTF-8
+//!   or UTF-16), with CRLF line endings handled: a position never lands
+//!   between `\r` and `\n`, nor inside a character;
+//! - diagnostics, hovers, completion items, inlay hints, locations, document
+//!   symbols, code actions, workspace edits and semantic tokens.
+//!
+//! Nothing here reads the server's state: each function maps its input (and
+//! a document's [`Lines`]) to the protocol's type.
+
+use std::collections::HashMap;
+use std::str::FromStr;
 
 use line_index::{LineCol, LineIndex, TextSize, WideEncoding, WideLineCol};
+use lsp_types as lsp;
 use lsp_types::{Position, Range};
+use serde_json::Value;
 
-use dpplan_ide::Span;
+use dpplan_ide::{Document, Severity, Span};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -110,6 +122,268 @@ impl Lines<'_> {
             Encoding::Utf8 => s.len() as u32,
             Encoding::Utf16 => s.encode_utf16().count() as u32,
         }
+    }
+}
+
+// ------------------------------------------------------------ semantic tokens
+
+pub const TOKEN_TYPES: &[lsp::SemanticTokenType] = &[
+    lsp::SemanticTokenType::KEYWORD,
+    lsp::SemanticTokenType::STRING,
+    lsp::SemanticTokenType::NUMBER,
+    lsp::SemanticTokenType::COMMENT,
+    lsp::SemanticTokenType::OPERATOR,
+    lsp::SemanticTokenType::NAMESPACE,
+    lsp::SemanticTokenType::PROPERTY,
+    lsp::SemanticTokenType::FUNCTION,
+    lsp::SemanticTokenType::VARIABLE,
+];
+
+fn token_type(kind: dpplan_ide::SemanticKind) -> u32 {
+    use dpplan_ide::SemanticKind::*;
+    match kind {
+        Keyword => 0,
+        String => 1,
+        Number => 2,
+        Comment => 3,
+        Operator => 4,
+        Dataset => 5,
+        Column => 6,
+        Query => 7,
+        Publish => 8,
+    }
+}
+
+// ------------------------------------------------------------ features
+
+pub(crate) fn to_hover(h: dpplan_ide::Hover, lines: &Lines<'_>) -> lsp::Hover {
+    lsp::Hover {
+        contents: lsp::HoverContents::Markup(lsp::MarkupContent {
+            kind: lsp::MarkupKind::Markdown,
+            value: h.markdown,
+        }),
+        range: Some(lines.range(h.span)),
+    }
+}
+
+pub(crate) fn to_completion_item(
+    c: dpplan_ide::CompletionItem,
+    lines: &Lines<'_>,
+) -> lsp::CompletionItem {
+    use dpplan_ide::CompletionKind as K;
+    let kind = match c.kind {
+        K::Keyword => lsp::CompletionItemKind::KEYWORD,
+        K::Dataset => lsp::CompletionItemKind::MODULE,
+        K::Column => lsp::CompletionItemKind::FIELD,
+        K::Query => lsp::CompletionItemKind::FUNCTION,
+        K::Publish => lsp::CompletionItemKind::VARIABLE,
+        K::Value => lsp::CompletionItemKind::VALUE,
+    };
+    let new_text = c.insert_text.clone().unwrap_or_else(|| c.label.clone());
+    lsp::CompletionItem {
+        label: c.label,
+        kind: Some(kind),
+        detail: c.detail,
+        documentation: c.documentation.map(|d| {
+            lsp::Documentation::MarkupContent(lsp::MarkupContent {
+                kind: lsp::MarkupKind::Markdown,
+                value: d,
+            })
+        }),
+        text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
+            range: lines.range(c.replace),
+            new_text,
+        })),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn to_inlay_hint(h: dpplan_ide::InlayHint, lines: &Lines<'_>) -> lsp::InlayHint {
+    lsp::InlayHint {
+        position: lines.position(h.offset),
+        label: lsp::InlayHintLabel::String(h.label),
+        kind: None,
+        text_edits: None,
+        tooltip: h.tooltip.map(lsp::InlayHintTooltip::String),
+        padding_left: Some(true),
+        padding_right: None,
+        data: None,
+    }
+}
+
+pub(crate) fn to_location(uri: &lsp::Uri, lines: &Lines<'_>, span: Span) -> lsp::Location {
+    lsp::Location {
+        uri: uri.clone(),
+        range: lines.range(span),
+    }
+}
+
+// ------------------------------------------------------------ diagnostics, symbols, code actions
+
+pub(crate) fn to_code_action(
+    a: &dpplan_ide::CodeAction,
+    lines: &Lines<'_>,
+    uri: &lsp::Uri,
+    docs_base: &str,
+    data: Option<Value>,
+) -> lsp::CodeAction {
+    lsp::CodeAction {
+        title: a.title.clone(),
+        kind: Some(lsp::CodeActionKind::QUICKFIX),
+        diagnostics: a
+            .diagnostic
+            .as_ref()
+            .map(|d| vec![to_lsp_diagnostic(d, lines, uri, docs_base)]),
+        edit: data.is_none().then(|| workspace_edit(uri, lines, &a.edits)),
+        command: None,
+        is_preferred: Some(a.preferred),
+        disabled: None,
+        data,
+    }
+}
+
+// lsp-types keys `WorkspaceEdit::changes` by `Uri`, which clippy thinks mutable.
+#[allow(clippy::mutable_key_type)]
+pub(crate) fn workspace_edit(
+    uri: &lsp::Uri,
+    lines: &Lines<'_>,
+    edits: &[dpplan_ide::TextEdit],
+) -> lsp::WorkspaceEdit {
+    let edits: Vec<lsp::TextEdit> = edits
+        .iter()
+        .map(|e| lsp::TextEdit {
+            range: lines.range(e.span),
+            new_text: e.new_text.clone(),
+        })
+        .collect();
+    let mut changes = HashMap::new();
+    changes.insert(uri.clone(), edits);
+    lsp::WorkspaceEdit {
+        changes: Some(changes),
+        ..Default::default()
+    }
+}
+
+#[allow(deprecated)]
+pub(crate) fn to_symbol(o: &dpplan_ide::OutlineItem, lines: &Lines<'_>) -> lsp::DocumentSymbol {
+    use dpplan_ide::OutlineKind as K;
+    let kind = match o.kind {
+        K::Plan => lsp::SymbolKind::FILE,
+        K::Privacy => lsp::SymbolKind::NAMESPACE,
+        K::Dataset => lsp::SymbolKind::STRUCT,
+        K::Column => lsp::SymbolKind::FIELD,
+        K::Query => lsp::SymbolKind::FUNCTION,
+        K::Publish => lsp::SymbolKind::VARIABLE,
+    };
+    let range = lines.range(o.span);
+    let mut selection = lines.range(o.selection);
+    if selection.start < range.start || selection.end > range.end {
+        selection = range;
+    }
+    lsp::DocumentSymbol {
+        name: o.name.clone(),
+        detail: o.detail.clone(),
+        kind,
+        tags: None,
+        deprecated: None,
+        range,
+        selection_range: selection,
+        children: (!o.children.is_empty())
+            .then(|| o.children.iter().map(|c| to_symbol(c, lines)).collect()),
+    }
+}
+
+pub(crate) fn semantic_tokens(doc: &Document, lines: &Lines<'_>) -> lsp::SemanticTokens {
+    let text = doc.text();
+    let mut data = Vec::new();
+    let (mut prev_line, mut prev_start) = (0u32, 0u32);
+    for t in doc.semantic_tokens() {
+        // A token may span lines (a block comment): one token per line.
+        let mut start = t.span.start;
+        while start < t.span.end {
+            let line_end = text[start..t.span.end]
+                .find(['\n', '\r'])
+                .map_or(t.span.end, |i| start + i);
+            if line_end > start {
+                let pos = lines.position(start);
+                let length = lines.width(start, line_end);
+                let delta_line = pos.line - prev_line;
+                let delta_start = if delta_line == 0 {
+                    pos.character - prev_start
+                } else {
+                    pos.character
+                };
+                data.push(lsp::SemanticToken {
+                    delta_line,
+                    delta_start,
+                    length,
+                    token_type: token_type(t.kind),
+                    token_modifiers_bitset: u32::from(t.declaration),
+                });
+                prev_line = pos.line;
+                prev_start = pos.character;
+            }
+            start = line_end;
+            while start < t.span.end && matches!(text.as_bytes()[start], b'\n' | b'\r') {
+                start += 1;
+            }
+        }
+    }
+    lsp::SemanticTokens {
+        result_id: None,
+        data,
+    }
+}
+
+fn doc_url(base: &str, code: dpplan_ide::Code) -> Option<lsp::Uri> {
+    lsp::Uri::from_str(&format!("{base}{}", code.doc_path())).ok()
+}
+
+pub(crate) fn to_lsp_diagnostic(
+    d: &dpplan_ide::Diagnostic,
+    lines: &Lines<'_>,
+    uri: &lsp::Uri,
+    docs_base: &str,
+) -> lsp::Diagnostic {
+    let severity = match d.severity {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Hint => lsp::DiagnosticSeverity::HINT,
+    };
+    let mut message = d.message.clone();
+    if let Some(h) = &d.help {
+        message.push_str("\nhelp: ");
+        message.push_str(h);
+    }
+    for n in &d.notes {
+        message.push_str("\nnote: ");
+        message.push_str(n);
+    }
+    let related: Vec<lsp::DiagnosticRelatedInformation> = d
+        .secondary
+        .iter()
+        .map(|l| lsp::DiagnosticRelatedInformation {
+            location: lsp::Location {
+                uri: uri.clone(),
+                range: lines.range(l.span),
+            },
+            message: if l.message.is_empty() {
+                "related".into()
+            } else {
+                l.message.clone()
+            },
+        })
+        .collect();
+    lsp::Diagnostic {
+        range: lines.range(d.primary.span),
+        severity: Some(severity),
+        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+        code_description: doc_url(docs_base, d.code).map(|href| lsp::CodeDescription { href }),
+        source: Some("dpplan".into()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: None,
     }
 }
 

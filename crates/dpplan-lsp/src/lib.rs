@@ -10,9 +10,10 @@ mod convert;
 mod server;
 pub mod transport;
 
+pub use convert::TOKEN_TYPES;
 pub use convert::{Encoding, Lines};
 pub use lsp_server::Connection;
-pub use server::{run, ServerOptions, DEFAULT_DOCS_BASE, TOKEN_TYPES};
+pub use server::{run, ServerOptions, DEFAULT_DOCS_BASE};
 
 /// Serves over standard input and output until the client says `exit` (or
 /// closes standard input). Returns whether `shutdown` came first.

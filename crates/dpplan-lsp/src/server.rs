@@ -35,9 +35,9 @@ use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestI
 use lsp_types as lsp;
 use serde_json::Value;
 
-use dpplan_ide::{Document, Severity, Span};
+use dpplan_ide::{Document, Span};
 
-use crate::convert::{Encoding, Lines};
+use crate::convert::{self, Encoding, Lines};
 
 /// Options of the server (tests turn on the test-only methods).
 #[derive(Debug, Clone, Default)]
@@ -60,33 +60,6 @@ const MAX_ANALYSIS_THREADS: usize = 4;
 /// The stack of analysis and request threads (the main thread's size: the
 /// parser and checker recurse over nested blocks).
 const THREAD_STACK: usize = 8 * 1024 * 1024;
-
-pub const TOKEN_TYPES: &[lsp::SemanticTokenType] = &[
-    lsp::SemanticTokenType::KEYWORD,
-    lsp::SemanticTokenType::STRING,
-    lsp::SemanticTokenType::NUMBER,
-    lsp::SemanticTokenType::COMMENT,
-    lsp::SemanticTokenType::OPERATOR,
-    lsp::SemanticTokenType::NAMESPACE,
-    lsp::SemanticTokenType::PROPERTY,
-    lsp::SemanticTokenType::FUNCTION,
-    lsp::SemanticTokenType::VARIABLE,
-];
-
-fn token_type(kind: dpplan_ide::SemanticKind) -> u32 {
-    use dpplan_ide::SemanticKind::*;
-    match kind {
-        Keyword => 0,
-        String => 1,
-        Number => 2,
-        Comment => 3,
-        Operator => 4,
-        Dataset => 5,
-        Column => 6,
-        Query => 7,
-        Publish => 8,
-    }
-}
 
 /// What a request handler reads about its document: one version's analysis
 /// (or, for formatting, its text) and line index, owned, so that the handler
@@ -263,7 +236,7 @@ impl Analysis {
                 };
                 Document::unaccounted_diagnostics(&self.text)
                     .iter()
-                    .map(|d| to_lsp_diagnostic(d, &lines, &self.uri, &self.docs_base))
+                    .map(|d| convert::to_lsp_diagnostic(d, &lines, &self.uri, &self.docs_base))
                     .collect::<Vec<_>>()
             }));
             match early {
@@ -309,7 +282,7 @@ impl Analysis {
             let diagnostics: Vec<lsp::Diagnostic> = doc
                 .diagnostics()
                 .iter()
-                .map(|d| to_lsp_diagnostic(d, &lines, &uri, &docs_base))
+                .map(|d| convert::to_lsp_diagnostic(d, &lines, &uri, &docs_base))
                 .collect();
             (doc, diagnostics)
         }));
@@ -697,7 +670,7 @@ impl Server {
                 lsp::SemanticTokensServerCapabilities::SemanticTokensOptions(
                     lsp::SemanticTokensOptions {
                         legend: lsp::SemanticTokensLegend {
-                            token_types: TOKEN_TYPES.to_vec(),
+                            token_types: convert::TOKEN_TYPES.to_vec(),
                             token_modifiers: vec![lsp::SemanticTokenModifier::DECLARATION],
                         },
                         full: Some(lsp::SemanticTokensFullOptions::Bool(true)),
@@ -1132,13 +1105,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let snap = open(target, &tdp.text_document.uri)?;
             let (doc, lines) = (snap.doc()?, snap.lines());
             let offset = lines.offset(tdp.position);
-            let hover = doc.hover(offset).map(|h| lsp::Hover {
-                contents: lsp::HoverContents::Markup(lsp::MarkupContent {
-                    kind: lsp::MarkupKind::Markdown,
-                    value: h.markdown,
-                }),
-                range: Some(lines.range(h.span)),
-            });
+            let hover = doc.hover(offset).map(|h| convert::to_hover(h, &lines));
             serde_json::to_value(hover)
         }
         "textDocument/completion" => {
@@ -1150,34 +1117,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let items: Vec<lsp::CompletionItem> = doc
                 .completions(offset)
                 .into_iter()
-                .map(|c| {
-                    use dpplan_ide::CompletionKind as K;
-                    let kind = match c.kind {
-                        K::Keyword => lsp::CompletionItemKind::KEYWORD,
-                        K::Dataset => lsp::CompletionItemKind::MODULE,
-                        K::Column => lsp::CompletionItemKind::FIELD,
-                        K::Query => lsp::CompletionItemKind::FUNCTION,
-                        K::Publish => lsp::CompletionItemKind::VARIABLE,
-                        K::Value => lsp::CompletionItemKind::VALUE,
-                    };
-                    let new_text = c.insert_text.clone().unwrap_or_else(|| c.label.clone());
-                    lsp::CompletionItem {
-                        label: c.label,
-                        kind: Some(kind),
-                        detail: c.detail,
-                        documentation: c.documentation.map(|d| {
-                            lsp::Documentation::MarkupContent(lsp::MarkupContent {
-                                kind: lsp::MarkupKind::Markdown,
-                                value: d,
-                            })
-                        }),
-                        text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
-                            range: lines.range(c.replace),
-                            new_text,
-                        })),
-                        ..Default::default()
-                    }
-                })
+                .map(|c| convert::to_completion_item(c, &lines))
                 .collect();
             serde_json::to_value(lsp::CompletionResponse::Array(items))
         }
@@ -1188,10 +1128,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let snap = open(target, &tdp.text_document.uri)?;
             let (doc, lines) = (snap.doc()?, snap.lines());
             let def = doc.definition(lines.offset(tdp.position)).map(|span| {
-                lsp::GotoDefinitionResponse::Scalar(lsp::Location {
-                    uri: uri.clone(),
-                    range: lines.range(span),
-                })
+                lsp::GotoDefinitionResponse::Scalar(convert::to_location(&uri, &lines, span))
             });
             serde_json::to_value(def)
         }
@@ -1204,10 +1141,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let refs: Vec<lsp::Location> = doc
                 .references(lines.offset(tdp.position), p.context.include_declaration)
                 .into_iter()
-                .map(|span| lsp::Location {
-                    uri: uri.clone(),
-                    range: lines.range(span),
-                })
+                .map(|span| convert::to_location(&uri, &lines, span))
                 .collect();
             serde_json::to_value(refs)
         }
@@ -1229,21 +1163,24 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let edits = doc
                 .rename(lines.offset(tdp.position), &p.new_name)
                 .map_err(|e| Failure::Error(ErrorCode::InvalidRequest, e))?;
-            serde_json::to_value(workspace_edit(&uri, &lines, &edits))
+            serde_json::to_value(convert::workspace_edit(&uri, &lines, &edits))
         }
         "textDocument/documentSymbol" => {
             let p = params!(lsp::DocumentSymbolParams);
             let snap = open(target, &p.text_document.uri)?;
             let (doc, lines) = (snap.doc()?, snap.lines());
-            let symbols: Vec<lsp::DocumentSymbol> =
-                doc.outline().iter().map(|o| to_symbol(o, &lines)).collect();
+            let symbols: Vec<lsp::DocumentSymbol> = doc
+                .outline()
+                .iter()
+                .map(|o| convert::to_symbol(o, &lines))
+                .collect();
             serde_json::to_value(lsp::DocumentSymbolResponse::Nested(symbols))
         }
         "textDocument/semanticTokens/full" => {
             let p = params!(lsp::SemanticTokensParams);
             let snap = open(target, &p.text_document.uri)?;
             let (doc, lines) = (snap.doc()?, snap.lines());
-            serde_json::to_value(lsp::SemanticTokensResult::Tokens(semantic_tokens(
+            serde_json::to_value(lsp::SemanticTokensResult::Tokens(convert::semantic_tokens(
                 doc, &lines,
             )))
         }
@@ -1254,16 +1191,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             let hints: Vec<lsp::InlayHint> = doc
                 .inlay_hints(lines.span(p.range))
                 .into_iter()
-                .map(|h| lsp::InlayHint {
-                    position: lines.position(h.offset),
-                    label: lsp::InlayHintLabel::String(h.label),
-                    kind: None,
-                    text_edits: None,
-                    tooltip: h.tooltip.map(lsp::InlayHintTooltip::String),
-                    padding_left: Some(true),
-                    padding_right: None,
-                    data: None,
-                })
+                .map(|h| convert::to_inlay_hint(h, &lines))
                 .collect();
             serde_json::to_value(hints)
         }
@@ -1294,9 +1222,9 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
                             ),
                             _ => (doc.resolve(a)?, None),
                         };
-                        Some(lsp::CodeActionOrCommand::CodeAction(to_code_action(
-                            &a, &lines, &uri, &docs_base, data,
-                        )))
+                        Some(lsp::CodeActionOrCommand::CodeAction(
+                            convert::to_code_action(&a, &lines, &uri, &docs_base, data),
+                        ))
                     })
                     .collect()
             };
@@ -1327,7 +1255,7 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
             match doc.resolve(&unresolved) {
                 Some(done) => {
                     action.title = done.title;
-                    action.edit = Some(workspace_edit(&uri, &lines, &done.edits));
+                    action.edit = Some(convert::workspace_edit(&uri, &lines, &done.edits));
                 }
                 None => {
                     action.disabled = Some(lsp::CodeActionDisabled {
@@ -1367,171 +1295,4 @@ fn handle_request(method: &str, params: Value, ctx: &Ctx, target: Option<&Snapsh
 
 fn dpplan_fmt_text(text: &str) -> Result<Option<String>, String> {
     dpplan_ide::format_text(text).map_err(|e| e.to_string())
-}
-
-fn to_code_action(
-    a: &dpplan_ide::CodeAction,
-    lines: &Lines<'_>,
-    uri: &lsp::Uri,
-    docs_base: &str,
-    data: Option<Value>,
-) -> lsp::CodeAction {
-    lsp::CodeAction {
-        title: a.title.clone(),
-        kind: Some(lsp::CodeActionKind::QUICKFIX),
-        diagnostics: a
-            .diagnostic
-            .as_ref()
-            .map(|d| vec![to_lsp_diagnostic(d, lines, uri, docs_base)]),
-        edit: data.is_none().then(|| workspace_edit(uri, lines, &a.edits)),
-        command: None,
-        is_preferred: Some(a.preferred),
-        disabled: None,
-        data,
-    }
-}
-
-// lsp-types keys `WorkspaceEdit::changes` by `Uri`, which clippy thinks mutable.
-#[allow(clippy::mutable_key_type)]
-fn workspace_edit(
-    uri: &lsp::Uri,
-    lines: &Lines<'_>,
-    edits: &[dpplan_ide::TextEdit],
-) -> lsp::WorkspaceEdit {
-    let edits: Vec<lsp::TextEdit> = edits
-        .iter()
-        .map(|e| lsp::TextEdit {
-            range: lines.range(e.span),
-            new_text: e.new_text.clone(),
-        })
-        .collect();
-    let mut changes = HashMap::new();
-    changes.insert(uri.clone(), edits);
-    lsp::WorkspaceEdit {
-        changes: Some(changes),
-        ..Default::default()
-    }
-}
-
-#[allow(deprecated)]
-fn to_symbol(o: &dpplan_ide::OutlineItem, lines: &Lines<'_>) -> lsp::DocumentSymbol {
-    use dpplan_ide::OutlineKind as K;
-    let kind = match o.kind {
-        K::Plan => lsp::SymbolKind::FILE,
-        K::Privacy => lsp::SymbolKind::NAMESPACE,
-        K::Dataset => lsp::SymbolKind::STRUCT,
-        K::Column => lsp::SymbolKind::FIELD,
-        K::Query => lsp::SymbolKind::FUNCTION,
-        K::Publish => lsp::SymbolKind::VARIABLE,
-    };
-    let range = lines.range(o.span);
-    let mut selection = lines.range(o.selection);
-    if selection.start < range.start || selection.end > range.end {
-        selection = range;
-    }
-    lsp::DocumentSymbol {
-        name: o.name.clone(),
-        detail: o.detail.clone(),
-        kind,
-        tags: None,
-        deprecated: None,
-        range,
-        selection_range: selection,
-        children: (!o.children.is_empty())
-            .then(|| o.children.iter().map(|c| to_symbol(c, lines)).collect()),
-    }
-}
-
-fn semantic_tokens(doc: &Document, lines: &Lines<'_>) -> lsp::SemanticTokens {
-    let text = doc.text();
-    let mut data = Vec::new();
-    let (mut prev_line, mut prev_start) = (0u32, 0u32);
-    for t in doc.semantic_tokens() {
-        // A token may span lines (a block comment): one token per line.
-        let mut start = t.span.start;
-        while start < t.span.end {
-            let line_end = text[start..t.span.end]
-                .find(['\n', '\r'])
-                .map_or(t.span.end, |i| start + i);
-            if line_end > start {
-                let pos = lines.position(start);
-                let length = lines.width(start, line_end);
-                let delta_line = pos.line - prev_line;
-                let delta_start = if delta_line == 0 {
-                    pos.character - prev_start
-                } else {
-                    pos.character
-                };
-                data.push(lsp::SemanticToken {
-                    delta_line,
-                    delta_start,
-                    length,
-                    token_type: token_type(t.kind),
-                    token_modifiers_bitset: u32::from(t.declaration),
-                });
-                prev_line = pos.line;
-                prev_start = pos.character;
-            }
-            start = line_end;
-            while start < t.span.end && matches!(text.as_bytes()[start], b'\n' | b'\r') {
-                start += 1;
-            }
-        }
-    }
-    lsp::SemanticTokens {
-        result_id: None,
-        data,
-    }
-}
-
-pub(crate) fn doc_url(base: &str, code: dpplan_ide::Code) -> Option<lsp::Uri> {
-    lsp::Uri::from_str(&format!("{base}{}", code.doc_path())).ok()
-}
-
-pub(crate) fn to_lsp_diagnostic(
-    d: &dpplan_ide::Diagnostic,
-    lines: &Lines<'_>,
-    uri: &lsp::Uri,
-    docs_base: &str,
-) -> lsp::Diagnostic {
-    let severity = match d.severity {
-        Severity::Error => lsp::DiagnosticSeverity::ERROR,
-        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
-        Severity::Hint => lsp::DiagnosticSeverity::HINT,
-    };
-    let mut message = d.message.clone();
-    if let Some(h) = &d.help {
-        message.push_str("\nhelp: ");
-        message.push_str(h);
-    }
-    for n in &d.notes {
-        message.push_str("\nnote: ");
-        message.push_str(n);
-    }
-    let related: Vec<lsp::DiagnosticRelatedInformation> = d
-        .secondary
-        .iter()
-        .map(|l| lsp::DiagnosticRelatedInformation {
-            location: lsp::Location {
-                uri: uri.clone(),
-                range: lines.range(l.span),
-            },
-            message: if l.message.is_empty() {
-                "related".into()
-            } else {
-                l.message.clone()
-            },
-        })
-        .collect();
-    lsp::Diagnostic {
-        range: lines.range(d.primary.span),
-        severity: Some(severity),
-        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
-        code_description: doc_url(docs_base, d.code).map(|href| lsp::CodeDescription { href }),
-        source: Some("dpplan".into()),
-        message,
-        related_information: (!related.is_empty()).then_some(related),
-        tags: None,
-        data: None,
-    }
 }
