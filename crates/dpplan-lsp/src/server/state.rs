@@ -17,7 +17,8 @@ use lsp_types as lsp;
 
 use dpplan_ide::Document;
 
-use super::{Failure, Server};
+use super::dispatch::Failure;
+use super::Server;
 use crate::convert::{Encoding, Lines};
 
 /// What a request handler reads about its document: one version's analysis
@@ -37,9 +38,9 @@ pub(super) struct Snapshot {
 impl Snapshot {
     pub(super) fn doc(&self) -> Result<&Arc<Document>, Failure> {
         self.doc.as_ref().ok_or_else(|| {
-            Failure::Error(
+            Failure::new(
                 ErrorCode::InternalError,
-                "internal error: no analysis for this request".into(),
+                "internal error: no analysis for this request",
             )
         })
     }
@@ -66,7 +67,7 @@ pub(super) fn open<'a>(
 ) -> Result<&'a Snapshot, Failure> {
     match target {
         Some(s) if s.key == uri.as_str() => Ok(s),
-        _ => Err(Failure::Error(
+        _ => Err(Failure::new(
             ErrorCode::InvalidParams,
             format!("the document {} is not open", uri.as_str()),
         )),

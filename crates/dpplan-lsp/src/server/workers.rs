@@ -22,12 +22,15 @@ use crossbeam_channel::{Receiver, Sender};
 use line_index::LineIndex;
 use lsp_server::{ErrorCode, Message, Request, Response};
 use lsp_types as lsp;
+use lsp_types::notification::{DidChangeTextDocument, Notification as _};
+use lsp_types::request::{CodeActionResolveRequest, Formatting, Request as _};
 use serde_json::Value;
 
 use dpplan_ide::Document;
 
+use super::dispatch::{answer, panic_message};
 use super::state::Snapshot;
-use super::{answer, panic_message, Server};
+use super::Server;
 use crate::convert::{self, Encoding, Lines};
 
 /// Request handlers running on threads at the same time, at most (more wait
@@ -200,7 +203,7 @@ fn uri_of(params: &Value) -> Option<&str> {
 /// `textDocument/…` request's, or the one a lazily resolved code action
 /// carries.
 fn request_uri(req: &Request) -> Option<String> {
-    let uri = if req.method == "codeAction/resolve" {
+    let uri = if req.method == CodeActionResolveRequest::METHOD {
         req.params.get("data")?.get("uri")?.as_str()
     } else if req.method.starts_with("textDocument/") {
         uri_of(&req.params)
@@ -214,7 +217,7 @@ fn request_uri(req: &Request) -> Option<String> {
 /// about it would answer about a stale text).
 fn newer_edit(queue: &VecDeque<Message>, uri: &str) -> bool {
     queue.iter().any(|m| {
-        matches!(m, Message::Notification(n) if n.method == "textDocument/didChange" && uri_of(&n.params) == Some(uri))
+        matches!(m, Message::Notification(n) if n.method == DidChangeTextDocument::METHOD && uri_of(&n.params) == Some(uri))
     })
 }
 
@@ -427,7 +430,7 @@ impl Server {
             self.respond(r);
             return;
         };
-        let formatting = req.method == "textDocument/formatting";
+        let formatting = req.method == Formatting::METHOD;
         if !formatting && newer_edit(queue, &raw) {
             self.respond_err(
                 req.id,
