@@ -129,6 +129,18 @@ fn cases() -> Vec<Case> {
             says: "failed verification at entry",
         },
         Case {
+            name: "an entry's kind set to one the runtime does not know",
+            damage: |_, l| {
+                let (i, _) = daily_slot0(l);
+                sql(l, DROP);
+                sql(
+                    l,
+                    &format!("UPDATE entries SET kind = 'refund' WHERE seq = {i}"),
+                );
+            },
+            says: "unknown kind `refund`",
+        },
+        Case {
             name: "an intent/value pair deleted in the middle",
             damage: |_, l| {
                 let (i, v) = daily_slot0(l);

@@ -288,11 +288,14 @@ impl fmt::Display for CompileError {
 
 impl std::error::Error for CompileError {}
 
+/// SHA-256 in lower-case hex: source and body hashes, and the ledger's
+/// hash chain.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(64);
-    for b in d {
-        s.push_str(&format!("{b:02x}"));
+    for b in Sha256::digest(bytes) {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     s
 }

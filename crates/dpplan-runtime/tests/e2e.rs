@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dpplan_plan::ExecutablePlan;
 use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
-use dpplan_runtime::ledger::{Ledger, SlotState};
+use dpplan_runtime::ledger::{EntryKind, Ledger, SlotState};
 use dpplan_runtime::rng::SecureRng;
 use dpplan_runtime::{run, ReleaseResult, RunError, RunOptions};
 
@@ -411,7 +411,10 @@ fn republication_is_served_from_the_ledger_for_free() {
     let l = Ledger::open(&o.ledger, None).unwrap();
     let entries = l.entries().unwrap();
     assert_eq!(
-        entries.iter().filter(|e| e.kind == "intent").count(),
+        entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::Intent)
+            .count(),
         1,
         "one charge only"
     );
@@ -494,7 +497,7 @@ fn every_intent_records_the_running_totals_under_every_accountant() {
         .entries()
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind == "intent")
+        .filter(|e| e.kind == EntryKind::Intent)
         .collect();
     assert_eq!(intents.len(), 5);
     let mut last_best = 0.0;
@@ -627,7 +630,7 @@ fn times_schedule_cannot_be_overspent() {
         l.entries()
             .unwrap()
             .iter()
-            .filter(|e| e.kind == "intent")
+            .filter(|e| e.kind == EntryKind::Intent)
             .count(),
         10
     );
@@ -830,7 +833,7 @@ fn sigkill_between_intent_and_value_leaves_the_slot_charged() {
         .entries()
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind == "intent")
+        .filter(|e| e.kind == EntryKind::Intent)
         .collect();
     assert_eq!(intents.len(), 1);
     assert!(intents[0].epsilon > 0.0, "the slot is charged");
@@ -856,7 +859,7 @@ fn sigkill_between_intent_and_value_leaves_the_slot_charged() {
             .entries()
             .unwrap()
             .iter()
-            .filter(|e| e.kind == "intent")
+            .filter(|e| e.kind == EntryKind::Intent)
             .count(),
         1
     );
@@ -913,7 +916,7 @@ fn concurrent_runtimes_never_both_spend_the_last_release() {
         l.entries()
             .unwrap()
             .iter()
-            .filter(|e| e.kind == "intent")
+            .filter(|e| e.kind == EntryKind::Intent)
             .count(),
         10
     );
@@ -941,7 +944,7 @@ fn concurrent_runtimes_never_both_spend_the_last_release() {
         .entries()
         .unwrap()
         .iter()
-        .filter(|e| e.kind == "intent")
+        .filter(|e| e.kind == EntryKind::Intent)
         .map(|e| e.slot.unwrap())
         .collect();
     assert_eq!(slots.len(), 4);

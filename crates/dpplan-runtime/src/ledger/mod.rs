@@ -23,7 +23,6 @@ use dpplan_accounting as acct;
 use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub use anchor::head_path;
 pub use verify::{Anchored, Integrity, Verification};
@@ -31,11 +30,57 @@ pub use verify::{Anchored, Integrity, Verification};
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const LEDGER_FORMAT: &str = "dpplan-ledger-1";
 
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// Entry 1: the plan, the schedule start and the budget.
+    Open,
+    /// A release's charge, durable before its noise is drawn.
+    Intent,
+    /// The released value that completes an intent.
+    Value,
+    /// A reviewer's correction of an entry (which stays as it was).
+    Correction,
+    /// The move to another plan, with the history accounted.
+    Upgrade,
+}
+
+impl EntryKind {
+    pub const ALL: [EntryKind; 5] = [
+        EntryKind::Open,
+        EntryKind::Intent,
+        EntryKind::Value,
+        EntryKind::Correction,
+        EntryKind::Upgrade,
+    ];
+
+    /// The name stored in the ledger (and hashed).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Open => "open",
+            EntryKind::Intent => "intent",
+            EntryKind::Value => "value",
+            EntryKind::Correction => "correction",
+            EntryKind::Upgrade => "upgrade",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EntryKind> {
+        EntryKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub seq: i64,
-    /// `open`, `intent`, `value`, `correction` or `upgrade`.
-    pub kind: String,
+    pub kind: EntryKind,
     /// The plan in force when the entry was written.
     pub plan_hash: String,
     pub query: Option<String>,
@@ -118,7 +163,7 @@ impl Entry {
     /// The running totals an intent recorded (`None` for other entries, or
     /// an intent written before they were recorded).
     pub fn running_totals(&self) -> Option<RunningTotals> {
-        if self.kind != "intent" {
+        if self.kind != EntryKind::Intent {
             return None;
         }
         let v: IntentValue = serde_json::from_str(self.value.as_deref()?).ok()?;
@@ -127,7 +172,7 @@ impl Entry {
 
     /// The reason a correction gives (`None` for other entries).
     pub fn correction_reason(&self) -> Option<String> {
-        if self.kind != "correction" {
+        if self.kind != EntryKind::Correction {
             return None;
         }
         let v: CorrectionValue = serde_json::from_str(self.value.as_deref()?).ok()?;
@@ -136,7 +181,7 @@ impl Entry {
 
     pub fn compute_hash(&self) -> String {
         let content = serde_json::to_string(&Content {
-            kind: &self.kind,
+            kind: self.kind.as_str(),
             plan_hash: &self.plan_hash,
             query: &self.query,
             slot: self.slot,
@@ -151,22 +196,15 @@ impl Entry {
         // Invariant: plain fields with string keys; serialising to a String
         // cannot fail.
         .expect("entry content serialises");
-        let mut h = Sha256::new();
-        h.update(self.seq.to_string().as_bytes());
-        h.update(b"\n");
-        h.update(format!("{:016x}", self.total_epsilon.to_bits()).as_bytes());
-        h.update(b"\n");
-        h.update(format!("{:016x}", self.total_delta.to_bits()).as_bytes());
-        h.update(b"\n");
-        h.update(content.as_bytes());
-        h.update(b"\n");
-        h.update(self.prev_hash.as_bytes());
-        hex(&h.finalize())
+        let hashed = format!(
+            "{}\n{:016x}\n{:016x}\n{content}\n{}",
+            self.seq,
+            self.total_epsilon.to_bits(),
+            self.total_delta.to_bits(),
+            self.prev_hash
+        );
+        dpplan_plan::sha256_hex(hashed.as_bytes())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[derive(Debug)]
@@ -511,27 +549,14 @@ impl Ledger {
                 ledger_format: LEDGER_FORMAT.into(),
                 budget: Some(g.budget),
             };
-            let mut e = Entry {
-                seq: 1,
-                kind: "open".into(),
-                plan_hash: g.plan_hash.into(),
-                query: None,
-                slot: None,
-                mechanism: None,
-                epsilon: 0.0,
-                delta: 0.0,
-                total_epsilon: 0.0,
-                total_delta: 0.0,
-                // Invariant: plain data with string keys; cannot fail.
-                value: Some(serde_json::to_string(&info).expect("serialises")),
-                refers_to: None,
-                time: now_rfc3339(),
-                version: dpplan_plan::COMPILER.into(),
-                prev_hash: GENESIS_PREV.into(),
-                hash: String::new(),
-            };
-            e.hash = e.compute_hash();
-            insert(&conn, &e)?;
+            append(
+                &conn,
+                NewEntry {
+                    // Invariant: plain data with string keys; cannot fail.
+                    value: Some(serde_json::to_string(&info).expect("serialises")),
+                    ..NewEntry::new(EntryKind::Open, g.plan_hash)
+                },
+            )?;
             conn.close().map_err(|(_, e)| LedgerError::from(e))?;
         }
         // Publish atomically; if another process won the race, use theirs.
@@ -681,28 +706,21 @@ impl Ledger {
             running_totals: totals,
         })
         .expect("serialises");
-        let prev = tail(&tx)?;
-        let mut e = Entry {
-            seq: prev.seq + 1,
-            kind: "intent".into(),
-            plan_hash: plan.body_sha256.clone(),
-            query: Some(release.name.clone()),
-            slot: Some(slot as i64),
-            mechanism: Some(mechanism),
-            epsilon: release.cost_per_release.epsilon,
-            delta: release.cost_per_release.delta,
-            total_epsilon: prev.total_epsilon + release.cost_per_release.epsilon,
-            total_delta: prev.total_delta + release.cost_per_release.delta,
-            value: Some(totals),
-            refers_to: None,
-            time: now_rfc3339(),
-            version: dpplan_plan::COMPILER.into(),
-            prev_hash: prev.hash.clone(),
-            hash: String::new(),
-        };
-        e.hash = e.compute_hash();
-        insert(&tx, &e)?;
+        let e = append(
+            &tx,
+            NewEntry {
+                query: Some(release.name.clone()),
+                slot: Some(slot as i64),
+                mechanism: Some(mechanism),
+                epsilon: release.cost_per_release.epsilon,
+                delta: release.cost_per_release.delta,
+                value: Some(totals),
+                ..NewEntry::new(EntryKind::Intent, &plan.body_sha256)
+            },
+        )?;
         tx.commit()?;
+        // anchored before returning: nothing after it (a noise draw)
+        // happens on an entry the anchor does not vouch for
         self.anchor()?;
         Ok(e)
     }
@@ -716,28 +734,19 @@ impl Ledger {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let prev = tail(&tx)?;
-        let mut e = Entry {
-            seq: prev.seq + 1,
-            kind: "value".into(),
-            plan_hash: intent.plan_hash.clone(),
-            query: intent.query.clone(),
-            slot: intent.slot,
-            mechanism: None,
-            epsilon: 0.0,
-            delta: 0.0,
-            total_epsilon: prev.total_epsilon,
-            total_delta: prev.total_delta,
-            value: Some(value_json),
-            refers_to: Some(intent.seq),
-            time: now_rfc3339(),
-            version: dpplan_plan::COMPILER.into(),
-            prev_hash: prev.hash.clone(),
-            hash: String::new(),
-        };
-        e.hash = e.compute_hash();
-        insert(&tx, &e)?;
+        let e = append(
+            &tx,
+            NewEntry {
+                query: intent.query.clone(),
+                slot: intent.slot,
+                value: Some(value_json),
+                refers_to: Some(intent.seq),
+                ..NewEntry::new(EntryKind::Value, &intent.plan_hash)
+            },
+        )?;
         tx.commit()?;
+        // anchored before returning: nothing after it (a noise draw)
+        // happens on an entry the anchor does not vouch for
         self.anchor()?;
         Ok(e)
     }
@@ -762,34 +771,26 @@ impl Ledger {
             .into_iter()
             .next()
             .ok_or(LedgerError::NoSuchEntry(seq))?;
-        let prev = tail(&tx)?;
-        let mut e = Entry {
-            seq: prev.seq + 1,
-            kind: "correction".into(),
-            plan_hash: current_plan(&tx)?,
-            query: target.query.clone(),
-            slot: target.slot,
-            mechanism: None,
-            epsilon: 0.0,
-            delta: 0.0,
-            total_epsilon: prev.total_epsilon,
-            total_delta: prev.total_delta,
-            // Invariant: one string field; cannot fail.
-            value: Some(
-                serde_json::to_string(&CorrectionValue {
-                    reason: reason.to_string(),
-                })
-                .expect("serialises"),
-            ),
-            refers_to: Some(seq),
-            time: now_rfc3339(),
-            version: dpplan_plan::COMPILER.into(),
-            prev_hash: prev.hash.clone(),
-            hash: String::new(),
-        };
-        e.hash = e.compute_hash();
-        insert(&tx, &e)?;
+        let plan_hash = current_plan(&tx)?;
+        let e = append(
+            &tx,
+            NewEntry {
+                query: target.query.clone(),
+                slot: target.slot,
+                // Invariant: one string field; cannot fail.
+                value: Some(
+                    serde_json::to_string(&CorrectionValue {
+                        reason: reason.to_string(),
+                    })
+                    .expect("serialises"),
+                ),
+                refers_to: Some(seq),
+                ..NewEntry::new(EntryKind::Correction, &plan_hash)
+            },
+        )?;
         tx.commit()?;
+        // anchored before returning: nothing after it (a noise draw)
+        // happens on an entry the anchor does not vouch for
         self.anchor()?;
         Ok(e)
     }
@@ -857,32 +858,83 @@ impl Ledger {
             from_budget: old_budget,
             budget_raised: raised,
         };
-        let prev = tail(&tx)?;
-        let mut e = Entry {
-            seq: prev.seq + 1,
-            kind: "upgrade".into(),
-            plan_hash: plan.body_sha256.clone(),
+        append(
+            &tx,
+            NewEntry {
+                // Invariant: plain data with string keys; cannot fail.
+                value: Some(serde_json::to_string(&upgrade).expect("serialises")),
+                ..NewEntry::new(EntryKind::Upgrade, &plan.body_sha256)
+            },
+        )?;
+        tx.commit()?;
+        // anchored before returning: nothing after it (a noise draw)
+        // happens on an entry the anchor does not vouch for
+        self.anchor()?;
+        Ok(Some(upgrade))
+    }
+}
+
+/// What a new entry says; [`append`] fills in the chain (sequence number,
+/// running totals, time, version, previous hash and hash).
+struct NewEntry<'a> {
+    kind: EntryKind,
+    plan_hash: &'a str,
+    query: Option<String>,
+    slot: Option<i64>,
+    mechanism: Option<String>,
+    epsilon: f64,
+    delta: f64,
+    value: Option<String>,
+    refers_to: Option<i64>,
+}
+
+impl<'a> NewEntry<'a> {
+    fn new(kind: EntryKind, plan_hash: &'a str) -> Self {
+        NewEntry {
+            kind,
+            plan_hash,
             query: None,
             slot: None,
             mechanism: None,
             epsilon: 0.0,
             delta: 0.0,
-            total_epsilon: prev.total_epsilon,
-            total_delta: prev.total_delta,
-            // Invariant: plain data with string keys; cannot fail.
-            value: Some(serde_json::to_string(&upgrade).expect("serialises")),
+            value: None,
             refers_to: None,
-            time: now_rfc3339(),
-            version: dpplan_plan::COMPILER.into(),
-            prev_hash: prev.hash.clone(),
-            hash: String::new(),
-        };
-        e.hash = e.compute_hash();
-        insert(&tx, &e)?;
-        tx.commit()?;
-        self.anchor()?;
-        Ok(Some(upgrade))
+        }
     }
+}
+
+/// Appends an entry after the tail (entry 1 on an empty ledger), inside the
+/// caller's transaction: the one place where the chain is extended.
+fn append(conn: &Connection, new: NewEntry<'_>) -> Result<Entry, LedgerError> {
+    let prev = read_entries(conn, "SELECT * FROM entries ORDER BY seq DESC LIMIT 1", [])?
+        .into_iter()
+        .next();
+    let (seq, total_epsilon, total_delta, prev_hash) = match prev {
+        Some(p) => (p.seq + 1, p.total_epsilon, p.total_delta, p.hash),
+        None => (1, 0.0, 0.0, GENESIS_PREV.to_string()),
+    };
+    let mut e = Entry {
+        seq,
+        kind: new.kind,
+        plan_hash: new.plan_hash.to_string(),
+        query: new.query,
+        slot: new.slot,
+        mechanism: new.mechanism,
+        epsilon: new.epsilon,
+        delta: new.delta,
+        total_epsilon: total_epsilon + new.epsilon,
+        total_delta: total_delta + new.delta,
+        value: new.value,
+        refers_to: new.refers_to,
+        time: now_rfc3339(),
+        version: dpplan_plan::COMPILER.into(),
+        prev_hash,
+        hash: String::new(),
+    };
+    e.hash = e.compute_hash();
+    insert(conn, &e)?;
+    Ok(e)
 }
 
 /// How a slot stands in the ledger.
@@ -1100,7 +1152,7 @@ fn budget_in_force(conn: &Connection) -> Result<Option<Budget>, LedgerError> {
     };
     let value = e.value.as_deref().unwrap_or("");
     let unreadable = || LedgerError::Corrupt(format!("entry {} is unreadable", e.seq));
-    Ok(if e.kind == "open" {
+    Ok(if e.kind == EntryKind::Open {
         serde_json::from_str::<OpenInfo>(value)
             .map_err(|_| unreadable())?
             .budget
@@ -1136,7 +1188,7 @@ fn insert(conn: &Connection, e: &Entry) -> Result<(), LedgerError> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             e.seq,
-            e.kind,
+            e.kind.as_str(),
             e.plan_hash,
             e.query,
             e.slot,
@@ -1162,10 +1214,19 @@ fn read_entries<P: rusqlite::Params>(
     p: P,
 ) -> Result<Vec<Entry>, LedgerError> {
     let mut stmt = conn.prepare(sql)?;
+    // An entry whose kind is not one of ours (written behind the runtime's
+    // back) makes the ledger damaged, naming the entry.
+    let mut unknown: Option<(i64, String)> = None;
     let rows = stmt.query_map(p, |r| {
+        let seq: i64 = r.get("seq")?;
+        let name: String = r.get("kind")?;
+        let kind = EntryKind::from_name(&name).unwrap_or_else(|| {
+            unknown.get_or_insert((seq, name));
+            EntryKind::Correction
+        });
         Ok(Entry {
-            seq: r.get("seq")?,
-            kind: r.get("kind")?,
+            seq,
+            kind,
             plan_hash: r.get("plan_hash")?,
             query: r.get("query")?,
             slot: r.get("slot")?,
@@ -1186,5 +1247,17 @@ fn read_entries<P: rusqlite::Params>(
     for r in rows {
         out.push(r?);
     }
-    Ok(out)
+    match unknown {
+        Some((seq, name)) => Err(LedgerError::Damaged {
+            seq: Some(seq),
+            why: format!(
+                "an entry of an unknown kind `{}`",
+                name.chars()
+                    .filter(|c| !c.is_control())
+                    .take(40)
+                    .collect::<String>()
+            ),
+        }),
+        None => Ok(out),
+    }
 }

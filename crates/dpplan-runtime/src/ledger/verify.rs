@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::OptionalExtension;
 
 use super::anchor::{read_head, write_head, Head};
-use super::{Entry, Ledger, LedgerError, ANCHOR_FORMAT, ANCHOR_KEY, GENESIS_PREV, TRIGGERS};
+use super::{
+    Entry, EntryKind, Ledger, LedgerError, ANCHOR_FORMAT, ANCHOR_KEY, GENESIS_PREV, TRIGGERS,
+};
 
 /// The outcome of [`Ledger::verify`]: the chain alone.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,11 +73,11 @@ struct Protocol {
 
 impl Protocol {
     fn check(&mut self, e: &Entry) -> Result<(), &'static str> {
-        match e.kind.as_str() {
-            "open" if e.seq == 1 => Ok(()),
-            "open" => Err("a second opening entry"),
+        match e.kind {
+            EntryKind::Open if e.seq == 1 => Ok(()),
+            EntryKind::Open => Err("a second opening entry"),
             _ if e.seq == 1 => Err("the first entry is not the opening entry"),
-            "intent" => {
+            EntryKind::Intent => {
                 let (Some(q), Some(s), Some(_)) = (&e.query, e.slot, &e.mechanism) else {
                     return Err("an intent without its query, slot or mechanism");
                 };
@@ -85,7 +87,7 @@ impl Protocol {
                 self.intent_slot.insert(e.seq, (q.clone(), s));
                 Ok(())
             }
-            "value" => {
+            EntryKind::Value => {
                 let Some(r) = e.refers_to else {
                     return Err("a value that completes no intent");
                 };
@@ -98,12 +100,11 @@ impl Protocol {
                 }
                 Ok(())
             }
-            "correction" => match e.refers_to {
+            EntryKind::Correction => match e.refers_to {
                 Some(r) if r >= 1 && r < e.seq => Ok(()),
                 _ => Err("a correction of no earlier entry"),
             },
-            "upgrade" => Ok(()),
-            _ => Err("an entry of an unknown kind"),
+            EntryKind::Upgrade => Ok(()),
         }
     }
 }
@@ -138,7 +139,7 @@ impl Ledger {
             if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
                 return Ok(bad("the running total does not add up"));
             }
-            if (e.kind != "intent") && (e.epsilon != 0.0 || e.delta != 0.0) {
+            if (e.kind != EntryKind::Intent) && (e.epsilon != 0.0 || e.delta != 0.0) {
                 return Ok(bad("only an intent may charge"));
             }
             if e.compute_hash() != e.hash {
