@@ -52,6 +52,13 @@ fn example_source() -> String {
     std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan")).unwrap()
 }
 
+/// `dpplan run PLAN --ledger LEDGER ARGS…`.
+fn run(plan: &str, ledger: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["run", plan, "--ledger", ledger.to_str().unwrap()];
+    all.extend_from_slice(args);
+    dpplan(&all)
+}
+
 /// Runs `args` with stdout closed before the command writes anything.
 fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
     let mut child = bin()
@@ -125,14 +132,11 @@ fn times_that_would_overflow_the_schedule_clock_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let plan = setup(dir.path(), None);
     let ledger = dir.path().join("l.sqlite");
-    let o = dpplan(&[
-        "run",
+    let o = run(
         &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--start=-9223372036854775808",
-        "--at=9223372036854775807",
-    ]);
+        &ledger,
+        &["--start=-9223372036854775808", "--at=9223372036854775807"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("outside the years"),
@@ -143,16 +147,16 @@ fn times_that_would_overflow_the_schedule_clock_are_refused() {
     assert!(!ledger.exists(), "nothing is due, nothing was created");
     // the edges of the accepted range are fine, and nothing is due before
     // the start
-    let o = dpplan(&[
-        "run",
+    let o = run(
         &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--query",
-        "daily_visits",
-        "--start=253402300799",
-        "--at=-62135596800",
-    ]);
+        &ledger,
+        &[
+            "--query",
+            "daily_visits",
+            "--start=253402300799",
+            "--at=-62135596800",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(out["results"].as_array().unwrap().is_empty());
@@ -167,30 +171,30 @@ fn a_first_run_that_cannot_read_its_data_creates_no_ledger() {
     // a CSV without a declared column: a schema error, exit 1
     let csv = dir.path().join("short.csv");
     std::fs::write(&csv, "user_id,page\nu1,home\n").unwrap();
-    let o = dpplan(&[
-        "run",
+    let o = run(
         &plan,
-        "--ledger",
-        l,
-        "--slot",
-        "0",
-        "--data",
-        &format!("visits={}", csv.display()),
-    ]);
+        &ledger,
+        &[
+            "--slot",
+            "0",
+            "--data",
+            &format!("visits={}", csv.display()),
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("no ledger was created"));
     assert!(!ledger.exists());
     // a directory where the CSV should be: an IO error, exit 2
-    let o = dpplan(&[
-        "run",
+    let o = run(
         &plan,
-        "--ledger",
-        l,
-        "--slot",
-        "0",
-        "--data",
-        &format!("visits={}", dir.path().display()),
-    ]);
+        &ledger,
+        &[
+            "--slot",
+            "0",
+            "--data",
+            &format!("visits={}", dir.path().display()),
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("is a directory"));
     assert!(!ledger.exists());
@@ -202,24 +206,14 @@ fn a_republication_serves_the_slot_of_this_run() {
     let dir = tempfile::tempdir().unwrap();
     let plan = setup(dir.path(), None);
     let ledger = dir.path().join("l.sqlite");
-    let l = ledger.to_str().unwrap();
-    let run = |slot: &str| {
-        let o = dpplan(&[
-            "run",
-            &plan,
-            "--ledger",
-            l,
-            "--slot",
-            slot,
-            "--query",
-            "daily_visits",
-        ]);
+    let release = |slot: &str| {
+        let o = run(&plan, &ledger, &["--slot", slot, "--query", "daily_visits"]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
     };
-    run("364");
-    run("5"); // the latest by sequence number
-    let out = run("364"); // served from the ledger, and republished
+    release("364");
+    release("5"); // the latest by sequence number
+    let out = release("364"); // served from the ledger, and republished
     let results = out["results"].as_array().unwrap();
     let daily = results
         .iter()
@@ -240,14 +234,7 @@ fn a_slot_beyond_every_schedule_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let plan = setup(dir.path(), None);
     let ledger = dir.path().join("l.sqlite");
-    let o = dpplan(&[
-        "run",
-        &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--slot",
-        "400",
-    ]);
+    let o = run(&plan, &ledger, &["--slot", "400"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
     assert!(
@@ -257,14 +244,7 @@ fn a_slot_beyond_every_schedule_is_refused() {
     );
     assert!(!ledger.exists(), "nothing was charged");
     // a slot only some releases have: those run, the others have no such slot
-    let o = dpplan(&[
-        "run",
-        &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--slot",
-        "100",
-    ]);
+    let o = run(&plan, &ledger, &["--slot", "100"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 
@@ -282,14 +262,7 @@ fn leftovers_of_a_killed_creation_are_removed() {
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
         .unwrap();
     drop(f);
-    let o = dpplan(&[
-        "run",
-        &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--slot",
-        "0",
-    ]);
+    let o = run(&plan, &ledger, &["--slot", "0"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(!old.exists(), "an hour-old leftover is removed");
     assert!(
@@ -304,18 +277,7 @@ fn a_correction_reason_cannot_drive_the_terminal() {
     let plan = setup(dir.path(), None);
     let ledger = dir.path().join("l.sqlite");
     let l = ledger.to_str().unwrap();
-    let run = || {
-        dpplan(&[
-            "run",
-            &plan,
-            "--ledger",
-            l,
-            "--slot",
-            "0",
-            "--query",
-            "daily_visits",
-        ])
-    };
+    let run = || run(&plan, &ledger, &["--slot", "0", "--query", "daily_visits"]);
     assert!(run().status.success());
     let o = dpplan(&[
         "ledger",
@@ -354,7 +316,7 @@ fn an_upgrade_that_raises_the_budget_must_say_so() {
     let plan = setup(dir.path(), None);
     let ledger = dir.path().join("l.sqlite");
     let l = ledger.to_str().unwrap();
-    let o = dpplan(&["run", &plan, "--ledger", l, "--slot", "0"]);
+    let o = run(&plan, &ledger, &["--slot", "0"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     // the same plan recompiled with a 100× budget
     let dir2 = tempfile::tempdir().unwrap();

@@ -87,25 +87,14 @@ pub fn read_head(ledger: &Path) -> Result<Option<Head>, LedgerError> {
 /// itself is durable.
 pub fn write_head(ledger: &Path, head: &Head) -> Result<(), LedgerError> {
     let path = head_path(ledger);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
     let io = |what: &str, e: std::io::Error| {
         LedgerError::Io(format!(
             "cannot {what} the ledger's anchor `{}`: {e}",
             path.display()
         ))
     };
-    let mut seed = [0u8; 8];
-    getrandom::fill(&mut seed).map_err(|_| LedgerError::Io("no OS randomness".into()))?;
-    let tmp = dir.join(format!(
-        ".{}.{:016x}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        u64::from_le_bytes(seed)
-    ));
+    let tmp = temp_sibling(&path, "tmp")?;
+    let dir = parent_dir(&path);
     let mut body = serde_json::to_vec(head).map_err(|e| io("serialise", e.into()))?;
     body.push(b'\n');
     let written = (|| {
@@ -127,6 +116,27 @@ pub fn write_head(ledger: &Path, head: &Head) -> Result<(), LedgerError> {
     Ok(())
 }
 
+/// The directory a file is in (`.` for a bare name).
+pub fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// A fresh hidden name next to `path`, `.NAME.<random>.<suffix>`, for a
+/// file that is written whole and then moved into place.
+pub fn temp_sibling(path: &Path, suffix: &str) -> Result<PathBuf, LedgerError> {
+    let mut seed = [0u8; 8];
+    getrandom::fill(&mut seed).map_err(|_| LedgerError::Io("no OS randomness".into()))?;
+    Ok(parent_dir(path).join(format!(
+        ".{}.{:016x}.{suffix}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        u64::from_le_bytes(seed)
+    )))
+}
+
 /// Removes leftovers of interrupted writes next to `ledger`: temporary
 /// ledgers (`.NAME.*.creating` with their `-wal`/`-shm`) and temporary
 /// anchors (`.NAME.head.*.tmp`) older than `min_age`, so that a creation or
@@ -135,11 +145,7 @@ pub fn remove_leftovers(ledger: &Path, min_age: std::time::Duration) {
     let Some(name) = ledger.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
-    let dir = ledger
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let Ok(listing) = std::fs::read_dir(dir) else {
+    let Ok(listing) = std::fs::read_dir(parent_dir(ledger)) else {
         return;
     };
     let creating = format!(".{name}.");

@@ -512,19 +512,7 @@ impl Ledger {
         // Leftovers of creations killed half-way (older than any creation
         // still under way).
         anchor::remove_leftovers(path, Duration::from_secs(60));
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut seed = [0u8; 8];
-        getrandom::fill(&mut seed).map_err(|_| LedgerError::Sqlite("no OS randomness".into()))?;
-        let tmp = dir.join(format!(
-            ".{}.{}.creating",
-            path.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            u64::from_le_bytes(seed)
-        ));
+        let tmp = anchor::temp_sibling(path, "creating")?;
         {
             let conn = Connection::open(&tmp)?;
             // WAL is set exactly once, here, on a file no one else sees.
