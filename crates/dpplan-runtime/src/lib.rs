@@ -146,32 +146,23 @@ pub struct RunOutput {
     pub upgrade: Option<ledger::UpgradeValue>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    Ledger(LedgerError),
-    Engine(engine::EngineError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    #[error("{0}")]
     Data(String),
+    #[error(transparent)]
     Rng(rng::RngError),
+    #[error(transparent)]
     Noise(sampler::NoiseError),
     /// A first run failed before anything was charged: no ledger was
     /// created, so the schedule's start is not fixed yet.
+    #[error("{0}; no ledger was created")]
     NoLedgerCreated(Box<RunError>),
 }
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Ledger(e) => write!(f, "{e}"),
-            RunError::Engine(e) => write!(f, "{e}"),
-            RunError::Data(e) => write!(f, "{e}"),
-            RunError::Rng(e) => write!(f, "{e}"),
-            RunError::Noise(e) => write!(f, "{e}"),
-            RunError::NoLedgerCreated(e) => write!(f, "{e}; no ledger was created"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
 
 impl RunError {
     /// True for input/output failures (a data file that cannot be opened or
@@ -185,17 +176,6 @@ impl RunError {
                 RunError::Engine(engine::EngineError::Io(_)) | RunError::Ledger(LedgerError::Io(_))
             ),
         }
-    }
-}
-
-impl From<LedgerError> for RunError {
-    fn from(e: LedgerError) -> Self {
-        RunError::Ledger(e)
-    }
-}
-impl From<engine::EngineError> for RunError {
-    fn from(e: engine::EngineError) -> Self {
-        RunError::Engine(e)
     }
 }
 
@@ -248,7 +228,7 @@ pub fn check_time(what: &str, t: i64) -> Result<i64, RunError> {
 /// The slot of an `every` schedule that is due at `at`: ⌊(at − start) /
 /// every⌋, exact in integers when the period is a whole number of seconds.
 fn every_slot(at: i64, start: i64, every: f64) -> Option<u64> {
-    if !(every > 0.0) || at < start {
+    if every.is_nan() || every <= 0.0 || at < start {
         return None;
     }
     // Both times lie in [MIN_TIME, MAX_TIME] (checked), so this cannot
@@ -458,9 +438,17 @@ pub fn run(
                 }));
             }
             if l.open_info()?.schedule_start != ledger_start {
-                return Err(RunError::Data(
-                    "another run created the ledger at the same moment with another schedule start; run again".into(),
-                ));
+                if opts.start.is_some() {
+                    return Err(RunError::Data(
+                        "another run created the ledger at the same moment with another --start; the ledger keeps the first".into(),
+                    ));
+                }
+                // Another first run created it a moment earlier, "now" by
+                // its clock: what is due follows the ledger's start, so
+                // plan again against the ledger as it is (nothing was
+                // charged by this run; the next pass finds the ledger).
+                drop(l);
+                return run(plan, opts, engine);
             }
             l
         }

@@ -207,107 +207,70 @@ impl Entry {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
-    Sqlite(String),
+    #[error("ledger database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot enable WAL mode (got {0}); keep the ledger on a local disk")]
+    NoWal(String),
+    #[error("cannot create `{}`: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The ledger belongs to another plan.
-    PlanMismatch {
-        ledger: String,
-        plan: String,
-    },
+    #[error("the ledger belongs to plan {ledger}, not to this plan {plan}; pass --upgrade to account the ledger's history together with the new plan")]
+    PlanMismatch { ledger: String, plan: String },
+    #[error("`{0}` is not a release of the compiled plan")]
     NotInPlan(String),
-    AlreadyReleased {
-        query: String,
-        slot: u64,
-    },
+    #[error("`{query}` slot {slot} was already released; its value is served from the ledger")]
+    AlreadyReleased { query: String, slot: u64 },
     /// An intent without a value: charged, never re-drawn.
-    Unpublished {
-        query: String,
-        slot: u64,
-        seq: i64,
-    },
+    #[error("`{query}` slot {slot} was charged (ledger entry {seq}) but never published (the run was interrupted); it is not drawn again")]
+    Unpublished { query: String, slot: u64, seq: i64 },
+    #[error("`{query}` has {slots} slot(s) (0..{}); slot {slot} is not in its schedule", slots.saturating_sub(1))]
     SlotOutOfRange {
         query: String,
         slot: u64,
         slots: u64,
     },
-    ScheduleExhausted {
-        query: String,
-        slots: u64,
-    },
+    #[error("`{query}` was already released the {slots} time(s) its schedule declares")]
+    ScheduleExhausted { query: String, slots: u64 },
+    #[error("{0}")]
     OverBudget(String),
+    #[error("not a dpplan ledger: {0}")]
     NotALedger(String),
+    #[error("the ledger is corrupt: {0}")]
     Corrupt(String),
+    #[error("the ledger has no entry {0}")]
     NoSuchEntry(i64),
     /// The ledger failed verification (chain, triggers, anchor, expected
     /// hash): nothing may be charged or served from it.
+    #[error("the ledger failed verification{}: {why}; nothing was charged or served (restore the ledger from a backup, or investigate with `dpplan ledger verify`)", seq.map(|s| format!(" at entry {s}")).unwrap_or_default())]
     Damaged {
         /// The first bad entry, where there is one.
         seq: Option<i64>,
         why: String,
     },
     /// Reading or writing a file next to the ledger failed.
+    #[error("{0}")]
     Io(String),
     /// An upgrade whose plan has a larger budget than the one in force,
     /// without `--raise-budget`.
+    #[error("the new plan's budget (ε = {}, δ = {}) is larger than the one in force ({}); an upgrade that raises the budget needs --raise-budget, and records both", new.0, new.1, old_budget(*old))]
     BudgetRaise {
         old: Option<(f64, f64)>,
         new: (f64, f64),
     },
     /// A time outside what a schedule can express.
+    #[error("{0}")]
     Time(String),
 }
 
-impl std::fmt::Display for LedgerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LedgerError::Sqlite(e) => write!(f, "ledger database error: {e}"),
-            LedgerError::PlanMismatch { ledger, plan } => write!(
-                f,
-                "the ledger belongs to plan {ledger}, not to this plan {plan}; pass --upgrade to account the ledger's history together with the new plan"
-            ),
-            LedgerError::NotInPlan(q) => write!(f, "`{q}` is not a release of the compiled plan"),
-            LedgerError::AlreadyReleased { query, slot } => write!(f, "`{query}` slot {slot} was already released; its value is served from the ledger"),
-            LedgerError::Unpublished { query, slot, seq } => write!(
-                f,
-                "`{query}` slot {slot} was charged (ledger entry {seq}) but never published (the run was interrupted); it is not drawn again"
-            ),
-            LedgerError::SlotOutOfRange { query, slot, slots } => write!(f, "`{query}` has {slots} slot(s) (0..{}); slot {slot} is not in its schedule", slots.saturating_sub(1)),
-            LedgerError::ScheduleExhausted { query, slots } => write!(f, "`{query}` was already released the {slots} time(s) its schedule declares"),
-            LedgerError::OverBudget(s) => write!(f, "{s}"),
-            LedgerError::NotALedger(s) => write!(f, "not a dpplan ledger: {s}"),
-            LedgerError::Corrupt(s) => write!(f, "the ledger is corrupt: {s}"),
-            LedgerError::NoSuchEntry(s) => write!(f, "the ledger has no entry {s}"),
-            LedgerError::Damaged { seq: Some(seq), why } => write!(
-                f,
-                "the ledger failed verification at entry {seq}: {why}; nothing was charged or served (restore the ledger from a backup, or investigate with `dpplan ledger verify`)"
-            ),
-            LedgerError::Damaged { seq: None, why } => write!(
-                f,
-                "the ledger failed verification: {why}; nothing was charged or served (restore the ledger from a backup, or investigate with `dpplan ledger verify`)"
-            ),
-            LedgerError::Io(s) => f.write_str(s),
-            LedgerError::BudgetRaise { old, new } => {
-                let old = match old {
-                    Some((e, d)) => format!("ε = {e}, δ = {d}"),
-                    None => "not recorded (a ledger opened by an earlier dpplan)".into(),
-                };
-                write!(
-                    f,
-                    "the new plan's budget (ε = {}, δ = {}) is larger than the one in force ({old}); an upgrade that raises the budget needs --raise-budget, and records both",
-                    new.0, new.1
-                )
-            }
-            LedgerError::Time(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for LedgerError {}
-
-impl From<rusqlite::Error> for LedgerError {
-    fn from(e: rusqlite::Error) -> Self {
-        LedgerError::Sqlite(e.to_string())
+fn old_budget(old: Option<(f64, f64)>) -> String {
+    match old {
+        Some((e, d)) => format!("ε = {e}, δ = {d}"),
+        None => "not recorded (a ledger opened by an earlier dpplan)".into(),
     }
 }
 
@@ -519,9 +482,7 @@ impl Ledger {
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 let _ = std::fs::remove_file(&tmp);
-                return Err(LedgerError::Sqlite(format!(
-                    "cannot enable WAL mode (got {mode}); use a local disk"
-                )));
+                return Err(LedgerError::NoWal(mode));
             }
             configure(&conn)?;
             conn.execute_batch(TABLES)?;
@@ -558,10 +519,10 @@ impl Ledger {
         match linked {
             Ok(()) => Ok(true),
             Err(_) if path.exists() => Ok(false),
-            Err(e) => Err(LedgerError::Sqlite(format!(
-                "cannot create `{}`: {e}",
-                path.display()
-            ))),
+            Err(source) => Err(LedgerError::Create {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
