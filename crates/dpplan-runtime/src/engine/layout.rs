@@ -1,0 +1,361 @@
+//! The schema resolved against a CSV header: which fields a row needs, how
+//! each is parsed, and what each statistic reads.
+
+use std::collections::HashMap;
+
+use dpplan_plan::Dataset;
+
+use super::number::{parse_number, valid_number, Grid};
+use super::{EngineError, StatKind, Statistic};
+
+/// A declared numeric column as parsed per row.
+#[derive(Clone, Copy)]
+pub(super) struct NumCol {
+    index: usize,
+    int: bool,
+    /// What `invalid_rows clamp` substitutes for an invalid value.
+    impute: f64,
+}
+
+/// Per-statistic pre-computed clamp in grid units.
+pub(super) struct Prepared {
+    /// Index into the row's parsed numbers ([`Layout::vals`]).
+    pub(super) value: Option<usize>,
+    /// Index into the stored values of user-level bounding
+    /// ([`Layout::fields`]).
+    pub(super) field: Option<usize>,
+    /// Index into the row's category slots (grouped).
+    pub(super) group: Option<usize>,
+    pub(super) grid: Grid,
+    pub(super) coords: usize,
+    pub(super) count_shift: i32,
+}
+
+/// The category index of a value outside the public domain.
+pub(super) const OUT: u32 = u32::MAX;
+
+/// A grouping column's public domain, and a lookup of a field's index in
+/// it (a linear search up to 16 values, a hash map beyond).
+pub(super) struct Domain {
+    values: Vec<Vec<u8>>,
+    map: Option<HashMap<Vec<u8>, u32>>,
+}
+
+impl Domain {
+    pub(super) fn new(values: &[String]) -> Domain {
+        let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
+        let map = (values.len() > 16).then(|| {
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i as u32))
+                .collect()
+        });
+        Domain { values, map }
+    }
+    /// The number of values of the domain.
+    pub(super) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    #[inline]
+    pub(super) fn index(&self, field: &[u8]) -> u32 {
+        match &self.map {
+            Some(m) => m.get(field).copied().unwrap_or(OUT),
+            None => self
+                .values
+                .iter()
+                .position(|v| v.as_slice() == field)
+                .map_or(OUT, |i| i as u32),
+        }
+    }
+}
+
+/// The schema resolved against a CSV header.
+pub(super) struct Layout {
+    pub(super) id: Option<usize>,
+    /// The numbers some statistic sums, parsed.
+    pub(super) vals: Vec<NumCol>,
+    /// The other declared numbers, only checked when invalid rows are
+    /// dropped (under `clamp` they would be imputed, and nothing reads them).
+    checks: Vec<NumCol>,
+    /// CSV index and domain of every grouping column used.
+    pub(super) cats: Vec<(usize, Domain)>,
+    /// The distinct (number, grid) pairs the sums need: what user-level
+    /// bounding stores per kept row.
+    pub(super) fields: Vec<(usize, Grid)>,
+    drop_invalid: bool,
+}
+
+impl Layout {
+    /// Parses the row into `vals`/`cats`; false when the row is dropped.
+    #[inline]
+    pub(super) fn parse(&self, rec: &csv::ByteRecord, vals: &mut [f64], cats: &mut [u32]) -> bool {
+        if let Some(i) = self.id {
+            match rec.get(i) {
+                Some(f) if !f.is_empty() => {}
+                _ => return false,
+            }
+        }
+        for (slot, c) in self.vals.iter().enumerate() {
+            match parse_number(rec.get(c.index), c.int) {
+                Some(v) => vals[slot] = v,
+                None if self.drop_invalid => return false,
+                None => vals[slot] = c.impute,
+            }
+        }
+        for c in &self.checks {
+            if !valid_number(rec.get(c.index), c.int) {
+                return false;
+            }
+        }
+        for (slot, (index, domain)) in self.cats.iter().enumerate() {
+            cats[slot] = rec.get(*index).map_or(OUT, |f| domain.index(f));
+        }
+        true
+    }
+}
+
+pub(super) fn header_index(
+    headers: &csv::ByteRecord,
+    dataset: &str,
+    name: &str,
+) -> Result<usize, EngineError> {
+    headers
+        .iter()
+        .position(|h| {
+            h == name.as_bytes() || (h.starts_with(b"\xef\xbb\xbf") && &h[3..] == name.as_bytes())
+        })
+        .ok_or_else(|| {
+            EngineError::Schema(format!(
+                "column `{name}` of dataset `{dataset}` is missing from the CSV header"
+            ))
+        })
+}
+
+impl Layout {
+    /// Resolves the dataset's schema and the statistics against the CSV
+    /// header: every declared column must be in the header; the numbers
+    /// some statistic sums are parsed, the other declared numbers only
+    /// checked (when invalid rows are dropped).
+    pub(super) fn resolve(
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        stats: &[Statistic],
+    ) -> Result<(Layout, Vec<Prepared>), EngineError> {
+        let id = unit_id_index(dataset, headers)?;
+        let (nums, num_names) = declared_numbers(dataset, headers)?;
+        let mut groups = Groupings::default();
+        let mut prepared = Vec::new();
+        for s in stats {
+            prepared.push(prepare(dataset, headers, s, &num_names, &mut groups)?);
+        }
+        // Only the summed numbers are parsed; the others are checked.
+        let (used, fields) = stored_fields(&mut prepared);
+        let drop_invalid = dataset.invalid_rows != "clamp";
+        let vals = used.iter().map(|&n| nums[n]).collect();
+        let checks = match drop_invalid {
+            true => (0..nums.len())
+                .filter(|n| !used.contains(n))
+                .map(|n| nums[n])
+                .collect(),
+            false => Vec::new(),
+        };
+        Ok((
+            Layout {
+                id,
+                vals,
+                checks,
+                cats: groups.cats,
+                fields,
+                drop_invalid,
+            },
+            prepared,
+        ))
+    }
+}
+
+/// The CSV index of the unit id column under a user-level unit, `None` for
+/// row- and event-level units.
+fn unit_id_index(
+    dataset: &Dataset,
+    headers: &csv::ByteRecord,
+) -> Result<Option<usize>, EngineError> {
+    if !dataset.bounding.per_unit {
+        return Ok(None);
+    }
+    let name = dataset.bounding.id_column.as_deref().ok_or_else(|| {
+        EngineError::Schema(format!("dataset `{}` has no unit id column", dataset.name))
+    })?;
+    Ok(Some(header_index(headers, &dataset.name, name)?))
+}
+
+/// Every declared `int`/`float` column with its name, in declared order;
+/// checks that the declared categories and ids are in the header too.
+fn declared_numbers<'d>(
+    dataset: &'d Dataset,
+    headers: &csv::ByteRecord,
+) -> Result<(Vec<NumCol>, Vec<&'d str>), EngineError> {
+    let mut nums = Vec::new();
+    let mut num_names: Vec<&str> = Vec::new();
+    for c in &dataset.columns {
+        if c.ty == "int" || c.ty == "float" {
+            nums.push(NumCol {
+                index: header_index(headers, &dataset.name, &c.name)?,
+                int: c.ty == "int",
+                impute: c.bounds.map_or(0.0, |b| b[0]),
+            });
+            num_names.push(&c.name);
+        } else if c.ty == "category" || c.ty == "id" {
+            header_index(headers, &dataset.name, &c.name)?;
+        }
+    }
+    Ok((nums, num_names))
+}
+
+/// The grouping columns the statistics use, each once.
+#[derive(Default)]
+struct Groupings<'s> {
+    cats: Vec<(usize, Domain)>,
+    names: Vec<&'s str>,
+}
+
+impl<'s> Groupings<'s> {
+    /// The category slot of grouping column `by` (added when new) and the
+    /// size of its public domain.
+    fn slot(
+        &mut self,
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        by: &'s str,
+    ) -> Result<(usize, usize), EngineError> {
+        let col = dataset
+            .columns
+            .iter()
+            .find(|c| c.name == by)
+            .ok_or_else(|| {
+                EngineError::Schema(format!(
+                    "dataset `{}` declares no column `{by}`",
+                    dataset.name
+                ))
+            })?;
+        let domain = col
+            .domain
+            .as_ref()
+            .ok_or_else(|| EngineError::Schema(format!("column `{by}` has no public domain")))?;
+        let slot = match self.names.iter().position(|n| *n == by) {
+            Some(i) => i,
+            None => {
+                self.cats.push((
+                    header_index(headers, &dataset.name, by)?,
+                    Domain::new(domain),
+                ));
+                self.names.push(by);
+                self.cats.len() - 1
+            }
+        };
+        Ok((slot, domain.len()))
+    }
+}
+
+/// A statistic resolved: its grouping slot, its summed number (an index
+/// into the declared numbers for now, see [`stored_fields`]) and its grid.
+fn prepare<'s>(
+    dataset: &Dataset,
+    headers: &csv::ByteRecord,
+    s: &'s Statistic,
+    num_names: &[&str],
+    groups: &mut Groupings<'s>,
+) -> Result<Prepared, EngineError> {
+    let (value, by) = match &s.kind {
+        StatKind::Count => (None, None),
+        StatKind::Sum { column } => (Some(column.as_str()), None),
+        StatKind::GroupedCount { by } => (None, Some(by.as_str())),
+        StatKind::GroupedSum { by, column } => (Some(column.as_str()), Some(by.as_str())),
+    };
+    let (group, coords) = match by {
+        None => (None, 1),
+        Some(by) => {
+            let (slot, coords) = groups.slot(dataset, headers, by)?;
+            (Some(slot), coords)
+        }
+    };
+    let grid_scale = 2f64.powi(-s.grid);
+    let (value, lo, hi) = match value {
+        None => (None, 0.0, 0.0),
+        Some(name) => {
+            let slot = num_names.iter().position(|n| *n == name).ok_or_else(|| {
+                EngineError::Schema(format!("column `{name}` is not a declared number"))
+            })?;
+            let (lo, hi) = grid_bounds(dataset, name, grid_scale, s.grid)?;
+            (Some(slot), lo, hi)
+        }
+    };
+    if value.is_none() && s.grid > 0 {
+        return Err(EngineError::Schema(
+            "a count needs a grid exponent ≤ 0".into(),
+        ));
+    }
+    Ok(Prepared {
+        value,
+        field: None,
+        group,
+        grid: Grid {
+            scale: grid_scale,
+            lo,
+            hi,
+        },
+        coords,
+        count_shift: -s.grid,
+    })
+}
+
+/// The public bounds of number `name` rounded inward onto the grid 2^grid
+/// (scale 2^−grid).
+fn grid_bounds(
+    dataset: &Dataset,
+    name: &str,
+    grid_scale: f64,
+    grid: i32,
+) -> Result<(f64, f64), EngineError> {
+    let b = dataset
+        .columns
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.bounds)
+        .ok_or_else(|| EngineError::Schema(format!("column `{name}` has no public bounds")))?;
+    // Bounds rounded inward onto the grid: every kept value lies in
+    // [lo, hi], so the declared sensitivity holds.
+    let lo = (b[0] * grid_scale).ceil();
+    let hi = (b[1] * grid_scale).floor();
+    if !(lo.abs() <= 2f64.powi(62) && hi.abs() <= 2f64.powi(62)) || lo > hi {
+        return Err(EngineError::Schema(format!(
+            "column `{name}`: the bounds do not fit the grid 2^{grid}"
+        )));
+    }
+    Ok((lo, hi))
+}
+
+/// Numbers each statistic's `value` by the summed numbers actually used
+/// (the declared numbers it returns, in order of first use) and sets its
+/// `field` to the distinct (number, grid) pair user-level bounding stores
+/// per kept row (the pairs it returns).
+fn stored_fields(prepared: &mut [Prepared]) -> (Vec<usize>, Vec<(usize, Grid)>) {
+    let mut used: Vec<usize> = Vec::new();
+    let mut fields: Vec<(usize, Grid)> = Vec::new();
+    for p in prepared {
+        if let Some(n) = p.value {
+            let v = used.iter().position(|&u| u == n).unwrap_or_else(|| {
+                used.push(n);
+                used.len() - 1
+            });
+            p.value = Some(v);
+            let f = (v, p.grid);
+            p.field = Some(fields.iter().position(|x| *x == f).unwrap_or_else(|| {
+                fields.push(f);
+                fields.len() - 1
+            }));
+        }
+    }
+    (used, fields)
+}
