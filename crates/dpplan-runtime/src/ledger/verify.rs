@@ -109,53 +109,56 @@ impl Protocol {
     }
 }
 
+/// Checks a whole history (in sequence order) against the chain and the
+/// protocol's invariants; reports the first entry that does not hold.
+fn verify_entries(entries: &[Entry]) -> Verification {
+    let n = entries.len() as i64;
+    let latest = entries
+        .last()
+        .map_or_else(|| GENESIS_PREV.to_string(), |e| e.hash.clone());
+    let mut prev_hash = GENESIS_PREV;
+    let mut totals = (0.0f64, 0.0f64);
+    let mut protocol = Protocol::default();
+    for (i, e) in entries.iter().enumerate() {
+        let bad = |why: &str| Verification {
+            entries: n,
+            latest_hash: latest.clone(),
+            first_bad: Some((e.seq, why.to_string())),
+        };
+        if e.seq != i as i64 + 1 {
+            return bad("sequence numbers are not contiguous (an entry was removed or inserted)");
+        }
+        if e.prev_hash != prev_hash {
+            return bad("it does not link to the previous entry's hash");
+        }
+        let expected = (totals.0 + e.epsilon, totals.1 + e.delta);
+        if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
+            return bad("the running total does not add up");
+        }
+        if (e.kind != EntryKind::Intent) && (e.epsilon != 0.0 || e.delta != 0.0) {
+            return bad("only an intent may charge");
+        }
+        if e.compute_hash() != e.hash {
+            return bad("its content does not match its hash (it was modified)");
+        }
+        if let Err(why) = protocol.check(e) {
+            return bad(why);
+        }
+        totals = expected;
+        prev_hash = &e.hash;
+    }
+    Verification {
+        entries: n,
+        latest_hash: latest,
+        first_bad: None,
+    }
+}
+
 impl Ledger {
     /// Checks the whole chain and the protocol's invariants; reports the
     /// first entry that does not hold.
     pub fn verify(&self) -> Result<Verification, LedgerError> {
-        let entries = self.entries()?;
-        let n = entries.len() as i64;
-        let latest = entries
-            .last()
-            .map_or_else(|| GENESIS_PREV.to_string(), |e| e.hash.clone());
-        let mut prev_hash = GENESIS_PREV;
-        let mut totals = (0.0f64, 0.0f64);
-        let mut protocol = Protocol::default();
-        for (i, e) in entries.iter().enumerate() {
-            let bad = |why: &str| Verification {
-                entries: n,
-                latest_hash: latest.clone(),
-                first_bad: Some((e.seq, why.to_string())),
-            };
-            if e.seq != i as i64 + 1 {
-                return Ok(bad(
-                    "sequence numbers are not contiguous (an entry was removed or inserted)",
-                ));
-            }
-            if e.prev_hash != prev_hash {
-                return Ok(bad("it does not link to the previous entry's hash"));
-            }
-            let expected = (totals.0 + e.epsilon, totals.1 + e.delta);
-            if e.total_epsilon != expected.0 || e.total_delta != expected.1 {
-                return Ok(bad("the running total does not add up"));
-            }
-            if (e.kind != EntryKind::Intent) && (e.epsilon != 0.0 || e.delta != 0.0) {
-                return Ok(bad("only an intent may charge"));
-            }
-            if e.compute_hash() != e.hash {
-                return Ok(bad("its content does not match its hash (it was modified)"));
-            }
-            if let Err(why) = protocol.check(e) {
-                return Ok(bad(why));
-            }
-            totals = expected;
-            prev_hash = &e.hash;
-        }
-        Ok(Verification {
-            entries: n,
-            latest_hash: latest,
-            first_bad: None,
-        })
+        Ok(verify_entries(&self.entries()?))
     }
 
     /// The append-only triggers must be exactly the ones the ledger was
@@ -220,12 +223,12 @@ impl Ledger {
     pub fn integrity(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
         // The chain first: when entries were edited, the operator learns
         // which one, not only that the triggers were dropped to do it.
-        let v = self.verify()?;
+        let entries = self.entries()?;
+        let v = verify_entries(&entries);
         if let Some((seq, why)) = v.first_bad {
             return Err(damaged(Some(seq), why));
         }
         self.check_triggers()?;
-        let entries = self.entries()?;
         let n = v.entries;
         let expected_seq = match expect_hash {
             None => None,
