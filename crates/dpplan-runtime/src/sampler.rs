@@ -20,7 +20,7 @@
 //! The statistic x itself is exact: an integer in units of the grid 2^k
 //! (see the engine), so x·2^k is a dyadic rational known exactly.
 
-use dashu_int::ops::{BitTest, UnsignedAbs};
+use dashu_int::ops::{BitTest, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig};
 
 use crate::rng::SecureRng;
@@ -490,19 +490,9 @@ pub fn round_dyadic(n: &IBig, e: i64) -> f64 {
     }
 }
 
-/// ⌊√n⌋ by Newton's method on integers.
+/// ⌊√n⌋ (dashu's integer square root).
 pub fn isqrt(n: &UBig) -> UBig {
-    if n < &UBig::from(2u8) {
-        return n.clone();
-    }
-    let mut x = UBig::ONE << n.bit_len().div_ceil(2);
-    loop {
-        let y = (&x + n / &x) >> 1;
-        if y >= x {
-            return x;
-        }
-        x = y;
-    }
+    n.sqrt()
 }
 
 #[cfg(test)]
@@ -525,6 +515,72 @@ mod tests {
             let r: u64 = (&isqrt(&UBig::from(n))).try_into().unwrap();
             assert!(r * r <= n && (r + 1) * (r + 1) > n, "{n} → {r}");
         }
+    }
+
+    /// The hand-written ⌊√n⌋ (Newton's method on integers) that dashu's
+    /// replaced, kept as the reference.
+    fn newton_isqrt(n: &UBig) -> UBig {
+        if n < &UBig::from(2u8) {
+            return n.clone();
+        }
+        let mut x = UBig::ONE << n.bit_len().div_ceil(2);
+        loop {
+            let y = (&x + n / &x) >> 1;
+            if y >= x {
+                return x;
+            }
+            x = y;
+        }
+    }
+
+    #[test]
+    fn isqrt_agrees_with_the_former_newton_isqrt() {
+        let mut rng = SecureRng::from_seed_for_tests(11);
+        let mut cases: Vec<UBig> = Vec::new();
+        // 0, 1, 2, powers of two (2^64 among them), and around perfect
+        // squares: r², r² ± 1 for small r, r near 2^32, 2^64 and 2^100,
+        // and random r of up to 600 bits
+        cases.extend((0u32..=2).map(UBig::from));
+        cases.extend((0..=300).map(|k| UBig::ONE << k));
+        let mut roots: Vec<UBig> = (0u32..2000).map(UBig::from).collect();
+        for k in [16, 32, 63, 64, 100, 300] {
+            for d in 0u32..4 {
+                roots.push((UBig::ONE << k) - UBig::from(d + 1));
+                roots.push((UBig::ONE << k) + UBig::from(d));
+            }
+        }
+        for _ in 0..2000 {
+            let bits = rng.below_u64(600) + 1;
+            roots.push(rng.below(&(UBig::ONE << bits as usize)));
+        }
+        for r in &roots {
+            let sq = r * r;
+            if sq > UBig::ZERO {
+                cases.push(&sq - UBig::ONE);
+            }
+            cases.push(sq.clone());
+            cases.push(sq + UBig::ONE);
+        }
+        // random values of up to 1200 bits, and u64::MAX, u128::MAX
+        for _ in 0..5000 {
+            let bits = rng.below_u64(1200) + 1;
+            cases.push(rng.below(&(UBig::ONE << bits as usize)));
+        }
+        cases.push(UBig::from(u64::MAX));
+        cases.push(UBig::from(u128::MAX));
+        for n in &cases {
+            let r = isqrt(n);
+            assert_eq!(r, newton_isqrt(n), "{n}");
+            assert!(
+                &r * &r <= *n && (&r + UBig::ONE) * (&r + UBig::ONE) > *n,
+                "{n} → {r}"
+            );
+        }
+        assert_eq!(isqrt(&(UBig::ONE << 64)), UBig::ONE << 32);
+        assert_eq!(
+            isqrt(&((UBig::ONE << 64) - UBig::ONE)),
+            UBig::from(u32::MAX)
+        );
     }
 
     #[test]
