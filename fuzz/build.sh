@@ -37,6 +37,10 @@ export RUSTFLAGS="${DPPLAN_FUZZ_EXTRA_RUSTFLAGS:-} \
 # build is the same everywhere.
 unset CARGO_ENCODED_RUSTFLAGS RUSTC_WORKSPACE_WRAPPER
 
+# The same dependency versions as the root workspace (what CI tests): start
+# from its lock file; cargo only adds libfuzzer-sys and what it needs.
+cp "$here/../Cargo.lock" "$here/Cargo.lock"
+
 bins=()
 for t in "$@"; do bins+=(--bin "$t"); done
 [ ${#bins[@]} -gt 0 ] || bins=(--bins)
