@@ -146,14 +146,20 @@ fn user_level_bounding_removes_the_bots_weight() {
         },
     ];
     let bounded = exact(&plan, "visits", &path, &stats);
-    let (raw_rows, _, raw_hist) = dpplan_runtime::engine::plain_aggregate(
-        &path,
-        "seconds",
-        "page",
-        &["home".into(), "search".into(), "checkout".into()],
-    )
-    .unwrap();
+    // the unbounded figures, counted here from the raw file
     let text = std::fs::read_to_string(&path).unwrap();
+    let pages = ["home", "search", "checkout"];
+    let mut raw_rows = 0u64;
+    let mut raw_hist = [0u64; 3];
+    for line in text.lines().skip(1) {
+        raw_rows += 1;
+        if let Some(i) = pages
+            .iter()
+            .position(|p| line.split(',').nth(1) == Some(*p))
+        {
+            raw_hist[i] += 1;
+        }
+    }
     let users: std::collections::HashSet<&str> = text
         .lines()
         .skip(1)

@@ -28,7 +28,7 @@
 //! grid), `layout` (the schema resolved against the CSV header), `hash`
 //! (the keyed unit hash), `table` (the unit table that holds the
 //! reservoirs), `bounding` (filling and draining the reservoirs, group
-//! selection, the accumulators), `plain` (a plain aggregation for tests).
+//! selection, the accumulators).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -42,12 +42,10 @@ mod bounding;
 mod hash;
 mod layout;
 mod number;
-mod plain;
 mod table;
 
 use bounding::{Accumulators, Reservoirs};
 use layout::Layout;
-pub use plain::plain_aggregate;
 
 /// What is aggregated.
 #[derive(Debug, Clone, PartialEq)]
