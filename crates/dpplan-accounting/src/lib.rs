@@ -74,7 +74,6 @@ use std::fmt;
 mod accountants;
 mod dgauss;
 mod gaussian;
-mod pld;
 mod special;
 
 pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};

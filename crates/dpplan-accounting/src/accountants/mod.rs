@@ -1,0 +1,168 @@
+//! The accountants, one file each, and what they share: the dispatch
+//! ([`evaluate`]), one release's tightest ε ([`single_eps`]) and zCDP ρ
+//! ([`eff_rho`]), and the bucketing of many distinct approximate-DP releases
+//! ([`approx_items`]).
+//!
+//! | file | accountant | result it implements |
+//! |---|---|---|
+//! | `basic.rs` | [`Accountant::Basic`] | basic composition (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.16) |
+//! | `advanced.rs` | [`Accountant::Advanced`] | Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015, Thm 3.3 and 3.5 |
+//! | `zcdp.rs` | [`Accountant::Zcdp`] | Bun & Steinke 2016 (composition, Prop 1.6, 3.3); Steinke 2024 Thm 5 |
+//! | `rdp.rs` | [`Accountant::Rdp`] | Mironov 2017 (composition, Gaussian and Laplace curves); Steinke 2024 Thm 4 |
+//! | `gdp.rs` | [`Accountant::Gdp`] | Dong–Roth–Su 2019 Cor 3.3 with Balle–Wang 2018 Thm 8 |
+//! | `pld.rs` | [`Accountant::Pld`] | Koskela et al. 2020; Doroshenko et al. 2022; Zhu, Dong & Wang 2022 Thm 10 |
+//!
+//! The RDP → (ε, δ) conversions they use live in [`crate::conversions`].
+
+mod advanced;
+mod basic;
+mod gdp;
+pub(crate) mod pld;
+mod rdp;
+mod zcdp;
+
+pub use rdp::{rdp_epsilon_with, RdpConversion};
+pub use zcdp::zcdp_epsilon_from_rho;
+
+use crate::dgauss::DiscreteGaussian;
+use crate::gaussian::gdp_epsilon;
+use crate::{Accountant, AccountingError, Bound, Eff, Plan};
+use std::collections::HashMap;
+
+pub(crate) fn evaluate(plan: &Plan, delta: f64, a: Accountant) -> Result<Bound, AccountingError> {
+    let (eps, detail) = match a {
+        Accountant::Basic => basic::basic(plan, delta)?,
+        Accountant::Advanced => advanced::advanced(plan, delta)?,
+        Accountant::Zcdp => zcdp::zcdp(plan, delta)?,
+        Accountant::Rdp => rdp::rdp(plan, delta, RdpConversion::Best)?,
+        Accountant::Gdp => gdp::gdp(plan, delta)?,
+        Accountant::Pld => pld::pld_epsilon(plan, delta)?,
+    };
+    if eps.is_nan() {
+        return Err(AccountingError::InvalidParameter(
+            "numerical failure (NaN ε)".into(),
+        ));
+    }
+    if eps.is_infinite() {
+        return Err(AccountingError::InfiniteEpsilon(format!(
+            "{a}: ε is unbounded at δ = {delta}"
+        )));
+    }
+    Ok(Bound {
+        accountant: a,
+        epsilon: eps.max(0.0),
+        delta,
+        detail,
+    })
+}
+
+pub(crate) fn infinite(what: &str) -> AccountingError {
+    AccountingError::InfiniteEpsilon(format!(
+        "{what} needs δ > 0 for approximate-DP (Gaussian) releases"
+    ))
+}
+
+/// tightest single-release ε of an effective mechanism at δ
+pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> {
+    match *eff {
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => Ok(eps),
+        Eff::Gauss { mu } => {
+            if delta <= 0.0 {
+                return Err(infinite("a Gaussian release"));
+            }
+            Ok(gdp_epsilon(mu, delta))
+        }
+        Eff::DGauss { sigma, shift, rho } => {
+            if delta <= 0.0 {
+                return Err(infinite("a discrete Gaussian release"));
+            }
+            let bound = zcdp_epsilon_from_rho(rho, delta);
+            if let Some(s) = shift {
+                if let Some(dg) = DiscreteGaussian::new(sigma, s) {
+                    return Ok(dg.epsilon(delta).min(bound));
+                }
+            }
+            Ok(bound)
+        }
+    }
+}
+
+pub(crate) fn eff_rho(eff: &Eff) -> f64 {
+    match *eff {
+        Eff::Gauss { mu } => mu * mu / 2.0,
+        Eff::DGauss { rho, .. } => rho,
+        // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => eps * (eps / 2.0).tanh(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Geometric bucketing (sound: parameters only rounded UP)
+// ---------------------------------------------------------------------------
+
+/// Round x > 0 up onto the grid {(1+r)^k}.
+pub(crate) fn round_up_geometric(x: f64, ratio: f64) -> f64 {
+    let l = ratio.ln_1p();
+    let k = (x.ln() / l).ceil();
+    let mut v = (k * l).exp();
+    // guard against the exp/ln round trip landing a hair below x
+    while v < x {
+        v *= 1.0 + 1e-15;
+        v = v.max(x);
+    }
+    v
+}
+
+/// Approximate-DP items, optionally bucketed (μ / ρ / σ rounded to be more private-costly).
+pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<(Eff, u64)> {
+    let approx: Vec<(Eff, u64)> = plan
+        .items
+        .iter()
+        .filter(|i| i.eff.pure_eps().is_none())
+        .map(|i| (i.eff, i.count))
+        .collect();
+    if approx.len() <= max_distinct {
+        return approx;
+    }
+    let grouped = Plan {
+        items: approx
+            .iter()
+            .map(|&(eff, count)| crate::Item { eff, count })
+            .collect(),
+    }
+    .grouped();
+    if grouped.items.len() <= max_distinct {
+        return grouped
+            .items
+            .into_iter()
+            .map(|i| (i.eff, i.count))
+            .collect();
+    }
+    let mut map: HashMap<(u8, u64, u64, u64), (Eff, u64)> = HashMap::new();
+    for (e, c) in approx {
+        let e2 = match e {
+            Eff::Gauss { mu } => Eff::Gauss {
+                mu: round_up_geometric(mu, ratio),
+            },
+            // larger ρ with the same bound function; exact DG curve no longer used
+            Eff::DGauss { sigma, rho, .. } => Eff::DGauss {
+                sigma,
+                shift: None,
+                rho: round_up_geometric(rho, ratio),
+            },
+            other => other,
+        };
+        let e2 = match e2 {
+            Eff::DGauss { rho, .. } => Eff::DGauss {
+                sigma: 0.0,
+                shift: None,
+                rho,
+            },
+            o => o,
+        };
+        map.entry(e2.key())
+            .and_modify(|v| v.1 = v.1.saturating_add(c))
+            .or_insert((e2, c));
+    }
+    map.into_values().collect()
+}

@@ -1,0 +1,201 @@
+//! Rényi DP (Mironov 2017): per-order curves add up; converted to (ε, δ) at the
+//! best order.
+
+use super::{eff_rho, infinite, round_up_geometric};
+use crate::special::minimize_log_grid;
+use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Which RDP → (ε, δ) conversion to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RdpConversion {
+    /// ε = R(α) + ln(1/δ)/(α−1) (Mironov 2017, Prop 3)
+    Classical,
+    /// ε = R(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1) (Balle et al. 2020, Thm 21)
+    Balle2020,
+    /// the smaller of the two
+    Best,
+}
+
+/// Mironov's Laplace RDP at order α > 1 for ε = Δ/b, stable form
+/// ε + ln(α/(2α−1) + (α−1)/(2α−1)·e^{−(2α−1)ε})/(α−1).
+pub(crate) fn rdp_laplace(alpha: f64, eps: f64) -> f64 {
+    let am1 = alpha - 1.0;
+    let t = 2.0 * alpha - 1.0;
+    let x = -(am1 / t) * (-(-(t * eps)).exp_m1());
+    (eps + x.ln_1p() / am1).max(0.0)
+}
+
+/// Worst-case RDP of an ε-DP mechanism (randomized response; Steinke 2024 Thm 4):
+/// ε − [ln(1+e^{−ε}) − ln(1+e^{−(2α−1)ε})]/(α−1).
+pub(crate) fn rdp_rr(alpha: f64, eps: f64) -> f64 {
+    let am1 = alpha - 1.0;
+    let a = (-eps).exp().ln_1p();
+    let b = (-(2.0 * alpha - 1.0) * eps).exp().ln_1p();
+    (eps - (a - b) / am1).clamp(0.0, eps)
+}
+
+struct RdpCurve {
+    gauss_rho: f64,
+    laplace: Vec<(f64, f64)>,
+    /// chord buckets: (lo, hi, n, Σε)
+    lap_buckets: Vec<(f64, f64, f64, f64)>,
+    rr: Vec<(f64, f64)>,
+}
+
+impl RdpCurve {
+    fn new(plan: &Plan) -> Self {
+        let mut c = RdpCurve {
+            gauss_rho: 0.0,
+            laplace: vec![],
+            lap_buckets: vec![],
+            rr: vec![],
+        };
+        for it in &plan.items {
+            let n = it.count as f64;
+            match it.eff {
+                Eff::Gauss { .. } | Eff::DGauss { .. } => c.gauss_rho += n * eff_rho(&it.eff),
+                Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
+                Eff::DLaplace { eps } => c.rr.push((eps, n)),
+            }
+        }
+        if c.laplace.len() > 512 {
+            // chord bucketing: R(α,·) convex ⇒ on [lo,hi], R(ε) ≤ R(lo) + (ε−lo)·slope
+            let ratio: f64 = 0.01;
+            let l = ratio.ln_1p();
+            let mut map: HashMap<i64, (f64, f64)> = HashMap::new();
+            for &(e, n) in &c.laplace {
+                let k = (e.ln() / l).floor() as i64;
+                let ent = map.entry(k).or_insert((0.0, 0.0));
+                ent.0 += n;
+                ent.1 += n * e;
+            }
+            for (k, (n, s)) in map {
+                let lo = (k as f64 * l).exp();
+                let hi = ((k + 1) as f64 * l).exp();
+                // make sure the bucket really contains its members after rounding
+                let mean = s / n;
+                let lo = lo.min(mean);
+                let hi = hi.max(mean) * (1.0 + 1e-12);
+                c.lap_buckets.push((lo * (1.0 - 1e-12), hi, n, s));
+            }
+            c.laplace.clear();
+        }
+        if c.rr.len() > 512 {
+            let mut map: HashMap<u64, f64> = HashMap::new();
+            for &(e, n) in &c.rr {
+                *map.entry(round_up_geometric(e, 1e-3).to_bits())
+                    .or_insert(0.0) += n;
+            }
+            c.rr = map
+                .into_iter()
+                .map(|(b, n)| (f64::from_bits(b), n))
+                .collect();
+        }
+        c
+    }
+    fn eval(&self, alpha: f64) -> f64 {
+        let mut r = alpha * self.gauss_rho;
+        for &(e, n) in &self.laplace {
+            r += n * rdp_laplace(alpha, e);
+        }
+        for &(lo, hi, n, s) in &self.lap_buckets {
+            let rl = rdp_laplace(alpha, lo);
+            let rh = rdp_laplace(alpha, hi);
+            let slope = ((rh - rl) / (hi - lo)).max(0.0);
+            r += n * rl + (s - n * lo).max(0.0) * slope;
+        }
+        for &(e, n) in &self.rr {
+            r += n * rdp_rr(alpha, e);
+        }
+        r
+    }
+    fn only_gauss(&self) -> bool {
+        self.laplace.is_empty() && self.lap_buckets.is_empty() && self.rr.is_empty()
+    }
+}
+
+fn conv_classical(r: f64, alpha: f64, delta: f64) -> f64 {
+    r + (1.0 / delta).ln() / (alpha - 1.0)
+}
+fn conv_balle(r: f64, alpha: f64, delta: f64) -> f64 {
+    r + ((alpha - 1.0) / alpha).ln() - (delta.ln() + alpha.ln()) / (alpha - 1.0)
+}
+
+/// RDP accountant with a chosen conversion; returns the bound for the plan.
+pub fn rdp_epsilon_with(
+    releases: &[Release],
+    delta: f64,
+    conv: RdpConversion,
+) -> Result<Bound, AccountingError> {
+    crate::check_delta(delta)?;
+    let plan = normalise(releases)?;
+    let (e, detail) = rdp(&plan, delta, conv)?;
+    Ok(Bound {
+        accountant: Accountant::Rdp,
+        epsilon: e,
+        delta,
+        detail,
+    })
+}
+
+pub(super) fn rdp(
+    plan: &Plan,
+    delta: f64,
+    conv: RdpConversion,
+) -> Result<(f64, String), AccountingError> {
+    if plan.items.is_empty() {
+        return Ok((0.0, "empty plan".into()));
+    }
+    if delta <= 0.0 {
+        if plan.all_pure() {
+            return Ok((plan.pure_sum(), "RDP at order α = ∞ (δ = 0): Σε".into()));
+        }
+        return Err(infinite("RDP"));
+    }
+    let curve = RdpCurve::new(plan);
+    let l = (1.0 / delta).ln();
+    let mut results: Vec<(f64, f64, &'static str)> = vec![];
+    let use_classical = matches!(conv, RdpConversion::Classical | RdpConversion::Best);
+    let use_balle = matches!(conv, RdpConversion::Balle2020 | RdpConversion::Best);
+    // range of orders: α − 1 ∈ [1e-6, 1e7]
+    let (a_lo, a_hi, n) = (1.0 + 1e-6, 1.0 + 1e7, 181);
+    if use_classical {
+        if curve.only_gauss() {
+            // closed form: min_α αa + L/(α−1) = a + 2√(aL) at α = 1 + √(L/a)
+            let a = curve.gauss_rho;
+            results.push((
+                a + 2.0 * (a * l).sqrt(),
+                1.0 + (l / a).sqrt(),
+                "classical conversion (closed form)",
+            ));
+        } else {
+            let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+                conv_classical(curve.eval(al), al, delta)
+            });
+            results.push((v, al, "classical conversion"));
+        }
+    }
+    if use_balle {
+        let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+            conv_balle(curve.eval(al), al, delta)
+        });
+        results.push((v, al, "Balle et al. 2020 conversion"));
+    }
+    let mut best = results[0];
+    for r in &results[1..] {
+        if r.0 < best.0 {
+            best = *r;
+        }
+    }
+    // pure plans: never worse than Σε (order ∞)
+    if plan.all_pure() && plan.pure_sum() < best.0 {
+        return Ok((plan.pure_sum(), "RDP at order α = ∞: Σε".into()));
+    }
+    Ok((
+        best.0.max(0.0),
+        format!("RDP at order α = {:.6}, {}", best.1, best.2),
+    ))
+}

@@ -1,0 +1,50 @@
+//! zCDP (Bun & Steinke 2016): ρ adds up; converted to (ε, δ) by the better of
+//! Bun–Steinke Prop 1.3 and Canonne–Kamath–Steinke 2020 Cor 13.
+
+use super::eff_rho;
+use crate::special::minimize_log_grid;
+use crate::{AccountingError, Plan};
+
+/// ε of ρ-zCDP at δ: min of Bun–Steinke ρ + 2√(ρ ln 1/δ) and CKS 2020 Cor 13 (optimised
+/// over α).
+pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
+    if rho <= 0.0 {
+        return 0.0;
+    }
+    if delta <= 0.0 {
+        return f64::INFINITY;
+    }
+    let l = (1.0 / delta).ln();
+    let bs = rho + 2.0 * (rho * l).sqrt();
+    let f = |a: f64| a * rho + ((a - 1.0) / a).ln() - (delta.ln() + a.ln()) / (a - 1.0);
+    let a_star = 1.0 + (l / rho).sqrt();
+    let (_, v) = minimize_log_grid(
+        1.0,
+        1.0 + 1e-9 * a_star.min(1e6),
+        1.0 + 1e3 * (a_star - 1.0) + 1.0,
+        161,
+        f,
+    );
+    bs.min(v).max(0.0)
+}
+
+pub(super) fn zcdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
+    let rho: f64 = plan
+        .items
+        .iter()
+        .map(|i| i.count as f64 * eff_rho(&i.eff))
+        .sum();
+    if rho == 0.0 {
+        return Ok((0.0, "ρ = 0".into()));
+    }
+    if delta <= 0.0 {
+        return Err(AccountingError::InfiniteEpsilon(
+            "zCDP gives no finite ε at δ = 0".into(),
+        ));
+    }
+    let e = zcdp_epsilon_from_rho(rho, delta);
+    Ok((
+        e,
+        format!("ρ = {rho:.6e} (Bun–Steinke / Canonne–Kamath–Steinke conversion)"),
+    ))
+}
