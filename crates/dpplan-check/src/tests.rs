@@ -222,11 +222,23 @@ fn release_counts_are_exact_integers() {
     let q = |w: &str| {
         format!("  query n {{\n    count(visits)\n    noise laplace scale 1000\n    schedule every 3 seconds for {w} seconds\n  }}")
     };
-    let r = report(&plan("row", "epsilon 1e7", "basic", VISITS, &q("3000000001")));
+    let r = report(&plan(
+        "row",
+        "epsilon 1e7",
+        "basic",
+        VISITS,
+        &q("3000000001"),
+    ));
     assert_eq!(r.queries[0].releases, 1_000_000_001);
     assert!((r.total.unwrap().epsilon - 1_000_000.001).abs() < 1e-6);
     // negative control: one second less is one release less
-    let r = report(&plan("row", "epsilon 1e7", "basic", VISITS, &q("3000000000")));
+    let r = report(&plan(
+        "row",
+        "epsilon 1e7",
+        "basic",
+        VISITS,
+        &q("3000000000"),
+    ));
     assert_eq!(r.queries[0].releases, 1_000_000_000);
     // past the limit, the exact count is named (not a saturated 2^64 − 1)
     let a = analyze(&plan(
@@ -241,25 +253,69 @@ fn release_counts_are_exact_integers() {
         .iter()
         .find(|d| d.message.contains("releases"))
         .expect("a limit diagnostic");
-    assert!(d.message.contains("makes 1000000000001 releases"), "{}", d.message);
+    assert!(
+        d.message.contains("makes 1000000000001 releases"),
+        "{}",
+        d.message
+    );
 }
 
 #[test]
 fn delta_zero_is_pure_dp_and_delta_one_promises_nothing() {
     let lap = "  query n {\n    count(visits)\n    noise laplace scale 50\n    schedule once\n  }";
-    let gauss = "  query n {\n    count(visits)\n    noise gaussian sigma 50\n    schedule once\n  }";
+    let gauss =
+        "  query n {\n    count(visits)\n    noise gaussian sigma 50\n    schedule once\n  }";
     // δ = 0 written out is pure ε-DP, as when omitted
-    let r = report(&plan("user by uid", "epsilon 1 delta 0", "basic", VISITS, lap));
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 1 delta 0",
+        "basic",
+        VISITS,
+        lap,
+    ));
     assert_eq!(r.total.unwrap().delta, 0.0);
     // Gaussian noise under δ = 0: one error, saying so
-    let a = analyze(&plan("user by uid", "epsilon 1 delta 0", "best", VISITS, gauss));
+    let a = analyze(&plan(
+        "user by uid",
+        "epsilon 1 delta 0",
+        "best",
+        VISITS,
+        gauss,
+    ));
     let msgs: Vec<&str> = a.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert!(msgs[0].contains("needs δ > 0"), "{msgs:?}");
     // δ = 1: refused, and never described as pure ε-DP
-    let a = analyze(&plan("user by uid", "epsilon 1 delta 1", "best", VISITS, gauss));
+    let a = analyze(&plan(
+        "user by uid",
+        "epsilon 1 delta 1",
+        "best",
+        VISITS,
+        gauss,
+    ));
     let msgs: Vec<&str> = a.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(msgs.len(), 1, "{msgs:?}");
     assert!(msgs[0].contains("below 1, found 1"), "{msgs:?}");
     assert!(!msgs.iter().any(|m| m.contains("pure")), "{msgs:?}");
+}
+
+#[test]
+fn no_claim_when_the_scanner_finds_an_error() {
+    // Found by the fuzzer (fuzz/regressions/parse_check_fmt/claim-with-*):
+    // errors outside any item (text after the plan, an unmatched brace, a
+    // second header, no header) used to leave the plan's total in place.
+    let body = "privacy{unit row adjacency add_remove budget epsilon 1}dataset d{}query a{count(d)noise laplace scale 1 schedule once}";
+    let clean = format!("plan \"p\"{{{body}}}\n");
+    assert!(report(&clean).total.is_some(), "the control claims");
+    for text in [
+        format!("plan \"p\"{{{body}}}\nx\n"),
+        format!("plan \"p\"{{{body}}}}}\n"),
+        format!("plan \"p\"{{\nplan \"q\"{{\n{body}}}\n"),
+        format!("{body}\n"),
+    ] {
+        let a = analyze(&text);
+        assert!(a.has_errors(), "{text}: {:#?}", a.diagnostics);
+        let total = a.report.as_ref().and_then(|r| r.total.as_ref());
+        assert!(total.is_none(), "{text}: claims {total:?}");
+    }
 }

@@ -30,7 +30,10 @@ pub struct Plan {
     pub datasets: Vec<Dataset>,
     pub queries: Vec<Query>,
     pub publishes: Vec<Publish>,
-    /// Spans of items that did not parse (their errors are in the parse result).
+    /// Spans of items that did not parse, and of every other syntax error
+    /// (text outside any item, an unmatched brace, a second or missing
+    /// header); their errors are in the parse result. Not empty means no
+    /// guarantee can be claimed.
     pub broken: Vec<Span>,
     /// A `privacy` block was written but did not parse.
     pub privacy_broken: bool,

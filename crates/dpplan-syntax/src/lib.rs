@@ -92,6 +92,17 @@ pub fn parse(text: &str) -> Parsed {
             }
         }
     }
+    // The scanner's errors (text after the plan, an unmatched brace, a
+    // second or a missing header) leave text that no item holds: the plan
+    // is broken there too, so that no guarantee is claimed for it.
+    plan.broken.extend(
+        split
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.primary.span),
+    );
+    plan.broken.sort_by_key(|s| (s.start, s.end));
     let diagnostics = report(text, split.diagnostics, &broken);
     Parsed {
         plan,

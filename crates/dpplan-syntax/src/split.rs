@@ -79,8 +79,10 @@ impl<'a> Scanner<'a> {
                     self.pos += 1;
                 }
                 Some(b' ' | b'\t' | b'\r') => self.pos += 1,
+                // A line comment ends at a line break as the grammar's
+                // NEWLINE knows it: `\n`, `\r\n`, or a lone `\r`.
                 Some(b'/') if self.at("//") => {
-                    while !matches!(self.peek(), None | Some(b'\n')) {
+                    while !matches!(self.peek(), None | Some(b'\n' | b'\r')) {
                         self.pos += 1;
                     }
                 }

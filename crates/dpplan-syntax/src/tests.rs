@@ -292,7 +292,8 @@ fn scanner_errors_count_towards_the_cap_in_source_order() {
         p.diagnostics.last().unwrap().primary.span,
         Span::new(first_hidden, first_hidden + 5)
     );
-    assert_eq!(p.plan.broken.len(), MAX_SYNTAX_ERRORS + 10);
+    // every broken item, and every scanner error (two headers, two braces)
+    assert_eq!(p.plan.broken.len(), MAX_SYNTAX_ERRORS + 10 + 4);
 }
 
 #[test]
@@ -329,4 +330,32 @@ fn large_hostile_inputs_never_panic_and_stay_capped() {
             assert!(text.is_char_boundary(d.primary.span.end));
         }
     }
+}
+
+#[test]
+fn a_lone_carriage_return_ends_a_line_comment_for_the_scanner_too() {
+    // Found by the fuzzer (fuzz/regressions/parse_check_fmt/fmt-refuses-*):
+    // the grammar ends `//` at a lone `\r` (pest's NEWLINE), the scanner
+    // only at `\n`, so `b` was a comment to the checker and code to the
+    // formatter's whole-file parse.
+    for text in ["// a\rb\nplan \"p\" {}\n", "plan \"p\" { // a\rb\n}\n"] {
+        let p = parse(text);
+        assert!(
+            p.diagnostics.iter().any(|d| d.is_error()),
+            "{text:?}: {:#?}",
+            p.diagnostics
+        );
+        assert_eq!(
+            <DpplanParser as pest::Parser<Rule>>::parse(Rule::file, text).is_ok(),
+            p.diagnostics.iter().all(|d| !d.is_error()),
+            "{text:?}: the scanner and the grammar disagree"
+        );
+    }
+    // a `\r\n` line end is still one line end
+    let p = parse("// a\r\nplan \"p\" {}\n");
+    assert!(
+        p.diagnostics.iter().all(|d| !d.is_error()),
+        "{:#?}",
+        p.diagnostics
+    );
 }
