@@ -1,6 +1,8 @@
 //! The discrete Gaussian N_Z(0, σ²) (Canonne, Kamath & Steinke 2020): exact privacy
 //! profile for an integer shift Δ (their Theorem 7), computed from tail-sum tables.
 
+use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+
 /// Largest σ for which the exact (table-based) treatment is used; larger σ fall back to
 /// the zCDP bound ρ = Δ²/(2σ²) (CKS 2020, Proposition 5 / Theorem 14).
 pub const MAX_EXACT_SIGMA: f64 = 2.0e4;
@@ -157,15 +159,17 @@ impl DiscreteGaussian {
             return f64::INFINITY;
         }
         let mu = self.shift as f64 / self.sigma;
-        let mut hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).sqrt() + 1.0;
-        let mut guard = 0;
-        while self.delta(hi) > delta && guard < 100 {
-            hi *= 2.0;
-            guard += 1;
-        }
-        if self.delta(hi) > delta {
+        let hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).sqrt() + 1.0;
+        let Bracket::Found { first_held: hi, .. } =
+            find_bracket(hi, 100, |x| Some(x * 2.0), |t| !(self.delta(t) > delta))
+        else {
             return f64::INFINITY;
-        }
-        crate::special::bisect_upper(0.0, hi, 1e-13, 1e-300, |t| self.delta(t) <= delta)
+        };
+        bisect(
+            0.0,
+            hi,
+            &Bisection::arithmetic(1e-13, 1e-300, End::Upper),
+            |t| self.delta(t) <= delta,
+        )
     }
 }

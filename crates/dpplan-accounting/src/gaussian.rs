@@ -1,7 +1,8 @@
 //! Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Theorem 8;
 //! equivalently μ-GDP, Dong–Roth–Su 2019, Corollary 2.13).
 
-use crate::special::{bisect_upper, log_norm_cdf};
+use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use crate::special::log_norm_cdf;
 
 /// δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), valid for every real ε.
 /// Computed as Φ(a)·(−expm1(ε + lnΦ(b) − lnΦ(a))) so that neither large ε nor tiny δ
@@ -39,39 +40,31 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
         return 0.0;
     }
     // upper bracket: classical bound mu^2/2 + mu*sqrt(2 ln(1/δ)) is always ≥ the root
-    let mut hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).max(0.0).sqrt() + 1e-3;
-    let mut guard = 0;
-    while gdp_delta(mu, hi) > delta && guard < 200 {
-        hi *= 2.0;
-        guard += 1;
-    }
-    bisect_upper(0.0, hi, 1e-14, 1e-300, |e| gdp_delta(mu, e) <= delta)
+    let hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).max(0.0).sqrt() + 1e-3;
+    let hi = find_bracket(hi, 200, |x| Some(x * 2.0), |e| !(gdp_delta(mu, e) > delta)).upper();
+    bisect(
+        0.0,
+        hi,
+        &Bisection::arithmetic(1e-14, 1e-300, End::Upper),
+        |e| gdp_delta(mu, e) <= delta,
+    )
 }
 
 /// Largest μ with δ_μ(ε) ≤ δ (lower end of the bracket, so μ is never overstated).
 pub fn gdp_mu_for(eps: f64, delta: f64) -> f64 {
-    // δ_μ(ε) increases with μ.
-    let mut lo = 0.0f64;
-    let mut hi = 1.0f64;
-    let mut guard = 0;
-    while gdp_delta(hi, eps) <= delta && guard < 2000 {
-        lo = hi;
-        hi *= 2.0;
-        guard += 1;
-    }
-    for _ in 0..300 {
-        if hi - lo <= 1e-15 * hi {
-            break;
-        }
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if gdp_delta(mid, eps) <= delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    // δ_μ(ε) increases with μ: search on "μ violates δ" and keep the lower end.
+    let violates = |mu: f64| !(gdp_delta(mu, eps) <= delta);
+    let (lo, hi) = match find_bracket(1.0, 1999, |x| Some(x * 2.0), violates) {
+        Bracket::Found {
+            last_failed,
+            first_held,
+        } => (last_failed.unwrap_or(0.0), first_held),
+        Bracket::Exhausted { last_tried } => (last_tried, last_tried * 2.0),
+    };
+    bisect(
+        lo,
+        hi,
+        &Bisection::arithmetic(1e-15, 0.0, End::Lower),
+        violates,
+    )
 }

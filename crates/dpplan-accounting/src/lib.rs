@@ -68,12 +68,14 @@
 //!   increases with ε.
 #![forbid(unsafe_code)]
 
+use roots::{try_bisect, try_find_bracket, Bisection, Bracket, End};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 mod accountants;
 mod dgauss;
 mod gaussian;
+pub mod roots;
 mod special;
 
 pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};
@@ -583,49 +585,40 @@ pub fn calibrate(
             Err(e) => Err(e),
         }
     };
-    let mut lo;
-    let mut hi;
-    if ok(1.0)? {
-        hi = 1.0;
-        lo = 0.5;
-        let mut n = 0;
-        while ok(lo)? {
-            hi = lo;
-            lo *= 0.5;
-            n += 1;
-            if n > 1100 || lo == 0.0 {
+    // Bracket the threshold by halving (the plan already meets the target at
+    // t = 1) or doubling, then bisect keeping the upper end (it meets the target).
+    let (lo, hi) = if ok(1.0)? {
+        let halve = |x: f64| Some(x * 0.5).filter(|&y| y != 0.0);
+        match try_find_bracket(0.5, 1100, halve, |t| ok(t).map(|b| !b))? {
+            Bracket::Found {
+                last_failed,
+                first_held,
+            } => (first_held, last_failed.unwrap_or(1.0)),
+            Bracket::Exhausted { .. } => {
                 return Err(AccountingError::NoSolution(
                     "plan meets the target for every multiplier (no privacy loss?)".into(),
-                ));
+                ))
             }
         }
     } else {
-        lo = 1.0;
-        hi = 2.0;
-        let mut n = 0;
-        while !ok(hi)? {
-            lo = hi;
-            hi *= 2.0;
-            n += 1;
-            if n > 1000 || !hi.is_finite() {
+        let double = |x: f64| Some(x * 2.0).filter(|y| y.is_finite());
+        match try_find_bracket(2.0, 1000, double, ok)? {
+            Bracket::Found {
+                last_failed,
+                first_held,
+            } => (last_failed.unwrap_or(1.0), first_held),
+            Bracket::Exhausted { .. } => {
                 return Err(AccountingError::NoSolution(format!(
                     "no noise multiplier reaches ε = {target_epsilon} at δ = {delta}"
-                )));
+                )))
             }
         }
-    }
-    for _ in 0..200 {
-        if hi - lo <= 1e-10 * hi {
-            break;
-        }
-        let mid = 0.5 * (lo + hi);
-        if ok(mid)? {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Ok(hi)
+    };
+    let rule = Bisection {
+        max_steps: 200,
+        ..Bisection::arithmetic(1e-10, 0.0, End::Upper)
+    };
+    try_bisect(lo, hi, &rule, ok)
 }
 
 /// Balle–Wang analytic Gaussian calibration: the smallest σ (upper end of a bisection

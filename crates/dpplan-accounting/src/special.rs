@@ -1,4 +1,5 @@
-//! Numerical helpers: normal CDF in log space, robust root finding and 1-D minimisation.
+//! Numerical helpers: the normal CDF in log space and 1-D minimisation (root
+//! finding is in [`crate::roots`]).
 
 use statrs::function::erf::erfc;
 
@@ -53,33 +54,6 @@ pub fn log_norm_cdf(x: f64) -> f64 {
         }
     }
     -0.5 * x2 - (-x).ln() - LN_SQRT_2PI + sum.ln()
-}
-
-/// Smallest x in [lo, hi] (to relative/absolute tolerance) with `ok(x)` true, assuming
-/// `ok` is monotone (false below some threshold, true above) and `ok(hi)` is true.
-/// Returns the upper end of the final bracket, so `ok(result)` is always true.
-pub fn bisect_upper(
-    mut lo: f64,
-    mut hi: f64,
-    rel_tol: f64,
-    abs_tol: f64,
-    ok: impl Fn(f64) -> bool,
-) -> f64 {
-    for _ in 0..300 {
-        if hi - lo <= rel_tol * hi.abs() || hi - lo <= abs_tol {
-            break;
-        }
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if ok(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    hi
 }
 
 /// Minimise `f` over [a, b] by scanning `n` log-spaced points of (x − shift) and then

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
 use dpplan_accounting as acct;
+use dpplan_accounting::roots::{self, find_bracket, Bisection, Bracket, End, Midpoint};
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::ast::{
     self, AccountantChoice, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam, Unit,
@@ -173,22 +174,19 @@ fn accountant_of(choice: AccountantChoice) -> Option<acct::Accountant> {
     })
 }
 
-/// The smallest multiplier t in [lo, hi] with eval(t) ≤ target, by
-/// bisection (ε falls as the noise grows). `hi` must satisfy the target.
-fn bisect(lo: f64, hi: f64, iterations: usize, ok: &dyn Fn(f64) -> bool) -> f64 {
-    let (mut lo, mut hi) = (lo, hi);
-    for _ in 0..iterations {
-        let mid = (lo * hi).sqrt();
-        if ok(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-        if hi / lo < 1.0 + 1e-9 {
-            break;
-        }
-    }
-    hi
+/// The smallest multiplier t in [lo, hi] that fits (ε falls as the noise
+/// grows), by bisection at geometric midpoints until hi/lo < 1 + 10⁻⁹, at
+/// most `steps` steps. `hi` must fit; the upper end is returned, so the
+/// result fits.
+fn bisect(lo: f64, hi: f64, steps: u32, fits: &dyn Fn(f64) -> bool) -> f64 {
+    let rule = Bisection {
+        rel: 1e-9,
+        abs: 0.0,
+        max_steps: steps,
+        midpoint: Midpoint::Geometric,
+        end: End::Upper,
+    };
+    roots::bisect(lo, hi, &rule, fits)
 }
 
 /// Solves for the noise multiplier: first with the fast accountants (or the
@@ -231,28 +229,20 @@ fn solve_multiplier(
     }
 }
 
-/// Brackets the smallest fitting multiplier by powers of 4, then bisects.
-fn search(fits: &dyn Fn(f64) -> bool, iterations: usize) -> Option<f64> {
-    let mut hi = 1.0;
-    let mut n = 0;
-    while !fits(hi) {
-        hi *= 4.0;
-        n += 1;
-        if n > 40 {
-            return None;
-        }
+/// Brackets the smallest fitting multiplier by powers of 4 (up from 1, then
+/// down from the first that fits), then bisects.
+fn search(fits: &dyn Fn(f64) -> bool, steps: u32) -> Option<f64> {
+    let Bracket::Found { first_held: hi, .. } = find_bracket(1.0, 40, |x| Some(x * 4.0), fits)
+    else {
+        return None;
+    };
+    match find_bracket(hi / 4.0, 40, |x| Some(x / 4.0), |x| !fits(x)) {
+        Bracket::Found {
+            last_failed,
+            first_held: lo,
+        } => Some(bisect(lo, last_failed.unwrap_or(hi), steps, fits)),
+        Bracket::Exhausted { last_tried } => Some(last_tried),
     }
-    let mut lo = hi / 4.0;
-    n = 0;
-    while fits(lo) {
-        hi = lo;
-        lo /= 4.0;
-        n += 1;
-        if n > 40 {
-            return Some(hi);
-        }
-    }
-    Some(bisect(lo, hi, iterations, fits))
 }
 
 /// The accountants that are fast for any plan (closed forms and a 1-D

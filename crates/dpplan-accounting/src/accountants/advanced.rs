@@ -5,6 +5,7 @@
 //! worst case), evaluated exactly.
 
 use super::{approx_items, infinite, single_eps};
+use crate::roots::{bisect, Bisection, End};
 use crate::special::golden;
 use crate::{AccountingError, Plan};
 
@@ -99,9 +100,12 @@ fn kov_homogeneous(k: u64, eps: f64, delta: f64) -> f64 {
     if kov_rr_delta(k, eps, 0.0) <= delta {
         return 0.0;
     }
-    crate::special::bisect_upper(0.0, total, 1e-13, 1e-300, |eg| {
-        kov_rr_delta(k, eps, eg) <= delta
-    })
+    bisect(
+        0.0,
+        total,
+        &Bisection::arithmetic(1e-13, 1e-300, End::Upper),
+        |eg| kov_rr_delta(k, eps, eg) <= delta,
+    )
 }
 
 pub(super) fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {

@@ -18,6 +18,7 @@
 
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::{gdp_delta, gdp_epsilon};
+use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
@@ -700,23 +701,25 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         return Ok((0.0, "δ(0) already below target".into()));
     }
     let lmax = losses.last().copied().unwrap_or(0.0).max(0.0);
-    let mut hi =
+    let hi =
         lmax + if mu > 0.0 {
             gdp_epsilon(mu, delta * 0.5)
         } else {
             0.0
         } + h;
-    let mut guard = 0;
-    while delta_of(hi) > delta && guard < 200 {
-        hi = hi * 2.0 + 1.0;
-        guard += 1;
-    }
-    if delta_of(hi) > delta {
+    let Bracket::Found { first_held: hi, .. } =
+        find_bracket(hi, 200, |x| Some(x * 2.0 + 1.0), |x| !(delta_of(x) > delta))
+    else {
         return Err(AccountingError::InfiniteEpsilon(
             "PLD: could not bracket ε".into(),
         ));
-    }
-    let eps = crate::special::bisect_upper(0.0, hi, 1e-12, 1e-14, |x| delta_of(x) <= delta);
+    };
+    let eps = bisect(
+        0.0,
+        hi,
+        &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
+        |x| delta_of(x) <= delta,
+    );
     Ok((
         eps,
         format!(

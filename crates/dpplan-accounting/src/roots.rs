@@ -1,0 +1,300 @@
+//! Root finding on a monotone predicate: the one bracket search and the one
+//! bisection behind every search in dpplan (ε of a privacy profile, σ of a
+//! calibration, the noise multiplier of `noise … auto`).
+//!
+//! # Contract
+//! `holds` is a *monotone* predicate on the search interval: there is a
+//! threshold t with `holds(x)` false for x below t and true above it (which
+//! side t itself falls on does not matter). A search for "the smallest x that
+//! meets a bound" asks `holds = meets the bound`; a search for "the largest x
+//! that meets a bound" asks `holds = violates the bound` and keeps the *lower*
+//! end. Write the predicate so that a NaN answer counts on the unsafe side
+//! (e.g. `!(δ(x) <= target)`, not `δ(x) > target`).
+//!
+//! [`bisect`] never evaluates `holds` at the ends of the bracket it is given:
+//! the caller vouches that `holds(hi)` is true (or accepts `hi` as a fallback)
+//! and that `holds(lo)` is false (or `lo` is the edge of the domain). Every
+//! step keeps that invariant, so the returned end is sound by construction:
+//! [`End::Upper`] returns a point where `holds` was seen (or vouched) true,
+//! [`End::Lower`] one where it was seen (or vouched) false.
+
+use std::convert::Infallible;
+
+/// Where a bisection step tries next, and how the bracket's size is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Midpoint {
+    /// (lo + hi)/2; the bracket is small once hi − lo ≤ `rel`·|hi| or
+    /// hi − lo ≤ `abs`.
+    Arithmetic,
+    /// √(lo·hi), for 0 < lo < hi that may span orders of magnitude (noise
+    /// multipliers); the bracket is small once hi/lo < 1 + `rel` (`abs` is
+    /// not used).
+    Geometric,
+}
+
+/// Which end of the final bracket a bisection returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// `hi`, where the predicate holds: for "smallest x that meets the bound"
+    /// (an ε that is an upper bound on the true one, a σ or multiplier that
+    /// is large enough).
+    Upper,
+    /// `lo`, where the predicate fails: for "largest x that meets the bound"
+    /// with the predicate "violates the bound" (a μ that is never overstated).
+    Lower,
+}
+
+/// A bisection's stopping rule and answer: `max_steps` halvings at most,
+/// fewer once the bracket is small (see [`Midpoint`]) or has no float left
+/// strictly inside.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bisection {
+    pub rel: f64,
+    pub abs: f64,
+    pub max_steps: u32,
+    pub midpoint: Midpoint,
+    pub end: End,
+}
+
+impl Bisection {
+    /// Arithmetic midpoints, relative tolerance `rel` and absolute `abs`,
+    /// at most 300 steps (more than any bracket of floats needs), keeping `end`.
+    pub const fn arithmetic(rel: f64, abs: f64, end: End) -> Bisection {
+        Bisection {
+            rel,
+            abs,
+            max_steps: 300,
+            midpoint: Midpoint::Arithmetic,
+            end,
+        }
+    }
+}
+
+/// Bisection of [lo, hi] on the monotone predicate `holds` (see the module's
+/// contract), returning the end of the final bracket that `rule.end` names.
+pub fn bisect(lo: f64, hi: f64, rule: &Bisection, mut holds: impl FnMut(f64) -> bool) -> f64 {
+    match try_bisect(lo, hi, rule, |x| Ok::<bool, Infallible>(holds(x))) {
+        Ok(x) => x,
+        Err(never) => match never {},
+    }
+}
+
+/// [`bisect`] with a predicate that may fail; its first error ends the search.
+pub fn try_bisect<E>(
+    mut lo: f64,
+    mut hi: f64,
+    rule: &Bisection,
+    mut holds: impl FnMut(f64) -> Result<bool, E>,
+) -> Result<f64, E> {
+    for _ in 0..rule.max_steps {
+        let (small, mid) = match rule.midpoint {
+            Midpoint::Arithmetic => (
+                hi - lo <= rule.rel * hi.abs() || hi - lo <= rule.abs,
+                0.5 * (lo + hi),
+            ),
+            Midpoint::Geometric => (hi / lo < 1.0 + rule.rel, (lo * hi).sqrt()),
+        };
+        if small || mid <= lo || mid >= hi {
+            break;
+        }
+        if holds(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(match rule.end {
+        End::Upper => hi,
+        End::Lower => lo,
+    })
+}
+
+/// Where a bracket search ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bracket {
+    /// `holds(first_held)`; `last_failed` is the point tried just before it
+    /// (`None` when the start held), so [last_failed, first_held] brackets
+    /// the threshold.
+    Found {
+        last_failed: Option<f64>,
+        first_held: f64,
+    },
+    /// `holds` failed at every point tried; `last_tried` is the last of them.
+    Exhausted { last_tried: f64 },
+}
+
+/// Walks x₀, step(x₀), step²(x₀), … — at most `max_steps` steps, so at most
+/// `max_steps + 1` points, and none once `step` returns `None` (it left the
+/// domain) — until the monotone predicate `holds` is true. Growing steps
+/// (x ↦ 2x) find an upper end for [`bisect`]; shrinking steps (x ↦ x/2) with
+/// the negated predicate find a lower one.
+pub fn try_find_bracket<E>(
+    start: f64,
+    max_steps: u32,
+    step: impl Fn(f64) -> Option<f64>,
+    mut holds: impl FnMut(f64) -> Result<bool, E>,
+) -> Result<Bracket, E> {
+    let mut last_failed = None;
+    let mut x = start;
+    let mut steps = 0;
+    loop {
+        if holds(x)? {
+            return Ok(Bracket::Found {
+                last_failed,
+                first_held: x,
+            });
+        }
+        if steps == max_steps {
+            return Ok(Bracket::Exhausted { last_tried: x });
+        }
+        let Some(next) = step(x) else {
+            return Ok(Bracket::Exhausted { last_tried: x });
+        };
+        last_failed = Some(x);
+        x = next;
+        steps += 1;
+    }
+}
+
+/// [`try_find_bracket`] with a predicate that cannot fail.
+pub fn find_bracket(
+    start: f64,
+    max_steps: u32,
+    step: impl Fn(f64) -> Option<f64>,
+    mut holds: impl FnMut(f64) -> bool,
+) -> Bracket {
+    match try_find_bracket(start, max_steps, step, |x| Ok::<bool, Infallible>(holds(x))) {
+        Ok(b) => b,
+        Err(never) => match never {},
+    }
+}
+
+impl Bracket {
+    /// The point where the predicate held, or else the last point tried
+    /// (the bracket's upper end whether or not it was found).
+    pub fn upper(self) -> f64 {
+        match self {
+            Bracket::Found { first_held, .. } => first_held,
+            Bracket::Exhausted { last_tried } => last_tried,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UPPER: Bisection = Bisection::arithmetic(1e-14, 0.0, End::Upper);
+    const LOWER: Bisection = Bisection::arithmetic(1e-14, 0.0, End::Lower);
+
+    #[test]
+    fn upper_end_holds_and_is_tight() {
+        // √2 as the smallest x with x² ≥ 2
+        let x = bisect(0.0, 2.0, &UPPER, |x| x * x >= 2.0);
+        assert!(x * x >= 2.0, "the upper end must satisfy the predicate");
+        assert!(x - std::f64::consts::SQRT_2 <= 2e-14 * x);
+        // negative control: the lower end does not satisfy it
+        let y = bisect(0.0, 2.0, &LOWER, |x| x * x >= 2.0);
+        assert!(y * y < 2.0 && y < x);
+        assert!(x - y <= 1e-14 * x);
+    }
+
+    #[test]
+    fn lower_end_of_a_violation_predicate_is_the_largest_safe_point() {
+        // largest μ with e^μ ≤ 10: predicate "violates" = !(e^μ <= 10)
+        let mu = bisect(0.0, 8.0, &LOWER, |m| !(m.exp() <= 10.0));
+        assert!(mu.exp() <= 10.0);
+        assert!((mu - 10f64.ln()).abs() <= 1e-13);
+        // the upper end violates
+        let over = bisect(0.0, 8.0, &UPPER, |m| !(m.exp() <= 10.0));
+        assert!(over.exp() > 10.0);
+    }
+
+    #[test]
+    fn ends_are_never_evaluated() {
+        let mut seen = vec![];
+        let _ = bisect(1.0, 3.0, &UPPER, |x| {
+            seen.push(x);
+            x >= 2.5
+        });
+        assert!(!seen.is_empty() && seen.iter().all(|&x| x > 1.0 && x < 3.0));
+    }
+
+    #[test]
+    fn tolerances_and_step_cap() {
+        // absolute tolerance stops early
+        let x = bisect(
+            0.0,
+            1.0,
+            &Bisection::arithmetic(0.0, 0.25, End::Upper),
+            |x| x >= 0.3,
+        );
+        assert_eq!(x, 0.5);
+        // step cap: 3 halvings of [0, 8] towards 1.0 leave [1, 2]
+        let rule = Bisection {
+            max_steps: 3,
+            ..Bisection::arithmetic(0.0, 0.0, End::Upper)
+        };
+        assert_eq!(bisect(0.0, 8.0, &rule, |x| x >= 1.0), 1.0);
+        let rule = Bisection {
+            end: End::Lower,
+            ..rule
+        };
+        assert_eq!(bisect(0.0, 8.0, &rule, |x| x > 1.0), 1.0);
+        // geometric midpoints: ratio tolerance
+        let rule = Bisection {
+            rel: 1e-9,
+            abs: 0.0,
+            max_steps: 100,
+            midpoint: Midpoint::Geometric,
+            end: End::Upper,
+        };
+        let x = bisect(1e-3, 1e3, &rule, |x| x >= 7.0);
+        assert!(x >= 7.0 && x / 7.0 < 1.0 + 1e-9);
+        // an error ends the search
+        let r: Result<f64, &str> = try_bisect(0.0, 1.0, &UPPER, |x| {
+            if x > 0.3 {
+                Err("stop")
+            } else {
+                Ok(x >= 0.9)
+            }
+        });
+        assert_eq!(r, Err("stop"));
+    }
+
+    #[test]
+    fn brackets() {
+        let up = find_bracket(1.0, 10, |x| Some(2.0 * x), |x| x >= 100.0);
+        assert_eq!(
+            up,
+            Bracket::Found {
+                last_failed: Some(64.0),
+                first_held: 128.0
+            }
+        );
+        assert_eq!(
+            find_bracket(1.0, 3, |x| Some(2.0 * x), |x| x >= 100.0),
+            Bracket::Exhausted { last_tried: 8.0 }
+        );
+        assert_eq!(
+            find_bracket(1.0, 3, |x| Some(2.0 * x), |x| x >= 0.5),
+            Bracket::Found {
+                last_failed: None,
+                first_held: 1.0
+            }
+        );
+        // a step that leaves the domain ends the walk without evaluating outside it
+        let mut seen = vec![];
+        let b = find_bracket(
+            1.0,
+            100,
+            |x| (x > 0.2).then_some(x / 2.0),
+            |x| {
+                seen.push(x);
+                false
+            },
+        );
+        assert_eq!(b, Bracket::Exhausted { last_tried: 0.125 });
+        assert_eq!(seen, vec![1.0, 0.5, 0.25, 0.125]);
+    }
+}
