@@ -1,6 +1,7 @@
 //! The discrete Gaussian N_Z(0, σ²) (Canonne, Kamath & Steinke 2020): exact privacy
 //! profile for an integer shift Δ (their Theorem 7), computed from tail-sum tables.
 
+use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 
 /// Largest σ for which the exact (table-based) treatment is used; larger σ fall back to
@@ -159,7 +160,8 @@ impl DiscreteGaussian {
             return f64::INFINITY;
         }
         let mu = self.shift as f64 / self.sigma;
-        let hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).sqrt() + 1.0;
+        // upper bracket from the classical RDP bound of the same ρ = μ²/2 (CKS 2020 Prop 5)
+        let hi = linear_rdp_closed_form_mu(mu, delta) + 1.0;
         let Bracket::Found { first_held: hi, .. } =
             find_bracket(hi, 100, |x| Some(x * 2.0), |t| !(self.delta(t) > delta))
         else {

@@ -1,6 +1,7 @@
 //! Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Theorem 8;
 //! equivalently μ-GDP, Dong–Roth–Su 2019, Corollary 2.13).
 
+use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::special::log_norm_cdf;
 
@@ -39,8 +40,8 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     if gdp_delta(mu, 0.0) <= delta {
         return 0.0;
     }
-    // upper bracket: classical bound mu^2/2 + mu*sqrt(2 ln(1/δ)) is always ≥ the root
-    let hi = 0.5 * mu * mu + mu * (2.0 * (1.0 / delta).ln()).max(0.0).sqrt() + 1e-3;
+    // upper bracket: the classical RDP bound μ²/2 + μ√(2 ln(1/δ)) is always ≥ the root
+    let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
     let hi = find_bracket(hi, 200, |x| Some(x * 2.0), |e| !(gdp_delta(mu, e) > delta)).upper();
     bisect(
         0.0,

@@ -73,6 +73,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 mod accountants;
+pub mod conversions;
 mod dgauss;
 mod gaussian;
 pub mod roots;

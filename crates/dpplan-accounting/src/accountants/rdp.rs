@@ -2,6 +2,7 @@
 //! best order.
 
 use super::{eff_rho, infinite, round_up_geometric};
+use crate::conversions::{balle2020_thm21, linear_rdp_closed_form, mironov_prop3};
 use crate::special::minimize_log_grid;
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
@@ -11,9 +12,10 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RdpConversion {
-    /// ε = R(α) + ln(1/δ)/(α−1) (Mironov 2017, Prop 3)
+    /// ε = R(α) + ln(1/δ)/(α−1) (Mironov 2017, Prop 3; [`crate::conversions::mironov_prop3`])
     Classical,
-    /// ε = R(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1) (Balle et al. 2020, Thm 21)
+    /// ε = R(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1) (Balle et al. 2020, Thm 21;
+    /// [`crate::conversions::balle2020_thm21`])
     Balle2020,
     /// the smaller of the two
     Best,
@@ -117,13 +119,6 @@ impl RdpCurve {
     }
 }
 
-fn conv_classical(r: f64, alpha: f64, delta: f64) -> f64 {
-    r + (1.0 / delta).ln() / (alpha - 1.0)
-}
-fn conv_balle(r: f64, alpha: f64, delta: f64) -> f64 {
-    r + ((alpha - 1.0) / alpha).ln() - (delta.ln() + alpha.ln()) / (alpha - 1.0)
-}
-
 /// RDP accountant with a chosen conversion; returns the bound for the plan.
 pub fn rdp_epsilon_with(
     releases: &[Release],
@@ -156,7 +151,6 @@ pub(super) fn rdp(
         return Err(infinite("RDP"));
     }
     let curve = RdpCurve::new(plan);
-    let l = (1.0 / delta).ln();
     let mut results: Vec<(f64, f64, &'static str)> = vec![];
     let use_classical = matches!(conv, RdpConversion::Classical | RdpConversion::Best);
     let use_balle = matches!(conv, RdpConversion::Balle2020 | RdpConversion::Best);
@@ -165,22 +159,18 @@ pub(super) fn rdp(
     if use_classical {
         if curve.only_gauss() {
             // closed form: min_α αa + L/(α−1) = a + 2√(aL) at α = 1 + √(L/a)
-            let a = curve.gauss_rho;
-            results.push((
-                a + 2.0 * (a * l).sqrt(),
-                1.0 + (l / a).sqrt(),
-                "classical conversion (closed form)",
-            ));
+            let (e, alpha) = linear_rdp_closed_form(curve.gauss_rho, delta);
+            results.push((e, alpha, "classical conversion (closed form)"));
         } else {
             let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
-                conv_classical(curve.eval(al), al, delta)
+                mironov_prop3(curve.eval(al), al, delta)
             });
             results.push((v, al, "classical conversion"));
         }
     }
     if use_balle {
         let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
-            conv_balle(curve.eval(al), al, delta)
+            balle2020_thm21(curve.eval(al), al, delta)
         });
         results.push((v, al, "Balle et al. 2020 conversion"));
     }

@@ -2,11 +2,13 @@
 //! Bun–Steinke Prop 1.3 and Canonne–Kamath–Steinke 2020 Cor 13.
 
 use super::eff_rho;
+use crate::conversions::{balle2020_thm21, linear_rdp_closed_form};
 use crate::special::minimize_log_grid;
 use crate::{AccountingError, Plan};
 
-/// ε of ρ-zCDP at δ: min of Bun–Steinke ρ + 2√(ρ ln 1/δ) and CKS 2020 Cor 13 (optimised
-/// over α).
+/// ε of ρ-zCDP at δ: min of Bun–Steinke Prop 1.3, ρ + 2√(ρ ln 1/δ)
+/// ([`linear_rdp_closed_form`]), and CKS 2020 Cor 13 ([`balle2020_thm21`] on the
+/// curve αρ, optimised over α).
 pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
     if rho <= 0.0 {
         return 0.0;
@@ -14,10 +16,8 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
     if delta <= 0.0 {
         return f64::INFINITY;
     }
-    let l = (1.0 / delta).ln();
-    let bs = rho + 2.0 * (rho * l).sqrt();
-    let f = |a: f64| a * rho + ((a - 1.0) / a).ln() - (delta.ln() + a.ln()) / (a - 1.0);
-    let a_star = 1.0 + (l / rho).sqrt();
+    let (bs, a_star) = linear_rdp_closed_form(rho, delta);
+    let f = |a: f64| balle2020_thm21(a * rho, a, delta);
     let (_, v) = minimize_log_grid(
         1.0,
         1.0 + 1e-9 * a_star.min(1e6),
