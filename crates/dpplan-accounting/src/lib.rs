@@ -488,38 +488,76 @@ pub fn all(releases: &[Release], delta: f64) -> Vec<(Accountant, Result<Bound, A
 
 /// The smallest ε over the accountants that apply; `Bound.accountant` names the winner.
 pub fn best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> {
-    check_delta(delta)?;
-    let plan = normalise(releases)?;
-    best_of_plan(&plan, delta)
+    best_among(releases, delta, &Accountant::ALL, NoBound::LastInfinite)
 }
 
-pub(crate) fn best_of_plan(plan: &Plan, delta: f64) -> Result<Bound, AccountingError> {
+/// The smallest ε over `accountants` (evaluated in that order) that apply;
+/// `Bound.accountant` names the winner. See [`best_of`].
+pub fn best_among(
+    releases: &[Release],
+    delta: f64,
+    accountants: &[Accountant],
+    why: NoBound,
+) -> Result<Bound, AccountingError> {
+    check_delta(delta)?;
+    let plan = normalise(releases)?;
+    best_of(
+        accountants
+            .iter()
+            .map(|&a| accountants::evaluate(&plan, delta, a)),
+        why,
+    )
+}
+
+/// Which error [`best_of`] reports when no accountant gives a bound.
+///
+/// The two rules differ only when every accountant fails with different
+/// errors, e.g. a plan of 1.7·10¹² Gaussian releases whose ε overflows:
+/// every accountant's ε is unbounded except PLD's, which is not applicable
+/// (more than 10¹² releases). [`best`] (and so the language server's first
+/// pass and the runtime) reports the unbounded ε, the checker's report over
+/// [`all`] the PLD message; kept as they were until one is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoBound {
+    /// the last `InfiniteEpsilon` error, else the first error
+    LastInfinite,
+    /// the last error
+    Last,
+}
+
+/// Best of accountants' results: the bound with the smallest ε (the first of
+/// equal ones, in the order given). Each bound is proven, so their minimum
+/// is. Without any bound, the error that `why` picks, or `NotApplicable`
+/// when there was no result at all.
+pub fn best_of(
+    results: impl IntoIterator<Item = Result<Bound, AccountingError>>,
+    why: NoBound,
+) -> Result<Bound, AccountingError> {
     let mut winner: Option<Bound> = None;
-    let mut last_err: Option<AccountingError> = None;
-    for a in Accountant::ALL {
-        match accountants::evaluate(plan, delta, a) {
+    let mut error: Option<AccountingError> = None;
+    for r in results {
+        match r {
             Ok(b) => {
-                if winner
-                    .as_ref()
-                    .map(|w| b.epsilon < w.epsilon)
-                    .unwrap_or(true)
-                {
+                if winner.as_ref().is_none_or(|w| b.epsilon < w.epsilon) {
                     winner = Some(b);
                 }
             }
             Err(e) => {
-                // prefer reporting the most informative error if nothing succeeds
-                if last_err.is_none() || matches!(e, AccountingError::InfiniteEpsilon(_)) {
-                    last_err = Some(e);
+                let replace = match why {
+                    NoBound::LastInfinite => {
+                        error.is_none() || matches!(e, AccountingError::InfiniteEpsilon(_))
+                    }
+                    NoBound::Last => true,
+                };
+                if replace {
+                    error = Some(e);
                 }
             }
         }
     }
-    match winner {
-        Some(w) => Ok(w),
-        None => Err(last_err
-            .unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))),
-    }
+    winner.ok_or_else(|| {
+        error.unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))
+    })
 }
 
 /// Tightest ε of ONE release at δ: Laplace kinds Δ₁/b (pure); Gaussian: analytic

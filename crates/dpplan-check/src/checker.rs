@@ -260,20 +260,7 @@ pub(crate) fn fast_best(
     releases: &[acct::Release],
     delta: f64,
 ) -> Result<acct::Bound, acct::AccountingError> {
-    let mut best: Option<acct::Bound> = None;
-    let mut err = None;
-    for a in FAST {
-        match acct::epsilon(releases, delta, a) {
-            Ok(b) if best.as_ref().is_none_or(|x| b.epsilon < x.epsilon) => best = Some(b),
-            Ok(_) => {}
-            Err(e) => err = Some(e),
-        }
-    }
-    best.ok_or_else(|| {
-        err.unwrap_or(acct::AccountingError::NotApplicable(
-            "no accountant applies".into(),
-        ))
-    })
+    acct::best_among(releases, delta, &FAST, acct::NoBound::Last)
 }
 
 fn valid_positive(x: f64) -> bool {
@@ -401,24 +388,10 @@ pub(crate) fn check(
                 .find(|(x, _)| *x == a)
                 .map(|(_, r)| r.clone())
                 .unwrap_or_else(|| acct::epsilon(&releases, privacy.delta, a)),
-            None => {
-                let mut best: Option<acct::Bound> = None;
-                let mut last_err = None;
-                for (_, r) in &results {
-                    match r {
-                        Ok(b) if best.as_ref().is_none_or(|x| b.epsilon < x.epsilon) => {
-                            best = Some(b.clone())
-                        }
-                        Ok(_) => {}
-                        Err(e) => last_err = Some(e.clone()),
-                    }
-                }
-                best.ok_or_else(|| {
-                    last_err.unwrap_or(acct::AccountingError::NotApplicable(
-                        "no accountant applies".into(),
-                    ))
-                })
-            }
+            None => acct::best_of(
+                results.iter().map(|(_, r)| r.clone()),
+                acct::NoBound::Last,
+            ),
         };
         match chosen {
             Ok(b) => {
