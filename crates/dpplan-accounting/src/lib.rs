@@ -76,6 +76,7 @@ mod accountants;
 pub mod conversions;
 mod dgauss;
 mod gaussian;
+mod grid;
 pub mod roots;
 mod special;
 

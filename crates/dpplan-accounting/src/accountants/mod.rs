@@ -26,6 +26,7 @@ pub use zcdp::zcdp_epsilon_from_rho;
 
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::gdp_epsilon;
+use crate::grid::GeometricGrid;
 use crate::{Accountant, AccountingError, Bound, Eff, Plan};
 use std::collections::HashMap;
 
@@ -100,19 +101,6 @@ pub(crate) fn eff_rho(eff: &Eff) -> f64 {
 // Geometric bucketing (sound: parameters only rounded UP)
 // ---------------------------------------------------------------------------
 
-/// Round x > 0 up onto the grid {(1+r)^k}.
-pub(crate) fn round_up_geometric(x: f64, ratio: f64) -> f64 {
-    let l = ratio.ln_1p();
-    let k = (x.ln() / l).ceil();
-    let mut v = (k * l).exp();
-    // guard against the exp/ln round trip landing a hair below x
-    while v < x {
-        v *= 1.0 + 1e-15;
-        v = v.max(x);
-    }
-    v
-}
-
 /// Approximate-DP items, optionally bucketed (μ / ρ / σ rounded to be more private-costly).
 pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<(Eff, u64)> {
     let approx: Vec<(Eff, u64)> = plan
@@ -138,17 +126,18 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
             .map(|i| (i.eff, i.count))
             .collect();
     }
+    let grid = GeometricGrid::new(ratio);
     let mut map: HashMap<(u8, u64, u64, u64), (Eff, u64)> = HashMap::new();
     for (e, c) in approx {
         let e2 = match e {
             Eff::Gauss { mu } => Eff::Gauss {
-                mu: round_up_geometric(mu, ratio),
+                mu: grid.round_up(mu).1,
             },
             // larger ρ with the same bound function; exact DG curve no longer used
             Eff::DGauss { sigma, rho, .. } => Eff::DGauss {
                 sigma,
                 shift: None,
-                rho: round_up_geometric(rho, ratio),
+                rho: grid.round_up(rho).1,
             },
             other => other,
         };

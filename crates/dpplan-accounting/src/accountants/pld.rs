@@ -18,6 +18,7 @@
 
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::{gdp_delta, gdp_epsilon};
+use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
@@ -575,22 +576,18 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         if v.len() <= BUCKET_ABOVE {
             return v;
         }
-        // round ε up onto a geometric grid: a larger-ε Laplace / RR dominates
-        let l = BUCKET_RATIO.ln_1p();
-        let mut mm: HashMap<i64, u64> = HashMap::new();
+        // round ε up onto a geometric grid: a larger-ε Laplace / RR dominates;
+        // one ε per grid point (the largest rounded member, all equal unless
+        // the round-up's check had to lift one)
+        let grid = GeometricGrid::new(BUCKET_RATIO);
+        let mut mm: HashMap<i64, (f64, u64)> = HashMap::new();
         for (e, c) in v {
-            let k = (e.ln() / l).ceil() as i64;
-            let v = mm.entry(k).or_insert(0);
-            *v = v.saturating_add(c);
+            let (k, up) = grid.round_up(e);
+            let v = mm.entry(k).or_insert((up, 0));
+            v.0 = v.0.max(up);
+            v.1 = v.1.saturating_add(c);
         }
-        mm.into_iter()
-            .map(|(k, c)| {
-                let mut e = (k as f64 * l).exp();
-                // robust against exp/ln round-off: never below the members
-                e *= 1.0 + 4.0 * f64::EPSILON * (k.unsigned_abs() as f64 + 1.0);
-                (e, c)
-            })
-            .collect()
+        mm.into_values().collect()
     };
     let mut leaves: Vec<(LeafKind, u64)> = vec![];
     for (e, c) in bucket(lap) {

@@ -1,8 +1,9 @@
 //! Rényi DP (Mironov 2017): per-order curves add up; converted to (ε, δ) at the
 //! best order.
 
-use super::{eff_rho, infinite, round_up_geometric};
+use super::{eff_rho, infinite};
 use crate::conversions::{balle2020_thm21, linear_rdp_closed_form, mironov_prop3};
+use crate::grid::GeometricGrid;
 use crate::special::minimize_log_grid;
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
@@ -65,19 +66,21 @@ impl RdpCurve {
         }
         if c.laplace.len() > 512 {
             // chord bucketing: R(α,·) convex ⇒ on [lo,hi], R(ε) ≤ R(lo) + (ε−lo)·slope
-            let ratio: f64 = 0.01;
-            let l = ratio.ln_1p();
+            let grid = GeometricGrid::new(0.01);
             let mut map: HashMap<i64, (f64, f64)> = HashMap::new();
             for &(e, n) in &c.laplace {
-                let k = (e.ln() / l).floor() as i64;
+                let k = grid.index_below(e);
                 let ent = map.entry(k).or_insert((0.0, 0.0));
                 ent.0 += n;
                 ent.1 += n * e;
             }
             for (k, (n, s)) in map {
-                let lo = (k as f64 * l).exp();
-                let hi = ((k + 1) as f64 * l).exp();
-                // make sure the bucket really contains its members after rounding
+                let lo = grid.point(k);
+                let hi = grid.point(k + 1);
+                // make sure the bucket really contains its members after rounding: the
+                // cell ends are widened by 10⁻¹², above the round-off of ln and exp
+                // (≈ |ln ε|·u ≤ 2·10⁻¹³ for any positive normal ε), and include the mean.
+                // An enclosure, not a round-up: both ends matter for the chord.
                 let mean = s / n;
                 let lo = lo.min(mean);
                 let hi = hi.max(mean) * (1.0 + 1e-12);
@@ -86,10 +89,10 @@ impl RdpCurve {
             c.laplace.clear();
         }
         if c.rr.len() > 512 {
+            let grid = GeometricGrid::new(1e-3);
             let mut map: HashMap<u64, f64> = HashMap::new();
             for &(e, n) in &c.rr {
-                *map.entry(round_up_geometric(e, 1e-3).to_bits())
-                    .or_insert(0.0) += n;
+                *map.entry(grid.round_up(e).1.to_bits()).or_insert(0.0) += n;
             }
             c.rr = map
                 .into_iter()
