@@ -8,6 +8,35 @@ use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 /// the zCDP bound ρ = Δ²/(2σ²) (CKS 2020, Proposition 5 / Theorem 14).
 pub const MAX_EXACT_SIGMA: f64 = 2.0e4;
 
+/// f(y) = e^{−y²/2σ²} for y = 0..=⌈40σ⌉ + 2: beyond ~38.6σ every term underflows
+/// to 0, so this covers every representable weight.
+fn weights(sigma: f64) -> Vec<f64> {
+    let n_max = (40.0 * sigma).ceil() as usize + 2;
+    let two_s2 = 2.0 * sigma * sigma;
+    (0..=n_max)
+        .map(|y| (-((y as f64) * (y as f64)) / two_s2).exp())
+        .collect()
+}
+
+/// Z = f(0) + 2·Σ_{y≥1} f(y) from the weights of [`weights`], the tail summed
+/// from its smallest terms up.
+fn normaliser_of(f: &[f64]) -> f64 {
+    let tail: f64 = f[1..].iter().rev().sum();
+    (f[0] + tail) + tail
+}
+
+/// The normaliser Z(σ) = Σ_{y∈ℤ} e^{−y²/2σ²} of the discrete Gaussian
+/// N_ℤ(0, σ²), whose mass at y is e^{−y²/2σ²}/Z (Canonne, Kamath & Steinke
+/// 2020, Definition 1). Exact up to floating-point summation: the terms past
+/// |y| = ⌈40σ⌉ + 2 underflow. Costs O(σ) exponentials; `None` unless
+/// 0 < σ ≤ [`MAX_EXACT_SIGMA`].
+pub fn discrete_gaussian_normaliser(sigma: f64) -> Option<f64> {
+    if sigma.is_nan() || sigma <= 0.0 || sigma > MAX_EXACT_SIGMA {
+        return None;
+    }
+    Some(normaliser_of(&weights(sigma)))
+}
+
 #[derive(Debug, Clone)]
 pub struct DiscreteGaussian {
     pub sigma: f64,
@@ -18,7 +47,7 @@ pub struct DiscreteGaussian {
     s: Vec<f64>,
     /// c[m] = Σ_{y=0}^{m} f(y)
     c: Vec<f64>,
-    /// normaliser Z = Σ_{y∈Z} f(y)
+    /// normaliser Z = Σ_{y∈Z} f(y) ([`discrete_gaussian_normaliser`])
     pub z: f64,
 }
 
@@ -28,12 +57,8 @@ impl DiscreteGaussian {
         if sigma.is_nan() || sigma <= 0.0 || sigma > MAX_EXACT_SIGMA || shift < 0 {
             return None;
         }
-        // f(y) underflows to 0 beyond ~38.6σ; 40σ + 2 covers everything representable.
-        let n_max = (40.0 * sigma).ceil() as usize + 2;
-        let two_s2 = 2.0 * sigma * sigma;
-        let f: Vec<f64> = (0..=n_max)
-            .map(|y| (-((y as f64) * (y as f64)) / two_s2).exp())
-            .collect();
+        let f = weights(sigma);
+        let n_max = f.len() - 1;
         let mut s = vec![0.0; n_max + 2];
         for n in (0..=n_max).rev() {
             s[n] = s[n + 1] + f[n];
@@ -44,7 +69,7 @@ impl DiscreteGaussian {
             acc += v;
             c[m] = acc;
         }
-        let z = s[0] + s[1];
+        let z = normaliser_of(&f);
         Some(DiscreteGaussian {
             sigma,
             shift,
@@ -173,5 +198,47 @@ impl DiscreteGaussian {
             &Bisection::arithmetic(1e-13, 1e-300, End::Upper),
             |t| self.delta(t) <= delta,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normaliser_against_independent_sums() {
+        for &sigma in &[0.3, 0.5, 1.0, 2.5, 12.0, 80.0, 1000.0] {
+            let z = discrete_gaussian_normaliser(sigma).unwrap();
+            // direct sum over y ∈ [−N, N] in the opposite order (largest terms first)
+            let n = (60.0 * sigma).ceil() as i64;
+            let direct: f64 = (-n..=n)
+                .map(|y| (-((y * y) as f64) / (2.0 * sigma * sigma)).exp())
+                .sum();
+            // (a naive sum of 2N + 1 terms is exact to (2N + 1)·u)
+            assert!(
+                (z - direct).abs() <= (2 * n + 1) as f64 * f64::EPSILON * direct,
+                "σ={sigma}: {z} vs {direct}"
+            );
+            // Poisson summation: Z = σ√(2π)·Σ_k e^{−2π²σ²k²}
+            let pi = std::f64::consts::PI;
+            let dual: f64 = (-5..=5i32)
+                .map(|k| (-2.0 * pi * pi * sigma * sigma * (k * k) as f64).exp())
+                .sum();
+            let poisson = sigma * (2.0 * pi).sqrt() * dual;
+            assert!(
+                (z - poisson).abs() <= 1e-14 * poisson,
+                "σ={sigma}: {z} vs {poisson}"
+            );
+            // the tables use the same normaliser
+            assert_eq!(DiscreteGaussian::new(sigma, 1).unwrap().z, z);
+        }
+        // negative controls: not the continuous normaliser at small σ, and σ matters
+        let z = discrete_gaussian_normaliser(0.5).unwrap();
+        assert!((z - 0.5 * (2.0 * std::f64::consts::PI).sqrt()).abs() > 1e-3);
+        let a = discrete_gaussian_normaliser(12.0).unwrap();
+        let b = discrete_gaussian_normaliser(12.0 * (1.0 + 1e-9)).unwrap();
+        assert!(b > a);
+        assert_eq!(discrete_gaussian_normaliser(0.0), None);
+        assert_eq!(discrete_gaussian_normaliser(3e4), None);
     }
 }

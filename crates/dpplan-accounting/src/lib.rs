@@ -81,6 +81,7 @@ pub mod roots;
 mod special;
 
 pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};
+pub use dgauss::discrete_gaussian_normaliser;
 pub use special::{log_norm_cdf, norm_cdf};
 
 /// Sensitivity of the released query.

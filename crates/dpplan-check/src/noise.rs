@@ -35,14 +35,14 @@ fn discrete_gaussian_spread(sigma: f64) -> (f64, f64) {
     if sigma.is_nan() || sigma <= 0.0 || sigma > 1000.0 {
         return (sigma, (Z95 * sigma).ceil());
     }
+    let Some(norm) = dpplan_accounting::discrete_gaussian_normaliser(sigma) else {
+        return (sigma, (Z95 * sigma).ceil());
+    };
     let limit = (sigma * 40.0).ceil() as i64 + 1;
     let w = |k: i64| (-((k * k) as f64) / (2.0 * sigma * sigma)).exp();
-    let mut norm = w(0);
     let mut second = 0.0;
     for k in 1..=limit {
-        let p = w(k);
-        norm += 2.0 * p;
-        second += 2.0 * p * (k * k) as f64;
+        second += 2.0 * w(k) * (k * k) as f64;
     }
     let var = second / norm;
     // central interval: smallest k with P(|X| ≤ k) ≥ 0.95
