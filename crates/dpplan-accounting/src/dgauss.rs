@@ -3,6 +3,7 @@
 
 use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use std::cmp::Ordering;
 
 /// Largest σ for which the exact (table-based) treatment is used; larger σ fall back to
 /// the zCDP bound ρ = Δ²/(2σ²) (CKS 2020, Proposition 5 / Theorem 14).
@@ -187,9 +188,12 @@ impl DiscreteGaussian {
         let mu = self.shift as f64 / self.sigma;
         // upper bracket from the classical RDP bound of the same ρ = μ²/2 (CKS 2020 Prop 5)
         let hi = linear_rdp_closed_form_mu(mu, delta) + 1.0;
-        let Bracket::Found { first_held: hi, .. } =
-            find_bracket(hi, 100, |x| Some(x * 2.0), |t| !(self.delta(t) > delta))
-        else {
+        let Bracket::Found { first_held: hi, .. } = find_bracket(
+            hi,
+            100,
+            |x| Some(x * 2.0),
+            |t| self.delta(t).partial_cmp(&delta) != Some(Ordering::Greater),
+        ) else {
             return f64::INFINITY;
         };
         bisect(

@@ -4,6 +4,7 @@
 use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::special::log_norm_cdf;
+use std::cmp::Ordering;
 
 /// δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), valid for every real ε.
 /// Computed as Φ(a)·(−expm1(ε + lnΦ(b) − lnΦ(a))) so that neither large ε nor tiny δ
@@ -42,7 +43,13 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     }
     // upper bracket: the classical RDP bound μ²/2 + μ√(2 ln(1/δ)) is always ≥ the root
     let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
-    let hi = find_bracket(hi, 200, |x| Some(x * 2.0), |e| !(gdp_delta(mu, e) > delta)).upper();
+    let hi = find_bracket(
+        hi,
+        200,
+        |x| Some(x * 2.0),
+        |e| gdp_delta(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
+    )
+    .upper();
     bisect(
         0.0,
         hi,
@@ -54,7 +61,11 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
 /// Largest μ with δ_μ(ε) ≤ δ (lower end of the bracket, so μ is never overstated).
 pub fn gdp_mu_for(eps: f64, delta: f64) -> f64 {
     // δ_μ(ε) increases with μ: search on "μ violates δ" and keep the lower end.
-    let violates = |mu: f64| !(gdp_delta(mu, eps) <= delta);
+    let violates = |mu: f64| {
+        gdp_delta(mu, eps)
+            .partial_cmp(&delta)
+            .is_none_or(Ordering::is_gt)
+    };
     let (lo, hi) = match find_bracket(1.0, 1999, |x| Some(x * 2.0), violates) {
         Bracket::Found {
             last_failed,

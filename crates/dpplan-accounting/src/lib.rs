@@ -66,6 +66,20 @@
 //!   analytically: δ(ε) = p_∞ + Σⱼ pⱼ·δ_μ(ε − lⱼ). Many distinct Laplace ε are rounded
 //!   up onto a geometric grid (ratio 1+10⁻³), sound because the Laplace (and RR) profile
 //!   increases with ε.
+//!
+//! ## Where each result lives (one home per theorem)
+//! * `accountants/`: one file per accountant (basic, advanced, zcdp, rdp, gdp,
+//!   pld) and their shared dispatch; [`best_of`] is the one minimum over
+//!   accountants.
+//! * [`conversions`]: RDP → (ε, δ) — Mironov 2017 Prop 3, Balle et al. 2020
+//!   Thm 21 (= CKS 2020 Cor 13 for zCDP), the closed form a + 2√(a ln 1/δ)
+//!   (Bun–Steinke 2016 Prop 1.3).
+//! * `gaussian.rs`: the Gaussian privacy profile (Balle–Wang 2018 Thm 8);
+//!   `dgauss.rs`: the discrete Gaussian's (CKS 2020 Thm 7) and its normaliser
+//!   [`discrete_gaussian_normaliser`].
+//! * [`roots`]: the one bracket search and bisection (monotone predicate,
+//!   returned end chosen explicitly); `grid.rs`: the one geometric round-up
+//!   used for bucketing; `special.rs`: normal CDF and 1-D minimisation.
 #![forbid(unsafe_code)]
 
 use roots::{try_bisect, try_find_bracket, Bisection, Bracket, End};

@@ -9,7 +9,8 @@
 //! meets a bound" asks `holds = meets the bound`; a search for "the largest x
 //! that meets a bound" asks `holds = violates the bound` and keeps the *lower*
 //! end. Write the predicate so that a NaN answer counts on the unsafe side
-//! (e.g. `!(δ(x) <= target)`, not `δ(x) > target`).
+//! (e.g. "violates" as `δ(x).partial_cmp(&target).is_none_or(Ordering::is_gt)`,
+//! not `δ(x) > target`).
 //!
 //! [`bisect`] never evaluates `holds` at the ends of the bracket it is given:
 //! the caller vouches that `holds(hi)` is true (or accepts `hi` as a fallback)
@@ -201,12 +202,12 @@ mod tests {
 
     #[test]
     fn lower_end_of_a_violation_predicate_is_the_largest_safe_point() {
-        // largest μ with e^μ ≤ 10: predicate "violates" = !(e^μ <= 10)
-        let mu = bisect(0.0, 8.0, &LOWER, |m| !(m.exp() <= 10.0));
+        // largest μ with e^μ ≤ 10: predicate "violates" = e^μ > 10
+        let mu = bisect(0.0, 8.0, &LOWER, |m| m.exp() > 10.0);
         assert!(mu.exp() <= 10.0);
         assert!((mu - 10f64.ln()).abs() <= 1e-13);
         // the upper end violates
-        let over = bisect(0.0, 8.0, &UPPER, |m| !(m.exp() <= 10.0));
+        let over = bisect(0.0, 8.0, &UPPER, |m| m.exp() > 10.0);
         assert!(over.exp() > 10.0);
     }
 

@@ -388,10 +388,7 @@ pub(crate) fn check(
                 .find(|(x, _)| *x == a)
                 .map(|(_, r)| r.clone())
                 .unwrap_or_else(|| acct::epsilon(&releases, privacy.delta, a)),
-            None => acct::best_of(
-                results.iter().map(|(_, r)| r.clone()),
-                acct::NoBound::Last,
-            ),
+            None => acct::best_of(results.iter().map(|(_, r)| r.clone()), acct::NoBound::Last),
         };
         match chosen {
             Ok(b) => {

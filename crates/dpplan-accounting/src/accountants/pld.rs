@@ -23,6 +23,7 @@ use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
+use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
 /// grid points per standard deviation of a node's own loss distribution
@@ -704,9 +705,12 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         } else {
             0.0
         } + h;
-    let Bracket::Found { first_held: hi, .. } =
-        find_bracket(hi, 200, |x| Some(x * 2.0 + 1.0), |x| !(delta_of(x) > delta))
-    else {
+    let Bracket::Found { first_held: hi, .. } = find_bracket(
+        hi,
+        200,
+        |x| Some(x * 2.0 + 1.0),
+        |x| delta_of(x).partial_cmp(&delta) != Some(Ordering::Greater),
+    ) else {
         return Err(AccountingError::InfiniteEpsilon(
             "PLD: could not bracket ε".into(),
         ));
