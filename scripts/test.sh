@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The test command (README): installs what the tests need, then runs every
-# test of the workspace.
+# test of the workspace, the language server end to end, and a short seeded
+# run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/test-deps.sh
 cargo test --locked --workspace
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
+# Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the
+# committed seeds and reproducers (fuzz/README.md); 0 skips it.
+fuzz_seconds="${DPPLAN_FUZZ_SECONDS:-60}"
+if [ "$fuzz_seconds" != 0 ]; then
+    target_dir="${CARGO_TARGET_DIR:-target}"
+    case "$target_dir" in /*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
+    DPPLAN_BIN="$target_dir/debug/dpplan" fuzz/run-ci.sh "$fuzz_seconds"
+fi
