@@ -568,3 +568,36 @@ fn sigkill_at_random_points_never_redraws_a_charged_slot() {
     eprintln!("{kills} kills survived; {killed_mid_release} left a charged, unpublished slot");
     assert!(killed_mid_release >= kills / 5);
 }
+
+#[test]
+fn a_ledger_from_an_earlier_dpplan_starts_keeping_an_anchor() {
+    // An earlier dpplan kept no anchor: no `anchor` row in `meta`, no
+    // `.head` file. Such a ledger verifies (with a warning), and the next
+    // run starts keeping one; from then on a lost anchor is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, ledger, _) = released(dir.path());
+    sql(
+        &ledger,
+        "DROP TRIGGER meta_no_delete; DELETE FROM meta WHERE key = 'anchor'; CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;",
+    );
+    let head = format!("{ledger}.head");
+    std::fs::remove_file(&head).unwrap();
+    let v = dpplan(&["ledger", "verify", &ledger]);
+    assert!(v.status.success(), "{}", text(&v.stderr));
+    assert!(
+        text(&v.stderr).contains("keeps no anchor yet"),
+        "{}",
+        text(&v.stderr)
+    );
+    let r = dpplan(&["run", &plan, "--ledger", &ledger, "--slot", "2"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(Path::new(&head).exists(), "the run started an anchor");
+    let v = dpplan(&["ledger", "verify", &ledger]);
+    assert!(v.status.success());
+    assert!(text(&v.stdout).contains("anchored"), "{}", text(&v.stdout));
+    // the ledger now requires its anchor
+    std::fs::remove_file(&head).unwrap();
+    let r = dpplan(&["run", &plan, "--ledger", &ledger, "--slot", "3"]);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    assert!(text(&r.stderr).contains("anchor"), "{}", text(&r.stderr));
+}
