@@ -317,9 +317,7 @@ pub(crate) fn check(
     let mut queries: Vec<QueryPlan> = plan
         .queries
         .iter()
-        .filter_map(|q| {
-            plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta))
-        })
+        .filter_map(|q| plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta)))
         .collect();
     check_names(&mut c, plan);
     check_publishes(&mut c, plan);

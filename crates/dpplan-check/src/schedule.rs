@@ -45,11 +45,18 @@ fn ceil_ratio((an, ap): (u128, u32), (bn, bp): (u128, u32)) -> Option<u128> {
 /// plan's decimals. Only durations beyond 128-bit fractions (periods or
 /// windows past 10^20 s with many decimals) fall back to floating point,
 /// rounded up.
-fn every_count(every: &Duration, window: Option<&Duration>, window_secs: i64) -> Result<u64, ScheduleError> {
+fn every_count(
+    every: &Duration,
+    window: Option<&Duration>,
+    window_secs: i64,
+) -> Result<u64, ScheduleError> {
     let e = duration_seconds(every)?;
     let (w, exact_w) = match window {
         Some(w) => (duration_seconds(w)?, exact_seconds(w)),
-        None => (window_secs as f64, u128::try_from(window_secs).ok().map(|w| (w, 0))),
+        None => (
+            window_secs as f64,
+            u128::try_from(window_secs).ok().map(|w| (w, 0)),
+        ),
     };
     let exact = exact_seconds(every)
         .zip(exact_w)
@@ -260,8 +267,14 @@ mod tests {
         assert_eq!(count(1.0, Week, 365.0, Day), Ok(53));
         assert_eq!(count(10.0, Second, 5.0, Second), Ok(1));
         // ⌈w/d⌉ exactly, where a float ratio rounds to the wrong integer
-        assert_eq!(count(3.0, Second, 3_000_000_001.0, Second), Ok(1_000_000_001));
-        assert_eq!(count(3.0, Second, 3_000_000_000.0, Second), Ok(1_000_000_000));
+        assert_eq!(
+            count(3.0, Second, 3_000_000_001.0, Second),
+            Ok(1_000_000_001)
+        );
+        assert_eq!(
+            count(3.0, Second, 3_000_000_000.0, Second),
+            Ok(1_000_000_000)
+        );
         // decimals as written: 0.7 / 0.1 is 7, not 7.000…1 or 6.999…
         assert_eq!(count(0.1, Second, 0.7, Second), Ok(7));
         assert_eq!(count(0.1, Second, 0.3, Second), Ok(3));
@@ -274,6 +287,9 @@ mod tests {
             count(1.0, Second, 1_000_000_000_001.0, Second),
             Err(ScheduleError::TooMany("1000000000001".into()))
         );
-        assert_eq!(count(1.0, Second, 1_000_000_000_000.0, Second), Ok(MAX_RELEASES));
+        assert_eq!(
+            count(1.0, Second, 1_000_000_000_000.0, Second),
+            Ok(MAX_RELEASES)
+        );
     }
 }
