@@ -28,7 +28,7 @@ use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::gdp_epsilon;
 use crate::grid::GeometricGrid;
 use crate::{Accountant, AccountingError, Bound, Eff, Plan};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 pub(crate) fn evaluate(plan: &Plan, delta: f64, a: Accountant) -> Result<Bound, AccountingError> {
     let (eps, detail) = match a {
@@ -127,7 +127,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
             .collect();
     }
     let grid = GeometricGrid::new(ratio);
-    let mut map: HashMap<(u8, u64, u64, u64), (Eff, u64)> = HashMap::new();
+    let mut map: BTreeMap<(u8, u64, u64, u64), (Eff, u64)> = BTreeMap::new();
     for (e, c) in approx {
         let e2 = match e {
             Eff::Gauss { mu } => Eff::Gauss {

@@ -24,7 +24,7 @@ use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -528,9 +528,9 @@ impl Ord for Node {
 pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     // split plan into the Gaussian part and grid leaves
     let mut mu2 = 0.0;
-    let mut lap: HashMap<u64, u64> = HashMap::new();
-    let mut rr: HashMap<u64, u64> = HashMap::new();
-    let mut dgs_map: HashMap<(u64, i64), u64> = HashMap::new();
+    let mut lap: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut rr: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut dgs_map: BTreeMap<(u64, i64), u64> = BTreeMap::new();
     for it in &plan.items {
         match it.eff {
             Eff::Gauss { mu } => mu2 += it.count as f64 * mu * mu,
@@ -572,7 +572,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         ));
     }
     let mu = mu2.sqrt();
-    let bucket = |m: HashMap<u64, u64>| -> Vec<(f64, u64)> {
+    let bucket = |m: BTreeMap<u64, u64>| -> Vec<(f64, u64)> {
         let v: Vec<(f64, u64)> = m.into_iter().map(|(b, c)| (f64::from_bits(b), c)).collect();
         if v.len() <= BUCKET_ABOVE {
             return v;
@@ -581,7 +581,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         // one ε per grid point (the largest rounded member, all equal unless
         // the round-up's check had to lift one)
         let grid = GeometricGrid::new(BUCKET_RATIO);
-        let mut mm: HashMap<i64, (f64, u64)> = HashMap::new();
+        let mut mm: BTreeMap<i64, (f64, u64)> = BTreeMap::new();
         for (e, c) in v {
             let (k, up) = grid.round_up(e);
             let v = mm.entry(k).or_insert((up, 0));

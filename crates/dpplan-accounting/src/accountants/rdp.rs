@@ -7,7 +7,7 @@ use crate::grid::GeometricGrid;
 use crate::special::minimize_log_grid;
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// Which RDP → (ε, δ) conversion to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ impl RdpCurve {
         if c.laplace.len() > 512 {
             // chord bucketing: R(α,·) convex ⇒ on [lo,hi], R(ε) ≤ R(lo) + (ε−lo)·slope
             let grid = GeometricGrid::new(0.01);
-            let mut map: HashMap<i64, (f64, f64)> = HashMap::new();
+            let mut map: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
             for &(e, n) in &c.laplace {
                 let k = grid.index_below(e);
                 let ent = map.entry(k).or_insert((0.0, 0.0));
@@ -90,7 +90,7 @@ impl RdpCurve {
         }
         if c.rr.len() > 512 {
             let grid = GeometricGrid::new(1e-3);
-            let mut map: HashMap<u64, f64> = HashMap::new();
+            let mut map: BTreeMap<u64, f64> = BTreeMap::new();
             for &(e, n) in &c.rr {
                 *map.entry(grid.round_up(e).1.to_bits()).or_insert(0.0) += n;
             }
