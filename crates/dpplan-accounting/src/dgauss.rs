@@ -30,7 +30,7 @@ fn normaliser_of(f: &[f64]) -> f64 {
 /// N_ℤ(0, σ²), whose mass at y is e^{−y²/2σ²}/Z (Canonne, Kamath & Steinke
 /// 2020, Definition 1). Exact up to floating-point summation: the terms past
 /// |y| = ⌈40σ⌉ + 2 underflow. Costs O(σ) exponentials; `None` unless
-/// 0 < σ ≤ [`MAX_EXACT_SIGMA`].
+/// 0 < σ ≤ 2·10⁴ (`MAX_EXACT_SIGMA`).
 pub fn discrete_gaussian_normaliser(sigma: f64) -> Option<f64> {
     if sigma.is_nan() || sigma <= 0.0 || sigma > MAX_EXACT_SIGMA {
         return None;
