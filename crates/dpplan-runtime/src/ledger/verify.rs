@@ -220,7 +220,20 @@ impl Ledger {
     /// and `expect_hash` (an operator's latest hash) when given. Any failure
     /// is [`LedgerError::Damaged`], naming the first bad entry where there
     /// is one.
+    ///
+    /// Runs under the ledger's write lock: the anchor is only written under
+    /// it too, so the history read here and the anchor read here are of the
+    /// same moment (another runtime's commit and anchor update cannot fall
+    /// between the two reads and make a sound ledger look cut off).
     pub fn integrity(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let r = self.integrity_locked(expect_hash);
+        // Nothing was written: ending the transaction cannot lose anything.
+        let _ = self.conn.execute_batch("ROLLBACK");
+        r
+    }
+
+    fn integrity_locked(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
         // The chain first: when entries were edited, the operator learns
         // which one, not only that the triggers were dropped to do it.
         let entries = self.entries()?;
