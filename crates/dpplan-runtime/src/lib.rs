@@ -277,14 +277,172 @@ fn due_slot(
     }
 }
 
-/// Opens an existing ledger for a run: nothing is charged or served from a
-/// ledger that fails [`Ledger::integrity`] (triggers, chain, anchor, the
-/// operator's expected hash); one that passes is re-anchored.
-fn open_verified(path: &Path, expect_hash: Option<&str>) -> Result<Ledger, RunError> {
-    let ledger = Ledger::open(path, None)?;
+/// Nothing is charged or served from a ledger that fails
+/// [`Ledger::integrity`] (triggers, chain, anchor, the operator's expected
+/// hash); one that passes is re-anchored.
+fn verified(ledger: Ledger, expect_hash: Option<&str>) -> Result<Ledger, RunError> {
     ledger.integrity(expect_hash)?;
     ledger.anchor()?;
     Ok(ledger)
+}
+
+/// Refuses a ledger that belongs to another plan.
+fn same_plan(ledger: &Ledger, plan: &ExecutablePlan) -> Result<(), RunError> {
+    let current = ledger.plan_hash()?;
+    if current != plan.body_sha256 {
+        return Err(RunError::Ledger(LedgerError::PlanMismatch {
+            ledger: current,
+            plan: plan.body_sha256.clone(),
+        }));
+    }
+    Ok(())
+}
+
+/// Step 1: the existing ledger, verified and (with `--upgrade`) moved to
+/// this plan; `None` when there is none yet.
+fn open_existing(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+) -> Result<(Option<Ledger>, Option<ledger::UpgradeValue>), RunError> {
+    if !opts.ledger.exists() {
+        if opts.expect_hash.is_some() {
+            return Err(RunError::Ledger(LedgerError::Damaged {
+                seq: None,
+                why: format!(
+                    "`{}` does not exist, but an expected hash was given",
+                    opts.ledger.display()
+                ),
+            }));
+        }
+        ledger::refuse_orphan_anchor(&opts.ledger)?;
+        return Ok((None, None));
+    }
+    let mut l = verified(
+        Ledger::open(&opts.ledger, None)?,
+        opts.expect_hash.as_deref(),
+    )?;
+    let mut upgrade = None;
+    if l.plan_hash()? != plan.body_sha256 {
+        if !opts.upgrade {
+            same_plan(&l, plan)?;
+        }
+        upgrade = l.upgrade(plan, opts.raise_budget)?;
+    }
+    Ok((Some(l), upgrade))
+}
+
+/// What a run does with each selected release: serve it, refuse it, or
+/// release it fresh.
+#[derive(Default)]
+struct Due<'a> {
+    served: Vec<ReleaseResult>,
+    refused: Vec<Refusal>,
+    fresh: Vec<(&'a Release, u64)>,
+}
+
+/// Step 2: the slot of every selected release that is due, and how it
+/// stands in the ledger (without a ledger, every slot is free).
+fn due<'a>(
+    plan: &'a ExecutablePlan,
+    opts: &RunOptions,
+    at: i64,
+    ledger_start: i64,
+    ledger: Option<&Ledger>,
+) -> Result<Due<'a>, RunError> {
+    let body = &plan.body;
+    for q in &opts.queries {
+        if body.release(q).is_none() && !body.publishes.iter().any(|p| &p.name == q) {
+            return Err(RunError::Ledger(LedgerError::NotInPlan(q.clone())));
+        }
+    }
+    let mut d = Due::default();
+    let mut beyond = Vec::new();
+    let selected = body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
+    for r in selected {
+        let Some(slot) = due_slot(r, opts, at, ledger_start, ledger)? else {
+            continue;
+        };
+        if slot >= r.schedule.slots {
+            beyond.push(Refusal {
+                query: r.name.clone(),
+                slot: Some(slot),
+                reason: LedgerError::SlotOutOfRange {
+                    query: r.name.clone(),
+                    slot,
+                    slots: r.schedule.slots,
+                }
+                .to_string(),
+            });
+            continue;
+        }
+        let Some(l) = ledger else {
+            d.fresh.push((r, slot));
+            continue;
+        };
+        match l.slot_state(&r.name, slot)? {
+            SlotState::Free => d.fresh.push((r, slot)),
+            SlotState::Released(e) => d.served.push(served(l, &e, "ledger", None)?),
+            SlotState::Charged(seq) => d.refused.push(Refusal {
+                query: r.name.clone(),
+                slot: Some(slot),
+                reason: LedgerError::Unpublished {
+                    query: r.name.clone(),
+                    slot,
+                    seq,
+                }
+                .to_string(),
+            }),
+        }
+    }
+    // `--slot N` beyond a schedule: refused when that release was named, or
+    // when no selected release has slot N (the run would do nothing);
+    // otherwise the releases that have slot N run and the others have no
+    // such slot.
+    let nothing_else = d.served.is_empty() && d.fresh.is_empty() && d.refused.is_empty();
+    for b in beyond {
+        if nothing_else || opts.queries.contains(&b.query) {
+            d.refused.push(b);
+        }
+    }
+    Ok(d)
+}
+
+/// Step 4 of a first run: creates the ledger (or opens the one another run
+/// created a moment earlier, verified like any existing ledger). `None`
+/// when that other run fixed a different schedule start "now" by its clock:
+/// what is due then follows the ledger's start, so the caller plans again.
+fn create(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    ledger_start: i64,
+) -> Result<Option<Ledger>, RunError> {
+    let l = verified(
+        Ledger::open(
+            &opts.ledger,
+            Some(Genesis {
+                plan_hash: &plan.body_sha256,
+                budget: ledger::Budget {
+                    epsilon: plan.body.privacy.budget_epsilon,
+                    delta: plan.body.privacy.budget_delta,
+                },
+                schedule_start: ledger_start,
+            }),
+        )?,
+        None,
+    )?;
+    same_plan(&l, plan)?;
+    if l.open_info()?.schedule_start == ledger_start {
+        return Ok(Some(l));
+    }
+    if opts.start.is_some() {
+        return Err(RunError::Data(
+            "another run created the ledger at the same moment with another --start; the ledger keeps the first".into(),
+        ));
+    }
+    Ok(None)
 }
 
 /// Runs the releases that are due. Refusals (a slot already charged but
@@ -304,214 +462,124 @@ pub fn run(
     if let Some(s) = opts.start {
         check_time("--start", s)?;
     }
-    let mut ledger = match opts.ledger.exists() {
-        true => Some(open_verified(&opts.ledger, opts.expect_hash.as_deref())?),
-        false => {
-            if opts.expect_hash.is_some() {
-                return Err(RunError::Ledger(LedgerError::Damaged {
-                    seq: None,
-                    why: format!(
-                        "`{}` does not exist, but an expected hash was given",
-                        opts.ledger.display()
-                    ),
-                }));
-            }
-            ledger::refuse_orphan_anchor(&opts.ledger)?;
-            None
-        }
-    };
-    let mut upgrade = None;
-    if let Some(l) = &mut ledger {
-        if l.plan_hash()? != plan.body_sha256 {
-            if !opts.upgrade {
-                return Err(RunError::Ledger(LedgerError::PlanMismatch {
-                    ledger: l.plan_hash()?,
-                    plan: plan.body_sha256.clone(),
-                }));
-            }
-            upgrade = l.upgrade(plan, opts.raise_budget)?;
-        }
-    }
+    let (ledger, upgrade) = open_existing(plan, opts)?;
     let ledger_start = match &ledger {
         Some(l) => l.open_info()?.schedule_start,
         None => opts.start.unwrap_or(at),
     };
-    let body = &plan.body;
-    for q in &opts.queries {
-        if body.release(q).is_none() && !body.publishes.iter().any(|p| &p.name == q) {
-            return Err(RunError::Ledger(LedgerError::NotInPlan(q.clone())));
-        }
-    }
-    let selected: Vec<&Release> = body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
-        .collect();
+    let due = due(plan, opts, at, ledger_start, ledger.as_ref())?;
 
-    let mut results = Vec::new();
-    let mut refused = Vec::new();
-    let mut fresh: Vec<(&Release, u64)> = Vec::new();
-    let mut beyond = Vec::new();
-    for r in &selected {
-        let Some(slot) = due_slot(r, opts, at, ledger_start, ledger.as_ref())? else {
-            continue;
-        };
-        if slot >= r.schedule.slots {
-            beyond.push(Refusal {
-                query: r.name.clone(),
-                slot: Some(slot),
-                reason: LedgerError::SlotOutOfRange {
-                    query: r.name.clone(),
-                    slot,
-                    slots: r.schedule.slots,
-                }
-                .to_string(),
-            });
-            continue;
-        }
-        let state = match &ledger {
-            Some(l) => l.slot_state(&r.name, slot)?,
-            None => SlotState::Free,
-        };
-        match (state, &ledger) {
-            (SlotState::Free, _) => fresh.push((r, slot)),
-            (SlotState::Released(e), Some(l)) => results.push(served(l, &e, "ledger", None)?),
-            (SlotState::Charged(seq), _) => refused.push(Refusal {
-                query: r.name.clone(),
-                slot: Some(slot),
-                reason: LedgerError::Unpublished {
-                    query: r.name.clone(),
-                    slot,
-                    seq,
-                }
-                .to_string(),
-            }),
-            (SlotState::Released(_), None) => {}
-        }
-    }
-    // `--slot N` beyond a schedule: refused when that release was named, or
-    // when no selected release has slot N (the run would do nothing);
-    // otherwise the releases that have slot N run and the others have no
-    // such slot.
-    let nothing_else = results.is_empty() && fresh.is_empty() && refused.is_empty();
-    for b in beyond {
-        if nothing_else || opts.queries.contains(&b.query) {
-            refused.push(b);
-        }
-    }
-
-    // Exact bounded aggregates: one pass per dataset for every fresh release,
-    // before a new ledger exists.
+    // Step 3: exact bounded aggregates, one pass per dataset for every fresh
+    // release, before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    let exact = match aggregates(plan, opts, engine, &fresh, &mut rng) {
+    let exact = match aggregates(plan, opts, engine, &due.fresh, &mut rng) {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
     };
-
+    let mut results = due.served;
+    let mut refused = due.refused;
     let mut ledger = match ledger {
         Some(l) => l,
-        None if fresh.is_empty() => {
+        None if due.fresh.is_empty() => {
             return Ok(output(plan, opts, results, refused, None, upgrade));
         }
-        None => {
-            let l = Ledger::open(
-                &opts.ledger,
-                Some(Genesis {
-                    plan_hash: &plan.body_sha256,
-                    budget: ledger::Budget {
-                        epsilon: body.privacy.budget_epsilon,
-                        delta: body.privacy.budget_delta,
-                    },
-                    schedule_start: ledger_start,
-                }),
-            )?;
-            // Another run may have created it a moment earlier: verify it
-            // like any existing ledger, and make sure it is for this plan
-            // and this schedule start.
-            l.integrity(None)?;
-            l.anchor()?;
-            if l.plan_hash()? != plan.body_sha256 {
-                return Err(RunError::Ledger(LedgerError::PlanMismatch {
-                    ledger: l.plan_hash()?,
-                    plan: plan.body_sha256.clone(),
-                }));
-            }
-            if l.open_info()?.schedule_start != ledger_start {
-                if opts.start.is_some() {
-                    return Err(RunError::Data(
-                        "another run created the ledger at the same moment with another --start; the ledger keeps the first".into(),
-                    ));
-                }
-                // Another first run created it a moment earlier, "now" by
-                // its clock: what is due follows the ledger's start, so
-                // plan again against the ledger as it is (nothing was
-                // charged by this run; the next pass finds the ledger).
-                drop(l);
-                return run(plan, opts, engine);
-            }
-            l
-        }
+        None => match create(plan, opts, ledger_start)? {
+            Some(l) => l,
+            // Nothing was charged by this run; the next pass finds the
+            // ledger and plans against its start.
+            None => return run(plan, opts, engine),
+        },
     };
 
-    for (r, slot) in &fresh {
-        let mut slot = *slot;
-        let intent = loop {
-            match ledger.begin_release(plan, r, slot) {
-                // A clock-less schedule takes the next free slot: if another
-                // runtime took this one meanwhile, look again (the ledger's
-                // exclusive transaction decides).
-                Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
-                    if opts.slot.is_none() && r.schedule.kind != "every" =>
-                {
-                    match due_slot(r, opts, at, ledger_start, Some(&ledger))? {
-                        Some(s) => slot = s,
-                        None => {
-                            break Err(LedgerError::ScheduleExhausted {
-                                query: r.name.clone(),
-                                slots: r.schedule.slots,
-                            })
-                        }
-                    }
-                }
-                other => break other,
-            }
-        };
-        let intent = match intent {
-            Ok(e) => e,
-            Err(
-                e @ (LedgerError::AlreadyReleased { .. }
-                | LedgerError::Unpublished { .. }
-                | LedgerError::ScheduleExhausted { .. }
-                | LedgerError::SlotOutOfRange { .. }),
-            ) => {
-                // Another runtime took the slot between our look and our
-                // exclusive transaction: serve its value if it has one.
-                if let SlotState::Released(v) = ledger.slot_state(&r.name, slot)? {
-                    results.push(served(&ledger, &v, "ledger", None)?);
-                } else {
-                    refused.push(Refusal {
-                        query: r.name.clone(),
-                        slot: Some(slot),
-                        reason: e.to_string(),
-                    });
-                }
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        test_hooks::pause_after_intent();
-        let mut result = draw(r, slot, &exact, &mut rng)?;
-        let value =
-            // Invariant: plain data with string keys; cannot fail.
-            ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;
-        result.ledger_seq = Some(value.seq);
-        results.push(result);
+    // Step 5: each fresh release, charged before its noise is drawn.
+    let clock = Clock { at, ledger_start };
+    for &(r, slot) in &due.fresh {
+        match release(&mut ledger, plan, r, slot, opts, clock, &exact, &mut rng)? {
+            Released::Value(v) => results.push(v),
+            Released::Refused(x) => refused.push(x),
+        }
     }
-
-    let republished = republications(body, opts, &ledger, &results)?;
+    let republished = republications(&plan.body, opts, &ledger, &results)?;
     results.extend(republished);
     Ok(output(plan, opts, results, refused, Some(&ledger), upgrade))
+}
+
+/// When a run runs: its time, and the ledger's schedule start.
+#[derive(Clone, Copy)]
+struct Clock {
+    at: i64,
+    ledger_start: i64,
+}
+
+/// What became of one fresh release.
+enum Released {
+    /// Drawn now, or served: another runtime released the slot first.
+    Value(ReleaseResult),
+    Refused(Refusal),
+}
+
+/// One fresh release: the intent (charged, durable, anchored), then the
+/// exact noise, then the value. A clock-less schedule takes the next free
+/// slot when another runtime took this one meanwhile (the ledger's
+/// exclusive transaction decides).
+#[allow(clippy::too_many_arguments)]
+fn release(
+    ledger: &mut Ledger,
+    plan: &ExecutablePlan,
+    r: &Release,
+    mut slot: u64,
+    opts: &RunOptions,
+    clock: Clock,
+    exact: &BTreeMap<(String, usize), Vec<i128>>,
+    rng: &mut SecureRng,
+) -> Result<Released, RunError> {
+    let intent = loop {
+        match ledger.begin_release(plan, r, slot) {
+            Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
+                if opts.slot.is_none() && r.schedule.kind != "every" =>
+            {
+                match due_slot(r, opts, clock.at, clock.ledger_start, Some(ledger))? {
+                    Some(s) => slot = s,
+                    None => {
+                        break Err(LedgerError::ScheduleExhausted {
+                            query: r.name.clone(),
+                            slots: r.schedule.slots,
+                        })
+                    }
+                }
+            }
+            other => break other,
+        }
+    };
+    let intent = match intent {
+        Ok(e) => e,
+        Err(
+            e @ (LedgerError::AlreadyReleased { .. }
+            | LedgerError::Unpublished { .. }
+            | LedgerError::ScheduleExhausted { .. }
+            | LedgerError::SlotOutOfRange { .. }),
+        ) => {
+            // Another runtime took the slot between our look and our
+            // exclusive transaction: serve its value if it has one.
+            return Ok(match ledger.slot_state(&r.name, slot)? {
+                SlotState::Released(v) => Released::Value(served(ledger, &v, "ledger", None)?),
+                _ => Released::Refused(Refusal {
+                    query: r.name.clone(),
+                    slot: Some(slot),
+                    reason: e.to_string(),
+                }),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    test_hooks::pause_after_intent();
+    let mut result = draw(r, slot, exact, rng)?;
+    // Invariant: plain data with string keys; cannot fail.
+    let value =
+        ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;
+    result.ledger_seq = Some(value.seq);
+    Ok(Released::Value(result))
 }
 
 /// The exact bounded aggregate of every part of every fresh release, keyed
