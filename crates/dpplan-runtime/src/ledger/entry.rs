@@ -1,0 +1,183 @@
+//! A ledger entry: its kind, its fields, the typed values it carries, and
+//! its hash.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Budget, RunningTotals};
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// Entry 1: the plan, the schedule start and the budget.
+    Open,
+    /// A release's charge, durable before its noise is drawn.
+    Intent,
+    /// The released value that completes an intent.
+    Value,
+    /// A reviewer's correction of an entry (which stays as it was).
+    Correction,
+    /// The move to another plan, with the history accounted.
+    Upgrade,
+}
+
+impl EntryKind {
+    pub const ALL: [EntryKind; 5] = [
+        EntryKind::Open,
+        EntryKind::Intent,
+        EntryKind::Value,
+        EntryKind::Correction,
+        EntryKind::Upgrade,
+    ];
+
+    /// The name stored in the ledger (and hashed).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Open => "open",
+            EntryKind::Intent => "intent",
+            EntryKind::Value => "value",
+            EntryKind::Correction => "correction",
+            EntryKind::Upgrade => "upgrade",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EntryKind> {
+        EntryKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: i64,
+    pub kind: EntryKind,
+    /// The plan in force when the entry was written.
+    pub plan_hash: String,
+    pub query: Option<String>,
+    pub slot: Option<i64>,
+    /// JSON: the mechanism and its exact parameters (intents).
+    pub mechanism: Option<String>,
+    /// Charged by this entry (intents only).
+    pub epsilon: f64,
+    pub delta: f64,
+    /// Running totals of the charges (basic composition: Σε, Σδ).
+    pub total_epsilon: f64,
+    pub total_delta: f64,
+    /// JSON: the running totals under every accountant (intents), the
+    /// released value (values), a reason (corrections), the accounting
+    /// (upgrades), the schedule start (open).
+    pub value: Option<String>,
+    /// The entry this one completes or corrects.
+    pub refers_to: Option<i64>,
+    /// UTC, RFC 3339.
+    pub time: String,
+    pub version: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// The hashed content of an entry (everything but the chain fields).
+#[derive(Serialize)]
+struct Content<'a> {
+    kind: &'a str,
+    plan_hash: &'a str,
+    query: &'a Option<String>,
+    slot: Option<i64>,
+    mechanism: &'a Option<String>,
+    epsilon: f64,
+    delta: f64,
+    value: &'a Option<String>,
+    refers_to: Option<i64>,
+    time: &'a str,
+    version: &'a str,
+}
+
+/// The `value` of an intent entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntentValue {
+    pub running_totals: RunningTotals,
+}
+
+/// The `value` of an upgrade entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpgradeValue {
+    /// The plan in force before.
+    pub from_plan: String,
+    /// Intents charged before the upgrade (under any plan).
+    pub history_releases: u64,
+    /// The history plus every release of the new plan, composed.
+    pub epsilon: f64,
+    pub delta: f64,
+    pub accountant: String,
+    /// The new plan's budget.
+    pub budget_epsilon: f64,
+    /// Absent in upgrades written by an earlier dpplan.
+    #[serde(default)]
+    pub budget_delta: Option<f64>,
+    /// The budget in force before (absent when the ledger never recorded
+    /// it).
+    #[serde(default)]
+    pub from_budget: Option<Budget>,
+    /// True when the new budget is larger (`--raise-budget`).
+    #[serde(default)]
+    pub budget_raised: bool,
+}
+
+/// The `value` of a correction entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionValue {
+    pub reason: String,
+}
+
+impl Entry {
+    /// The running totals an intent recorded (`None` for other entries, or
+    /// an intent written before they were recorded).
+    pub fn running_totals(&self) -> Option<RunningTotals> {
+        if self.kind != EntryKind::Intent {
+            return None;
+        }
+        let v: IntentValue = serde_json::from_str(self.value.as_deref()?).ok()?;
+        Some(v.running_totals)
+    }
+
+    /// The reason a correction gives (`None` for other entries).
+    pub fn correction_reason(&self) -> Option<String> {
+        if self.kind != EntryKind::Correction {
+            return None;
+        }
+        let v: CorrectionValue = serde_json::from_str(self.value.as_deref()?).ok()?;
+        Some(v.reason)
+    }
+
+    pub fn compute_hash(&self) -> String {
+        let content = serde_json::to_string(&Content {
+            kind: self.kind.as_str(),
+            plan_hash: &self.plan_hash,
+            query: &self.query,
+            slot: self.slot,
+            mechanism: &self.mechanism,
+            epsilon: self.epsilon,
+            delta: self.delta,
+            value: &self.value,
+            refers_to: self.refers_to,
+            time: &self.time,
+            version: &self.version,
+        })
+        // Invariant: plain fields with string keys; serialising to a String
+        // cannot fail.
+        .expect("entry content serialises");
+        let hashed = format!(
+            "{}\n{:016x}\n{:016x}\n{content}\n{}",
+            self.seq,
+            self.total_epsilon.to_bits(),
+            self.total_delta.to_bits(),
+            self.prev_hash
+        );
+        dpplan_plan::sha256_hex(hashed.as_bytes())
+    }
+}

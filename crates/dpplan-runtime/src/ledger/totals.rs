@@ -1,0 +1,180 @@
+//! What an intent records besides its charge: the exact mechanism that was
+//! charged, and the whole history composed under every accountant.
+
+use dpplan_accounting as acct;
+use dpplan_plan::Release;
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use super::LedgerError;
+
+/// The mechanism record of an intent: what was charged, exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MechanismRecord {
+    pub aggregation: String,
+    pub parts: Vec<PartRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub statistic: String,
+    pub mechanism: String,
+    pub scale: Option<f64>,
+    pub grid_exponent: i32,
+    pub l1: f64,
+    pub l2: f64,
+    pub coords: u64,
+}
+
+impl MechanismRecord {
+    pub fn of(r: &Release) -> Self {
+        MechanismRecord {
+            aggregation: r.aggregation.text.clone(),
+            parts: r
+                .parts
+                .iter()
+                .map(|p| PartRecord {
+                    statistic: p.statistic.clone(),
+                    mechanism: p.mechanism.clone(),
+                    scale: p.scale,
+                    grid_exponent: p.grid_exponent,
+                    l1: p.l1,
+                    l2: p.l2,
+                    coords: p.coords,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn accounting(&self) -> Vec<acct::Mechanism> {
+        self.parts
+            .iter()
+            .filter_map(|p| {
+                let kind = acct::NoiseKind::from_name(&p.mechanism)?;
+                Some(acct::Mechanism {
+                    kind,
+                    scale: p.scale?,
+                    sensitivity: acct::Sensitivity {
+                        l1: p.l1,
+                        l2: p.l2,
+                        coords: p.coords,
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+/// Every charged intent so far as the accounting crate's releases
+/// (identical mechanisms counted together), and how many intents.
+pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), LedgerError> {
+    let mut stmt = conn.prepare(
+        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' GROUP BY mechanism ORDER BY MIN(seq)",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut releases = Vec::new();
+    let mut n = 0;
+    for (mechanism, count, seq) in rows {
+        let rec: MechanismRecord = serde_json::from_str(mechanism.as_deref().unwrap_or(""))
+            .map_err(|_| {
+                LedgerError::Corrupt(format!("entry {seq} has an unreadable mechanism"))
+            })?;
+        for m in rec.accounting() {
+            add_release(&mut releases, m, count as u64);
+        }
+        n += count as u64;
+    }
+    Ok((releases, n))
+}
+
+pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism, count: u64) {
+    if let Some(r) = releases.iter_mut().find(|r| r.mechanism == m) {
+        r.count += count;
+    } else {
+        releases.push(acct::Release {
+            mechanism: m,
+            count,
+        });
+    }
+}
+
+/// The accountant a plan names (`best` takes the tightest).
+pub(super) fn plan_bound(
+    releases: &[acct::Release],
+    accountant: &str,
+    delta: f64,
+) -> Result<acct::Bound, acct::AccountingError> {
+    match acct::Accountant::from_name(accountant) {
+        Some(a) => acct::epsilon(releases, delta, a),
+        // `best`, the only other name a compiled plan holds
+        None => acct::best(releases, delta),
+    }
+}
+
+/// What an intent records besides its own charge: the ledger's whole
+/// history including this release, composed under every accountant at the
+/// plan's δ, and under the plan's own accountant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTotals {
+    /// Charged releases so far, this one included.
+    pub releases: u64,
+    /// The δ at which every ε below is stated.
+    pub at_delta: f64,
+    /// The plan's accountant (`best` = the tightest) and its result.
+    pub plan_accountant: String,
+    pub plan: TotalOf,
+    pub accountants: Vec<TotalOf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TotalOf {
+    /// snake_case name of the accountant that produced the bound.
+    pub accountant: String,
+    pub epsilon: Option<f64>,
+    pub delta: Option<f64>,
+    /// Why there is no bound (e.g. an accountant that does not apply).
+    pub error: Option<String>,
+}
+
+fn total_of(a: Option<acct::Accountant>, r: Result<acct::Bound, acct::AccountingError>) -> TotalOf {
+    match r {
+        Ok(b) => TotalOf {
+            accountant: b.accountant.name().into(),
+            epsilon: Some(b.epsilon),
+            delta: Some(b.delta),
+            error: None,
+        },
+        Err(e) => TotalOf {
+            accountant: a.map_or(String::new(), |a| a.name().into()),
+            epsilon: None,
+            delta: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+pub(super) fn running_totals(
+    releases: &[acct::Release],
+    n: u64,
+    privacy: &dpplan_plan::Privacy,
+) -> RunningTotals {
+    let delta = privacy.budget_delta;
+    RunningTotals {
+        releases: n,
+        at_delta: delta,
+        plan_accountant: privacy.accountant.clone(),
+        plan: total_of(None, plan_bound(releases, &privacy.accountant, delta)),
+        accountants: acct::all(releases, delta)
+            .into_iter()
+            .map(|(a, r)| total_of(Some(a), r))
+            .collect(),
+    }
+}
