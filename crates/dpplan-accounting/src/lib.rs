@@ -120,29 +120,7 @@ impl Sensitivity {
     }
 }
 
-/// Noise distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NoiseKind {
-    Laplace,
-    Gaussian,
-    DiscreteLaplace,
-    DiscreteGaussian,
-}
-
-impl NoiseKind {
-    /// The kind named by its snake_case name (`laplace`, `gaussian`,
-    /// `discrete_laplace`, `discrete_gaussian`), as it is serialised.
-    pub fn from_name(name: &str) -> Option<NoiseKind> {
-        Some(match name {
-            "laplace" => NoiseKind::Laplace,
-            "gaussian" => NoiseKind::Gaussian,
-            "discrete_laplace" => NoiseKind::DiscreteLaplace,
-            "discrete_gaussian" => NoiseKind::DiscreteGaussian,
-            _ => return None,
-        })
-    }
-}
+pub use dpplan_vocab::{Accountant, NoiseKind, Vocabulary};
 
 /// One noise-addition mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -158,61 +136,6 @@ pub struct Mechanism {
 pub struct Release {
     pub mechanism: Mechanism,
     pub count: u64,
-}
-
-/// The accounting methods, in the order [`all`] reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Accountant {
-    Basic,
-    Advanced,
-    Zcdp,
-    Rdp,
-    Gdp,
-    Pld,
-}
-
-impl Accountant {
-    pub const ALL: [Accountant; 6] = [
-        Accountant::Basic,
-        Accountant::Advanced,
-        Accountant::Zcdp,
-        Accountant::Rdp,
-        Accountant::Gdp,
-        Accountant::Pld,
-    ];
-
-    /// The short name used in plans, JSON reports and ledgers (the serde
-    /// name).
-    pub fn name(self) -> &'static str {
-        match self {
-            Accountant::Basic => "basic",
-            Accountant::Advanced => "advanced",
-            Accountant::Zcdp => "zcdp",
-            Accountant::Rdp => "rdp",
-            Accountant::Gdp => "gdp",
-            Accountant::Pld => "pld",
-        }
-    }
-
-    /// The accountant of a short name; `None` for anything else
-    /// (including `best`, which is a choice among them, not one of them).
-    pub fn from_name(name: &str) -> Option<Accountant> {
-        Accountant::ALL.into_iter().find(|a| a.name() == name)
-    }
-}
-
-impl fmt::Display for Accountant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Accountant::Basic => "basic composition",
-            Accountant::Advanced => "advanced composition (DRV / KOV)",
-            Accountant::Zcdp => "zCDP",
-            Accountant::Rdp => "RDP",
-            Accountant::Gdp => "exact Gaussian (GDP)",
-            Accountant::Pld => "privacy-loss distribution",
-        })
-    }
 }
 
 /// A proven (ε, δ)-DP guarantee.

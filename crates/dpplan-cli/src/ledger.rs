@@ -88,7 +88,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             Some(t) => {
                 at_delta = Some(t.at_delta);
                 match t.plan.epsilon {
-                    Some(eps) => format!("{eps:.4} {}", t.plan.accountant),
+                    Some(eps) => format!("{eps:.4} {}", t.plan.accountant.map_or("", |a| a.name())),
                     None => "n/a".into(),
                 }
             }

@@ -20,6 +20,10 @@ use std::fmt;
 use dpplan_accounting as acct;
 use dpplan_check::{analyze, Analysis, PlanReport, QueryReport};
 use dpplan_syntax::ast;
+use dpplan_vocab::{
+    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
+    NoiseKind, ScheduleKind, Statistic, UnitKind,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -68,16 +72,14 @@ pub struct Source {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Privacy {
-    /// `user`, `row` or `event`.
-    pub unit: String,
+    pub unit: UnitKind,
     /// The id column of a user-level unit.
     pub unit_id: Option<String>,
-    /// `add_remove` or `replace`.
-    pub adjacency: String,
+    pub adjacency: Adjacency,
     pub budget_epsilon: f64,
     pub budget_delta: f64,
     /// As requested (`best`, `rdp`, …).
-    pub accountant: String,
+    pub accountant: AccountantChoice,
     /// The checker's composed guarantee of the whole schedule.
     pub total: Total,
     /// Total number of fresh releases over every schedule.
@@ -89,7 +91,7 @@ pub struct Privacy {
 pub struct Total {
     pub epsilon: f64,
     pub delta: f64,
-    pub accountant: String,
+    pub accountant: Accountant,
     pub detail: String,
 }
 
@@ -102,7 +104,7 @@ pub struct Dataset {
     /// In declared order.
     pub columns: Vec<Column>,
     /// `drop` (default) or `clamp`.
-    pub invalid_rows: String,
+    pub invalid_rows: InvalidRule,
     pub bounding: Bounding,
 }
 
@@ -110,9 +112,8 @@ pub struct Dataset {
 #[serde(deny_unknown_fields)]
 pub struct Column {
     pub name: String,
-    /// `id`, `category`, `int` or `float`.
     #[serde(rename = "type")]
-    pub ty: String,
+    pub ty: ColumnKind,
     /// Public domain of a category, in declared order.
     pub domain: Option<Vec<String>>,
     /// Public clamp bounds `[lo, hi]` of a number.
@@ -151,7 +152,7 @@ pub struct Release {
 #[serde(deny_unknown_fields)]
 pub struct Aggregation {
     /// `count`, `sum`, `mean` or `histogram`.
-    pub kind: String,
+    pub kind: AggKind,
     /// The summed column.
     pub column: Option<String>,
     /// The category column of a grouped query.
@@ -166,8 +167,7 @@ pub struct Aggregation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schedule {
-    /// `once`, `times` or `every`.
-    pub kind: String,
+    pub kind: ScheduleKind,
     /// Slots are 0..slots-1.
     pub slots: u64,
     /// Period of an `every` schedule.
@@ -181,11 +181,11 @@ pub struct Schedule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
-    /// `count`, `sum`, `grouped_count` or `grouped_sum`.
-    pub statistic: String,
-    /// `laplace`, `gaussian`, `discrete_laplace`, `discrete_gaussian`, or
-    /// `none` when the statistic's sensitivity is 0 (it is public).
-    pub mechanism: String,
+    pub statistic: Statistic,
+    /// The noise; `None` (written `none`) when the statistic's sensitivity
+    /// is 0 (it is public).
+    #[serde(with = "dpplan_vocab::or_none")]
+    pub mechanism: Option<NoiseKind>,
     /// b for the Laplace kinds, σ for the Gaussian kinds.
     pub scale: Option<f64>,
     pub l1: f64,
@@ -206,7 +206,9 @@ pub struct Cost {
     pub epsilon: f64,
     pub delta: f64,
     pub rho: Option<f64>,
-    pub accountant: String,
+    /// `None` (written `none`) for a release that costs nothing.
+    #[serde(with = "dpplan_vocab::or_none")]
+    pub accountant: Option<Accountant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,7 +224,7 @@ pub struct Publish {
 #[serde(deny_unknown_fields)]
 pub struct Condition {
     pub operand: String,
-    pub cmp: String,
+    pub cmp: Comparison,
     pub value: f64,
 }
 
@@ -238,7 +240,7 @@ impl Release {
 
 impl Part {
     pub fn mechanism_for_accounting(&self) -> Option<acct::Mechanism> {
-        let kind = acct::NoiseKind::from_name(&self.mechanism)?;
+        let kind = self.mechanism?;
         Some(acct::Mechanism {
             kind,
             scale: self.scale?,
@@ -361,7 +363,9 @@ fn build_body(
     if plan.privacy.is_empty() {
         return Err(CompileError::NoTotal("no privacy block".into()));
     }
-    let user = report.unit.kind == "user";
+    let unit = UnitKind::from_name(&report.unit.kind)
+        .ok_or_else(|| CompileError::Unsupported(format!("unit `{}`", report.unit.kind)))?;
+    let user = unit == UnitKind::User;
     let mut datasets = BTreeMap::new();
     for ds in &plan.datasets {
         let d = dataset(ds, user, report.unit.id.as_deref());
@@ -387,7 +391,7 @@ fn build_body(
             condition: p.condition.as_ref().and_then(|c| match &c.operand {
                 ast::Operand::Released { name } => Some(Condition {
                     operand: name.value.clone(),
-                    cmp: c.cmp.value.clone(),
+                    cmp: c.cmp.value,
                     value: c.value.value,
                 }),
                 ast::Operand::Data { .. } => None,
@@ -402,16 +406,27 @@ fn build_body(
             text: text.to_string(),
         },
         privacy: Privacy {
-            unit: report.unit.kind.clone(),
+            unit,
             unit_id: report.unit.id.clone(),
-            adjacency: report.adjacency.clone(),
+            adjacency: Adjacency::from_name(&report.adjacency).ok_or_else(|| {
+                CompileError::Unsupported(format!("adjacency `{}`", report.adjacency))
+            })?,
             budget_epsilon: report.budget.epsilon,
             budget_delta: report.budget.delta,
-            accountant: report.accountant_requested.clone(),
+            accountant: AccountantChoice::from_name(&report.accountant_requested).ok_or_else(
+                || {
+                    CompileError::Unsupported(format!(
+                        "accountant `{}`",
+                        report.accountant_requested
+                    ))
+                },
+            )?,
             total: Total {
                 epsilon: total.epsilon,
                 delta: total.delta,
-                accountant: total.accountant.clone(),
+                accountant: Accountant::from_name(&total.accountant).ok_or_else(|| {
+                    CompileError::Unsupported(format!("accountant `{}`", total.accountant))
+                })?,
                 detail: total.detail.clone(),
             },
             releases: report.releases,
@@ -428,9 +443,9 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
         .iter()
         .map(|c| {
             let (ty, domain, bounds) = match &c.ty.value {
-                ast::ColumnType::Id => ("id", None, None),
+                ast::ColumnType::Id => (ColumnKind::Id, None, None),
                 ast::ColumnType::Category { domain } => (
-                    "category",
+                    ColumnKind::Category,
                     match domain {
                         Some(ast::Domain::List { values }) => {
                             Some(values.iter().map(|v| v.value.clone()).collect())
@@ -439,14 +454,16 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
                     },
                     None,
                 ),
-                ast::ColumnType::Int { bounds } => ("int", None, public_bounds(bounds.as_ref())),
+                ast::ColumnType::Int { bounds } => {
+                    (ColumnKind::Int, None, public_bounds(bounds.as_ref()))
+                }
                 ast::ColumnType::Float { bounds } => {
-                    ("float", None, public_bounds(bounds.as_ref()))
+                    (ColumnKind::Float, None, public_bounds(bounds.as_ref()))
                 }
             };
             Column {
                 name: c.name.value.clone(),
-                ty: ty.into(),
+                ty,
                 domain,
                 bounds,
             }
@@ -457,14 +474,14 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
     let rows = first(contribution.map(|c| &c.rows_per_unit));
     let groups = first(contribution.map(|c| &c.groups_per_unit));
     let per_group = first(contribution.map(|c| &c.rows_per_group));
-    let invalid = match ds.invalid_rows.first().map(|r| r.value) {
-        Some(ast::InvalidRule::Clamp) => "clamp",
-        _ => "drop",
-    };
+    let invalid = ds
+        .invalid_rows
+        .first()
+        .map_or(InvalidRule::Drop, |r| r.value);
     let mut steps = Vec::new();
     steps.push(match invalid {
-        "clamp" => "a row with an empty or unparsable number or NaN takes the column's public lower bound (0 when unbounded); a row with an empty unit id is dropped".to_string(),
-        _ => "a row with an empty unit id, or an empty or unparsable number, NaN, or a fractional int is dropped".to_string(),
+        InvalidRule::Clamp => "a row with an empty or unparsable number or NaN takes the column's public lower bound (0 when unbounded); a row with an empty unit id is dropped".to_string(),
+        InvalidRule::Drop => "a row with an empty unit id, or an empty or unparsable number, NaN, or a fractional int is dropped".to_string(),
     });
     if user {
         let id = unit_id.unwrap_or("id");
@@ -487,7 +504,7 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
         name: ds.name.value.clone(),
         source: ds.sources.first().map(|s| s.value.clone()),
         columns,
-        invalid_rows: invalid.into(),
+        invalid_rows: invalid,
         bounding: Bounding {
             per_unit: user,
             id_column: if user {
@@ -533,43 +550,38 @@ fn release(
     let bounds = column.as_deref().and_then(find).and_then(|c| c.bounds);
     let groups = by.as_deref().and_then(find).and_then(|c| c.domain.clone());
     let kind = agg.kind.value;
-    let statistics: Vec<&str> = match (kind, by.is_some()) {
-        (ast::AggKind::Count, false) => vec!["count"],
-        (ast::AggKind::Sum, false) => vec!["sum"],
-        (ast::AggKind::Mean, false) => vec!["sum", "count"],
-        (ast::AggKind::Count | ast::AggKind::Histogram, true) => vec!["grouped_count"],
-        (ast::AggKind::Sum, true) => vec!["grouped_sum"],
-        (ast::AggKind::Mean, true) => vec!["grouped_sum", "grouped_count"],
-        _ => {
-            return Err(CompileError::Unsupported(format!(
-                "`{}` is not executable",
-                qr.aggregation
-            )))
-        }
+    let Some(statistics) = Statistic::of(kind, by.is_some()) else {
+        return Err(CompileError::Unsupported(format!(
+            "`{}` is not executable",
+            qr.aggregation
+        )));
     };
     let mut parts = Vec::new();
-    for stat in &statistics {
-        let Some(p) = qr.parts.iter().find(|p| p.statistic == *stat) else {
+    for &stat in statistics {
+        let Some(p) = qr.parts.iter().find(|p| p.statistic == stat.name()) else {
             return Err(CompileError::Unsupported(format!(
                 "query `{}`: the checker reported no `{stat}` statistic",
                 q.name.value
             )));
         };
-        let part = match p.mechanism.kind.as_str() {
+        let kind = match p.mechanism.kind.as_str() {
             "none" => None,
-            _ => Some(p),
+            k => Some(
+                NoiseKind::from_name(k)
+                    .ok_or_else(|| CompileError::Unsupported(format!("noise `{k}`")))?,
+            ),
         };
-        let part = match part {
-            Some(p) => {
+        let part = match kind {
+            Some(kind) => {
                 let scale = p.mechanism.scale.or(p.mechanism.sigma);
                 let Some(scale) = scale.filter(|s| s.is_finite() && *s > 0.0) else {
                     return Err(CompileError::Unsupported(format!("query `{}` has no resolved noise scale", q.name.value)));
                 };
-                let discrete = p.mechanism.kind.starts_with("discrete");
-                let is_count = stat.ends_with("count");
+                let discrete = kind.is_discrete();
+                let is_count = stat.is_count();
                 Part {
-                    statistic: stat.to_string(),
-                    mechanism: p.mechanism.kind.clone(),
+                    statistic: stat,
+                    mechanism: Some(kind),
                     scale: Some(scale),
                     l1: p.l1,
                     l2: p.l2,
@@ -583,13 +595,13 @@ fn release(
             // A zero-sensitivity statistic (e.g. a row count under row-level
             // replace adjacency) is public: no noise, no cost.
             None => Part {
-                statistic: stat.to_string(),
-                mechanism: "none".into(),
+                statistic: stat,
+                mechanism: None,
                 scale: None,
                 l1: 0.0,
                 l2: 0.0,
                 coords: 1,
-                grid_exponent: if stat.ends_with("count") {
+                grid_exponent: if stat.is_count() {
                     0
                 } else {
                     grid_exponent(1.0, bounds)
@@ -608,13 +620,13 @@ fn release(
                 epsilon: c.epsilon,
                 delta: c.delta,
                 rho: c.rho,
-                accountant: c.accountant.clone(),
+                accountant: Accountant::from_name(&c.accountant),
             },
             None => Cost {
                 epsilon: 0.0,
                 delta: 0.0,
                 rho: Some(0.0),
-                accountant: "none".into(),
+                accountant: None,
             },
         }
     };
@@ -622,7 +634,7 @@ fn release(
         name: q.name.value.clone(),
         dataset: ds.name.clone(),
         aggregation: Aggregation {
-            kind: kind.as_str().into(),
+            kind,
             column,
             by,
             bounds,
@@ -657,21 +669,21 @@ fn schedule(q: &ast::Query, qr: &QueryReport) -> Result<Schedule, CompileError> 
         CompileError::Unsupported(format!("query `{}` has no schedule", q.name.value))
     })?;
     let (kind, every, start) = match &s.value {
-        ast::Schedule::Once => ("once", None, None),
-        ast::Schedule::Times { .. } => ("times", None, None),
+        ast::Schedule::Once => (ScheduleKind::Once, None, None),
+        ast::Schedule::Times { .. } => (ScheduleKind::Times, None, None),
         ast::Schedule::EveryFor { every, .. } => (
-            "every",
+            ScheduleKind::Every,
             Some(every.amount.value * every.unit.seconds()),
             None,
         ),
         ast::Schedule::EveryRange { every, from, .. } => (
-            "every",
+            ScheduleKind::Every,
             Some(every.amount.value * every.unit.seconds()),
             dpplan_check::schedule::parse_date(&from.value),
         ),
     };
     Ok(Schedule {
-        kind: kind.into(),
+        kind,
         slots: qr.releases,
         every_seconds: every,
         start,

@@ -32,7 +32,7 @@ fn every_example_compiles_byte_identically() {
 fn plan_records_mechanisms_and_bounding() {
     let p = compile(&example("web-analytics")).unwrap();
     let b = &p.body;
-    assert_eq!(b.privacy.unit, "user");
+    assert_eq!(b.privacy.unit, UnitKind::User);
     assert_eq!(b.privacy.unit_id.as_deref(), Some("user_id"));
     let visits = &b.datasets["visits"];
     assert_eq!(visits.bounding.rows_per_unit, Some(5));
@@ -40,14 +40,14 @@ fn plan_records_mechanisms_and_bounding() {
     let daily = b.release("daily_visits").unwrap();
     assert_eq!(daily.schedule.slots, 365);
     assert_eq!(daily.schedule.every_seconds, Some(86_400.0));
-    assert_eq!(daily.parts[0].mechanism, "laplace");
+    assert_eq!(daily.parts[0].mechanism, Some(NoiseKind::Laplace));
     assert_eq!(daily.parts[0].scale, Some(250.0));
     assert_eq!(daily.parts[0].l1, 5.0);
     assert!(daily.parts[0].grid_exponent < -30);
     let mean = b.release("mean_time").unwrap();
     assert_eq!(mean.parts.len(), 2);
-    assert_eq!(mean.parts[0].statistic, "sum");
-    assert_eq!(mean.parts[1].statistic, "count");
+    assert_eq!(mean.parts[0].statistic, Statistic::Sum);
+    assert_eq!(mean.parts[1].statistic, Statistic::Count);
     let mix = b.release("page_mix").unwrap();
     assert_eq!(
         mix.aggregation.groups.as_ref().unwrap(),

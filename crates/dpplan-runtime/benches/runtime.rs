@@ -11,6 +11,7 @@ use std::time::Instant;
 use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_runtime::rng::SecureRng;
 use dpplan_runtime::sampler::Noise;
+use dpplan_vocab::NoiseKind;
 
 const PLAN: &str = r#"plan "bench" {
   privacy { unit user by user_id adjacency add_remove budget epsilon 10 delta 1e-6 }
@@ -245,7 +246,12 @@ fn main() {
         ("gaussian", 20.0, 12_345 << 35, -35),
         ("gaussian", 1e-3, 1 << 50, -50),
     ] {
-        let noise = Noise::new(kind, Some(scale), k).unwrap();
+        let noise = Noise::new(
+            Some(NoiseKind::from_name(kind).expect("a noise kind")),
+            Some(scale),
+            k,
+        )
+        .unwrap();
         let n = 200_000;
         let t = Instant::now();
         for _ in 0..n {

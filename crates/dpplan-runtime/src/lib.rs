@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dpplan_plan::{ExecutablePlan, Release};
+use dpplan_vocab::{AggKind, Comparison, ScheduleKind, Statistic as Stat};
 use serde::{Deserialize, Serialize};
 
 use engine::{Engine, StatKind, Statistic};
@@ -192,15 +193,14 @@ fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> 
             .clone()
             .ok_or_else(|| RunError::Data(format!("`{}` groups by no column", r.name)))
     };
-    let kind = match p.statistic.as_str() {
-        "count" => StatKind::Count,
-        "sum" => StatKind::Sum { column: col()? },
-        "grouped_count" => StatKind::GroupedCount { by: by()? },
-        "grouped_sum" => StatKind::GroupedSum {
+    let kind = match p.statistic {
+        Stat::Count => StatKind::Count,
+        Stat::Sum => StatKind::Sum { column: col()? },
+        Stat::GroupedCount => StatKind::GroupedCount { by: by()? },
+        Stat::GroupedSum => StatKind::GroupedSum {
             by: by()?,
             column: col()?,
         },
-        other => return Err(RunError::Data(format!("unknown statistic `{other}`"))),
     };
     Ok(Statistic {
         kind,
@@ -537,7 +537,7 @@ fn release(
     let intent = loop {
         match ledger.begin_release(plan, r, slot) {
             Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
-                if opts.slot.is_none() && r.schedule.kind != "every" =>
+                if opts.slot.is_none() && r.schedule.kind != ScheduleKind::Every =>
             {
                 match due_slot(r, opts, clock.at, clock.ledger_start, Some(ledger))? {
                     Some(s) => slot = s,
@@ -656,7 +656,7 @@ fn republications(
                 None => ledger.latest_value(&operand)?,
             }
             .and_then(|e| scalar(&e));
-            if !v.is_some_and(|v| compare(v, &c.cmp, c.value)) {
+            if !v.is_some_and(|v| compare(v, c.cmp, c.value)) {
                 continue;
             }
         }
@@ -706,15 +706,14 @@ fn scalar(e: &ledger::Entry) -> Option<f64> {
     }
 }
 
-fn compare(v: f64, cmp: &str, t: f64) -> bool {
+fn compare(v: f64, cmp: Comparison, t: f64) -> bool {
     match cmp {
-        ">" => v > t,
-        ">=" => v >= t,
-        "<" => v < t,
-        "<=" => v <= t,
-        "==" => v == t,
-        "!=" => v != t,
-        _ => false,
+        Comparison::Gt => v > t,
+        Comparison::Ge => v >= t,
+        Comparison::Lt => v < t,
+        Comparison::Le => v <= t,
+        Comparison::Eq => v == t,
+        Comparison::Ne => v != t,
     }
 }
 
@@ -774,7 +773,7 @@ fn draw(
 ) -> Result<ReleaseResult, RunError> {
     let mut noisy: Vec<Vec<f64>> = Vec::new();
     for (pi, p) in r.parts.iter().enumerate() {
-        let noise = Noise::new(&p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
+        let noise = Noise::new(p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
         let x = exact
             .get(&(r.name.clone(), pi))
             .ok_or_else(|| RunError::Data(format!("no aggregate for `{}`", r.name)))?;
@@ -791,15 +790,15 @@ fn draw(
     let mechanism = r
         .parts
         .iter()
-        .map(|p| match p.scale {
-            Some(s) if p.mechanism.contains("gaussian") => format!("{} σ={s}", p.mechanism),
-            Some(s) => format!("{} b={s}", p.mechanism),
-            None => "none (public statistic)".to_string(),
+        .map(|p| match (p.mechanism, p.scale) {
+            (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
+            (Some(kind), Some(s)) => format!("{kind} b={s}"),
+            _ => "none (public statistic)".to_string(),
         })
         .collect::<Vec<_>>()
         .join(" + ");
     let mut cells = Vec::new();
-    let mean = r.aggregation.kind == "mean";
+    let mean = r.aggregation.kind == AggKind::Mean;
     for (gi, group) in groups.into_iter().enumerate() {
         if mean {
             // Post-processing of the two noisy parts: S / max(C, 1),

@@ -23,6 +23,8 @@
 use dashu_int::ops::{BitTest, SquareRoot, UnsignedAbs};
 use dashu_int::{IBig, UBig};
 
+use dpplan_vocab::NoiseKind;
+
 use crate::rng::SecureRng;
 
 /// Bernoulli(num/den) for num ≤ den, den ≥ 1.
@@ -163,10 +165,10 @@ impl Noise {
     /// `kind` as in the plan; `scale` is b or σ in output units; a discrete
     /// mechanism's statistic is in units of the grid 2^k (k = 0 in compiled
     /// plans: the integers).
-    pub fn new(kind: &str, scale: Option<f64>, k: i32) -> Result<Noise, NoiseError> {
-        if kind == "none" {
+    pub fn new(kind: Option<NoiseKind>, scale: Option<f64>, k: i32) -> Result<Noise, NoiseError> {
+        let Some(kind) = kind else {
             return Ok(Noise::None);
-        }
+        };
         let scale = scale
             .filter(|s| s.is_finite() && *s > 0.0)
             .ok_or_else(|| NoiseError("the noise scale must be positive and finite".into()))?;
@@ -175,19 +177,18 @@ impl Noise {
         }
         let (m, e) = dyadic(scale);
         match kind {
-            "discrete_laplace" => {
+            NoiseKind::DiscreteLaplace => {
                 let (t, s) = fraction(m, e - k);
                 Ok(Noise::Laplace { t, s })
             }
-            "discrete_gaussian" => {
+            NoiseKind::DiscreteGaussian => {
                 let (a, b) = fraction(&m * &m, 2 * (e - k));
                 // ⌊σ⌋ = ⌊√(a/b)⌋ = isqrt(⌊a/b⌋)
                 let t = isqrt(&(&a / &b)) + UBig::ONE;
                 Ok(Noise::Gaussian { a, b, t })
             }
-            "laplace" => Ok(Noise::ContinuousLaplace { m, e }),
-            "gaussian" => Ok(Noise::ContinuousGaussian { m, e }),
-            other => Err(NoiseError(format!("unknown mechanism `{other}`"))),
+            NoiseKind::Laplace => Ok(Noise::ContinuousLaplace { m, e }),
+            NoiseKind::Gaussian => Ok(Noise::ContinuousGaussian { m, e }),
         }
     }
 
@@ -587,7 +588,7 @@ mod tests {
     fn noise_parameters() {
         // discrete Laplace scale 2000 on the integers
         assert_eq!(
-            Noise::new("discrete_laplace", Some(2000.0), 0).unwrap(),
+            Noise::new(Some(NoiseKind::DiscreteLaplace), Some(2000.0), 0).unwrap(),
             Noise::Laplace {
                 t: UBig::from(2000u32),
                 s: UBig::ONE
@@ -595,7 +596,7 @@ mod tests {
         );
         // discrete Laplace 250 on the grid 2^-3: 2000 grid steps
         assert_eq!(
-            Noise::new("discrete_laplace", Some(250.0), -3).unwrap(),
+            Noise::new(Some(NoiseKind::DiscreteLaplace), Some(250.0), -3).unwrap(),
             Noise::Laplace {
                 t: UBig::from(2000u32),
                 s: UBig::ONE
@@ -603,14 +604,14 @@ mod tests {
         );
         // continuous Laplace 250 = 125·2^1, whatever the statistic's grid
         assert_eq!(
-            Noise::new("laplace", Some(250.0), -3).unwrap(),
+            Noise::new(Some(NoiseKind::Laplace), Some(250.0), -3).unwrap(),
             Noise::ContinuousLaplace {
                 m: UBig::from(125u8),
                 e: 1
             }
         );
         assert_eq!(
-            Noise::new("gaussian", Some(0.75), -40).unwrap(),
+            Noise::new(Some(NoiseKind::Gaussian), Some(0.75), -40).unwrap(),
             Noise::ContinuousGaussian {
                 m: UBig::from(3u8),
                 e: -2
@@ -618,7 +619,7 @@ mod tests {
         );
         // Laplace 0.75 on the integers: 3/4
         assert_eq!(
-            Noise::new("discrete_laplace", Some(0.75), 0).unwrap(),
+            Noise::new(Some(NoiseKind::DiscreteLaplace), Some(0.75), 0).unwrap(),
             Noise::Laplace {
                 t: UBig::from(3u8),
                 s: UBig::from(4u8)
@@ -626,7 +627,7 @@ mod tests {
         );
         // σ = 12: σ² = 144, t = 13
         assert_eq!(
-            Noise::new("discrete_gaussian", Some(12.0), 0).unwrap(),
+            Noise::new(Some(NoiseKind::DiscreteGaussian), Some(12.0), 0).unwrap(),
             Noise::Gaussian {
                 a: UBig::from(144u8),
                 b: UBig::ONE,
@@ -635,7 +636,7 @@ mod tests {
         );
         // σ = 1.5: σ² = 9/4, t = 2
         assert_eq!(
-            Noise::new("discrete_gaussian", Some(1.5), 0).unwrap(),
+            Noise::new(Some(NoiseKind::DiscreteGaussian), Some(1.5), 0).unwrap(),
             Noise::Gaussian {
                 a: UBig::from(9u8),
                 b: UBig::from(4u8),
@@ -644,13 +645,13 @@ mod tests {
         );
         // a continuous mechanism has no discrete draw: never a silent zero
         let mut r = SecureRng::from_seed_for_tests(5);
-        assert!(Noise::new("gaussian", Some(1.0), 0)
+        assert!(Noise::new(Some(NoiseKind::Gaussian), Some(1.0), 0)
             .unwrap()
             .sample_discrete(&mut r)
             .is_none());
-        assert!(Noise::new("laplace", Some(f64::NAN), 0).is_err());
-        assert!(Noise::new("laplace", Some(0.0), 0).is_err());
-        assert_eq!(Noise::new("none", None, 0).unwrap(), Noise::None);
+        assert!(Noise::new(Some(NoiseKind::Laplace), Some(f64::NAN), 0).is_err());
+        assert!(Noise::new(Some(NoiseKind::Laplace), Some(0.0), 0).is_err());
+        assert_eq!(Noise::new(None, None, 0).unwrap(), Noise::None);
     }
 
     #[test]
@@ -703,7 +704,7 @@ mod tests {
     #[test]
     fn discrete_release_rounds_once() {
         let mut r = SecureRng::from_seed_for_tests(1);
-        let none = Noise::new("none", None, 0).unwrap();
+        let none = Noise::new(None, None, 0).unwrap();
         assert_eq!(none.release(3, -1, &mut r), 1.5);
         assert_eq!(none.release(-7, 0, &mut r), -7.0);
     }
@@ -713,8 +714,8 @@ mod tests {
         // σ = 2^-80 around 1.0: the exact value is within 2^-60 of 1 with
         // overwhelming probability, and 1.0 is the nearest float to all of it
         let mut r = SecureRng::from_seed_for_tests(2);
-        for kind in ["laplace", "gaussian"] {
-            let noise = Noise::new(kind, Some(2f64.powi(-80)), 0).unwrap();
+        for kind in [NoiseKind::Laplace, NoiseKind::Gaussian] {
+            let noise = Noise::new(Some(kind), Some(2f64.powi(-80)), 0).unwrap();
             for _ in 0..1000 {
                 assert_eq!(noise.release(1, 0, &mut r), 1.0);
             }

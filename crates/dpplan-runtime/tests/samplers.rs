@@ -10,6 +10,7 @@
 use dashu_int::IBig;
 use dpplan_runtime::rng::SecureRng;
 use dpplan_runtime::sampler::Noise;
+use dpplan_vocab::NoiseKind;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 const FALSE_ALARM: f64 = 1e-6;
@@ -81,7 +82,7 @@ fn dgauss_pmf(sigma: f64) -> impl Fn(i64) -> f64 {
 }
 
 fn check_laplace(scale: f64, n: usize, seed: u64) {
-    let noise = Noise::new("discrete_laplace", Some(scale), 0).unwrap();
+    let noise = Noise::new(Some(NoiseKind::DiscreteLaplace), Some(scale), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     let draws: Vec<i64> = (0..n)
         .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
@@ -94,7 +95,7 @@ fn check_laplace(scale: f64, n: usize, seed: u64) {
 }
 
 fn check_gaussian(sigma: f64, n: usize, seed: u64) {
-    let noise = Noise::new("discrete_gaussian", Some(sigma), 0).unwrap();
+    let noise = Noise::new(Some(NoiseKind::DiscreteGaussian), Some(sigma), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     let draws: Vec<i64> = (0..n)
         .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
@@ -136,14 +137,14 @@ fn discrete_samplers_fit_their_pmf_million() {
 /// The test must be able to fail: a sampler at the wrong scale is caught.
 #[test]
 fn the_test_detects_a_wrong_scale() {
-    let noise = Noise::new("discrete_laplace", Some(3.0), 0).unwrap();
+    let noise = Noise::new(Some(NoiseKind::DiscreteLaplace), Some(3.0), 0).unwrap();
     let mut rng = SecureRng::from_seed_for_tests(7);
     let draws: Vec<i64> = (0..20_000)
         .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
         .collect();
     let (stat, crit, _) = chi_square(&draws, &dlap_pmf(3.5));
     assert!(stat > crit, "a 3.0 sampler passed as 3.5: χ² = {stat}");
-    let noise = Noise::new("discrete_gaussian", Some(11.0), 0).unwrap();
+    let noise = Noise::new(Some(NoiseKind::DiscreteGaussian), Some(11.0), 0).unwrap();
     let draws: Vec<i64> = (0..20_000)
         .map(|_| as_i64(&noise.sample_discrete(&mut rng).unwrap()))
         .collect();
@@ -170,7 +171,12 @@ fn cdf(kind: &str, scale: f64, x: f64) -> f64 {
 /// probability 1e-3 each (the tails are where a wrong sampler would differ
 /// from a truncated one).
 fn check_continuous(kind: &str, scale: f64, x: i128, k: i32, n: usize, seed: u64) {
-    let noise = Noise::new(kind, Some(scale), k).unwrap();
+    let noise = Noise::new(
+        Some(NoiseKind::from_name(kind).expect("a noise kind")),
+        Some(scale),
+        k,
+    )
+    .unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     let centre = x as f64 * 2f64.powi(k);
     // bin edges by bisection on the CDF
@@ -243,7 +249,12 @@ fn the_continuous_test_detects_a_wrong_distribution() {
     // whether the mass below the level-q quantile of the claimed law is
     // off by more than 6 standard errors
     let run = |kind: &str, scale: f64, as_kind: &str, as_scale: f64, q: f64| {
-        let noise = Noise::new(kind, Some(scale), 0).unwrap();
+        let noise = Noise::new(
+            Some(NoiseKind::from_name(kind).expect("a noise kind")),
+            Some(scale),
+            0,
+        )
+        .unwrap();
         let mut rng = SecureRng::from_seed_for_tests(9);
         let m = 20_000;
         let below = (0..m)
@@ -279,7 +290,12 @@ fn check_ulp_rounding(kind: &str, n: usize, seed: u64) {
 /// Whether releases around 1.0 of a sampler of scale `actual` fit the
 /// rounding cells of scale 2^-52.
 fn ulp_rounding_fits(kind: &str, actual: f64, n: usize, seed: u64) -> bool {
-    let noise = Noise::new(kind, Some(actual), 0).unwrap();
+    let noise = Noise::new(
+        Some(NoiseKind::from_name(kind).expect("a noise kind")),
+        Some(actual),
+        0,
+    )
+    .unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     // cell index: j ≥ 0 above, −i below
     let mut observed: std::collections::BTreeMap<i64, f64> = Default::default();
@@ -355,7 +371,12 @@ fn continuous_noise_rounds_to_the_nearest_float_million() {
 
 /// Averaging r fresh releases divides the noise's variance by r.
 fn variance_of_mean(kind: &str, scale: f64, k: i32, r: usize, m: usize, seed: u64) {
-    let noise = Noise::new(kind, Some(scale), k).unwrap();
+    let noise = Noise::new(
+        Some(NoiseKind::from_name(kind).expect("a noise kind")),
+        Some(scale),
+        k,
+    )
+    .unwrap();
     let mut rng = SecureRng::from_seed_for_tests(seed);
     let means: Vec<f64> = (0..m)
         .map(|_| (0..r).map(|_| noise.release(0, k, &mut rng)).sum::<f64>() / r as f64)

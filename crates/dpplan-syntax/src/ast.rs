@@ -6,6 +6,9 @@
 use dpplan_diagnostics::Span;
 use serde::Serialize;
 
+/// The closed sets of names, shared with every later layer.
+pub use dpplan_vocab::{AccountantChoice, Adjacency, AggKind, Comparison, InvalidRule, NoiseKind};
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Spanned<T> {
     pub value: T,
@@ -58,53 +61,11 @@ pub enum Unit {
     User { id: Ident },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Adjacency {
-    AddRemove,
-    Replace,
-}
-
-impl Adjacency {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Adjacency::AddRemove => "add_remove",
-            Adjacency::Replace => "replace",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Budget {
     pub span: Span,
     pub epsilon: Number,
     pub delta: Option<Number>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AccountantChoice {
-    Best,
-    Basic,
-    Advanced,
-    Zcdp,
-    Rdp,
-    Gdp,
-    Pld,
-}
-
-impl AccountantChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AccountantChoice::Best => "best",
-            AccountantChoice::Basic => "basic",
-            AccountantChoice::Advanced => "advanced",
-            AccountantChoice::Zcdp => "zcdp",
-            AccountantChoice::Rdp => "rdp",
-            AccountantChoice::Gdp => "gdp",
-            AccountantChoice::Pld => "pld",
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -115,13 +76,6 @@ pub struct Dataset {
     pub columns: Vec<Column>,
     pub contributions: Vec<Contribution>,
     pub invalid_rows: Vec<Spanned<InvalidRule>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InvalidRule {
-    Drop,
-    Clamp,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -190,28 +144,6 @@ pub struct Query {
     pub schedules: Vec<Spanned<Schedule>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AggKind {
-    Count,
-    Sum,
-    Mean,
-    Histogram,
-    Quantile,
-}
-
-impl AggKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AggKind::Count => "count",
-            AggKind::Sum => "sum",
-            AggKind::Mean => "mean",
-            AggKind::Histogram => "histogram",
-            AggKind::Quantile => "quantile",
-        }
-    }
-}
-
 /// `dataset` or `dataset.column`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Target {
@@ -228,35 +160,6 @@ pub struct Aggregate {
     pub by: Option<Ident>,
     /// The extra argument (the quantile's level).
     pub argument: Option<Number>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum NoiseKind {
-    Laplace,
-    Gaussian,
-    DiscreteLaplace,
-    DiscreteGaussian,
-}
-
-impl NoiseKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoiseKind::Laplace => "laplace",
-            NoiseKind::Gaussian => "gaussian",
-            NoiseKind::DiscreteLaplace => "discrete_laplace",
-            NoiseKind::DiscreteGaussian => "discrete_gaussian",
-        }
-    }
-    pub fn is_gaussian(self) -> bool {
-        matches!(self, NoiseKind::Gaussian | NoiseKind::DiscreteGaussian)
-    }
-    pub fn is_discrete(self) -> bool {
-        matches!(
-            self,
-            NoiseKind::DiscreteLaplace | NoiseKind::DiscreteGaussian
-        )
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -363,7 +266,7 @@ pub struct Publish {
 pub struct Condition {
     pub span: Span,
     pub operand: Operand,
-    pub cmp: Spanned<String>,
+    pub cmp: Spanned<Comparison>,
     pub value: Number,
 }
 

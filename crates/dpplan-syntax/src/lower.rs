@@ -162,14 +162,9 @@ fn privacy(cx: &Ctx, pair: Pair<Rule>) -> Privacy {
             }
             Rule::accountant_stmt => {
                 if let Some(a) = first(&stmt, Rule::accountant) {
-                    let choice = match a.as_str() {
-                        "basic" => AccountantChoice::Basic,
-                        "advanced" => AccountantChoice::Advanced,
-                        "zcdp" => AccountantChoice::Zcdp,
-                        "rdp" => AccountantChoice::Rdp,
-                        "gdp" => AccountantChoice::Gdp,
-                        "pld" => AccountantChoice::Pld,
-                        _ => AccountantChoice::Best,
+                    // The grammar admits exactly the vocabulary's names.
+                    let Some(choice) = AccountantChoice::from_name(a.as_str()) else {
+                        continue;
                     };
                     out.accountants.push(Spanned::new(choice, cx.span(&a)));
                 }
@@ -386,12 +381,8 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 let Some(k) = first(&stmt, Rule::agg_kind) else {
                     continue;
                 };
-                let kind = match k.as_str() {
-                    "count" => AggKind::Count,
-                    "sum" => AggKind::Sum,
-                    "mean" => AggKind::Mean,
-                    "histogram" => AggKind::Histogram,
-                    _ => AggKind::Quantile,
+                let Some(kind) = AggKind::from_name(k.as_str()) else {
+                    continue;
                 };
                 let Some(t) = first(&stmt, Rule::agg_target).and_then(|t| target(cx, t)) else {
                     continue;
@@ -408,11 +399,8 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 let Some(k) = first(&stmt, Rule::noise_kind) else {
                     continue;
                 };
-                let kind = match k.as_str() {
-                    "laplace" => NoiseKind::Laplace,
-                    "gaussian" => NoiseKind::Gaussian,
-                    "discrete_laplace" => NoiseKind::DiscreteLaplace,
-                    _ => NoiseKind::DiscreteGaussian,
+                let Some(kind) = NoiseKind::from_name(k.as_str()) else {
+                    continue;
                 };
                 let param = if let Some(p) = first(&stmt, Rule::noise_scale) {
                     NoiseParam::Scale {
@@ -508,7 +496,12 @@ fn publish(cx: &Ctx, pair: Pair<Rule>) -> Option<Publish> {
         Some(Condition {
             span: cx.span(&c),
             operand,
-            cmp: first(&c, Rule::cmp).map(|p| Spanned::new(p.as_str().to_string(), cx.span(&p)))?,
+            cmp: first(&c, Rule::cmp).and_then(|p| {
+                Some(Spanned::new(
+                    Comparison::from_name(p.as_str())?,
+                    cx.span(&p),
+                ))
+            })?,
             value: cx.number(&first(&c, Rule::number)?),
         })
     });

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use dpplan_plan::Dataset;
+use dpplan_vocab::{ColumnKind, InvalidRule};
 
 use super::number::{parse_number, valid_number, Grid};
 use super::{EngineError, StatKind, Statistic};
@@ -152,7 +153,7 @@ impl Layout {
         }
         // Only the summed numbers are parsed; the others are checked.
         let (used, fields) = stored_fields(&mut prepared);
-        let drop_invalid = dataset.invalid_rows != "clamp";
+        let drop_invalid = dataset.invalid_rows != InvalidRule::Clamp;
         let vals = used.iter().map(|&n| nums[n]).collect();
         let checks = match drop_invalid {
             true => (0..nums.len())
@@ -199,14 +200,15 @@ fn declared_numbers<'d>(
     let mut nums = Vec::new();
     let mut num_names: Vec<&str> = Vec::new();
     for c in &dataset.columns {
-        if c.ty == "int" || c.ty == "float" {
+        if matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
             nums.push(NumCol {
                 index: header_index(headers, &dataset.name, &c.name)?,
-                int: c.ty == "int",
+                int: c.ty == ColumnKind::Int,
                 impute: c.bounds.map_or(0.0, |b| b[0]),
             });
             num_names.push(&c.name);
-        } else if c.ty == "category" || c.ty == "id" {
+        } else {
+            // ids and categories: the column must exist
             header_index(headers, &dataset.name, &c.name)?;
         }
     }

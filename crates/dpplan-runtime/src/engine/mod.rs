@@ -329,7 +329,7 @@ mod tests {
             .unwrap();
         assert_eq!(out[0], vec![1]);
         let mut clamp = dataset(1, "");
-        clamp.invalid_rows = "clamp".into();
+        clamp.invalid_rows = dpplan_vocab::InvalidRule::Clamp;
         let out = CsvEngine
             .aggregate_reader(&clamp, csv.as_bytes(), &stats, &mut rng)
             .unwrap();

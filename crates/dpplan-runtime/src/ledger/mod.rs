@@ -612,7 +612,7 @@ impl Ledger {
             }
         }
         let p = &plan.body.privacy;
-        let bound = plan_bound(&releases, &p.accountant, p.budget_delta).map_err(|e| {
+        let bound = plan_bound(&releases, p.accountant, p.budget_delta).map_err(|e| {
             LedgerError::OverBudget(format!(
                 "the ledger's history and the new plan cannot be accounted together: {e}"
             ))

@@ -3,6 +3,7 @@
 
 use dpplan_accounting as acct;
 use dpplan_plan::Release;
+use dpplan_vocab::{Accountant, AccountantChoice, NoiseKind, Statistic};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
@@ -17,8 +18,10 @@ pub struct MechanismRecord {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartRecord {
-    pub statistic: String,
-    pub mechanism: String,
+    pub statistic: Statistic,
+    /// `None` (written `none`) for a public statistic.
+    #[serde(with = "dpplan_vocab::or_none")]
+    pub mechanism: Option<NoiseKind>,
     pub scale: Option<f64>,
     pub grid_exponent: i32,
     pub l1: f64,
@@ -34,8 +37,8 @@ impl MechanismRecord {
                 .parts
                 .iter()
                 .map(|p| PartRecord {
-                    statistic: p.statistic.clone(),
-                    mechanism: p.mechanism.clone(),
+                    statistic: p.statistic,
+                    mechanism: p.mechanism,
                     scale: p.scale,
                     grid_exponent: p.grid_exponent,
                     l1: p.l1,
@@ -50,7 +53,7 @@ impl MechanismRecord {
         self.parts
             .iter()
             .filter_map(|p| {
-                let kind = acct::NoiseKind::from_name(&p.mechanism)?;
+                let kind = p.mechanism?;
                 Some(acct::Mechanism {
                     kind,
                     scale: p.scale?,
@@ -109,12 +112,11 @@ pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism,
 /// The accountant a plan names (`best` takes the tightest).
 pub(super) fn plan_bound(
     releases: &[acct::Release],
-    accountant: &str,
+    accountant: AccountantChoice,
     delta: f64,
 ) -> Result<acct::Bound, acct::AccountingError> {
-    match acct::Accountant::from_name(accountant) {
+    match accountant.accountant() {
         Some(a) => acct::epsilon(releases, delta, a),
-        // `best`, the only other name a compiled plan holds
         None => acct::best(releases, delta),
     }
 }
@@ -129,15 +131,17 @@ pub struct RunningTotals {
     /// The δ at which every ε below is stated.
     pub at_delta: f64,
     /// The plan's accountant (`best` = the tightest) and its result.
-    pub plan_accountant: String,
+    pub plan_accountant: AccountantChoice,
     pub plan: TotalOf,
     pub accountants: Vec<TotalOf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TotalOf {
-    /// snake_case name of the accountant that produced the bound.
-    pub accountant: String,
+    /// The accountant that produced the bound (written `""` when the plan's
+    /// `best` produced none).
+    #[serde(with = "dpplan_vocab::or_empty")]
+    pub accountant: Option<Accountant>,
     pub epsilon: Option<f64>,
     pub delta: Option<f64>,
     /// Why there is no bound (e.g. an accountant that does not apply).
@@ -147,13 +151,13 @@ pub struct TotalOf {
 fn total_of(a: Option<acct::Accountant>, r: Result<acct::Bound, acct::AccountingError>) -> TotalOf {
     match r {
         Ok(b) => TotalOf {
-            accountant: b.accountant.name().into(),
+            accountant: Some(b.accountant),
             epsilon: Some(b.epsilon),
             delta: Some(b.delta),
             error: None,
         },
         Err(e) => TotalOf {
-            accountant: a.map_or(String::new(), |a| a.name().into()),
+            accountant: a,
             epsilon: None,
             delta: None,
             error: Some(e.to_string()),
@@ -170,8 +174,8 @@ pub(super) fn running_totals(
     RunningTotals {
         releases: n,
         at_delta: delta,
-        plan_accountant: privacy.accountant.clone(),
-        plan: total_of(None, plan_bound(releases, &privacy.accountant, delta)),
+        plan_accountant: privacy.accountant,
+        plan: total_of(None, plan_bound(releases, privacy.accountant, delta)),
         accountants: acct::all(releases, delta)
             .into_iter()
             .map(|(a, r)| total_of(Some(a), r))

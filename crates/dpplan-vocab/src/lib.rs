@@ -1,0 +1,505 @@
+//! # dpplan-vocab — the words every layer shares
+//!
+//! The closed sets of names a plan is made of — noise kinds, accountants,
+//! privacy units, adjacencies, aggregations, statistics — defined once.
+//! The syntax tree, the checker's checked plan, the accounting math, the
+//! executable plan, the runtime and the ledger all use these enums, so a
+//! kind cannot be misspelt between two layers and a `match` over one is
+//! checked for exhaustiveness by the compiler.
+//!
+//! Every enum serialises to the snake_case name a plan writes
+//! (`discrete_gaussian`, `add_remove`, `grouped_sum`, …): the JSON outputs,
+//! the executable plan and the ledger hold exactly these strings, and
+//! reading any other string is an error. [`Vocabulary::NAMES`] lists them, in
+//! declaration order, and `name()`/`from_name()` convert both ways.
+//!
+//! This crate depends on nothing but serde, so the accounting crate can use
+//! it without learning syntax.
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+/// A closed set of names, each serialised as its snake_case name.
+pub trait Vocabulary: Copy + Sized + 'static {
+    /// Every member, in declaration order.
+    const ALL: &'static [Self];
+    /// The name a plan writes and every format stores.
+    fn name(self) -> &'static str;
+    /// The member of that name; `None` for any other string.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == name)
+    }
+}
+
+/// Defines an enum of the vocabulary: its names, `Display` (the name),
+/// and serde as that name.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $ty:ident { $($(#[$vmeta:meta])* $variant:ident => $name:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $ty {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl Vocabulary for $ty {
+            const ALL: &'static [Self] = &$ty::ALL;
+            fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)+
+                }
+            }
+        }
+
+        impl $ty {
+            /// Every member, in declaration order.
+            pub const ALL: [$ty; [$($name,)+].len()] = [$($ty::$variant,)+];
+            /// The name a plan writes and every format stores.
+            pub fn name(self) -> &'static str {
+                Vocabulary::name(self)
+            }
+            /// Same as [`Self::name`].
+            pub fn as_str(self) -> &'static str {
+                Vocabulary::name(self)
+            }
+            /// The member of that name; `None` for any other string.
+            pub fn from_name(name: &str) -> Option<$ty> {
+                <$ty as Vocabulary>::from_name(name)
+            }
+        }
+
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                $ty::from_name(&name).ok_or_else(|| {
+                    serde::de::Error::unknown_variant(&name, &[$($name,)+])
+                })
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// The noise distribution of a mechanism.
+    NoiseKind {
+        /// Laplace, density ∝ exp(−|x|/b): pure ε-DP.
+        Laplace => "laplace",
+        /// Gaussian with standard deviation σ: (ε, δ)-DP.
+        Gaussian => "gaussian",
+        /// Two-sided geometric on the integers: pure ε-DP.
+        DiscreteLaplace => "discrete_laplace",
+        /// Discrete Gaussian on the integers (Canonne–Kamath–Steinke).
+        DiscreteGaussian => "discrete_gaussian",
+    }
+}
+
+impl NoiseKind {
+    /// The Gaussian kinds (parameter σ, ℓ2 sensitivity).
+    pub fn is_gaussian(self) -> bool {
+        matches!(self, NoiseKind::Gaussian | NoiseKind::DiscreteGaussian)
+    }
+    /// The kinds that draw integers (the statistic is on the integers).
+    pub fn is_discrete(self) -> bool {
+        matches!(
+            self,
+            NoiseKind::DiscreteLaplace | NoiseKind::DiscreteGaussian
+        )
+    }
+}
+
+vocabulary! {
+    /// An accounting method: how the releases of a schedule are composed
+    /// into one (ε, δ).
+    Accountant {
+        /// Basic composition: ε and δ add up.
+        Basic => "basic",
+        /// Advanced composition (Dwork–Rothblum–Vadhan, Kairouz–Oh–Viswanath).
+        Advanced => "advanced",
+        /// Zero-concentrated DP (Bun–Steinke).
+        Zcdp => "zcdp",
+        /// Rényi DP (Mironov), converted to (ε, δ) at the end.
+        Rdp => "rdp",
+        /// The exact Gaussian trade-off (Dong–Roth–Su; Balle–Wang).
+        Gdp => "gdp",
+        /// Privacy-loss distributions composed numerically.
+        Pld => "pld",
+    }
+}
+
+impl Accountant {
+    /// The long name a report prints ("exact Gaussian (GDP)").
+    pub fn title(self) -> &'static str {
+        match self {
+            Accountant::Basic => "basic composition",
+            Accountant::Advanced => "advanced composition (DRV / KOV)",
+            Accountant::Zcdp => "zCDP",
+            Accountant::Rdp => "RDP",
+            Accountant::Gdp => "exact Gaussian (GDP)",
+            Accountant::Pld => "privacy-loss distribution",
+        }
+    }
+}
+
+vocabulary! {
+    /// The accountant a plan asks for: one of them, or the tightest.
+    AccountantChoice {
+        /// The tightest bound of every accountant that applies.
+        Best => "best",
+        Basic => "basic",
+        Advanced => "advanced",
+        Zcdp => "zcdp",
+        Rdp => "rdp",
+        Gdp => "gdp",
+        Pld => "pld",
+    }
+}
+
+impl AccountantChoice {
+    /// The one accountant asked for; `None` for `best`.
+    pub fn accountant(self) -> Option<Accountant> {
+        Some(match self {
+            AccountantChoice::Best => return None,
+            AccountantChoice::Basic => Accountant::Basic,
+            AccountantChoice::Advanced => Accountant::Advanced,
+            AccountantChoice::Zcdp => Accountant::Zcdp,
+            AccountantChoice::Rdp => Accountant::Rdp,
+            AccountantChoice::Gdp => Accountant::Gdp,
+            AccountantChoice::Pld => Accountant::Pld,
+        })
+    }
+}
+
+impl From<Accountant> for AccountantChoice {
+    fn from(a: Accountant) -> Self {
+        match a {
+            Accountant::Basic => AccountantChoice::Basic,
+            Accountant::Advanced => AccountantChoice::Advanced,
+            Accountant::Zcdp => AccountantChoice::Zcdp,
+            Accountant::Rdp => AccountantChoice::Rdp,
+            Accountant::Gdp => AccountantChoice::Gdp,
+            Accountant::Pld => AccountantChoice::Pld,
+        }
+    }
+}
+
+vocabulary! {
+    /// Who is protected: the privacy unit.
+    UnitKind {
+        /// One event (a row of an event log).
+        Event => "event",
+        /// One row.
+        Row => "row",
+        /// Every row of one user (bounded by the contribution bounds).
+        User => "user",
+    }
+}
+
+vocabulary! {
+    /// Which datasets are neighbours.
+    Adjacency {
+        /// One unit added or removed (unbounded DP).
+        AddRemove => "add_remove",
+        /// One unit's data replaced (bounded DP).
+        Replace => "replace",
+    }
+}
+
+vocabulary! {
+    /// What the runtime does with a row whose number does not parse.
+    InvalidRule {
+        /// The row is dropped.
+        Drop => "drop",
+        /// The value takes the column's public lower bound.
+        Clamp => "clamp",
+    }
+}
+
+vocabulary! {
+    /// The type of a declared column.
+    ColumnKind {
+        /// The unit's identifier.
+        Id => "id",
+        /// A category with a public domain.
+        Category => "category",
+        /// An integer.
+        Int => "int",
+        /// A real number.
+        Float => "float",
+    }
+}
+
+vocabulary! {
+    /// A query's aggregation, as written.
+    AggKind {
+        Count => "count",
+        Sum => "sum",
+        Mean => "mean",
+        Histogram => "histogram",
+        Quantile => "quantile",
+    }
+}
+
+vocabulary! {
+    /// One noisy statistic the runtime computes exactly and releases: a
+    /// query is one (count, sum, histogram) or two (a mean is a sum and a
+    /// count) of them.
+    Statistic {
+        /// The number of (bounded) rows.
+        Count => "count",
+        /// The sum of a clamped column.
+        Sum => "sum",
+        /// One count per group of the public domain.
+        GroupedCount => "grouped_count",
+        /// One sum per group of the public domain.
+        GroupedSum => "grouped_sum",
+    }
+}
+
+impl Statistic {
+    /// The statistics that release an aggregation, in the order the
+    /// executable plan lists them (a mean: the sum, then the count);
+    /// `None` for an aggregation that releases no exact statistic (a
+    /// quantile).
+    pub fn of(kind: AggKind, grouped: bool) -> Option<&'static [Statistic]> {
+        use Statistic::*;
+        Some(match (kind, grouped) {
+            (AggKind::Count, false) => &[Count],
+            (AggKind::Sum, false) => &[Sum],
+            (AggKind::Mean, false) => &[Sum, Count],
+            (AggKind::Count | AggKind::Histogram, true) => &[GroupedCount],
+            (AggKind::Sum, true) => &[GroupedSum],
+            (AggKind::Mean, true) => &[GroupedSum, GroupedCount],
+            (AggKind::Histogram, false) | (AggKind::Quantile, _) => return None,
+        })
+    }
+    /// A count (of rows), as opposed to a sum of values.
+    pub fn is_count(self) -> bool {
+        matches!(self, Statistic::Count | Statistic::GroupedCount)
+    }
+    /// One value per group.
+    pub fn is_grouped(self) -> bool {
+        matches!(self, Statistic::GroupedCount | Statistic::GroupedSum)
+    }
+}
+
+vocabulary! {
+    /// The shape of a release schedule.
+    ScheduleKind {
+        /// One release.
+        Once => "once",
+        /// `N times`.
+        Times => "times",
+        /// `every P for D` or `every P from A until B`.
+        Every => "every",
+    }
+}
+
+vocabulary! {
+    /// The comparison of a `publish … when` condition.
+    Comparison {
+        Lt => "<",
+        Le => "<=",
+        Gt => ">",
+        Ge => ">=",
+        Eq => "==",
+        Ne => "!=",
+    }
+}
+
+macro_rules! display_by_name {
+    ($($ty:ident),+) => {
+        $(impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        })+
+    };
+}
+
+display_by_name!(
+    NoiseKind,
+    AccountantChoice,
+    UnitKind,
+    Adjacency,
+    InvalidRule,
+    ColumnKind,
+    AggKind,
+    Statistic,
+    ScheduleKind,
+    Comparison
+);
+
+/// An accountant displays as its long name ([`Accountant::title`]).
+impl fmt::Display for Accountant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.title())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T>()
+    where
+        T: Vocabulary + fmt::Debug + PartialEq + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let mut names = std::collections::BTreeSet::new();
+        for &v in T::ALL {
+            assert!(names.insert(v.name()), "{} twice", v.name());
+            assert_eq!(T::from_name(v.name()), Some(v));
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.name()));
+            assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+        }
+        assert_eq!(T::from_name("no_such_name"), None);
+        let err = serde_json::from_str::<T>("\"no_such_name\"").unwrap_err();
+        assert!(err.to_string().contains("unknown variant"), "{err}");
+    }
+
+    #[test]
+    fn every_name_round_trips_and_nothing_else_reads() {
+        round_trip::<NoiseKind>();
+        round_trip::<Accountant>();
+        round_trip::<AccountantChoice>();
+        round_trip::<UnitKind>();
+        round_trip::<Adjacency>();
+        round_trip::<InvalidRule>();
+        round_trip::<ColumnKind>();
+        round_trip::<AggKind>();
+        round_trip::<Statistic>();
+        round_trip::<ScheduleKind>();
+        round_trip::<Comparison>();
+    }
+
+    #[test]
+    fn choices_are_the_accountants_and_best() {
+        assert_eq!(AccountantChoice::ALL.len(), Accountant::ALL.len() + 1);
+        for a in Accountant::ALL {
+            let c = AccountantChoice::from(a);
+            assert_eq!(c.name(), a.name());
+            assert_eq!(c.accountant(), Some(a));
+        }
+        assert_eq!(AccountantChoice::Best.accountant(), None);
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Part {
+        #[serde(with = "or_none")]
+        mechanism: Option<NoiseKind>,
+    }
+
+    #[test]
+    fn or_none_writes_none_and_reads_only_names() {
+        for m in [None, Some(NoiseKind::DiscreteGaussian)] {
+            let json = serde_json::to_string(&Part { mechanism: m }).unwrap();
+            assert_eq!(serde_json::from_str::<Part>(&json).unwrap().mechanism, m);
+        }
+        assert_eq!(
+            serde_json::to_string(&Part { mechanism: None }).unwrap(),
+            r#"{"mechanism":"none"}"#
+        );
+        let err = serde_json::from_str::<Part>(r#"{"mechanism":"cauchy"}"#).unwrap_err();
+        assert!(err.to_string().contains("`none`"), "{err}");
+    }
+
+    #[test]
+    fn statistics_of_each_aggregation() {
+        assert_eq!(
+            Statistic::of(AggKind::Mean, false),
+            Some(&[Statistic::Sum, Statistic::Count][..])
+        );
+        assert_eq!(
+            Statistic::of(AggKind::Histogram, true),
+            Some(&[Statistic::GroupedCount][..])
+        );
+        assert_eq!(Statistic::of(AggKind::Quantile, false), None);
+        assert_eq!(Statistic::of(AggKind::Histogram, false), None);
+        for k in AggKind::ALL {
+            for grouped in [false, true] {
+                for s in Statistic::of(k, grouped).unwrap_or(&[]) {
+                    assert_eq!(s.is_grouped(), grouped, "{k} {s}");
+                }
+            }
+        }
+    }
+}
+
+/// Serde for an `Option` of a vocabulary: `None` is the string `"none"`
+/// (`#[serde(with = "dpplan_vocab::or_none")]`). The executable plan's
+/// mechanism of a public statistic and the accountant of a free release are
+/// written so.
+pub mod or_none {
+    use super::Vocabulary;
+
+    /// The string for `None`.
+    pub const NONE: &str = "none";
+
+    pub fn serialize<T: Vocabulary, S: serde::Serializer>(
+        v: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        super::option_serialize(v, NONE, s)
+    }
+
+    pub fn deserialize<'de, T: Vocabulary, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        super::option_deserialize(d, NONE)
+    }
+}
+
+/// Serde for an `Option` of a vocabulary: `None` is the empty string
+/// (`#[serde(with = "dpplan_vocab::or_empty")]`), as the ledger's running
+/// totals write an accountant that produced no bound.
+pub mod or_empty {
+    use super::Vocabulary;
+
+    pub fn serialize<T: Vocabulary, S: serde::Serializer>(
+        v: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        super::option_serialize(v, "", s)
+    }
+
+    pub fn deserialize<'de, T: Vocabulary, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        super::option_deserialize(d, "")
+    }
+}
+
+fn option_serialize<T: Vocabulary, S: serde::Serializer>(
+    v: &Option<T>,
+    none: &'static str,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.map_or(none, Vocabulary::name))
+}
+
+fn option_deserialize<'de, T: Vocabulary, D: serde::Deserializer<'de>>(
+    d: D,
+    none: &str,
+) -> Result<Option<T>, D::Error> {
+    let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+    if name == none {
+        return Ok(None);
+    }
+    T::from_name(&name).map(Some).ok_or_else(|| {
+        let expected: Vec<String> = T::ALL
+            .iter()
+            .map(|v| v.name())
+            .chain([none])
+            .map(|n| format!("`{n}`"))
+            .collect();
+        serde::de::Error::custom(format_args!(
+            "unknown variant `{name}`, expected one of {}",
+            expected.join(", ")
+        ))
+    })
+}
