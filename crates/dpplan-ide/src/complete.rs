@@ -6,6 +6,9 @@
 use dpplan_diagnostics::Span;
 use dpplan_fmt::lexer::{Token, TokenKind};
 use dpplan_syntax::ast::ColumnType;
+use dpplan_vocab::{
+    AccountantChoice, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind, Vocabulary,
+};
 
 use crate::{keyword_doc, CompletionItem, CompletionKind, Document};
 
@@ -230,14 +233,11 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 &mut out,
                 &["unit", "adjacency", "budget", "accountant", "population"],
             ),
-            (Some("unit"), Some("unit")) => kw(&mut out, &["user", "row", "event"]),
+            (Some("unit"), Some("unit")) => kw(&mut out, &names::<UnitKind>()),
             (Some("unit"), Some("user")) => kw(&mut out, &["by"]),
             (Some("unit"), Some("by")) => columns(&mut out, None, &|t| matches!(t, ColumnType::Id)),
-            (Some("adjacency"), Some("adjacency")) => kw(&mut out, &["add_remove", "replace"]),
-            (Some("accountant"), Some("accountant")) => kw(
-                &mut out,
-                &["best", "basic", "advanced", "zcdp", "rdp", "gdp", "pld"],
-            ),
+            (Some("adjacency"), Some("adjacency")) => kw(&mut out, &names::<Adjacency>()),
+            (Some("accountant"), Some("accountant")) => kw(&mut out, &names::<AccountantChoice>()),
             (Some("budget"), Some("budget")) => kw(&mut out, &["epsilon"]),
             (Some("budget"), Some(w)) if is_number(w) && stmt.len() == 3 => {
                 kw(&mut out, &["delta"])
@@ -249,9 +249,9 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 &mut out,
                 &["source", "column", "contribution", "invalid_rows"],
             ),
-            (Some("column"), Some(":")) => kw(&mut out, &["id", "category", "int", "float"]),
+            (Some("column"), Some(":")) => kw(&mut out, &names::<ColumnKind>()),
             (Some("column"), Some("int" | "float")) => kw(&mut out, &["in"]),
-            (Some("invalid_rows"), Some("invalid_rows")) => kw(&mut out, &["drop", "clamp"]),
+            (Some("invalid_rows"), Some("invalid_rows")) => kw(&mut out, &names::<InvalidRule>()),
             _ => {}
         },
         Block::Contribution => {
@@ -277,15 +277,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 let ds = stmt.get(2).map(|w| w.split('.').next().unwrap_or(w));
                 columns(&mut out, ds, &|t| matches!(t, ColumnType::Category { .. }));
             }
-            (Some("noise"), Some("noise")) => kw(
-                &mut out,
-                &[
-                    "laplace",
-                    "gaussian",
-                    "discrete_laplace",
-                    "discrete_gaussian",
-                ],
-            ),
+            (Some("noise"), Some("noise")) => kw(&mut out, &names::<NoiseKind>()),
             (Some("noise"), Some("laplace" | "discrete_laplace")) => {
                 kw(&mut out, &["scale", "epsilon", "auto"])
             }
@@ -321,4 +313,12 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
         Block::Domain | Block::Other => {}
     }
     out
+}
+
+/// The names of a vocabulary, in its order.
+fn names<T: Vocabulary>() -> Vec<&'static str> {
+    <T as Vocabulary>::ALL
+        .iter()
+        .map(|v| Vocabulary::name(*v))
+        .collect()
 }

@@ -190,12 +190,12 @@ impl From<Accountant> for AccountantChoice {
 vocabulary! {
     /// Who is protected: the privacy unit.
     UnitKind {
-        /// One event (a row of an event log).
-        Event => "event",
-        /// One row.
-        Row => "row",
         /// Every row of one user (bounded by the contribution bounds).
         User => "user",
+        /// One row.
+        Row => "row",
+        /// One event (a row of an event log).
+        Event => "event",
     }
 }
 
