@@ -1,0 +1,299 @@
+//! The datasets: unique names and columns, column bounds and category
+//! domains that are public and valid, the contribution bounds, and the
+//! privacy unit's id column (DP001, DP006, DP007, DP012, DP013, DP017).
+
+use std::collections::HashMap;
+
+use dpplan_diagnostics::{Code, Span};
+use dpplan_syntax::ast::{self, ColumnType, Unit};
+
+use super::privacy::Privacy;
+use super::{data_dependent, duplicate, Build, Checker};
+use crate::sensitivity::{fmt_num, UnitBound};
+
+pub(super) struct ColumnInfo<'a> {
+    pub(super) name_span: Span,
+    pub(super) ty: &'a ColumnType,
+    /// Public bounds when declared and valid.
+    pub(super) bounds: Option<(f64, f64)>,
+    /// Public domain size when declared and valid.
+    pub(super) domain: Option<u64>,
+}
+
+pub(super) struct DatasetInfo<'a> {
+    pub(super) ds: &'a ast::Dataset,
+    pub(super) columns: HashMap<&'a str, ColumnInfo<'a>>,
+    /// `None` when a user-level unit has no rows_per_unit (DP001).
+    pub(super) bound: Option<UnitBound>,
+    /// rows_per_unit as declared (for the per-person warning under a row unit).
+    pub(super) declared_rows: Option<u64>,
+    pub(super) id_columns: Vec<&'a ast::Column>,
+}
+
+/// A positive whole number, or a DP007 diagnostic.
+fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
+    let v = n.value;
+    if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
+        c.error(
+            Code::InvalidParameter,
+            n.span,
+            format!("{what} must be a whole number of at least 1, found {v}"),
+        )
+        .with_label("not a positive whole number")
+        .with_help(format!("write {what} as a whole number such as `5`"));
+        return None;
+    }
+    Some(v as u64)
+}
+
+pub(super) fn resolve_datasets<'a>(
+    c: &mut Checker,
+    plan: &'a ast::Plan,
+    privacy: Option<&Privacy>,
+) -> HashMap<&'a str, DatasetInfo<'a>> {
+    let mut out: HashMap<&'a str, DatasetInfo<'a>> = HashMap::new();
+    for ds in &plan.datasets {
+        if let Some(prev) = out.get(ds.name.value.as_str()) {
+            c.error(
+                Code::Duplicate,
+                ds.name.span,
+                format!("dataset `{}` is declared twice", ds.name.value),
+            )
+            .with_secondary(prev.ds.name.span, "first declared here")
+            .with_help("rename one of the datasets");
+            continue;
+        }
+        duplicate(c, &ds.sources, |s| s.span, "the dataset's source");
+        duplicate(c, &ds.contributions, |s| s.span, "the contribution block");
+        duplicate(c, &ds.invalid_rows, |s| s.span, "the invalid-row rule");
+        let mut columns: HashMap<&str, ColumnInfo> = HashMap::new();
+        let mut id_columns = Vec::new();
+        for col in &ds.columns {
+            if let Some(prev) = columns.get(col.name.value.as_str()) {
+                c.error(
+                    Code::Duplicate,
+                    col.name.span,
+                    format!("column `{}` is declared twice", col.name.value),
+                )
+                .with_secondary(prev.name_span, "first declared here")
+                .with_help("remove one of the declarations");
+                continue;
+            }
+            let mut bounds = None;
+            let mut domain = None;
+            match &col.ty.value {
+                ColumnType::Id => id_columns.push(col),
+                ColumnType::Int { bounds: b } | ColumnType::Float { bounds: b } => {
+                    if let Some(b) = b {
+                        bounds = check_bounds(c, b, matches!(col.ty.value, ColumnType::Int { .. }));
+                    }
+                }
+                ColumnType::Category { domain: d } => match d {
+                    Some(ast::Domain::List { values }) => {
+                        if values.is_empty() {
+                            c.error(
+                                Code::InvalidParameter,
+                                col.ty.span,
+                                "a category's public domain cannot be empty",
+                            )
+                            .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
+                        } else {
+                            let mut seen: HashMap<&str, Span> = HashMap::new();
+                            for v in values {
+                                if let Some(first) = seen.get(v.value.as_str()) {
+                                    c.error(
+                                        Code::Duplicate,
+                                        v.span,
+                                        format!("`{}` is listed twice in the domain", v.value),
+                                    )
+                                    .with_secondary(*first, "first listed here")
+                                    .with_help("remove the repeated value");
+                                } else {
+                                    seen.insert(&v.value, v.span);
+                                }
+                            }
+                            domain = Some(seen.len() as u64);
+                        }
+                    }
+                    Some(ast::Domain::FromData { expr }) => {
+                        data_dependent(
+                            c,
+                            expr.span,
+                            "the group domain",
+                            "list the public values: `category { \"a\", \"b\" }`",
+                        );
+                    }
+                    None => {}
+                },
+            }
+            columns.insert(
+                &col.name.value,
+                ColumnInfo {
+                    name_span: col.name.span,
+                    ty: &col.ty.value,
+                    bounds,
+                    domain,
+                },
+            );
+        }
+        // Contribution bounds.
+        let contribution = ds.contributions.first();
+        let mut rows = None;
+        let mut groups = None;
+        let mut per_group = None;
+        if let Some(cb) = contribution {
+            duplicate(c, &cb.rows_per_unit, |n| n.span, "rows_per_unit");
+            duplicate(c, &cb.groups_per_unit, |n| n.span, "groups_per_unit");
+            duplicate(c, &cb.rows_per_group, |n| n.span, "rows_per_group");
+            rows = cb
+                .rows_per_unit
+                .first()
+                .and_then(|n| whole(c, n, "rows_per_unit"));
+            groups = cb
+                .groups_per_unit
+                .first()
+                .and_then(|n| whole(c, n, "groups_per_unit"));
+            per_group = cb
+                .rows_per_group
+                .first()
+                .and_then(|n| whole(c, n, "rows_per_group"));
+        }
+        let bound = match privacy.map(|p| &p.unit) {
+            Some(Unit::User { id }) => {
+                // The unit's id column must exist and be an id.
+                match columns.get(id.value.as_str()) {
+                    None => {
+                        c.error(
+                            Code::Undefined,
+                            ds.name.span,
+                            format!(
+                                "dataset `{}` has no column `{}`, the privacy unit's id",
+                                ds.name.value, id.value
+                            ),
+                        )
+                        .with_secondary(id.span, "the unit is identified by this column")
+                        .with_help(format!(
+                            "declare `column {} : id` in `{}`",
+                            id.value, ds.name.value
+                        ));
+                    }
+                    Some(col) if !matches!(col.ty, ColumnType::Id) => {
+                        c.error(
+                            Code::TypeMismatch,
+                            col.name_span,
+                            format!(
+                                "`{}` identifies the privacy unit, so it must be declared `id`",
+                                id.value
+                            ),
+                        )
+                        .with_secondary(id.span, "the unit is identified by this column")
+                        .with_help(format!("declare `column {} : id`", id.value));
+                    }
+                    _ => {}
+                }
+                match rows {
+                    Some(r) => Some(UnitBound {
+                        user: true,
+                        rows: r,
+                        groups,
+                        rows_per_group: per_group,
+                    }),
+                    None => {
+                        if contribution.is_none_or(|cb| cb.rows_per_unit.is_empty()) {
+                            let span = contribution.map_or(ds.name.span, |cb| cb.span);
+                            c.error(
+                                Code::UnboundedContribution,
+                                span,
+                                format!(
+                                    "the unit is a user, but `{}` does not bound how many rows a user contributes: one user's rows can move any statistic without limit",
+                                    ds.name.value
+                                ),
+                            )
+                            .with_label("no rows_per_unit bound")
+                            .with_secondary(privacy.map_or(id.span, |p| p.unit_span), "user-level unit declared here")
+                            .with_help(format!(
+                                "add `contribution {{ rows_per_unit N }}` to `{}`: the runtime keeps at most N random rows per user",
+                                ds.name.value
+                            ));
+                        }
+                        None
+                    }
+                }
+            }
+            _ => Some(UnitBound {
+                user: false,
+                rows: 1,
+                groups: Some(1),
+                rows_per_group: Some(1),
+            }),
+        };
+        out.insert(
+            &ds.name.value,
+            DatasetInfo {
+                ds,
+                columns,
+                bound,
+                declared_rows: rows,
+                id_columns,
+            },
+        );
+    }
+    out
+}
+
+fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64)> {
+    let mut value = |bound: &ast::Bound| -> Option<f64> {
+        match bound {
+            ast::Bound::Public { value } => {
+                if !value.value.is_finite() {
+                    c.error(
+                        Code::InvalidParameter,
+                        value.span,
+                        format!("a public bound must be finite, found {}", value.value),
+                    )
+                    .with_help("clamp bounds are finite public numbers, e.g. `in [0, 3600]`");
+                    return None;
+                }
+                if int && value.value.fract() != 0.0 {
+                    c.error(
+                        Code::InvalidParameter,
+                        value.span,
+                        format!(
+                            "an int column's bounds must be whole numbers, found {}",
+                            value.value
+                        ),
+                    )
+                    .with_help("round the bound outward, or declare the column `float`");
+                    return None;
+                }
+                Some(value.value)
+            }
+            ast::Bound::FromData { expr } => {
+                data_dependent(
+                    c,
+                    expr.span,
+                    "this clamp bound",
+                    "clamp to public bounds fixed in advance, e.g. `in [0, 3600]`",
+                );
+                None
+            }
+        }
+    };
+    let lo = value(&b.lo);
+    let hi = value(&b.hi);
+    let (lo, hi) = (lo?, hi?);
+    if lo >= hi {
+        c.error(
+            Code::InvalidParameter,
+            b.span,
+            format!(
+                "the lower bound {} must be below the upper bound {}",
+                fmt_num(lo),
+                fmt_num(hi)
+            ),
+        )
+        .with_help("write the bounds as `in [lo, hi]` with lo < hi");
+        return None;
+    }
+    Some((lo, hi))
+}

@@ -1,0 +1,138 @@
+//! The privacy block: one unit, adjacency, budget (ε, δ), accountant and
+//! population, each declared once and valid (DP007, DP013, DP015).
+
+use dpplan_diagnostics::{Code, Span};
+use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, Unit};
+
+use super::{duplicate, valid_positive, Build, Checker};
+
+pub(super) struct Privacy {
+    pub(super) unit: Unit,
+    pub(super) unit_span: Span,
+    pub(super) adjacency: Adjacency,
+    pub(super) epsilon: f64,
+    pub(super) delta: f64,
+    pub(super) budget_span: Span,
+    pub(super) accountant: AccountantChoice,
+    pub(super) population: Option<f64>,
+}
+
+pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
+    if plan.privacy.is_empty() {
+        if !plan.privacy_broken {
+            let span = plan.header_span.unwrap_or_default();
+            c.error(Code::Missing, span, "the plan has no `privacy` block")
+                .with_label("this plan declares no privacy unit, adjacency or budget")
+                .with_help("add `privacy { unit user by <id> adjacency add_remove budget epsilon 1 delta 1e-6 }`");
+        }
+        return None;
+    }
+    duplicate(c, &plan.privacy, |p| p.keyword, "the `privacy` block");
+    let p = &plan.privacy[0];
+    duplicate(c, &p.units, |u| u.span, "the privacy unit");
+    duplicate(c, &p.adjacencies, |u| u.span, "the adjacency");
+    duplicate(c, &p.budgets, |u| u.span, "the budget");
+    duplicate(c, &p.accountants, |u| u.span, "the accountant");
+    duplicate(c, &p.populations, |u| u.span, "the population");
+    let mut ok = true;
+    let unit = match p.units.first() {
+        Some(u) => Some(u),
+        None => {
+            c.error(
+                Code::Missing,
+                p.keyword,
+                "the privacy block declares no unit",
+            )
+            .with_label("who is protected?")
+            .with_help("add `unit user by <id column>` (or `unit row`, `unit event`)");
+            ok = false;
+            None
+        }
+    };
+    let adjacency = match p.adjacencies.first() {
+        Some(a) => a.value,
+        None => {
+            c.error(Code::Missing, p.keyword, "the privacy block declares no adjacency")
+                .with_label("neighbouring datasets are undefined")
+                .with_help("add `adjacency add_remove` (a unit is added or removed) or `adjacency replace` (a unit's data is replaced)");
+            ok = false;
+            Adjacency::AddRemove
+        }
+    };
+    let (epsilon, delta, budget_span) = match p.budgets.first() {
+        Some(b) => {
+            let eps = b.epsilon.value;
+            if !valid_positive(eps) {
+                c.error(
+                    Code::InvalidParameter,
+                    b.epsilon.span,
+                    format!("the budget's ε must be positive and finite, found {eps}"),
+                )
+                .with_label("invalid ε")
+                .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
+                ok = false;
+            }
+            // `delta 0` is pure ε-DP, as is no `delta`; δ ≥ 1 promises
+            // nothing (every mechanism is (0, 1)-DP).
+            let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
+            if let Some(d) = &b.delta {
+                if !(d.value.is_finite() && d.value >= 0.0 && d.value < 1.0) {
+                    c.error(Code::InvalidParameter, d.span, format!("δ must be at least 0 and below 1, found {}", d.value))
+                        .with_label("invalid δ")
+                        .with_help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP");
+                    ok = false;
+                }
+            }
+            (eps, delta, b.span)
+        }
+        None => {
+            c.error(
+                Code::Missing,
+                p.keyword,
+                "the privacy block declares no budget",
+            )
+            .with_label("no ceiling for the plan")
+            .with_help("add `budget epsilon <ε> delta <δ>`");
+            ok = false;
+            (f64::NAN, 0.0, p.keyword)
+        }
+    };
+    let population = match p.populations.first() {
+        Some(n) => {
+            if !n.value.is_finite() || n.value < 1.0 {
+                c.error(
+                    Code::InvalidParameter,
+                    n.span,
+                    format!(
+                        "the population must be a finite number of at least 1, found {}",
+                        n.value
+                    ),
+                )
+                .with_help(
+                    "give an estimate of the number of protected units, e.g. `population 1000000`",
+                );
+                None
+            } else {
+                Some(n.value)
+            }
+        }
+        None => None,
+    };
+    let unit = unit?;
+    if !ok {
+        return None;
+    }
+    Some(Privacy {
+        unit: unit.value.clone(),
+        unit_span: unit.span,
+        adjacency,
+        epsilon,
+        delta,
+        budget_span,
+        accountant: p
+            .accountants
+            .first()
+            .map_or(AccountantChoice::Best, |a| a.value),
+        population,
+    })
+}

@@ -1,0 +1,712 @@
+//! One query: its aggregation, schedule and target, the value bounds and
+//! groups it needs, the sensitivity derived for each noisy part (and a
+//! declared one checked against it), and its noise (DP002–DP005, DP007,
+//! DP012–DP017).
+
+use std::collections::HashMap;
+
+use dpplan_diagnostics::{Code, Span};
+use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam};
+
+use super::datasets::DatasetInfo;
+use super::{duplicate, valid_positive, Build, Checker};
+use crate::schedule::{self, ScheduleError};
+use crate::sensitivity::{self, fmt_num, Derived};
+
+/// How a part's noise is set before calibration.
+#[derive(Debug, Clone)]
+pub(super) enum Scale {
+    Fixed(f64),
+    /// Calibrated from a per-release ε (and δ).
+    FromEpsilon {
+        epsilon: f64,
+        delta: Option<f64>,
+    },
+    /// Calibrated with the other `auto` parts so that the plan fits.
+    Auto {
+        weight: f64,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Part {
+    pub(super) role: &'static str,
+    /// Zero sensitivity: the statistic is public under this adjacency; it
+    /// needs no noise and is never passed to the accountants.
+    pub(super) public: bool,
+    pub(super) kind: NoiseKind,
+    pub(super) derived: Derived,
+    pub(super) scale: Scale,
+    pub(super) resolved: Option<f64>,
+}
+
+pub(super) struct QueryPlan<'a> {
+    pub(super) q: &'a ast::Query,
+    pub(super) dataset: String,
+    pub(super) aggregation: String,
+    pub(super) schedule: String,
+    pub(super) releases: u64,
+    pub(super) parts: Vec<Part>,
+    /// Rows per unit of its dataset (for group privacy statements).
+    pub(super) dataset_name: String,
+    pub(super) ok: bool,
+}
+
+fn describe_target(t: &ast::Target) -> String {
+    match &t.column {
+        Some(col) => format!("{}.{}", t.dataset.value, col.value),
+        None => t.dataset.value.clone(),
+    }
+}
+
+pub(super) fn plan_query<'a>(
+    c: &mut Checker,
+    q: &'a ast::Query,
+    datasets: &HashMap<&str, DatasetInfo>,
+    adjacency: Adjacency,
+    // `None` when the privacy block is invalid: nothing is said about δ then
+    budget_delta: Option<f64>,
+) -> Option<QueryPlan<'a>> {
+    duplicate(
+        c,
+        &q.aggregates,
+        |a| a.span,
+        &format!("the aggregation of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.noises,
+        |a| a.span,
+        &format!("the noise of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.schedules,
+        |a| a.span,
+        &format!("the schedule of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.sensitivities,
+        |a| a.span,
+        &format!("the declared sensitivity of `{}`", q.name.value),
+    );
+    let mut ok = true;
+    let Some(agg) = q.aggregates.first() else {
+        c.error(
+            Code::Missing,
+            q.name.span,
+            format!(
+                "query `{}` releases nothing: it has no aggregation",
+                q.name.value
+            ),
+        )
+        .with_help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`");
+        return None;
+    };
+    let noise = q.noises.first();
+    if noise.is_none() {
+        c.error(
+            Code::Missing,
+            q.name.span,
+            format!("query `{}` has no noise", q.name.value),
+        )
+        .with_label("a release without noise is not private")
+        .with_help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`");
+        ok = false;
+    }
+    let (releases, schedule_text) = match q.schedules.first() {
+        None => {
+            c.error(
+                Code::Missing,
+                q.name.span,
+                format!("query `{}` has no schedule", q.name.value),
+            )
+            .with_label("how often is it released?")
+            .with_help(
+                "add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`",
+            );
+            ok = false;
+            (0, String::new())
+        }
+        Some(s) => match schedule::releases(&s.value) {
+            Ok(v) => v,
+            Err(ScheduleError::Invalid(span, msg)) => {
+                let span = if span == Span::default() {
+                    s.span
+                } else {
+                    span
+                };
+                c.error(Code::InvalidParameter, span, msg)
+                    .with_label("empty or invalid schedule")
+                    .with_help("a schedule makes at least one release: `once`, `N times` with N ≥ 1, or `every <d> for <w>` with positive durations");
+                ok = false;
+                (0, String::new())
+            }
+            Err(ScheduleError::TooMany(ref n)) => {
+                c.error(
+                    Code::Limit,
+                    s.span,
+                    format!(
+                        "the schedule makes {n} releases; dpplan accepts at most {}",
+                        schedule::MAX_RELEASES
+                    ),
+                )
+                .with_help("check the durations: this is most likely a typo");
+                ok = false;
+                (0, String::new())
+            }
+        },
+    };
+
+    let aggregation = format!(
+        "{}({}{}{})",
+        agg.kind.value.as_str(),
+        describe_target(&agg.target),
+        agg.by
+            .as_ref()
+            .map(|b| format!(" by {}", b.value))
+            .unwrap_or_default(),
+        agg.argument
+            .as_ref()
+            .map(|a| format!(", {}", a.value))
+            .unwrap_or_default()
+    );
+    let dataset_name = agg.target.dataset.value.clone();
+    let mut plan = QueryPlan {
+        q,
+        dataset: dataset_name.clone(),
+        aggregation,
+        schedule: schedule_text,
+        releases,
+        parts: Vec::new(),
+        dataset_name,
+        ok,
+    };
+
+    if agg.kind.value == AggKind::Quantile {
+        c.error(
+            Code::Unsupported,
+            agg.kind.span,
+            "quantiles are reserved syntax, not supported in this version",
+        )
+        .with_help("release a histogram over public bins instead, or wait for quantile support");
+        plan.ok = false;
+        return Some(plan);
+    }
+
+    // Resolve the target.
+    let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
+        c.error(
+            Code::Undefined,
+            agg.target.dataset.span,
+            format!("there is no dataset `{}`", agg.target.dataset.value),
+        )
+        .with_label("undefined dataset")
+        .with_help(format!(
+            "declare `dataset {} {{ … }}` or use one of: {}",
+            agg.target.dataset.value,
+            names(datasets.keys().copied())
+        ));
+        plan.ok = false;
+        return Some(plan);
+    };
+    let column = match &agg.target.column {
+        None => None,
+        Some(col) => match info.columns.get(col.value.as_str()) {
+            Some(ci) => Some((col, ci)),
+            None => {
+                c.error(
+                    Code::Undefined,
+                    col.span,
+                    format!(
+                        "dataset `{}` has no column `{}`",
+                        info.ds.name.value, col.value
+                    ),
+                )
+                .with_label("undefined column")
+                .with_help(format!(
+                    "declare it in `{}` or use one of: {}",
+                    info.ds.name.value,
+                    names(info.columns.keys().copied())
+                ));
+                plan.ok = false;
+                return Some(plan);
+            }
+        },
+    };
+    let group = match &agg.by {
+        None => None,
+        Some(by) => match info.columns.get(by.value.as_str()) {
+            None => {
+                c.error(
+                    Code::Undefined,
+                    by.span,
+                    format!(
+                        "dataset `{}` has no column `{}`",
+                        info.ds.name.value, by.value
+                    ),
+                )
+                .with_label("undefined column")
+                .with_help(format!(
+                    "group by one of: {}",
+                    names(info.columns.keys().copied())
+                ));
+                plan.ok = false;
+                return Some(plan);
+            }
+            Some(ci) => {
+                if !matches!(ci.ty, ColumnType::Category { .. }) {
+                    c.error(
+                        Code::TypeMismatch,
+                        by.span,
+                        format!(
+                            "`{}` is not a category: groups must come from a public domain",
+                            by.value
+                        ),
+                    )
+                    .with_secondary(ci.name_span, "declared here")
+                    .with_help("group by a `category { … }` column");
+                    plan.ok = false;
+                    return Some(plan);
+                }
+                match ci.domain {
+                    Some(d) => Some(d),
+                    None => {
+                        if matches!(ci.ty, ColumnType::Category { domain: None }) {
+                            c.error(Code::MissingBounds, by.span, format!("`{}` has no public domain: the histogram's keys would come from the data", by.value))
+                                .with_secondary(ci.name_span, "declared without a domain")
+                                .with_help(format!("list the public values: `column {} : category {{ \"a\", \"b\" }}`", by.value));
+                        }
+                        plan.ok = false;
+                        return Some(plan);
+                    }
+                }
+            }
+        },
+    };
+    let Some(unit) = info.bound else {
+        // DP001 was reported on the dataset.
+        plan.ok = false;
+        return Some(plan);
+    };
+
+    // Which statistic, and its value bounds.
+    let kind = agg.kind.value;
+    let grouped_kind = matches!(kind, AggKind::Histogram) || group.is_some();
+    let values: Option<(f64, f64)> = match (kind, column) {
+        (AggKind::Count, Some((col, _))) => {
+            c.error(
+                Code::TypeMismatch,
+                col.span,
+                format!("`count` counts rows: write `count({})`", info.ds.name.value),
+            )
+            .with_help(format!(
+                "count rows with `count({})`, or sum a column with `sum({}.{})`",
+                info.ds.name.value, info.ds.name.value, col.value
+            ));
+            plan.ok = false;
+            return Some(plan);
+        }
+        (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => None,
+        (AggKind::Sum | AggKind::Mean, None) => {
+            c.error(
+                Code::TypeMismatch,
+                agg.target.span,
+                format!(
+                    "`{}` needs a numeric column, such as `{}.value`",
+                    kind.as_str(),
+                    info.ds.name.value
+                ),
+            )
+            .with_help("name the column to aggregate");
+            plan.ok = false;
+            return Some(plan);
+        }
+        (_, Some((col, ci))) => match ci.ty {
+            ColumnType::Int { bounds } | ColumnType::Float { bounds } => {
+                match (ci.bounds, bounds) {
+                    (Some(b), _) => Some(b),
+                    (None, None) => {
+                        c.error(
+                        Code::MissingBounds,
+                        col.span,
+                        format!("`{}.{}` has no public bounds, so one row can move the {} without limit", info.ds.name.value, col.value, kind.as_str()),
+                    )
+                    .with_label("unbounded column")
+                    .with_secondary(ci.name_span, "declared without bounds")
+                    .with_help(format!("declare public clamp bounds, e.g. `column {} : {} in [0, 100]`", col.value, if matches!(ci.ty, ColumnType::Int { .. }) { "int" } else { "float" }));
+                        plan.ok = false;
+                        return Some(plan);
+                    }
+                    // Bounds were declared but invalid (reported there).
+                    (None, Some(_)) => {
+                        plan.ok = false;
+                        return Some(plan);
+                    }
+                }
+            }
+            _ => {
+                c.error(
+                    Code::TypeMismatch,
+                    col.span,
+                    format!(
+                        "`{}` is not numeric: `{}` needs an int or float column",
+                        col.value,
+                        kind.as_str()
+                    ),
+                )
+                .with_secondary(ci.name_span, "declared here")
+                .with_help(format!(
+                    "count rows per value with `histogram({} by {})`",
+                    info.ds.name.value, col.value
+                ));
+                plan.ok = false;
+                return Some(plan);
+            }
+        },
+    };
+    let float_values = column.is_some_and(|(_, ci)| matches!(ci.ty, ColumnType::Float { .. }));
+
+    if grouped_kind {
+        if unit.user && unit.groups.is_none() {
+            let by_span = agg.by.as_ref().map_or(agg.span, |b| b.span);
+            c.error(
+                Code::UnboundedGroups,
+                by_span,
+                format!(
+                    "a grouped query under a user-level unit needs a groups_per_unit bound on `{}`: without it one user may touch up to {} groups",
+                    info.ds.name.value, unit.rows
+                ),
+            )
+            .with_label("groups per user not bounded")
+            .with_help(format!("add `groups_per_unit N` to the contribution block of `{}`", info.ds.name.value));
+            plan.ok = false;
+            return Some(plan);
+        }
+        if group.is_none() {
+            c.error(
+                Code::TypeMismatch,
+                agg.span,
+                "a histogram needs groups: `histogram(dataset by column)`",
+            )
+            .with_help(format!(
+                "write `histogram({} by <category column>)`",
+                info.ds.name.value
+            ));
+            plan.ok = false;
+            return Some(plan);
+        }
+    }
+
+    // Derive the sensitivity of each noisy part.
+    let parts_derived: Vec<(&'static str, Derived)> = match (kind, group) {
+        (AggKind::Count, None) => vec![("count", sensitivity::count(unit, adjacency))],
+        (AggKind::Sum, None) => {
+            let (lo, hi) = values.unwrap_or((0.0, 0.0));
+            vec![("sum", sensitivity::sum(unit, adjacency, lo, hi))]
+        }
+        (AggKind::Mean, None) => {
+            let (lo, hi) = values.unwrap_or((0.0, 0.0));
+            vec![
+                ("sum", sensitivity::sum(unit, adjacency, lo, hi)),
+                ("count", sensitivity::count(unit, adjacency)),
+            ]
+        }
+        (AggKind::Count | AggKind::Histogram, Some(d)) if values.is_none() => {
+            vec![("histogram", sensitivity::grouped(unit, adjacency, d, None))]
+        }
+        (AggKind::Mean, Some(d)) => vec![
+            (
+                "grouped sum",
+                sensitivity::grouped(unit, adjacency, d, values),
+            ),
+            (
+                "grouped count",
+                sensitivity::grouped(unit, adjacency, d, None),
+            ),
+        ],
+        (_, Some(d)) => vec![(
+            "grouped sum",
+            sensitivity::grouped(unit, adjacency, d, values),
+        )],
+        (_, None) => vec![],
+    };
+
+    // Declared sensitivity (DP003, DP005).
+    let mut declared_l1 = None;
+    let mut declared_l2 = None;
+    if let Some(ds) = q.sensitivities.first() {
+        if parts_derived.len() > 1 {
+            c.error(Code::Unsupported, ds.span, "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)")
+                .with_help("remove the declaration (the checker derives both), or release the sum and the count as separate queries");
+        } else if let Some((_, d)) = parts_derived.first() {
+            for (norm, value) in &ds.items {
+                let (derived, name) = match norm.value {
+                    ast::Norm::L1 => (d.l1, "l1"),
+                    ast::Norm::L2 => (d.l2, "l2"),
+                };
+                if !value.value.is_finite() || value.value < 0.0 {
+                    c.error(Code::InvalidParameter, value.span, format!("a sensitivity must be a finite non-negative number, found {}", value.value))
+                        .with_help("declare the sensitivity the derivation supports, or remove the declaration");
+                    plan.ok = false;
+                    continue;
+                }
+                if value.value < derived * (1.0 - 1e-12) {
+                    c.error(
+                        Code::SensitivityTooLow,
+                        value.span,
+                        format!("declared {name} {}, but {}: {name} = {}", fmt_num(value.value), d.steps.join("; "), fmt_num(derived)),
+                    )
+                    .with_label(format!("below the derived {name} = {}", fmt_num(derived)))
+                    .with_help(format!("declare `sensitivity {name} {}` or remove the declaration and let the checker derive it", fmt_num(derived)));
+                    plan.ok = false;
+                } else {
+                    match norm.value {
+                        ast::Norm::L1 => declared_l1 = Some(value.value),
+                        ast::Norm::L2 => declared_l2 = Some(value.value),
+                    }
+                }
+            }
+            if let Some(n) = noise {
+                let has = |nm: ast::Norm| ds.items.iter().any(|(x, _)| x.value == nm);
+                let (needed, name) = if n.kind.value.is_gaussian() {
+                    (ast::Norm::L2, "L2")
+                } else {
+                    (ast::Norm::L1, "L1")
+                };
+                if !ds.items.is_empty() && !has(needed) {
+                    c.error(
+                        Code::WrongNorm,
+                        ds.span,
+                        format!("{} noise is calibrated to the {name} sensitivity, but the query declares only the other norm", n.kind.value.as_str()),
+                    )
+                    .with_secondary(n.kind.span, "mechanism chosen here")
+                    .with_help(format!("declare `sensitivity {} …`, or remove the declaration", name.to_ascii_lowercase()));
+                    plan.ok = false;
+                }
+            }
+        }
+    }
+
+    let Some(noise) = noise else {
+        return Some(plan);
+    };
+    let nk = noise.kind.value;
+    // Discrete noise needs integer-valued statistics.
+    if nk.is_discrete() && float_values {
+        c.error(
+            Code::TypeMismatch,
+            noise.kind.span,
+            format!(
+                "{} noise needs integer values, but `{}` is a float column",
+                nk.as_str(),
+                describe_target(&agg.target)
+            ),
+        )
+        .with_help("declare the column `int`, or use `laplace` or `gaussian` noise");
+        plan.ok = false;
+    }
+    if nk.is_discrete() {
+        for (_, d) in &parts_derived {
+            if d.l1.fract() != 0.0 {
+                c.error(
+                    Code::TypeMismatch,
+                    noise.kind.span,
+                    format!(
+                        "{} noise needs an integer sensitivity, but L1 = {}",
+                        nk.as_str(),
+                        fmt_num(d.l1)
+                    ),
+                )
+                .with_help("use integer clamp bounds, or continuous noise");
+                plan.ok = false;
+                break;
+            }
+        }
+    }
+    if nk.is_gaussian() && budget_delta == Some(0.0) {
+        c.error(
+            Code::InvalidParameter,
+            noise.kind.span,
+            format!(
+                "{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)",
+                nk.as_str()
+            ),
+        )
+        .with_help("add `delta …` to the budget, or use Laplace noise");
+        plan.ok = false;
+    }
+    let n_parts = parts_derived.len().max(1) as f64;
+    let scale = match &noise.param {
+        NoiseParam::Scale { value } | NoiseParam::Sigma { value } => {
+            let is_sigma = matches!(noise.param, NoiseParam::Sigma { .. });
+            if is_sigma != nk.is_gaussian() {
+                let (want, got) = if nk.is_gaussian() {
+                    ("sigma", "scale")
+                } else {
+                    ("scale", "sigma")
+                };
+                c.error(
+                    Code::InvalidParameter,
+                    noise.span,
+                    format!("{} noise takes `{want}`, not `{got}`", nk.as_str()),
+                )
+                .with_help(format!(
+                    "write `noise {} {want} {}`",
+                    nk.as_str(),
+                    fmt_num(value.value)
+                ));
+                plan.ok = false;
+                None
+            } else if !valid_positive(value.value) {
+                c.error(
+                    Code::InvalidParameter,
+                    value.span,
+                    format!(
+                        "the noise {} must be positive and finite, found {}",
+                        if is_sigma { "σ" } else { "scale" },
+                        value.value
+                    ),
+                )
+                .with_help("a zero or negative noise scale publishes the exact value");
+                plan.ok = false;
+                None
+            } else {
+                Some(Scale::Fixed(value.value))
+            }
+        }
+        NoiseParam::Epsilon { epsilon, delta } => {
+            let mut good = true;
+            if !valid_positive(epsilon.value) {
+                c.error(
+                    Code::InvalidParameter,
+                    epsilon.span,
+                    format!("ε must be positive and finite, found {}", epsilon.value),
+                )
+                .with_help("give the per-release ε, e.g. `noise laplace epsilon 0.1`");
+                good = false;
+            }
+            match (nk.is_gaussian(), delta) {
+                (true, None) => {
+                    c.error(
+                        Code::Missing,
+                        epsilon.span,
+                        "Gaussian noise given by ε also needs a per-release δ",
+                    )
+                    .with_help(format!(
+                        "write `noise {} epsilon {} delta 1e-7`",
+                        nk.as_str(),
+                        fmt_num(epsilon.value)
+                    ));
+                    good = false;
+                }
+                (true, Some(d)) if !(d.value.is_finite() && d.value > 0.0 && d.value < 1.0) => {
+                    c.error(
+                        Code::InvalidParameter,
+                        d.span,
+                        format!("δ must lie strictly between 0 and 1, found {}", d.value),
+                    )
+                    .with_help("choose a per-release δ such as 1e-7");
+                    good = false;
+                }
+                (false, Some(d)) => {
+                    c.error(
+                        Code::InvalidParameter,
+                        d.span,
+                        format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()),
+                    )
+                    .with_help("remove `delta …`");
+                    good = false;
+                }
+                _ => {}
+            }
+            if good {
+                Some(Scale::FromEpsilon {
+                    epsilon: epsilon.value / n_parts,
+                    delta: delta.as_ref().map(|d| d.value / n_parts),
+                })
+            } else {
+                plan.ok = false;
+                None
+            }
+        }
+        NoiseParam::Auto { weight, .. } => {
+            let w = weight.as_ref().map_or(1.0, |w| w.value);
+            if !valid_positive(w) {
+                let span = weight.as_ref().map_or(noise.span, |w| w.span);
+                c.error(Code::InvalidParameter, span, format!("a weight must be positive and finite, found {w}"))
+                    .with_help("weights share the budget between `auto` queries: `weight 2` gets twice the share of `weight 1`");
+                plan.ok = false;
+                None
+            } else {
+                Some(Scale::Auto { weight: w })
+            }
+        }
+    };
+    let Some(scale) = scale else {
+        return Some(plan);
+    };
+    // Apply declared sensitivities (never below the derived ones).
+    let first_norm = |d: &Derived| -> f64 {
+        if nk.is_gaussian() {
+            d.l2
+        } else {
+            d.l1
+        }
+    };
+    let base = parts_derived
+        .first()
+        .map(|(_, d)| first_norm(d))
+        .unwrap_or(0.0);
+    for (i, (role, mut d)) in parts_derived.into_iter().enumerate() {
+        if let Some(v) = declared_l1 {
+            d.l1 = d.l1.max(v);
+            d.steps.push(format!(
+                "declared l1 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
+        }
+        if let Some(v) = declared_l2 {
+            d.l2 = d.l2.max(v);
+            d.steps.push(format!(
+                "declared l2 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
+        }
+        // For a mean, a declared noise scale applies to the sum; the count's
+        // noise keeps the same noise-to-sensitivity ratio so both parts cost
+        // the same.
+        let part_scale = match &scale {
+            Scale::Fixed(s) if i > 0 && base > 0.0 => Scale::Fixed(s * first_norm(&d) / base),
+            other => other.clone(),
+        };
+        let resolved = match part_scale {
+            Scale::Fixed(s) => Some(s),
+            _ => None,
+        };
+        let public = d.l1 == 0.0 && d.l2 == 0.0;
+        plan.parts.push(Part {
+            role,
+            public,
+            kind: nk,
+            derived: d,
+            scale: part_scale,
+            resolved: if public { None } else { resolved },
+        });
+    }
+    Some(plan)
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    let mut v: Vec<&str> = it.collect();
+    v.sort();
+    if v.is_empty() {
+        "(none declared)".into()
+    } else {
+        v.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
