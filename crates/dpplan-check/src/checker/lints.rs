@@ -1,13 +1,19 @@
 //! Checks across items: names defined twice and publish references
-//! (DP006, DP007, DP012, DP013) and fresh re-releases (DP009).
+//! (DP006, DP007, DP012, DP013), fresh re-releases (DP009 hints), the
+//! per-person guarantee of a row- or event-level unit (DP008) and δ next to
+//! the population (DP010 warnings).
 
 use std::collections::HashMap;
 
+use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Severity, Span};
-use dpplan_syntax::ast;
+use dpplan_syntax::ast::{self, Unit};
 
+use super::datasets::DatasetInfo;
+use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
-use super::{data_dependent, Build, Checker};
+use super::total::releases_of;
+use super::{data_dependent, fast_best, Build, Checker};
 use crate::sensitivity::fmt_num;
 
 /// Names defined twice across queries and publishes, and publish sources.
@@ -147,6 +153,99 @@ pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
             d.severity = Severity::Hint;
         } else {
             seen.insert(key, q);
+        }
+    }
+}
+
+/// DP008: a row- or event-level unit on a dataset that identifies persons
+/// protects a person only by group privacy; with the plan accounted, the
+/// warning states that person's ε.
+pub(super) fn per_person_guarantee(
+    c: &mut Checker,
+    datasets: &HashMap<&str, DatasetInfo>,
+    queries: &[QueryPlan],
+    privacy: &Privacy,
+    choice: Option<acct::Accountant>,
+    accounted: bool,
+) {
+    if matches!(privacy.unit, Unit::User { .. }) {
+        return;
+    }
+    for info in datasets.values() {
+        let Some(id_col) = info.id_columns.first() else {
+            continue;
+        };
+        let name = info.ds.name.value.as_str();
+        let used = queries.iter().any(|q| q.dataset_name == name);
+        let statement = match info.declared_rows {
+            Some(k) if accounted => {
+                let scaled = releases_of(queries, &|q: &QueryPlan| {
+                    if q.dataset_name == name {
+                        k as f64
+                    } else {
+                        1.0
+                    }
+                });
+                let per_person = match choice {
+                    Some(a) => acct::epsilon(&scaled, privacy.delta, a),
+                    None => fast_best(&scaled, privacy.delta),
+                };
+                match per_person {
+                    Ok(b) => format!(
+                        "a person with at most {k} rows (rows_per_unit, which an event- or row-level unit does not enforce) is protected only at ε = {} (δ = {}; group privacy: every sensitivity on `{name}` × {k}), and a person with more rows less",
+                        fmt_num(b.epsilon),
+                        fmt_num(privacy.delta)
+                    ),
+                    Err(_) => format!("a person with up to {k} rows is protected only by group privacy over {k} rows"),
+                }
+            }
+            Some(k) => format!(
+                "a person with up to {k} rows is protected only by group privacy over {k} rows"
+            ),
+            None => "a person's rows are not bounded, so the per-person guarantee is unbounded"
+                .to_string(),
+        };
+        let unit_word = match privacy.unit {
+            Unit::Event => "event",
+            _ => "row",
+        };
+        let d = c
+            .error(
+                Code::WeakUnit,
+                id_col.name.span,
+                format!(
+                    "the privacy unit is one {unit_word}, but `{name}` identifies persons by `{}`: {statement}",
+                    id_col.name.value
+                ),
+            )
+            .with_secondary(privacy.unit_span, format!("the guarantee protects one {unit_word}"))
+            .with_help(format!(
+                "protect persons with `unit user by {}` and a `contribution {{ rows_per_unit N }}` bound",
+                id_col.name.value
+            ));
+        d.severity = Severity::Warning;
+        if !used {
+            d.notes.push(format!("no query reads `{name}` yet"));
+        }
+    }
+}
+
+/// DP010: δ next to the population.
+pub(super) fn large_delta(c: &mut Checker, privacy: &Privacy) {
+    if let Some(pop) = privacy.population {
+        if pop.is_finite() && pop >= 1.0 && privacy.delta >= 1.0 / pop {
+            let d = c
+                .error(
+                    Code::LargeDelta,
+                    privacy.budget_span,
+                    format!(
+                        "δ = {} is at least 1/population = {}: a mechanism that publishes one random person's data outright satisfies this δ",
+                        fmt_num(privacy.delta),
+                        fmt_num(1.0 / pop)
+                    ),
+                )
+                .with_help(format!("choose δ well below 1/population, e.g. δ ≤ {}", fmt_num(0.01 / pop)));
+            d.severity = Severity::Warning;
         }
     }
 }

@@ -5,6 +5,7 @@ use dpplan_diagnostics::{Code, Span};
 use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, Unit};
 
 use super::{duplicate, valid_positive, Build, Checker};
+use crate::report::UnitReport;
 
 pub(super) struct Privacy {
     pub(super) unit: Unit,
@@ -135,4 +136,25 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
             .map_or(AccountantChoice::Best, |a| a.value),
         population,
     })
+}
+
+/// Whom the guarantee protects, in words.
+pub(super) fn unit_report(unit: &Unit) -> UnitReport {
+    match unit {
+        Unit::Event => UnitReport {
+            kind: "event".into(),
+            id: None,
+            description: "one event (row); a person with several events is protected only by group privacy".into(),
+        },
+        Unit::Row => UnitReport {
+            kind: "row".into(),
+            id: None,
+            description: "one row; a person with several rows is protected only by group privacy".into(),
+        },
+        Unit::User { id } => UnitReport {
+            kind: "user".into(),
+            id: Some(id.value.clone()),
+            description: format!("all rows of one user (identified by `{}`), within the declared contribution bounds", id.value),
+        },
+    }
 }
