@@ -46,6 +46,15 @@ fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
     Some(v as u64)
 }
 
+/// The contribution bounds as declared and valid.
+struct Contribution {
+    rows: Option<u64>,
+    groups: Option<u64>,
+    per_group: Option<u64>,
+}
+
+/// Every dataset by name (a second declaration of a name is DP013 and
+/// ignored).
 pub(super) fn resolve_datasets<'a>(
     c: &mut Checker,
     plan: &'a ast::Plan,
@@ -63,182 +72,232 @@ pub(super) fn resolve_datasets<'a>(
             .with_help("rename one of the datasets");
             continue;
         }
-        duplicate(c, &ds.sources, |s| s.span, "the dataset's source");
-        duplicate(c, &ds.contributions, |s| s.span, "the contribution block");
-        duplicate(c, &ds.invalid_rows, |s| s.span, "the invalid-row rule");
-        let mut columns: HashMap<&str, ColumnInfo> = HashMap::new();
-        let mut id_columns = Vec::new();
-        for col in &ds.columns {
-            if let Some(prev) = columns.get(col.name.value.as_str()) {
-                c.error(
-                    Code::Duplicate,
-                    col.name.span,
-                    format!("column `{}` is declared twice", col.name.value),
-                )
-                .with_secondary(prev.name_span, "first declared here")
-                .with_help("remove one of the declarations");
-                continue;
-            }
-            let mut bounds = None;
-            let mut domain = None;
-            match &col.ty.value {
-                ColumnType::Id => id_columns.push(col),
-                ColumnType::Int { bounds: b } | ColumnType::Float { bounds: b } => {
-                    if let Some(b) = b {
-                        bounds = check_bounds(c, b, matches!(col.ty.value, ColumnType::Int { .. }));
-                    }
-                }
-                ColumnType::Category { domain: d } => match d {
-                    Some(ast::Domain::List { values }) => {
-                        if values.is_empty() {
-                            c.error(
-                                Code::InvalidParameter,
-                                col.ty.span,
-                                "a category's public domain cannot be empty",
-                            )
-                            .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
-                        } else {
-                            let mut seen: HashMap<&str, Span> = HashMap::new();
-                            for v in values {
-                                if let Some(first) = seen.get(v.value.as_str()) {
-                                    c.error(
-                                        Code::Duplicate,
-                                        v.span,
-                                        format!("`{}` is listed twice in the domain", v.value),
-                                    )
-                                    .with_secondary(*first, "first listed here")
-                                    .with_help("remove the repeated value");
-                                } else {
-                                    seen.insert(&v.value, v.span);
-                                }
-                            }
-                            domain = Some(seen.len() as u64);
-                        }
-                    }
-                    Some(ast::Domain::FromData { expr }) => {
-                        data_dependent(
-                            c,
-                            expr.span,
-                            "the group domain",
-                            "list the public values: `category { \"a\", \"b\" }`",
-                        );
-                    }
-                    None => {}
-                },
-            }
-            columns.insert(
-                &col.name.value,
-                ColumnInfo {
-                    name_span: col.name.span,
-                    ty: &col.ty.value,
-                    bounds,
-                    domain,
-                },
-            );
+        out.insert(&ds.name.value, dataset(c, ds, privacy));
+    }
+    out
+}
+
+/// One dataset: its settings declared once, its columns, its contribution
+/// bounds and what one unit may contribute to it.
+fn dataset<'a>(
+    c: &mut Checker,
+    ds: &'a ast::Dataset,
+    privacy: Option<&Privacy>,
+) -> DatasetInfo<'a> {
+    duplicate(c, &ds.sources, |s| s.span, "the dataset's source");
+    duplicate(c, &ds.contributions, |s| s.span, "the contribution block");
+    duplicate(c, &ds.invalid_rows, |s| s.span, "the invalid-row rule");
+    let (columns, id_columns) = columns(c, ds);
+    let contribution = contribution(c, ds);
+    let bound = match privacy {
+        Some(Privacy {
+            unit: Unit::User { id },
+            unit_span,
+            ..
+        }) => user_bound(c, ds, &columns, &contribution, id, *unit_span),
+        _ => Some(UnitBound {
+            user: false,
+            rows: 1,
+            groups: Some(1),
+            rows_per_group: Some(1),
+        }),
+    };
+    DatasetInfo {
+        ds,
+        columns,
+        bound,
+        declared_rows: contribution.rows,
+        id_columns,
+    }
+}
+
+/// The dataset's columns by name (each declared once) with their public
+/// bounds and domains, and its id columns.
+fn columns<'a>(
+    c: &mut Checker,
+    ds: &'a ast::Dataset,
+) -> (HashMap<&'a str, ColumnInfo<'a>>, Vec<&'a ast::Column>) {
+    let mut columns: HashMap<&str, ColumnInfo> = HashMap::new();
+    let mut id_columns = Vec::new();
+    for col in &ds.columns {
+        if let Some(prev) = columns.get(col.name.value.as_str()) {
+            c.error(
+                Code::Duplicate,
+                col.name.span,
+                format!("column `{}` is declared twice", col.name.value),
+            )
+            .with_secondary(prev.name_span, "first declared here")
+            .with_help("remove one of the declarations");
+            continue;
         }
-        // Contribution bounds.
-        let contribution = ds.contributions.first();
-        let mut rows = None;
-        let mut groups = None;
-        let mut per_group = None;
-        if let Some(cb) = contribution {
-            duplicate(c, &cb.rows_per_unit, |n| n.span, "rows_per_unit");
-            duplicate(c, &cb.groups_per_unit, |n| n.span, "groups_per_unit");
-            duplicate(c, &cb.rows_per_group, |n| n.span, "rows_per_group");
-            rows = cb
-                .rows_per_unit
-                .first()
-                .and_then(|n| whole(c, n, "rows_per_unit"));
-            groups = cb
-                .groups_per_unit
-                .first()
-                .and_then(|n| whole(c, n, "groups_per_unit"));
-            per_group = cb
-                .rows_per_group
-                .first()
-                .and_then(|n| whole(c, n, "rows_per_group"));
-        }
-        let bound = match privacy.map(|p| &p.unit) {
-            Some(Unit::User { id }) => {
-                // The unit's id column must exist and be an id.
-                match columns.get(id.value.as_str()) {
-                    None => {
-                        c.error(
-                            Code::Undefined,
-                            ds.name.span,
-                            format!(
-                                "dataset `{}` has no column `{}`, the privacy unit's id",
-                                ds.name.value, id.value
-                            ),
-                        )
-                        .with_secondary(id.span, "the unit is identified by this column")
-                        .with_help(format!(
-                            "declare `column {} : id` in `{}`",
-                            id.value, ds.name.value
-                        ));
-                    }
-                    Some(col) if !matches!(col.ty, ColumnType::Id) => {
-                        c.error(
-                            Code::TypeMismatch,
-                            col.name_span,
-                            format!(
-                                "`{}` identifies the privacy unit, so it must be declared `id`",
-                                id.value
-                            ),
-                        )
-                        .with_secondary(id.span, "the unit is identified by this column")
-                        .with_help(format!("declare `column {} : id`", id.value));
-                    }
-                    _ => {}
-                }
-                match rows {
-                    Some(r) => Some(UnitBound {
-                        user: true,
-                        rows: r,
-                        groups,
-                        rows_per_group: per_group,
-                    }),
-                    None => {
-                        if contribution.is_none_or(|cb| cb.rows_per_unit.is_empty()) {
-                            let span = contribution.map_or(ds.name.span, |cb| cb.span);
-                            c.error(
-                                Code::UnboundedContribution,
-                                span,
-                                format!(
-                                    "the unit is a user, but `{}` does not bound how many rows a user contributes: one user's rows can move any statistic without limit",
-                                    ds.name.value
-                                ),
-                            )
-                            .with_label("no rows_per_unit bound")
-                            .with_secondary(privacy.map_or(id.span, |p| p.unit_span), "user-level unit declared here")
-                            .with_help(format!(
-                                "add `contribution {{ rows_per_unit N }}` to `{}`: the runtime keeps at most N random rows per user",
-                                ds.name.value
-                            ));
-                        }
-                        None
-                    }
+        let mut bounds = None;
+        let mut domain = None;
+        match &col.ty.value {
+            ColumnType::Id => id_columns.push(col),
+            ColumnType::Int { bounds: b } | ColumnType::Float { bounds: b } => {
+                if let Some(b) = b {
+                    bounds = check_bounds(c, b, matches!(col.ty.value, ColumnType::Int { .. }));
                 }
             }
-            _ => Some(UnitBound {
-                user: false,
-                rows: 1,
-                groups: Some(1),
-                rows_per_group: Some(1),
-            }),
-        };
-        out.insert(
-            &ds.name.value,
-            DatasetInfo {
-                ds,
-                columns,
-                bound,
-                declared_rows: rows,
-                id_columns,
+            ColumnType::Category { domain: d } => domain = category_domain(c, col, d.as_ref()),
+        }
+        columns.insert(
+            &col.name.value,
+            ColumnInfo {
+                name_span: col.name.span,
+                ty: &col.ty.value,
+                bounds,
+                domain,
             },
         );
     }
-    out
+    (columns, id_columns)
+}
+
+/// The size of a category's public domain, each value listed once (DP006,
+/// DP007, DP013).
+fn category_domain(c: &mut Checker, col: &ast::Column, d: Option<&ast::Domain>) -> Option<u64> {
+    match d {
+        Some(ast::Domain::List { values }) => {
+            if values.is_empty() {
+                c.error(
+                    Code::InvalidParameter,
+                    col.ty.span,
+                    "a category's public domain cannot be empty",
+                )
+                .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
+                None
+            } else {
+                let mut seen: HashMap<&str, Span> = HashMap::new();
+                for v in values {
+                    if let Some(first) = seen.get(v.value.as_str()) {
+                        c.error(
+                            Code::Duplicate,
+                            v.span,
+                            format!("`{}` is listed twice in the domain", v.value),
+                        )
+                        .with_secondary(*first, "first listed here")
+                        .with_help("remove the repeated value");
+                    } else {
+                        seen.insert(&v.value, v.span);
+                    }
+                }
+                Some(seen.len() as u64)
+            }
+        }
+        Some(ast::Domain::FromData { expr }) => {
+            data_dependent(
+                c,
+                expr.span,
+                "the group domain",
+                "list the public values: `category { \"a\", \"b\" }`",
+            );
+            None
+        }
+        None => None,
+    }
+}
+
+/// The contribution bounds, each declared once and a positive whole number.
+fn contribution(c: &mut Checker, ds: &ast::Dataset) -> Contribution {
+    let mut rows = None;
+    let mut groups = None;
+    let mut per_group = None;
+    if let Some(cb) = ds.contributions.first() {
+        duplicate(c, &cb.rows_per_unit, |n| n.span, "rows_per_unit");
+        duplicate(c, &cb.groups_per_unit, |n| n.span, "groups_per_unit");
+        duplicate(c, &cb.rows_per_group, |n| n.span, "rows_per_group");
+        rows = cb
+            .rows_per_unit
+            .first()
+            .and_then(|n| whole(c, n, "rows_per_unit"));
+        groups = cb
+            .groups_per_unit
+            .first()
+            .and_then(|n| whole(c, n, "groups_per_unit"));
+        per_group = cb
+            .rows_per_group
+            .first()
+            .and_then(|n| whole(c, n, "rows_per_group"));
+    }
+    Contribution {
+        rows,
+        groups,
+        per_group,
+    }
+}
+
+/// What one user may contribute under a user-level unit: the unit's id
+/// column must be an `id` column of the dataset (DP012, DP017), and the
+/// rows per user must be bounded (DP001, `None` then).
+fn user_bound(
+    c: &mut Checker,
+    ds: &ast::Dataset,
+    columns: &HashMap<&str, ColumnInfo>,
+    bounds: &Contribution,
+    id: &ast::Ident,
+    unit_span: Span,
+) -> Option<UnitBound> {
+    // The unit's id column must exist and be an id.
+    match columns.get(id.value.as_str()) {
+        None => {
+            c.error(
+                Code::Undefined,
+                ds.name.span,
+                format!(
+                    "dataset `{}` has no column `{}`, the privacy unit's id",
+                    ds.name.value, id.value
+                ),
+            )
+            .with_secondary(id.span, "the unit is identified by this column")
+            .with_help(format!(
+                "declare `column {} : id` in `{}`",
+                id.value, ds.name.value
+            ));
+        }
+        Some(col) if !matches!(col.ty, ColumnType::Id) => {
+            c.error(
+                Code::TypeMismatch,
+                col.name_span,
+                format!(
+                    "`{}` identifies the privacy unit, so it must be declared `id`",
+                    id.value
+                ),
+            )
+            .with_secondary(id.span, "the unit is identified by this column")
+            .with_help(format!("declare `column {} : id`", id.value));
+        }
+        _ => {}
+    }
+    let contribution = ds.contributions.first();
+    match bounds.rows {
+        Some(r) => Some(UnitBound {
+            user: true,
+            rows: r,
+            groups: bounds.groups,
+            rows_per_group: bounds.per_group,
+        }),
+        None => {
+            if contribution.is_none_or(|cb| cb.rows_per_unit.is_empty()) {
+                let span = contribution.map_or(ds.name.span, |cb| cb.span);
+                c.error(
+                    Code::UnboundedContribution,
+                    span,
+                    format!(
+                        "the unit is a user, but `{}` does not bound how many rows a user contributes: one user's rows can move any statistic without limit",
+                        ds.name.value
+                    ),
+                )
+                .with_label("no rows_per_unit bound")
+                .with_secondary(unit_span, "user-level unit declared here")
+                .with_help(format!(
+                    "add `contribution {{ rows_per_unit N }}` to `{}`: the runtime keeps at most N random rows per user",
+                    ds.name.value
+                ));
+            }
+            None
+        }
+    }
 }
 
 fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64)> {

@@ -18,6 +18,8 @@ pub(super) struct Privacy {
     pub(super) population: Option<f64>,
 }
 
+/// The plan's privacy block; `None` when it is missing or any of its
+/// required settings is missing or invalid (the plan then has no report).
 pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Privacy> {
     if plan.privacy.is_empty() {
         if !plan.privacy_broken {
@@ -60,66 +62,10 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
             Adjacency::AddRemove
         }
     };
-    let (epsilon, delta, budget_span) = match p.budgets.first() {
-        Some(b) => {
-            let eps = b.epsilon.value;
-            if !valid_positive(eps) {
-                c.error(
-                    Code::InvalidParameter,
-                    b.epsilon.span,
-                    format!("the budget's ε must be positive and finite, found {eps}"),
-                )
-                .with_label("invalid ε")
-                .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
-                ok = false;
-            }
-            // `delta 0` is pure ε-DP, as is no `delta`; δ ≥ 1 promises
-            // nothing (every mechanism is (0, 1)-DP).
-            let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
-            if let Some(d) = &b.delta {
-                if !(d.value.is_finite() && d.value >= 0.0 && d.value < 1.0) {
-                    c.error(Code::InvalidParameter, d.span, format!("δ must be at least 0 and below 1, found {}", d.value))
-                        .with_label("invalid δ")
-                        .with_help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP");
-                    ok = false;
-                }
-            }
-            (eps, delta, b.span)
-        }
-        None => {
-            c.error(
-                Code::Missing,
-                p.keyword,
-                "the privacy block declares no budget",
-            )
-            .with_label("no ceiling for the plan")
-            .with_help("add `budget epsilon <ε> delta <δ>`");
-            ok = false;
-            (f64::NAN, 0.0, p.keyword)
-        }
-    };
-    let population = match p.populations.first() {
-        Some(n) => {
-            if !n.value.is_finite() || n.value < 1.0 {
-                c.error(
-                    Code::InvalidParameter,
-                    n.span,
-                    format!(
-                        "the population must be a finite number of at least 1, found {}",
-                        n.value
-                    ),
-                )
-                .with_help(
-                    "give an estimate of the number of protected units, e.g. `population 1000000`",
-                );
-                None
-            } else {
-                Some(n.value)
-            }
-        }
-        None => None,
-    };
+    let budget = budget(c, p);
+    let population = population(c, p);
     let unit = unit?;
+    let (epsilon, delta, budget_span) = budget?;
     if !ok {
         return None;
     }
@@ -136,6 +82,64 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
             .map_or(AccountantChoice::Best, |a| a.value),
         population,
     })
+}
+
+/// The budget's ε and δ (DP007, DP015); `None` when either is invalid or
+/// the budget is missing.
+fn budget(c: &mut Checker, p: &ast::Privacy) -> Option<(f64, f64, Span)> {
+    let Some(b) = p.budgets.first() else {
+        c.error(
+            Code::Missing,
+            p.keyword,
+            "the privacy block declares no budget",
+        )
+        .with_label("no ceiling for the plan")
+        .with_help("add `budget epsilon <ε> delta <δ>`");
+        return None;
+    };
+    let mut ok = true;
+    let eps = b.epsilon.value;
+    if !valid_positive(eps) {
+        c.error(
+            Code::InvalidParameter,
+            b.epsilon.span,
+            format!("the budget's ε must be positive and finite, found {eps}"),
+        )
+        .with_label("invalid ε")
+        .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
+        ok = false;
+    }
+    // `delta 0` is pure ε-DP, as is no `delta`; δ ≥ 1 promises
+    // nothing (every mechanism is (0, 1)-DP).
+    let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
+    if let Some(d) = &b.delta {
+        if !(d.value.is_finite() && d.value >= 0.0 && d.value < 1.0) {
+            c.error(Code::InvalidParameter, d.span, format!("δ must be at least 0 and below 1, found {}", d.value))
+                .with_label("invalid δ")
+                .with_help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP");
+            ok = false;
+        }
+    }
+    ok.then_some((eps, delta, b.span))
+}
+
+/// The population, when declared and valid (DP007).
+fn population(c: &mut Checker, p: &ast::Privacy) -> Option<f64> {
+    let n = p.populations.first()?;
+    if !n.value.is_finite() || n.value < 1.0 {
+        c.error(
+            Code::InvalidParameter,
+            n.span,
+            format!(
+                "the population must be a finite number of at least 1, found {}",
+                n.value
+            ),
+        )
+        .with_help("give an estimate of the number of protected units, e.g. `population 1000000`");
+        None
+    } else {
+        Some(n.value)
+    }
 }
 
 /// Whom the guarantee protects, in words.
