@@ -4,12 +4,12 @@
 
 use dpplan_accounting as acct;
 use dpplan_accounting::roots::{self, find_bracket, Bisection, Bracket, End, Midpoint};
-use dpplan_diagnostics::Code;
+use dpplan_diagnostics::{Code, Diagnostic};
 use dpplan_syntax::ast::NoiseKind;
 
 use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
-use super::{fast_best, mechanism, Build, Checker};
+use super::{fast_best, mechanism, Checker};
 use crate::sensitivity::{fmt_num, Derived};
 
 /// The smallest multiplier t in [lo, hi] that fits (ε falls as the noise
@@ -118,15 +118,17 @@ pub(super) fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]
                 Ok(_) | Err(_) => {
                     let span = q.q.noises.first().map_or(q.q.name.span, |n| n.span);
                     c.error(
-                        Code::Accounting,
-                        span,
-                        format!(
-                            "no noise scale gives ε = {} for `{}`",
-                            fmt_num(epsilon),
-                            q.q.name.value
-                        ),
-                    )
-                    .with_help("check ε and δ");
+                        Diagnostic::new(
+                            Code::Accounting,
+                            format!(
+                                "no noise scale gives ε = {} for `{}`",
+                                fmt_num(epsilon),
+                                q.q.name.value
+                            ),
+                            span,
+                        )
+                        .help("check ε and δ"),
+                    );
                     q.ok = false;
                 }
             }
@@ -202,8 +204,14 @@ pub(super) fn calibrate_auto(
             }
         }
         _ => {
-            c.error(Code::OverBudget, privacy.budget_span, "no noise level for the `auto` queries fits the budget: the other queries already spend it")
-                .with_help("give the fixed queries more noise or fewer releases, or raise the budget");
+            c.error(
+                Diagnostic::new(
+                    Code::OverBudget,
+                    "no noise level for the `auto` queries fits the budget: the other queries already spend it",
+                    privacy.budget_span,
+                )
+                .help("give the fixed queries more noise or fewer releases, or raise the budget"),
+            );
             for q in queries.iter_mut() {
                 if q.parts
                     .iter()

@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use dpplan_diagnostics::{Code, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, ColumnType, Unit};
 
 use super::privacy::Privacy;
-use super::{data_dependent, duplicate, Build, Checker};
+use super::{data_dependent, duplicate, Checker};
 use crate::sensitivity::{fmt_num, UnitBound};
 
 pub(super) struct ColumnInfo<'a> {
@@ -35,12 +35,14 @@ fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
     let v = n.value;
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
         c.error(
-            Code::InvalidParameter,
-            n.span,
-            format!("{what} must be a whole number of at least 1, found {v}"),
-        )
-        .with_label("not a positive whole number")
-        .with_help(format!("write {what} as a whole number such as `5`"));
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("{what} must be a whole number of at least 1, found {v}"),
+                n.span,
+            )
+            .label("not a positive whole number")
+            .help(format!("write {what} as a whole number such as `5`")),
+        );
         return None;
     }
     Some(v as u64)
@@ -64,12 +66,14 @@ pub(super) fn resolve_datasets<'a>(
     for ds in &plan.datasets {
         if let Some(prev) = out.get(ds.name.value.as_str()) {
             c.error(
-                Code::Duplicate,
-                ds.name.span,
-                format!("dataset `{}` is declared twice", ds.name.value),
-            )
-            .with_secondary(prev.ds.name.span, "first declared here")
-            .with_help("rename one of the datasets");
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("dataset `{}` is declared twice", ds.name.value),
+                    ds.name.span,
+                )
+                .secondary(prev.ds.name.span, "first declared here")
+                .help("rename one of the datasets"),
+            );
             continue;
         }
         out.insert(&ds.name.value, dataset(c, ds, privacy));
@@ -122,12 +126,14 @@ fn columns<'a>(
     for col in &ds.columns {
         if let Some(prev) = columns.get(col.name.value.as_str()) {
             c.error(
-                Code::Duplicate,
-                col.name.span,
-                format!("column `{}` is declared twice", col.name.value),
-            )
-            .with_secondary(prev.name_span, "first declared here")
-            .with_help("remove one of the declarations");
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("column `{}` is declared twice", col.name.value),
+                    col.name.span,
+                )
+                .secondary(prev.name_span, "first declared here")
+                .help("remove one of the declarations"),
+            );
             continue;
         }
         let mut bounds = None;
@@ -161,23 +167,27 @@ fn category_domain(c: &mut Checker, col: &ast::Column, d: Option<&ast::Domain>) 
         Some(ast::Domain::List { values }) => {
             if values.is_empty() {
                 c.error(
-                    Code::InvalidParameter,
-                    col.ty.span,
-                    "a category's public domain cannot be empty",
-                )
-                .with_help("list the public values, e.g. `category { \"a\", \"b\" }`");
+                    Diagnostic::new(
+                        Code::InvalidParameter,
+                        "a category's public domain cannot be empty",
+                        col.ty.span,
+                    )
+                    .help("list the public values, e.g. `category { \"a\", \"b\" }`"),
+                );
                 None
             } else {
                 let mut seen: HashMap<&str, Span> = HashMap::new();
                 for v in values {
                     if let Some(first) = seen.get(v.value.as_str()) {
                         c.error(
-                            Code::Duplicate,
-                            v.span,
-                            format!("`{}` is listed twice in the domain", v.value),
-                        )
-                        .with_secondary(*first, "first listed here")
-                        .with_help("remove the repeated value");
+                            Diagnostic::new(
+                                Code::Duplicate,
+                                format!("`{}` is listed twice in the domain", v.value),
+                                v.span,
+                            )
+                            .secondary(*first, "first listed here")
+                            .help("remove the repeated value"),
+                        );
                     } else {
                         seen.insert(&v.value, v.span);
                     }
@@ -242,30 +252,34 @@ fn user_bound(
     match columns.get(id.value.as_str()) {
         None => {
             c.error(
-                Code::Undefined,
-                ds.name.span,
-                format!(
-                    "dataset `{}` has no column `{}`, the privacy unit's id",
-                    ds.name.value, id.value
-                ),
-            )
-            .with_secondary(id.span, "the unit is identified by this column")
-            .with_help(format!(
-                "declare `column {} : id` in `{}`",
-                id.value, ds.name.value
-            ));
+                Diagnostic::new(
+                    Code::Undefined,
+                    format!(
+                        "dataset `{}` has no column `{}`, the privacy unit's id",
+                        ds.name.value, id.value
+                    ),
+                    ds.name.span,
+                )
+                .secondary(id.span, "the unit is identified by this column")
+                .help(format!(
+                    "declare `column {} : id` in `{}`",
+                    id.value, ds.name.value
+                )),
+            );
         }
         Some(col) if !matches!(col.ty, ColumnType::Id) => {
             c.error(
-                Code::TypeMismatch,
-                col.name_span,
-                format!(
-                    "`{}` identifies the privacy unit, so it must be declared `id`",
-                    id.value
-                ),
-            )
-            .with_secondary(id.span, "the unit is identified by this column")
-            .with_help(format!("declare `column {} : id`", id.value));
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!(
+                        "`{}` identifies the privacy unit, so it must be declared `id`",
+                        id.value
+                    ),
+                    col.name_span,
+                )
+                .secondary(id.span, "the unit is identified by this column")
+                .help(format!("declare `column {} : id`", id.value)),
+            );
         }
         _ => {}
     }
@@ -281,19 +295,21 @@ fn user_bound(
             if contribution.is_none_or(|cb| cb.rows_per_unit.is_empty()) {
                 let span = contribution.map_or(ds.name.span, |cb| cb.span);
                 c.error(
-                    Code::UnboundedContribution,
-                    span,
-                    format!(
-                        "the unit is a user, but `{}` does not bound how many rows a user contributes: one user's rows can move any statistic without limit",
+                    Diagnostic::new(
+                        Code::UnboundedContribution,
+                        format!(
+                            "the unit is a user, but `{}` does not bound how many rows a user contributes: one user's rows can move any statistic without limit",
+                            ds.name.value
+                        ),
+                        span,
+                    )
+                    .label("no rows_per_unit bound")
+                    .secondary(unit_span, "user-level unit declared here")
+                    .help(format!(
+                        "add `contribution {{ rows_per_unit N }}` to `{}`: the runtime keeps at most N random rows per user",
                         ds.name.value
-                    ),
-                )
-                .with_label("no rows_per_unit bound")
-                .with_secondary(unit_span, "user-level unit declared here")
-                .with_help(format!(
-                    "add `contribution {{ rows_per_unit N }}` to `{}`: the runtime keeps at most N random rows per user",
-                    ds.name.value
-                ));
+                    )),
+                );
             }
             None
         }
@@ -306,23 +322,27 @@ fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64
             ast::Bound::Public { value } => {
                 if !value.value.is_finite() {
                     c.error(
-                        Code::InvalidParameter,
-                        value.span,
-                        format!("a public bound must be finite, found {}", value.value),
-                    )
-                    .with_help("clamp bounds are finite public numbers, e.g. `in [0, 3600]`");
+                        Diagnostic::new(
+                            Code::InvalidParameter,
+                            format!("a public bound must be finite, found {}", value.value),
+                            value.span,
+                        )
+                        .help("clamp bounds are finite public numbers, e.g. `in [0, 3600]`"),
+                    );
                     return None;
                 }
                 if int && value.value.fract() != 0.0 {
                     c.error(
-                        Code::InvalidParameter,
-                        value.span,
-                        format!(
-                            "an int column's bounds must be whole numbers, found {}",
-                            value.value
-                        ),
-                    )
-                    .with_help("round the bound outward, or declare the column `float`");
+                        Diagnostic::new(
+                            Code::InvalidParameter,
+                            format!(
+                                "an int column's bounds must be whole numbers, found {}",
+                                value.value
+                            ),
+                            value.span,
+                        )
+                        .help("round the bound outward, or declare the column `float`"),
+                    );
                     return None;
                 }
                 Some(value.value)
@@ -343,15 +363,17 @@ fn check_bounds(c: &mut Checker, b: &ast::Bounds, int: bool) -> Option<(f64, f64
     let (lo, hi) = (lo?, hi?);
     if lo >= hi {
         c.error(
-            Code::InvalidParameter,
-            b.span,
-            format!(
-                "the lower bound {} must be below the upper bound {}",
-                fmt_num(lo),
-                fmt_num(hi)
-            ),
-        )
-        .with_help("write the bounds as `in [lo, hi]` with lo < hi");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "the lower bound {} must be below the upper bound {}",
+                    fmt_num(lo),
+                    fmt_num(hi)
+                ),
+                b.span,
+            )
+            .help("write the bounds as `in [lo, hi]` with lo < hi"),
+        );
         return None;
     }
     Some((lo, hi))

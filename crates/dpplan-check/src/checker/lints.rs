@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 use dpplan_accounting as acct;
-use dpplan_diagnostics::{Code, Severity, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, Unit};
 
 use super::datasets::DatasetInfo;
 use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
 use super::total::releases_of;
-use super::{data_dependent, fast_best, Build, Checker};
+use super::{data_dependent, fast_best, Checker};
 use crate::sensitivity::fmt_num;
 
 /// Names defined twice across queries and publishes, and publish sources.
@@ -27,12 +27,14 @@ pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
     for name in defined {
         if let Some(first) = seen.get(name.value.as_str()) {
             c.error(
-                Code::Duplicate,
-                name.span,
-                format!("`{}` is defined twice", name.value),
-            )
-            .with_secondary(*first, "first defined here")
-            .with_help("give every query and publish a unique name");
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("`{}` is defined twice", name.value),
+                    name.span,
+                )
+                .secondary(*first, "first defined here")
+                .help("give every query and publish a unique name"),
+            );
         } else {
             seen.insert(&name.value, name.span);
         }
@@ -40,19 +42,23 @@ pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
     for p in &plan.publishes {
         if !seen.contains_key(p.source.value.as_str()) {
             c.error(
-                Code::Undefined,
-                p.source.span,
-                format!("there is no query or publish named `{}`", p.source.value),
-            )
-            .with_label("undefined release")
-            .with_help("re-publish an existing query: `publish copy = <query name>`");
+                Diagnostic::new(
+                    Code::Undefined,
+                    format!("there is no query or publish named `{}`", p.source.value),
+                    p.source.span,
+                )
+                .label("undefined release")
+                .help("re-publish an existing query: `publish copy = <query name>`"),
+            );
         } else if p.source.value == p.name.value {
             c.error(
-                Code::Undefined,
-                p.source.span,
-                format!("`{}` re-publishes itself", p.name.value),
-            )
-            .with_help("name the query whose released value is re-published");
+                Diagnostic::new(
+                    Code::Undefined,
+                    format!("`{}` re-publishes itself", p.name.value),
+                    p.source.span,
+                )
+                .help("name the query whose released value is re-published"),
+            );
         }
     }
 }
@@ -68,11 +74,13 @@ pub(super) fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
         let Some(cond) = &p.condition else { continue };
         if !cond.value.value.is_finite() {
             c.error(
-                Code::InvalidParameter,
-                cond.value.span,
-                format!("the threshold must be finite, found {}", cond.value.value),
-            )
-            .with_help("compare against a finite public number");
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("the threshold must be finite, found {}", cond.value.value),
+                    cond.value.span,
+                )
+                .help("compare against a finite public number"),
+            );
         }
         match &cond.operand {
             ast::Operand::Data { expr } => {
@@ -86,11 +94,13 @@ pub(super) fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
             ast::Operand::Released { name } => {
                 if !released.contains(&name.value.as_str()) {
                     c.error(
-                        Code::Undefined,
-                        name.span,
-                        format!("there is no released value `{}`", name.value),
-                    )
-                    .with_help("a condition may read any released query or publish by name");
+                        Diagnostic::new(
+                            Code::Undefined,
+                            format!("there is no released value `{}`", name.value),
+                            name.span,
+                        )
+                        .help("a condition may read any released query or publish by name"),
+                    );
                 }
             }
         }
@@ -120,37 +130,37 @@ pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
                             )
                         })
                         .unwrap_or_default();
-                    let d = c
-                        .error(
+                    c.hint(
+                        Diagnostic::new(
                             Code::FreshRerelease,
-                            s.span,
                             format!(
                                 "`{}` is released {} times with fresh noise on the same data: averaging r fresh answers cuts the noise's variance to σ²/r{sd} but costs r releases",
                                 q.q.name.value, q.releases
                             ),
+                            s.span,
                         )
-                        .with_help("to show the same value again, release it once and re-publish it with `publish copy = <query>` (post-processing, free); to buy accuracy, lower the noise of one release instead");
-                    d.severity = Severity::Hint;
+                        .help("to show the same value again, release it once and re-publish it with `publish copy = <query>` (post-processing, free); to buy accuracy, lower the noise of one release instead"),
+                    );
                 }
             }
         }
         let key = q.aggregation.clone();
         if let Some(first) = seen.get(&key) {
-            let d = c
-                .error(
+            c.hint(
+                Diagnostic::new(
                     Code::FreshRerelease,
-                    q.q.name.span,
                     format!(
                         "`{}` releases `{}` again with fresh noise, like `{}`: every fresh answer is a new access to the data and is charged",
                         q.q.name.value, q.aggregation, first.q.name.value
                     ),
+                    q.q.name.span,
                 )
-                .with_secondary(first.q.name.span, "the same statistic is released here")
-                .with_help(format!(
+                .secondary(first.q.name.span, "the same statistic is released here")
+                .help(format!(
                     "re-publish the released value with `publish {} = {}` (free), or keep both on purpose: averaging r fresh answers cuts the noise's variance to σ²/r but costs r releases",
                     q.q.name.value, first.q.name.value
-                ));
-            d.severity = Severity::Hint;
+                )),
+            );
         } else {
             seen.insert(key, q);
         }
@@ -209,24 +219,24 @@ pub(super) fn per_person_guarantee(
             Unit::Event => "event",
             _ => "row",
         };
-        let d = c
-            .error(
-                Code::WeakUnit,
-                id_col.name.span,
-                format!(
-                    "the privacy unit is one {unit_word}, but `{name}` identifies persons by `{}`: {statement}",
-                    id_col.name.value
-                ),
-            )
-            .with_secondary(privacy.unit_span, format!("the guarantee protects one {unit_word}"))
-            .with_help(format!(
-                "protect persons with `unit user by {}` and a `contribution {{ rows_per_unit N }}` bound",
+        let d = Diagnostic::new(
+            Code::WeakUnit,
+            format!(
+                "the privacy unit is one {unit_word}, but `{name}` identifies persons by `{}`: {statement}",
                 id_col.name.value
-            ));
-        d.severity = Severity::Warning;
-        if !used {
-            d.notes.push(format!("no query reads `{name}` yet"));
-        }
+            ),
+            id_col.name.span,
+        )
+        .secondary(privacy.unit_span, format!("the guarantee protects one {unit_word}"))
+        .help(format!(
+            "protect persons with `unit user by {}` and a `contribution {{ rows_per_unit N }}` bound",
+            id_col.name.value
+        ));
+        c.warning(if used {
+            d
+        } else {
+            d.note(format!("no query reads `{name}` yet"))
+        });
     }
 }
 
@@ -234,18 +244,18 @@ pub(super) fn per_person_guarantee(
 pub(super) fn large_delta(c: &mut Checker, privacy: &Privacy) {
     if let Some(pop) = privacy.population {
         if pop.is_finite() && pop >= 1.0 && privacy.delta >= 1.0 / pop {
-            let d = c
-                .error(
+            c.warning(
+                Diagnostic::new(
                     Code::LargeDelta,
-                    privacy.budget_span,
                     format!(
                         "δ = {} is at least 1/population = {}: a mechanism that publishes one random person's data outright satisfies this δ",
                         fmt_num(privacy.delta),
                         fmt_num(1.0 / pop)
                     ),
+                    privacy.budget_span,
                 )
-                .with_help(format!("choose δ well below 1/population, e.g. δ ≤ {}", fmt_num(0.01 / pop)));
-            d.severity = Severity::Warning;
+                .help(format!("choose δ well below 1/population, e.g. δ ≤ {}", fmt_num(0.01 / pop))),
+            );
         }
     }
 }

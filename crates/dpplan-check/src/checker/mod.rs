@@ -12,7 +12,7 @@ mod query;
 mod total;
 
 use dpplan_accounting as acct;
-use dpplan_diagnostics::{Code, Diagnostic, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, NoiseKind};
 
 use crate::report::*;
@@ -50,39 +50,35 @@ impl Default for AnalysisOptions {
     }
 }
 
+/// The diagnostics found so far, in the order the passes report them.
 struct Checker {
     diags: Vec<Diagnostic>,
 }
 
 impl Checker {
-    fn error(&mut self, code: Code, span: Span, message: impl Into<String>) -> &mut Diagnostic {
-        self.diags.push(Diagnostic::new(code, message, span));
-        let last = self.diags.len() - 1;
-        &mut self.diags[last]
+    /// Reports an error: the plan claims no guarantee while it has one.
+    fn error(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Error, diagnostic);
     }
-}
 
-trait Build {
-    fn with_help(&mut self, h: impl Into<String>) -> &mut Self;
-    fn with_label(&mut self, l: impl Into<String>) -> &mut Self;
-    fn with_secondary(&mut self, span: Span, l: impl Into<String>) -> &mut Self;
-}
+    /// Reports a warning: the guarantee holds, but may not be the one meant.
+    fn warning(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Warning, diagnostic);
+    }
 
-impl Build for Diagnostic {
-    fn with_help(&mut self, h: impl Into<String>) -> &mut Self {
-        self.help = Some(h.into());
-        self
+    /// Reports a hint: a remark that changes nothing about the plan.
+    fn hint(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Hint, diagnostic);
     }
-    fn with_label(&mut self, l: impl Into<String>) -> &mut Self {
-        self.primary.message = l.into();
-        self
-    }
-    fn with_secondary(&mut self, span: Span, l: impl Into<String>) -> &mut Self {
-        self.secondary.push(dpplan_diagnostics::Label {
-            span,
-            message: l.into(),
-        });
-        self
+
+    fn report(&mut self, severity: Severity, diagnostic: Diagnostic) {
+        debug_assert_eq!(
+            diagnostic.code.default_severity(),
+            severity,
+            "{} is documented with another severity",
+            diagnostic.code
+        );
+        self.diags.push(diagnostic.severity(severity));
     }
 }
 
@@ -145,13 +141,15 @@ fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &
     if items.len() > 1 {
         for extra in &items[1..] {
             c.error(
-                Code::Duplicate,
-                span(extra),
-                format!("{what} is declared more than once"),
-            )
-            .with_label("second declaration")
-            .with_secondary(span(&items[0]), "first declared here")
-            .with_help("keep one declaration");
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("{what} is declared more than once"),
+                    span(extra),
+                )
+                .label("second declaration")
+                .secondary(span(&items[0]), "first declared here")
+                .help("keep one declaration"),
+            );
         }
     }
 }
@@ -249,10 +247,12 @@ fn plan_report(
 
 fn data_dependent(c: &mut Checker, span: Span, what: &str, help: &str) {
     c.error(
-        Code::DataDependent,
-        span,
-        format!("{what} is computed from private data: a data-dependent parameter is not accounted, and it reveals the data by itself"),
-    )
-    .with_label("computed from private data")
-    .with_help(help.to_string());
+        Diagnostic::new(
+            Code::DataDependent,
+            format!("{what} is computed from private data: a data-dependent parameter is not accounted, and it reveals the data by itself"),
+            span,
+        )
+        .label("computed from private data")
+        .help(help.to_string()),
+    );
 }

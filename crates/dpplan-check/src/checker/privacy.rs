@@ -1,10 +1,10 @@
 //! The privacy block: one unit, adjacency, budget (ε, δ), accountant and
 //! population, each declared once and valid (DP007, DP013, DP015).
 
-use dpplan_diagnostics::{Code, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, Unit};
 
-use super::{duplicate, valid_positive, Build, Checker};
+use super::{duplicate, valid_positive, Checker};
 use crate::report::UnitReport;
 
 pub(super) struct Privacy {
@@ -24,9 +24,15 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
     if plan.privacy.is_empty() {
         if !plan.privacy_broken {
             let span = plan.header_span.unwrap_or_default();
-            c.error(Code::Missing, span, "the plan has no `privacy` block")
-                .with_label("this plan declares no privacy unit, adjacency or budget")
-                .with_help("add `privacy { unit user by <id> adjacency add_remove budget epsilon 1 delta 1e-6 }`");
+            c.error(
+                Diagnostic::new(
+                    Code::Missing,
+                    "the plan has no `privacy` block",
+                    span,
+                )
+                .label("this plan declares no privacy unit, adjacency or budget")
+                .help("add `privacy { unit user by <id> adjacency add_remove budget epsilon 1 delta 1e-6 }`"),
+            );
         }
         return None;
     }
@@ -42,12 +48,14 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
         Some(u) => Some(u),
         None => {
             c.error(
-                Code::Missing,
-                p.keyword,
-                "the privacy block declares no unit",
-            )
-            .with_label("who is protected?")
-            .with_help("add `unit user by <id column>` (or `unit row`, `unit event`)");
+                Diagnostic::new(
+                    Code::Missing,
+                    "the privacy block declares no unit",
+                    p.keyword,
+                )
+                .label("who is protected?")
+                .help("add `unit user by <id column>` (or `unit row`, `unit event`)"),
+            );
             ok = false;
             None
         }
@@ -55,9 +63,15 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
     let adjacency = match p.adjacencies.first() {
         Some(a) => a.value,
         None => {
-            c.error(Code::Missing, p.keyword, "the privacy block declares no adjacency")
-                .with_label("neighbouring datasets are undefined")
-                .with_help("add `adjacency add_remove` (a unit is added or removed) or `adjacency replace` (a unit's data is replaced)");
+            c.error(
+                Diagnostic::new(
+                    Code::Missing,
+                    "the privacy block declares no adjacency",
+                    p.keyword,
+                )
+                .label("neighbouring datasets are undefined")
+                .help("add `adjacency add_remove` (a unit is added or removed) or `adjacency replace` (a unit's data is replaced)"),
+            );
             ok = false;
             Adjacency::AddRemove
         }
@@ -89,24 +103,28 @@ pub(super) fn resolve_privacy(c: &mut Checker, plan: &ast::Plan) -> Option<Priva
 fn budget(c: &mut Checker, p: &ast::Privacy) -> Option<(f64, f64, Span)> {
     let Some(b) = p.budgets.first() else {
         c.error(
-            Code::Missing,
-            p.keyword,
-            "the privacy block declares no budget",
-        )
-        .with_label("no ceiling for the plan")
-        .with_help("add `budget epsilon <ε> delta <δ>`");
+            Diagnostic::new(
+                Code::Missing,
+                "the privacy block declares no budget",
+                p.keyword,
+            )
+            .label("no ceiling for the plan")
+            .help("add `budget epsilon <ε> delta <δ>`"),
+        );
         return None;
     };
     let mut ok = true;
     let eps = b.epsilon.value;
     if !valid_positive(eps) {
         c.error(
-            Code::InvalidParameter,
-            b.epsilon.span,
-            format!("the budget's ε must be positive and finite, found {eps}"),
-        )
-        .with_label("invalid ε")
-        .with_help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("the budget's ε must be positive and finite, found {eps}"),
+                b.epsilon.span,
+            )
+            .label("invalid ε")
+            .help("write a positive budget such as `budget epsilon 1.0 delta 1e-6`"),
+        );
         ok = false;
     }
     // `delta 0` is pure ε-DP, as is no `delta`; δ ≥ 1 promises
@@ -114,9 +132,15 @@ fn budget(c: &mut Checker, p: &ast::Privacy) -> Option<(f64, f64, Span)> {
     let delta = b.delta.as_ref().map_or(0.0, |d| d.value);
     if let Some(d) = &b.delta {
         if !(d.value.is_finite() && d.value >= 0.0 && d.value < 1.0) {
-            c.error(Code::InvalidParameter, d.span, format!("δ must be at least 0 and below 1, found {}", d.value))
-                .with_label("invalid δ")
-                .with_help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP");
+            c.error(
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("δ must be at least 0 and below 1, found {}", d.value),
+                    d.span,
+                )
+                .label("invalid δ")
+                .help("δ bounds the additive slack of (ε, δ)-DP (a δ of 1 promises nothing); choose a value well below 1/population, such as 1e-7, or 0 (or no `delta`) for pure ε-DP"),
+            );
             ok = false;
         }
     }
@@ -128,14 +152,16 @@ fn population(c: &mut Checker, p: &ast::Privacy) -> Option<f64> {
     let n = p.populations.first()?;
     if !n.value.is_finite() || n.value < 1.0 {
         c.error(
-            Code::InvalidParameter,
-            n.span,
-            format!(
-                "the population must be a finite number of at least 1, found {}",
-                n.value
-            ),
-        )
-        .with_help("give an estimate of the number of protected units, e.g. `population 1000000`");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "the population must be a finite number of at least 1, found {}",
+                    n.value
+                ),
+                n.span,
+            )
+            .help("give an estimate of the number of protected units, e.g. `population 1000000`"),
+        );
         None
     } else {
         Some(n.value)

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use dpplan_diagnostics::{Code, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
-use super::{duplicate, valid_positive, Build, Checker};
+use super::{duplicate, valid_positive, Checker};
 use crate::schedule::{self, ScheduleError};
 use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
 
@@ -181,14 +181,16 @@ fn aggregation<'a>(c: &mut Checker, q: &'a ast::Query) -> Option<&'a ast::Aggreg
     let agg = q.aggregates.first();
     if agg.is_none() {
         c.error(
-            Code::Missing,
-            q.name.span,
-            format!(
-                "query `{}` releases nothing: it has no aggregation",
-                q.name.value
-            ),
-        )
-        .with_help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`");
+            Diagnostic::new(
+                Code::Missing,
+                format!(
+                    "query `{}` releases nothing: it has no aggregation",
+                    q.name.value
+                ),
+                q.name.span,
+            )
+            .help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`"),
+        );
     }
     agg
 }
@@ -197,12 +199,14 @@ fn aggregation<'a>(c: &mut Checker, q: &'a ast::Query) -> Option<&'a ast::Aggreg
 fn has_noise(c: &mut Checker, q: &ast::Query, noise: Option<&ast::Noise>) -> bool {
     if noise.is_none() {
         c.error(
-            Code::Missing,
-            q.name.span,
-            format!("query `{}` has no noise", q.name.value),
-        )
-        .with_label("a release without noise is not private")
-        .with_help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`");
+            Diagnostic::new(
+                Code::Missing,
+                format!("query `{}` has no noise", q.name.value),
+                q.name.span,
+            )
+            .label("a release without noise is not private")
+            .help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`"),
+        );
         return false;
     }
     true
@@ -213,13 +217,13 @@ fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> 
     match q.schedules.first() {
         None => {
             c.error(
-                Code::Missing,
-                q.name.span,
-                format!("query `{}` has no schedule", q.name.value),
-            )
-            .with_label("how often is it released?")
-            .with_help(
-                "add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`",
+                Diagnostic::new(
+                    Code::Missing,
+                    format!("query `{}` has no schedule", q.name.value),
+                    q.name.span,
+                )
+                .label("how often is it released?")
+                .help("add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`"),
             );
             Err(Reported)
         }
@@ -231,21 +235,29 @@ fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> 
                 } else {
                     span
                 };
-                c.error(Code::InvalidParameter, span, msg)
-                    .with_label("empty or invalid schedule")
-                    .with_help("a schedule makes at least one release: `once`, `N times` with N ≥ 1, or `every <d> for <w>` with positive durations");
+                c.error(
+                    Diagnostic::new(
+                        Code::InvalidParameter,
+                        msg,
+                        span,
+                    )
+                    .label("empty or invalid schedule")
+                    .help("a schedule makes at least one release: `once`, `N times` with N ≥ 1, or `every <d> for <w>` with positive durations"),
+                );
                 Err(Reported)
             }
             Err(ScheduleError::TooMany(ref n)) => {
                 c.error(
-                    Code::Limit,
-                    s.span,
-                    format!(
-                        "the schedule makes {n} releases; dpplan accepts at most {}",
-                        schedule::MAX_RELEASES
-                    ),
-                )
-                .with_help("check the durations: this is most likely a typo");
+                    Diagnostic::new(
+                        Code::Limit,
+                        format!(
+                            "the schedule makes {n} releases; dpplan accepts at most {}",
+                            schedule::MAX_RELEASES
+                        ),
+                        s.span,
+                    )
+                    .help("check the durations: this is most likely a typo"),
+                );
                 Err(Reported)
             }
         },
@@ -273,11 +285,13 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
 fn supported(c: &mut Checker, agg: &ast::Aggregate) -> Result<(), Reported> {
     if agg.kind.value == AggKind::Quantile {
         c.error(
-            Code::Unsupported,
-            agg.kind.span,
-            "quantiles are reserved syntax, not supported in this version",
-        )
-        .with_help("release a histogram over public bins instead, or wait for quantile support");
+            Diagnostic::new(
+                Code::Unsupported,
+                "quantiles are reserved syntax, not supported in this version",
+                agg.kind.span,
+            )
+            .help("release a histogram over public bins instead, or wait for quantile support"),
+        );
         return Err(Reported);
     }
     Ok(())
@@ -291,16 +305,18 @@ fn target<'a>(
 ) -> Result<Target<'a>, Reported> {
     let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
         c.error(
-            Code::Undefined,
-            agg.target.dataset.span,
-            format!("there is no dataset `{}`", agg.target.dataset.value),
-        )
-        .with_label("undefined dataset")
-        .with_help(format!(
-            "declare `dataset {} {{ … }}` or use one of: {}",
-            agg.target.dataset.value,
-            names(datasets.keys().copied())
-        ));
+            Diagnostic::new(
+                Code::Undefined,
+                format!("there is no dataset `{}`", agg.target.dataset.value),
+                agg.target.dataset.span,
+            )
+            .label("undefined dataset")
+            .help(format!(
+                "declare `dataset {} {{ … }}` or use one of: {}",
+                agg.target.dataset.value,
+                names(datasets.keys().copied())
+            )),
+        );
         return Err(Reported);
     };
     let column = match &agg.target.column {
@@ -309,19 +325,21 @@ fn target<'a>(
             Some(ci) => Some((col, ci)),
             None => {
                 c.error(
-                    Code::Undefined,
-                    col.span,
-                    format!(
-                        "dataset `{}` has no column `{}`",
-                        info.ds.name.value, col.value
-                    ),
-                )
-                .with_label("undefined column")
-                .with_help(format!(
-                    "declare it in `{}` or use one of: {}",
-                    info.ds.name.value,
-                    names(info.columns.keys().copied())
-                ));
+                    Diagnostic::new(
+                        Code::Undefined,
+                        format!(
+                            "dataset `{}` has no column `{}`",
+                            info.ds.name.value, col.value
+                        ),
+                        col.span,
+                    )
+                    .label("undefined column")
+                    .help(format!(
+                        "declare it in `{}` or use one of: {}",
+                        info.ds.name.value,
+                        names(info.columns.keys().copied())
+                    )),
+                );
                 return Err(Reported);
             }
         },
@@ -342,31 +360,35 @@ fn target<'a>(
 fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<u64, Reported> {
     let Some(ci) = info.columns.get(by.value.as_str()) else {
         c.error(
-            Code::Undefined,
-            by.span,
-            format!(
-                "dataset `{}` has no column `{}`",
-                info.ds.name.value, by.value
-            ),
-        )
-        .with_label("undefined column")
-        .with_help(format!(
-            "group by one of: {}",
-            names(info.columns.keys().copied())
-        ));
+            Diagnostic::new(
+                Code::Undefined,
+                format!(
+                    "dataset `{}` has no column `{}`",
+                    info.ds.name.value, by.value
+                ),
+                by.span,
+            )
+            .label("undefined column")
+            .help(format!(
+                "group by one of: {}",
+                names(info.columns.keys().copied())
+            )),
+        );
         return Err(Reported);
     };
     if !matches!(ci.ty, ColumnType::Category { .. }) {
         c.error(
-            Code::TypeMismatch,
-            by.span,
-            format!(
-                "`{}` is not a category: groups must come from a public domain",
-                by.value
-            ),
-        )
-        .with_secondary(ci.name_span, "declared here")
-        .with_help("group by a `category { … }` column");
+            Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "`{}` is not a category: groups must come from a public domain",
+                    by.value
+                ),
+                by.span,
+            )
+            .secondary(ci.name_span, "declared here")
+            .help("group by a `category { … }` column"),
+        );
         return Err(Reported);
     }
     match ci.domain {
@@ -374,18 +396,20 @@ fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<
         None => {
             if matches!(ci.ty, ColumnType::Category { domain: None }) {
                 c.error(
-                    Code::MissingBounds,
-                    by.span,
-                    format!(
-                        "`{}` has no public domain: the histogram's keys would come from the data",
+                    Diagnostic::new(
+                        Code::MissingBounds,
+                        format!(
+                            "`{}` has no public domain: the histogram's keys would come from the data",
+                            by.value
+                        ),
+                        by.span,
+                    )
+                    .secondary(ci.name_span, "declared without a domain")
+                    .help(format!(
+                        "list the public values: `column {} : category {{ \"a\", \"b\" }}`",
                         by.value
-                    ),
-                )
-                .with_secondary(ci.name_span, "declared without a domain")
-                .with_help(format!(
-                    "list the public values: `column {} : category {{ \"a\", \"b\" }}`",
-                    by.value
-                ));
+                    )),
+                );
             }
             Err(Reported)
         }
@@ -404,28 +428,32 @@ fn value_bounds(
     match (kind, target.column) {
         (AggKind::Count, Some((col, _))) => {
             c.error(
-                Code::TypeMismatch,
-                col.span,
-                format!("`count` counts rows: write `count({})`", info.ds.name.value),
-            )
-            .with_help(format!(
-                "count rows with `count({})`, or sum a column with `sum({}.{})`",
-                info.ds.name.value, info.ds.name.value, col.value
-            ));
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!("`count` counts rows: write `count({})`", info.ds.name.value),
+                    col.span,
+                )
+                .help(format!(
+                    "count rows with `count({})`, or sum a column with `sum({}.{})`",
+                    info.ds.name.value, info.ds.name.value, col.value
+                )),
+            );
             Err(Reported)
         }
         (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => Ok(None),
         (AggKind::Sum | AggKind::Mean, None) => {
             c.error(
-                Code::TypeMismatch,
-                agg.target.span,
-                format!(
-                    "`{}` needs a numeric column, such as `{}.value`",
-                    kind.as_str(),
-                    info.ds.name.value
-                ),
-            )
-            .with_help("name the column to aggregate");
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!(
+                        "`{}` needs a numeric column, such as `{}.value`",
+                        kind.as_str(),
+                        info.ds.name.value
+                    ),
+                    agg.target.span,
+                )
+                .help("name the column to aggregate"),
+            );
             Err(Reported)
         }
         (_, Some((col, ci))) => match ci.ty {
@@ -434,13 +462,15 @@ fn value_bounds(
                     (Some(b), _) => Ok(Some(b)),
                     (None, None) => {
                         c.error(
-                        Code::MissingBounds,
-                        col.span,
-                        format!("`{}.{}` has no public bounds, so one row can move the {} without limit", info.ds.name.value, col.value, kind.as_str()),
-                    )
-                    .with_label("unbounded column")
-                    .with_secondary(ci.name_span, "declared without bounds")
-                    .with_help(format!("declare public clamp bounds, e.g. `column {} : {} in [0, 100]`", col.value, if matches!(ci.ty, ColumnType::Int { .. }) { "int" } else { "float" }));
+                            Diagnostic::new(
+                                Code::MissingBounds,
+                                format!("`{}.{}` has no public bounds, so one row can move the {} without limit", info.ds.name.value, col.value, kind.as_str()),
+                                col.span,
+                            )
+                            .label("unbounded column")
+                            .secondary(ci.name_span, "declared without bounds")
+                            .help(format!("declare public clamp bounds, e.g. `column {} : {} in [0, 100]`", col.value, if matches!(ci.ty, ColumnType::Int { .. }) { "int" } else { "float" })),
+                        );
                         Err(Reported)
                     }
                     // Bounds were declared but invalid (reported there).
@@ -449,19 +479,21 @@ fn value_bounds(
             }
             _ => {
                 c.error(
-                    Code::TypeMismatch,
-                    col.span,
-                    format!(
-                        "`{}` is not numeric: `{}` needs an int or float column",
-                        col.value,
-                        kind.as_str()
-                    ),
-                )
-                .with_secondary(ci.name_span, "declared here")
-                .with_help(format!(
-                    "count rows per value with `histogram({} by {})`",
-                    info.ds.name.value, col.value
-                ));
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "`{}` is not numeric: `{}` needs an int or float column",
+                            col.value,
+                            kind.as_str()
+                        ),
+                        col.span,
+                    )
+                    .secondary(ci.name_span, "declared here")
+                    .help(format!(
+                        "count rows per value with `histogram({} by {})`",
+                        info.ds.name.value, col.value
+                    )),
+                );
                 Err(Reported)
             }
         },
@@ -482,27 +514,31 @@ fn groups(
         if unit.user && unit.groups.is_none() {
             let by_span = agg.by.as_ref().map_or(agg.span, |b| b.span);
             c.error(
-                Code::UnboundedGroups,
-                by_span,
-                format!(
-                    "a grouped query under a user-level unit needs a groups_per_unit bound on `{}`: without it one user may touch up to {} groups",
-                    info.ds.name.value, unit.rows
-                ),
-            )
-            .with_label("groups per user not bounded")
-            .with_help(format!("add `groups_per_unit N` to the contribution block of `{}`", info.ds.name.value));
+                Diagnostic::new(
+                    Code::UnboundedGroups,
+                    format!(
+                        "a grouped query under a user-level unit needs a groups_per_unit bound on `{}`: without it one user may touch up to {} groups",
+                        info.ds.name.value, unit.rows
+                    ),
+                    by_span,
+                )
+                .label("groups per user not bounded")
+                .help(format!("add `groups_per_unit N` to the contribution block of `{}`", info.ds.name.value)),
+            );
             return Err(Reported);
         }
         if target.group.is_none() {
             c.error(
-                Code::TypeMismatch,
-                agg.span,
-                "a histogram needs groups: `histogram(dataset by column)`",
-            )
-            .with_help(format!(
-                "write `histogram({} by <category column>)`",
-                info.ds.name.value
-            ));
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    "a histogram needs groups: `histogram(dataset by column)`",
+                    agg.span,
+                )
+                .help(format!(
+                    "write `histogram({} by <category column>)`",
+                    info.ds.name.value
+                )),
+            );
             return Err(Reported);
         }
     }
@@ -565,8 +601,14 @@ fn declared_sensitivity(
         return declared;
     };
     if parts_derived.len() > 1 {
-        c.error(Code::Unsupported, ds.span, "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)")
-            .with_help("remove the declaration (the checker derives both), or release the sum and the count as separate queries");
+        c.error(
+            Diagnostic::new(
+                Code::Unsupported,
+                "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)",
+                ds.span,
+            )
+            .help("remove the declaration (the checker derives both), or release the sum and the count as separate queries"),
+        );
     } else if let Some((_, d)) = parts_derived.first() {
         for (norm, value) in &ds.items {
             let (derived, name) = match norm.value {
@@ -575,27 +617,29 @@ fn declared_sensitivity(
             };
             if !value.value.is_finite() || value.value < 0.0 {
                 c.error(
-                    Code::InvalidParameter,
-                    value.span,
-                    format!(
-                        "a sensitivity must be a finite non-negative number, found {}",
-                        value.value
-                    ),
-                )
-                .with_help(
-                    "declare the sensitivity the derivation supports, or remove the declaration",
+                    Diagnostic::new(
+                        Code::InvalidParameter,
+                        format!(
+                            "a sensitivity must be a finite non-negative number, found {}",
+                            value.value
+                        ),
+                        value.span,
+                    )
+                    .help("declare the sensitivity the derivation supports, or remove the declaration"),
                 );
                 plan.ok = false;
                 continue;
             }
             if value.value < derived * (1.0 - 1e-12) {
                 c.error(
-                    Code::SensitivityTooLow,
-                    value.span,
-                    format!("declared {name} {}, but {}: {name} = {}", fmt_num(value.value), d.steps.join("; "), fmt_num(derived)),
-                )
-                .with_label(format!("below the derived {name} = {}", fmt_num(derived)))
-                .with_help(format!("declare `sensitivity {name} {}` or remove the declaration and let the checker derive it", fmt_num(derived)));
+                    Diagnostic::new(
+                        Code::SensitivityTooLow,
+                        format!("declared {name} {}, but {}: {name} = {}", fmt_num(value.value), d.steps.join("; "), fmt_num(derived)),
+                        value.span,
+                    )
+                    .label(format!("below the derived {name} = {}", fmt_num(derived)))
+                    .help(format!("declare `sensitivity {name} {}` or remove the declaration and let the checker derive it", fmt_num(derived))),
+                );
                 plan.ok = false;
             } else {
                 match norm.value {
@@ -613,12 +657,14 @@ fn declared_sensitivity(
             };
             if !ds.items.is_empty() && !has(needed) {
                 c.error(
-                    Code::WrongNorm,
-                    ds.span,
-                    format!("{} noise is calibrated to the {name} sensitivity, but the query declares only the other norm", n.kind.value.as_str()),
-                )
-                .with_secondary(n.kind.span, "mechanism chosen here")
-                .with_help(format!("declare `sensitivity {} …`, or remove the declaration", name.to_ascii_lowercase()));
+                    Diagnostic::new(
+                        Code::WrongNorm,
+                        format!("{} noise is calibrated to the {name} sensitivity, but the query declares only the other norm", n.kind.value.as_str()),
+                        ds.span,
+                    )
+                    .secondary(n.kind.span, "mechanism chosen here")
+                    .help(format!("declare `sensitivity {} …`, or remove the declaration", name.to_ascii_lowercase())),
+                );
                 plan.ok = false;
             }
         }
@@ -642,30 +688,34 @@ fn noise_kind(
     // Discrete noise needs integer-valued statistics.
     if nk.is_discrete() && float_values {
         c.error(
-            Code::TypeMismatch,
-            noise.kind.span,
-            format!(
-                "{} noise needs integer values, but `{}` is a float column",
-                nk.as_str(),
-                describe_target(&agg.target)
-            ),
-        )
-        .with_help("declare the column `int`, or use `laplace` or `gaussian` noise");
+            Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "{} noise needs integer values, but `{}` is a float column",
+                    nk.as_str(),
+                    describe_target(&agg.target)
+                ),
+                noise.kind.span,
+            )
+            .help("declare the column `int`, or use `laplace` or `gaussian` noise"),
+        );
         ok = false;
     }
     if nk.is_discrete() {
         for (_, d) in parts_derived {
             if d.l1.fract() != 0.0 {
                 c.error(
-                    Code::TypeMismatch,
-                    noise.kind.span,
-                    format!(
-                        "{} noise needs an integer sensitivity, but L1 = {}",
-                        nk.as_str(),
-                        fmt_num(d.l1)
-                    ),
-                )
-                .with_help("use integer clamp bounds, or continuous noise");
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "{} noise needs an integer sensitivity, but L1 = {}",
+                            nk.as_str(),
+                            fmt_num(d.l1)
+                        ),
+                        noise.kind.span,
+                    )
+                    .help("use integer clamp bounds, or continuous noise"),
+                );
                 ok = false;
                 break;
             }
@@ -673,14 +723,16 @@ fn noise_kind(
     }
     if nk.is_gaussian() && budget_delta == Some(0.0) {
         c.error(
-            Code::InvalidParameter,
-            noise.kind.span,
-            format!(
-                "{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)",
-                nk.as_str()
-            ),
-        )
-        .with_help("add `delta …` to the budget, or use Laplace noise");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)",
+                    nk.as_str()
+                ),
+                noise.kind.span,
+            )
+            .help("add `delta …` to the budget, or use Laplace noise"),
+        );
         ok = false;
     }
     ok
@@ -717,27 +769,31 @@ fn declared_scale(
             ("scale", "sigma")
         };
         c.error(
-            Code::InvalidParameter,
-            noise.span,
-            format!("{} noise takes `{want}`, not `{got}`", nk.as_str()),
-        )
-        .with_help(format!(
-            "write `noise {} {want} {}`",
-            nk.as_str(),
-            fmt_num(value.value)
-        ));
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("{} noise takes `{want}`, not `{got}`", nk.as_str()),
+                noise.span,
+            )
+            .help(format!(
+                "write `noise {} {want} {}`",
+                nk.as_str(),
+                fmt_num(value.value)
+            )),
+        );
         Err(Reported)
     } else if !valid_positive(value.value) {
         c.error(
-            Code::InvalidParameter,
-            value.span,
-            format!(
-                "the noise {} must be positive and finite, found {}",
-                if is_sigma { "σ" } else { "scale" },
-                value.value
-            ),
-        )
-        .with_help("a zero or negative noise scale publishes the exact value");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "the noise {} must be positive and finite, found {}",
+                    if is_sigma { "σ" } else { "scale" },
+                    value.value
+                ),
+                value.span,
+            )
+            .help("a zero or negative noise scale publishes the exact value"),
+        );
         Err(Reported)
     } else {
         Ok(Scale::Fixed(value.value))
@@ -756,43 +812,51 @@ fn epsilon_scale(
     let mut good = true;
     if !valid_positive(epsilon.value) {
         c.error(
-            Code::InvalidParameter,
-            epsilon.span,
-            format!("ε must be positive and finite, found {}", epsilon.value),
-        )
-        .with_help("give the per-release ε, e.g. `noise laplace epsilon 0.1`");
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("ε must be positive and finite, found {}", epsilon.value),
+                epsilon.span,
+            )
+            .help("give the per-release ε, e.g. `noise laplace epsilon 0.1`"),
+        );
         good = false;
     }
     match (nk.is_gaussian(), delta) {
         (true, None) => {
             c.error(
-                Code::Missing,
-                epsilon.span,
-                "Gaussian noise given by ε also needs a per-release δ",
-            )
-            .with_help(format!(
-                "write `noise {} epsilon {} delta 1e-7`",
-                nk.as_str(),
-                fmt_num(epsilon.value)
-            ));
+                Diagnostic::new(
+                    Code::Missing,
+                    "Gaussian noise given by ε also needs a per-release δ",
+                    epsilon.span,
+                )
+                .help(format!(
+                    "write `noise {} epsilon {} delta 1e-7`",
+                    nk.as_str(),
+                    fmt_num(epsilon.value)
+                )),
+            );
             good = false;
         }
         (true, Some(d)) if !(d.value.is_finite() && d.value > 0.0 && d.value < 1.0) => {
             c.error(
-                Code::InvalidParameter,
-                d.span,
-                format!("δ must lie strictly between 0 and 1, found {}", d.value),
-            )
-            .with_help("choose a per-release δ such as 1e-7");
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("δ must lie strictly between 0 and 1, found {}", d.value),
+                    d.span,
+                )
+                .help("choose a per-release δ such as 1e-7"),
+            );
             good = false;
         }
         (false, Some(d)) => {
             c.error(
-                Code::InvalidParameter,
-                d.span,
-                format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()),
-            )
-            .with_help("remove `delta …`");
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()),
+                    d.span,
+                )
+                .help("remove `delta …`"),
+            );
             good = false;
         }
         _ => {}
@@ -816,8 +880,14 @@ fn auto_scale(
     let w = weight.map_or(1.0, |w| w.value);
     if !valid_positive(w) {
         let span = weight.map_or(noise.span, |w| w.span);
-        c.error(Code::InvalidParameter, span, format!("a weight must be positive and finite, found {w}"))
-            .with_help("weights share the budget between `auto` queries: `weight 2` gets twice the share of `weight 1`");
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("a weight must be positive and finite, found {w}"),
+                span,
+            )
+            .help("weights share the budget between `auto` queries: `weight 2` gets twice the share of `weight 1`"),
+        );
         Err(Reported)
     } else {
         Ok(Scale::Auto { weight: w })

@@ -2,11 +2,11 @@
 //! each query's cost alone, and the budget check (DP011).
 
 use dpplan_accounting as acct;
-use dpplan_diagnostics::Code;
+use dpplan_diagnostics::{Code, Diagnostic};
 
 use super::privacy::Privacy;
 use super::query::{Part, QueryPlan, Scale};
-use super::{fast_best, mechanism, AnalysisOptions, Build, Checker};
+use super::{fast_best, mechanism, AnalysisOptions, Checker};
 use crate::report::*;
 use crate::sensitivity::fmt_num;
 
@@ -96,11 +96,15 @@ pub(super) fn account_total(
                     "the {} accountant cannot bound this plan: {e}",
                     privacy.accountant.as_str()
                 );
-                c.error(Code::Accounting, privacy.budget_span, msg.clone())
-                    .with_label("no bound for this budget")
-                    .with_help(
-                        "use `accountant best`, which picks the tightest accountant that applies",
-                    );
+                c.error(
+                    Diagnostic::new(
+                        Code::Accounting,
+                        msg.clone(),
+                        privacy.budget_span,
+                    )
+                    .label("no bound for this budget")
+                    .help("use `accountant best`, which picks the tightest accountant that applies"),
+                );
                 total_missing = Some(msg);
             }
         }
@@ -239,23 +243,22 @@ pub(super) fn budget(
                 )
             })
             .collect();
-        let d = c
-            .error(
-                Code::OverBudget,
-                privacy.budget_span,
-                format!(
-                    "the plan spends ε = {} at δ = {} ({}) but its budget is ε = {}; the largest costs: {}",
-                    fmt_num(t.epsilon),
-                    fmt_num(privacy.delta),
-                    t.accountant_name,
-                    fmt_num(privacy.epsilon),
-                    names.join(", ")
-                ),
-            )
-            .with_label("budget exceeded")
-            .with_help("release less often, add more noise (or `noise … auto`), tighten the contribution bounds, or re-publish instead of re-releasing");
+        let mut d = Diagnostic::new(
+            Code::OverBudget,
+            format!(
+                "the plan spends ε = {} at δ = {} ({}) but its budget is ε = {}; the largest costs: {}",
+                fmt_num(t.epsilon),
+                fmt_num(privacy.delta),
+                t.accountant_name,
+                fmt_num(privacy.epsilon),
+                names.join(", ")
+            ),
+            privacy.budget_span,
+        )
+        .label("budget exceeded")
+        .help("release less often, add more noise (or `noise … auto`), tighten the contribution bounds, or re-publish instead of re-releasing");
         for r in &top {
-            d.with_secondary(
+            d = d.secondary(
                 r.name_span,
                 format!(
                     "ε = {} alone",
@@ -263,6 +266,7 @@ pub(super) fn budget(
                 ),
             );
         }
+        c.error(d);
     }
     fits
 }
