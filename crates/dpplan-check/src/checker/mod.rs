@@ -1,8 +1,12 @@
 //! The semantic checker: from the AST to a checked plan, one pass per
 //! module. [`check`] runs them in order: the privacy block ([`privacy`]),
-//! the datasets ([`datasets`]), every query ([`query`]), the checks across
-//! items ([`lints`]), the noise calibration ([`calibration`]) and the plan's
-//! total against its budget ([`total`]).
+//! the datasets ([`datasets`]), every query ([`query`]), the names,
+//! publishes and re-releases across items ([`lints`]), the noise
+//! calibration ([`calibration`]), the plan's total, each query's cost and
+//! the budget ([`total`]), then the warnings that need the total
+//! ([`lints`]: the per-person guarantee, δ next to the population). Every
+//! pass reports through [`Checker`], whose `error`, `warning` and `hint`
+//! name the severity where a diagnostic is reported.
 
 mod calibration;
 mod datasets;
