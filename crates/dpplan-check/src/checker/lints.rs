@@ -1,0 +1,261 @@
+//! Checks across items: names defined twice and publish references
+//! (DP006, DP007, DP012, DP013), fresh re-releases (DP009 hints), the
+//! per-person guarantee of a row- or event-level unit (DP008) and δ next to
+//! the population (DP010 warnings).
+
+use std::collections::HashMap;
+
+use dpplan_accounting as acct;
+use dpplan_diagnostics::{Code, Diagnostic, Span};
+use dpplan_syntax::ast::{self, Unit};
+
+use super::datasets::DatasetInfo;
+use super::privacy::Privacy;
+use super::query::{QueryPlan, Scale};
+use super::total::releases_of;
+use super::{data_dependent, fast_best, Checker};
+use crate::sensitivity::fmt_num;
+
+/// Names defined twice across queries and publishes, and publish sources.
+pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
+    let mut seen: HashMap<&str, Span> = HashMap::new();
+    let defined = plan
+        .queries
+        .iter()
+        .map(|q| &q.name)
+        .chain(plan.publishes.iter().map(|p| &p.name));
+    for name in defined {
+        if let Some(first) = seen.get(name.value.as_str()) {
+            c.error(
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("`{}` is defined twice", name.value),
+                    name.span,
+                )
+                .secondary(*first, "first defined here")
+                .help("give every query and publish a unique name"),
+            );
+        } else {
+            seen.insert(&name.value, name.span);
+        }
+    }
+    for p in &plan.publishes {
+        if !seen.contains_key(p.source.value.as_str()) {
+            c.error(
+                Diagnostic::new(
+                    Code::Undefined,
+                    format!("there is no query or publish named `{}`", p.source.value),
+                    p.source.span,
+                )
+                .label("undefined release")
+                .help("re-publish an existing query: `publish copy = <query name>`"),
+            );
+        } else if p.source.value == p.name.value {
+            c.error(
+                Diagnostic::new(
+                    Code::Undefined,
+                    format!("`{}` re-publishes itself", p.name.value),
+                    p.source.span,
+                )
+                .help("name the query whose released value is re-published"),
+            );
+        }
+    }
+}
+
+pub(super) fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
+    let released: Vec<&str> = plan
+        .queries
+        .iter()
+        .map(|q| q.name.value.as_str())
+        .chain(plan.publishes.iter().map(|p| p.name.value.as_str()))
+        .collect();
+    for p in &plan.publishes {
+        let Some(cond) = &p.condition else { continue };
+        if !cond.value.value.is_finite() {
+            c.error(
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("the threshold must be finite, found {}", cond.value.value),
+                    cond.value.span,
+                )
+                .help("compare against a finite public number"),
+            );
+        }
+        match &cond.operand {
+            ast::Operand::Data { expr } => {
+                data_dependent(
+                    c,
+                    expr.span,
+                    "this publish condition",
+                    "decide on a released value instead (`when <query> > 100` is post-processing and free), or release the condition's statistic with noise first",
+                );
+            }
+            ast::Operand::Released { name } => {
+                if !released.contains(&name.value.as_str()) {
+                    c.error(
+                        Diagnostic::new(
+                            Code::Undefined,
+                            format!("there is no released value `{}`", name.value),
+                            name.span,
+                        )
+                        .help("a condition may read any released query or publish by name"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// DP009: fresh noise where re-publication would do.
+pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
+    let mut seen: HashMap<String, &QueryPlan> = HashMap::new();
+    for q in queries {
+        if let Some(s) = q.q.schedules.first() {
+            if let ast::Schedule::Times { .. } = s.value {
+                if q.releases > 1 {
+                    let sd = q
+                        .parts
+                        .first()
+                        .and_then(|p| match p.scale {
+                            Scale::Fixed(x) => Some(crate::noise::spread(p.kind, x).0),
+                            _ => None,
+                        })
+                        .map(|sd| {
+                            format!(
+                                " (σ = {} per release, σ/√{} = {} for the average)",
+                                fmt_num(sd),
+                                q.releases,
+                                fmt_num(sd / (q.releases as f64).sqrt())
+                            )
+                        })
+                        .unwrap_or_default();
+                    c.hint(
+                        Diagnostic::new(
+                            Code::FreshRerelease,
+                            format!(
+                                "`{}` is released {} times with fresh noise on the same data: averaging r fresh answers cuts the noise's variance to σ²/r{sd} but costs r releases",
+                                q.q.name.value, q.releases
+                            ),
+                            s.span,
+                        )
+                        .help("to show the same value again, release it once and re-publish it with `publish copy = <query>` (post-processing, free); to buy accuracy, lower the noise of one release instead"),
+                    );
+                }
+            }
+        }
+        let key = q.aggregation.clone();
+        if let Some(first) = seen.get(&key) {
+            c.hint(
+                Diagnostic::new(
+                    Code::FreshRerelease,
+                    format!(
+                        "`{}` releases `{}` again with fresh noise, like `{}`: every fresh answer is a new access to the data and is charged",
+                        q.q.name.value, q.aggregation, first.q.name.value
+                    ),
+                    q.q.name.span,
+                )
+                .secondary(first.q.name.span, "the same statistic is released here")
+                .help(format!(
+                    "re-publish the released value with `publish {} = {}` (free), or keep both on purpose: averaging r fresh answers cuts the noise's variance to σ²/r but costs r releases",
+                    q.q.name.value, first.q.name.value
+                )),
+            );
+        } else {
+            seen.insert(key, q);
+        }
+    }
+}
+
+/// DP008: a row- or event-level unit on a dataset that identifies persons
+/// protects a person only by group privacy; with the plan accounted, the
+/// warning states that person's ε.
+pub(super) fn per_person_guarantee(
+    c: &mut Checker,
+    datasets: &HashMap<&str, DatasetInfo>,
+    queries: &[QueryPlan],
+    privacy: &Privacy,
+    choice: Option<acct::Accountant>,
+    accounted: bool,
+) {
+    if matches!(privacy.unit, Unit::User { .. }) {
+        return;
+    }
+    for info in datasets.values() {
+        let Some(id_col) = info.id_columns.first() else {
+            continue;
+        };
+        let name = info.ds.name.value.as_str();
+        let used = queries.iter().any(|q| q.dataset_name == name);
+        let statement = match info.declared_rows {
+            Some(k) if accounted => {
+                let scaled = releases_of(queries, &|q: &QueryPlan| {
+                    if q.dataset_name == name {
+                        k as f64
+                    } else {
+                        1.0
+                    }
+                });
+                let per_person = match choice {
+                    Some(a) => acct::epsilon(&scaled, privacy.delta, a),
+                    None => fast_best(&scaled, privacy.delta),
+                };
+                match per_person {
+                    Ok(b) => format!(
+                        "a person with at most {k} rows (rows_per_unit, which an event- or row-level unit does not enforce) is protected only at ε = {} (δ = {}; group privacy: every sensitivity on `{name}` × {k}), and a person with more rows less",
+                        fmt_num(b.epsilon),
+                        fmt_num(privacy.delta)
+                    ),
+                    Err(_) => format!("a person with up to {k} rows is protected only by group privacy over {k} rows"),
+                }
+            }
+            Some(k) => format!(
+                "a person with up to {k} rows is protected only by group privacy over {k} rows"
+            ),
+            None => "a person's rows are not bounded, so the per-person guarantee is unbounded"
+                .to_string(),
+        };
+        let unit_word = match privacy.unit {
+            Unit::Event => "event",
+            _ => "row",
+        };
+        let d = Diagnostic::new(
+            Code::WeakUnit,
+            format!(
+                "the privacy unit is one {unit_word}, but `{name}` identifies persons by `{}`: {statement}",
+                id_col.name.value
+            ),
+            id_col.name.span,
+        )
+        .secondary(privacy.unit_span, format!("the guarantee protects one {unit_word}"))
+        .help(format!(
+            "protect persons with `unit user by {}` and a `contribution {{ rows_per_unit N }}` bound",
+            id_col.name.value
+        ));
+        c.warning(if used {
+            d
+        } else {
+            d.note(format!("no query reads `{name}` yet"))
+        });
+    }
+}
+
+/// DP010: δ next to the population.
+pub(super) fn large_delta(c: &mut Checker, privacy: &Privacy) {
+    if let Some(pop) = privacy.population {
+        if pop.is_finite() && pop >= 1.0 && privacy.delta >= 1.0 / pop {
+            c.warning(
+                Diagnostic::new(
+                    Code::LargeDelta,
+                    format!(
+                        "δ = {} is at least 1/population = {}: a mechanism that publishes one random person's data outright satisfies this δ",
+                        fmt_num(privacy.delta),
+                        fmt_num(1.0 / pop)
+                    ),
+                    privacy.budget_span,
+                )
+                .help(format!("choose δ well below 1/population, e.g. δ ≤ {}", fmt_num(0.01 / pop))),
+            );
+        }
+    }
+}

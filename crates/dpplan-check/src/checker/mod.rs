@@ -1,0 +1,262 @@
+//! The semantic checker: from the AST to a checked plan, one pass per
+//! module. [`check`] runs them in order: the privacy block ([`privacy`]),
+//! the datasets ([`datasets`]), every query ([`query`]), the names,
+//! publishes and re-releases across items ([`lints`]), the noise
+//! calibration ([`calibration`]), the plan's total, each query's cost and
+//! the budget ([`total`]), then the warnings that need the total
+//! ([`lints`]: the per-person guarantee, δ next to the population). Every
+//! pass reports through [`Checker`], whose `error`, `warning` and `hint`
+//! name the severity where a diagnostic is reported.
+
+mod calibration;
+mod datasets;
+mod lints;
+mod privacy;
+mod query;
+mod total;
+
+use dpplan_accounting as acct;
+use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
+use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, NoiseKind};
+
+use crate::report::*;
+use crate::sensitivity::Derived;
+
+use calibration::{calibrate_auto, calibrate_epsilon_parts};
+use datasets::resolve_datasets;
+use lints::{check_names, check_publishes, check_rereleases, large_delta, per_person_guarantee};
+use privacy::{resolve_privacy, unit_report, Privacy};
+use query::{plan_query, QueryPlan};
+use total::{account_total, budget, query_reports, releases_of, Account};
+
+/// What the checker computes beyond the diagnostics.
+#[derive(Debug, Clone)]
+pub struct AnalysisOptions {
+    /// Run every accountant on the whole plan (for reports and JSON); when
+    /// false only the requested one runs (the language server's fast path).
+    pub all_accountants: bool,
+    /// Compute each query's cost alone (per-release and whole schedule).
+    pub per_query_costs: bool,
+    /// Run the accounting at all (the plan's total, the budget check, `auto`
+    /// calibration). When false, every diagnostic but those that need a
+    /// total (DP011, DP018) is reported and no guarantee is claimed: the
+    /// language server publishes this pass first, within milliseconds.
+    pub accounting: bool,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            all_accountants: true,
+            per_query_costs: true,
+            accounting: true,
+        }
+    }
+}
+
+/// The diagnostics found so far, in the order the passes report them.
+struct Checker {
+    diags: Vec<Diagnostic>,
+}
+
+impl Checker {
+    /// Reports an error: the plan claims no guarantee while it has one.
+    fn error(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Error, diagnostic);
+    }
+
+    /// Reports a warning: the guarantee holds, but may not be the one meant.
+    fn warning(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Warning, diagnostic);
+    }
+
+    /// Reports a hint: a remark that changes nothing about the plan.
+    fn hint(&mut self, diagnostic: Diagnostic) {
+        self.report(Severity::Hint, diagnostic);
+    }
+
+    fn report(&mut self, severity: Severity, diagnostic: Diagnostic) {
+        debug_assert_eq!(
+            diagnostic.code.default_severity(),
+            severity,
+            "{} is documented with another severity",
+            diagnostic.code
+        );
+        self.diags.push(diagnostic.severity(severity));
+    }
+}
+
+fn to_acct_kind(k: NoiseKind) -> acct::NoiseKind {
+    match k {
+        NoiseKind::Laplace => acct::NoiseKind::Laplace,
+        NoiseKind::Gaussian => acct::NoiseKind::Gaussian,
+        NoiseKind::DiscreteLaplace => acct::NoiseKind::DiscreteLaplace,
+        NoiseKind::DiscreteGaussian => acct::NoiseKind::DiscreteGaussian,
+    }
+}
+
+fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::Mechanism {
+    acct::Mechanism {
+        kind: to_acct_kind(kind),
+        scale,
+        sensitivity: acct::Sensitivity {
+            l1: d.l1 * sens_mult,
+            l2: d.l2 * sens_mult,
+            coords: d.coords,
+        },
+    }
+}
+
+fn accountant_of(choice: AccountantChoice) -> Option<acct::Accountant> {
+    Some(match choice {
+        AccountantChoice::Best => return None,
+        AccountantChoice::Basic => acct::Accountant::Basic,
+        AccountantChoice::Advanced => acct::Accountant::Advanced,
+        AccountantChoice::Zcdp => acct::Accountant::Zcdp,
+        AccountantChoice::Rdp => acct::Accountant::Rdp,
+        AccountantChoice::Gdp => acct::Accountant::Gdp,
+        AccountantChoice::Pld => acct::Accountant::Pld,
+    })
+}
+
+/// The accountants that are fast for any plan (closed forms and a 1-D
+/// optimisation): exact Gaussian, RDP, zCDP, basic. Each is a proven upper
+/// bound, so their minimum is too. Used for per-query figures and as the
+/// first stage of calibration; the plan's total uses every accountant.
+pub(crate) const FAST: [acct::Accountant; 4] = [
+    acct::Accountant::Gdp,
+    acct::Accountant::Rdp,
+    acct::Accountant::Zcdp,
+    acct::Accountant::Basic,
+];
+
+pub(crate) fn fast_best(
+    releases: &[acct::Release],
+    delta: f64,
+) -> Result<acct::Bound, acct::AccountingError> {
+    acct::best_among(releases, delta, &FAST, acct::NoBound::Last)
+}
+
+fn valid_positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &str) {
+    if items.len() > 1 {
+        for extra in &items[1..] {
+            c.error(
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!("{what} is declared more than once"),
+                    span(extra),
+                )
+                .label("second declaration")
+                .secondary(span(&items[0]), "first declared here")
+                .help("keep one declaration"),
+            );
+        }
+    }
+}
+
+/// Runs the passes in order and assembles the plan's report; the report is
+/// `None` when the privacy block is missing or broken.
+pub(crate) fn check(
+    plan: &ast::Plan,
+    options: &AnalysisOptions,
+) -> (Option<PlanReport>, Vec<Diagnostic>) {
+    let mut c = Checker { diags: Vec::new() };
+    let privacy = resolve_privacy(&mut c, plan);
+    let datasets = resolve_datasets(&mut c, plan, privacy.as_ref());
+    let Some(privacy) = privacy else {
+        // Still resolve names in queries so that the editor shows them.
+        for q in &plan.queries {
+            let _ = plan_query(&mut c, q, &datasets, Adjacency::AddRemove, None);
+        }
+        check_names(&mut c, plan);
+        return (None, c.diags);
+    };
+
+    let mut queries: Vec<QueryPlan> = plan
+        .queries
+        .iter()
+        .filter_map(|q| plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta)))
+        .collect();
+    check_names(&mut c, plan);
+    check_publishes(&mut c, plan);
+    check_rereleases(&mut c, &queries);
+
+    let choice = accountant_of(privacy.accountant);
+    calibrate_epsilon_parts(&mut c, &mut queries);
+    // Always the precise calibration, so that every front end shows the
+    // same noise.
+    if options.accounting {
+        calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+    }
+
+    let releases = releases_of(&queries, &|_| 1.0);
+    // Any error, any broken item, or any query left out of the accounting
+    // (defensively: every such query also has an error) means no claim.
+    let has_errors = c.diags.iter().any(|d| d.is_error())
+        || !plan.broken.is_empty()
+        || queries.len() != plan.queries.len()
+        || queries.iter().any(|q| !q.ok);
+    let mut account = account_total(&mut c, &releases, &privacy, choice, options, has_errors);
+    let reports = query_reports(&queries, &privacy, options);
+    if let Some(t) = &account.total {
+        account.within_budget = Some(budget(&mut c, t, &reports, &privacy));
+    }
+    let accounted = options.accounting && !has_errors && !releases.is_empty();
+    per_person_guarantee(&mut c, &datasets, &queries, &privacy, choice, accounted);
+    large_delta(&mut c, &privacy);
+    let report = plan_report(plan, &privacy, &queries, account, reports);
+    (Some(report), c.diags)
+}
+
+/// The checked plan's report from the passes' results.
+fn plan_report(
+    plan: &ast::Plan,
+    privacy: &Privacy,
+    queries: &[QueryPlan],
+    account: Account,
+    reports: Vec<QueryReport>,
+) -> PlanReport {
+    let total_releases: u64 = queries.iter().filter(|q| q.ok).map(|q| q.releases).sum();
+    PlanReport {
+        name: plan.name.as_ref().map(|n| n.value.clone()),
+        unit: unit_report(&privacy.unit),
+        adjacency: privacy.adjacency.as_str().into(),
+        budget: BudgetReport {
+            epsilon: privacy.epsilon,
+            delta: privacy.delta,
+        },
+        accountant_requested: privacy.accountant.as_str().into(),
+        total: account.total,
+        total_missing: account.total_missing,
+        accountants: account.accountants,
+        within_budget: account.within_budget,
+        population: privacy.population,
+        releases: total_releases,
+        queries: reports,
+        publishes: plan
+            .publishes
+            .iter()
+            .map(|p| PublishReport {
+                name: p.name.value.clone(),
+                source: p.source.value.clone(),
+                epsilon: 0.0,
+            })
+            .collect(),
+    }
+}
+
+fn data_dependent(c: &mut Checker, span: Span, what: &str, help: &str) {
+    c.error(
+        Diagnostic::new(
+            Code::DataDependent,
+            format!("{what} is computed from private data: a data-dependent parameter is not accounted, and it reveals the data by itself"),
+            span,
+        )
+        .label("computed from private data")
+        .help(help.to_string()),
+    );
+}

@@ -1,0 +1,967 @@
+//! One query: its aggregation, schedule and target, the value bounds and
+//! groups it needs, the sensitivity derived for each noisy part (and a
+//! declared one checked against it), and its noise (DP002–DP005, DP007,
+//! DP012–DP017).
+
+use std::collections::HashMap;
+
+use dpplan_diagnostics::{Code, Diagnostic, Span};
+use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam};
+
+use super::datasets::{ColumnInfo, DatasetInfo};
+use super::{duplicate, valid_positive, Checker};
+use crate::schedule::{self, ScheduleError};
+use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
+
+/// How a part's noise is set before calibration.
+#[derive(Debug, Clone)]
+pub(super) enum Scale {
+    Fixed(f64),
+    /// Calibrated from a per-release ε (and δ).
+    FromEpsilon {
+        epsilon: f64,
+        delta: Option<f64>,
+    },
+    /// Calibrated with the other `auto` parts so that the plan fits.
+    Auto {
+        weight: f64,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Part {
+    pub(super) role: &'static str,
+    /// Zero sensitivity: the statistic is public under this adjacency; it
+    /// needs no noise and is never passed to the accountants.
+    pub(super) public: bool,
+    pub(super) kind: NoiseKind,
+    pub(super) derived: Derived,
+    pub(super) scale: Scale,
+    pub(super) resolved: Option<f64>,
+}
+
+pub(super) struct QueryPlan<'a> {
+    pub(super) q: &'a ast::Query,
+    pub(super) dataset: String,
+    pub(super) aggregation: String,
+    pub(super) schedule: String,
+    pub(super) releases: u64,
+    pub(super) parts: Vec<Part>,
+    /// Rows per unit of its dataset (for group privacy statements).
+    pub(super) dataset_name: String,
+    pub(super) ok: bool,
+}
+
+/// An error was reported that leaves the query out of the accounting.
+struct Reported;
+
+/// A query's resolved target: its dataset, the aggregated column and the
+/// size of the grouping column's public domain.
+struct Target<'a> {
+    info: &'a DatasetInfo<'a>,
+    column: Option<(&'a ast::Ident, &'a ColumnInfo<'a>)>,
+    group: Option<u64>,
+}
+
+/// Declared sensitivities that passed the check against the derived ones.
+#[derive(Default)]
+struct Declared {
+    l1: Option<f64>,
+    l2: Option<f64>,
+}
+
+fn describe_target(t: &ast::Target) -> String {
+    match &t.column {
+        Some(col) => format!("{}.{}", t.dataset.value, col.value),
+        None => t.dataset.value.clone(),
+    }
+}
+
+/// Checks one query and plans its noisy parts; `None` when it has no
+/// aggregation (it releases nothing). A query with an error is returned
+/// with `ok` false and is left out of the accounting.
+pub(super) fn plan_query<'a>(
+    c: &mut Checker,
+    q: &'a ast::Query,
+    datasets: &HashMap<&str, DatasetInfo>,
+    adjacency: Adjacency,
+    // `None` when the privacy block is invalid: nothing is said about δ then
+    budget_delta: Option<f64>,
+) -> Option<QueryPlan<'a>> {
+    duplicates(c, q);
+    let agg = aggregation(c, q)?;
+    let noise = q.noises.first();
+    let mut ok = has_noise(c, q, noise);
+    let (releases, schedule_text) = match schedule(c, q) {
+        Ok(v) => v,
+        Err(Reported) => {
+            ok = false;
+            (0, String::new())
+        }
+    };
+    let dataset_name = agg.target.dataset.value.clone();
+    let mut plan = QueryPlan {
+        q,
+        dataset: dataset_name.clone(),
+        aggregation: describe_aggregation(agg),
+        schedule: schedule_text,
+        releases,
+        parts: Vec::new(),
+        dataset_name,
+        ok,
+    };
+    if plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta).is_err() {
+        plan.ok = false;
+    }
+    Some(plan)
+}
+
+/// The steps from the aggregation to the noisy parts; each step that
+/// reports an error which leaves nothing to account stops here.
+fn plan_parts(
+    c: &mut Checker,
+    plan: &mut QueryPlan,
+    agg: &ast::Aggregate,
+    noise: Option<&ast::Noise>,
+    datasets: &HashMap<&str, DatasetInfo>,
+    adjacency: Adjacency,
+    budget_delta: Option<f64>,
+) -> Result<(), Reported> {
+    supported(c, agg)?;
+    let target = target(c, agg, datasets)?;
+    // DP001 was reported on the dataset.
+    let unit = target.info.bound.ok_or(Reported)?;
+    let values = value_bounds(c, agg, &target)?;
+    groups(c, agg, &target, unit)?;
+    let derived = derive_sensitivities(agg.kind.value, target.group, values, unit, adjacency);
+    let declared = declared_sensitivity(c, plan, noise, &derived);
+    // DP015 was reported when the query has no noise.
+    let noise = noise.ok_or(Reported)?;
+    let float_values = target
+        .column
+        .is_some_and(|(_, ci)| matches!(ci.ty, ColumnType::Float { .. }));
+    if !noise_kind(c, agg, noise, float_values, &derived, budget_delta) {
+        plan.ok = false;
+    }
+    let scale = noise_scale(c, noise, derived.len())?;
+    plan.parts = parts(noise.kind.value, &scale, derived, &declared);
+    Ok(())
+}
+
+/// DP013: the aggregation, noise, schedule or sensitivity declared twice.
+fn duplicates(c: &mut Checker, q: &ast::Query) {
+    duplicate(
+        c,
+        &q.aggregates,
+        |a| a.span,
+        &format!("the aggregation of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.noises,
+        |a| a.span,
+        &format!("the noise of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.schedules,
+        |a| a.span,
+        &format!("the schedule of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
+        &q.sensitivities,
+        |a| a.span,
+        &format!("the declared sensitivity of `{}`", q.name.value),
+    );
+}
+
+/// The query's aggregation, or DP015.
+fn aggregation<'a>(c: &mut Checker, q: &'a ast::Query) -> Option<&'a ast::Aggregate> {
+    let agg = q.aggregates.first();
+    if agg.is_none() {
+        c.error(
+            Diagnostic::new(
+                Code::Missing,
+                format!(
+                    "query `{}` releases nothing: it has no aggregation",
+                    q.name.value
+                ),
+                q.name.span,
+            )
+            .help("add an aggregation such as `count(visits)` or `sum(visits.seconds)`"),
+        );
+    }
+    agg
+}
+
+/// Whether the query declares noise; DP015 when it does not.
+fn has_noise(c: &mut Checker, q: &ast::Query, noise: Option<&ast::Noise>) -> bool {
+    if noise.is_none() {
+        c.error(
+            Diagnostic::new(
+                Code::Missing,
+                format!("query `{}` has no noise", q.name.value),
+                q.name.span,
+            )
+            .label("a release without noise is not private")
+            .help("add `noise laplace epsilon 0.1` or `noise gaussian sigma 10`"),
+        );
+        return false;
+    }
+    true
+}
+
+/// The number of releases and the schedule in words (DP007, DP015, DP016).
+fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> {
+    match q.schedules.first() {
+        None => {
+            c.error(
+                Diagnostic::new(
+                    Code::Missing,
+                    format!("query `{}` has no schedule", q.name.value),
+                    q.name.span,
+                )
+                .label("how often is it released?")
+                .help("add `schedule once`, `schedule 4 times` or `schedule every 1 day for 365 days`"),
+            );
+            Err(Reported)
+        }
+        Some(s) => match schedule::releases(&s.value) {
+            Ok(v) => Ok(v),
+            Err(ScheduleError::Invalid(span, msg)) => {
+                let span = if span == Span::default() {
+                    s.span
+                } else {
+                    span
+                };
+                c.error(
+                    Diagnostic::new(
+                        Code::InvalidParameter,
+                        msg,
+                        span,
+                    )
+                    .label("empty or invalid schedule")
+                    .help("a schedule makes at least one release: `once`, `N times` with N ≥ 1, or `every <d> for <w>` with positive durations"),
+                );
+                Err(Reported)
+            }
+            Err(ScheduleError::TooMany(ref n)) => {
+                c.error(
+                    Diagnostic::new(
+                        Code::Limit,
+                        format!(
+                            "the schedule makes {n} releases; dpplan accepts at most {}",
+                            schedule::MAX_RELEASES
+                        ),
+                        s.span,
+                    )
+                    .help("check the durations: this is most likely a typo"),
+                );
+                Err(Reported)
+            }
+        },
+    }
+}
+
+/// The aggregation in words, e.g. `sum(visits.seconds by region)`.
+fn describe_aggregation(agg: &ast::Aggregate) -> String {
+    format!(
+        "{}({}{}{})",
+        agg.kind.value.as_str(),
+        describe_target(&agg.target),
+        agg.by
+            .as_ref()
+            .map(|b| format!(" by {}", b.value))
+            .unwrap_or_default(),
+        agg.argument
+            .as_ref()
+            .map(|a| format!(", {}", a.value))
+            .unwrap_or_default()
+    )
+}
+
+/// DP014 for quantiles.
+fn supported(c: &mut Checker, agg: &ast::Aggregate) -> Result<(), Reported> {
+    if agg.kind.value == AggKind::Quantile {
+        c.error(
+            Diagnostic::new(
+                Code::Unsupported,
+                "quantiles are reserved syntax, not supported in this version",
+                agg.kind.span,
+            )
+            .help("release a histogram over public bins instead, or wait for quantile support"),
+        );
+        return Err(Reported);
+    }
+    Ok(())
+}
+
+/// The dataset and column the query reads (DP012), and its groups.
+fn target<'a>(
+    c: &mut Checker,
+    agg: &'a ast::Aggregate,
+    datasets: &'a HashMap<&str, DatasetInfo<'a>>,
+) -> Result<Target<'a>, Reported> {
+    let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
+        c.error(
+            Diagnostic::new(
+                Code::Undefined,
+                format!("there is no dataset `{}`", agg.target.dataset.value),
+                agg.target.dataset.span,
+            )
+            .label("undefined dataset")
+            .help(format!(
+                "declare `dataset {} {{ … }}` or use one of: {}",
+                agg.target.dataset.value,
+                names(datasets.keys().copied())
+            )),
+        );
+        return Err(Reported);
+    };
+    let column = match &agg.target.column {
+        None => None,
+        Some(col) => match info.columns.get(col.value.as_str()) {
+            Some(ci) => Some((col, ci)),
+            None => {
+                c.error(
+                    Diagnostic::new(
+                        Code::Undefined,
+                        format!(
+                            "dataset `{}` has no column `{}`",
+                            info.ds.name.value, col.value
+                        ),
+                        col.span,
+                    )
+                    .label("undefined column")
+                    .help(format!(
+                        "declare it in `{}` or use one of: {}",
+                        info.ds.name.value,
+                        names(info.columns.keys().copied())
+                    )),
+                );
+                return Err(Reported);
+            }
+        },
+    };
+    let group = match &agg.by {
+        None => None,
+        Some(by) => Some(group_domain(c, info, by)?),
+    };
+    Ok(Target {
+        info,
+        column,
+        group,
+    })
+}
+
+/// The size of the public domain of the column a query groups by (DP002,
+/// DP012, DP017).
+fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<u64, Reported> {
+    let Some(ci) = info.columns.get(by.value.as_str()) else {
+        c.error(
+            Diagnostic::new(
+                Code::Undefined,
+                format!(
+                    "dataset `{}` has no column `{}`",
+                    info.ds.name.value, by.value
+                ),
+                by.span,
+            )
+            .label("undefined column")
+            .help(format!(
+                "group by one of: {}",
+                names(info.columns.keys().copied())
+            )),
+        );
+        return Err(Reported);
+    };
+    if !matches!(ci.ty, ColumnType::Category { .. }) {
+        c.error(
+            Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "`{}` is not a category: groups must come from a public domain",
+                    by.value
+                ),
+                by.span,
+            )
+            .secondary(ci.name_span, "declared here")
+            .help("group by a `category { … }` column"),
+        );
+        return Err(Reported);
+    }
+    match ci.domain {
+        Some(d) => Ok(d),
+        None => {
+            if matches!(ci.ty, ColumnType::Category { domain: None }) {
+                c.error(
+                    Diagnostic::new(
+                        Code::MissingBounds,
+                        format!(
+                            "`{}` has no public domain: the histogram's keys would come from the data",
+                            by.value
+                        ),
+                        by.span,
+                    )
+                    .secondary(ci.name_span, "declared without a domain")
+                    .help(format!(
+                        "list the public values: `column {} : category {{ \"a\", \"b\" }}`",
+                        by.value
+                    )),
+                );
+            }
+            Err(Reported)
+        }
+    }
+}
+
+/// Which statistic, and the public bounds of its values (DP002, DP017);
+/// `None` for a count.
+fn value_bounds(
+    c: &mut Checker,
+    agg: &ast::Aggregate,
+    target: &Target,
+) -> Result<Option<(f64, f64)>, Reported> {
+    let info = target.info;
+    let kind = agg.kind.value;
+    match (kind, target.column) {
+        (AggKind::Count, Some((col, _))) => {
+            c.error(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!("`count` counts rows: write `count({})`", info.ds.name.value),
+                    col.span,
+                )
+                .help(format!(
+                    "count rows with `count({})`, or sum a column with `sum({}.{})`",
+                    info.ds.name.value, info.ds.name.value, col.value
+                )),
+            );
+            Err(Reported)
+        }
+        (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => Ok(None),
+        (AggKind::Sum | AggKind::Mean, None) => {
+            c.error(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!(
+                        "`{}` needs a numeric column, such as `{}.value`",
+                        kind.as_str(),
+                        info.ds.name.value
+                    ),
+                    agg.target.span,
+                )
+                .help("name the column to aggregate"),
+            );
+            Err(Reported)
+        }
+        (_, Some((col, ci))) => match ci.ty {
+            ColumnType::Int { bounds } | ColumnType::Float { bounds } => {
+                match (ci.bounds, bounds) {
+                    (Some(b), _) => Ok(Some(b)),
+                    (None, None) => {
+                        c.error(
+                            Diagnostic::new(
+                                Code::MissingBounds,
+                                format!("`{}.{}` has no public bounds, so one row can move the {} without limit", info.ds.name.value, col.value, kind.as_str()),
+                                col.span,
+                            )
+                            .label("unbounded column")
+                            .secondary(ci.name_span, "declared without bounds")
+                            .help(format!("declare public clamp bounds, e.g. `column {} : {} in [0, 100]`", col.value, if matches!(ci.ty, ColumnType::Int { .. }) { "int" } else { "float" })),
+                        );
+                        Err(Reported)
+                    }
+                    // Bounds were declared but invalid (reported there).
+                    (None, Some(_)) => Err(Reported),
+                }
+            }
+            _ => {
+                c.error(
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "`{}` is not numeric: `{}` needs an int or float column",
+                            col.value,
+                            kind.as_str()
+                        ),
+                        col.span,
+                    )
+                    .secondary(ci.name_span, "declared here")
+                    .help(format!(
+                        "count rows per value with `histogram({} by {})`",
+                        info.ds.name.value, col.value
+                    )),
+                );
+                Err(Reported)
+            }
+        },
+    }
+}
+
+/// A grouped statistic needs groups, and under a user-level unit a bound on
+/// the groups one user touches (DP004, DP017).
+fn groups(
+    c: &mut Checker,
+    agg: &ast::Aggregate,
+    target: &Target,
+    unit: UnitBound,
+) -> Result<(), Reported> {
+    let info = target.info;
+    let grouped_kind = matches!(agg.kind.value, AggKind::Histogram) || target.group.is_some();
+    if grouped_kind {
+        if unit.user && unit.groups.is_none() {
+            let by_span = agg.by.as_ref().map_or(agg.span, |b| b.span);
+            c.error(
+                Diagnostic::new(
+                    Code::UnboundedGroups,
+                    format!(
+                        "a grouped query under a user-level unit needs a groups_per_unit bound on `{}`: without it one user may touch up to {} groups",
+                        info.ds.name.value, unit.rows
+                    ),
+                    by_span,
+                )
+                .label("groups per user not bounded")
+                .help(format!("add `groups_per_unit N` to the contribution block of `{}`", info.ds.name.value)),
+            );
+            return Err(Reported);
+        }
+        if target.group.is_none() {
+            c.error(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    "a histogram needs groups: `histogram(dataset by column)`",
+                    agg.span,
+                )
+                .help(format!(
+                    "write `histogram({} by <category column>)`",
+                    info.ds.name.value
+                )),
+            );
+            return Err(Reported);
+        }
+    }
+    Ok(())
+}
+
+/// The sensitivity of each noisy part, derived from the unit's bound, the
+/// adjacency, the groups' domain and the values' bounds.
+fn derive_sensitivities(
+    kind: AggKind,
+    group: Option<u64>,
+    values: Option<(f64, f64)>,
+    unit: UnitBound,
+    adjacency: Adjacency,
+) -> Vec<(&'static str, Derived)> {
+    match (kind, group) {
+        (AggKind::Count, None) => vec![("count", sensitivity::count(unit, adjacency))],
+        (AggKind::Sum, None) => {
+            let (lo, hi) = values.unwrap_or((0.0, 0.0));
+            vec![("sum", sensitivity::sum(unit, adjacency, lo, hi))]
+        }
+        (AggKind::Mean, None) => {
+            let (lo, hi) = values.unwrap_or((0.0, 0.0));
+            vec![
+                ("sum", sensitivity::sum(unit, adjacency, lo, hi)),
+                ("count", sensitivity::count(unit, adjacency)),
+            ]
+        }
+        (AggKind::Count | AggKind::Histogram, Some(d)) if values.is_none() => {
+            vec![("histogram", sensitivity::grouped(unit, adjacency, d, None))]
+        }
+        (AggKind::Mean, Some(d)) => vec![
+            (
+                "grouped sum",
+                sensitivity::grouped(unit, adjacency, d, values),
+            ),
+            (
+                "grouped count",
+                sensitivity::grouped(unit, adjacency, d, None),
+            ),
+        ],
+        (_, Some(d)) => vec![(
+            "grouped sum",
+            sensitivity::grouped(unit, adjacency, d, values),
+        )],
+        (_, None) => vec![],
+    }
+}
+
+/// A declared sensitivity against the derived one (DP003, DP005, DP007,
+/// DP014): the declarations that may be used.
+fn declared_sensitivity(
+    c: &mut Checker,
+    plan: &mut QueryPlan,
+    noise: Option<&ast::Noise>,
+    parts_derived: &[(&'static str, Derived)],
+) -> Declared {
+    let mut declared = Declared::default();
+    let Some(ds) = plan.q.sensitivities.first() else {
+        return declared;
+    };
+    if parts_derived.len() > 1 {
+        c.error(
+            Diagnostic::new(
+                Code::Unsupported,
+                "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)",
+                ds.span,
+            )
+            .help("remove the declaration (the checker derives both), or release the sum and the count as separate queries"),
+        );
+    } else if let Some((_, d)) = parts_derived.first() {
+        for (norm, value) in &ds.items {
+            let (derived, name) = match norm.value {
+                ast::Norm::L1 => (d.l1, "l1"),
+                ast::Norm::L2 => (d.l2, "l2"),
+            };
+            if !value.value.is_finite() || value.value < 0.0 {
+                c.error(
+                    Diagnostic::new(
+                        Code::InvalidParameter,
+                        format!(
+                            "a sensitivity must be a finite non-negative number, found {}",
+                            value.value
+                        ),
+                        value.span,
+                    )
+                    .help("declare the sensitivity the derivation supports, or remove the declaration"),
+                );
+                plan.ok = false;
+                continue;
+            }
+            if value.value < derived * (1.0 - 1e-12) {
+                c.error(
+                    Diagnostic::new(
+                        Code::SensitivityTooLow,
+                        format!("declared {name} {}, but {}: {name} = {}", fmt_num(value.value), d.steps.join("; "), fmt_num(derived)),
+                        value.span,
+                    )
+                    .label(format!("below the derived {name} = {}", fmt_num(derived)))
+                    .help(format!("declare `sensitivity {name} {}` or remove the declaration and let the checker derive it", fmt_num(derived))),
+                );
+                plan.ok = false;
+            } else {
+                match norm.value {
+                    ast::Norm::L1 => declared.l1 = Some(value.value),
+                    ast::Norm::L2 => declared.l2 = Some(value.value),
+                }
+            }
+        }
+        if let Some(n) = noise {
+            let has = |nm: ast::Norm| ds.items.iter().any(|(x, _)| x.value == nm);
+            let (needed, name) = if n.kind.value.is_gaussian() {
+                (ast::Norm::L2, "L2")
+            } else {
+                (ast::Norm::L1, "L1")
+            };
+            if !ds.items.is_empty() && !has(needed) {
+                c.error(
+                    Diagnostic::new(
+                        Code::WrongNorm,
+                        format!("{} noise is calibrated to the {name} sensitivity, but the query declares only the other norm", n.kind.value.as_str()),
+                        ds.span,
+                    )
+                    .secondary(n.kind.span, "mechanism chosen here")
+                    .help(format!("declare `sensitivity {} …`, or remove the declaration", name.to_ascii_lowercase())),
+                );
+                plan.ok = false;
+            }
+        }
+    }
+    declared
+}
+
+/// Whether the noise kind suits the statistic and the budget: discrete
+/// noise needs integer values and sensitivities, Gaussian noise a δ > 0
+/// (DP007, DP017).
+fn noise_kind(
+    c: &mut Checker,
+    agg: &ast::Aggregate,
+    noise: &ast::Noise,
+    float_values: bool,
+    parts_derived: &[(&'static str, Derived)],
+    budget_delta: Option<f64>,
+) -> bool {
+    let mut ok = true;
+    let nk = noise.kind.value;
+    // Discrete noise needs integer-valued statistics.
+    if nk.is_discrete() && float_values {
+        c.error(
+            Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "{} noise needs integer values, but `{}` is a float column",
+                    nk.as_str(),
+                    describe_target(&agg.target)
+                ),
+                noise.kind.span,
+            )
+            .help("declare the column `int`, or use `laplace` or `gaussian` noise"),
+        );
+        ok = false;
+    }
+    if nk.is_discrete() {
+        for (_, d) in parts_derived {
+            if d.l1.fract() != 0.0 {
+                c.error(
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "{} noise needs an integer sensitivity, but L1 = {}",
+                            nk.as_str(),
+                            fmt_num(d.l1)
+                        ),
+                        noise.kind.span,
+                    )
+                    .help("use integer clamp bounds, or continuous noise"),
+                );
+                ok = false;
+                break;
+            }
+        }
+    }
+    if nk.is_gaussian() && budget_delta == Some(0.0) {
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "{} noise needs δ > 0, but the budget is pure ε-DP (δ = 0)",
+                    nk.as_str()
+                ),
+                noise.kind.span,
+            )
+            .help("add `delta …` to the budget, or use Laplace noise"),
+        );
+        ok = false;
+    }
+    ok
+}
+
+/// How the noise is set: a declared scale or σ, a per-release ε shared by
+/// the parts, or `auto` (DP007, DP015).
+fn noise_scale(c: &mut Checker, noise: &ast::Noise, n_parts: usize) -> Result<Scale, Reported> {
+    let n_parts = n_parts.max(1) as f64;
+    match &noise.param {
+        NoiseParam::Scale { value } | NoiseParam::Sigma { value } => {
+            let is_sigma = matches!(noise.param, NoiseParam::Sigma { .. });
+            declared_scale(c, noise, value, is_sigma)
+        }
+        NoiseParam::Epsilon { epsilon, delta } => {
+            epsilon_scale(c, noise, epsilon, delta.as_ref(), n_parts)
+        }
+        NoiseParam::Auto { weight, .. } => auto_scale(c, noise, weight.as_ref()),
+    }
+}
+
+/// `noise <kind> scale <b>` or `sigma <σ>`.
+fn declared_scale(
+    c: &mut Checker,
+    noise: &ast::Noise,
+    value: &ast::Number,
+    is_sigma: bool,
+) -> Result<Scale, Reported> {
+    let nk = noise.kind.value;
+    if is_sigma != nk.is_gaussian() {
+        let (want, got) = if nk.is_gaussian() {
+            ("sigma", "scale")
+        } else {
+            ("scale", "sigma")
+        };
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("{} noise takes `{want}`, not `{got}`", nk.as_str()),
+                noise.span,
+            )
+            .help(format!(
+                "write `noise {} {want} {}`",
+                nk.as_str(),
+                fmt_num(value.value)
+            )),
+        );
+        Err(Reported)
+    } else if !valid_positive(value.value) {
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "the noise {} must be positive and finite, found {}",
+                    if is_sigma { "σ" } else { "scale" },
+                    value.value
+                ),
+                value.span,
+            )
+            .help("a zero or negative noise scale publishes the exact value"),
+        );
+        Err(Reported)
+    } else {
+        Ok(Scale::Fixed(value.value))
+    }
+}
+
+/// `noise <kind> epsilon <ε> [delta <δ>]`, shared equally by the parts.
+fn epsilon_scale(
+    c: &mut Checker,
+    noise: &ast::Noise,
+    epsilon: &ast::Number,
+    delta: Option<&ast::Number>,
+    n_parts: f64,
+) -> Result<Scale, Reported> {
+    let nk = noise.kind.value;
+    let mut good = true;
+    if !valid_positive(epsilon.value) {
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("ε must be positive and finite, found {}", epsilon.value),
+                epsilon.span,
+            )
+            .help("give the per-release ε, e.g. `noise laplace epsilon 0.1`"),
+        );
+        good = false;
+    }
+    match (nk.is_gaussian(), delta) {
+        (true, None) => {
+            c.error(
+                Diagnostic::new(
+                    Code::Missing,
+                    "Gaussian noise given by ε also needs a per-release δ",
+                    epsilon.span,
+                )
+                .help(format!(
+                    "write `noise {} epsilon {} delta 1e-7`",
+                    nk.as_str(),
+                    fmt_num(epsilon.value)
+                )),
+            );
+            good = false;
+        }
+        (true, Some(d)) if !(d.value.is_finite() && d.value > 0.0 && d.value < 1.0) => {
+            c.error(
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("δ must lie strictly between 0 and 1, found {}", d.value),
+                    d.span,
+                )
+                .help("choose a per-release δ such as 1e-7"),
+            );
+            good = false;
+        }
+        (false, Some(d)) => {
+            c.error(
+                Diagnostic::new(
+                    Code::InvalidParameter,
+                    format!("{} noise is pure ε-DP: it takes no δ", nk.as_str()),
+                    d.span,
+                )
+                .help("remove `delta …`"),
+            );
+            good = false;
+        }
+        _ => {}
+    }
+    if good {
+        Ok(Scale::FromEpsilon {
+            epsilon: epsilon.value / n_parts,
+            delta: delta.map(|d| d.value / n_parts),
+        })
+    } else {
+        Err(Reported)
+    }
+}
+
+/// `noise <kind> auto [weight <w>]`.
+fn auto_scale(
+    c: &mut Checker,
+    noise: &ast::Noise,
+    weight: Option<&ast::Number>,
+) -> Result<Scale, Reported> {
+    let w = weight.map_or(1.0, |w| w.value);
+    if !valid_positive(w) {
+        let span = weight.map_or(noise.span, |w| w.span);
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!("a weight must be positive and finite, found {w}"),
+                span,
+            )
+            .help("weights share the budget between `auto` queries: `weight 2` gets twice the share of `weight 1`"),
+        );
+        Err(Reported)
+    } else {
+        Ok(Scale::Auto { weight: w })
+    }
+}
+
+/// The noisy parts: each derived sensitivity raised to a declared one
+/// (never below the derived), with its noise.
+fn parts(
+    nk: NoiseKind,
+    scale: &Scale,
+    parts_derived: Vec<(&'static str, Derived)>,
+    declared: &Declared,
+) -> Vec<Part> {
+    let first_norm = |d: &Derived| -> f64 {
+        if nk.is_gaussian() {
+            d.l2
+        } else {
+            d.l1
+        }
+    };
+    let base = parts_derived
+        .first()
+        .map(|(_, d)| first_norm(d))
+        .unwrap_or(0.0);
+    let mut parts = Vec::new();
+    for (i, (role, mut d)) in parts_derived.into_iter().enumerate() {
+        if let Some(v) = declared.l1 {
+            d.l1 = d.l1.max(v);
+            d.steps.push(format!(
+                "declared l1 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
+        }
+        if let Some(v) = declared.l2 {
+            d.l2 = d.l2.max(v);
+            d.steps.push(format!(
+                "declared l2 {} is used (≥ the derived bound)",
+                fmt_num(v)
+            ));
+        }
+        // For a mean, a declared noise scale applies to the sum; the count's
+        // noise keeps the same noise-to-sensitivity ratio so both parts cost
+        // the same.
+        let part_scale = match scale {
+            Scale::Fixed(s) if i > 0 && base > 0.0 => Scale::Fixed(s * first_norm(&d) / base),
+            other => other.clone(),
+        };
+        let resolved = match part_scale {
+            Scale::Fixed(s) => Some(s),
+            _ => None,
+        };
+        let public = d.l1 == 0.0 && d.l2 == 0.0;
+        parts.push(Part {
+            role,
+            public,
+            kind: nk,
+            derived: d,
+            scale: part_scale,
+            resolved: if public { None } else { resolved },
+        });
+    }
+    parts
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
+    let mut v: Vec<&str> = it.collect();
+    v.sort();
+    if v.is_empty() {
+        "(none declared)".into()
+    } else {
+        v.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

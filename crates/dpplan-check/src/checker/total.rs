@@ -1,0 +1,327 @@
+//! The plan's total: the composed (ε, δ) under every accountant (DP018),
+//! each query's cost alone, and the budget check (DP011).
+
+use dpplan_accounting as acct;
+use dpplan_diagnostics::{Code, Diagnostic};
+
+use super::privacy::Privacy;
+use super::query::{Part, QueryPlan, Scale};
+use super::{fast_best, mechanism, AnalysisOptions, Checker};
+use crate::report::*;
+use crate::sensitivity::fmt_num;
+
+/// The plan's total and every accountant's figure, or why there is none.
+pub(super) struct Account {
+    pub(super) total: Option<TotalReport>,
+    pub(super) total_missing: Option<String>,
+    pub(super) accountants: Vec<AccountantReport>,
+    pub(super) within_budget: Option<bool>,
+}
+
+/// The plan's releases: every noisy part of every query without an error,
+/// its sensitivity multiplied by `mult(query)` (group privacy).
+pub(super) fn releases_of(
+    qs: &[QueryPlan],
+    mult: &dyn Fn(&QueryPlan) -> f64,
+) -> Vec<acct::Release> {
+    qs.iter()
+        .filter(|q| q.ok)
+        .flat_map(|q| {
+            let m = mult(q);
+            q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
+                Some(acct::Release {
+                    mechanism: mechanism(p.kind, p.resolved?, &p.derived, m),
+                    count: q.releases,
+                })
+            })
+        })
+        .collect()
+}
+
+/// The composed (ε, δ) of the plan's releases (DP018), claimed only when
+/// the plan has no error.
+pub(super) fn account_total(
+    c: &mut Checker,
+    releases: &[acct::Release],
+    privacy: &Privacy,
+    choice: Option<acct::Accountant>,
+    options: &AnalysisOptions,
+    has_errors: bool,
+) -> Account {
+    let mut total = None;
+    let mut total_missing = None;
+    let mut accountants = Vec::new();
+    let mut within_budget = None;
+    if has_errors {
+        total_missing =
+            Some("the plan has errors: no guarantee is claimed until they are fixed".to_string());
+    } else if !options.accounting {
+        total_missing = Some("not accounted in this pass".to_string());
+    } else if releases.is_empty() {
+        total_missing = Some("the plan releases nothing".to_string());
+        within_budget = Some(true);
+    } else {
+        // Every accountant once (or only the requested one); the total is
+        // the requested accountant's bound, or the minimum for `best`.
+        let results: Vec<(acct::Accountant, Result<acct::Bound, acct::AccountingError>)> =
+            match (choice, options.all_accountants) {
+                (_, true) => acct::all(releases, privacy.delta),
+                (Some(a), false) => vec![(a, acct::epsilon(releases, privacy.delta, a))],
+                (None, false) => {
+                    let r = acct::best(releases, privacy.delta);
+                    let a = r.as_ref().map_or(acct::Accountant::Basic, |b| b.accountant);
+                    vec![(a, r)]
+                }
+            };
+        let chosen: Result<acct::Bound, acct::AccountingError> = match choice {
+            Some(a) => results
+                .iter()
+                .find(|(x, _)| *x == a)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_else(|| acct::epsilon(releases, privacy.delta, a)),
+            None => acct::best_of(results.iter().map(|(_, r)| r.clone()), acct::NoBound::Last),
+        };
+        match chosen {
+            Ok(b) => {
+                total = Some(TotalReport {
+                    epsilon: b.epsilon,
+                    delta: b.delta,
+                    accountant: b.accountant.name().to_string(),
+                    accountant_name: b.accountant.to_string(),
+                    detail: b.detail.clone(),
+                });
+            }
+            Err(e) => {
+                let msg = format!(
+                    "the {} accountant cannot bound this plan: {e}",
+                    privacy.accountant.as_str()
+                );
+                c.error(
+                    Diagnostic::new(
+                        Code::Accounting,
+                        msg.clone(),
+                        privacy.budget_span,
+                    )
+                    .label("no bound for this budget")
+                    .help("use `accountant best`, which picks the tightest accountant that applies"),
+                );
+                total_missing = Some(msg);
+            }
+        }
+        if options.all_accountants {
+            accountants = results.into_iter().map(accountant_report).collect();
+        }
+    }
+    Account {
+        total,
+        total_missing,
+        accountants,
+        within_budget,
+    }
+}
+
+/// One accountant's figure for the plan, or why it has none.
+fn accountant_report(
+    (a, r): (acct::Accountant, Result<acct::Bound, acct::AccountingError>),
+) -> AccountantReport {
+    match r {
+        Ok(b) => AccountantReport {
+            accountant: a.name().to_string(),
+            accountant_name: a.to_string(),
+            epsilon: Some(b.epsilon),
+            delta: Some(b.delta),
+            detail: Some(b.detail),
+            error: None,
+        },
+        Err(e) => AccountantReport {
+            accountant: a.name().to_string(),
+            accountant_name: a.to_string(),
+            epsilon: None,
+            delta: None,
+            detail: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Every query's report, with its cost alone when asked for.
+pub(super) fn query_reports(
+    queries: &[QueryPlan],
+    privacy: &Privacy,
+    options: &AnalysisOptions,
+) -> Vec<QueryReport> {
+    queries
+        .iter()
+        .map(|q| query_report(q, privacy, options))
+        .collect()
+}
+
+fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> QueryReport {
+    let parts_releases = |count: u64| -> Option<Vec<acct::Release>> {
+        q.parts
+            .iter()
+            .filter(|p| !p.public)
+            .map(|p| {
+                Some(acct::Release {
+                    mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
+                    count,
+                })
+            })
+            .collect()
+    };
+    let cost = |count: u64| -> Option<CostReport> {
+        let rs = parts_releases(count)?;
+        let b = fast_best(&rs, privacy.delta).ok()?;
+        let rho: Option<f64> = rs
+            .iter()
+            .map(|r| acct::rho(&r.mechanism).map(|x| x * r.count as f64))
+            .sum();
+        Some(CostReport {
+            epsilon: b.epsilon,
+            delta: b.delta,
+            rho,
+            accountant: b.accountant.name().to_string(),
+        })
+    };
+    let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
+        (cost(1), cost(q.releases))
+    } else {
+        (None, None)
+    };
+    let parts: Vec<PartReport> = q.parts.iter().map(part_report).collect();
+    let first = parts.first().cloned();
+    QueryReport {
+        name: q.q.name.value.clone(),
+        span: q.q.span,
+        name_span: q.q.name.span,
+        dataset: q.dataset.clone(),
+        aggregation: q.aggregation.clone(),
+        schedule: q.schedule.clone(),
+        releases: q.releases,
+        mechanism: first
+            .as_ref()
+            .map(|p| p.mechanism.clone())
+            .unwrap_or(MechanismReport {
+                kind: "none".into(),
+                scale: None,
+                sigma: None,
+                calibration: "none".into(),
+            }),
+        l1: first.as_ref().map_or(f64::NAN, |p| p.l1),
+        l2: first.as_ref().map_or(f64::NAN, |p| p.l2),
+        parts,
+        per_release,
+        total: qtotal,
+    }
+}
+
+/// Whether the total fits the budget; DP011 with the largest costs when it
+/// does not.
+pub(super) fn budget(
+    c: &mut Checker,
+    t: &TotalReport,
+    reports: &[QueryReport],
+    privacy: &Privacy,
+) -> bool {
+    let fits = t.epsilon <= privacy.epsilon * (1.0 + 1e-12);
+    if !fits {
+        let mut ranked: Vec<&QueryReport> = reports.iter().filter(|r| r.total.is_some()).collect();
+        ranked.sort_by(|a, b| {
+            let ea = a.total.as_ref().map_or(0.0, |t| t.epsilon);
+            let eb = b.total.as_ref().map_or(0.0, |t| t.epsilon);
+            eb.total_cmp(&ea)
+        });
+        let top: Vec<&QueryReport> = ranked.into_iter().take(3).collect();
+        let names: Vec<String> = top
+            .iter()
+            .map(|r| {
+                format!(
+                    "`{}` (ε = {} alone over {} releases)",
+                    r.name,
+                    fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon)),
+                    r.releases
+                )
+            })
+            .collect();
+        let mut d = Diagnostic::new(
+            Code::OverBudget,
+            format!(
+                "the plan spends ε = {} at δ = {} ({}) but its budget is ε = {}; the largest costs: {}",
+                fmt_num(t.epsilon),
+                fmt_num(privacy.delta),
+                t.accountant_name,
+                fmt_num(privacy.epsilon),
+                names.join(", ")
+            ),
+            privacy.budget_span,
+        )
+        .label("budget exceeded")
+        .help("release less often, add more noise (or `noise … auto`), tighten the contribution bounds, or re-publish instead of re-releasing");
+        for r in &top {
+            d = d.secondary(
+                r.name_span,
+                format!(
+                    "ε = {} alone",
+                    fmt_num(r.total.as_ref().map_or(0.0, |t| t.epsilon))
+                ),
+            );
+        }
+        c.error(d);
+    }
+    fits
+}
+
+/// The stable id of a part's statistic (the executable plan keys on it).
+fn statistic_of(role: &str) -> &'static str {
+    match role {
+        "count" => "count",
+        "sum" => "sum",
+        "histogram" | "grouped count" => "grouped_count",
+        _ => "grouped_sum",
+    }
+}
+
+fn part_report(p: &Part) -> PartReport {
+    let statistic = statistic_of(p.role).to_string();
+    if p.public {
+        return PartReport {
+            role: p.role.into(),
+            statistic,
+            mechanism: MechanismReport {
+                kind: "none".into(),
+                scale: None,
+                sigma: None,
+                calibration: "none".into(),
+            },
+            l1: 0.0,
+            l2: 0.0,
+            coords: p.derived.coords,
+            derivation: p.derived.steps.clone(),
+            noise_std: 0.0,
+            ci95_half_width: 0.0,
+        };
+    }
+    let scale = p.resolved.unwrap_or(f64::NAN);
+    let (std, ci) = crate::noise::spread(p.kind, scale);
+    let calibration = match p.scale {
+        Scale::Fixed(_) => "declared",
+        Scale::FromEpsilon { .. } => "from epsilon",
+        Scale::Auto { .. } => "auto",
+    };
+    PartReport {
+        role: p.role.into(),
+        statistic,
+        mechanism: MechanismReport {
+            kind: p.kind.as_str().into(),
+            scale: (!p.kind.is_gaussian()).then_some(scale),
+            sigma: p.kind.is_gaussian().then_some(scale),
+            calibration: calibration.into(),
+        },
+        l1: p.derived.l1,
+        l2: p.derived.l2,
+        coords: p.derived.coords,
+        derivation: p.derived.steps.clone(),
+        noise_std: std,
+        ci95_half_width: ci,
+    }
+}
