@@ -20,6 +20,11 @@ use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
 
 pub use checker::AnalysisOptions;
+/// The vocabulary the checked plan is written in.
+pub use dpplan_vocab::{
+    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
+    NoiseKind, ScheduleKind, Statistic, UnitKind,
+};
 pub use report::*;
 
 /// Everything known about one plan text.
@@ -29,7 +34,7 @@ pub struct Analysis {
     /// Syntax errors first, then semantic diagnostics by position.
     pub diagnostics: Vec<Diagnostic>,
     /// The checked plan; `None` when the privacy block is missing or broken.
-    pub report: Option<PlanReport>,
+    pub report: Option<CheckedPlan>,
 }
 
 impl Analysis {

@@ -1,17 +1,36 @@
-//! The checked plan as plain data: what every output (terminal summary,
-//! JSON, SARIF, the language server) shows. Serialisable, stable.
+//! The checked plan: the one typed result of the checker that every later
+//! phase reads.
+//!
+//! The terminal summary, the JSON output, SARIF, the language server, the
+//! compiler of the executable plan, the runtime and the ledger all start
+//! from a [`CheckedPlan`]. Its `Serialize` implementation *is* the JSON
+//! output's `report` object (docs/json-output.schema.json): enums serialise
+//! to the names a plan writes, and the fields the compiler needs beyond the
+//! JSON (the resolved datasets, each query's aggregation and schedule, the
+//! exact mechanism of each part, a publication's condition) are typed and
+//! skipped by serde, so the JSON does not move when they are added.
+//!
+//! Nothing downstream re-derives what the checker decided: the statistics a
+//! query releases, the noise of each, the sensitivities, the schedule's
+//! release count, the public bounds and domains are all here.
 
+use dpplan_accounting as acct;
 use dpplan_diagnostics::Span;
+use dpplan_vocab::{
+    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
+    NoiseKind, ScheduleKind, Statistic, UnitKind,
+};
 use serde::Serialize;
 
+/// The checked plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlanReport {
+pub struct CheckedPlan {
     pub name: Option<String>,
     pub unit: UnitReport,
-    pub adjacency: String,
+    pub adjacency: Adjacency,
     pub budget: BudgetReport,
     /// The accountant the plan asked for (`best` picks the tightest).
-    pub accountant_requested: String,
+    pub accountant_requested: AccountantChoice,
     /// The composed guarantee of the whole schedule; `None` when the plan has
     /// errors (then no claim is made) or no release.
     pub total: Option<TotalReport>,
@@ -24,12 +43,22 @@ pub struct PlanReport {
     pub releases: u64,
     pub queries: Vec<QueryReport>,
     pub publishes: Vec<PublishReport>,
+    /// The datasets as resolved, in declared order (not in the JSON).
+    #[serde(skip)]
+    pub datasets: Vec<DatasetSpec>,
+}
+
+impl CheckedPlan {
+    /// The dataset of that name.
+    pub fn dataset(&self, name: &str) -> Option<&DatasetSpec> {
+        self.datasets.iter().find(|d| d.name == name)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UnitReport {
-    /// `event`, `row` or `user`.
-    pub kind: String,
+    pub kind: UnitKind,
+    /// The id column of a user-level unit.
     pub id: Option<String>,
     pub description: String,
 }
@@ -44,16 +73,17 @@ pub struct BudgetReport {
 pub struct TotalReport {
     pub epsilon: f64,
     pub delta: f64,
-    /// The accountant that produced the number (snake_case id).
-    pub accountant: String,
-    /// Its human name.
+    /// The accountant that produced the number.
+    pub accountant: Accountant,
+    /// Its human name ([`Accountant::title`]).
     pub accountant_name: String,
     pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AccountantReport {
-    pub accountant: String,
+    pub accountant: Accountant,
+    /// Its human name ([`Accountant::title`]).
     pub accountant_name: String,
     pub epsilon: Option<f64>,
     pub delta: Option<f64>,
@@ -62,16 +92,58 @@ pub struct AccountantReport {
     pub error: Option<String>,
 }
 
+/// How a part's noise was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Calibration {
+    /// `scale b` / `sigma s` as written.
+    #[serde(rename = "declared")]
+    Declared,
+    /// From a per-release `epsilon e [delta d]`.
+    #[serde(rename = "from epsilon")]
+    FromEpsilon,
+    /// Calibrated with the other `auto` parts so that the plan fits.
+    #[serde(rename = "auto")]
+    Auto,
+    /// A public statistic: no noise.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl Calibration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Calibration::Declared => "declared",
+            Calibration::FromEpsilon => "from epsilon",
+            Calibration::Auto => "auto",
+            Calibration::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Calibration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MechanismReport {
-    /// `laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian`.
-    pub kind: String,
+    /// The noise; `None` (written `none`) for a public statistic.
+    #[serde(with = "dpplan_vocab::or_none")]
+    pub kind: Option<NoiseKind>,
     /// Laplace kinds: the scale b.
     pub scale: Option<f64>,
     /// Gaussian kinds: σ.
     pub sigma: Option<f64>,
-    /// How the noise was set: `declared`, `from epsilon`, `auto`.
-    pub calibration: String,
+    pub calibration: Calibration,
+}
+
+impl MechanismReport {
+    /// The noise kind's name, or `none`.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind
+            .map_or(dpplan_vocab::or_none::NONE, NoiseKind::name)
+    }
 }
 
 /// One noisy statistic inside a query (a mean has two: a sum and a count).
@@ -79,8 +151,7 @@ pub struct MechanismReport {
 pub struct PartReport {
     /// Human name of the part: `count`, `sum`, `histogram`, `grouped sum`, `grouped count`.
     pub role: String,
-    /// Stable id: `count`, `sum`, `grouped_count` or `grouped_sum`.
-    pub statistic: String,
+    pub statistic: Statistic,
     pub mechanism: MechanismReport,
     pub l1: f64,
     pub l2: f64,
@@ -90,6 +161,18 @@ pub struct PartReport {
     pub noise_std: f64,
     /// Half-width of the central 95 % interval of the noise of one release.
     pub ci95_half_width: f64,
+    /// Exactly what the accountants composed for one release of this part:
+    /// `None` for a public statistic (no noise, no cost) and for a part
+    /// whose noise did not resolve (the plan then has an error).
+    #[serde(skip)]
+    pub accounted: Option<acct::Mechanism>,
+}
+
+impl PartReport {
+    /// The noise scale (b or σ) that was checked and accounted.
+    pub fn scale(&self) -> Option<f64> {
+        self.mechanism.scale.or(self.mechanism.sigma)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,7 +181,7 @@ pub struct CostReport {
     pub delta: f64,
     /// zCDP ρ when every part has one.
     pub rho: Option<f64>,
-    pub accountant: String,
+    pub accountant: Accountant,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -116,11 +199,73 @@ pub struct QueryReport {
     pub mechanism: MechanismReport,
     pub l1: f64,
     pub l2: f64,
+    /// In the order the statistics are released ([`Statistic::of`]).
     pub parts: Vec<PartReport>,
     /// The cost of one release of this query, alone, at the budget's δ.
     pub per_release: Option<CostReport>,
     /// The cost of this query's whole schedule, alone, at the budget's δ.
     pub total: Option<CostReport>,
+    /// What the query computes and when, resolved (not in the JSON);
+    /// `None` when its aggregation, target or schedule has an error.
+    #[serde(skip)]
+    pub spec: Option<QuerySpec>,
+}
+
+/// A query's aggregation and schedule, resolved against its dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuerySpec {
+    pub kind: AggKind,
+    pub dataset: String,
+    /// The summed column.
+    pub column: Option<String>,
+    /// The category column of a grouped query.
+    pub by: Option<String>,
+    /// The public clamp bounds of `column`.
+    pub bounds: Option<[f64; 2]>,
+    /// The output keys of a grouped query: exactly the public domain of `by`.
+    pub groups: Option<Vec<String>>,
+    pub schedule: ScheduleSpec,
+}
+
+/// A schedule, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleSpec {
+    pub kind: ScheduleKind,
+    /// The period of an `every` schedule, in seconds.
+    pub every_seconds: Option<f64>,
+    /// The start (Unix seconds) of an `every … from … until …` schedule.
+    pub start: Option<i64>,
+}
+
+/// A dataset, resolved (not in the JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetSpec {
+    pub name: String,
+    /// The `source` as declared, if any.
+    pub source: Option<String>,
+    /// In declared order.
+    pub columns: Vec<ColumnSpec>,
+    pub invalid_rows: InvalidRule,
+    /// The contribution bounds as declared (the first value of each).
+    pub rows_per_unit: Option<u64>,
+    pub groups_per_unit: Option<u64>,
+    pub rows_per_group: Option<u64>,
+}
+
+impl DatasetSpec {
+    pub fn column(&self, name: &str) -> Option<&ColumnSpec> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    pub name: String,
+    pub kind: ColumnKind,
+    /// The public domain of a category, in declared order.
+    pub domain: Option<Vec<String>>,
+    /// The public clamp bounds `[lo, hi]` of a number.
+    pub bounds: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,4 +274,15 @@ pub struct PublishReport {
     pub source: String,
     /// Re-publication is post-processing: it costs nothing.
     pub epsilon: f64,
+    /// The `when` condition over a released scalar (not in the JSON).
+    #[serde(skip)]
+    pub condition: Option<ConditionSpec>,
+}
+
+/// `when <released> <cmp> <value>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionSpec {
+    pub operand: String,
+    pub cmp: Comparison,
+    pub value: f64,
 }

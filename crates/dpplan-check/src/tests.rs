@@ -3,7 +3,7 @@
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
-use crate::{analyze, PlanReport};
+use crate::{analyze, CheckedPlan};
 
 fn plan(unit: &str, budget: &str, accountant: &str, dataset: &str, queries: &str) -> String {
     format!(
@@ -11,7 +11,7 @@ fn plan(unit: &str, budget: &str, accountant: &str, dataset: &str, queries: &str
     )
 }
 
-fn report(text: &str) -> PlanReport {
+fn report(text: &str) -> CheckedPlan {
     let a = analyze(text);
     assert!(!a.has_errors(), "{:#?}", a.diagnostics);
     a.report.expect("a report")
@@ -69,7 +69,7 @@ fn repeated_gaussian_matches_the_exact_gaussian_and_the_reference_closed_form() 
     // Exact (GDP): μ = √k·Δ/σ; δ(ε) at the reported ε must equal the budget δ.
     let r = report(&plan("row", "epsilon 30 delta 1e-6", "gdp", ds, &q(10)));
     let t = r.total.unwrap();
-    assert_eq!(t.accountant, "gdp");
+    assert_eq!(t.accountant, crate::Accountant::Gdp);
     let mu = 10f64.sqrt() / 8.0;
     let d = gdp_delta(mu, t.epsilon);
     assert!(
@@ -208,7 +208,7 @@ fn replace_adjacency_changes_the_sensitivity() {
                                         // the count is public: no noise needed, no cost, and the part says so
     let part = &r.queries[1].parts[0];
     assert_eq!(
-        (part.statistic.as_str(), part.mechanism.kind.as_str()),
+        (part.statistic.as_str(), part.mechanism.kind_name()),
         ("count", "none")
     );
     assert_eq!(r.queries[1].total.as_ref().map(|t| t.epsilon), Some(0.0));
@@ -318,4 +318,71 @@ fn no_claim_when_the_scanner_finds_an_error() {
         let total = a.report.as_ref().and_then(|r| r.total.as_ref());
         assert!(total.is_none(), "{text}: claims {total:?}");
     }
+}
+
+#[test]
+fn a_histogram_takes_a_dataset_not_a_column() {
+    // `histogram(visits.secs by page)` was accepted with a grouped-sum
+    // sensitivity, which the compiler then refused; it is an error now.
+    for (agg, help) in [
+        (
+            "histogram(visits.secs by page)",
+            "histogram(visits by page)",
+        ),
+        ("histogram(visits.page)", "histogram(visits by page)"),
+    ] {
+        let q =
+            format!("  query h {{\n    {agg}\n    noise laplace scale 5\n    schedule once\n  }}");
+        let a = analyze(&plan("user by uid", "epsilon 4", "best", VISITS, &q));
+        let d = a
+            .diagnostics
+            .iter()
+            .find(|d| d.is_error())
+            .unwrap_or_else(|| panic!("{agg} has no error"));
+        assert_eq!(d.code, dpplan_diagnostics::Code::TypeMismatch, "{agg}");
+        assert!(
+            d.help.as_deref().unwrap_or("").contains(help),
+            "{agg}: {d:?}"
+        );
+        assert!(a.report.unwrap().total.is_none(), "{agg}");
+    }
+    // the query written as the help says checks clean, with one grouped count
+    let q = "  query h {\n    histogram(visits by page)\n    noise laplace scale 5\n    schedule once\n  }";
+    let r = report(&plan("user by uid", "epsilon 4", "best", VISITS, q));
+    let stats: Vec<_> = r.queries[0].parts.iter().map(|p| p.statistic).collect();
+    assert_eq!(stats, [crate::Statistic::GroupedCount]);
+}
+
+#[test]
+fn every_part_carries_the_mechanism_the_total_composed() {
+    // the typed checked plan: each noisy part's accounted mechanism, composed
+    // again, gives exactly the plan's total (what runs is what was checked)
+    let q = "  query m {\n    mean(visits.secs by page)\n    noise gaussian sigma 200000\n    schedule every 1 day for 30 days\n  }\n  query n {\n    count(visits)\n    noise discrete_laplace scale 40\n    schedule 12 times\n  }";
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 40 delta 1e-6",
+        "rdp",
+        VISITS,
+        q,
+    ));
+    let mut releases = Vec::new();
+    for q in &r.queries {
+        for p in &q.parts {
+            let m = p.accounted.expect("a noisy part is accounted");
+            assert_eq!(Some(m.kind), p.mechanism.kind);
+            assert_eq!(Some(m.scale), p.scale());
+            assert_eq!((m.sensitivity.l1, m.sensitivity.l2), (p.l1, p.l2));
+            releases.push(dpplan_accounting::Release {
+                mechanism: m,
+                count: q.releases,
+            });
+        }
+    }
+    let t = r.total.unwrap();
+    let again = dpplan_accounting::epsilon(&releases, r.budget.delta, t.accountant).unwrap();
+    assert_eq!(again.epsilon, t.epsilon);
+    // negative control: one release fewer of one query moves the total
+    releases[0].count -= 1;
+    let fewer = dpplan_accounting::epsilon(&releases, r.budget.delta, t.accountant).unwrap();
+    assert!(fewer.epsilon < t.epsilon);
 }

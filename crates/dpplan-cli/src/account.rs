@@ -123,7 +123,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             num(t.epsilon),
             num(t.delta),
             t.accountant_name,
-            if report.accountant_requested != "best" {
+            if report.accountant_requested != dpplan_check::AccountantChoice::Best {
                 format!("; the plan asks for `{}`", report.accountant_requested)
             } else {
                 String::new()
@@ -165,7 +165,7 @@ struct Averaging {
 
 /// For every single-part query released more than once: the standard
 /// deviation of the mean of r releases (σ/√r) next to the ε of r releases.
-fn averaging(report: &dpplan_check::PlanReport) -> Vec<Averaging> {
+fn averaging(report: &dpplan_check::CheckedPlan) -> Vec<Averaging> {
     let delta = report.budget.delta;
     let mut out = Vec::new();
     for q in &report.queries {
@@ -173,22 +173,9 @@ fn averaging(report: &dpplan_check::PlanReport) -> Vec<Averaging> {
         if q.releases < 2 {
             continue;
         }
-        let scale = part
-            .mechanism
-            .scale
-            .or(part.mechanism.sigma)
-            .unwrap_or(f64::NAN);
-        let Some(kind) = dpplan_accounting::NoiseKind::from_name(&part.mechanism.kind) else {
+        // exactly the mechanism the checker accounted
+        let Some(mech) = part.accounted else {
             continue;
-        };
-        let mech = dpplan_accounting::Mechanism {
-            kind,
-            scale,
-            sensitivity: dpplan_accounting::Sensitivity {
-                l1: part.l1,
-                l2: part.l2,
-                coords: part.coords,
-            },
         };
         let mut rs: Vec<u64> = [1u64, 2, 4, 10, 25, 100, 365, 1000, 10_000]
             .into_iter()

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use dpplan_check::{PlanReport, QueryReport};
+use dpplan_check::{CheckedPlan, QueryReport};
 use dpplan_diagnostics::Span;
 use dpplan_syntax::ast::{self, ColumnType};
 
@@ -56,7 +56,7 @@ pub(crate) fn hover(doc: &Document, offset: usize) -> Option<Hover> {
     })
 }
 
-fn query_hover(doc: &Document, name: &str, report: Option<&PlanReport>) -> Option<String> {
+fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Option<String> {
     let plan = doc.ast();
     let q = plan.queries.iter().find(|q| q.name.value == name);
     let Some(q) = q else {
@@ -129,7 +129,9 @@ fn query_parts(md: &mut String, r: &QueryReport) {
         let _ = writeln!(
             md,
             "\n**Mechanism:** `{}`, {} ({})\n",
-            m.kind, level, m.calibration
+            m.kind_name(),
+            level,
+            m.calibration
         );
         let _ = writeln!(
             md,
@@ -143,7 +145,7 @@ fn query_parts(md: &mut String, r: &QueryReport) {
     }
 }
 
-fn query_cost(md: &mut String, r: &QueryReport, report: &PlanReport) {
+fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
     let Some(total) = &r.total else {
         let _ = writeln!(
             md,
@@ -190,7 +192,7 @@ fn query_cost(md: &mut String, r: &QueryReport, report: &PlanReport) {
     md.push('\n');
 }
 
-fn publish_hover(doc: &Document, name: &str, report: Option<&PlanReport>) -> Option<String> {
+fn publish_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Option<String> {
     let p = doc.ast().publishes.iter().find(|p| p.name.value == name)?;
     let mut md = format!(
         "**publish `{}`** = `{}`\n\nRe-publishes an already released value: post-processing, it costs nothing (ε = 0).",

@@ -20,7 +20,7 @@ mod tokens;
 
 use std::sync::OnceLock;
 
-use dpplan_check::{Analysis, AnalysisOptions, PlanReport};
+use dpplan_check::{Analysis, AnalysisOptions, CheckedPlan};
 use dpplan_fmt::lexer::{self, Token, TokenKind};
 
 pub use docs::keyword_doc;
@@ -172,7 +172,7 @@ pub struct Document {
     tokens: Vec<Token>,
     symbols: Vec<Symbol>,
     /// The report with every accountant: computed on the first budget hover.
-    full_report: OnceLock<Option<PlanReport>>,
+    full_report: OnceLock<Option<CheckedPlan>>,
 }
 
 /// The options of the analysis behind hover and inlay hints: per-query
@@ -277,7 +277,7 @@ impl Document {
     }
 
     /// The report computed with every accountant (cached).
-    pub fn full_report(&self) -> Option<&PlanReport> {
+    pub fn full_report(&self) -> Option<&CheckedPlan> {
         self.full_report
             .get_or_init(|| {
                 dpplan_check::analyze_with(

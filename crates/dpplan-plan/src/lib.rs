@@ -18,8 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use dpplan_accounting as acct;
-use dpplan_check::{analyze, Analysis, PlanReport, QueryReport};
-use dpplan_syntax::ast;
+use dpplan_check::{analyze, Analysis, CheckedPlan, DatasetSpec, PartReport, QueryReport};
 use dpplan_vocab::{
     Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
     NoiseKind, ScheduleKind, Statistic, UnitKind,
@@ -240,17 +239,32 @@ impl Release {
 
 impl Part {
     pub fn mechanism_for_accounting(&self) -> Option<acct::Mechanism> {
-        let kind = self.mechanism?;
-        Some(acct::Mechanism {
-            kind,
-            scale: self.scale?,
-            sensitivity: acct::Sensitivity {
+        accounted(
+            self.mechanism,
+            self.scale,
+            acct::Sensitivity {
                 l1: self.l1,
                 l2: self.l2,
                 coords: self.coords,
             },
-        })
+        )
     }
+}
+
+/// What the accountants compose for one release of a statistic with this
+/// noise: `None` for a public statistic (no noise, no cost). The one
+/// reading of a compiled part's noise, for the plan and for the ledger's
+/// mechanism records.
+pub fn accounted(
+    kind: Option<NoiseKind>,
+    scale: Option<f64>,
+    sensitivity: acct::Sensitivity,
+) -> Option<acct::Mechanism> {
+    Some(acct::Mechanism {
+        kind: kind?,
+        scale: scale?,
+        sensitivity,
+    })
 }
 
 impl PlanBody {
@@ -345,7 +359,7 @@ pub fn compile(text: &str) -> Result<ExecutablePlan, CompileError> {
             "the plan does not fit its budget".into(),
         ));
     }
-    let body = build_body(text, &analysis.ast, report, total)?;
+    let body = build_body(text, report, total)?;
     Ok(ExecutablePlan {
         format: FORMAT.into(),
         format_version: FORMAT_VERSION,
@@ -356,80 +370,54 @@ pub fn compile(text: &str) -> Result<ExecutablePlan, CompileError> {
 
 fn build_body(
     text: &str,
-    plan: &ast::Plan,
-    report: &PlanReport,
+    plan: &CheckedPlan,
     total: &dpplan_check::TotalReport,
 ) -> Result<PlanBody, CompileError> {
-    if plan.privacy.is_empty() {
-        return Err(CompileError::NoTotal("no privacy block".into()));
-    }
-    let unit = UnitKind::from_name(&report.unit.kind)
-        .ok_or_else(|| CompileError::Unsupported(format!("unit `{}`", report.unit.kind)))?;
-    let user = unit == UnitKind::User;
-    let mut datasets = BTreeMap::new();
-    for ds in &plan.datasets {
-        let d = dataset(ds, user, report.unit.id.as_deref());
-        datasets.insert(d.name.clone(), d);
-    }
-    let mut releases = Vec::new();
-    for q in &plan.queries {
-        let qr = report
-            .queries
-            .iter()
-            .find(|r| r.name == q.name.value)
-            .ok_or_else(|| {
-                CompileError::Unsupported(format!("query `{}` has no checked report", q.name.value))
-            })?;
-        releases.push(release(q, qr, &datasets)?);
-    }
+    let user = plan.unit.kind == UnitKind::User;
+    let datasets: BTreeMap<String, Dataset> = plan
+        .datasets
+        .iter()
+        .map(|d| (d.name.clone(), dataset(d, user, plan.unit.id.as_deref())))
+        .collect();
+    let releases = plan
+        .queries
+        .iter()
+        .map(release)
+        .collect::<Result<Vec<_>, _>>()?;
     let publishes = plan
         .publishes
         .iter()
         .map(|p| Publish {
-            name: p.name.value.clone(),
-            source: p.source.value.clone(),
-            condition: p.condition.as_ref().and_then(|c| match &c.operand {
-                ast::Operand::Released { name } => Some(Condition {
-                    operand: name.value.clone(),
-                    cmp: c.cmp.value,
-                    value: c.value.value,
-                }),
-                ast::Operand::Data { .. } => None,
+            name: p.name.clone(),
+            source: p.source.clone(),
+            condition: p.condition.as_ref().map(|c| Condition {
+                operand: c.operand.clone(),
+                cmp: c.cmp,
+                value: c.value,
             }),
         })
         .collect();
     Ok(PlanBody {
         compiler: COMPILER.into(),
-        name: report.name.clone().unwrap_or_default(),
+        name: plan.name.clone().unwrap_or_default(),
         source: Source {
             sha256: sha256_hex(text.as_bytes()),
             text: text.to_string(),
         },
         privacy: Privacy {
-            unit,
-            unit_id: report.unit.id.clone(),
-            adjacency: Adjacency::from_name(&report.adjacency).ok_or_else(|| {
-                CompileError::Unsupported(format!("adjacency `{}`", report.adjacency))
-            })?,
-            budget_epsilon: report.budget.epsilon,
-            budget_delta: report.budget.delta,
-            accountant: AccountantChoice::from_name(&report.accountant_requested).ok_or_else(
-                || {
-                    CompileError::Unsupported(format!(
-                        "accountant `{}`",
-                        report.accountant_requested
-                    ))
-                },
-            )?,
+            unit: plan.unit.kind,
+            unit_id: plan.unit.id.clone(),
+            adjacency: plan.adjacency,
+            budget_epsilon: plan.budget.epsilon,
+            budget_delta: plan.budget.delta,
+            accountant: plan.accountant_requested,
             total: Total {
                 epsilon: total.epsilon,
                 delta: total.delta,
-                accountant: Accountant::from_name(&total.accountant).ok_or_else(|| {
-                    CompileError::Unsupported(format!("accountant `{}`", total.accountant))
-                })?,
+                accountant: total.accountant,
                 detail: total.detail.clone(),
             },
-            releases: report.releases,
+            releases: plan.releases,
         },
         datasets,
         releases,
@@ -437,49 +425,20 @@ fn build_body(
     })
 }
 
-fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
-    let columns: Vec<Column> = ds
+fn dataset(ds: &DatasetSpec, user: bool, unit_id: Option<&str>) -> Dataset {
+    let columns = ds
         .columns
         .iter()
-        .map(|c| {
-            let (ty, domain, bounds) = match &c.ty.value {
-                ast::ColumnType::Id => (ColumnKind::Id, None, None),
-                ast::ColumnType::Category { domain } => (
-                    ColumnKind::Category,
-                    match domain {
-                        Some(ast::Domain::List { values }) => {
-                            Some(values.iter().map(|v| v.value.clone()).collect())
-                        }
-                        _ => None,
-                    },
-                    None,
-                ),
-                ast::ColumnType::Int { bounds } => {
-                    (ColumnKind::Int, None, public_bounds(bounds.as_ref()))
-                }
-                ast::ColumnType::Float { bounds } => {
-                    (ColumnKind::Float, None, public_bounds(bounds.as_ref()))
-                }
-            };
-            Column {
-                name: c.name.value.clone(),
-                ty,
-                domain,
-                bounds,
-            }
+        .map(|c| Column {
+            name: c.name.clone(),
+            ty: c.kind,
+            domain: c.domain.clone(),
+            bounds: c.bounds,
         })
         .collect();
-    let contribution = ds.contributions.first();
-    let first = |v: Option<&Vec<ast::Number>>| v.and_then(|v| v.first()).map(|n| n.value as u64);
-    let rows = first(contribution.map(|c| &c.rows_per_unit));
-    let groups = first(contribution.map(|c| &c.groups_per_unit));
-    let per_group = first(contribution.map(|c| &c.rows_per_group));
-    let invalid = ds
-        .invalid_rows
-        .first()
-        .map_or(InvalidRule::Drop, |r| r.value);
+    let (rows, groups, per_group) = (ds.rows_per_unit, ds.groups_per_unit, ds.rows_per_group);
     let mut steps = Vec::new();
-    steps.push(match invalid {
+    steps.push(match ds.invalid_rows {
         InvalidRule::Clamp => "a row with an empty or unparsable number or NaN takes the column's public lower bound (0 when unbounded); a row with an empty unit id is dropped".to_string(),
         InvalidRule::Drop => "a row with an empty unit id, or an empty or unparsable number, NaN, or a fractional int is dropped".to_string(),
     });
@@ -501,10 +460,10 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
     steps.push("numbers are rounded to the release's grid 2^k and clamped to the public bounds rounded inward onto that grid".to_string());
     steps.push("grouped queries: rows whose category is outside the public domain are dropped; output keys are exactly the public domain".to_string());
     Dataset {
-        name: ds.name.value.clone(),
-        source: ds.sources.first().map(|s| s.value.clone()),
+        name: ds.name.clone(),
+        source: ds.source.clone(),
         columns,
-        invalid_rows: invalid,
+        invalid_rows: ds.invalid_rows,
         bounding: Bounding {
             per_unit: user,
             id_column: if user {
@@ -520,107 +479,36 @@ fn dataset(ds: &ast::Dataset, user: bool, unit_id: Option<&str>) -> Dataset {
     }
 }
 
-fn public_bounds(b: Option<&ast::Bounds>) -> Option<[f64; 2]> {
-    let b = b?;
-    match (&b.lo, &b.hi) {
-        (ast::Bound::Public { value: lo }, ast::Bound::Public { value: hi }) => {
-            Some([lo.value, hi.value])
-        }
-        _ => None,
+fn release(q: &QueryReport) -> Result<Release, CompileError> {
+    let unsupported = |why: &str| CompileError::Unsupported(format!("query `{}` {why}", q.name));
+    let spec = q
+        .spec
+        .as_ref()
+        .ok_or_else(|| unsupported("has no resolved aggregation and schedule"))?;
+    // The checker lists the statistics of a query in this order; any other
+    // list is a checker bug, refused rather than compiled.
+    let statistics = Statistic::of(spec.kind, spec.by.is_some())
+        .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;
+    if !q
+        .parts
+        .iter()
+        .map(|p| p.statistic)
+        .eq(statistics.iter().copied())
+    {
+        return Err(unsupported("has parts that do not match its aggregation"));
     }
-}
-
-fn release(
-    q: &ast::Query,
-    qr: &QueryReport,
-    datasets: &BTreeMap<String, Dataset>,
-) -> Result<Release, CompileError> {
-    let agg = q.aggregates.first().ok_or_else(|| {
-        CompileError::Unsupported(format!("query `{}` has no aggregation", q.name.value))
-    })?;
-    let ds = datasets.get(&agg.target.dataset.value).ok_or_else(|| {
-        CompileError::Unsupported(format!(
-            "query `{}` reads an undeclared dataset",
-            q.name.value
-        ))
-    })?;
-    let column = agg.target.column.as_ref().map(|c| c.value.clone());
-    let by = agg.by.as_ref().map(|b| b.value.clone());
-    let find = |name: &str| ds.columns.iter().find(|c| c.name == name);
-    let bounds = column.as_deref().and_then(find).and_then(|c| c.bounds);
-    let groups = by.as_deref().and_then(find).and_then(|c| c.domain.clone());
-    let kind = agg.kind.value;
-    let Some(statistics) = Statistic::of(kind, by.is_some()) else {
-        return Err(CompileError::Unsupported(format!(
-            "`{}` is not executable",
-            qr.aggregation
-        )));
-    };
-    let mut parts = Vec::new();
-    for &stat in statistics {
-        let Some(p) = qr.parts.iter().find(|p| p.statistic == stat.name()) else {
-            return Err(CompileError::Unsupported(format!(
-                "query `{}`: the checker reported no `{stat}` statistic",
-                q.name.value
-            )));
-        };
-        let kind = match p.mechanism.kind.as_str() {
-            "none" => None,
-            k => Some(
-                NoiseKind::from_name(k)
-                    .ok_or_else(|| CompileError::Unsupported(format!("noise `{k}`")))?,
-            ),
-        };
-        let part = match kind {
-            Some(kind) => {
-                let scale = p.mechanism.scale.or(p.mechanism.sigma);
-                let Some(scale) = scale.filter(|s| s.is_finite() && *s > 0.0) else {
-                    return Err(CompileError::Unsupported(format!("query `{}` has no resolved noise scale", q.name.value)));
-                };
-                let discrete = kind.is_discrete();
-                let is_count = stat.is_count();
-                Part {
-                    statistic: stat,
-                    mechanism: Some(kind),
-                    scale: Some(scale),
-                    l1: p.l1,
-                    l2: p.l2,
-                    coords: p.coords,
-                    grid_exponent: if discrete { 0 } else { grid_exponent(scale, if is_count { None } else { bounds }) },
-                    noise_std: p.noise_std,
-                    ci95_half_width: p.ci95_half_width,
-                    derivation: p.derivation.clone(),
-                }
-            }
-            // A zero-sensitivity statistic (e.g. a row count under row-level
-            // replace adjacency) is public: no noise, no cost.
-            None => Part {
-                statistic: stat,
-                mechanism: None,
-                scale: None,
-                l1: 0.0,
-                l2: 0.0,
-                coords: 1,
-                grid_exponent: if stat.is_count() {
-                    0
-                } else {
-                    grid_exponent(1.0, bounds)
-                },
-                noise_std: 0.0,
-                ci95_half_width: 0.0,
-                derivation: vec!["sensitivity 0: the statistic is public under this adjacency and is released exactly".into()],
-            },
-        };
-        parts.push(part);
-    }
-    let schedule = schedule(q, qr)?;
+    let parts = q
+        .parts
+        .iter()
+        .map(|p| part(p, spec.bounds).ok_or_else(|| unsupported("has no resolved noise scale")))
+        .collect::<Result<Vec<_>, _>>()?;
     let cost = |c: &Option<dpplan_check::CostReport>| -> Cost {
         match c {
             Some(c) => Cost {
                 epsilon: c.epsilon,
                 delta: c.delta,
                 rho: c.rho,
-                accountant: Accountant::from_name(&c.accountant),
+                accountant: Some(c.accountant),
             },
             None => Cost {
                 epsilon: 0.0,
@@ -631,20 +519,75 @@ fn release(
         }
     };
     Ok(Release {
-        name: q.name.value.clone(),
-        dataset: ds.name.clone(),
+        name: q.name.clone(),
+        dataset: spec.dataset.clone(),
         aggregation: Aggregation {
-            kind,
-            column,
-            by,
-            bounds,
-            groups,
-            text: qr.aggregation.clone(),
+            kind: spec.kind,
+            column: spec.column.clone(),
+            by: spec.by.clone(),
+            bounds: spec.bounds,
+            groups: spec.groups.clone(),
+            text: q.aggregation.clone(),
         },
-        schedule,
+        schedule: Schedule {
+            kind: spec.schedule.kind,
+            slots: q.releases,
+            every_seconds: spec.schedule.every_seconds,
+            start: spec.schedule.start,
+            text: q.schedule.clone(),
+        },
         parts,
-        cost_per_release: cost(&qr.per_release),
-        cost_total: cost(&qr.total),
+        cost_per_release: cost(&q.per_release),
+        cost_total: cost(&q.total),
+    })
+}
+
+/// One statistic of a release: its noise exactly as the checker accounted
+/// it, or none for a public statistic; `None` when a noisy part has no
+/// accounted mechanism (the checker then reported an error).
+fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
+    let stat = p.statistic;
+    Some(match p.mechanism.kind {
+        Some(_) => {
+            let m = p.accounted?;
+            if !(m.scale.is_finite() && m.scale > 0.0) {
+                return None;
+            }
+            Part {
+                statistic: stat,
+                mechanism: Some(m.kind),
+                scale: Some(m.scale),
+                l1: m.sensitivity.l1,
+                l2: m.sensitivity.l2,
+                coords: m.sensitivity.coords,
+                grid_exponent: if m.kind.is_discrete() {
+                    0
+                } else {
+                    grid_exponent(m.scale, if stat.is_count() { None } else { bounds })
+                },
+                noise_std: p.noise_std,
+                ci95_half_width: p.ci95_half_width,
+                derivation: p.derivation.clone(),
+            }
+        }
+        // A zero-sensitivity statistic (e.g. a row count under row-level
+        // replace adjacency) is public: no noise, no cost.
+        None => Part {
+            statistic: stat,
+            mechanism: None,
+            scale: None,
+            l1: 0.0,
+            l2: 0.0,
+            coords: 1,
+            grid_exponent: if stat.is_count() {
+                0
+            } else {
+                grid_exponent(1.0, bounds)
+            },
+            noise_std: 0.0,
+            ci95_half_width: 0.0,
+            derivation: vec!["sensitivity 0: the statistic is public under this adjacency and is released exactly".into()],
+        },
     })
 }
 
@@ -662,33 +605,6 @@ pub fn grid_exponent(scale: f64, bounds: Option<[f64; 2]>) -> i32 {
             by_noise.max(by_range)
         }
     }
-}
-
-fn schedule(q: &ast::Query, qr: &QueryReport) -> Result<Schedule, CompileError> {
-    let s = q.schedules.first().ok_or_else(|| {
-        CompileError::Unsupported(format!("query `{}` has no schedule", q.name.value))
-    })?;
-    let (kind, every, start) = match &s.value {
-        ast::Schedule::Once => (ScheduleKind::Once, None, None),
-        ast::Schedule::Times { .. } => (ScheduleKind::Times, None, None),
-        ast::Schedule::EveryFor { every, .. } => (
-            ScheduleKind::Every,
-            Some(every.amount.value * every.unit.seconds()),
-            None,
-        ),
-        ast::Schedule::EveryRange { every, from, .. } => (
-            ScheduleKind::Every,
-            Some(every.amount.value * every.unit.seconds()),
-            dpplan_check::schedule::parse_date(&from.value),
-        ),
-    };
-    Ok(Schedule {
-        kind,
-        slots: qr.releases,
-        every_seconds: every,
-        start,
-        text: qr.schedule.clone(),
-    })
 }
 
 /// Why a plan file was refused.

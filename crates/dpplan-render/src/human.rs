@@ -3,7 +3,7 @@ use codespan_reporting::diagnostic::{
 };
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor, Config, Styles, StylesWriter};
-use dpplan_check::PlanReport;
+use dpplan_check::CheckedPlan;
 use dpplan_diagnostics::{Diagnostic, Severity};
 
 use crate::{num, FileResult};
@@ -94,12 +94,12 @@ fn mechanism_text(m: &dpplan_check::MechanismReport) -> String {
         (_, Some(s)) if s.is_finite() => format!(" σ={}", num(s)),
         _ => String::new(),
     };
-    let cal = match m.calibration.as_str() {
-        "auto" => " (auto)",
-        "from epsilon" => " (from ε)",
-        _ => "",
+    let cal = match m.calibration {
+        dpplan_check::Calibration::Auto => " (auto)",
+        dpplan_check::Calibration::FromEpsilon => " (from ε)",
+        dpplan_check::Calibration::Declared | dpplan_check::Calibration::None => "",
     };
-    format!("{}{param}{cal}", m.kind)
+    format!("{}{param}{cal}", m.kind_name())
 }
 
 fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
@@ -112,7 +112,7 @@ fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
 
 /// The per-plan summary: unit, adjacency, bounds, every query's cost and the
 /// composed total with the accountant that produced it.
-pub fn summary_table(path: &str, r: &PlanReport) -> String {
+pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
     let mut out = String::new();
     let name = r.name.as_deref().unwrap_or("(unnamed)");
     out.push_str(&format!("\nplan \"{name}\" ({path})\n"));

@@ -17,7 +17,8 @@ mod total;
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
-use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, NoiseKind};
+use dpplan_syntax::ast::{self, Adjacency, NoiseKind};
+use dpplan_vocab::{ColumnKind, InvalidRule};
 
 use crate::report::*;
 use crate::sensitivity::Derived;
@@ -86,18 +87,9 @@ impl Checker {
     }
 }
 
-fn to_acct_kind(k: NoiseKind) -> acct::NoiseKind {
-    match k {
-        NoiseKind::Laplace => acct::NoiseKind::Laplace,
-        NoiseKind::Gaussian => acct::NoiseKind::Gaussian,
-        NoiseKind::DiscreteLaplace => acct::NoiseKind::DiscreteLaplace,
-        NoiseKind::DiscreteGaussian => acct::NoiseKind::DiscreteGaussian,
-    }
-}
-
 fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::Mechanism {
     acct::Mechanism {
-        kind: to_acct_kind(kind),
+        kind,
         scale,
         sensitivity: acct::Sensitivity {
             l1: d.l1 * sens_mult,
@@ -105,18 +97,6 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
             coords: d.coords,
         },
     }
-}
-
-fn accountant_of(choice: AccountantChoice) -> Option<acct::Accountant> {
-    Some(match choice {
-        AccountantChoice::Best => return None,
-        AccountantChoice::Basic => acct::Accountant::Basic,
-        AccountantChoice::Advanced => acct::Accountant::Advanced,
-        AccountantChoice::Zcdp => acct::Accountant::Zcdp,
-        AccountantChoice::Rdp => acct::Accountant::Rdp,
-        AccountantChoice::Gdp => acct::Accountant::Gdp,
-        AccountantChoice::Pld => acct::Accountant::Pld,
-    })
 }
 
 /// The accountants that are fast for any plan (closed forms and a 1-D
@@ -163,7 +143,7 @@ fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &
 pub(crate) fn check(
     plan: &ast::Plan,
     options: &AnalysisOptions,
-) -> (Option<PlanReport>, Vec<Diagnostic>) {
+) -> (Option<CheckedPlan>, Vec<Diagnostic>) {
     let mut c = Checker { diags: Vec::new() };
     let privacy = resolve_privacy(&mut c, plan);
     let datasets = resolve_datasets(&mut c, plan, privacy.as_ref());
@@ -185,7 +165,7 @@ pub(crate) fn check(
     check_publishes(&mut c, plan);
     check_rereleases(&mut c, &queries);
 
-    let choice = accountant_of(privacy.accountant);
+    let choice = privacy.accountant.accountant();
     calibrate_epsilon_parts(&mut c, &mut queries);
     // Always the precise calibration, so that every front end shows the
     // same noise.
@@ -219,17 +199,17 @@ fn plan_report(
     queries: &[QueryPlan],
     account: Account,
     reports: Vec<QueryReport>,
-) -> PlanReport {
+) -> CheckedPlan {
     let total_releases: u64 = queries.iter().filter(|q| q.ok).map(|q| q.releases).sum();
-    PlanReport {
+    CheckedPlan {
         name: plan.name.as_ref().map(|n| n.value.clone()),
         unit: unit_report(&privacy.unit),
-        adjacency: privacy.adjacency.as_str().into(),
+        adjacency: privacy.adjacency,
         budget: BudgetReport {
             epsilon: privacy.epsilon,
             delta: privacy.delta,
         },
-        accountant_requested: privacy.accountant.as_str().into(),
+        accountant_requested: privacy.accountant,
         total: account.total,
         total_missing: account.total_missing,
         accountants: account.accountants,
@@ -244,8 +224,77 @@ fn plan_report(
                 name: p.name.value.clone(),
                 source: p.source.value.clone(),
                 epsilon: 0.0,
+                condition: p.condition.as_ref().and_then(|c| match &c.operand {
+                    ast::Operand::Released { name } => Some(ConditionSpec {
+                        operand: name.value.clone(),
+                        cmp: c.cmp.value,
+                        value: c.value.value,
+                    }),
+                    // a data-dependent condition is an error (DP006)
+                    ast::Operand::Data { .. } => None,
+                }),
             })
             .collect(),
+        datasets: plan.datasets.iter().map(dataset_spec).collect(),
+    }
+}
+
+/// A dataset as declared: its columns with their public domains and
+/// bounds, its contribution bounds (the first value of each) and its
+/// invalid-row rule.
+fn dataset_spec(ds: &ast::Dataset) -> DatasetSpec {
+    let columns = ds
+        .columns
+        .iter()
+        .map(|c| {
+            let (kind, domain, bounds) = match &c.ty.value {
+                ast::ColumnType::Id => (ColumnKind::Id, None, None),
+                ast::ColumnType::Category { domain } => (
+                    ColumnKind::Category,
+                    match domain {
+                        Some(ast::Domain::List { values }) => {
+                            Some(values.iter().map(|v| v.value.clone()).collect())
+                        }
+                        _ => None,
+                    },
+                    None,
+                ),
+                ast::ColumnType::Int { bounds } => (ColumnKind::Int, None, public_bounds(bounds)),
+                ast::ColumnType::Float { bounds } => {
+                    (ColumnKind::Float, None, public_bounds(bounds))
+                }
+            };
+            ColumnSpec {
+                name: c.name.value.clone(),
+                kind,
+                domain,
+                bounds,
+            }
+        })
+        .collect();
+    let contribution = ds.contributions.first();
+    let first = |v: Option<&Vec<ast::Number>>| v.and_then(|v| v.first()).map(|n| n.value as u64);
+    DatasetSpec {
+        name: ds.name.value.clone(),
+        source: ds.sources.first().map(|s| s.value.clone()),
+        columns,
+        invalid_rows: ds
+            .invalid_rows
+            .first()
+            .map_or(InvalidRule::Drop, |r| r.value),
+        rows_per_unit: first(contribution.map(|c| &c.rows_per_unit)),
+        groups_per_unit: first(contribution.map(|c| &c.groups_per_unit)),
+        rows_per_group: first(contribution.map(|c| &c.rows_per_group)),
+    }
+}
+
+/// Bounds whose two ends are public literals.
+fn public_bounds(b: &Option<ast::Bounds>) -> Option<[f64; 2]> {
+    match b.as_ref().map(|b| (&b.lo, &b.hi))? {
+        (ast::Bound::Public { value: lo }, ast::Bound::Public { value: hi }) => {
+            Some([lo.value, hi.value])
+        }
+        _ => None,
     }
 }
 

@@ -3,6 +3,7 @@
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, AccountantChoice, Adjacency, Unit};
+use dpplan_vocab::UnitKind;
 
 use super::{duplicate, valid_positive, Checker};
 use crate::report::UnitReport;
@@ -172,17 +173,17 @@ fn population(c: &mut Checker, p: &ast::Privacy) -> Option<f64> {
 pub(super) fn unit_report(unit: &Unit) -> UnitReport {
     match unit {
         Unit::Event => UnitReport {
-            kind: "event".into(),
+            kind: UnitKind::Event,
             id: None,
             description: "one event (row); a person with several events is protected only by group privacy".into(),
         },
         Unit::Row => UnitReport {
-            kind: "row".into(),
+            kind: UnitKind::Row,
             id: None,
             description: "one row; a person with several rows is protected only by group privacy".into(),
         },
         Unit::User { id } => UnitReport {
-            kind: "user".into(),
+            kind: UnitKind::User,
             id: Some(id.value.clone()),
             description: format!("all rows of one user (identified by `{}`), within the declared contribution bounds", id.value),
         },

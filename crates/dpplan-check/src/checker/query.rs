@@ -7,9 +7,11 @@ use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam};
+use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::{duplicate, valid_positive, Checker};
+use crate::report::{QuerySpec, ScheduleSpec};
 use crate::schedule::{self, ScheduleError};
 use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
 
@@ -30,6 +32,7 @@ pub(super) enum Scale {
 
 #[derive(Debug, Clone)]
 pub(super) struct Part {
+    pub(super) statistic: Statistic,
     pub(super) role: &'static str,
     /// Zero sensitivity: the statistic is public under this adjacency; it
     /// needs no noise and is never passed to the accountants.
@@ -50,6 +53,9 @@ pub(super) struct QueryPlan<'a> {
     /// Rows per unit of its dataset (for group privacy statements).
     pub(super) dataset_name: String,
     pub(super) ok: bool,
+    /// The aggregation and schedule, resolved; `None` when either has an
+    /// error.
+    pub(super) spec: Option<QuerySpec>,
 }
 
 /// An error was reported that leaves the query out of the accounting.
@@ -92,11 +98,11 @@ pub(super) fn plan_query<'a>(
     let agg = aggregation(c, q)?;
     let noise = q.noises.first();
     let mut ok = has_noise(c, q, noise);
-    let (releases, schedule_text) = match schedule(c, q) {
+    let (releases, schedule_text, schedule_spec) = match schedule(c, q) {
         Ok(v) => v,
         Err(Reported) => {
             ok = false;
-            (0, String::new())
+            (0, String::new(), None)
         }
     };
     let dataset_name = agg.target.dataset.value.clone();
@@ -109,15 +115,18 @@ pub(super) fn plan_query<'a>(
         parts: Vec::new(),
         dataset_name,
         ok,
+        spec: None,
     };
-    if plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta).is_err() {
-        plan.ok = false;
+    match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
+        Ok(spec) => plan.spec = schedule_spec.map(|schedule| spec(schedule)),
+        Err(Reported) => plan.ok = false,
     }
     Some(plan)
 }
 
 /// The steps from the aggregation to the noisy parts; each step that
-/// reports an error which leaves nothing to account stops here.
+/// reports an error which leaves nothing to account stops here. Returns
+/// the query's spec, to be completed with its schedule.
 fn plan_parts(
     c: &mut Checker,
     plan: &mut QueryPlan,
@@ -126,7 +135,7 @@ fn plan_parts(
     datasets: &HashMap<&str, DatasetInfo>,
     adjacency: Adjacency,
     budget_delta: Option<f64>,
-) -> Result<(), Reported> {
+) -> Result<impl FnOnce(ScheduleSpec) -> QuerySpec, Reported> {
     supported(c, agg)?;
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
@@ -145,7 +154,27 @@ fn plan_parts(
     }
     let scale = noise_scale(c, noise, derived.len())?;
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
-    Ok(())
+    let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
+    let column = target.column.map(|(col, _)| col.value.clone());
+    let by = agg.by.as_ref().map(|b| b.value.clone());
+    let groups = by
+        .as_deref()
+        .and_then(|b| target.info.columns.get(b))
+        .and_then(|ci| match ci.ty {
+            ColumnType::Category {
+                domain: Some(ast::Domain::List { values }),
+            } => Some(values.iter().map(|v| v.value.clone()).collect()),
+            _ => None,
+        });
+    Ok(move |schedule| QuerySpec {
+        kind,
+        dataset,
+        column,
+        by,
+        bounds: values.map(|(lo, hi)| [lo, hi]),
+        groups,
+        schedule,
+    })
 }
 
 /// DP013: the aggregation, noise, schedule or sensitivity declared twice.
@@ -212,8 +241,12 @@ fn has_noise(c: &mut Checker, q: &ast::Query, noise: Option<&ast::Noise>) -> boo
     true
 }
 
-/// The number of releases and the schedule in words (DP007, DP015, DP016).
-fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> {
+/// The number of releases, the schedule in words and resolved (DP007,
+/// DP015, DP016).
+fn schedule(
+    c: &mut Checker,
+    q: &ast::Query,
+) -> Result<(u64, String, Option<ScheduleSpec>), Reported> {
     match q.schedules.first() {
         None => {
             c.error(
@@ -228,7 +261,7 @@ fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> 
             Err(Reported)
         }
         Some(s) => match schedule::releases(&s.value) {
-            Ok(v) => Ok(v),
+            Ok((n, text)) => Ok((n, text, Some(schedule_spec(&s.value)))),
             Err(ScheduleError::Invalid(span, msg)) => {
                 let span = if span == Span::default() {
                     s.span
@@ -261,6 +294,29 @@ fn schedule(c: &mut Checker, q: &ast::Query) -> Result<(u64, String), Reported> 
                 Err(Reported)
             }
         },
+    }
+}
+
+/// A schedule's kind, period and start, as the runtime needs them.
+fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
+    let (kind, every_seconds, start) = match s {
+        ast::Schedule::Once => (ScheduleKind::Once, None, None),
+        ast::Schedule::Times { .. } => (ScheduleKind::Times, None, None),
+        ast::Schedule::EveryFor { every, .. } => (
+            ScheduleKind::Every,
+            Some(every.amount.value * every.unit.seconds()),
+            None,
+        ),
+        ast::Schedule::EveryRange { every, from, .. } => (
+            ScheduleKind::Every,
+            Some(every.amount.value * every.unit.seconds()),
+            schedule::parse_date(&from.value),
+        ),
+    };
+    ScheduleSpec {
+        kind,
+        every_seconds,
+        start,
     }
 }
 
@@ -440,6 +496,26 @@ fn value_bounds(
             );
             Err(Reported)
         }
+        (AggKind::Histogram, Some((col, _))) => {
+            let ds = &info.ds.name.value;
+            let help = match &agg.by {
+                // `histogram(d.g)`: the column is meant as the groups
+                None => format!("count rows per value of `{0}` with `histogram({ds} by {0})`", col.value),
+                Some(by) => format!(
+                    "count rows per group with `histogram({ds} by {0})`, or sum `{1}` per group with `sum({ds}.{1} by {0})`",
+                    by.value, col.value
+                ),
+            };
+            c.error(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!("`histogram` counts rows per group: it takes a dataset, not the column `{}`", col.value),
+                    col.span,
+                )
+                .help(help),
+            );
+            Err(Reported)
+        }
         (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => Ok(None),
         (AggKind::Sum | AggKind::Mean, None) => {
             c.error(
@@ -546,46 +622,39 @@ fn groups(
 }
 
 /// The sensitivity of each noisy part, derived from the unit's bound, the
-/// adjacency, the groups' domain and the values' bounds.
+/// adjacency, the groups' domain and the values' bounds: one per statistic
+/// the aggregation releases ([`Statistic::of`]), in that order.
 fn derive_sensitivities(
     kind: AggKind,
     group: Option<u64>,
     values: Option<(f64, f64)>,
     unit: UnitBound,
     adjacency: Adjacency,
-) -> Vec<(&'static str, Derived)> {
-    match (kind, group) {
-        (AggKind::Count, None) => vec![("count", sensitivity::count(unit, adjacency))],
-        (AggKind::Sum, None) => {
-            let (lo, hi) = values.unwrap_or((0.0, 0.0));
-            vec![("sum", sensitivity::sum(unit, adjacency, lo, hi))]
-        }
-        (AggKind::Mean, None) => {
-            let (lo, hi) = values.unwrap_or((0.0, 0.0));
-            vec![
-                ("sum", sensitivity::sum(unit, adjacency, lo, hi)),
-                ("count", sensitivity::count(unit, adjacency)),
-            ]
-        }
-        (AggKind::Count | AggKind::Histogram, Some(d)) if values.is_none() => {
-            vec![("histogram", sensitivity::grouped(unit, adjacency, d, None))]
-        }
-        (AggKind::Mean, Some(d)) => vec![
-            (
+) -> Vec<(Statistic, &'static str, Derived)> {
+    let statistics = Statistic::of(kind, group.is_some()).unwrap_or(&[]);
+    let (lo, hi) = values.unwrap_or((0.0, 0.0));
+    let domain = group.unwrap_or(0);
+    statistics
+        .iter()
+        .map(|&s| match s {
+            Statistic::Count => (s, "count", sensitivity::count(unit, adjacency)),
+            Statistic::Sum => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
+            Statistic::GroupedCount => (
+                s,
+                if kind == AggKind::Mean {
+                    "grouped count"
+                } else {
+                    "histogram"
+                },
+                sensitivity::grouped(unit, adjacency, domain, None),
+            ),
+            Statistic::GroupedSum => (
+                s,
                 "grouped sum",
-                sensitivity::grouped(unit, adjacency, d, values),
+                sensitivity::grouped(unit, adjacency, domain, values),
             ),
-            (
-                "grouped count",
-                sensitivity::grouped(unit, adjacency, d, None),
-            ),
-        ],
-        (_, Some(d)) => vec![(
-            "grouped sum",
-            sensitivity::grouped(unit, adjacency, d, values),
-        )],
-        (_, None) => vec![],
-    }
+        })
+        .collect()
 }
 
 /// A declared sensitivity against the derived one (DP003, DP005, DP007,
@@ -594,7 +663,7 @@ fn declared_sensitivity(
     c: &mut Checker,
     plan: &mut QueryPlan,
     noise: Option<&ast::Noise>,
-    parts_derived: &[(&'static str, Derived)],
+    parts_derived: &[(Statistic, &'static str, Derived)],
 ) -> Declared {
     let mut declared = Declared::default();
     let Some(ds) = plan.q.sensitivities.first() else {
@@ -609,7 +678,7 @@ fn declared_sensitivity(
             )
             .help("remove the declaration (the checker derives both), or release the sum and the count as separate queries"),
         );
-    } else if let Some((_, d)) = parts_derived.first() {
+    } else if let Some((_, _, d)) = parts_derived.first() {
         for (norm, value) in &ds.items {
             let (derived, name) = match norm.value {
                 ast::Norm::L1 => (d.l1, "l1"),
@@ -680,7 +749,7 @@ fn noise_kind(
     agg: &ast::Aggregate,
     noise: &ast::Noise,
     float_values: bool,
-    parts_derived: &[(&'static str, Derived)],
+    parts_derived: &[(Statistic, &'static str, Derived)],
     budget_delta: Option<f64>,
 ) -> bool {
     let mut ok = true;
@@ -702,7 +771,7 @@ fn noise_kind(
         ok = false;
     }
     if nk.is_discrete() {
-        for (_, d) in parts_derived {
+        for (_, _, d) in parts_derived {
             if d.l1.fract() != 0.0 {
                 c.error(
                     Diagnostic::new(
@@ -899,7 +968,7 @@ fn auto_scale(
 fn parts(
     nk: NoiseKind,
     scale: &Scale,
-    parts_derived: Vec<(&'static str, Derived)>,
+    parts_derived: Vec<(Statistic, &'static str, Derived)>,
     declared: &Declared,
 ) -> Vec<Part> {
     let first_norm = |d: &Derived| -> f64 {
@@ -911,10 +980,10 @@ fn parts(
     };
     let base = parts_derived
         .first()
-        .map(|(_, d)| first_norm(d))
+        .map(|(_, _, d)| first_norm(d))
         .unwrap_or(0.0);
     let mut parts = Vec::new();
-    for (i, (role, mut d)) in parts_derived.into_iter().enumerate() {
+    for (i, (statistic, role, mut d)) in parts_derived.into_iter().enumerate() {
         if let Some(v) = declared.l1 {
             d.l1 = d.l1.max(v);
             d.steps.push(format!(
@@ -942,6 +1011,7 @@ fn parts(
         };
         let public = d.l1 == 0.0 && d.l2 == 0.0;
         parts.push(Part {
+            statistic,
             role,
             public,
             kind: nk,

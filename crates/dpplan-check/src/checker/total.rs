@@ -86,7 +86,7 @@ pub(super) fn account_total(
                 total = Some(TotalReport {
                     epsilon: b.epsilon,
                     delta: b.delta,
-                    accountant: b.accountant.name().to_string(),
+                    accountant: b.accountant,
                     accountant_name: b.accountant.to_string(),
                     detail: b.detail.clone(),
                 });
@@ -126,7 +126,7 @@ fn accountant_report(
 ) -> AccountantReport {
     match r {
         Ok(b) => AccountantReport {
-            accountant: a.name().to_string(),
+            accountant: a,
             accountant_name: a.to_string(),
             epsilon: Some(b.epsilon),
             delta: Some(b.delta),
@@ -134,7 +134,7 @@ fn accountant_report(
             error: None,
         },
         Err(e) => AccountantReport {
-            accountant: a.name().to_string(),
+            accountant: a,
             accountant_name: a.to_string(),
             epsilon: None,
             delta: None,
@@ -180,7 +180,7 @@ fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> 
             epsilon: b.epsilon,
             delta: b.delta,
             rho,
-            accountant: b.accountant.name().to_string(),
+            accountant: b.accountant,
         })
     };
     let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
@@ -202,16 +202,17 @@ fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> 
             .as_ref()
             .map(|p| p.mechanism.clone())
             .unwrap_or(MechanismReport {
-                kind: "none".into(),
+                kind: None,
                 scale: None,
                 sigma: None,
-                calibration: "none".into(),
+                calibration: Calibration::None,
             }),
         l1: first.as_ref().map_or(f64::NAN, |p| p.l1),
         l2: first.as_ref().map_or(f64::NAN, |p| p.l2),
         parts,
         per_release,
         total: qtotal,
+        spec: q.spec.clone(),
     }
 }
 
@@ -271,27 +272,17 @@ pub(super) fn budget(
     fits
 }
 
-/// The stable id of a part's statistic (the executable plan keys on it).
-fn statistic_of(role: &str) -> &'static str {
-    match role {
-        "count" => "count",
-        "sum" => "sum",
-        "histogram" | "grouped count" => "grouped_count",
-        _ => "grouped_sum",
-    }
-}
-
 fn part_report(p: &Part) -> PartReport {
-    let statistic = statistic_of(p.role).to_string();
+    let statistic = p.statistic;
     if p.public {
         return PartReport {
             role: p.role.into(),
             statistic,
             mechanism: MechanismReport {
-                kind: "none".into(),
+                kind: None,
                 scale: None,
                 sigma: None,
-                calibration: "none".into(),
+                calibration: Calibration::None,
             },
             l1: 0.0,
             l2: 0.0,
@@ -299,23 +290,24 @@ fn part_report(p: &Part) -> PartReport {
             derivation: p.derived.steps.clone(),
             noise_std: 0.0,
             ci95_half_width: 0.0,
+            accounted: None,
         };
     }
     let scale = p.resolved.unwrap_or(f64::NAN);
     let (std, ci) = crate::noise::spread(p.kind, scale);
     let calibration = match p.scale {
-        Scale::Fixed(_) => "declared",
-        Scale::FromEpsilon { .. } => "from epsilon",
-        Scale::Auto { .. } => "auto",
+        Scale::Fixed(_) => Calibration::Declared,
+        Scale::FromEpsilon { .. } => Calibration::FromEpsilon,
+        Scale::Auto { .. } => Calibration::Auto,
     };
     PartReport {
         role: p.role.into(),
         statistic,
         mechanism: MechanismReport {
-            kind: p.kind.as_str().into(),
+            kind: Some(p.kind),
             scale: (!p.kind.is_gaussian()).then_some(scale),
             sigma: p.kind.is_gaussian().then_some(scale),
-            calibration: calibration.into(),
+            calibration,
         },
         l1: p.derived.l1,
         l2: p.derived.l2,
@@ -323,5 +315,7 @@ fn part_report(p: &Part) -> PartReport {
         derivation: p.derived.steps.clone(),
         noise_std: std,
         ci95_half_width: ci,
+        // exactly what `releases_of` gives the accountants for one release
+        accounted: p.resolved.map(|r| mechanism(p.kind, r, &p.derived, 1.0)),
     }
 }

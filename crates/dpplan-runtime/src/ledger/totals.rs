@@ -53,16 +53,15 @@ impl MechanismRecord {
         self.parts
             .iter()
             .filter_map(|p| {
-                let kind = p.mechanism?;
-                Some(acct::Mechanism {
-                    kind,
-                    scale: p.scale?,
-                    sensitivity: acct::Sensitivity {
+                dpplan_plan::accounted(
+                    p.mechanism,
+                    p.scale,
+                    acct::Sensitivity {
                         l1: p.l1,
                         l2: p.l2,
                         coords: p.coords,
                     },
-                })
+                )
             })
             .collect()
     }
