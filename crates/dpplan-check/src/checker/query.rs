@@ -118,7 +118,7 @@ pub(super) fn plan_query<'a>(
         spec: None,
     };
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
-        Ok(spec) => plan.spec = schedule_spec.map(|schedule| spec(schedule)),
+        Ok(spec) => plan.spec = schedule_spec.map(spec),
         Err(Reported) => plan.ok = false,
     }
     Some(plan)
