@@ -91,7 +91,8 @@ fn duration_seconds(d: &Duration) -> Result<f64, ScheduleError> {
     Ok(a * d.unit.seconds())
 }
 
-/// Seconds since 1970-01-01T00:00Z of a `YYYY-MM-DD[THH:MM[:SS]][Z]` date.
+/// Seconds since 1970-01-01T00:00Z of a `YYYY-MM-DD[THH:MM[:SS]][Z]` date
+/// (UTC, proleptic Gregorian calendar); `None` if it is not a valid one.
 pub fn parse_date(s: &str) -> Option<i64> {
     let s = s.trim_end_matches('Z');
     let (date, time) = match s.split_once('T') {
@@ -102,46 +103,46 @@ pub fn parse_date(s: &str) -> Option<i64> {
     let y: i64 = parts.next()?.parse().ok()?;
     let m: i64 = parts.next()?.parse().ok()?;
     let d: i64 = parts.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, m, d) * 86_400;
+    let (mut hh, mut mm, mut ss) = (0, 0, 0);
     if let Some(t) = time {
         let mut tp = t.split(':');
-        let hh: i64 = tp.next()?.parse().ok()?;
-        let mm: i64 = tp.next()?.parse().ok()?;
-        let ss: i64 = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
-        if hh > 23 || mm > 59 || ss > 59 {
-            return None;
-        }
-        secs += hh * 3600 + mm * 60 + ss;
+        hh = tp.next()?.parse().ok()?;
+        mm = tp.next()?.parse().ok()?;
+        ss = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
     }
-    Some(secs)
+    unix_seconds(y, [m, d, hh, mm, ss])
 }
 
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
+/// The Gregorian calendar repeats every 400 years, which are exactly
+/// 146 097 days.
+const CYCLE_SECONDS: i128 = 146_097 * 86_400;
 
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
-/// Days since 1970-01-01 in the proleptic Gregorian calendar (the
-/// well-known era-based conversion).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Seconds since the Unix epoch of year `y`, `[month, day, hour, minute,
+/// second]` in UTC, if that is a valid date and time (jiff's calendar).
+/// jiff's dates span the years -9999 to 9999; a year beyond (only a
+/// command-line time can be one: a plan's dates have four digits) is moved
+/// into it by whole 400-year cycles, so that `dpplan run --at 10000-01-01`
+/// is refused for its year, like any time past 9999, not for its format.
+fn unix_seconds(y: i64, [m, d, hh, mm, ss]: [i64; 5]) -> Option<i64> {
+    let cycles = if (-9999..=9999).contains(&y) {
+        0
+    } else {
+        y.div_euclid(400)
+    };
+    let small = |v: i64| i8::try_from(v).ok();
+    let at = jiff::civil::DateTime::new(
+        i16::try_from(y - 400 * cycles).ok()?,
+        small(m)?,
+        small(d)?,
+        small(hh)?,
+        small(mm)?,
+        small(ss)?,
+        0,
+    )
+    .ok()?;
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let secs = i128::from(at.duration_since(epoch).as_secs());
+    i64::try_from(secs + i128::from(cycles) * CYCLE_SECONDS).ok()
 }
 
 /// The number of fresh releases a schedule makes, and a description.
@@ -242,6 +243,128 @@ mod tests {
             parse_date("2027-01-01").unwrap() - parse_date("2026-01-01").unwrap(),
             365 * 86_400
         );
+    }
+
+    /// The hand-written conversion this module had before jiff, kept here
+    /// only to compare the two.
+    mod old {
+        pub fn parse_date(s: &str) -> Option<i64> {
+            let s = s.trim_end_matches('Z');
+            let (date, time) = match s.split_once('T') {
+                Some((d, t)) => (d, Some(t)),
+                None => (s, None),
+            };
+            let mut parts = date.split('-');
+            let y: i64 = parts.next()?.parse().ok()?;
+            let m: i64 = parts.next()?.parse().ok()?;
+            let d: i64 = parts.next()?.parse().ok()?;
+            if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+                return None;
+            }
+            let mut secs = days_from_civil(y, m, d) * 86_400;
+            if let Some(t) = time {
+                let mut tp = t.split(':');
+                let hh: i64 = tp.next()?.parse().ok()?;
+                let mm: i64 = tp.next()?.parse().ok()?;
+                let ss: i64 = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
+                if hh > 23 || mm > 59 || ss > 59 {
+                    return None;
+                }
+                secs += hh * 3600 + mm * 60 + ss;
+            }
+            Some(secs)
+        }
+
+        fn is_leap(y: i64) -> bool {
+            (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+        }
+
+        fn days_in_month(y: i64, m: i64) -> i64 {
+            match m {
+                1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+                4 | 6 | 9 | 11 => 30,
+                _ if is_leap(y) => 29,
+                _ => 28,
+            }
+        }
+
+        fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+            let y = if m <= 2 { y - 1 } else { y };
+            let era = if y >= 0 { y } else { y - 399 } / 400;
+            let yoe = y - era * 400;
+            let mp = (m + 9) % 12;
+            let doy = (153 * mp + 2) / 5 + d - 1;
+            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+            era * 146_097 + doe - 719_468
+        }
+    }
+
+    /// jiff and the old hand-written conversion agree on every day of the
+    /// years 0–9999 (at midnight and at 23:59:59), on every invalid day of
+    /// every month (day 0, day 29–32), on invalid months and times, on the
+    /// years 10000–12000 and on a spread of larger years, in every written
+    /// form the old scanner accepted.
+    #[test]
+    fn jiff_agrees_with_the_old_conversion() {
+        let mut checked = 0u64;
+        let mut same = |text: String| {
+            assert_eq!(parse_date(&text), old::parse_date(&text), "{text}");
+            checked += 1;
+        };
+        for y in 0..=9999 {
+            for m in 0..=13 {
+                for d in 0..=32 {
+                    same(format!("{y:04}-{m:02}-{d:02}"));
+                }
+            }
+            same(format!("{y:04}-12-31T23:59:59Z"));
+            same(format!("{y:04}-02-29T12:00"));
+            same(format!("{y}-3-1T0:0:0"));
+        }
+        // the old conversion overflowed (a panic in debug builds) past
+        // about 2.9e11 years
+        for y in (10_000..=12_000).chain((0..24).map(|k| 12_000 + 7_919 * (1i64 << k))) {
+            for (m, d) in [(1, 1), (2, 28), (2, 29), (3, 1), (12, 31)] {
+                same(format!("{y}-{m:02}-{d:02}T23:59:59Z"));
+            }
+        }
+        for t in [
+            "24:00",
+            "23:60",
+            "23:59:60",
+            "00:00:00",
+            "7:5",
+            "23:59:59:99",
+        ] {
+            same(format!("2024-02-29T{t}Z"));
+        }
+        for text in [
+            "2026-01-01ZZ",
+            "+2026-+01-+01",
+            "2026-01-01-07",
+            "2026-01",
+            "2026-01-01T",
+            "x",
+        ] {
+            same(text.to_string());
+        }
+        assert!(checked > 4_000_000, "{checked}");
+        // the one difference, deliberate: the old scanner took a negative
+        // hour, minute or second (only a command-line time could have one)
+        for t in ["-1:00", "06:-30", "06:30:-1"] {
+            let text = format!("2026-01-02T{t}Z");
+            assert!(old::parse_date(&text).is_some(), "{text}");
+            assert_eq!(parse_date(&text), None, "{text}");
+        }
+    }
+
+    /// Years whose seconds do not fit an `i64` are no date (the old
+    /// conversion panicked on them in a debug build).
+    #[test]
+    fn huge_years_are_refused_without_overflow() {
+        assert_eq!(parse_date("292277026596-12-04T15:30:07Z"), Some(i64::MAX));
+        assert_eq!(parse_date("292277026596-12-04T15:30:08Z"), None);
+        assert_eq!(parse_date(&format!("{}-01-01", i64::MAX)), None);
     }
 
     fn dur(amount: f64, unit: TimeUnit) -> Duration {

@@ -156,12 +156,12 @@ const TRIGGERS: [(&str, &str); 4] = [
 const ANCHOR_KEY: &str = "anchor";
 const ANCHOR_FORMAT: &str = "dpplan-ledger-head-1";
 
+/// The current time as `YYYY-MM-DDTHH:MM:SSZ` (a clock before 1970 reads
+/// as 1970-01-01T00:00:00Z).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    rfc3339(secs)
+    let now = jiff::Timestamp::try_from(std::time::SystemTime::now())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    rfc3339(now.max(jiff::Timestamp::UNIX_EPOCH))
 }
 
 pub fn now_unix() -> i64 {
@@ -171,27 +171,10 @@ pub fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // civil_from_days (H. Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+/// `t` as `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC): the fraction of a second
+/// is dropped, not rounded.
+fn rfc3339(t: jiff::Timestamp) -> String {
+    format!("{t:.0}")
 }
 
 fn configure(conn: &Connection) -> Result<(), LedgerError> {
@@ -864,5 +847,57 @@ fn read_entries<P: rusqlite::Params>(
             ),
         }),
         None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`: the hand-written conversion
+    /// this module had before jiff, kept here only to compare the two.
+    fn old_rfc3339(secs: i64) -> String {
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400);
+        // civil_from_days (H. Hinnant)
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let y = yoe + era * 400;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = if m <= 2 { y + 1 } else { y };
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            rem / 3600,
+            (rem % 3600) / 60,
+            rem % 60
+        )
+    }
+
+    /// jiff and the old conversion print the same text for a time on every
+    /// day from 0000-01-01 to jiff's last timestamp (9999-12-30), the time
+    /// of day moving by one second a day, and around every midnight.
+    #[test]
+    fn jiff_agrees_with_the_old_conversion() {
+        let year_0 = -62_167_219_200;
+        let last = jiff::Timestamp::MAX.as_second();
+        let mut checked = 0u64;
+        let mut secs = year_0;
+        while secs <= last {
+            let midnight = secs - secs.rem_euclid(86_400);
+            for s in [secs, midnight, midnight - 1] {
+                if s >= year_0 {
+                    let t = jiff::Timestamp::from_second(s).unwrap();
+                    assert_eq!(rfc3339(t), old_rfc3339(s), "{s}");
+                    checked += 1;
+                }
+            }
+            secs += 86_401;
+        }
+        assert!(checked > 10_000_000, "{checked}");
     }
 }
