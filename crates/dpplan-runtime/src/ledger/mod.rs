@@ -21,6 +21,7 @@ mod verify;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::engine::IoError;
 use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
@@ -80,8 +81,8 @@ pub enum LedgerError {
         why: String,
     },
     /// Reading or writing a file next to the ledger failed.
-    #[error("{0}")]
-    Io(String),
+    #[error(transparent)]
+    Io(IoError),
     /// An upgrade whose plan has a larger budget than the one in force,
     /// without `--raise-budget`.
     #[error("the new plan's budget (ε = {}, δ = {}) is larger than the one in force ({}); an upgrade that raises the budget needs --raise-budget, and records both", new.0, new.1, old_budget(*old))]
@@ -896,5 +897,29 @@ mod tests {
             secs(jiff::civil::datetime(9999, 12, 31, 23, 59, 59, 0)),
             crate::MAX_TIME
         );
+    }
+
+    /// An anchor that cannot be read: an IO error (exit code 2 in the CLI)
+    /// that names the file and keeps the OS's error as its source.
+    #[test]
+    fn an_unreadable_anchor_keeps_its_cause() {
+        use std::error::Error;
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("l.sqlite");
+        let head = head_path(&ledger);
+        std::fs::create_dir(&head).unwrap();
+        let os = std::fs::read(&head).unwrap_err();
+        let e = anchor::read_head(&ledger).unwrap_err();
+        assert!(matches!(e, LedgerError::Io(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot read the ledger's anchor `{}`: {os}", head.display())
+        );
+        let cause = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(cause.kind(), os.kind());
     }
 }
