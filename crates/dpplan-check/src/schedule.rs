@@ -91,7 +91,8 @@ fn duration_seconds(d: &Duration) -> Result<f64, ScheduleError> {
     Ok(a * d.unit.seconds())
 }
 
-/// Seconds since 1970-01-01T00:00Z of a `YYYY-MM-DD[THH:MM[:SS]][Z]` date.
+/// Seconds since 1970-01-01T00:00Z of a `YYYY-MM-DD[THH:MM[:SS]][Z]` date
+/// (UTC, proleptic Gregorian calendar); `None` if it is not a valid one.
 pub fn parse_date(s: &str) -> Option<i64> {
     let s = s.trim_end_matches('Z');
     let (date, time) = match s.split_once('T') {
@@ -102,46 +103,46 @@ pub fn parse_date(s: &str) -> Option<i64> {
     let y: i64 = parts.next()?.parse().ok()?;
     let m: i64 = parts.next()?.parse().ok()?;
     let d: i64 = parts.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, m, d) * 86_400;
+    let (mut hh, mut mm, mut ss) = (0, 0, 0);
     if let Some(t) = time {
         let mut tp = t.split(':');
-        let hh: i64 = tp.next()?.parse().ok()?;
-        let mm: i64 = tp.next()?.parse().ok()?;
-        let ss: i64 = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
-        if hh > 23 || mm > 59 || ss > 59 {
-            return None;
-        }
-        secs += hh * 3600 + mm * 60 + ss;
+        hh = tp.next()?.parse().ok()?;
+        mm = tp.next()?.parse().ok()?;
+        ss = tp.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
     }
-    Some(secs)
+    unix_seconds(y, [m, d, hh, mm, ss])
 }
 
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
+/// The Gregorian calendar repeats every 400 years, which are exactly
+/// 146 097 days.
+const CYCLE_SECONDS: i128 = 146_097 * 86_400;
 
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
-/// Days since 1970-01-01 in the proleptic Gregorian calendar (the
-/// well-known era-based conversion).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Seconds since the Unix epoch of year `y`, `[month, day, hour, minute,
+/// second]` in UTC, if that is a valid date and time (jiff's calendar).
+/// jiff's dates span the years -9999 to 9999; a year beyond (only a
+/// command-line time can be one: a plan's dates have four digits) is moved
+/// into it by whole 400-year cycles, so that `dpplan run --at 10000-01-01`
+/// is refused for its year, like any time past 9999, not for its format.
+fn unix_seconds(y: i64, [m, d, hh, mm, ss]: [i64; 5]) -> Option<i64> {
+    let cycles = if (-9999..=9999).contains(&y) {
+        0
+    } else {
+        y.div_euclid(400)
+    };
+    let small = |v: i64| i8::try_from(v).ok();
+    let at = jiff::civil::DateTime::new(
+        i16::try_from(y - 400 * cycles).ok()?,
+        small(m)?,
+        small(d)?,
+        small(hh)?,
+        small(mm)?,
+        small(ss)?,
+        0,
+    )
+    .ok()?;
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let secs = i128::from(at.duration_since(epoch).as_secs());
+    i64::try_from(secs + i128::from(cycles) * CYCLE_SECONDS).ok()
 }
 
 /// The number of fresh releases a schedule makes, and a description.
@@ -230,6 +231,63 @@ mod tests {
     use super::*;
     use dpplan_syntax::ast::{Spanned, TimeUnit};
 
+    /// Independently known Unix times (famous timestamps, other systems'
+    /// epochs and limits) and weekdays.
+    #[test]
+    fn known_dates() {
+        for (text, secs) in [
+            ("1970-01-01", 0),
+            ("1969-12-31T23:59:59Z", -1),
+            ("2000-01-01T00:00Z", 946_684_800),
+            ("2001-09-09T01:46:40Z", 1_000_000_000),
+            ("2009-02-13T23:31:30Z", 1_234_567_890),
+            ("2038-01-19T03:14:07Z", i64::from(i32::MAX)),
+            ("2024-01-01", 1_704_067_200),
+            ("1900-01-01", -2_208_988_800),           // the NTP epoch
+            ("1601-01-01", -11_644_473_600),          // the Windows FILETIME epoch
+            ("0001-01-01", -62_135_596_800),          // .NET's DateTime.MinValue
+            ("9999-12-31T23:59:59", 253_402_300_799), // .NET's DateTime.MaxValue
+            ("0000-01-01", -62_167_219_200),          // 719 528 days before 1970
+            ("10000-01-01", 253_402_300_800),
+        ] {
+            assert_eq!(parse_date(text), Some(secs), "{text}");
+        }
+        // 1970-01-01 was a Thursday
+        let weekday = |text| (parse_date(text).unwrap().div_euclid(86_400) + 3).rem_euclid(7);
+        for (text, monday_0) in [
+            ("0001-01-01", 0),
+            ("1582-10-15", 4), // the Gregorian calendar's first day
+            ("1900-01-01", 0),
+            ("2000-01-01", 5),
+            ("2024-02-29", 3),
+            ("9999-12-31", 4),
+        ] {
+            assert_eq!(weekday(text), monday_0, "{text}");
+        }
+        // leap years: every 4th, not every 100th, every 400th
+        for (text, ok) in [
+            ("1900-02-29", false),
+            ("2000-02-29", true),
+            ("2023-02-29", false),
+            ("2100-02-29", false),
+            ("2400-02-29", true),
+            ("2026-04-31", false),
+            ("2026-12-31", true),
+            ("2026-01-00", false),
+        ] {
+            assert_eq!(parse_date(text).is_some(), ok, "{text}");
+        }
+        // times: no 24:00, no leap second, no negative field
+        for text in [
+            "2026-01-01T24:00",
+            "2026-01-01T23:60",
+            "2026-01-01T23:59:60",
+            "2026-01-02T-1:00",
+        ] {
+            assert_eq!(parse_date(text), None, "{text}");
+        }
+    }
+
     #[test]
     fn dates() {
         assert_eq!(parse_date("1970-01-01"), Some(0));
@@ -242,6 +300,15 @@ mod tests {
             parse_date("2027-01-01").unwrap() - parse_date("2026-01-01").unwrap(),
             365 * 86_400
         );
+    }
+
+    /// Years whose seconds do not fit an `i64` are no date (the old
+    /// conversion panicked on them in a debug build).
+    #[test]
+    fn huge_years_are_refused_without_overflow() {
+        assert_eq!(parse_date("292277026596-12-04T15:30:07Z"), Some(i64::MAX));
+        assert_eq!(parse_date("292277026596-12-04T15:30:08Z"), None);
+        assert_eq!(parse_date(&format!("{}-01-01", i64::MAX)), None);
     }
 
     fn dur(amount: f64, unit: TimeUnit) -> Duration {

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use miette::{miette, IntoDiagnostic, Result};
+use miette::{IntoDiagnostic, Result, WrapErr};
 
 use crate::check::read_plan;
 
@@ -50,7 +50,8 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<ExitCode> {
                     failed = true;
                 } else {
                     std::fs::write(f, out)
-                        .map_err(|e| miette!("cannot write `{}`: {e}", f.display()))?;
+                        .into_diagnostic()
+                        .wrap_err_with(|| format!("cannot write `{}`", f.display()))?;
                     outln!("formatted {}", f.display());
                 }
             }

@@ -55,6 +55,10 @@ pub fn run(a: Action) -> Result<ExitCode> {
     }
 }
 
+// A `LedgerError` is turned into a report by its text (`miette!("{e}")`),
+// not by `into_diagnostic()`: its text already includes its source's
+// (`ledger database error: …`), which the report would print again as a
+// cause.
 fn open(path: &Path) -> Result<Ledger> {
     Ledger::open(path, None).map_err(|e| miette!("{e}"))
 }
@@ -66,7 +70,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     if json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&entries).map_err(|e| miette!("{e}"))?
+            serde_json::to_string_pretty(&entries).into_diagnostic()?
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -183,13 +187,13 @@ pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
     if csv {
         let mut w = ::csv::Writer::from_writer(Vec::new());
         for e in &entries {
-            w.serialize(e).map_err(|e| miette!("{e}"))?;
+            w.serialize(e).into_diagnostic()?;
         }
-        let bytes = w.into_inner().map_err(|e| miette!("{e}"))?;
+        let bytes = w.into_inner().into_diagnostic()?;
         crate::out::write_bytes(&bytes).into_diagnostic()?;
     } else {
         for e in &entries {
-            outln!("{}", serde_json::to_string(e).map_err(|e| miette!("{e}"))?);
+            outln!("{}", serde_json::to_string(e).into_diagnostic()?);
         }
     }
     Ok(ExitCode::SUCCESS)

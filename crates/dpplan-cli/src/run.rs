@@ -367,5 +367,16 @@ mod tests {
         assert_eq!(parse_time("2026-01-01T00:00Z").unwrap(), 1_767_225_600);
         assert_eq!(parse_time("@1000").unwrap(), 1000);
         assert!(parse_time("yesterday").is_err());
+        // a year past 9999 is refused for its year, not its format
+        let e = parse_time("10000-01-01").unwrap_err().to_string();
+        assert!(
+            e.contains("253402300800 is outside the years 1–9999"),
+            "{e}"
+        );
+        // seconds beyond an i64, or a negative field: not a time
+        for s in ["999999999999999-01-01", "2026-01-02T-1:00Z"] {
+            let e = parse_time(s).unwrap_err().to_string();
+            assert_eq!(e, format!("`{s}` is not a time"));
+        }
     }
 }

@@ -15,7 +15,6 @@
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use dpplan_accounting as acct;
 use dpplan_check::{analyze, Analysis, CheckedPlan, DatasetSpec, PartReport, QueryReport};
@@ -274,35 +273,18 @@ impl PlanBody {
 }
 
 /// Why a plan was not compiled.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CompileError {
     /// The plan has errors (render `analysis.diagnostics`).
+    #[error("the plan has {} error(s): it is not compiled", .0.diagnostics.iter().filter(|d| d.is_error()).count())]
     Diagnostics(Box<Analysis>),
     /// It checks, but claims no total (it releases nothing).
+    #[error("the plan claims no total guarantee ({0}): it is not compiled")]
     NoTotal(String),
     /// A construct the runtime does not execute.
+    #[error("the runtime cannot execute this plan: {0}")]
     Unsupported(String),
 }
-
-impl fmt::Display for CompileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CompileError::Diagnostics(a) => {
-                let n = a.diagnostics.iter().filter(|d| d.is_error()).count();
-                write!(f, "the plan has {n} error(s): it is not compiled")
-            }
-            CompileError::NoTotal(why) => write!(
-                f,
-                "the plan claims no total guarantee ({why}): it is not compiled"
-            ),
-            CompileError::Unsupported(why) => {
-                write!(f, "the runtime cannot execute this plan: {why}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for CompileError {}
 
 /// SHA-256 in lower-case hex: source and body hashes, and the ledger's
 /// hash chain.
@@ -608,31 +590,19 @@ pub fn grid_exponent(scale: f64, bounds: Option<[f64; 2]>) -> i32 {
 }
 
 /// Why a plan file was refused.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LoadError {
+    #[error("not an executable plan (invalid JSON: {0})")]
     NotJson(String),
+    #[error("not an executable plan of this version: {0}")]
     WrongFormat(String),
+    #[error("the plan was modified after compilation: its body hashes to {actual}, not to the recorded {stated}; recompile it with `dpplan compile`")]
     HashMismatch { stated: String, actual: String },
+    #[error("the plan's embedded source does not match its recorded SHA-256; recompile it with `dpplan compile`")]
     SourceHashMismatch,
+    #[error("the plan is not what `dpplan compile` produces from its source: {0}; recompile it")]
     Recompiled(String),
 }
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::NotJson(e) => write!(f, "not an executable plan (invalid JSON: {e})"),
-            LoadError::WrongFormat(e) => write!(f, "not an executable plan of this version: {e}"),
-            LoadError::HashMismatch { stated, actual } => write!(
-                f,
-                "the plan was modified after compilation: its body hashes to {actual}, not to the recorded {stated}; recompile it with `dpplan compile`"
-            ),
-            LoadError::SourceHashMismatch => write!(f, "the plan's embedded source does not match its recorded SHA-256; recompile it with `dpplan compile`"),
-            LoadError::Recompiled(e) => write!(f, "the plan is not what `dpplan compile` produces from its source: {e}; recompile it"),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// Parses and verifies a plan file: format and version, body hash, source
 /// hash, and that recompiling the embedded source gives exactly this body.

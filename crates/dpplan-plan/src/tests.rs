@@ -107,3 +107,49 @@ fn grid_exponents() {
     // one value fits in 62 bits
     assert_eq!(grid_exponent(1e-6, Some([0.0, 1e6])), 20 - 62);
 }
+
+/// The errors' texts, word for word (the CLI prints them).
+#[test]
+fn error_texts() {
+    let text = example("web-analytics").replace("rows_per_unit 5", "");
+    let e = compile(&text).unwrap_err();
+    let CompileError::Diagnostics(a) = &e else {
+        panic!("{e:?}")
+    };
+    let n = a.diagnostics.iter().filter(|d| d.is_error()).count();
+    assert!(n > 0);
+    assert_eq!(
+        e.to_string(),
+        format!("the plan has {n} error(s): it is not compiled")
+    );
+    for (e, want) in [
+        (
+            CompileError::NoTotal("why".into()),
+            "the plan claims no total guarantee (why): it is not compiled",
+        ),
+        (
+            CompileError::Unsupported("why".into()),
+            "the runtime cannot execute this plan: why",
+        ),
+    ] {
+        assert_eq!(e.to_string(), want);
+    }
+    for (e, want) in [
+        (LoadError::NotJson("x".into()), "not an executable plan (invalid JSON: x)"),
+        (LoadError::WrongFormat("x".into()), "not an executable plan of this version: x"),
+        (
+            LoadError::HashMismatch { stated: "s".into(), actual: "a".into() },
+            "the plan was modified after compilation: its body hashes to a, not to the recorded s; recompile it with `dpplan compile`",
+        ),
+        (
+            LoadError::SourceHashMismatch,
+            "the plan's embedded source does not match its recorded SHA-256; recompile it with `dpplan compile`",
+        ),
+        (
+            LoadError::Recompiled("x".into()),
+            "the plan is not what `dpplan compile` produces from its source: x; recompile it",
+        ),
+    ] {
+        assert_eq!(e.to_string(), want);
+    }
+}

@@ -14,22 +14,16 @@ pub struct SecureRng {
     inner: ChaCha20Rng,
 }
 
-#[derive(Debug)]
-pub struct RngError;
-
-impl std::fmt::Display for RngError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the operating system's secure random generator is unavailable")
-    }
-}
-
-impl std::error::Error for RngError {}
+/// The operating system gave no randomness (the cause is the `source()`).
+#[derive(Debug, thiserror::Error)]
+#[error("the operating system's secure random generator is unavailable")]
+pub struct RngError(#[source] getrandom::Error);
 
 impl SecureRng {
     /// Seeded with 256 bits from the operating system.
     pub fn from_os() -> Result<Self, RngError> {
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|_| RngError)?;
+        getrandom::fill(&mut seed).map_err(RngError)?;
         Ok(SecureRng {
             inner: ChaCha20Rng::from_seed(seed),
         })
@@ -103,6 +97,18 @@ impl SecureRng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rng_error_keeps_the_os_error() {
+        use std::error::Error;
+        let e = RngError(getrandom::Error::UNSUPPORTED);
+        assert_eq!(
+            e.to_string(),
+            "the operating system's secure random generator is unavailable"
+        );
+        let cause = e.source().unwrap().downcast_ref::<getrandom::Error>();
+        assert_eq!(cause, Some(&getrandom::Error::UNSUPPORTED));
+    }
 
     #[test]
     fn below_is_in_range_and_covers_it() {

@@ -150,16 +150,9 @@ pub enum Noise {
     ContinuousGaussian { m: UBig, e: i32 },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
 pub struct NoiseError(pub String);
-
-impl std::fmt::Display for NoiseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NoiseError {}
 
 impl Noise {
     /// `kind` as in the plan; `scale` is b or σ in output units; a discrete

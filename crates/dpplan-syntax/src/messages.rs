@@ -121,15 +121,34 @@ fn join_words(words: &[&str]) -> String {
     }
 }
 
+/// `rest` after the spaces, tabs and comments that start it (as the
+/// grammar's `COMMENT`: `/* … */`, not nested, and `// …` up to its line's
+/// end, which is kept). pest may report an error before them; "found …"
+/// names what follows. An unclosed `/*` is kept: it is what was found.
+fn skip_blanks(mut rest: &str) -> &str {
+    loop {
+        rest = rest.trim_start_matches([' ', '\t']);
+        if let Some(comment) = rest.strip_prefix("//") {
+            return &comment[comment.find(['\r', '\n']).unwrap_or(comment.len())..];
+        }
+        match rest.strip_prefix("/*").and_then(|c| c.split_once("*/")) {
+            Some((_, after)) => rest = after,
+            None => return rest,
+        }
+    }
+}
+
 /// The token found at `offset`, for "found …".
 fn found_at(text: &str, offset: usize) -> String {
-    let rest = &text[offset.min(text.len())..];
-    let rest = rest.trim_start_matches([' ', '\t']);
+    let rest = skip_blanks(&text[offset.min(text.len())..]);
     if rest.is_empty() {
         return "the end of the file".into();
     }
     if rest.starts_with('\n') || rest.starts_with("\r\n") {
         return "the end of the line".into();
+    }
+    if rest.starts_with("/*") {
+        return "an unclosed comment `/*`".into();
     }
     let token: String = if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.') {
         rest.chars()
@@ -186,7 +205,7 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
     // Point at the offending token (at least one character).
     let token_len = {
         let rest = &text[pos.min(text.len())..];
-        let t = rest.trim_start_matches([' ', '\t']);
+        let t = skip_blanks(rest);
         let skipped = rest.len() - t.len();
         let len = t
             .chars()

@@ -359,3 +359,39 @@ fn a_lone_carriage_return_ends_a_line_comment_for_the_scanner_too() {
         p.diagnostics
     );
 }
+
+/// pest may report an error before a comment: "found …" names what comes
+/// after the comment, and the diagnostic points there, not at the `/`.
+#[test]
+fn found_names_the_token_after_a_comment() {
+    let head =
+        "plan \"p\" {\n  privacy { unit row adjacency replace budget epsilon 1 delta 0 }\n  ";
+    for (item, found, at) in [
+        ("publish /* c */ }", "found `}`", "}"),
+        ("query /* a */ /* b */ }", "found `}`", "}"),
+        ("dataset /* two\n lines */ }", "found `}`", "}"),
+        ("publish p = /* c */ }", "found `}`", "}"),
+        ("publish // c\n}", "found the end of the line", "\n}"),
+        ("publish // c\r\n}", "found the end of the line", "\r\n}"),
+        (
+            "publish /* never closed\n}",
+            "found an unclosed comment `/*`",
+            "/*",
+        ),
+        // no comment: as before
+        ("publish }", "found `}`", "}"),
+        ("publish\n}", "found the end of the line", "\n}"),
+    ] {
+        let text = format!("{head}{item}\n");
+        let p = parse(&text);
+        let d = p
+            .diagnostics
+            .iter()
+            .find(|d| d.code == dpplan_diagnostics::Code::Syntax && d.message.contains("found"))
+            .unwrap_or_else(|| panic!("{item:?}: {:#?}", p.diagnostics));
+        assert!(d.message.ends_with(found), "{item:?}: {}", d.message);
+        assert!(!d.message.contains("found `/`"), "{}", d.message);
+        let start = head.len() + item.rfind(at).unwrap();
+        assert_eq!(d.primary.span.start, start, "{item:?}: {}", d.message);
+    }
+}

@@ -63,24 +63,44 @@ pub struct Statistic {
     pub grid: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    Io(String),
+    /// A data file that cannot be opened or read.
+    #[error(transparent)]
+    Io(IoError),
+    #[error("{0}")]
     Schema(String),
+    #[error("{0}")]
     Overflow(String),
 }
 
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EngineError::Io(s) | EngineError::Schema(s) | EngineError::Overflow(s) => {
-                f.write_str(s)
-            }
+/// A file that cannot be opened, read or written (a dataset's CSV, a file
+/// next to the ledger): the whole message, as the CLI prints it, and the
+/// underlying error where there is one, as the error's `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct IoError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl IoError {
+    pub fn new(message: impl Into<String>) -> Self {
+        IoError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The same message, with the error that caused it.
+    pub fn with_source(self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        IoError {
+            source: Some(Box::new(source)),
+            ..self
         }
     }
 }
-
-impl std::error::Error for EngineError {}
 
 /// Reading and bounded aggregation. Another engine (SQL, distributed) takes
 /// the same request and must apply the same bounding steps.
@@ -116,10 +136,8 @@ impl<'d, R: Read> Records<'d, R> {
     }
 
     fn error(&self, e: csv::Error) -> EngineError {
-        EngineError::Io(format!(
-            "cannot read the CSV of dataset `{}`: {e}",
-            self.dataset
-        ))
+        let message = format!("cannot read the CSV of dataset `{}`: {e}", self.dataset);
+        EngineError::Io(IoError::new(message).with_source(e))
     }
 
     fn headers(&mut self) -> Result<csv::ByteRecord, EngineError> {
@@ -195,17 +213,18 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        let cannot = |why: String| {
-            EngineError::Io(format!(
+        let cannot = |why: &dyn std::fmt::Display| {
+            IoError::new(format!(
                 "cannot open `{}` for dataset `{}`: {why}",
                 source.display(),
                 dataset.name
             ))
         };
         if source.is_dir() {
-            return Err(cannot("it is a directory, not a CSV file".into()));
+            let why = "it is a directory, not a CSV file";
+            return Err(EngineError::Io(cannot(&why)));
         }
-        let file = File::open(source).map_err(|e| cannot(e.to_string()))?;
+        let file = File::open(source).map_err(|e| EngineError::Io(cannot(&e).with_source(e)))?;
         self.aggregate_reader(dataset, BufReader::with_capacity(1 << 20, file), stats, rng)
     }
 }
@@ -334,5 +353,69 @@ mod tests {
             .aggregate_reader(&clamp, csv.as_bytes(), &stats, &mut rng)
             .unwrap();
         assert_eq!(out[0], vec![4]);
+    }
+
+    /// A data file that cannot be opened or read: the message names the
+    /// file and the dataset, and the OS's or CSV reader's error is kept as
+    /// the source.
+    #[test]
+    fn io_errors_keep_their_cause() {
+        use std::error::Error;
+        let ds = dataset(3, "");
+        let stats = [Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        }];
+        let mut rng = SecureRng::from_seed_for_tests(1);
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.csv");
+        let e = CsvEngine
+            .aggregate(&ds, &missing, &stats, &mut rng)
+            .unwrap_err();
+        let os = std::fs::File::open(&missing).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot open `{}` for dataset `d`: {os}", missing.display())
+        );
+        let cause = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+        // a directory: refused without an underlying error
+        let e = CsvEngine
+            .aggregate(&ds, dir.path(), &stats, &mut rng)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot open `{}` for dataset `d`: it is a directory, not a CSV file",
+                dir.path().display()
+            )
+        );
+        assert!(e.source().is_none());
+        // a read that fails half-way
+        struct Broken(bool);
+        impl Read for Broken {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(std::io::Error::other("the disk went away"));
+                }
+                let head = b"uid,g,v,w\nu1,a,1,1\n";
+                buf[..head.len()].copy_from_slice(head);
+                Ok(head.len())
+            }
+        }
+        let e = CsvEngine
+            .aggregate_reader(&ds, Broken(false), &stats, &mut rng)
+            .unwrap_err();
+        assert!(matches!(e, EngineError::Io(_)));
+        assert_eq!(
+            e.to_string(),
+            "cannot read the CSV of dataset `d`: the disk went away"
+        );
+        let cause = e.source().unwrap().downcast_ref::<csv::Error>().unwrap();
+        assert_eq!(cause.to_string(), "the disk went away");
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{LedgerError, ANCHOR_FORMAT};
+use super::{IoError, LedgerError, ANCHOR_FORMAT};
 
 /// What the anchor file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,10 +56,8 @@ pub fn read_head(ledger: &Path) -> Result<Option<Head>, LedgerError> {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(LedgerError::Io(format!(
-                "cannot read the ledger's anchor `{}`: {e}",
-                path.display()
-            )))
+            let message = format!("cannot read the ledger's anchor `{}`: {e}", path.display());
+            return Err(LedgerError::Io(IoError::new(message).with_source(e)));
         }
     };
     let head: Head = serde_json::from_slice(&text).map_err(|_| LedgerError::Damaged {
@@ -88,10 +86,11 @@ pub fn read_head(ledger: &Path) -> Result<Option<Head>, LedgerError> {
 pub fn write_head(ledger: &Path, head: &Head) -> Result<(), LedgerError> {
     let path = head_path(ledger);
     let io = |what: &str, e: std::io::Error| {
-        LedgerError::Io(format!(
+        let message = format!(
             "cannot {what} the ledger's anchor `{}`: {e}",
             path.display()
-        ))
+        );
+        LedgerError::Io(IoError::new(message).with_source(e))
     };
     let tmp = temp_sibling(&path, "tmp")?;
     let dir = parent_dir(&path);
@@ -127,7 +126,8 @@ pub fn parent_dir(path: &Path) -> &Path {
 /// file that is written whole and then moved into place.
 pub fn temp_sibling(path: &Path, suffix: &str) -> Result<PathBuf, LedgerError> {
     let mut seed = [0u8; 8];
-    getrandom::fill(&mut seed).map_err(|_| LedgerError::Io("no OS randomness".into()))?;
+    getrandom::fill(&mut seed)
+        .map_err(|e| LedgerError::Io(IoError::new("no OS randomness").with_source(e)))?;
     Ok(parent_dir(path).join(format!(
         ".{}.{:016x}.{suffix}",
         path.file_name()

@@ -21,6 +21,7 @@ mod verify;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::engine::IoError;
 use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
@@ -80,8 +81,8 @@ pub enum LedgerError {
         why: String,
     },
     /// Reading or writing a file next to the ledger failed.
-    #[error("{0}")]
-    Io(String),
+    #[error(transparent)]
+    Io(IoError),
     /// An upgrade whose plan has a larger budget than the one in force,
     /// without `--raise-budget`.
     #[error("the new plan's budget (ε = {}, δ = {}) is larger than the one in force ({}); an upgrade that raises the budget needs --raise-budget, and records both", new.0, new.1, old_budget(*old))]
@@ -156,12 +157,12 @@ const TRIGGERS: [(&str, &str); 4] = [
 const ANCHOR_KEY: &str = "anchor";
 const ANCHOR_FORMAT: &str = "dpplan-ledger-head-1";
 
+/// The current time as `YYYY-MM-DDTHH:MM:SSZ` (a clock before 1970 reads
+/// as 1970-01-01T00:00:00Z).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    rfc3339(secs)
+    let now = jiff::Timestamp::try_from(std::time::SystemTime::now())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    rfc3339(now.max(jiff::Timestamp::UNIX_EPOCH))
 }
 
 pub fn now_unix() -> i64 {
@@ -171,27 +172,10 @@ pub fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // civil_from_days (H. Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+/// `t` as `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC): the fraction of a second
+/// is dropped, not rounded.
+fn rfc3339(t: jiff::Timestamp) -> String {
+    format!("{t:.0}")
 }
 
 fn configure(conn: &Connection) -> Result<(), LedgerError> {
@@ -864,5 +848,78 @@ fn read_entries<P: rusqlite::Params>(
             ),
         }),
         None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::Timestamp;
+
+    /// Independently known Unix times (famous timestamps, other systems'
+    /// epochs) and their text.
+    #[test]
+    fn known_timestamps() {
+        for (secs, text) in [
+            (0, "1970-01-01T00:00:00Z"),
+            (-1, "1969-12-31T23:59:59Z"),
+            (951_868_800, "2000-03-01T00:00:00Z"),
+            (1_000_000_000, "2001-09-09T01:46:40Z"),
+            (1_234_567_890, "2009-02-13T23:31:30Z"),
+            (1_709_164_800, "2024-02-29T00:00:00Z"),
+            (i64::from(i32::MAX), "2038-01-19T03:14:07Z"),
+            (-2_208_988_800, "1900-01-01T00:00:00Z"),
+            (-11_644_473_600, "1601-01-01T00:00:00Z"),
+            (-62_135_596_800, "0001-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(rfc3339(Timestamp::from_second(secs).unwrap()), text);
+        }
+        // the fraction is dropped, not rounded
+        let t = Timestamp::new(1_234_567_890, 999_999_999).unwrap();
+        assert_eq!(rfc3339(t), "2009-02-13T23:31:30Z");
+        let now = now_rfc3339();
+        assert_eq!(now.len(), 20, "{now}");
+        let back = now.parse::<Timestamp>().unwrap().as_second();
+        assert!((back - now_unix()).abs() <= 2, "{now}");
+    }
+
+    /// The run's limits are the first and the last second of the years
+    /// 1-9999 (past jiff's last timestamp, so as civil times).
+    #[test]
+    fn time_limits() {
+        let epoch = jiff::civil::datetime(1970, 1, 1, 0, 0, 0, 0);
+        let secs = |dt: jiff::civil::DateTime| dt.duration_since(epoch).as_secs();
+        assert_eq!(
+            secs(jiff::civil::datetime(1, 1, 1, 0, 0, 0, 0)),
+            crate::MIN_TIME
+        );
+        assert_eq!(
+            secs(jiff::civil::datetime(9999, 12, 31, 23, 59, 59, 0)),
+            crate::MAX_TIME
+        );
+    }
+
+    /// An anchor that cannot be read: an IO error (exit code 2 in the CLI)
+    /// that names the file and keeps the OS's error as its source.
+    #[test]
+    fn an_unreadable_anchor_keeps_its_cause() {
+        use std::error::Error;
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("l.sqlite");
+        let head = head_path(&ledger);
+        std::fs::create_dir(&head).unwrap();
+        let os = std::fs::read(&head).unwrap_err();
+        let e = anchor::read_head(&ledger).unwrap_err();
+        assert!(matches!(e, LedgerError::Io(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot read the ledger's anchor `{}`: {os}", head.display())
+        );
+        let cause = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(cause.kind(), os.kind());
     }
 }
