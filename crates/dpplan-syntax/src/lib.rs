@@ -1,15 +1,16 @@
-//! The `.dpplan` syntax: grammar (grammar/dpplan.pest), typed AST and an
-//! error-tolerant parser.
+//! The `.dpplan` syntax: grammar (grammar/dpplan.pest), typed AST, the
+//! lexer and an error-tolerant parser.
 //!
 //! [`parse`] never fails and never panics: it returns the AST of everything
 //! that parsed and one diagnostic per broken top-level item. It first splits
-//! the plan into top-level items with a small scanner that understands
-//! strings, comments and braces, then parses each item with its own grammar
-//! rule, so a plan with three broken queries reports three errors and the
-//! rest is still checked.
+//! the plan into top-level items through the [`lexer`] (strings, comments,
+//! braces, line breaks), then parses each item with its own grammar rule, so
+//! a plan with three broken queries reports three errors and the rest is
+//! still checked.
 #![forbid(unsafe_code)]
 
 pub mod ast;
+pub mod lexer;
 mod lower;
 mod messages;
 mod split;

@@ -359,3 +359,36 @@ fn a_lone_carriage_return_ends_a_line_comment_for_the_scanner_too() {
         p.diagnostics
     );
 }
+
+#[test]
+fn an_unclosed_string_ends_before_a_crlf_line_break() {
+    // The lexer ends an unclosed string at the grammar's NEWLINE, so an
+    // item never ends inside a `\r\n`.
+    let text = "plan \"p\" {\r\n  publish a = \"b\r\n}\r\n";
+    let p = parse(text);
+    let publish = p
+        .items
+        .iter()
+        .find(|i| i.kind == ItemKind::Publish)
+        .unwrap();
+    assert_eq!(
+        &text[publish.span.start..publish.span.end],
+        "publish a = \"b"
+    );
+    assert!(p.diagnostics.iter().any(|d| d.is_error()));
+}
+
+#[test]
+fn a_line_comment_in_the_header_is_read_as_code() {
+    // As the scanner always did: a `{` inside a `//` comment on the header's
+    // line ends the header, and the header's rule then fails on it.
+    let text = "plan \"p\" // {\n}\n";
+    let p = parse(text);
+    assert_eq!(p.items[0].kind, ItemKind::Header);
+    assert_eq!(p.items[0].span, Span::new(0, 13));
+    assert!(p.diagnostics.iter().any(|d| d.is_error()));
+    // A block comment is skipped, over lines too.
+    let p = parse("plan \"p\" /* {\n */ {\n}\n");
+    assert_eq!(p.items[0].span, Span::new(0, 19));
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+}
