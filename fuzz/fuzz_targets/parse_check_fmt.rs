@@ -17,7 +17,8 @@
 //!   changes nothing.
 #![no_main]
 
-use dpplan_fmt::{format, lexer, meaning, FormatError};
+use dpplan_fmt::{format, meaning, FormatError};
+use dpplan_syntax::lexer;
 use libfuzzer_sys::fuzz_target;
 
 fn comments(s: &str) -> Vec<String> {

@@ -9,22 +9,20 @@
 //! * the file's line endings (LF or CRLF) kept, and one final newline.
 //!
 //! The grammar's `COMMENT` rule is silent, so the layout is computed over the
-//! [`lexer`]'s token stream; the grammar only tells where each statement
-//! starts and which braces open blocks. The formatter refuses a file with
+//! token stream of dpplan-syntax's [`lexer`] ([`lexer::tokenize`]); the
+//! grammar only tells where each statement starts and which braces open
+//! blocks ([`dpplan_syntax::statements`]). The formatter refuses a file with
 //! syntax errors (it is left unchanged), and it checks its own output: the
 //! result must parse to the same AST, spans aside, or the text is left
 //! unchanged and [`FormatError::MeaningChanged`] is returned. Formatting is
 //! idempotent.
 #![forbid(unsafe_code)]
 
-pub mod lexer;
-
 use std::collections::HashSet;
 
 use dpplan_syntax::ast;
-use dpplan_syntax::{DpplanParser, Rule};
-use lexer::{Token, TokenKind};
-use pest::Parser as _;
+use dpplan_syntax::lexer::{self, Lexeme, LexemeKind};
+use dpplan_syntax::StatementKind;
 
 pub use dpplan_syntax::parse;
 
@@ -60,74 +58,41 @@ impl std::error::Error for FormatError {}
 
 const INDENT: &str = "  ";
 
-/// Statement rules: each starts on its own line.
-fn is_statement(rule: Rule) -> bool {
-    matches!(
-        rule,
-        Rule::plan_header
-            | Rule::privacy
-            | Rule::dataset
-            | Rule::query
-            | Rule::publish
-            | Rule::unit_stmt
-            | Rule::adjacency_stmt
-            | Rule::budget_stmt
-            | Rule::accountant_stmt
-            | Rule::population_stmt
-            | Rule::source_stmt
-            | Rule::column_stmt
-            | Rule::contribution
-            | Rule::contribution_stmt
-            | Rule::invalid_stmt
-            | Rule::aggregate
-            | Rule::noise_stmt
-            | Rule::sensitivity_stmt
-            | Rule::schedule_stmt
-    )
-}
-
-/// Rules whose first `{` opens an indented block.
-fn is_block(rule: Rule) -> bool {
-    matches!(
-        rule,
-        Rule::plan_header | Rule::privacy | Rule::dataset | Rule::query | Rule::contribution
-    )
-}
-
 struct Layout {
     stmt_starts: HashSet<usize>,
     block_opens: HashSet<usize>,
     block_closes: HashSet<usize>,
 }
 
-fn layout_of(text: &str, tokens: &[Token]) -> Result<Layout, String> {
-    let pairs = DpplanParser::parse(Rule::file, text).map_err(|e| e.to_string())?;
+fn layout_of(text: &str, tokens: &[Lexeme]) -> Result<Layout, String> {
     let mut layout = Layout {
         stmt_starts: HashSet::new(),
         block_opens: HashSet::new(),
         block_closes: HashSet::new(),
     };
-    for pair in pairs.flatten() {
-        let rule = pair.as_rule();
-        let span = pair.as_span();
-        if is_statement(rule) {
-            layout.stmt_starts.insert(span.start());
-        }
-        if is_block(rule) {
-            // The first `{` of the rule opens the block.
-            let open = tokens
-                .iter()
-                .find(|t| t.start >= span.start() && t.kind == TokenKind::Punct(b'{'))
-                .map(|t| t.start);
-            if let Some(open) = open {
-                layout.block_opens.insert(open);
+    for statement in dpplan_syntax::statements(text)? {
+        let span = statement.span;
+        match statement.kind {
+            StatementKind::PlanHeader | StatementKind::Block => {
+                layout.stmt_starts.insert(span.start);
+                // The first `{` of the statement opens the block.
+                let open = tokens
+                    .iter()
+                    .find(|t| t.start >= span.start && t.kind == LexemeKind::Punct(b'{'))
+                    .map(|t| t.start);
+                if let Some(open) = open {
+                    layout.block_opens.insert(open);
+                }
+                if statement.kind == StatementKind::Block {
+                    layout.block_closes.insert(span.end.saturating_sub(1));
+                }
             }
-            if rule != Rule::plan_header {
-                layout.block_closes.insert(span.end() - 1);
+            StatementKind::Simple => {
+                layout.stmt_starts.insert(span.start);
             }
-        }
-        if rule == Rule::plan_end {
-            layout.block_closes.insert(span.start());
+            StatementKind::PlanEnd => {
+                layout.block_closes.insert(span.start);
+            }
         }
     }
     Ok(layout)
@@ -181,38 +146,38 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     Ok(out)
 }
 
-fn space_between(text: &str, prev: &Token, t: &Token, inline_open: bool) -> bool {
-    use TokenKind::*;
+fn space_between(text: &str, prev: &Lexeme, t: &Lexeme, inline_open: bool) -> bool {
+    use LexemeKind::*;
     if prev.is_comment() || t.is_comment() {
         return true;
     }
     match t.kind {
         Punct(b',' | b')' | b']') => return false,
         Punct(b'}') if inline_open && prev.kind == Punct(b'{') => return false,
-        Punct(b'(') if prev.kind == Word => return false,
+        Punct(b'(') if prev.is_word() => return false,
         _ => {}
     }
     let _ = text;
     !matches!(prev.kind, Punct(b'(' | b'['))
 }
 
-fn render(text: &str, tokens: &[Token], layout: &Layout) -> String {
+fn render(text: &str, tokens: &[Lexeme], layout: &Layout) -> String {
     let crlf = text
         .find('\n')
         .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r');
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut depth: usize = 0;
-    let mut prev: Option<&Token> = None;
+    let mut prev: Option<&Lexeme> = None;
     // Whether the innermost `{` on the current line is a domain list's.
     let mut inline_open = false;
     for (i, t) in tokens.iter().enumerate() {
-        let is_open = t.kind == TokenKind::Punct(b'{') && layout.block_opens.contains(&t.start);
-        let is_close = t.kind == TokenKind::Punct(b'}') && layout.block_closes.contains(&t.start);
+        let is_open = t.kind == LexemeKind::Punct(b'{') && layout.block_opens.contains(&t.start);
+        let is_close = t.kind == LexemeKind::Punct(b'}') && layout.block_closes.contains(&t.start);
         let is_stmt = layout.stmt_starts.contains(&t.start) && !t.is_comment();
         let prev_open = prev.is_some_and(|p| {
-            p.kind == TokenKind::Punct(b'{') && layout.block_opens.contains(&p.start)
+            p.kind == LexemeKind::Punct(b'{') && layout.block_opens.contains(&p.start)
         });
-        let after_line_comment = prev.is_some_and(|p| p.kind == TokenKind::LineComment);
+        let after_line_comment = prev.is_some_and(|p| p.kind == LexemeKind::LineComment);
 
         // Does the token start a new line, and is a blank line kept before it?
         let new_line = match prev {
@@ -245,7 +210,7 @@ fn render(text: &str, tokens: &[Token], layout: &Layout) -> String {
                     None => depth,
                     Some(n) => {
                         let n_stmt = layout.stmt_starts.contains(&n.start);
-                        let n_close = n.kind == TokenKind::Punct(b'}')
+                        let n_close = n.kind == LexemeKind::Punct(b'}')
                             && layout.block_closes.contains(&n.start);
                         if n_stmt || n_close || prev_open {
                             depth
@@ -266,15 +231,15 @@ fn render(text: &str, tokens: &[Token], layout: &Layout) -> String {
             }
         }
         match t.kind {
-            TokenKind::LineComment => out.push_str(t.text(text).trim_end()),
-            TokenKind::BlockComment => out.push_str(&t.text(text).replace("\r\n", "\n")),
+            LexemeKind::LineComment => out.push_str(t.text(text).trim_end()),
+            LexemeKind::BlockComment => out.push_str(&t.text(text).replace("\r\n", "\n")),
             _ => out.push_str(t.text(text)),
         }
         if is_open {
             depth += 1;
-        } else if t.kind == TokenKind::Punct(b'{') {
+        } else if t.kind == LexemeKind::Punct(b'{') {
             inline_open = true;
-        } else if t.kind == TokenKind::Punct(b'}') && !is_close {
+        } else if t.kind == LexemeKind::Punct(b'}') && !is_close {
             inline_open = false;
         }
         prev = Some(t);

@@ -6,8 +6,8 @@
 //! * DP009 — replace a fresh re-release with a re-publication.
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_fmt::lexer::TokenKind;
 use dpplan_syntax::ast::{ColumnType, NoiseParam, Query};
+use dpplan_syntax::lexer::LexemeKind;
 
 use crate::{num, CodeAction, Document, Resolve, TextEdit};
 
@@ -54,7 +54,7 @@ fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
         let Some(open) = doc
             .tokens()
             .iter()
-            .find(|t| t.start >= c.span.start && t.kind == TokenKind::Punct(b'{'))
+            .find(|t| t.start >= c.span.start && t.kind == LexemeKind::Punct(b'{'))
         else {
             return;
         };

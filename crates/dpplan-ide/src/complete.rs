@@ -4,8 +4,8 @@
 //! the last analysis.
 
 use dpplan_diagnostics::Span;
-use dpplan_fmt::lexer::{Token, TokenKind};
 use dpplan_syntax::ast::ColumnType;
+use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 use dpplan_vocab::{
     AccountantChoice, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind, Vocabulary,
 };
@@ -24,7 +24,7 @@ enum Block {
     Other,
 }
 
-fn block_of(tokens: &[Token], open: usize, text: &str) -> Block {
+fn block_of(tokens: &[Lexeme], open: usize, text: &str) -> Block {
     // The header words before the `{`.
     let mut j = open;
     while j > 0 {
@@ -34,7 +34,7 @@ fn block_of(tokens: &[Token], open: usize, text: &str) -> Block {
             continue;
         }
         match t.kind {
-            TokenKind::Word => match t.text(text) {
+            LexemeKind::Word { .. } => match t.text(text) {
                 "category" if j + 1 == open => return Block::Domain,
                 "plan" => return Block::Plan,
                 "privacy" => return Block::Privacy,
@@ -43,7 +43,7 @@ fn block_of(tokens: &[Token], open: usize, text: &str) -> Block {
                 "contribution" => return Block::Contribution,
                 _ => {}
             },
-            TokenKind::Str => {}
+            LexemeKind::Str => {}
             _ => return Block::Other,
         }
         if open - j > 3 {
@@ -72,7 +72,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
     let n_before = tokens.partition_point(|t| t.end < offset);
     let mut end = n_before;
     if let Some(t) = tokens.get(n_before) {
-        if t.start < offset && offset <= t.end && t.kind == TokenKind::Word {
+        if t.start < offset && offset <= t.end && t.is_word() {
             let typed = &text[t.start..offset];
             if let Some(dot) = typed.rfind('.') {
                 dotted = Some(typed[..dot].to_string());
@@ -81,7 +81,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 replace = Span::new(t.start, offset);
             }
         } else if t.start < offset
-            && (t.is_comment() || (t.kind == TokenKind::Str && offset < t.end))
+            && (t.is_comment() || (t.kind == LexemeKind::Str && offset < t.end))
         {
             // Inside a comment or a string: nothing to complete.
             return Vec::new();
@@ -96,8 +96,8 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
     let mut stack: Vec<Block> = Vec::new();
     for &i in &before {
         match tokens[i].kind {
-            TokenKind::Punct(b'{') => stack.push(block_of(tokens, i, text)),
-            TokenKind::Punct(b'}') => {
+            LexemeKind::Punct(b'{') => stack.push(block_of(tokens, i, text)),
+            LexemeKind::Punct(b'}') => {
                 stack.pop();
             }
             _ => {}
@@ -111,7 +111,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
     if !new_line {
         for &i in before.iter().rev() {
             let t = &tokens[i];
-            if matches!(t.kind, TokenKind::Punct(b'{' | b'}')) && block != Block::Domain {
+            if matches!(t.kind, LexemeKind::Punct(b'{' | b'}')) && block != Block::Domain {
                 break;
             }
             stmt.push(t.text(text));

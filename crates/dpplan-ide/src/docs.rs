@@ -78,7 +78,7 @@ pub fn keyword_doc(word: &str) -> Option<&'static str> {
 mod tests {
     #[test]
     fn every_keyword_is_documented() {
-        for kw in dpplan_fmt::lexer::KEYWORDS {
+        for kw in dpplan_syntax::lexer::KEYWORDS {
             assert!(
                 super::keyword_doc(kw).is_some(),
                 "no documentation for `{kw}`"

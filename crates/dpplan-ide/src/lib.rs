@@ -21,7 +21,7 @@ mod tokens;
 use std::sync::OnceLock;
 
 use dpplan_check::{Analysis, AnalysisOptions, CheckedPlan};
-use dpplan_fmt::lexer::{self, Token, TokenKind};
+use dpplan_syntax::lexer::{self, Lexeme};
 
 pub use docs::keyword_doc;
 pub use dpplan_check;
@@ -169,7 +169,7 @@ pub struct Document {
     /// The analysis with per-query costs (hover, inlay hints): computed on
     /// first use, or at once when the plan is over budget.
     costed: OnceLock<Analysis>,
-    tokens: Vec<Token>,
+    tokens: Vec<Lexeme>,
     symbols: Vec<Symbol>,
     /// The report with every accountant: computed on the first budget hover.
     full_report: OnceLock<Option<CheckedPlan>>,
@@ -297,19 +297,20 @@ impl Document {
         &self.symbols
     }
 
-    /// The lexer's tokens of the text.
-    pub fn tokens(&self) -> &[Token] {
+    /// The text's tokens as the formatter and the editor see them
+    /// ([`dpplan_syntax::lexer::tokenize`]).
+    pub fn tokens(&self) -> &[Lexeme] {
         &self.tokens
     }
 
     /// The word token (identifier, keyword, number, path) at an offset; a
     /// cursor just after a word is on it.
-    pub(crate) fn word_at(&self, offset: usize) -> Option<&Token> {
+    pub(crate) fn word_at(&self, offset: usize) -> Option<&Lexeme> {
         let i = self.tokens.partition_point(|t| t.end < offset);
         self.tokens[i..]
             .iter()
             .take(2)
-            .find(|t| t.kind == TokenKind::Word && t.start <= offset && offset <= t.end)
+            .find(|t| t.is_word() && t.start <= offset && offset <= t.end)
     }
 
     /// The span without trailing whitespace and comments (pest spans of rules

@@ -106,6 +106,6 @@ fn plan_end(doc: &Document) -> Option<usize> {
     doc.tokens()
         .iter()
         .rev()
-        .find(|t| t.kind == dpplan_fmt::lexer::TokenKind::Punct(b'}'))
+        .find(|t| t.kind == dpplan_syntax::lexer::LexemeKind::Punct(b'}'))
         .map(|t| t.end)
 }

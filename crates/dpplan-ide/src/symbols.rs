@@ -180,12 +180,6 @@ pub(crate) fn at(symbols: &[Symbol], offset: usize) -> Option<(&Symbol, Span)> {
     None
 }
 
-pub fn is_ident(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 pub(crate) fn rename(
     doc: &Document,
     offset: usize,
@@ -194,10 +188,10 @@ pub(crate) fn rename(
     let Some((sym, _)) = doc.symbol_at(offset) else {
         return Err("there is no dataset, column, query or publish name here".into());
     };
-    if !is_ident(new_name) {
+    if !dpplan_syntax::lexer::is_ident(new_name) {
         return Err(format!("`{new_name}` is not a name: use letters, digits and `_`, starting with a letter or `_`"));
     }
-    if dpplan_fmt::lexer::is_keyword(new_name) {
+    if dpplan_syntax::lexer::is_keyword(new_name) {
         return Err(format!("`{new_name}` is a keyword"));
     }
     if new_name == sym.name {

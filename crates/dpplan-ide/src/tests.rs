@@ -403,33 +403,3 @@ fn light_diagnostics_are_the_full_ones() {
         assert_eq!(doc.has_costs(), over_budget);
     }
 }
-
-#[test]
-fn every_grammar_keyword_is_known() {
-    let grammar = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../grammar/dpplan.pest"
-    ))
-    .unwrap();
-    for line in grammar.lines() {
-        let line = line.trim();
-        if line.starts_with("//") || !line.contains("@{") {
-            continue;
-        }
-        for lit in line.split('"').skip(1).step_by(2) {
-            if lit.len() > 1
-                && lit
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
-                && lit != "nan"
-                && lit != "infinity"
-                && lit != "inf"
-            {
-                assert!(
-                    dpplan_fmt::lexer::is_keyword(lit),
-                    "grammar keyword `{lit}` missing from the lexer's list"
-                );
-            }
-        }
-    }
-}

@@ -1,18 +1,10 @@
-//! Semantic tokens: keywords, literals and comments from the lexer, names
-//! from the symbol table (a dataset called `count` is a dataset, not the
-//! keyword).
+//! Semantic tokens: keywords, literals and comments from the lexer
+//! (dpplan-syntax's), names from the symbol table (a dataset called `count`
+//! is a dataset, not the keyword).
 
-use dpplan_fmt::lexer::{is_keyword, TokenKind};
+use dpplan_syntax::lexer::{is_keyword, LexemeKind};
 
 use crate::{Document, SemanticKind, SemanticToken, Span, SymbolKind};
-
-fn is_number(w: &str) -> bool {
-    let w = w.strip_prefix(['+', '-']).unwrap_or(w);
-    w.starts_with(|c: char| c.is_ascii_digit())
-        || ["nan", "inf", "infinity"]
-            .iter()
-            .any(|k| w.eq_ignore_ascii_case(k))
-}
 
 pub(crate) fn semantic_tokens(doc: &Document) -> Vec<SemanticToken> {
     let mut names: Vec<SemanticToken> = Vec::new();
@@ -39,11 +31,11 @@ pub(crate) fn semantic_tokens(doc: &Document) -> Vec<SemanticToken> {
     let mut out = Vec::with_capacity(doc.tokens().len());
     for t in doc.tokens() {
         let kind = match t.kind {
-            TokenKind::LineComment | TokenKind::BlockComment => SemanticKind::Comment,
-            TokenKind::Str => SemanticKind::String,
-            TokenKind::Op => SemanticKind::Operator,
-            TokenKind::Punct(_) => continue,
-            TokenKind::Word => {
+            LexemeKind::LineComment | LexemeKind::BlockComment => SemanticKind::Comment,
+            LexemeKind::Str => SemanticKind::String,
+            LexemeKind::Op => SemanticKind::Operator,
+            LexemeKind::Punct(_) => continue,
+            LexemeKind::Word { number } => {
                 let i = names.partition_point(|n| n.span.start < t.start);
                 let inside: Vec<&SemanticToken> = names[i..]
                     .iter()
@@ -53,10 +45,9 @@ pub(crate) fn semantic_tokens(doc: &Document) -> Vec<SemanticToken> {
                     out.extend(inside.into_iter().copied());
                     continue;
                 }
-                let w = t.text(text);
-                if is_number(w) {
+                if number {
                     SemanticKind::Number
-                } else if is_keyword(w) {
+                } else if is_keyword(t.text(text)) {
                     SemanticKind::Keyword
                 } else {
                     continue;

@@ -1,29 +1,42 @@
-//! The `.dpplan` syntax: grammar (grammar/dpplan.pest), typed AST and an
-//! error-tolerant parser.
+//! The `.dpplan` syntax: grammar (grammar/dpplan.pest), typed AST, the
+//! lexer and an error-tolerant parser.
 //!
 //! [`parse`] never fails and never panics: it returns the AST of everything
 //! that parsed and one diagnostic per broken top-level item. It first splits
-//! the plan into top-level items with a small scanner that understands
-//! strings, comments and braces, then parses each item with its own grammar
-//! rule, so a plan with three broken queries reports three errors and the
-//! rest is still checked.
+//! the plan into top-level items through the [`lexer`] (strings, comments,
+//! braces, line breaks), then parses each item with its own grammar rule, so
+//! a plan with three broken queries reports three errors and the rest is
+//! still checked.
+//!
+//! The [`lexer`] is the one reader of the text's tokens: the splitter, the
+//! formatter (`dpplan-fmt`) and the editor features (`dpplan-ide`) use it,
+//! and its [`lexer::KEYWORDS`] are checked against the grammar. The grammar
+//! itself (pest's parser and `Rule`s) stays inside this crate: other crates
+//! see the AST, the lexer's tokens and the layout of [`statements`].
 #![forbid(unsafe_code)]
 
 pub mod ast;
+pub mod lexer;
 mod lower;
 mod messages;
 mod split;
+mod statements;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use pest::Parser as _;
 
 pub use split::{ItemKind, RawItem};
+pub use statements::{statements, Statement, StatementKind};
 
-/// The pest parser generated from the grammar file, the single source of
-/// truth for the syntax.
-#[derive(pest_derive::Parser)]
-#[grammar = "../../grammar/dpplan.pest"]
-pub struct DpplanParser;
+pub(crate) use grammar::{DpplanParser, Rule};
+
+mod grammar {
+    /// The pest parser generated from the grammar file, the single source of
+    /// truth for the syntax.
+    #[derive(pest_derive::Parser)]
+    #[grammar = "../../grammar/dpplan.pest"]
+    pub struct DpplanParser;
+}
 
 /// Inputs larger than this are refused before parsing (DP016).
 pub const MAX_INPUT_BYTES: usize = 16 * 1024 * 1024;

@@ -1,15 +1,17 @@
 //! Splits a plan into its top-level items without the grammar, so that each
 //! item can be parsed (and fail) on its own.
 //!
-//! The scanner knows strings, line and block comments and braces. An item
-//! starts at the first token after the previous one ended; it ends at the
-//! brace that closes it, at the end of its line if it opens no brace (a
-//! `publish`), or — when its braces never balance — just before the next line
-//! that starts with an item keyword. A stray `}` at item level closes the plan.
+//! It reads the text through the [lexer](crate::lexer): strings, comments,
+//! line breaks, words and braces. An item starts at the first token after the
+//! previous one ended; it ends at the brace that closes it, at the end of its
+//! line if it opens no brace (a `publish`), or — when its braces never
+//! balance — just before the next line that starts with an item keyword. A
+//! stray `}` at item level closes the plan.
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use serde::Serialize;
 
+use crate::lexer::{self, Token, TokenKind};
 use crate::MAX_NESTING;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,98 +59,71 @@ pub(crate) struct Split {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// A cursor over the text that reads it with the [lexer](crate::lexer).
 struct Scanner<'a> {
-    bytes: &'a [u8],
+    text: &'a str,
     pos: usize,
 }
 
 impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
+    /// The token at the cursor.
+    fn token(&self) -> Option<Token> {
+        lexer::token_at(self.text, self.pos)
     }
-    fn at(&self, s: &str) -> bool {
-        self.bytes[self.pos..].starts_with(s.as_bytes())
-    }
-    /// Skips whitespace and comments. Returns true when a newline was crossed.
+    /// Skips whitespace, line breaks and comments. Returns true when a `\n`
+    /// was crossed (a lone `\r` does not start a new item's line).
     fn skip_trivia(&mut self) -> bool {
         let mut newline = false;
-        loop {
-            match self.peek() {
-                Some(b'\n') => {
-                    newline = true;
-                    self.pos += 1;
-                }
-                Some(b' ' | b'\t' | b'\r') => self.pos += 1,
-                // A line comment ends at a line break as the grammar's
-                // NEWLINE knows it: `\n`, `\r\n`, or a lone `\r`.
-                Some(b'/') if self.at("//") => {
-                    while !matches!(self.peek(), None | Some(b'\n' | b'\r')) {
-                        self.pos += 1;
-                    }
-                }
-                Some(b'/') if self.at("/*") => {
-                    self.pos += 2;
-                    while self.peek().is_some() && !self.at("*/") {
-                        if self.peek() == Some(b'\n') {
-                            newline = true;
-                        }
-                        self.pos += 1;
-                    }
-                    self.pos = (self.pos + 2).min(self.bytes.len());
-                }
-                _ => return newline,
-            }
+        while let Some(t) = self.token().filter(Token::is_trivia) {
+            newline |= match t.kind {
+                TokenKind::Newline => t.text(self.text).ends_with('\n'),
+                TokenKind::BlockComment { .. } => t.text(self.text).contains('\n'),
+                _ => false,
+            };
+            self.pos = t.end;
         }
+        newline
     }
-    /// The identifier-like word at the cursor, if any.
+    /// The identifier or number at the cursor, if any.
     fn word(&self) -> &'a str {
-        let start = self.pos;
-        let mut end = start;
-        while end < self.bytes.len()
-            && (self.bytes[end].is_ascii_alphanumeric() || self.bytes[end] == b'_')
-        {
-            end += 1;
+        match self.token() {
+            Some(t) if matches!(t.kind, TokenKind::Ident | TokenKind::Number) => t.text(self.text),
+            _ => "",
         }
-        // ASCII only, so always a valid boundary.
-        std::str::from_utf8(&self.bytes[start..end]).unwrap_or("")
     }
-    /// Advances over one token (a string, a word, or one byte/character).
+    /// Advances over one token that is not trivia (a string, a word, or one
+    /// punctuation or other character).
     fn skip_token(&mut self) {
-        match self.peek() {
-            Some(b'"') => {
-                self.pos += 1;
-                while let Some(c) = self.peek() {
-                    match c {
-                        b'\\' => self.pos += 2,
-                        b'"' => {
-                            self.pos += 1;
-                            break;
-                        }
-                        b'\n' => break,
-                        _ => self.pos += 1,
-                    }
+        if let Some(t) = self.token() {
+            self.pos = t.end;
+        }
+    }
+    /// Advances over the plan header (the cursor is on `plan`): up to and
+    /// including its first `{`, or the `\n` that ends its line. Spaces, a
+    /// lone `\r` and block comments (multi-line ones too) are skipped. A
+    /// `//` comment is not skipped but read as code from its second `/` on,
+    /// as this scanner always read it: a `{` in it ends the header, which
+    /// then fails to parse (to the grammar that `{` is in the comment).
+    fn skip_header(&mut self) {
+        while let Some(t) = self.token() {
+            match t.kind {
+                TokenKind::Punct(b'{') => {
+                    self.pos = t.end;
+                    return;
                 }
-                self.pos = self.pos.min(self.bytes.len());
-            }
-            Some(c) if c.is_ascii_alphanumeric() || c == b'_' => {
-                self.pos += self.word().len().max(1);
-            }
-            Some(_) => {
-                self.pos += 1;
-                while self.pos < self.bytes.len() && (self.bytes[self.pos] & 0xC0) == 0x80 {
-                    self.pos += 1;
+                TokenKind::Newline if t.text(self.text).ends_with('\n') => {
+                    self.pos = t.end;
+                    return;
                 }
+                TokenKind::LineComment => self.pos += 1,
+                _ => self.pos = t.end,
             }
-            None => {}
         }
     }
 }
 
 pub(crate) fn split(text: &str) -> Split {
-    let mut s = Scanner {
-        bytes: text.as_bytes(),
-        pos: 0,
-    };
+    let mut s = Scanner { text, pos: 0 };
     let mut items = Vec::new();
     let mut diagnostics = Vec::new();
     let mut has_header = false;
@@ -156,7 +131,7 @@ pub(crate) fn split(text: &str) -> Split {
     let mut too_deep_reported = false;
 
     s.skip_trivia();
-    if s.peek().is_none() {
+    if s.token().is_none() {
         diagnostics.push(
             Diagnostic::new(Code::Missing, "the file declares no plan", Span::new(0, 0))
                 .label("expected `plan \"name\" {`")
@@ -168,9 +143,9 @@ pub(crate) fn split(text: &str) -> Split {
     loop {
         s.skip_trivia();
         let start = s.pos;
-        let Some(c) = s.peek() else { break };
-        if c == b'}' {
-            s.pos += 1;
+        let Some(first) = s.token() else { break };
+        if first.kind == TokenKind::Punct(b'}') {
+            s.pos = first.end;
             if plan_closed || !has_header {
                 diagnostics.push(
                     Diagnostic::new(Code::Syntax, "unmatched `}`", Span::new(start, s.pos))
@@ -198,14 +173,8 @@ pub(crate) fn split(text: &str) -> Split {
         }
         let kind = ItemKind::from_word(s.word()).unwrap_or(ItemKind::Unknown);
         if kind == ItemKind::Header {
-            // The header ends at its `{`.
-            while let Some(c) = s.peek() {
-                s.skip_token();
-                if c == b'{' || c == b'\n' {
-                    break;
-                }
-                s.skip_trivia_inline();
-            }
+            // The header ends after its `{`, or at the end of its line.
+            s.skip_header();
             if has_header {
                 diagnostics.push(
                     Diagnostic::new(
@@ -244,7 +213,7 @@ pub(crate) fn split(text: &str) -> Split {
         loop {
             end = s.pos;
             let newline = s.skip_trivia();
-            let Some(c) = s.peek() else { break };
+            let Some(t) = s.token() else { break };
             if newline {
                 if ItemKind::from_word(s.word()).is_some() {
                     // A new item begins on this line: the current one ends
@@ -256,8 +225,8 @@ pub(crate) fn split(text: &str) -> Split {
                     break;
                 }
             }
-            match c {
-                b'{' => {
+            match t.kind {
+                TokenKind::Punct(b'{') => {
                     depth += 1;
                     if depth > MAX_NESTING && !too_deep_reported {
                         too_deep_reported = true;
@@ -272,21 +241,21 @@ pub(crate) fn split(text: &str) -> Split {
                             ),
                         );
                     }
-                    s.pos += 1;
+                    s.pos = t.end;
                 }
-                b'}' => {
+                TokenKind::Punct(b'}') => {
                     if depth == 0 {
                         // The plan's closing brace: the item ends before it.
                         break;
                     }
                     depth -= 1;
-                    s.pos += 1;
+                    s.pos = t.end;
                     if depth == 0 {
                         end = s.pos;
                         break;
                     }
                 }
-                _ => s.skip_token(),
+                _ => s.pos = t.end,
             }
         }
         items.push(RawItem {
@@ -304,23 +273,4 @@ pub(crate) fn split(text: &str) -> Split {
         );
     }
     Split { items, diagnostics }
-}
-
-impl Scanner<'_> {
-    /// Skips spaces and comments but stops before a newline.
-    fn skip_trivia_inline(&mut self) {
-        while let Some(c) = self.peek() {
-            match c {
-                b' ' | b'\t' | b'\r' => self.pos += 1,
-                b'/' if self.at("/*") => {
-                    self.pos += 2;
-                    while self.peek().is_some() && !self.at("*/") {
-                        self.pos += 1;
-                    }
-                    self.pos = (self.pos + 2).min(self.bytes.len());
-                }
-                _ => return,
-            }
-        }
-    }
 }

@@ -395,3 +395,70 @@ fn found_names_the_token_after_a_comment() {
         assert_eq!(d.primary.span.start, start, "{item:?}: {}", d.message);
     }
 }
+
+#[test]
+fn an_unclosed_string_ends_before_a_crlf_line_break() {
+    // The lexer ends an unclosed string at the grammar's NEWLINE, so an
+    // item never ends inside a `\r\n`.
+    let text = "plan \"p\" {\r\n  publish a = \"b\r\n}\r\n";
+    let p = parse(text);
+    let publish = p
+        .items
+        .iter()
+        .find(|i| i.kind == ItemKind::Publish)
+        .unwrap();
+    assert_eq!(
+        &text[publish.span.start..publish.span.end],
+        "publish a = \"b"
+    );
+    assert!(p.diagnostics.iter().any(|d| d.is_error()));
+}
+
+#[test]
+fn a_line_comment_in_the_header_is_read_as_code() {
+    // As the scanner always did: a `{` inside a `//` comment on the header's
+    // line ends the header, and the header's rule then fails on it.
+    let text = "plan \"p\" // {\n}\n";
+    let p = parse(text);
+    assert_eq!(p.items[0].kind, ItemKind::Header);
+    assert_eq!(p.items[0].span, Span::new(0, 13));
+    assert!(p.diagnostics.iter().any(|d| d.is_error()));
+    // A block comment is skipped, over lines too.
+    let p = parse("plan \"p\" /* {\n */ {\n}\n");
+    assert_eq!(p.items[0].span, Span::new(0, 19));
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+}
+
+#[test]
+fn statements_give_the_layout_of_a_well_formed_plan() {
+    let statements = statements(SAMPLE).unwrap();
+    let of = |kind| statements.iter().filter(move |s| s.kind == kind);
+    let text = |s: &Statement| &SAMPLE[s.span.start..s.span.end];
+    let header: Vec<_> = of(StatementKind::PlanHeader).collect();
+    assert_eq!(header.len(), 1);
+    assert_eq!(text(header[0]), "plan \"traffic-dashboard\" {");
+    let end: Vec<_> = of(StatementKind::PlanEnd).collect();
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0].span.start, SAMPLE.trim_end().len() - 1);
+    // privacy, the dataset, its contribution, two queries
+    let blocks: Vec<&str> = of(StatementKind::Block)
+        .map(|s| text(s).split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        blocks,
+        ["privacy", "dataset", "contribution", "query", "query"]
+    );
+    assert!(of(StatementKind::Block).all(|s| text(s).ends_with('}')));
+    // 4 privacy, 4 dataset, 2 contribution, 3 + 3 query statements, 1 publish
+    let simple: Vec<&str> = of(StatementKind::Simple)
+        .map(|s| text(s).trim_end())
+        .collect();
+    assert_eq!(simple.len(), 17, "{simple:#?}");
+    assert!(simple.contains(&"unit user by user_id"));
+    assert!(simple.contains(&"publish dashboard_copy = daily_visits"));
+    // in source order, each before what it holds
+    assert!(statements
+        .windows(2)
+        .all(|w| w[0].span.start <= w[1].span.start));
+    assert!(crate::statements("plan \"p\" {\n  query q {\n}\n").is_err());
+}
