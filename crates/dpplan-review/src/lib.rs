@@ -1,0 +1,11 @@
+//! # dpplan-review — what a reviewer signs off, and what a change does
+//!
+//! Plain data built from the checker's [`dpplan_check::CheckedPlan`] (never
+//! a second derivation), and one renderer per format, each a pure function
+//! to `String`; the CLI prints. Modules:
+//!
+//! * `report` — `dpplan report`: the contract in words, per-query
+//!   sensitivity, noise, schedule and accuracy, figures, negative controls.
+//! * `diff` — `dpplan diff`: two checked plans compared query by query,
+//!   and the guarantee before and after under the same accountant.
+#![forbid(unsafe_code)]
