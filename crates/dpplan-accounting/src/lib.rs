@@ -427,7 +427,7 @@ pub fn all(releases: &[Release], delta: f64) -> Vec<(Accountant, Result<Bound, A
 
 /// The smallest ε over the accountants that apply; `Bound.accountant` names the winner.
 pub fn best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> {
-    best_among(releases, delta, &Accountant::ALL, NoBound::LastInfinite)
+    best_among(releases, delta, &Accountant::ALL)
 }
 
 /// The smallest ε over `accountants` (evaluated in that order) that apply;
@@ -436,7 +436,6 @@ pub fn best_among(
     releases: &[Release],
     delta: f64,
     accountants: &[Accountant],
-    why: NoBound,
 ) -> Result<Bound, AccountingError> {
     check_delta(delta)?;
     let plan = normalise(releases)?;
@@ -444,33 +443,18 @@ pub fn best_among(
         accountants
             .iter()
             .map(|&a| accountants::evaluate(&plan, delta, a)),
-        why,
     )
-}
-
-/// Which error [`best_of`] reports when no accountant gives a bound.
-///
-/// The two rules differ only when every accountant fails with different
-/// errors, e.g. a plan of 1.7·10¹² Gaussian releases whose ε overflows:
-/// every accountant's ε is unbounded except PLD's, which is not applicable
-/// (more than 10¹² releases). [`best`] (and so the language server's first
-/// pass and the runtime) reports the unbounded ε, the checker's report over
-/// [`all`] the PLD message; kept as they were until one is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoBound {
-    /// the last `InfiniteEpsilon` error, else the first error
-    LastInfinite,
-    /// the last error
-    Last,
 }
 
 /// Best of accountants' results: the bound with the smallest ε (the first of
 /// equal ones, in the order given). Each bound is proven, so their minimum
-/// is. Without any bound, the error that `why` picks, or `NotApplicable`
-/// when there was no result at all.
+/// is. Without any bound: the last `InfiniteEpsilon` error when an
+/// accountant found ε unbounded (that is the plan's problem, whatever the
+/// others say, e.g. PLD not applicable beyond 10¹² releases), else the
+/// first error, or `NotApplicable` when there was no result at all. One
+/// rule for the checker, the language server and the runtime.
 pub fn best_of(
     results: impl IntoIterator<Item = Result<Bound, AccountingError>>,
-    why: NoBound,
 ) -> Result<Bound, AccountingError> {
     let mut winner: Option<Bound> = None;
     let mut error: Option<AccountingError> = None;
@@ -482,13 +466,7 @@ pub fn best_of(
                 }
             }
             Err(e) => {
-                let replace = match why {
-                    NoBound::LastInfinite => {
-                        error.is_none() || matches!(e, AccountingError::InfiniteEpsilon(_))
-                    }
-                    NoBound::Last => true,
-                };
-                if replace {
+                if error.is_none() || matches!(e, AccountingError::InfiniteEpsilon(_)) {
                     error = Some(e);
                 }
             }

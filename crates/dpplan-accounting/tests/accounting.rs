@@ -730,3 +730,49 @@ fn many_distinct_parameters_give_the_same_bits_every_time() {
         assert_eq!(run(), first);
     }
 }
+
+/// One rule when no accountant bounds a plan: an unbounded ε is the plan's
+/// problem and is reported over any accountant that merely does not apply.
+#[test]
+fn without_a_bound_an_unbounded_epsilon_is_reported() {
+    let na = |s: &str| Err(AccountingError::NotApplicable(s.into()));
+    let inf = |s: &str| Err(AccountingError::InfiniteEpsilon(s.into()));
+    assert_eq!(
+        best_of([na("a"), inf("b"), na("c")]),
+        Err(AccountingError::InfiniteEpsilon("b".into()))
+    );
+    assert_eq!(
+        best_of([inf("b"), na("c"), inf("d")]),
+        Err(AccountingError::InfiniteEpsilon("d".into()))
+    );
+    assert_eq!(
+        best_of([na("a"), na("c")]),
+        Err(AccountingError::NotApplicable("a".into()))
+    );
+    assert!(matches!(
+        best_of(std::iter::empty()),
+        Err(AccountingError::NotApplicable(_))
+    ));
+    // a bound wins over every error
+    let b = Bound {
+        accountant: Accountant::Basic,
+        epsilon: 1.0,
+        delta: 0.0,
+        detail: String::new(),
+    };
+    assert_eq!(best_of([inf("b"), Ok(b.clone()), na("c")]), Ok(b));
+    // and best() follows the same rule: Gaussian noise at δ = 0 is unbounded
+    // under every accountant
+    let g = Release {
+        mechanism: Mechanism {
+            kind: NoiseKind::Gaussian,
+            scale: 1.0,
+            sensitivity: Sensitivity::scalar(1.0),
+        },
+        count: 3,
+    };
+    assert!(matches!(
+        best(&[g], 0.0),
+        Err(AccountingError::InfiniteEpsilon(_))
+    ));
+}

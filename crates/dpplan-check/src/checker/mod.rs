@@ -114,7 +114,7 @@ pub(crate) fn fast_best(
     releases: &[acct::Release],
     delta: f64,
 ) -> Result<acct::Bound, acct::AccountingError> {
-    acct::best_among(releases, delta, &FAST, acct::NoBound::Last)
+    acct::best_among(releases, delta, &FAST)
 }
 
 fn valid_positive(x: f64) -> bool {

@@ -79,7 +79,7 @@ pub(super) fn account_total(
                 .find(|(x, _)| *x == a)
                 .map(|(_, r)| r.clone())
                 .unwrap_or_else(|| acct::epsilon(releases, privacy.delta, a)),
-            None => acct::best_of(results.iter().map(|(_, r)| r.clone()), acct::NoBound::Last),
+            None => acct::best_of(results.iter().map(|(_, r)| r.clone())),
         };
         match chosen {
             Ok(b) => {
