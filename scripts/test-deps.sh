@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Cargo, into target/test-deps/:
-#   - the SARIF 2.1.0 JSON schema, shipped in Microsoft's SARIF multitool
-#     package on the npm registry (the OASIS schema, draft 2020-12).
+# Installs what the tests need beyond Cargo:
+#   - into target/test-deps/: the SARIF 2.1.0 JSON schema, shipped in
+#     Microsoft's SARIF multitool package on the npm registry (the OASIS
+#     schema, draft 2020-12);
+#   - Debian's `chromium`, the headless browser in which the HTML report is
+#     opened (crates/dpplan-cli/tests/report_browser.rs), unless one is on
+#     the PATH or named by DPPLAN_CHROMIUM.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +17,13 @@ if [ ! -s "$deps/sarif-2.1.0.json" ]; then
   tar -xzf "$tmp"/microsoft-sarif-multitool-linux-5.7.0.tgz -C "$tmp" package/sarif-2.1.0.json
   mv "$tmp/package/sarif-2.1.0.json" "$deps/sarif-2.1.0.json"
   rm -rf "$tmp"
+fi
+if [ -z "${DPPLAN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "the browser test needs Debian's chromium: run as root, or install it, or set DPPLAN_CHROMIUM" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 echo "test dependencies ready in $deps"
