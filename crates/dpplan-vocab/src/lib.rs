@@ -311,6 +311,28 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// What an `accuracy` requirement bounds, for each value a query
+    /// releases: the noise's standard deviation or the half-width of its
+    /// central 95 % interval.
+    AccuracyMeasure {
+        /// The half-width t of the central 95 % interval: P(|noise| ≤ t) ≥ 0.95.
+        Ci95 => "ci95",
+        /// The noise's standard deviation.
+        Std => "std",
+    }
+}
+
+impl AccuracyMeasure {
+    /// In words, for messages: "95 % interval half-width", "standard deviation".
+    pub fn title(self) -> &'static str {
+        match self {
+            AccuracyMeasure::Ci95 => "95 % interval half-width",
+            AccuracyMeasure::Std => "standard deviation",
+        }
+    }
+}
+
 macro_rules! display_by_name {
     ($($ty:ident),+) => {
         $(impl fmt::Display for $ty {
@@ -331,7 +353,8 @@ display_by_name!(
     AggKind,
     Statistic,
     ScheduleKind,
-    Comparison
+    Comparison,
+    AccuracyMeasure
 );
 
 /// An accountant displays as its long name ([`Accountant::title`]).
@@ -375,6 +398,7 @@ mod tests {
         round_trip::<Statistic>();
         round_trip::<ScheduleKind>();
         round_trip::<Comparison>();
+        round_trip::<AccuracyMeasure>();
     }
 
     #[test]
