@@ -40,7 +40,10 @@ fn direct(w: &dyn Fn(i64) -> f64, limit: i64) -> (f64, f64) {
 }
 
 fn direct_discrete_laplace(t: f64) -> (f64, f64) {
-    direct(&|k| (-(k.abs() as f64) / t).exp(), (t * 60.0).ceil() as i64 + 10)
+    direct(
+        &|k| (-(k.abs() as f64) / t).exp(),
+        (t * 60.0).ceil() as i64 + 10,
+    )
 }
 
 fn direct_discrete_gaussian(sigma: f64) -> (f64, f64) {
@@ -65,7 +68,10 @@ fn spread_matches_closed_forms_and_direct_pmf_sums() {
         let (sd, ci) = spread(NoiseKind::DiscreteLaplace, t);
         let (dsd, dci) = direct_discrete_laplace(t);
         assert_eq!(ci, dci, "discrete laplace t = {t}");
-        assert!((sd - dsd).abs() <= 1e-9 * dsd.max(1e-9), "t = {t}: {sd} vs {dsd}");
+        assert!(
+            (sd - dsd).abs() <= 1e-9 * dsd.max(1e-9),
+            "t = {t}: {sd} vs {dsd}"
+        );
     }
     for s in [0.4, 1.0, 3.0, 12.3, 100.0] {
         let (sd, ci) = spread(NoiseKind::DiscreteGaussian, s);
@@ -117,7 +123,10 @@ fn the_solved_scale_is_the_largest_that_meets_the_target() {
     }
     // no positive scale for a non-positive or non-finite target
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-        assert_eq!(largest_scale(NoiseKind::Laplace, AccuracyMeasure::Ci95, bad), None);
+        assert_eq!(
+            largest_scale(NoiseKind::Laplace, AccuracyMeasure::Ci95, bad),
+            None
+        );
     }
 }
 
@@ -173,15 +182,28 @@ fn a_requirement_just_below_the_achieved_figure_fails_and_just_above_passes() {
     // the message gives the derivation and the largest scale that meets it
     let text = plan(
         "epsilon 10",
-        &query("n", "count(d)", "laplace scale 10", "accuracy ci95 <= 29", "once"),
+        &query(
+            "n",
+            "count(d)",
+            "laplace scale 10",
+            "accuracy ci95 <= 29",
+            "once",
+        ),
     );
     let a = analyze(&text);
     let d = &a.diagnostics[0];
-    assert!(d.message.contains("b·ln 20 = 29.9574 > 29"), "{}", d.message);
+    assert!(
+        d.message.contains("b·ln 20 = 29.9574 > 29"),
+        "{}",
+        d.message
+    );
     let help = d.help.as_deref().unwrap();
     // 29 / ln 20 = 9.680435…, rounded down
     assert!(help.contains("b = 9.68043 "), "{help}");
-    assert!(a.report.unwrap().total.is_none(), "no claim for a plan with an error");
+    assert!(
+        a.report.unwrap().total.is_none(),
+        "no claim for a plan with an error"
+    );
 }
 
 #[test]
@@ -190,17 +212,29 @@ fn auto_from_a_requirement_is_the_cheapest_noise_that_meets_it() {
     // 10 releases, basic composition (pure budget).
     let text = plan(
         "epsilon 100",
-        &query("n", "count(d)", "laplace auto", "accuracy ci95 <= 50", "10 times"),
+        &query(
+            "n",
+            "count(d)",
+            "laplace auto",
+            "accuracy ci95 <= 50",
+            "10 times",
+        ),
     );
     let r = report(&text);
     let q = &r.queries[0];
     let b = q.parts[0].scale().unwrap();
-    assert!((b - 50.0 / 20f64.ln()).abs() <= 4.0 * f64::EPSILON * b, "{b}");
+    assert!(
+        (b - 50.0 / 20f64.ln()).abs() <= 4.0 * f64::EPSILON * b,
+        "{b}"
+    );
     assert_eq!(q.mechanism.calibration, crate::Calibration::Accuracy);
     assert!(q.parts[0].ci95_half_width <= 50.0);
     assert!(spread(NoiseKind::Laplace, b * (1.0 + 1e-9)).1 > 50.0);
     let eps = r.total.as_ref().unwrap().epsilon;
-    assert!((eps - 10.0 * 5.0 * 20f64.ln() / 50.0).abs() <= 1e-9 * eps, "{eps}");
+    assert!(
+        (eps - 10.0 * 5.0 * 20f64.ln() / 50.0).abs() <= 1e-9 * eps,
+        "{eps}"
+    );
     // negative control: a looser requirement costs less, whatever the budget
     let looser = report(&text.replace("<= 50", "<= 100"));
     assert!(looser.total.unwrap().epsilon < eps / 1.9);
@@ -211,12 +245,22 @@ fn auto_from_a_requirement_is_the_cheapest_noise_that_meets_it() {
     // a mean: the requirement applies to its sum and its count each
     let text = plan(
         "epsilon 100",
-        &query("m", "mean(d.x)", "laplace auto", "accuracy std <= 100", "once"),
+        &query(
+            "m",
+            "mean(d.x)",
+            "laplace auto",
+            "accuracy std <= 100",
+            "once",
+        ),
     );
     let r = report(&text);
     for p in &r.queries[0].parts {
         let b = p.scale().unwrap();
-        assert!((b - 100.0 / 2f64.sqrt()).abs() <= 4.0 * f64::EPSILON * b, "{}", p.role);
+        assert!(
+            (b - 100.0 / 2f64.sqrt()).abs() <= 4.0 * f64::EPSILON * b,
+            "{}",
+            p.role
+        );
         assert!(p.noise_std <= 100.0);
     }
     // a discrete Gaussian histogram, against the direct pmf sum
@@ -240,7 +284,13 @@ fn auto_from_a_requirement_is_the_cheapest_noise_that_meets_it() {
         "epsilon 2",
         &format!(
             "{}\n{}",
-            query("n", "count(d)", "laplace auto", "accuracy ci95 <= 50", "once"),
+            query(
+                "n",
+                "count(d)",
+                "laplace auto",
+                "accuracy ci95 <= 50",
+                "once"
+            ),
             query("s", "sum(d.x)", "laplace auto", "", "once"),
         ),
     );
@@ -254,7 +304,10 @@ fn auto_from_a_requirement_is_the_cheapest_noise_that_meets_it() {
 
 /// The number after `marker` in `text`.
 fn number_after(text: &str, marker: &str) -> f64 {
-    let at = text.find(marker).unwrap_or_else(|| panic!("{marker:?} in {text}")) + marker.len();
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} in {text}"))
+        + marker.len();
     let s: String = text[at..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '-'))
@@ -281,27 +334,50 @@ fn a_conflict_with_the_budget_names_the_smallest_budget_that_satisfies_both() {
             .filter(|d| d.is_error())
             .map(|d| d.code)
             .collect();
-        assert_eq!(errors, vec![Code::OverBudget, Code::AccuracyTarget], "{noise}");
+        assert_eq!(
+            errors,
+            vec![Code::OverBudget, Code::AccuracyTarget],
+            "{noise}"
+        );
         let d = &a.diagnostics[1];
         assert!(d.message.contains("cannot both hold"), "{}", d.message);
-        let smallest = number_after(&d.message, "the smallest budget that meets every requirement is ε = ");
+        let smallest = number_after(
+            &d.message,
+            "the smallest budget that meets every requirement is ε = ",
+        );
         let spent = a.report.unwrap().total.unwrap().epsilon;
-        assert!(smallest >= spent && smallest <= spent * (1.0 + 1e-5), "{smallest} vs {spent}");
-        assert!(d.help.as_deref().unwrap().contains(&format!("budget epsilon {smallest}{delta}")));
+        assert!(
+            smallest >= spent && smallest <= spent * (1.0 + 1e-5),
+            "{smallest} vs {spent}"
+        );
+        assert!(d
+            .help
+            .as_deref()
+            .unwrap()
+            .contains(&format!("budget epsilon {smallest}{delta}")));
         // that budget passes, with the same noise …
         let fixed = plan(&format!("epsilon {smallest}{delta}"), &queries);
         let r = report(&fixed);
         assert_eq!(r.within_budget, Some(true));
         assert!(r.queries[0].accuracy.as_ref().unwrap().met == Some(true));
         // … and one just below it does not (negative control)
-        let below = plan(&format!("epsilon {}{delta}", smallest * (1.0 - 2e-5)), &queries);
+        let below = plan(
+            &format!("epsilon {}{delta}", smallest * (1.0 - 2e-5)),
+            &queries,
+        );
         assert!(codes(&below).contains(&Code::AccuracyTarget));
     }
     // with other `auto` queries: the budget must exceed what the solved and
     // fixed queries spend
     let queries = format!(
         "{}\n{}",
-        query("n", "count(d)", "laplace auto", "accuracy ci95 <= 20", "30 times"),
+        query(
+            "n",
+            "count(d)",
+            "laplace auto",
+            "accuracy ci95 <= 20",
+            "30 times"
+        ),
         query("s", "sum(d.x)", "laplace auto", "", "once"),
     );
     let a = analyze(&plan("epsilon 0.5", &queries));
@@ -311,22 +387,39 @@ fn a_conflict_with_the_budget_names_the_smallest_budget_that_satisfies_both() {
         .find(|d| d.code == Code::AccuracyTarget)
         .expect("DP019");
     let above = number_after(&d.message, "a budget above ε = ");
-    assert!((above - 30.0 * 5.0 * 20f64.ln() / 20.0).abs() <= 1e-5 * above, "{above}");
+    assert!(
+        (above - 30.0 * 5.0 * 20f64.ln() / 20.0).abs() <= 1e-5 * above,
+        "{above}"
+    );
     let r = report(&plan(&format!("epsilon {}", above * 1.01), &queries));
     assert_eq!(r.within_budget, Some(true));
 }
 
 #[test]
 fn invalid_and_duplicate_requirements_are_errors() {
-    let q = |acc: &str| plan("epsilon 1", &query("n", "count(d)", "laplace scale 10", acc, "once"));
-    assert_eq!(codes(&q("accuracy ci95 <= 0")), vec![Code::InvalidParameter]);
-    assert_eq!(codes(&q("accuracy std <= nan")), vec![Code::InvalidParameter]);
+    let q = |acc: &str| {
+        plan(
+            "epsilon 1",
+            &query("n", "count(d)", "laplace scale 10", acc, "once"),
+        )
+    };
+    assert_eq!(
+        codes(&q("accuracy ci95 <= 0")),
+        vec![Code::InvalidParameter]
+    );
+    assert_eq!(
+        codes(&q("accuracy std <= nan")),
+        vec![Code::InvalidParameter]
+    );
     assert_eq!(
         codes(&q("accuracy ci95 <= 50\n    accuracy std <= 50")),
         vec![Code::Duplicate]
     );
     assert!(codes(&q("accuracy ci95 <= 50")).is_empty());
     // a plan without a requirement has no `accuracy` in its report
-    let r = report(&plan("epsilon 1", &query("n", "count(d)", "laplace scale 10", "", "once")));
+    let r = report(&plan(
+        "epsilon 1",
+        &query("n", "count(d)", "laplace scale 10", "", "once"),
+    ));
     assert!(r.queries[0].accuracy.is_none());
 }

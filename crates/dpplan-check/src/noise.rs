@@ -96,11 +96,12 @@ pub fn largest_scale(kind: NoiseKind, m: AccuracyMeasure, target: f64) -> Option
     else {
         return None;
     };
-    let Bracket::Found { first_held: hi, .. } =
-        find_bracket(lo, 1100, |x| Some(x * 2.0).filter(|y| y.is_finite()), |x| {
-            !ok(x)
-        })
-    else {
+    let Bracket::Found { first_held: hi, .. } = find_bracket(
+        lo,
+        1100,
+        |x| Some(x * 2.0).filter(|y| y.is_finite()),
+        |x| !ok(x),
+    ) else {
         return None;
     };
     let rule = Bisection {

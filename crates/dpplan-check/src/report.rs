@@ -17,8 +17,8 @@
 use dpplan_accounting as acct;
 use dpplan_diagnostics::Span;
 use dpplan_vocab::{
-    Accountant, AccountantChoice, AccuracyMeasure, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
-    NoiseKind, ScheduleKind, Statistic, UnitKind,
+    Accountant, AccountantChoice, AccuracyMeasure, Adjacency, AggKind, ColumnKind, Comparison,
+    InvalidRule, NoiseKind, ScheduleKind, Statistic, UnitKind,
 };
 use serde::Serialize;
 

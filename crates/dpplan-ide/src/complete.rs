@@ -7,7 +7,8 @@ use dpplan_diagnostics::Span;
 use dpplan_syntax::ast::ColumnType;
 use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 use dpplan_vocab::{
-    AccountantChoice, AccuracyMeasure, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind, Vocabulary,
+    AccountantChoice, AccuracyMeasure, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind,
+    Vocabulary,
 };
 
 use crate::{keyword_doc, CompletionItem, CompletionKind, Document};

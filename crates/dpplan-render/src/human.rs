@@ -155,7 +155,8 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
         header.push("accuracy");
     }
     let header: Vec<String> = header.into_iter().map(String::from).collect();
-    let joined = |q: &dpplan_check::QueryReport, f: &dyn Fn(&dpplan_check::PartReport) -> String| {
+    let joined = |q: &dpplan_check::QueryReport,
+                  f: &dyn Fn(&dpplan_check::PartReport) -> String| {
         let s = q.parts.iter().map(f).collect::<Vec<_>>().join(" + ");
         if s.is_empty() {
             "—".to_string()

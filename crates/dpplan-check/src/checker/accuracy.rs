@@ -43,7 +43,9 @@ fn formula(kind: NoiseKind, m: AccuracyMeasure) -> &'static str {
         (NoiseKind::DiscreteGaussian, AccuracyMeasure::Ci95) => {
             "the smallest integer k with P(|X| ≤ k) ≥ 0.95, summed over the pmf"
         }
-        (NoiseKind::DiscreteGaussian, AccuracyMeasure::Std) => "√(Σ k²·pmf(k)), summed over the pmf",
+        (NoiseKind::DiscreteGaussian, AccuracyMeasure::Std) => {
+            "√(Σ k²·pmf(k)), summed over the pmf"
+        }
     }
 }
 
