@@ -123,7 +123,7 @@ pub(super) fn plan_query<'a>(
     };
     let dataset_name = agg.target.dataset.value.clone();
     let accuracy = accuracy(c, q);
-    if q.accuracies.first().is_some() && accuracy.is_none() {
+    if !q.accuracies.is_empty() && accuracy.is_none() {
         ok = false;
     }
     let mut plan = QueryPlan {
