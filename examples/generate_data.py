@@ -99,9 +99,26 @@ def retail_mixed():
     write("retail-mixed", "orders.csv", ["customer_id", "store", "amount", "items"], rows)
 
 
+def accuracy_targets():
+    """300 commuters with 1–4 trips each: a mode of transport and a distance."""
+    r = random.Random(6)
+    rows = []
+    for u in range(300):
+        uid = f"c{u:03d}"
+        for _ in range(r.randint(1, 4)):
+            mode = r.choices(["walk", "bike", "bus", "car"], [2, 2, 3, 4])[0]
+            km = min(60, max(0, int(r.expovariate(1 / 9))))  # a few above 50
+            rows.append([uid, mode, km])
+    rows.append(["c001", "boat", 3])
+    rows.append(["c002", "bus", ""])
+    r.shuffle(rows)
+    write("accuracy-targets", "trips.csv", ["user_id", "mode", "km"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
     census()
     repeated_release()
     retail_mixed()
+    accuracy_targets()

@@ -63,3 +63,6 @@ pub fn analyze_with(text: &str, options: &AnalysisOptions) -> Analysis {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod accuracy_tests;

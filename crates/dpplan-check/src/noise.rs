@@ -1,7 +1,9 @@
 //! Utility figures of one release's noise: standard deviation and the
-//! half-width of the central 95 % interval.
+//! half-width of the central 95 % interval; and the inverse, the largest
+//! noise scale whose figure meets an `accuracy` requirement.
 
-use dpplan_syntax::ast::NoiseKind;
+use dpplan_accounting::roots::{self, find_bracket, Bisection, Bracket, End, Midpoint};
+use dpplan_syntax::ast::{AccuracyMeasure, NoiseKind};
 
 /// z such that P(|N(0,1)| ≤ z) = 0.95.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -26,6 +28,91 @@ pub fn spread(kind: NoiseKind, scale: f64) -> (f64, f64) {
         }
         NoiseKind::DiscreteGaussian => discrete_gaussian_spread(scale),
     }
+}
+
+/// The noise's standard deviation or 95 % half-width at `scale`.
+pub fn measure(kind: NoiseKind, scale: f64, m: AccuracyMeasure) -> f64 {
+    let (std, ci) = spread(kind, scale);
+    match m {
+        AccuracyMeasure::Std => std,
+        AccuracyMeasure::Ci95 => ci,
+    }
+}
+
+/// Whether the noise at `scale` meets `measure ≤ target` (a NaN figure
+/// does not).
+fn meets(kind: NoiseKind, scale: f64, m: AccuracyMeasure, target: f64) -> bool {
+    measure(kind, scale, m) <= target
+}
+
+/// The largest noise scale (b or σ) whose `m` is at most `target`: the
+/// cheapest noise that meets an `accuracy` requirement. `None` when the
+/// target is not a positive finite number or no positive scale meets it.
+///
+/// The continuous kinds invert their closed forms (b = t/ln 20, b = s/√2,
+/// σ = t/z₀.₉₇₅, σ = s) and step to the last float that still meets the
+/// target; the discrete kinds' figures are no closed form of the scale (the
+/// 95 % half-width is an integer, a step function of the scale), so they are
+/// inverted by bisection down to adjacent floats: the result meets the
+/// target and the next float above it does not.
+pub fn largest_scale(kind: NoiseKind, m: AccuracyMeasure, target: f64) -> Option<f64> {
+    if !(target.is_finite() && target > 0.0) {
+        return None;
+    }
+    let ok = |s: f64| meets(kind, s, m, target);
+    let guess = match (kind.is_gaussian(), m) {
+        (false, AccuracyMeasure::Ci95) => target / 20f64.ln(),
+        (false, AccuracyMeasure::Std) => target / 2f64.sqrt(),
+        (true, AccuracyMeasure::Ci95) => target / Z95,
+        (true, AccuracyMeasure::Std) => target,
+    };
+    if !kind.is_discrete() {
+        // The closed form, then to the last float that meets the target
+        // (division may round either way by an ulp).
+        let mut s = guess;
+        for _ in 0..16 {
+            if ok(s) {
+                break;
+            }
+            s = s.next_down();
+        }
+        if !ok(s) {
+            return None;
+        }
+        for _ in 0..16 {
+            let up = s.next_up();
+            if !ok(up) {
+                break;
+            }
+            s = up;
+        }
+        return Some(s);
+    }
+    // A scale that meets the target (down from the guess by halves), then
+    // one that does not (up by doubling), then bisect to adjacent floats,
+    // keeping the end that meets it.
+    let Bracket::Found { first_held: lo, .. } =
+        find_bracket(guess, 1100, |x| Some(x / 2.0).filter(|y| *y > 0.0), ok)
+    else {
+        return None;
+    };
+    let Bracket::Found { first_held: hi, .. } = find_bracket(
+        lo,
+        1100,
+        |x| Some(x * 2.0).filter(|y| y.is_finite()),
+        |x| !ok(x),
+    ) else {
+        return None;
+    };
+    let rule = Bisection {
+        rel: 0.0,
+        abs: 0.0,
+        max_steps: 2000,
+        midpoint: Midpoint::Geometric,
+        end: End::Lower,
+    };
+    let s = roots::bisect(lo, hi, &rule, |x| !ok(x));
+    ok(s).then_some(s)
 }
 
 /// Exact by summation for σ ≤ 1000; beyond that the discrete Gaussian is

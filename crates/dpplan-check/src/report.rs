@@ -17,8 +17,8 @@
 use dpplan_accounting as acct;
 use dpplan_diagnostics::Span;
 use dpplan_vocab::{
-    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
-    NoiseKind, ScheduleKind, Statistic, UnitKind,
+    Accountant, AccountantChoice, AccuracyMeasure, Adjacency, AggKind, ColumnKind, Comparison,
+    InvalidRule, NoiseKind, ScheduleKind, Statistic, UnitKind,
 };
 use serde::Serialize;
 
@@ -104,6 +104,10 @@ pub enum Calibration {
     /// Calibrated with the other `auto` parts so that the plan fits.
     #[serde(rename = "auto")]
     Auto,
+    /// `auto` with an `accuracy` requirement: the largest noise that meets
+    /// it.
+    #[serde(rename = "accuracy")]
+    Accuracy,
     /// A public statistic: no noise.
     #[serde(rename = "none")]
     None,
@@ -115,6 +119,7 @@ impl Calibration {
             Calibration::Declared => "declared",
             Calibration::FromEpsilon => "from epsilon",
             Calibration::Auto => "auto",
+            Calibration::Accuracy => "accuracy",
             Calibration::None => "none",
         }
     }
@@ -209,6 +214,25 @@ pub struct QueryReport {
     /// `None` when its aggregation, target or schedule has an error.
     #[serde(skip)]
     pub spec: Option<QuerySpec>,
+    /// The query's `accuracy` requirement and what its noise achieves;
+    /// absent from the JSON when the query has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<AccuracyReport>,
+}
+
+/// A query's `accuracy <measure> <= <at_most>` and what its noise achieves.
+/// The requirement applies to each value the query releases: every noisy
+/// part (a mean's sum and count each), every cell of a histogram.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AccuracyReport {
+    pub measure: AccuracyMeasure,
+    /// Each released value's `measure` must be at most this.
+    pub at_most: f64,
+    /// The largest `measure` over the query's noisy parts; `None` when its
+    /// noise did not resolve (the plan then has an error).
+    pub achieved: Option<f64>,
+    /// `achieved ≤ at_most`; `None` with `achieved`.
+    pub met: Option<bool>,
 }
 
 /// A query's aggregation and schedule, resolved against its dataset.

@@ -75,6 +75,9 @@ codes! {
     TypeMismatch = "017", "type-mismatch", Error, "An aggregation is applied to a column of the wrong type";
     /// The accounting engine could not produce a bound.
     Accounting = "018", "accounting", Error, "The accounting engine could not bound the plan";
+    /// A query's noise does not meet its `accuracy` requirement, or the
+    /// requirement and the budget cannot both hold.
+    AccuracyTarget = "019", "accuracy-target", Error, "A query's noise does not meet its accuracy requirement";
 }
 
 impl Code {

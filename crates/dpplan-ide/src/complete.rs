@@ -7,7 +7,8 @@ use dpplan_diagnostics::Span;
 use dpplan_syntax::ast::ColumnType;
 use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 use dpplan_vocab::{
-    AccountantChoice, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind, Vocabulary,
+    AccountantChoice, AccuracyMeasure, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind,
+    Vocabulary,
 };
 
 use crate::{keyword_doc, CompletionItem, CompletionKind, Document};
@@ -270,7 +271,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                         i.insert_text = Some(format!("{agg}("));
                     }
                 }
-                kw(&mut out, &["noise", "schedule", "sensitivity"]);
+                kw(&mut out, &["noise", "schedule", "sensitivity", "accuracy"]);
             }
             (Some(_), Some("(")) => datasets(&mut out),
             (Some(_), Some("by")) if stmt.len() >= 3 => {
@@ -288,6 +289,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 kw(&mut out, &["delta"])
             }
             (Some("noise"), Some("auto")) => kw(&mut out, &["weight"]),
+            (Some("accuracy"), Some("accuracy")) => kw(&mut out, &names::<AccuracyMeasure>()),
             (Some("schedule"), Some("schedule")) => kw(&mut out, &["once", "every"]),
             (Some("schedule"), Some(w)) if w.len() >= 10 && w.contains('-') => {
                 kw(&mut out, &["until"])

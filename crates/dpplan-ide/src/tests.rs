@@ -142,6 +142,8 @@ fn completion_in_context() {
     );
     assert_eq!(labels("noise gaussian "), vec!["sigma", "epsilon", "auto"]);
     assert_eq!(labels("schedule "), vec!["once", "every"]);
+    assert!(l.contains(&"accuracy".to_string()), "{l:?}");
+    assert_eq!(labels("accuracy "), vec!["ci95", "std"]);
     assert!(labels("schedule every 1 ").contains(&"day".to_string()));
     // the replaced range is the word typed so far
     let text = base.replace("CURSOR", "noi");

@@ -97,9 +97,26 @@ fn mechanism_text(m: &dpplan_check::MechanismReport) -> String {
     let cal = match m.calibration {
         dpplan_check::Calibration::Auto => " (auto)",
         dpplan_check::Calibration::FromEpsilon => " (from ε)",
+        dpplan_check::Calibration::Accuracy => " (accuracy)",
         dpplan_check::Calibration::Declared | dpplan_check::Calibration::None => "",
     };
     format!("{}{param}{cal}", m.kind_name())
+}
+
+fn accuracy_text(a: &Option<dpplan_check::AccuracyReport>) -> String {
+    match a {
+        None => "—".into(),
+        Some(a) => format!(
+            "{} ≤ {}{}",
+            a.measure,
+            num(a.at_most),
+            match a.met {
+                Some(true) => ": met",
+                Some(false) => ": MISSED",
+                None => "",
+            }
+        ),
+    }
 }
 
 fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
@@ -121,57 +138,69 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
         r.unit.kind, r.unit.description
     ));
     out.push_str(&format!("  adjacency: {}\n", r.adjacency));
-    let header = [
+    // The accuracy column only when a query states a requirement.
+    let with_accuracy = r.queries.iter().any(|q| q.accuracy.is_some());
+    let mut header = vec![
         "query",
         "releases",
         "mechanism",
         "L1",
         "L2",
+        "noise std",
+        "95% ±",
         "per release",
         "total (alone)",
     ];
-    let mut rows: Vec<[String; 7]> = Vec::new();
+    if with_accuracy {
+        header.push("accuracy");
+    }
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    let joined = |q: &dpplan_check::QueryReport,
+                  f: &dyn Fn(&dpplan_check::PartReport) -> String| {
+        let s = q.parts.iter().map(f).collect::<Vec<_>>().join(" + ");
+        if s.is_empty() {
+            "—".to_string()
+        } else {
+            s
+        }
+    };
+    let finite = |x: f64| if x.is_finite() { num(x) } else { "—".into() };
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for q in &r.queries {
-        let mech = q
-            .parts
-            .iter()
-            .map(|p| mechanism_text(&p.mechanism))
-            .collect::<Vec<_>>()
-            .join(" + ");
-        let l1 = q
-            .parts
-            .iter()
-            .map(|p| num(p.l1))
-            .collect::<Vec<_>>()
-            .join(" + ");
-        let l2 = q
-            .parts
-            .iter()
-            .map(|p| num(p.l2))
-            .collect::<Vec<_>>()
-            .join(" + ");
-        rows.push([
+        let mut row = vec![
             q.name.clone(),
             q.releases.to_string(),
-            if mech.is_empty() { "—".into() } else { mech },
-            if l1.is_empty() { "—".into() } else { l1 },
-            if l2.is_empty() { "—".into() } else { l2 },
+            joined(q, &|p| mechanism_text(&p.mechanism)),
+            joined(q, &|p| num(p.l1)),
+            joined(q, &|p| num(p.l2)),
+            joined(q, &|p| finite(p.noise_std)),
+            joined(q, &|p| finite(p.ci95_half_width)),
             cost_text(&q.per_release),
             cost_text(&q.total),
-        ]);
+        ];
+        if with_accuracy {
+            row.push(accuracy_text(&q.accuracy));
+        }
+        rows.push(row);
     }
     for p in &r.publishes {
-        rows.push([
+        let mut row = vec![
             p.name.clone(),
             "0".into(),
             format!("re-publishes {}", p.source),
             "—".into(),
             "—".into(),
+            "—".into(),
+            "—".into(),
             "ε=0".into(),
             "ε=0".into(),
-        ]);
+        ];
+        if with_accuracy {
+            row.push(String::new());
+        }
+        rows.push(row);
     }
-    let mut widths = header.map(|h| h.chars().count());
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
@@ -183,7 +212,7 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
             if i > 0 {
                 s.push_str("  ");
             }
-            if i == 1 || i == 3 || i == 4 {
+            if (1..=6).contains(&i) && i != 2 {
                 s.push_str(&pad_left(cell, widths[i]));
             } else {
                 s.push_str(&pad(cell, widths[i]));
@@ -193,7 +222,7 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
     };
     if !rows.is_empty() {
         out.push('\n');
-        out.push_str(&line(&header.map(String::from)));
+        out.push_str(&line(&header));
         out.push_str(&format!(
             "  {}\n",
             "─".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))

@@ -7,7 +7,9 @@ use dpplan_diagnostics::Span;
 use serde::Serialize;
 
 /// The closed sets of names, shared with every later layer.
-pub use dpplan_vocab::{AccountantChoice, Adjacency, AggKind, Comparison, InvalidRule, NoiseKind};
+pub use dpplan_vocab::{
+    AccountantChoice, AccuracyMeasure, Adjacency, AggKind, Comparison, InvalidRule, NoiseKind,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Spanned<T> {
@@ -142,6 +144,17 @@ pub struct Query {
     pub noises: Vec<Noise>,
     pub sensitivities: Vec<DeclaredSensitivity>,
     pub schedules: Vec<Spanned<Schedule>>,
+    /// `accuracy ci95 <= t` / `accuracy std <= s`.
+    pub accuracies: Vec<Accuracy>,
+}
+
+/// `accuracy <measure> <= <value>`: the most noise each released value may
+/// carry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    pub span: Span,
+    pub measure: Spanned<AccuracyMeasure>,
+    pub value: Number,
 }
 
 /// `dataset` or `dataset.column`.

@@ -258,6 +258,7 @@ pub const KEYWORDS: &[&str] = &[
     "for",
     "publish",
     "when",
+    "accuracy",
     // fixed-alternative atomic rules
     "event",
     "row",
@@ -296,6 +297,8 @@ pub const KEYWORDS: &[&str] = &[
     "day",
     "weeks",
     "week",
+    "ci95",
+    "std",
 ];
 
 /// Whether `word` is one of the grammar's [`KEYWORDS`].

@@ -373,6 +373,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         noises: vec![],
         sensitivities: vec![],
         schedules: vec![],
+        accuracies: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -474,6 +475,23 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     continue;
                 };
                 out.schedules.push(Spanned::new(sched, span));
+            }
+            Rule::accuracy_stmt => {
+                let Some(m) = first(&stmt, Rule::accuracy_measure) else {
+                    continue;
+                };
+                // The grammar admits exactly the vocabulary's names.
+                let Some(measure) = AccuracyMeasure::from_name(m.as_str()) else {
+                    continue;
+                };
+                let Some(n) = first(&stmt, Rule::number) else {
+                    continue;
+                };
+                out.accuracies.push(Accuracy {
+                    span,
+                    measure: Spanned::new(measure, cx.span(&m)),
+                    value: cx.number(&n),
+                });
             }
             _ => {}
         }

@@ -71,7 +71,8 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::aggregate
         | Rule::noise_stmt
         | Rule::sensitivity_stmt
-        | Rule::schedule_stmt => StatementKind::Simple,
+        | Rule::schedule_stmt
+        | Rule::accuracy_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,
     })

@@ -462,3 +462,33 @@ fn statements_give_the_layout_of_a_well_formed_plan() {
         .all(|w| w[0].span.start <= w[1].span.start));
     assert!(crate::statements("plan \"p\" {\n  query q {\n}\n").is_err());
 }
+
+#[test]
+fn accuracy_requirements_parse_with_their_spans() {
+    let text = "plan \"p\" {\n  query q {\n    count(d)\n    accuracy ci95 <= 500\n    accuracy std<=2.5e1\n  }\n}\n";
+    parse_strict(text).unwrap();
+    let p = parse(text);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let q = &p.plan.queries[0];
+    assert_eq!(q.accuracies.len(), 2);
+    let a = &q.accuracies[0];
+    assert_eq!(a.measure.value, AccuracyMeasure::Ci95);
+    assert_eq!(&text[a.measure.span.start..a.measure.span.end], "ci95");
+    assert_eq!(a.value.value, 500.0);
+    assert_eq!(&text[a.span.start..a.span.end], "accuracy ci95 <= 500");
+    assert_eq!(q.accuracies[1].measure.value, AccuracyMeasure::Std);
+    assert_eq!(q.accuracies[1].value.value, 25.0);
+    // only `<=`, and only the two measures
+    for bad in ["accuracy ci95 < 500", "accuracy ci90 <= 5", "accuracy <= 5"] {
+        let t = text.replace("accuracy ci95 <= 500", bad);
+        assert!(parse_strict(&t).is_err(), "{bad}");
+        let p = parse(&t);
+        assert!(
+            p.diagnostics.iter().any(|d| d.message.contains("ci95")
+                || d.message.contains("`<=`")
+                || d.message.contains("std")),
+            "{bad}: {:#?}",
+            p.diagnostics
+        );
+    }
+}

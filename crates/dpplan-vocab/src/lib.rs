@@ -10,7 +10,7 @@
 //! Every enum serialises to the snake_case name a plan writes
 //! (`discrete_gaussian`, `add_remove`, `grouped_sum`, …): the JSON outputs,
 //! the executable plan and the ledger hold exactly these strings, and
-//! reading any other string is an error. [`Vocabulary::NAMES`] lists them, in
+//! reading any other string is an error. [`Vocabulary::ALL`] lists them, in
 //! declaration order, and `name()`/`from_name()` convert both ways.
 //!
 //! This crate depends on nothing but serde, so the accounting crate can use
@@ -311,6 +311,28 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// What an `accuracy` requirement bounds, for each value a query
+    /// releases: the noise's standard deviation or the half-width of its
+    /// central 95 % interval.
+    AccuracyMeasure {
+        /// The half-width t of the central 95 % interval: P(|noise| ≤ t) ≥ 0.95.
+        Ci95 => "ci95",
+        /// The noise's standard deviation.
+        Std => "std",
+    }
+}
+
+impl AccuracyMeasure {
+    /// In words, for messages: "95 % interval half-width", "standard deviation".
+    pub fn title(self) -> &'static str {
+        match self {
+            AccuracyMeasure::Ci95 => "95 % interval half-width",
+            AccuracyMeasure::Std => "standard deviation",
+        }
+    }
+}
+
 macro_rules! display_by_name {
     ($($ty:ident),+) => {
         $(impl fmt::Display for $ty {
@@ -331,7 +353,8 @@ display_by_name!(
     AggKind,
     Statistic,
     ScheduleKind,
-    Comparison
+    Comparison,
+    AccuracyMeasure
 );
 
 /// An accountant displays as its long name ([`Accountant::title`]).
@@ -375,6 +398,7 @@ mod tests {
         round_trip::<Statistic>();
         round_trip::<ScheduleKind>();
         round_trip::<Comparison>();
+        round_trip::<AccuracyMeasure>();
     }
 
     #[test]

@@ -204,6 +204,7 @@ pub(super) fn calibrate_auto(
             }
         }
         _ => {
+            super::accuracy::auto_conflict(c, queries, &fixed, privacy, choice);
             c.error(
                 Diagnostic::new(
                     Code::OverBudget,

@@ -8,6 +8,7 @@
 //! pass reports through [`Checker`], whose `error`, `warning` and `hint`
 //! name the severity where a diagnostic is reported.
 
+mod accuracy;
 mod calibration;
 mod datasets;
 mod lints;
@@ -167,11 +168,14 @@ pub(crate) fn check(
 
     let choice = privacy.accountant.accountant();
     calibrate_epsilon_parts(&mut c, &mut queries);
+    accuracy::calibrate_accuracy(&mut c, &mut queries);
     // Always the precise calibration, so that every front end shows the
     // same noise.
     if options.accounting {
         calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
     }
+
+    accuracy::check_accuracy(&mut c, &queries);
 
     let releases = releases_of(&queries, &|_| 1.0);
     // Any error, any broken item, or any query left out of the accounting
@@ -183,7 +187,11 @@ pub(crate) fn check(
     let mut account = account_total(&mut c, &releases, &privacy, choice, options, has_errors);
     let reports = query_reports(&queries, &privacy, options);
     if let Some(t) = &account.total {
-        account.within_budget = Some(budget(&mut c, t, &reports, &privacy));
+        let fits = budget(&mut c, t, &reports, &privacy);
+        if !fits {
+            accuracy::budget_conflict(&mut c, &queries, t, &privacy);
+        }
+        account.within_budget = Some(fits);
     }
     let accounted = options.accounting && !has_errors && !releases.is_empty();
     per_person_guarantee(&mut c, &datasets, &queries, &privacy, choice, accounted);

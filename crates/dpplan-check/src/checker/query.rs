@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam};
+use dpplan_syntax::ast::{
+    self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind, NoiseParam,
+};
 use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
@@ -28,6 +30,18 @@ pub(super) enum Scale {
     Auto {
         weight: f64,
     },
+    /// `auto` with an `accuracy` requirement: the largest scale that meets
+    /// it, whatever the budget.
+    FromAccuracy,
+}
+
+/// A query's `accuracy <measure> <= <value>`, validated.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Accuracy {
+    pub(super) measure: AccuracyMeasure,
+    pub(super) at_most: f64,
+    /// The whole statement.
+    pub(super) span: Span,
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +70,8 @@ pub(super) struct QueryPlan<'a> {
     /// The aggregation and schedule, resolved; `None` when either has an
     /// error.
     pub(super) spec: Option<QuerySpec>,
+    /// The `accuracy` requirement, when it has one.
+    pub(super) accuracy: Option<Accuracy>,
 }
 
 /// An error was reported that leaves the query out of the accounting.
@@ -106,6 +122,10 @@ pub(super) fn plan_query<'a>(
         }
     };
     let dataset_name = agg.target.dataset.value.clone();
+    let accuracy = accuracy(c, q);
+    if !q.accuracies.is_empty() && accuracy.is_none() {
+        ok = false;
+    }
     let mut plan = QueryPlan {
         q,
         dataset: dataset_name.clone(),
@@ -116,6 +136,7 @@ pub(super) fn plan_query<'a>(
         dataset_name,
         ok,
         spec: None,
+        accuracy,
     };
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
         Ok(spec) => plan.spec = schedule_spec.map(spec),
@@ -152,7 +173,11 @@ fn plan_parts(
     if !noise_kind(c, agg, noise, float_values, &derived, budget_delta) {
         plan.ok = false;
     }
-    let scale = noise_scale(c, noise, derived.len())?;
+    let mut scale = noise_scale(c, noise, derived.len())?;
+    if plan.accuracy.is_some() && matches!(scale, Scale::Auto { .. }) {
+        // `auto` with a requirement: the noise follows from the requirement.
+        scale = Scale::FromAccuracy;
+    }
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
@@ -199,10 +224,44 @@ fn duplicates(c: &mut Checker, q: &ast::Query) {
     );
     duplicate(
         c,
+        &q.accuracies,
+        |a| a.span,
+        &format!("the accuracy requirement of `{}`", q.name.value),
+    );
+    duplicate(
+        c,
         &q.sensitivities,
         |a| a.span,
         &format!("the declared sensitivity of `{}`", q.name.value),
     );
+}
+
+/// The query's `accuracy` requirement: a positive finite bound (DP007).
+fn accuracy(c: &mut Checker, q: &ast::Query) -> Option<Accuracy> {
+    let a = q.accuracies.first()?;
+    if !valid_positive(a.value.value) {
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "an accuracy requirement must be a positive finite number, found {}",
+                    a.value.value
+                ),
+                a.value.span,
+            )
+            .help(format!(
+                "bound the {} of each released value, e.g. `accuracy {} <= 500`",
+                a.measure.value.title(),
+                a.measure.value
+            )),
+        );
+        return None;
+    }
+    Some(Accuracy {
+        measure: a.measure.value,
+        at_most: a.value.value,
+        span: a.span,
+    })
 }
 
 /// The query's aggregation, or DP015.

@@ -213,6 +213,15 @@ fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> 
         per_release,
         total: qtotal,
         spec: q.spec.clone(),
+        accuracy: q.accuracy.map(|a| {
+            let achieved = super::accuracy::achieved(q, a.measure);
+            AccuracyReport {
+                measure: a.measure,
+                at_most: a.at_most,
+                achieved,
+                met: achieved.map(|x| x <= a.at_most),
+            }
+        }),
     }
 }
 
@@ -299,6 +308,7 @@ fn part_report(p: &Part) -> PartReport {
         Scale::Fixed(_) => Calibration::Declared,
         Scale::FromEpsilon { .. } => Calibration::FromEpsilon,
         Scale::Auto { .. } => Calibration::Auto,
+        Scale::FromAccuracy => Calibration::Accuracy,
     };
     PartReport {
         role: p.role.into(),
