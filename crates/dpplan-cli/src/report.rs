@@ -49,7 +49,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    if let Some(n) = args.mean_count.iter().find(|n| !(n.is_finite() && **n > 0.0)) {
+    if let Some(n) = args
+        .mean_count
+        .iter()
+        .find(|n| !(n.is_finite() && **n > 0.0))
+    {
         return Err(miette!(
             help = "a mean's accuracy is stated at a positive count of rows",
             "--mean-count {n} is not a positive number"
@@ -95,7 +99,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => out!("{body}"),
     }
     if !review.controls_ok {
-        for c in review.controls.iter().filter(|c| !(c.without_moves && c.doubled_moves)) {
+        for c in review
+            .controls
+            .iter()
+            .filter(|c| !(c.without_moves && c.doubled_moves))
+        {
             errln!(
                 "error: the negative controls of query `{}` do not move the claim (ε = {}): without its releases ε = {}, with its contribution bound doubled ε = {}",
                 c.query,

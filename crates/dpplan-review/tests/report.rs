@@ -49,14 +49,18 @@ fn snapshots_of_every_example() {
 
 #[test]
 fn json_follows_its_schema_and_reads_back() {
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root().join("docs/report.schema.json")).unwrap())
-            .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/report.schema.json")).unwrap(),
+    )
+    .unwrap();
     let v = jsonschema::validator_for(&schema).expect("a valid schema");
     for (name, text) in examples() {
         let r = review(&text);
         let doc = serde_json::to_value(&r).unwrap();
-        let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
         // a stored review re-renders to the same report
         let back: Review = serde_json::from_value(doc).unwrap();
@@ -100,9 +104,17 @@ fn composing_every_release_gives_the_checkers_total() {
                 .find(|x| x.accountant == c.accountant)
                 .and_then(|x| x.epsilon)
                 .unwrap();
-            assert_eq!(c.points.last().unwrap().epsilon, want, "{name} {}", c.accountant);
+            assert_eq!(
+                c.points.last().unwrap().epsilon,
+                want,
+                "{name} {}",
+                c.accountant
+            );
             // and curves never go down
-            assert!(c.points.windows(2).all(|w| w[0].epsilon <= w[1].epsilon), "{name}");
+            assert!(
+                c.points.windows(2).all(|w| w[0].epsilon <= w[1].epsilon),
+                "{name}"
+            );
         }
     }
 }
@@ -121,12 +133,15 @@ fn shares_add_up_to_one_and_follow_the_noise() {
     }
     // an independent ρ: a Gaussian count, Δ = 1, σ = 8, 10 releases:
     // ρ = 10 · 1/(2·64)
-    let text = std::fs::read_to_string(root().join("examples/repeated-release/repeated-release.dpplan")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("examples/repeated-release/repeated-release.dpplan"))
+            .unwrap();
     let r = review(&text);
     assert!((r.queries[0].rho - 10.0 / 128.0).abs() < 1e-15);
     assert_eq!(r.queries[0].share, 1.0);
     // negative control: doubling one query's noise lowers its share
-    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan")).unwrap();
+    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
     let before = review(&web);
     let after = review(&web.replace("noise gaussian sigma 60", "noise gaussian sigma 120"));
     let share = |r: &Review, n: &str| r.queries.iter().find(|q| q.name == n).unwrap().share;
@@ -189,10 +204,16 @@ fn doubling_control_equals_the_checker_on_a_doubled_bound() {
         })
         .collect();
     let e = compose(&releases, p.budget.delta, p.accountant_requested).unwrap();
-    assert!((e - doubled_total).abs() <= 1e-9 * doubled_total, "{e} vs {doubled_total}");
+    assert!(
+        (e - doubled_total).abs() <= 1e-9 * doubled_total,
+        "{e} vs {doubled_total}"
+    );
     // and each one-at-a-time control lies between the plan and both doubled
     for c in &r.controls {
-        assert!(c.doubled > r.contract.total.epsilon && c.doubled < doubled_total, "{c:?}");
+        assert!(
+            c.doubled > r.contract.total.epsilon && c.doubled < doubled_total,
+            "{c:?}"
+        );
         assert!(c.without < r.contract.total.epsilon, "{c:?}");
     }
     assert!(r.controls_ok);
@@ -216,45 +237,113 @@ fn a_query_that_cannot_move_the_claim_fails_the_controls() {
 
 #[test]
 fn mean_accuracy_by_the_delta_method() {
-    let text = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan")).unwrap();
+    let text = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
     let a = analyze(&text);
-    let q = a.report.as_ref().unwrap().queries.iter().find(|q| q.name == "mean_time").unwrap();
+    let q = a
+        .report
+        .as_ref()
+        .unwrap()
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap();
     let (s, c) = (q.parts[0].noise_std, q.parts[1].noise_std);
-    let r = report::build(&a, &ReviewOptions { start: None, mean_counts: vec![5000.0] }).unwrap();
-    let m = r.queries.iter().find(|q| q.name == "mean_time").unwrap().mean.clone().unwrap();
+    let r = report::build(
+        &a,
+        &ReviewOptions {
+            start: None,
+            mean_counts: vec![5000.0],
+        },
+    )
+    .unwrap();
+    let m = r
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap()
+        .mean
+        .clone()
+        .unwrap();
     // Var(S/C) ≈ (σ_S² + m² σ_C²)/n² at the worst mean m = 3600
     let want = (s * s + 3600.0f64.powi(2) * c * c).sqrt() / 5000.0;
     assert_eq!(m.points.len(), 1);
     assert!((m.points[0].std - want).abs() <= 1e-12 * want);
     assert!((m.points[0].ci95_half_width - 1.959963984540054 * want).abs() <= 1e-9 * want);
     // a larger count gives a smaller std (negative control)
-    let r2 = report::build(&a, &ReviewOptions { start: None, mean_counts: vec![10000.0] }).unwrap();
-    let m2 = r2.queries.iter().find(|q| q.name == "mean_time").unwrap().mean.clone().unwrap();
+    let r2 = report::build(
+        &a,
+        &ReviewOptions {
+            start: None,
+            mean_counts: vec![10000.0],
+        },
+    )
+    .unwrap();
+    let m2 = r2
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap()
+        .mean
+        .clone()
+        .unwrap();
     assert!(m2.points[0].std < m.points[0].std);
 }
 
 #[test]
 fn calendar_dates() {
-    let text = std::fs::read_to_string(root().join("examples/retail-mixed/retail-mixed.dpplan")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("examples/retail-mixed/retail-mixed.dpplan")).unwrap();
     let r = review(&text);
-    let q = |n: &str| r.queries.iter().find(|q| q.name == n).unwrap().schedule.clone();
+    let q = |n: &str| {
+        r.queries
+            .iter()
+            .find(|q| q.name == n)
+            .unwrap()
+            .schedule
+            .clone()
+    };
     // fixed dates: every day from 2026-01-01 until 2026-01-31 (30 releases)
-    assert_eq!((q("basket_size").first.as_str(), q("basket_size").last.as_str()), ("2026-01-01", "2026-01-30"));
+    assert_eq!(
+        (
+            q("basket_size").first.as_str(),
+            q("basket_size").last.as_str()
+        ),
+        ("2026-01-01", "2026-01-30")
+    );
     // every minute for 30 days from the first run: 43 200th at 29 d 23:59
     assert_eq!(q("live_orders").last, "2026-01-30 23:59");
     assert_eq!(q("items_by_store").last, "2026-01-22");
     // --start moves the relative schedules, not the fixed ones
     let start = dpplan_check::schedule::parse_date("2026-03-01").unwrap();
-    let r2 = report::build(&analyze(&text), &ReviewOptions { start: Some(start), mean_counts: vec![] }).unwrap();
-    let q2 = |n: &str| r2.queries.iter().find(|q| q.name == n).unwrap().schedule.clone();
+    let r2 = report::build(
+        &analyze(&text),
+        &ReviewOptions {
+            start: Some(start),
+            mean_counts: vec![],
+        },
+    )
+    .unwrap();
+    let q2 = |n: &str| {
+        r2.queries
+            .iter()
+            .find(|q| q.name == n)
+            .unwrap()
+            .schedule
+            .clone()
+    };
     assert_eq!(q2("daily_revenue").first, "2026-03-01");
     assert_eq!(q2("daily_revenue").last, "2026-03-30");
     assert_eq!(q2("basket_size").first, "2026-01-01");
     // without dates: days after the first run
-    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan")).unwrap();
+    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
     let w = review(&web);
     let daily = &w.queries[0].schedule;
-    assert_eq!((daily.first.as_str(), daily.last.as_str()), ("day 1", "day 365"));
+    assert_eq!(
+        (daily.first.as_str(), daily.last.as_str()),
+        ("day 1", "day 365")
+    );
     // the fractions are reached in order, each at ε ≥ its target
     let f = &w.cumulative.fractions;
     for pair in f.windows(2) {
@@ -274,13 +363,27 @@ fn html_is_self_contained() {
     for (name, text) in examples() {
         let h = report::html(&review(&text));
         assert!(h.starts_with("<!DOCTYPE html>"), "{name}");
-        assert!(!h.contains("http://") && !h.contains("https://"), "{name}: a URL");
+        assert!(
+            !h.contains("http://") && !h.contains("https://"),
+            "{name}: a URL"
+        );
         assert!(!h.contains("<script"), "{name}: a script");
         assert!(!h.contains("<link"), "{name}: an external stylesheet");
         let svgs = h.matches("<svg").count();
         assert!(svgs >= 2, "{name}: {svgs} figures");
-        assert_eq!(h.matches("<title>").count(), svgs + 1, "{name}: a title per figure");
-        assert_eq!(h.matches("<desc>").count(), svgs, "{name}: a text alternative per figure");
-        assert!(h.matches("<polyline").count() + h.matches("<path").count() > 0, "{name}: lines drawn");
+        assert_eq!(
+            h.matches("<title>").count(),
+            svgs + 1,
+            "{name}: a title per figure"
+        );
+        assert_eq!(
+            h.matches("<desc>").count(),
+            svgs,
+            "{name}: a text alternative per figure"
+        );
+        assert!(
+            h.matches("<polyline").count() + h.matches("<path").count() > 0,
+            "{name}: lines drawn"
+        );
     }
 }

@@ -31,9 +31,9 @@ pub enum ReviewError {
 impl std::fmt::Display for ReviewError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReviewError::PlanHasErrors => {
-                f.write_str("the plan has errors: no guarantee is claimed, so there is nothing to review")
-            }
+            ReviewError::PlanHasErrors => f.write_str(
+                "the plan has errors: no guarantee is claimed, so there is nothing to review",
+            ),
             ReviewError::NoPrivacyBlock => f.write_str("the plan declares no privacy block"),
             ReviewError::NoClaim(why) => write!(f, "the plan makes no claim: {why}"),
         }
@@ -94,10 +94,14 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
     if analysis.has_errors() {
         return Err(ReviewError::PlanHasErrors);
     }
-    let plan = analysis.report.as_ref().ok_or(ReviewError::NoPrivacyBlock)?;
-    let total = plan.total.as_ref().ok_or_else(|| {
-        ReviewError::NoClaim(plan.total_missing.clone().unwrap_or_default())
-    })?;
+    let plan = analysis
+        .report
+        .as_ref()
+        .ok_or(ReviewError::NoPrivacyBlock)?;
+    let total = plan
+        .total
+        .as_ref()
+        .ok_or_else(|| ReviewError::NoClaim(plan.total_missing.clone().unwrap_or_default()))?;
     let choice = plan.accountant_requested;
 
     let (first_run, calendar_note) = timeline::first_run(plan, options.start);
@@ -173,7 +177,11 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                 epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
                 alone_accountant: q.total.as_ref().map(|c| c.accountant.to_string()),
                 rho,
-                share: if rho_total > 0.0 { rho / rho_total } else { 0.0 },
+                share: if rho_total > 0.0 {
+                    rho / rho_total
+                } else {
+                    0.0
+                },
             }
         })
         .collect();
@@ -331,7 +339,10 @@ fn event_times(slots: &[Slots]) -> Vec<f64> {
             .collect()
     } else {
         let a = slots.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
-        let b = slots.iter().map(Slots::last).fold(f64::NEG_INFINITY, f64::max);
+        let b = slots
+            .iter()
+            .map(Slots::last)
+            .fold(f64::NEG_INFINITY, f64::max);
         (0..=MAX_EVENTS)
             .map(|i| a + (b - a) * i as f64 / MAX_EVENTS as f64)
             .collect()
@@ -353,7 +364,12 @@ fn fast_best(releases: &[acct::Release], delta: f64) -> f64 {
     acct::best_among(
         &rs,
         delta,
-        &[Accountant::Gdp, Accountant::Rdp, Accountant::Zcdp, Accountant::Basic],
+        &[
+            Accountant::Gdp,
+            Accountant::Rdp,
+            Accountant::Zcdp,
+            Accountant::Basic,
+        ],
         acct::NoBound::Last,
     )
     .map_or(f64::INFINITY, |b| b.epsilon)

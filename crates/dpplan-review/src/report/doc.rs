@@ -250,7 +250,11 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
             .iter()
             .map(|f| {
                 vec![
-                    format!("{:.0} % (ε = {})", f.fraction * 100.0, num(f.fraction * r.cumulative.budget_epsilon)),
+                    format!(
+                        "{:.0} % (ε = {})",
+                        f.fraction * 100.0,
+                        num(f.fraction * r.cumulative.budget_epsilon)
+                    ),
                     f.at.clone().unwrap_or_else(|| "never".into()),
                     opt(f.epsilon),
                 ]

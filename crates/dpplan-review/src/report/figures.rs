@@ -187,7 +187,11 @@ pub fn averaging(a: &Averaging) -> Result<String, String> {
             .y_desc("std of the average")
             .draw()
             .map_err(err)?;
-        let pts: Vec<(f64, f64)> = a.points.iter().map(|p| (p.epsilon, p.std_of_mean)).collect();
+        let pts: Vec<(f64, f64)> = a
+            .points
+            .iter()
+            .map(|p| (p.epsilon, p.std_of_mean))
+            .collect();
         chart
             .draw_series(LineSeries::new(pts.clone(), COLOURS[0].stroke_width(2)))
             .map_err(err)?;
@@ -230,7 +234,10 @@ pub fn shares(review: &Review) -> Result<String, String> {
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
-            .caption("Each query's share of the budget (of the plan's ρ)", (FONT, 16))
+            .caption(
+                "Each query's share of the budget (of the plan's ρ)",
+                (FONT, 16),
+            )
             .x_label_area_size(30)
             .y_label_area_size(10)
             .build_cartesian_2d(0f64..100f64, 0f64..n as f64)
@@ -269,5 +276,9 @@ pub fn shares(review: &Review) -> Result<String, String> {
         .map(|q| format!("{}: {}", q.name, super::percent(q.share)))
         .collect::<Vec<_>>()
         .join("; ");
-    Ok(accessible(&svg, "Each query's share of the plan's ρ", &desc))
+    Ok(accessible(
+        &svg,
+        "Each query's share of the plan's ρ",
+        &desc,
+    ))
 }

@@ -30,7 +30,11 @@ pub fn markdown(review: &Review) -> String {
             Block::Table(header, rows) => {
                 out.push_str(&format!(
                     "| {} |\n",
-                    header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | ")
+                    header
+                        .iter()
+                        .map(|h| cell(h))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
                 ));
                 out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
                 for r in rows {
