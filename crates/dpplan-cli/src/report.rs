@@ -29,7 +29,7 @@ pub struct Args {
     /// Write the report to this file instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The first run (YYYY-MM-DD[THH:MM], UTC): where `every … for …`,
+    /// The first run (`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM`, UTC): where `every … for …`,
     /// `N times` and `once` schedules start on the calendar.
     #[arg(long, value_name = "DATE")]
     pub start: Option<String>,
