@@ -9,6 +9,7 @@ use miette::{miette, Result};
 
 use dpplan_check::analyze;
 use dpplan_render::num;
+use dpplan_review::averaging::averaging;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -147,64 +148,4 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[derive(serde::Serialize)]
-struct AveragingPoint {
-    r: u64,
-    std_of_mean: f64,
-    epsilon: f64,
-}
-
-#[derive(serde::Serialize)]
-struct Averaging {
-    query: String,
-    sigma: f64,
-    points: Vec<AveragingPoint>,
-}
-
-/// For every single-part query released more than once: the standard
-/// deviation of the mean of r releases (σ/√r) next to the ε of r releases.
-fn averaging(report: &dpplan_check::CheckedPlan) -> Vec<Averaging> {
-    let delta = report.budget.delta;
-    let mut out = Vec::new();
-    for q in &report.queries {
-        let [part] = q.parts.as_slice() else { continue };
-        if q.releases < 2 {
-            continue;
-        }
-        // exactly the mechanism the checker accounted
-        let Some(mech) = part.accounted else {
-            continue;
-        };
-        let mut rs: Vec<u64> = [1u64, 2, 4, 10, 25, 100, 365, 1000, 10_000]
-            .into_iter()
-            .filter(|&r| r < q.releases)
-            .collect();
-        rs.push(q.releases);
-        let points = rs
-            .into_iter()
-            .filter_map(|r| {
-                let b = dpplan_accounting::best(
-                    &[dpplan_accounting::Release {
-                        mechanism: mech,
-                        count: r,
-                    }],
-                    delta,
-                )
-                .ok()?;
-                Some(AveragingPoint {
-                    r,
-                    std_of_mean: part.noise_std / (r as f64).sqrt(),
-                    epsilon: b.epsilon,
-                })
-            })
-            .collect();
-        out.push(Averaging {
-            query: q.name.clone(),
-            sigma: part.noise_std,
-            points,
-        });
-    }
-    out
 }

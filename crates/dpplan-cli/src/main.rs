@@ -13,6 +13,7 @@ mod compile;
 mod fmt;
 mod ledger;
 mod lsp;
+mod report;
 mod run;
 
 #[derive(Parser)]
@@ -65,6 +66,8 @@ enum Command {
     },
     /// Every accountant's (ε, δ) for a plan, with the ratio of each to the best.
     Account(account::Args),
+    /// A reviewer's report of a plan: the contract in words, every query's noise and accuracy, figures, negative controls.
+    Report(report::Args),
     /// Rewrite plans in the canonical layout (comments kept, meaning unchanged).
     Fmt {
         /// Plan files, directories searched for *.dpplan files, or `-` for stdin to stdout.
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
             color,
         } => check::run(&paths, format, deny, color),
         Command::Account(a) => account::run(a),
+        Command::Report(a) => report::run(a),
         Command::Fmt { paths, check } => fmt::run(&paths, check),
         Command::Lsp => lsp::run(),
         Command::Compile(a) => compile::run(a),

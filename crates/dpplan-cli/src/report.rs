@@ -1,0 +1,119 @@
+//! `dpplan report`: the reviewer's report of a plan (HTML, Markdown or
+//! JSON), from the same analysis as `dpplan check`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use miette::{miette, IntoDiagnostic, Result, WrapErr};
+
+use dpplan_check::analyze;
+use dpplan_review::report::{self, ReviewError, ReviewOptions};
+
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// One self-contained HTML file with inline SVG figures.
+    Html,
+    /// Markdown for a pull-request comment (tables, no figures).
+    Md,
+    /// JSON (docs/report.schema.json).
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan file.
+    pub path: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The first run (`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM`, UTC): where `every … for …`,
+    /// `N times` and `once` schedules start on the calendar.
+    #[arg(long, value_name = "DATE")]
+    pub start: Option<String>,
+    /// A true count at which to state a mean's accuracy (repeatable;
+    /// default 100, 1000, 10000, 100000).
+    #[arg(long = "mean-count", value_name = "N")]
+    pub mean_count: Vec<f64>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let start = match &args.start {
+        Some(s) => Some(dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+            miette!(
+                help = "write a date as YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)",
+                "--start `{s}` is not a valid date"
+            )
+        })?),
+        None => None,
+    };
+    if let Some(n) = args
+        .mean_count
+        .iter()
+        .find(|n| !(n.is_finite() && **n > 0.0))
+    {
+        return Err(miette!(
+            help = "a mean's accuracy is stated at a positive count of rows",
+            "--mean-count {n} is not a positive number"
+        ));
+    }
+    let text = crate::check::read_plan(&args.path)?;
+    let analysis = analyze(&text);
+    let path = args.path.display().to_string();
+    let review = match report::build(
+        &analysis,
+        &ReviewOptions {
+            start,
+            mean_counts: args.mean_count.clone(),
+        },
+    ) {
+        Ok(r) => r,
+        Err(ReviewError::PlanHasErrors) => {
+            let file = dpplan_render::FileResult {
+                path: &path,
+                text: &text,
+                analysis: &analysis,
+            };
+            err!("{}", dpplan_render::human(&file, false));
+            errln!("error: `{path}` has errors: no guarantee is claimed, so there is nothing to review");
+            errln!("help: run `dpplan check` and fix the errors first");
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(miette!(help = "run `dpplan check` on it", "`{path}`: {e}")),
+    };
+    let body = match args.format {
+        ReportFormat::Html => report::html(&review),
+        ReportFormat::Md => report::markdown(&review),
+        ReportFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&review).into_diagnostic()?;
+            s.push('\n');
+            s
+        }
+    };
+    match &args.out {
+        Some(out) => std::fs::write(out, &body)
+            .into_diagnostic()
+            .wrap_err_with(|| format!("cannot write the report to `{}`", out.display()))?,
+        None => out!("{body}"),
+    }
+    if !review.controls_ok {
+        for c in review
+            .controls
+            .iter()
+            .filter(|c| !(c.without_moves && c.doubled_moves))
+        {
+            errln!(
+                "error: the negative controls of query `{}` do not move the claim (ε = {}): without its releases ε = {}, with its contribution bound doubled ε = {}",
+                c.query,
+                dpplan_render::num(review.contract.total.epsilon),
+                dpplan_render::num(c.without),
+                dpplan_render::num(c.doubled)
+            );
+        }
+        errln!("help: a query whose removal or doubled bound leaves the total unchanged is not accounted as it should be (e.g. a statistic with zero sensitivity released as if noisy); review it before signing off");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

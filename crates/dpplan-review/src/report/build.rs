@@ -1,0 +1,520 @@
+//! From one analysis to a [`Review`].
+
+use dpplan_accounting as acct;
+use dpplan_check::{Accountant, AccountantChoice, AggKind, Analysis, CheckedPlan, Statistic};
+
+use super::timeline::{self, Slots};
+use super::*;
+
+/// What the caller chooses.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewOptions {
+    /// The first run (Unix seconds): where `every … for …`, `N times` and
+    /// `once` schedules start on the calendar.
+    pub start: Option<i64>,
+    /// The true counts at which a mean's accuracy is stated; empty:
+    /// [`DEFAULT_MEAN_COUNTS`].
+    pub mean_counts: Vec<f64>,
+}
+
+/// Why there is no report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewError {
+    /// The plan has errors: run `dpplan check`.
+    PlanHasErrors,
+    /// No privacy block.
+    NoPrivacyBlock,
+    /// No claim (the checker says why).
+    NoClaim(String),
+}
+
+impl std::fmt::Display for ReviewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReviewError::PlanHasErrors => f.write_str(
+                "the plan has errors: no guarantee is claimed, so there is nothing to review",
+            ),
+            ReviewError::NoPrivacyBlock => f.write_str("the plan declares no privacy block"),
+            ReviewError::NoClaim(why) => write!(f, "the plan makes no claim: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ReviewError {}
+
+/// The composed ε of `releases` at `delta` under the plan's accountant
+/// rule: the requested accountant, or for `best` the minimum over every
+/// accountant — exactly as the checker composes the total. No release: 0.
+pub fn compose(
+    releases: &[acct::Release],
+    delta: f64,
+    choice: AccountantChoice,
+) -> Result<f64, acct::AccountingError> {
+    if releases.iter().all(|r| r.count == 0) {
+        return Ok(0.0);
+    }
+    let releases: Vec<acct::Release> = releases.iter().copied().filter(|r| r.count > 0).collect();
+    match choice.accountant() {
+        Some(a) => acct::epsilon(&releases, delta, a).map(|b| b.epsilon),
+        None => acct::best_of(
+            acct::all(&releases, delta).into_iter().map(|(_, r)| r),
+            acct::NoBound::Last,
+        )
+        .map(|b| b.epsilon),
+    }
+}
+
+/// The plan's releases with each query's release count given by `count`,
+/// and its parts' sensitivities multiplied by `mult`: exactly the
+/// mechanisms the checker accounted.
+fn releases(
+    plan: &CheckedPlan,
+    count: &dyn Fn(usize) -> u64,
+    mult: &dyn Fn(usize) -> f64,
+) -> Vec<acct::Release> {
+    plan.queries
+        .iter()
+        .enumerate()
+        .flat_map(|(i, q)| {
+            q.parts.iter().filter_map(move |p| {
+                let mut m = p.accounted?;
+                m.sensitivity.l1 *= mult(i);
+                m.sensitivity.l2 *= mult(i);
+                Some(acct::Release {
+                    mechanism: m,
+                    count: count(i),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The report of an analysed plan.
+pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, ReviewError> {
+    if analysis.has_errors() {
+        return Err(ReviewError::PlanHasErrors);
+    }
+    let plan = analysis
+        .report
+        .as_ref()
+        .ok_or(ReviewError::NoPrivacyBlock)?;
+    let total = plan
+        .total
+        .as_ref()
+        .ok_or_else(|| ReviewError::NoClaim(plan.total_missing.clone().unwrap_or_default()))?;
+    let choice = plan.accountant_requested;
+
+    let (first_run, calendar_note) = timeline::first_run(plan, options.start);
+    let slots = timeline::slots(plan, first_run);
+    let label = |t: f64| timeline::label(first_run, t);
+
+    // shares of the plan's zCDP ρ
+    let rhos: Vec<f64> = plan
+        .queries
+        .iter()
+        .map(|q| {
+            q.parts
+                .iter()
+                .filter_map(|p| p.accounted.as_ref().and_then(acct::rho_tight))
+                .sum::<f64>()
+                * q.releases as f64
+        })
+        .collect();
+    let rho_total: f64 = rhos.iter().sum();
+
+    let mean_counts = if options.mean_counts.is_empty() {
+        DEFAULT_MEAN_COUNTS.to_vec()
+    } else {
+        options.mean_counts.clone()
+    };
+
+    let queries: Vec<QueryReview> = plan
+        .queries
+        .iter()
+        .zip(&slots)
+        .zip(&rhos)
+        .map(|((q, s), &rho)| {
+            let spec = q.spec.as_ref();
+            let groups = spec.and_then(|s| s.groups.clone()).unwrap_or_default();
+            let parts: Vec<PartReview> = q
+                .parts
+                .iter()
+                .map(|p| PartReview {
+                    role: p.role.clone(),
+                    statistic: p.statistic.to_string(),
+                    noise: p.mechanism.kind_name().to_string(),
+                    scale: p.mechanism.scale,
+                    sigma: p.mechanism.sigma,
+                    calibration: p.mechanism.calibration.to_string(),
+                    l1: p.l1,
+                    l2: p.l2,
+                    coords: p.coords,
+                    derivation: p.derivation.clone(),
+                    noise_std: p.noise_std,
+                    ci95_half_width: p.ci95_half_width,
+                    cells: if p.statistic.is_grouped() {
+                        groups.clone()
+                    } else {
+                        Vec::new()
+                    },
+                })
+                .collect();
+            QueryReview {
+                name: q.name.clone(),
+                dataset: q.dataset.clone(),
+                aggregation: q.aggregation.clone(),
+                schedule: Schedule {
+                    text: q.schedule.clone(),
+                    releases: q.releases,
+                    first: label(s.start),
+                    last: label(s.last()),
+                    first_offset_seconds: s.start,
+                    last_offset_seconds: s.last(),
+                },
+                mean: mean_accuracy(q, &mean_counts),
+                parts,
+                epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
+                epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
+                alone_accountant: q.total.as_ref().map(|c| c.accountant.to_string()),
+                rho,
+                share: if rho_total > 0.0 {
+                    rho / rho_total
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
+
+    let (protected, not_protected) = contract::protection(plan);
+    let accountant_why = match choice.accountant() {
+        Some(a) => format!(
+            "the plan asks for `{a}`; the other accountants are shown for comparison only"
+        ),
+        None => format!(
+            "the plan asks for `best`: every accountant that applies is a proven upper bound, so their minimum is one too; here the tightest is {}",
+            total.accountant.title()
+        ),
+    };
+    let contract = Contract {
+        unit: plan.unit.kind.to_string(),
+        unit_id: plan.unit.id.clone(),
+        unit_description: plan.unit.description.clone(),
+        adjacency: plan.adjacency.to_string(),
+        protected,
+        not_protected,
+        datasets: contract::dataset_bounds(plan),
+        budget: Pair {
+            epsilon: plan.budget.epsilon,
+            delta: plan.budget.delta,
+        },
+        total: Pair {
+            epsilon: total.epsilon,
+            delta: total.delta,
+        },
+        within_budget: plan.within_budget.unwrap_or(false),
+        accountant: total.accountant.as_str().to_string(),
+        accountant_name: total.accountant.title().to_string(),
+        accountant_detail: total.detail.clone(),
+        accountant_requested: choice.to_string(),
+        accountant_why,
+        accountants: plan
+            .accountants
+            .iter()
+            .map(|a| AccountantRow {
+                accountant: a.accountant.as_str().to_string(),
+                name: a.accountant_name.clone(),
+                epsilon: a.epsilon,
+                delta: a.delta,
+                detail: a.detail.clone(),
+                error: a.error.clone(),
+            })
+            .collect(),
+        delta_meaning: contract::delta_meaning(plan, total.epsilon, total.delta),
+        releases: plan.releases,
+        checker_notes: analysis
+            .diagnostics
+            .iter()
+            .map(|d| format!("{}: {}", d.code, d.message))
+            .collect(),
+    };
+
+    let cumulative = cumulative(plan, &slots, first_run, choice, total.epsilon);
+    let controls = controls(plan, total.epsilon, choice);
+    let controls_ok = controls.iter().all(|c| c.without_moves && c.doubled_moves);
+
+    Ok(Review {
+        schema_version: SCHEMA_VERSION,
+        plan: plan.name.clone(),
+        contract,
+        calendar: Calendar {
+            first_run: first_run.map(|_| label(0.0)),
+            first_run_unix: first_run,
+            note: calendar_note,
+        },
+        queries,
+        share_definition: SHARE_DEFINITION.into(),
+        cumulative,
+        averaging: crate::averaging::averaging(plan),
+        controls_definition: CONTROLS_DEFINITION.into(),
+        controls,
+        controls_ok,
+    })
+}
+
+/// What a share is (docs/report.md).
+pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2)) times its release count, over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
+
+/// What the negative controls are (docs/report.md).
+pub const CONTROLS_DEFINITION: &str = "For every query, the plan's total recomputed under the plan's own accountant rule with that query's releases removed, and with its contribution bound doubled (each of its parts' L1 and L2 sensitivity times 2, as doubling rows_per_unit does to a count or a sum), every noise kept as checked. Both must move the claim: a control that does not means the total does not depend on that query as it should.";
+
+/// A mean's approximate std: the delta method for S/C at a true count n,
+/// with the mean at its worst case max(|lo|, |hi|):
+/// Var ≈ (σ_S² + m²·σ_C²) / n².
+fn mean_accuracy(q: &dpplan_check::QueryReport, counts: &[f64]) -> Option<MeanAccuracy> {
+    let spec = q.spec.as_ref()?;
+    if spec.kind != AggKind::Mean {
+        return None;
+    }
+    let sum = q.parts.iter().find(|p| !p.statistic.is_count())?;
+    let count = q.parts.iter().find(|p| p.statistic.is_count())?;
+    let [lo, hi] = spec.bounds?;
+    let m = lo.abs().max(hi.abs());
+    let var_num = sum.noise_std.powi(2) + m * m * count.noise_std.powi(2);
+    let grouped = count.statistic == Statistic::GroupedCount;
+    Some(MeanAccuracy {
+        assumption: format!(
+            "delta-method approximation of (sum + noise)/(count + noise) at a true count n{}, with the mean at its worst case max(|{}|, |{}|) = {}: std ≈ √(σ_sum² + {}²·σ_count²)/n, 95 % ≈ ±1.96·std (normal approximation; it fails when the count's noise is not small next to n)",
+            if grouped { " per cell" } else { "" },
+            dpplan_diagnostics::num(lo),
+            dpplan_diagnostics::num(hi),
+            dpplan_diagnostics::num(m),
+            dpplan_diagnostics::num(m),
+        ),
+        points: counts
+            .iter()
+            .filter(|n| n.is_finite() && **n > 0.0)
+            .map(|&n| {
+                let std = var_num.sqrt() / n;
+                MeanPoint {
+                    count: n,
+                    std,
+                    ci95_half_width: Z95 * std,
+                }
+            })
+            .collect(),
+    })
+}
+
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// Points along the calendar at which the curves are evaluated.
+const CURVE_POINTS: usize = 50;
+
+/// The accountants drawn over the calendar: all but the privacy-loss
+/// distribution, which is run once for the total (docs/report.md).
+const CURVE_ACCOUNTANTS: [Accountant; 5] = [
+    Accountant::Basic,
+    Accountant::Advanced,
+    Accountant::Zcdp,
+    Accountant::Rdp,
+    Accountant::Gdp,
+];
+
+/// The distinct release times of the plan, sorted; for a plan with more
+/// than [`MAX_EVENTS`] releases, evenly spaced times from the first release
+/// to the last (ε at a time counts every release made by then).
+fn event_times(slots: &[Slots]) -> Vec<f64> {
+    let all: u64 = slots
+        .iter()
+        .map(|s| if s.period > 0.0 { s.n } else { 1 })
+        .fold(0, u64::saturating_add);
+    let mut t: Vec<f64> = if all <= MAX_EVENTS {
+        slots
+            .iter()
+            .flat_map(|s| {
+                let n = if s.period > 0.0 { s.n } else { 1 };
+                (0..n).map(move |k| s.start + s.period * k as f64)
+            })
+            .collect()
+    } else {
+        let a = slots.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
+        let b = slots
+            .iter()
+            .map(Slots::last)
+            .fold(f64::NEG_INFINITY, f64::max);
+        (0..=MAX_EVENTS)
+            .map(|i| a + (b - a) * i as f64 / MAX_EVENTS as f64)
+            .collect()
+    };
+    t.sort_by(f64::total_cmp);
+    t.dedup();
+    t
+}
+
+/// Release times dated one by one, at most.
+const MAX_EVENTS: u64 = 1_000_000;
+
+/// The fast accountants' best ε (an upper bound of every rule's ε).
+fn fast_best(releases: &[acct::Release], delta: f64) -> f64 {
+    let rs: Vec<acct::Release> = releases.iter().copied().filter(|r| r.count > 0).collect();
+    if rs.is_empty() {
+        return 0.0;
+    }
+    acct::best_among(
+        &rs,
+        delta,
+        &[
+            Accountant::Gdp,
+            Accountant::Rdp,
+            Accountant::Zcdp,
+            Accountant::Basic,
+        ],
+        acct::NoBound::Last,
+    )
+    .map_or(f64::INFINITY, |b| b.epsilon)
+}
+
+fn cumulative(
+    plan: &CheckedPlan,
+    slots: &[Slots],
+    first_run: Option<i64>,
+    choice: AccountantChoice,
+    total: f64,
+) -> Cumulative {
+    let delta = plan.budget.delta;
+    let origin = slots.iter().map(|s| s.start).fold(0.0, f64::min);
+    let horizon = slots.iter().map(Slots::last).fold(0.0, f64::max);
+    let times: Vec<f64> = if horizon > origin {
+        (0..CURVE_POINTS)
+            .map(|i| origin + (horizon - origin) * i as f64 / (CURVE_POINTS - 1) as f64)
+            .collect()
+    } else {
+        vec![origin]
+    };
+    let at = |t: f64| releases(plan, &|i| slots[i].count_at(t), &|_| 1.0);
+    let by_time: Vec<Vec<acct::Release>> = times.iter().map(|&t| at(t)).collect();
+    let curves = CURVE_ACCOUNTANTS
+        .iter()
+        .filter_map(|&a| {
+            let points: Option<Vec<CurvePoint>> = times
+                .iter()
+                .zip(&by_time)
+                .map(|(&t, rs)| {
+                    let e = if rs.iter().all(|r| r.count == 0) {
+                        0.0
+                    } else {
+                        let rs: Vec<acct::Release> =
+                            rs.iter().copied().filter(|r| r.count > 0).collect();
+                        acct::epsilon(&rs, delta, a).ok()?.epsilon
+                    };
+                    Some(CurvePoint { t, epsilon: e })
+                })
+                .collect();
+            Some(Curve {
+                accountant: a.as_str().to_string(),
+                name: a.title().to_string(),
+                points: points?,
+            })
+        })
+        .collect();
+    // the date each fraction of the budget is reached, under the total's rule
+    let budget = plan.budget.epsilon;
+    let events = event_times(slots);
+    let cache = std::cell::RefCell::new(std::collections::HashMap::<usize, f64>::new());
+    // ε after the releases made by event i; the fast accountants bound it
+    // from above, so below a target they settle the comparison alone
+    let reaches = |i: usize, target: f64| -> bool {
+        if let Some(&e) = cache.borrow().get(&i) {
+            return e >= target;
+        }
+        let rs = at(events[i]);
+        let fast = fast_best(&rs, delta);
+        if choice == AccountantChoice::Best && fast < target {
+            return false;
+        }
+        let e = compose(&rs, delta, choice).unwrap_or(f64::INFINITY);
+        cache.borrow_mut().insert(i, e);
+        e >= target
+    };
+    let fractions = [0.25, 0.5, 0.75, 1.0]
+        .into_iter()
+        .map(|f| {
+            let target = f * budget;
+            let none = FractionReached {
+                fraction: f,
+                at: None,
+                offset_seconds: None,
+                epsilon: None,
+            };
+            // after the last release ε is the total
+            if total < target || events.is_empty() {
+                return none;
+            }
+            // the first event at which ε reaches the target (monotone)
+            let (mut lo, mut hi) = (0usize, events.len() - 1);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if reaches(mid, target) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            let t = events[lo];
+            let e = if lo == events.len() - 1 {
+                total
+            } else {
+                compose(&at(t), delta, choice).unwrap_or(f64::INFINITY)
+            };
+            FractionReached {
+                fraction: f,
+                at: Some(timeline::label(first_run, t)),
+                offset_seconds: Some(t),
+                epsilon: Some(e),
+            }
+        })
+        .collect();
+    Cumulative {
+        budget_epsilon: budget,
+        horizon_seconds: horizon,
+        curves,
+        fractions,
+        note: format!(
+            "ε of every release made by each date, at δ = {}, at {} dates from the first release to the last; every accountant but the privacy-loss distribution is drawn (it is run once, for the total). The dates at which the budget's fractions are reached use the plan's own accountant rule ({}).",
+            dpplan_diagnostics::num(delta),
+            times.len(),
+            choice
+        ),
+    }
+}
+
+fn controls(plan: &CheckedPlan, total: f64, choice: AccountantChoice) -> Vec<Control> {
+    let delta = plan.budget.delta;
+    plan.queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let n = |j: usize| plan.queries[j].releases;
+            let without = compose(
+                &releases(plan, &|j| if j == i { 0 } else { n(j) }, &|_| 1.0),
+                delta,
+                choice,
+            )
+            .unwrap_or(f64::NAN);
+            let doubled = compose(
+                &releases(plan, &n, &|j| if j == i { 2.0 } else { 1.0 }),
+                delta,
+                choice,
+            )
+            .unwrap_or(f64::INFINITY);
+            Control {
+                query: q.name.clone(),
+                without,
+                doubled,
+                without_moves: without < total,
+                doubled_moves: doubled > total,
+            }
+        })
+        .collect()
+}

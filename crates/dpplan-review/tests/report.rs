@@ -1,0 +1,389 @@
+//! `dpplan report` as a library: snapshots of every example's Markdown and
+//! JSON, the JSON against docs/report.schema.json, the numbers against the
+//! checker and the accounting crate, the shares, the negative controls.
+
+use std::path::{Path, PathBuf};
+
+use dpplan_check::analyze;
+use dpplan_review::report::{self, compose, Review, ReviewOptions};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn examples() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root().join("examples")).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|x| x == "dpplan") {
+                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+                out.push((name, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 5, "the examples are found");
+    out
+}
+
+fn review(text: &str) -> Review {
+    report::build(&analyze(text), &ReviewOptions::default()).expect("a report")
+}
+
+#[test]
+fn snapshots_of_every_example() {
+    for (name, text) in examples() {
+        let r = review(&text);
+        insta::assert_snapshot!(format!("{name}.md"), report::markdown(&r));
+        insta::assert_snapshot!(
+            format!("{name}.json"),
+            serde_json::to_string_pretty(&r).unwrap()
+        );
+    }
+}
+
+#[test]
+fn json_follows_its_schema_and_reads_back() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).expect("a valid schema");
+    for (name, text) in examples() {
+        let r = review(&text);
+        let doc = serde_json::to_value(&r).unwrap();
+        let errors: Vec<String> = v
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        // a stored review re-renders to the same report
+        let back: Review = serde_json::from_value(doc).unwrap();
+        assert_eq!(back, r, "{name}");
+        assert_eq!(report::markdown(&back), report::markdown(&r));
+    }
+    // negative control: the schema refuses a report with a field removed
+    let mut doc = serde_json::to_value(review(&examples()[0].1)).unwrap();
+    doc["contract"].as_object_mut().unwrap().remove("total");
+    assert!(!v.is_valid(&doc));
+}
+
+/// The releases the report composes (all of them) give exactly the
+/// checker's total, under the plan's own rule.
+#[test]
+fn composing_every_release_gives_the_checkers_total() {
+    for (name, text) in examples() {
+        let a = analyze(&text);
+        let plan = a.report.as_ref().unwrap();
+        let releases: Vec<_> = plan
+            .queries
+            .iter()
+            .flat_map(|q| {
+                q.parts.iter().filter_map(|p| {
+                    Some(dpplan_accounting::Release {
+                        mechanism: p.accounted?,
+                        count: q.releases,
+                    })
+                })
+            })
+            .collect();
+        let e = compose(&releases, plan.budget.delta, plan.accountant_requested).unwrap();
+        assert_eq!(e, plan.total.as_ref().unwrap().epsilon, "{name}");
+        let r = review(&text);
+        // the last point of each curve is that accountant's total
+        for c in &r.cumulative.curves {
+            let want = r
+                .contract
+                .accountants
+                .iter()
+                .find(|x| x.accountant == c.accountant)
+                .and_then(|x| x.epsilon)
+                .unwrap();
+            assert_eq!(
+                c.points.last().unwrap().epsilon,
+                want,
+                "{name} {}",
+                c.accountant
+            );
+            // and curves never go down
+            assert!(
+                c.points.windows(2).all(|w| w[0].epsilon <= w[1].epsilon),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn shares_add_up_to_one_and_follow_the_noise() {
+    for (name, text) in examples() {
+        let r = review(&text);
+        let sum: f64 = r.queries.iter().map(|q| q.share).sum();
+        assert!((sum - 1.0).abs() < 1e-12, "{name}: {sum}");
+        // each share is ρ_q / Σρ with ρ from the accounting crate
+        let rho: f64 = r.queries.iter().map(|q| q.rho).sum();
+        for q in &r.queries {
+            assert_eq!(q.share, q.rho / rho);
+        }
+    }
+    // an independent ρ: a Gaussian count, Δ = 1, σ = 8, 10 releases:
+    // ρ = 10 · 1/(2·64)
+    let text =
+        std::fs::read_to_string(root().join("examples/repeated-release/repeated-release.dpplan"))
+            .unwrap();
+    let r = review(&text);
+    assert!((r.queries[0].rho - 10.0 / 128.0).abs() < 1e-15);
+    assert_eq!(r.queries[0].share, 1.0);
+    // negative control: doubling one query's noise lowers its share
+    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
+    let before = review(&web);
+    let after = review(&web.replace("noise gaussian sigma 60", "noise gaussian sigma 120"));
+    let share = |r: &Review, n: &str| r.queries.iter().find(|q| q.name == n).unwrap().share;
+    assert!(share(&after, "page_mix") < share(&before, "page_mix"));
+    assert!(share(&after, "daily_visits") > share(&before, "daily_visits"));
+}
+
+/// The bound-doubling control against the real checker: the same plan
+/// with rows_per_unit doubled in its text, checked again.
+#[test]
+fn doubling_control_equals_the_checker_on_a_doubled_bound() {
+    let plan = |rows: u32| {
+        format!(
+            r#"plan "t" {{
+  privacy {{
+    unit user by uid
+    adjacency add_remove
+    budget epsilon 10 delta 1e-6
+    accountant best
+  }}
+  dataset d {{
+    column uid : id
+    column x : float in [0, 3]
+    contribution {{ rows_per_unit {rows} }}
+  }}
+  query n {{
+    count(d)
+    noise gaussian sigma 20
+    schedule 12 times
+  }}
+  query s {{
+    sum(d.x)
+    noise laplace scale 40
+    schedule once
+  }}
+}}"#
+        )
+    };
+    let r = review(&plan(4));
+    let doubled = analyze(&plan(8));
+    let doubled_total = doubled.report.unwrap().total.unwrap().epsilon;
+    // doubling rows_per_unit doubles both queries' sensitivities: the text
+    // control moves both; the report's control doubles one at a time, so
+    // doubling both through the report's rule must give the checker's total
+    let a = analyze(&plan(4));
+    let p = a.report.as_ref().unwrap();
+    let releases: Vec<_> = p
+        .queries
+        .iter()
+        .flat_map(|q| {
+            q.parts.iter().filter_map(|part| {
+                let mut m = part.accounted?;
+                m.sensitivity.l1 *= 2.0;
+                m.sensitivity.l2 *= 2.0;
+                Some(dpplan_accounting::Release {
+                    mechanism: m,
+                    count: q.releases,
+                })
+            })
+        })
+        .collect();
+    let e = compose(&releases, p.budget.delta, p.accountant_requested).unwrap();
+    assert!(
+        (e - doubled_total).abs() <= 1e-9 * doubled_total,
+        "{e} vs {doubled_total}"
+    );
+    // and each one-at-a-time control lies between the plan and both doubled
+    for c in &r.controls {
+        assert!(
+            c.doubled > r.contract.total.epsilon && c.doubled < doubled_total,
+            "{c:?}"
+        );
+        assert!(c.without < r.contract.total.epsilon, "{c:?}");
+    }
+    assert!(r.controls_ok);
+}
+
+#[test]
+fn a_query_that_cannot_move_the_claim_fails_the_controls() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zero-sensitivity.dpplan"),
+    )
+    .unwrap();
+    let r = review(&text);
+    assert!(!r.controls_ok);
+    let people = r.controls.iter().find(|c| c.query == "people").unwrap();
+    assert!(!people.without_moves && !people.doubled_moves);
+    let ages = r.controls.iter().find(|c| c.query == "ages").unwrap();
+    // ε = Δ/b = 120/240, alone; removed: nothing left; doubled: 240/240
+    assert_eq!((ages.without, ages.doubled), (0.0, 1.0));
+    assert!(report::markdown(&r).contains("The negative controls failed"));
+}
+
+#[test]
+fn mean_accuracy_by_the_delta_method() {
+    let text = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
+    let a = analyze(&text);
+    let q = a
+        .report
+        .as_ref()
+        .unwrap()
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap();
+    let (s, c) = (q.parts[0].noise_std, q.parts[1].noise_std);
+    let r = report::build(
+        &a,
+        &ReviewOptions {
+            start: None,
+            mean_counts: vec![5000.0],
+        },
+    )
+    .unwrap();
+    let m = r
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap()
+        .mean
+        .clone()
+        .unwrap();
+    // Var(S/C) ≈ (σ_S² + m² σ_C²)/n² at the worst mean m = 3600
+    let want = (s * s + 3600.0f64.powi(2) * c * c).sqrt() / 5000.0;
+    assert_eq!(m.points.len(), 1);
+    assert!((m.points[0].std - want).abs() <= 1e-12 * want);
+    assert!((m.points[0].ci95_half_width - 1.959963984540054 * want).abs() <= 1e-9 * want);
+    // a larger count gives a smaller std (negative control)
+    let r2 = report::build(
+        &a,
+        &ReviewOptions {
+            start: None,
+            mean_counts: vec![10000.0],
+        },
+    )
+    .unwrap();
+    let m2 = r2
+        .queries
+        .iter()
+        .find(|q| q.name == "mean_time")
+        .unwrap()
+        .mean
+        .clone()
+        .unwrap();
+    assert!(m2.points[0].std < m.points[0].std);
+}
+
+#[test]
+fn calendar_dates() {
+    let text =
+        std::fs::read_to_string(root().join("examples/retail-mixed/retail-mixed.dpplan")).unwrap();
+    let r = review(&text);
+    let q = |n: &str| {
+        r.queries
+            .iter()
+            .find(|q| q.name == n)
+            .unwrap()
+            .schedule
+            .clone()
+    };
+    // fixed dates: every day from 2026-01-01 until 2026-01-31 (30 releases)
+    assert_eq!(
+        (
+            q("basket_size").first.as_str(),
+            q("basket_size").last.as_str()
+        ),
+        ("2026-01-01", "2026-01-30")
+    );
+    // every minute for 30 days from the first run: 43 200th at 29 d 23:59
+    assert_eq!(q("live_orders").last, "2026-01-30 23:59");
+    assert_eq!(q("items_by_store").last, "2026-01-22");
+    // --start moves the relative schedules, not the fixed ones
+    let start = dpplan_check::schedule::parse_date("2026-03-01").unwrap();
+    let r2 = report::build(
+        &analyze(&text),
+        &ReviewOptions {
+            start: Some(start),
+            mean_counts: vec![],
+        },
+    )
+    .unwrap();
+    let q2 = |n: &str| {
+        r2.queries
+            .iter()
+            .find(|q| q.name == n)
+            .unwrap()
+            .schedule
+            .clone()
+    };
+    assert_eq!(q2("daily_revenue").first, "2026-03-01");
+    assert_eq!(q2("daily_revenue").last, "2026-03-30");
+    assert_eq!(q2("basket_size").first, "2026-01-01");
+    // without dates: days after the first run
+    let web = std::fs::read_to_string(root().join("examples/web-analytics/web-analytics.dpplan"))
+        .unwrap();
+    let w = review(&web);
+    let daily = &w.queries[0].schedule;
+    assert_eq!(
+        (daily.first.as_str(), daily.last.as_str()),
+        ("day 1", "day 365")
+    );
+    // the fractions are reached in order, each at ε ≥ its target
+    let f = &w.cumulative.fractions;
+    for pair in f.windows(2) {
+        if let (Some(a), Some(b)) = (pair[0].offset_seconds, pair[1].offset_seconds) {
+            assert!(a <= b);
+        }
+    }
+    for x in f {
+        if let Some(e) = x.epsilon {
+            assert!(e >= x.fraction * w.contract.budget.epsilon);
+        }
+    }
+}
+
+#[test]
+fn html_is_self_contained() {
+    for (name, text) in examples() {
+        let h = report::html(&review(&text));
+        assert!(h.starts_with("<!DOCTYPE html>"), "{name}");
+        assert!(
+            !h.contains("http://") && !h.contains("https://"),
+            "{name}: a URL"
+        );
+        assert!(!h.contains("<script"), "{name}: a script");
+        assert!(!h.contains("<link"), "{name}: an external stylesheet");
+        let svgs = h.matches("<svg").count();
+        assert!(svgs >= 2, "{name}: {svgs} figures");
+        assert_eq!(
+            h.matches("<title>").count(),
+            svgs + 1,
+            "{name}: a title per figure"
+        );
+        assert_eq!(
+            h.matches("<desc>").count(),
+            svgs,
+            "{name}: a text alternative per figure"
+        );
+        assert!(
+            h.matches("<polyline").count() + h.matches("<path").count() > 0,
+            "{name}: lines drawn"
+        );
+    }
+}
