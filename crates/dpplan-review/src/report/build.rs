@@ -56,11 +56,8 @@ pub fn compose(
     let releases: Vec<acct::Release> = releases.iter().copied().filter(|r| r.count > 0).collect();
     match choice.accountant() {
         Some(a) => acct::epsilon(&releases, delta, a).map(|b| b.epsilon),
-        None => acct::best_of(
-            acct::all(&releases, delta).into_iter().map(|(_, r)| r),
-            acct::NoBound::Last,
-        )
-        .map(|b| b.epsilon),
+        None => acct::best_of(acct::all(&releases, delta).into_iter().map(|(_, r)| r))
+            .map(|b| b.epsilon),
     }
 }
 
@@ -370,7 +367,6 @@ fn fast_best(releases: &[acct::Release], delta: f64) -> f64 {
             Accountant::Zcdp,
             Accountant::Basic,
         ],
-        acct::NoBound::Last,
     )
     .map_or(f64::INFINITY, |b| b.epsilon)
 }
