@@ -6,6 +6,8 @@
 //!
 //! * `report` — `dpplan report`: the contract in words, per-query
 //!   sensitivity, noise, schedule and accuracy, figures, negative controls.
-//! * `diff` — `dpplan diff`: two checked plans compared query by query,
+//! * [`diff`] — `dpplan diff`: two checked plans compared query by query,
 //!   and the guarantee before and after under the same accountant.
 #![forbid(unsafe_code)]
+
+pub mod diff;
