@@ -198,16 +198,20 @@ pub struct Verdict {
 /// The checked plan of an analysis if it can be compared: no error, or
 /// only the budget's (DP011: the plan makes a claim, it just exceeds the
 /// budget, and a diff is how a reviewer sees why). `None` otherwise: a plan
-/// with any other error makes no claim.
+/// with any other error, or whose `auto` noise fits no budget, makes no
+/// claim.
 pub fn comparable(a: &dpplan_check::Analysis) -> Option<&CheckedPlan> {
-    let blocking = a
+    let report = a.report.as_ref()?;
+    if !a.has_errors() {
+        return Some(report);
+    }
+    // DP011 without a total (`noise … auto` found no noise that fits) is
+    // no claim either.
+    let only_budget = a
         .diagnostics
         .iter()
-        .any(|d| d.is_error() && d.code != dpplan_diagnostics::Code::OverBudget);
-    if blocking {
-        return None;
-    }
-    a.report.as_ref()
+        .all(|d| !d.is_error() || d.code == dpplan_diagnostics::Code::OverBudget);
+    (only_budget && report.total.is_some() && report.within_budget == Some(false)).then_some(report)
 }
 
 /// Compares two checked plans. `old_label` and `new_label` name the sides.
@@ -244,7 +248,7 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
             .any(|d| d.changes.iter().any(|c| is_contribution_bound(&c.field)));
     let comparable = !contract.iter().any(|c| c.breaks_comparison);
     let increase = match (guarantee.old_epsilon, guarantee.new_epsilon) {
-        (Some(o), Some(n)) => n > o || new.budget.delta > old.budget.delta,
+        (Some(o), Some(n)) => larger(n, o) || new.budget.delta > old.budget.delta,
         _ => true,
     };
     let identical = contract.is_empty()
@@ -252,7 +256,7 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
         && queries.is_empty()
         && publishes.is_empty()
         && guarantee.change == Some(0.0);
-    let summary = summary(&guarantee, increase, comparable, identical, old, new);
+    let summary = summary(&guarantee, comparable, identical, old, new);
     PlanDiff {
         old: side(old_label, old),
         new: side(new_label, new),
@@ -272,6 +276,16 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
     }
 }
 
+/// Relative tolerance under which two ε count as the same: `noise … auto`
+/// fills the budget up to its solver's precision, so an unchanged plan can
+/// move by ~1e-10; every accountant's own numerical error is far larger.
+pub const SAME_EPSILON: f64 = 1e-9;
+
+/// `a` is larger than `b` beyond [`SAME_EPSILON`].
+pub fn larger(a: f64, b: f64) -> bool {
+    a > b * (1.0 + SAME_EPSILON)
+}
+
 fn side(label: &str, p: &CheckedPlan) -> Side {
     Side {
         label: label.to_string(),
@@ -286,7 +300,6 @@ fn side(label: &str, p: &CheckedPlan) -> Side {
 
 fn summary(
     g: &Guarantee,
-    increase: bool,
     comparable: bool,
     identical: bool,
     old: &CheckedPlan,
@@ -306,16 +319,15 @@ fn summary(
     };
     let num = dpplan_diagnostics::num;
     let delta_more = new.budget.delta > old.budget.delta;
-    let what = if n > o {
+    let what = if larger(n, o) {
         "spends MORE"
     } else if delta_more {
         "spends MORE δ"
-    } else if n < o {
+    } else if larger(o, n) {
         "spends less"
     } else {
         "spends the same"
     };
-    let _ = increase;
     format!(
         "the new plan {what}: ε {} → {} at δ = {} ({name}){}{caveat}",
         num(o),
@@ -705,7 +717,7 @@ fn guarantee(old: &CheckedPlan, new: &CheckedPlan) -> (Guarantee, Option<(Accoun
         (
             recompute(&plan_releases(old), delta),
             recompute(&plan_releases(new), delta),
-            "the smaller of the two plans' δ (they differ): both recomputed there".to_string(),
+            "the smaller of the two plans' δ, as they differ; both recomputed there".to_string(),
         )
     };
     let get = |f: &Figures, a: Accountant| f.iter().find(|(x, _)| *x == a).map(|(_, r)| r.clone());
@@ -755,7 +767,7 @@ fn guarantee(old: &CheckedPlan, new: &CheckedPlan) -> (Guarantee, Option<(Accoun
             }
             (
                 best,
-                "the tightest accountant that bounds both plans (the smallest larger-of-the-two ε)"
+                "the tightest accountant that bounds both plans: the smallest larger-of-the-two ε"
                     .to_string(),
             )
         }

@@ -77,15 +77,19 @@ fn header(d: &PlanDiff) -> String {
 }
 
 fn claim_text(s: &super::Side) -> String {
+    let budget = match s.within_budget {
+        Some(false) => format!("; OVER its budget ε = {}", num(s.budget.epsilon)),
+        _ => format!("; budget ε = {}", num(s.budget.epsilon)),
+    };
     match &s.claim {
         Some(t) => format!(
-            "ε = {}, δ = {} ({}, requested `{}`)",
+            "ε = {}, δ = {} ({}, requested `{}`){budget}",
             num(t.epsilon),
             num(t.delta),
             t.accountant_name,
             s.accountant_requested
         ),
-        None => "no claim (no release)".into(),
+        None => format!("no claim (no release){budget}"),
     }
 }
 

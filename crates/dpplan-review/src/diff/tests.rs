@@ -177,3 +177,30 @@ fn a_plan_with_an_error_is_not_comparable() {
     assert!(comparable(&dpplan_check::analyze(&broken)).is_none());
     assert!(comparable(&dpplan_check::analyze(&t)).is_some());
 }
+
+#[test]
+fn an_auto_plan_that_cannot_fit_is_not_comparable() {
+    // the live counter doubled leaves no room for `basket_size`'s auto
+    // noise: DP011 without a total, so no claim to compare
+    let t = example("retail-mixed");
+    let a = dpplan_check::analyze(&edit(&t, "sigma 1500", "sigma 150"));
+    assert!(a.report.as_ref().unwrap().total.is_none());
+    assert!(comparable(&a).is_none());
+}
+
+#[test]
+fn auto_noise_absorbs_a_change_within_the_tolerance() {
+    // `noise … auto` refills the budget: more releases of another query
+    // leave the plan's ε where it was (up to the solver's precision), so it
+    // is not an increase; the leave-one-in figures show the two moves
+    let t = example("retail-mixed");
+    let d = run(&t, &edit(&t, "for 4 weeks", "for 8 weeks"));
+    let (o, n) = (d.guarantee.old_epsilon.unwrap(), d.guarantee.new_epsilon.unwrap());
+    assert!((n - o).abs() <= o * SAME_EPSILON, "{o} {n}");
+    assert!(!d.verdict.increase, "{}", d.verdict.summary);
+    let up = d.queries.iter().find(|q| q.name == "items_by_store").unwrap();
+    let down = d.queries.iter().find(|q| q.name == "basket_size").unwrap();
+    assert!(up.leave_one_in.as_ref().unwrap().change.unwrap() > 0.0);
+    assert!(down.leave_one_in.as_ref().unwrap().change.unwrap() < 0.0);
+    assert!(larger(1.0 + 2e-9, 1.0) && !larger(1.0 + 1e-10, 1.0));
+}
