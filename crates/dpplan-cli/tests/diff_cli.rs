@@ -176,7 +176,10 @@ fn every_number_equals_dpplan_check_of_each_side() {
             // the plan's own claim
             assert_eq!(d[side]["claim"]["epsilon"], c["epsilon"], "{name} {side}");
             assert_eq!(d[side]["claim"]["delta"], c["delta"], "{name} {side}");
-            assert_eq!(d[side]["claim"]["accountant"], c["accountant"], "{name} {side}");
+            assert_eq!(
+                d[side]["claim"]["accountant"], c["accountant"],
+                "{name} {side}"
+            );
             assert_eq!(d[side]["budget"], c["budget"], "{name} {side}");
             assert_eq!(d[side]["releases"], c["releases"], "{name} {side}");
             // every accountant, when both sides share δ (otherwise both are
@@ -188,7 +191,11 @@ fn every_number_equals_dpplan_check_of_each_side() {
                         .iter()
                         .find(|x| x["accountant"] == a["accountant"])
                         .unwrap();
-                    assert_eq!(mine[side], a["epsilon"], "{name} {side} {}", a["accountant"]);
+                    assert_eq!(
+                        mine[side], a["epsilon"],
+                        "{name} {side} {}",
+                        a["accountant"]
+                    );
                 }
                 let chosen = d["guarantee"]["accountant"].clone();
                 let own = c["accountants"]
@@ -256,7 +263,10 @@ fn a_delta_change_is_compared_at_the_smaller_delta() {
     let own = f(&p.check("old.dpplan")["epsilon"]).unwrap();
     assert!(f(&d["guarantee"]["old_epsilon"]).unwrap() > own);
     // and it equals the new plan's own claim, made at 1e-7 with the same releases
-    assert_eq!(d["guarantee"]["new_epsilon"], p.check("new.dpplan")["epsilon"]);
+    assert_eq!(
+        d["guarantee"]["new_epsilon"],
+        p.check("new.dpplan")["epsilon"]
+    );
     let c = d["contract"].as_array().unwrap();
     assert!(c
         .iter()
@@ -329,8 +339,18 @@ fn a_side_with_errors_is_reported_and_nothing_is_compared() {
 /// git, which these tests need: a missing git fails them with a message.
 fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
-        .args(["-c", "user.name=dpplan test", "-c", "user.email=test@example.org"])
-        .args(["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.name=dpplan test",
+            "-c",
+            "user.email=test@example.org",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -369,15 +389,29 @@ fn git_compares_a_plan_with_its_committed_version() {
     let two = pair(&rr, &edit(&rr, "sigma 8", "sigma 7")).json();
     let o = dpplan_in(
         repo.path(),
-        &["diff", "plans/p.dpplan", "--git", "HEAD", "--format", "json"],
+        &[
+            "diff",
+            "plans/p.dpplan",
+            "--git",
+            "HEAD",
+            "--format",
+            "json",
+        ],
     );
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["guarantee"], two["guarantee"]);
     assert_eq!(d["queries"], two["queries"]);
     // a ref that does not exist
-    let o = dpplan_in(repo.path(), &["diff", "plans/p.dpplan", "--git", "nosuchref"]);
+    let o = dpplan_in(
+        repo.path(),
+        &["diff", "plans/p.dpplan", "--git", "nosuchref"],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("git cannot show `nosuchref:plans/p.dpplan`"), "{}", err(&o));
+    assert!(
+        err(&o).contains("git cannot show `nosuchref:plans/p.dpplan`"),
+        "{}",
+        err(&o)
+    );
     // a file that is not in the commit
     std::fs::write(sub.join("new.dpplan"), &rr).unwrap();
     let o = dpplan_in(repo.path(), &["diff", "plans/new.dpplan", "--git", "HEAD"]);

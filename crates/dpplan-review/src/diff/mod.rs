@@ -416,7 +416,10 @@ fn contract_changes(old: &CheckedPlan, new: &CheckedPlan) -> Vec<ContractChange>
 
 /// Fields whose change alters how much one unit may contribute.
 fn is_contribution_bound(field: &str) -> bool {
-    matches!(field, "rows_per_unit" | "groups_per_unit" | "rows_per_group")
+    matches!(
+        field,
+        "rows_per_unit" | "groups_per_unit" | "rows_per_group"
+    )
 }
 
 fn dataset_fields(d: &DatasetSpec) -> Vec<(String, Value)> {
@@ -669,7 +672,10 @@ fn releases_of(q: Option<&QueryReport>) -> Vec<acct::Release> {
 
 /// Every release of the plan, in the checker's order.
 pub fn plan_releases(p: &CheckedPlan) -> Vec<acct::Release> {
-    p.queries.iter().flat_map(|q| releases_of(Some(q))).collect()
+    p.queries
+        .iter()
+        .flat_map(|q| releases_of(Some(q)))
+        .collect()
 }
 
 type Figures = Vec<(Accountant, Result<f64, String>)>;
@@ -757,9 +763,14 @@ fn guarantee(old: &CheckedPlan, new: &CheckedPlan) -> (Guarantee, Option<(Accoun
             // the accountants' order among equals
             let mut best: Option<&AccountantPair> = None;
             for p in &both {
-                let m = p.old.unwrap_or(f64::INFINITY).max(p.new.unwrap_or(f64::INFINITY));
+                let m = p
+                    .old
+                    .unwrap_or(f64::INFINITY)
+                    .max(p.new.unwrap_or(f64::INFINITY));
                 let bm = best.map_or(f64::INFINITY, |b| {
-                    b.old.unwrap_or(f64::INFINITY).max(b.new.unwrap_or(f64::INFINITY))
+                    b.old
+                        .unwrap_or(f64::INFINITY)
+                        .max(b.new.unwrap_or(f64::INFINITY))
                 });
                 if best.is_none() || m < bm {
                     best = Some(p);

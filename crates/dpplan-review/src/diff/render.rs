@@ -151,11 +151,18 @@ pub fn human(d: &PlanDiff) -> String {
         "\n  guarantee at δ = {} ({}) under {} ({})\n",
         num(g.delta),
         g.delta_rule,
-        g.accountant_name.as_deref().unwrap_or("no common accountant"),
+        g.accountant_name
+            .as_deref()
+            .unwrap_or("no common accountant"),
         g.accountant_rule
     ));
     if let (Some(a), Some(b), Some(c)) = (g.old_epsilon, g.new_epsilon, g.change) {
-        o.push_str(&format!("    ε: {} → {}  ({})\n", num(a), num(b), signed(c)));
+        o.push_str(&format!(
+            "    ε: {} → {}  ({})\n",
+            num(a),
+            num(b),
+            signed(c)
+        ));
     }
     o.push_str("\n    accountant                        old ε         new ε\n");
     for p in &g.accountants {
@@ -284,7 +291,9 @@ pub fn markdown(d: &PlanDiff) -> String {
     o.push_str(&format!(
         "#### Guarantee at δ = {} under {}\n\n",
         num(g.delta),
-        g.accountant_name.as_deref().unwrap_or("no common accountant")
+        g.accountant_name
+            .as_deref()
+            .unwrap_or("no common accountant")
     ));
     o.push_str(&format!(
         "δ: {}. Accountant: {}.\n\n",

@@ -44,7 +44,12 @@ fn the_releases_read_back_are_exactly_what_the_checker_composed() {
         let again = recompute(&plan_releases(&p), p.budget.delta);
         for a in &p.accountants {
             let mine = again.iter().find(|(x, _)| *x == a.accountant).unwrap();
-            assert_eq!(mine.1.as_ref().ok().copied(), a.epsilon, "{name} {}", a.accountant);
+            assert_eq!(
+                mine.1.as_ref().ok().copied(),
+                a.epsilon,
+                "{name} {}",
+                a.accountant
+            );
         }
     }
 }
@@ -65,7 +70,11 @@ fn identical_plans_give_an_empty_diff() {
         assert_eq!(d.guarantee.old_epsilon, own.epsilon);
         // with `best` on both sides and one δ, the tightest common
         // accountant is the checker's best
-        assert_eq!(d.guarantee.old_epsilon, p.total.as_ref().map(|t| t.epsilon), "{name}");
+        assert_eq!(
+            d.guarantee.old_epsilon,
+            p.total.as_ref().map(|t| t.epsilon),
+            "{name}"
+        );
     }
 }
 
@@ -74,7 +83,10 @@ fn more_noise_lowers_epsilon_and_is_not_an_increase() {
     let t = example("repeated-release");
     let d = run(&t, &edit(&t, "gaussian sigma 8", "gaussian sigma 16"));
     assert!(!d.identical && !d.verdict.increase && !d.verdict.contract_changed);
-    let (o, n) = (d.guarantee.old_epsilon.unwrap(), d.guarantee.new_epsilon.unwrap());
+    let (o, n) = (
+        d.guarantee.old_epsilon.unwrap(),
+        d.guarantee.new_epsilon.unwrap(),
+    );
     assert!(n < o, "{o} → {n}");
     // independent: 10 Gaussian releases, Δ₂ = 1, compose exactly to μ-GDP
     // with μ = √10/σ (Dong–Roth–Su Cor 3.3), ε from the Balle–Wang profile
@@ -100,7 +112,11 @@ fn a_doubled_contribution_bound_raises_epsilon_and_is_flagged() {
     let d = run(&t, &edit(&t, "rows_per_unit 5 ", "rows_per_unit 10 "));
     assert!(d.verdict.increase && d.verdict.contract_changed);
     assert!(d.guarantee.new_epsilon.unwrap() > d.guarantee.old_epsilon.unwrap());
-    assert_eq!(d.new.within_budget, Some(false), "over budget, still compared");
+    assert_eq!(
+        d.new.within_budget,
+        Some(false),
+        "over budget, still compared"
+    );
     let ds = &d.datasets[0];
     assert_eq!(ds.name, "visits");
     assert!(ds
@@ -128,7 +144,10 @@ fn a_removed_query_lowers_epsilon_and_an_added_one_raises_it() {
     assert_eq!(q.status, Status::Removed);
     assert!(!d.verdict.increase);
     assert!(d.guarantee.change.unwrap() < 0.0);
-    assert_eq!(q.leave_one_in.as_ref().unwrap().epsilon, d.guarantee.new_epsilon);
+    assert_eq!(
+        q.leave_one_in.as_ref().unwrap().epsilon,
+        d.guarantee.new_epsilon
+    );
     let d = run(&without, &t);
     assert_eq!(d.queries[0].status, Status::Added);
     assert!(d.verdict.increase && d.guarantee.change.unwrap() > 0.0);
@@ -139,7 +158,10 @@ fn a_unit_or_delta_change_breaks_the_comparison() {
     let t = example("repeated-release");
     let d = run(&t, &edit(&t, "adjacency add_remove", "adjacency replace"));
     assert!(d.verdict.contract_changed && !d.verdict.comparable);
-    assert!(d.contract.iter().any(|c| c.field == "adjacency" && c.breaks_comparison));
+    assert!(d
+        .contract
+        .iter()
+        .any(|c| c.field == "adjacency" && c.breaks_comparison));
     // δ: compared at the smaller δ, recomputed; a larger δ is an increase
     let d = run(&t, &edit(&t, "delta 1e-6", "delta 1e-5"));
     assert!(d.guarantee.recomputed && d.guarantee.delta == 1e-6);
@@ -195,10 +217,17 @@ fn auto_noise_absorbs_a_change_within_the_tolerance() {
     // is not an increase; the leave-one-in figures show the two moves
     let t = example("retail-mixed");
     let d = run(&t, &edit(&t, "for 4 weeks", "for 8 weeks"));
-    let (o, n) = (d.guarantee.old_epsilon.unwrap(), d.guarantee.new_epsilon.unwrap());
+    let (o, n) = (
+        d.guarantee.old_epsilon.unwrap(),
+        d.guarantee.new_epsilon.unwrap(),
+    );
     assert!((n - o).abs() <= o * SAME_EPSILON, "{o} {n}");
     assert!(!d.verdict.increase, "{}", d.verdict.summary);
-    let up = d.queries.iter().find(|q| q.name == "items_by_store").unwrap();
+    let up = d
+        .queries
+        .iter()
+        .find(|q| q.name == "items_by_store")
+        .unwrap();
     let down = d.queries.iter().find(|q| q.name == "basket_size").unwrap();
     assert!(up.leave_one_in.as_ref().unwrap().change.unwrap() > 0.0);
     assert!(down.leave_one_in.as_ref().unwrap().change.unwrap() < 0.0);
