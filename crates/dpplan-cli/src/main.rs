@@ -10,6 +10,7 @@ mod out;
 mod account;
 mod check;
 mod compile;
+mod diff;
 mod fmt;
 mod ledger;
 mod lsp;
@@ -83,6 +84,8 @@ enum Command {
     Compile(compile::Args),
     /// Run the releases that are due on real data, charging the ledger.
     Run(run::Args),
+    /// Compare two versions of a plan: per-query changes, contract changes, and (ε, δ) before and after under one accountant.
+    Diff(diff::Args),
     /// Inspect, verify, export or correct a ledger.
     #[command(subcommand)]
     Ledger(ledger::Action),
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => compile::run(a),
         Command::Run(a) => run::run(a),
         Command::Ledger(a) => ledger::run(a),
+        Command::Diff(a) => diff::run(a),
     };
     match result {
         Ok(code) => code,

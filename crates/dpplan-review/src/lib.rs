@@ -8,9 +8,10 @@
 //!   sensitivity, noise, schedule and accuracy, figures, negative controls.
 //! * [`averaging`] — the std of an average of r fresh releases against its
 //!   ε (read by `dpplan account` and the report).
-//! * `diff` — `dpplan diff`: two checked plans compared query by query,
+//! * [`diff`] — `dpplan diff`: two checked plans compared query by query,
 //!   and the guarantee before and after under the same accountant.
 #![forbid(unsafe_code)]
 
 pub mod averaging;
+pub mod diff;
 pub mod report;

@@ -1,0 +1,235 @@
+//! The diff against the checker's own numbers, with negative controls.
+
+use super::*;
+
+const EXAMPLES: &[&str] = &[
+    "app-events",
+    "census",
+    "repeated-release",
+    "retail-mixed",
+    "web-analytics",
+];
+
+fn example(name: &str) -> String {
+    let p = format!(
+        "{}/../../examples/{name}/{name}.dpplan",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn checked(text: &str) -> CheckedPlan {
+    let a = dpplan_check::analyze(text);
+    comparable(&a)
+        .unwrap_or_else(|| panic!("{:?}", a.diagnostics))
+        .clone()
+}
+
+/// `text` with `from` replaced once (and it must occur).
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` not in the plan");
+    text.replacen(from, to, 1)
+}
+
+fn run(old: &str, new: &str) -> PlanDiff {
+    diff("old", &checked(old), "new", &checked(new))
+}
+
+#[test]
+fn the_releases_read_back_are_exactly_what_the_checker_composed() {
+    // Every accountant over `plan_releases` at the plan's δ gives the
+    // checker's own table bit for bit: the diff composes the same releases.
+    for name in EXAMPLES {
+        let p = checked(&example(name));
+        let again = recompute(&plan_releases(&p), p.budget.delta);
+        for a in &p.accountants {
+            let mine = again.iter().find(|(x, _)| *x == a.accountant).unwrap();
+            assert_eq!(
+                mine.1.as_ref().ok().copied(),
+                a.epsilon,
+                "{name} {}",
+                a.accountant
+            );
+        }
+    }
+}
+
+#[test]
+fn identical_plans_give_an_empty_diff() {
+    for name in EXAMPLES {
+        let t = example(name);
+        let d = run(&t, &t);
+        assert!(d.identical, "{name}: {d:#?}");
+        assert!(!d.verdict.increase && !d.verdict.contract_changed, "{name}");
+        assert!(d.queries.is_empty() && d.contract.is_empty() && d.datasets.is_empty());
+        assert_eq!(d.guarantee.change, Some(0.0));
+        // the compared ε is one of the checker's own figures
+        let p = checked(&t);
+        let a = d.guarantee.accountant.unwrap();
+        let own = p.accountants.iter().find(|x| x.accountant == a).unwrap();
+        assert_eq!(d.guarantee.old_epsilon, own.epsilon);
+        // with `best` on both sides and one δ, the tightest common
+        // accountant is the checker's best
+        assert_eq!(
+            d.guarantee.old_epsilon,
+            p.total.as_ref().map(|t| t.epsilon),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn more_noise_lowers_epsilon_and_is_not_an_increase() {
+    let t = example("repeated-release");
+    let d = run(&t, &edit(&t, "gaussian sigma 8", "gaussian sigma 16"));
+    assert!(!d.identical && !d.verdict.increase && !d.verdict.contract_changed);
+    let (o, n) = (
+        d.guarantee.old_epsilon.unwrap(),
+        d.guarantee.new_epsilon.unwrap(),
+    );
+    assert!(n < o, "{o} → {n}");
+    // independent: 10 Gaussian releases, Δ₂ = 1, compose exactly to μ-GDP
+    // with μ = √10/σ (Dong–Roth–Su Cor 3.3), ε from the Balle–Wang profile
+    assert_eq!(d.guarantee.accountant, Some(Accountant::Gdp));
+    let mu = |s: f64| 10f64.sqrt() / s;
+    assert!((o - acct::gdp_epsilon(mu(8.0), 1e-6)).abs() < 1e-9);
+    assert!((n - acct::gdp_epsilon(mu(16.0), 1e-6)).abs() < 1e-9);
+    let q = &d.queries[0];
+    assert_eq!(q.name, "yes_count");
+    assert!(q.parts[0]
+        .changes
+        .iter()
+        .any(|c| c.field == "sigma" && c.old == json!(8.0) && c.new == json!(16.0)));
+    // one query changed: its leave-one-in total is the new plan's total
+    let l = q.leave_one_in.as_ref().unwrap();
+    assert_eq!(l.epsilon, Some(n));
+    assert_eq!(l.change, Some(n - o));
+}
+
+#[test]
+fn a_doubled_contribution_bound_raises_epsilon_and_is_flagged() {
+    let t = example("web-analytics");
+    let d = run(&t, &edit(&t, "rows_per_unit 5 ", "rows_per_unit 10 "));
+    assert!(d.verdict.increase && d.verdict.contract_changed);
+    assert!(d.guarantee.new_epsilon.unwrap() > d.guarantee.old_epsilon.unwrap());
+    assert_eq!(
+        d.new.within_budget,
+        Some(false),
+        "over budget, still compared"
+    );
+    let ds = &d.datasets[0];
+    assert_eq!(ds.name, "visits");
+    assert!(ds
+        .changes
+        .iter()
+        .any(|c| c.field == "rows_per_unit" && c.old == json!(5) && c.new == json!(10)));
+    // the sensitivity and its derivation moved for the count
+    let q = d.queries.iter().find(|q| q.name == "daily_visits").unwrap();
+    let p = &q.parts[0];
+    assert!(p.changes.iter().any(|c| c.field == "l1"));
+    assert!(!p.derivation_added.is_empty() && !p.derivation_removed.is_empty());
+    // negative control: halving the bound lowers ε
+    let d = run(&t, &edit(&t, "rows_per_unit 5 ", "rows_per_unit 2 "));
+    assert!(!d.verdict.increase);
+}
+
+#[test]
+fn a_removed_query_lowers_epsilon_and_an_added_one_raises_it() {
+    let t = example("census");
+    let start = t.find("  query by_tenure").unwrap();
+    let end = start + t[start..].find("  }\n").unwrap() + 4;
+    let without = format!("{}{}", &t[..start], &t[end..]);
+    let d = run(&t, &without);
+    let q = d.queries.iter().find(|q| q.name == "by_tenure").unwrap();
+    assert_eq!(q.status, Status::Removed);
+    assert!(!d.verdict.increase);
+    assert!(d.guarantee.change.unwrap() < 0.0);
+    assert_eq!(
+        q.leave_one_in.as_ref().unwrap().epsilon,
+        d.guarantee.new_epsilon
+    );
+    let d = run(&without, &t);
+    assert_eq!(d.queries[0].status, Status::Added);
+    assert!(d.verdict.increase && d.guarantee.change.unwrap() > 0.0);
+}
+
+#[test]
+fn a_unit_or_delta_change_breaks_the_comparison() {
+    let t = example("repeated-release");
+    let d = run(&t, &edit(&t, "adjacency add_remove", "adjacency replace"));
+    assert!(d.verdict.contract_changed && !d.verdict.comparable);
+    assert!(d
+        .contract
+        .iter()
+        .any(|c| c.field == "adjacency" && c.breaks_comparison));
+    // δ: compared at the smaller δ, recomputed; a larger δ is an increase
+    let d = run(&t, &edit(&t, "delta 1e-6", "delta 1e-5"));
+    assert!(d.guarantee.recomputed && d.guarantee.delta == 1e-6);
+    assert!(d.verdict.increase, "a larger δ spends more");
+    // same releases at the same δ: the same ε
+    assert_eq!(d.guarantee.change, Some(0.0));
+    let d = run(&edit(&t, "delta 1e-6", "delta 1e-5"), &t);
+    assert!(!d.verdict.increase, "a smaller δ with the same releases");
+    // the budget alone: flagged, still comparable
+    let d = run(&t, &edit(&t, "epsilon 2.5", "epsilon 3"));
+    assert!(d.verdict.contract_changed && d.verdict.comparable && !d.verdict.increase);
+    assert!(!d.identical);
+}
+
+#[test]
+fn different_accountants_are_compared_under_one() {
+    let t = example("repeated-release");
+    let d = run(&t, &edit(&t, "accountant best", "accountant rdp"));
+    assert!(d.contract.iter().any(|c| c.field == "accountant"));
+    // one accountant for both sides: the tightest common one (GDP here),
+    // while the new plan's own claim is RDP's
+    assert_eq!(d.guarantee.accountant, Some(Accountant::Gdp));
+    assert_eq!(d.new.claim.as_ref().unwrap().accountant, Accountant::Rdp);
+    assert_eq!(d.guarantee.change, Some(0.0));
+    // both ask for RDP: RDP is used
+    let r = edit(&t, "accountant best", "accountant rdp");
+    let d = run(&r, &edit(&r, "sigma 8", "sigma 9"));
+    assert_eq!(d.guarantee.accountant, Some(Accountant::Rdp));
+}
+
+#[test]
+fn a_plan_with_an_error_is_not_comparable() {
+    let t = example("census");
+    let broken = edit(&t, "sigma 12", "sigma -1");
+    assert!(comparable(&dpplan_check::analyze(&broken)).is_none());
+    assert!(comparable(&dpplan_check::analyze(&t)).is_some());
+}
+
+#[test]
+fn an_auto_plan_that_cannot_fit_is_not_comparable() {
+    // the live counter doubled leaves no room for `basket_size`'s auto
+    // noise: DP011 without a total, so no claim to compare
+    let t = example("retail-mixed");
+    let a = dpplan_check::analyze(&edit(&t, "sigma 1500", "sigma 150"));
+    assert!(a.report.as_ref().unwrap().total.is_none());
+    assert!(comparable(&a).is_none());
+}
+
+#[test]
+fn auto_noise_absorbs_a_change_within_the_tolerance() {
+    // `noise … auto` refills the budget: more releases of another query
+    // leave the plan's ε where it was (up to the solver's precision), so it
+    // is not an increase; the leave-one-in figures show the two moves
+    let t = example("retail-mixed");
+    let d = run(&t, &edit(&t, "for 4 weeks", "for 8 weeks"));
+    let (o, n) = (
+        d.guarantee.old_epsilon.unwrap(),
+        d.guarantee.new_epsilon.unwrap(),
+    );
+    assert!((n - o).abs() <= o * SAME_EPSILON, "{o} {n}");
+    assert!(!d.verdict.increase, "{}", d.verdict.summary);
+    let up = d
+        .queries
+        .iter()
+        .find(|q| q.name == "items_by_store")
+        .unwrap();
+    let down = d.queries.iter().find(|q| q.name == "basket_size").unwrap();
+    assert!(up.leave_one_in.as_ref().unwrap().change.unwrap() > 0.0);
+    assert!(down.leave_one_in.as_ref().unwrap().change.unwrap() < 0.0);
+    assert!(larger(1.0 + 2e-9, 1.0) && !larger(1.0 + 1e-10, 1.0));
+}
