@@ -11,6 +11,7 @@ mod account;
 mod check;
 mod compile;
 mod fmt;
+mod freeze;
 mod ledger;
 mod lsp;
 mod run;
@@ -80,7 +81,7 @@ enum Command {
     Compile(compile::Args),
     /// Run the releases that are due on real data, charging the ledger.
     Run(run::Args),
-    /// Inspect, verify, export or correct a ledger.
+    /// Inspect, verify, export or correct a ledger; freeze a report in it.
     #[command(subcommand)]
     Ledger(ledger::Action),
 }
