@@ -712,8 +712,7 @@ fn a_run_after_the_schedule_says_it_is_over() {
     // it ended with its last release: the last intent's time
     let last_intent = entries(&ledger)
         .into_iter()
-        .filter(|e| e.kind.as_str() == "intent")
-        .last()
+        .rfind(|e| e.kind.as_str() == "intent")
         .unwrap();
     assert!(
         err.contains(&format!("ended on {}", last_intent.time)),

@@ -10,7 +10,7 @@
 //! Every enum serialises to the snake_case name a plan writes
 //! (`discrete_gaussian`, `add_remove`, `grouped_sum`, …): the JSON outputs,
 //! the executable plan and the ledger hold exactly these strings, and
-//! reading any other string is an error. [`Vocabulary::NAMES`] lists them, in
+//! reading any other string is an error. [`Vocabulary::ALL`] lists them, in
 //! declaration order, and `name()`/`from_name()` convert both ways.
 //!
 //! This crate depends on nothing but serde, so the accounting crate can use

@@ -419,3 +419,57 @@ impl Ledger {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Laplace with scale b and ℓ1 sensitivity Δ, released n times, under
+    /// basic composition: ε = n·Δ/b (Dwork–Roth, Thm 3.6 and 3.16).
+    fn laplace(n: u64, l1: f64, b: f64, claim: f64) -> AccountantInputs {
+        AccountantInputs {
+            mechanisms: vec![AccountedRelease {
+                query: "q".into(),
+                kind: NoiseKind::Laplace,
+                scale: b,
+                l1,
+                l2: l1,
+                coords: 1,
+                releases: n,
+            }],
+            delta: 0.0,
+            accountant: AccountantChoice::Basic,
+            claim: Claim {
+                epsilon: claim,
+                delta: 0.0,
+                accountant: Accountant::Basic,
+            },
+        }
+    }
+
+    #[test]
+    fn a_claim_re_derives_and_its_negative_controls_do_not() {
+        let c = laplace(10, 2.0, 40.0, 10.0 * 2.0 / 40.0).check().unwrap();
+        assert_eq!(c.epsilon, 0.5);
+        // one release less, a sensitivity doubled, another accountant named
+        assert!(laplace(9, 2.0, 40.0, 0.5).check().is_err());
+        assert!(laplace(10, 4.0, 40.0, 0.5).check().is_err());
+        let mut other = laplace(10, 2.0, 40.0, 0.5);
+        other.claim.accountant = Accountant::Rdp;
+        assert!(other.check().is_err());
+        // within the tolerance, not beyond it
+        assert!(laplace(10, 2.0, 40.0, 0.5 * (1.0 + 1e-12)).check().is_ok());
+        assert!(laplace(10, 2.0, 40.0, 0.5 * (1.0 + 1e-6)).check().is_err());
+    }
+
+    #[test]
+    fn the_source_revision_is_a_commit_or_unknown() {
+        let r = SOURCE_REVISION;
+        assert!(
+            r == "unknown"
+                || std::env::var("DPPLAN_SOURCE_REVISION").is_ok()
+                || (r.len() == 40 && r.chars().all(|c| c.is_ascii_hexdigit())),
+            "{r}"
+        );
+    }
+}
