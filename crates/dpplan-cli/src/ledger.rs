@@ -1,11 +1,14 @@
-//! `dpplan ledger show|verify|export|correct`.
+//! `dpplan ledger show|verify|export|correct|freeze|frozen`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result};
 
-use dpplan_runtime::ledger::{Ledger, LedgerError};
+use dpplan_runtime::ledger::{
+    Budget, Entry, EntryKind, Ledger, LedgerError, OpenInfo, UpgradeValue,
+};
+use serde::Serialize;
 
 #[derive(clap::Subcommand)]
 pub enum Action {
@@ -28,14 +31,47 @@ pub enum Action {
         #[arg(long)]
         csv: bool,
     },
-    /// Append a correction of an entry (the entry itself is never changed).
+    /// Append a correction of an entry, or an addendum to a frozen report
+    /// (the entry itself is never changed).
     Correct {
         ledger: PathBuf,
         /// The entry's sequence number.
-        #[arg(long)]
-        entry: i64,
+        #[arg(long, required_unless_present = "report", conflicts_with = "report")]
+        entry: Option<i64>,
+        /// A frozen report's hash (or a prefix of at least 8 hex digits): the
+        /// reason is appended as an addendum to it.
+        #[arg(long, value_name = "HASH")]
+        report: Option<String>,
         #[arg(long)]
         reason: String,
+    },
+    /// Freeze a report of a plan in the ledger: its bytes, its hash and the
+    /// exact accountant inputs of the plan's claim (creates the ledger for
+    /// the plan when it does not exist).
+    Freeze {
+        #[arg(long)]
+        ledger: PathBuf,
+        /// The report file; its bytes are stored exactly.
+        #[arg(long)]
+        report: PathBuf,
+        /// The plan source (.dpplan) the report is of.
+        #[arg(long)]
+        plan: PathBuf,
+        /// What the report is (default: the file's extension).
+        #[arg(long)]
+        format: Option<String>,
+        /// When freezing creates the ledger: the start of `every … for …`
+        /// schedules (UTC date or Unix seconds), as a first run would fix it.
+        #[arg(long)]
+        start: Option<String>,
+    },
+    /// Print a frozen report exactly as frozen, then its addenda, after
+    /// verifying the ledger, the report's hash and its claim.
+    Frozen {
+        /// The report's hash (or a prefix of at least 8 hex digits).
+        hash: String,
+        #[arg(long)]
+        ledger: PathBuf,
     },
 }
 
@@ -50,8 +86,17 @@ pub fn run(a: Action) -> Result<ExitCode> {
         Action::Correct {
             ledger,
             entry,
+            report,
             reason,
-        } => correct(&ledger, entry, &reason),
+        } => correct(&ledger, entry, report.as_deref(), &reason),
+        Action::Freeze {
+            ledger,
+            report,
+            plan,
+            format,
+            start,
+        } => crate::freeze::freeze(&ledger, &report, &plan, format, start.as_deref()),
+        Action::Frozen { hash, ledger } => crate::freeze::frozen(&ledger, &hash),
     }
 }
 
@@ -59,7 +104,7 @@ pub fn run(a: Action) -> Result<ExitCode> {
 // not by `into_diagnostic()`: its text already includes its source's
 // (`ledger database error: …`), which the report would print again as a
 // cause.
-fn open(path: &Path) -> Result<Ledger> {
+pub(crate) fn open(path: &Path) -> Result<Ledger> {
     Ledger::open(path, None).map_err(|e| miette!("{e}"))
 }
 
@@ -67,15 +112,24 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     let l = open(path)?;
     warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;
+    let remaining = remaining_budget(&entries);
     if json {
+        let shown: Vec<Shown> = entries
+            .iter()
+            .zip(&remaining)
+            .map(|(entry, r)| Shown {
+                entry,
+                budget_remaining: r.clone(),
+            })
+            .collect();
         outln!(
             "{}",
-            serde_json::to_string_pretty(&entries).into_diagnostic()?
+            serde_json::to_string_pretty(&shown).into_diagnostic()?
         );
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{:>5}  {:<10}  {:<20}  {:>5}  {:>10}  {:>12}  {:>18}  {:<20}  hash",
+        "{:>5}  {:<13}  {:<20}  {:>5}  {:>10}  {:>12}  {:>18}  {:>12}  {:<20}  hash",
         "seq",
         "kind",
         "query",
@@ -83,10 +137,11 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
         "ε charged",
         "Σε (basic)",
         "ε so far (plan)",
+        "ε remaining",
         "time"
     );
     let mut at_delta = None;
-    for e in &entries {
+    for (e, left) in entries.iter().zip(&remaining) {
         // an intent records the history composed under the plan's accountant
         let running = match e.running_totals() {
             Some(t) => {
@@ -98,8 +153,13 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             }
             None => "-".into(),
         };
+        let left = match left {
+            Some(r) => format!("{:.4}", r.epsilon),
+            None if e.kind == EntryKind::Intent => "n/a".into(),
+            None => "-".into(),
+        };
         outln!(
-            "{:>5}  {:<10}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:>18}  {:<20}  {}…",
+            "{:>5}  {:<13}  {:<20}  {:>5}  {:>10.4}  {:>12.4}  {:>18}  {:>12}  {:<20}  {}…",
             e.seq,
             e.kind,
             e.query.as_deref().unwrap_or("-"),
@@ -107,6 +167,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             e.epsilon,
             e.total_epsilon,
             running,
+            left,
             e.time,
             &e.hash[..16.min(e.hash.len())]
         );
@@ -114,6 +175,9 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     if let Some(d) = at_delta {
         outln!(
             "ε so far: every charged release up to that entry, composed by the plan's accountant at δ = {d}; `--json` lists every accountant"
+        );
+        outln!(
+            "ε remaining: the ε of the budget in force at that entry minus ε so far (under the plan's accountant, the one its claim is made with; another accountant composes the same releases to another ε, so what is left differs by accountant: a looser one leaves less); n/a where the budget or the plan accountant's figure was not recorded"
         );
     }
     if let Some(last) = entries.last() {
@@ -199,15 +263,96 @@ pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn correct(path: &Path, entry: i64, reason: &str) -> Result<ExitCode> {
+pub fn correct(
+    path: &Path,
+    entry: Option<i64>,
+    report: Option<&str>,
+    reason: &str,
+) -> Result<ExitCode> {
     let mut l = open(path)?;
     // A correction is appended: like a run, never to a damaged ledger.
     l.integrity(None).map_err(|e| miette!("{e}"))?;
+    let (entry, what) = match (entry, report) {
+        (Some(seq), _) => {
+            let target = l.entry(seq).map_err(|e| miette!("{e}"))?;
+            let what = match target {
+                Some(t) if t.kind == EntryKind::FrozenReport => "addendum",
+                _ => "correction",
+            };
+            (seq, what)
+        }
+        (None, Some(hash)) => {
+            let f = l.frozen(hash).map_err(|e| miette!("{e}"))?;
+            (f.entry.seq, "addendum")
+        }
+        // Invariant: clap requires one of the two.
+        (None, None) => return Err(miette!("give --entry or --report")),
+    };
     let e = l.correct(entry, reason).map_err(|e| miette!("{e}"))?;
     outln!(
-        "appended correction {} of entry {entry}; latest hash {}",
+        "appended {what} {} of entry {entry}; latest hash {}",
         e.seq,
         e.hash
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// An entry as `ledger show --json` prints it: its fields exactly as
+/// `ledger export` writes them, and for an intent the budget left after it.
+#[derive(Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    entry: &'a Entry,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_remaining: Option<Remaining>,
+}
+
+/// The budget left after an intent: the ε of the budget in force at that
+/// entry minus the running total under the plan's accountant (at the
+/// budget's δ).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Remaining {
+    pub epsilon: f64,
+    pub budget_epsilon: f64,
+    /// The accountant of the running total (the plan's; for `best`, the
+    /// tightest at that entry).
+    pub accountant: String,
+    pub at_delta: f64,
+}
+
+/// For each entry, the budget left after it (intents whose running totals
+/// and budget in force were recorded; `None` for the others).
+pub(crate) fn remaining_budget(entries: &[Entry]) -> Vec<Option<Remaining>> {
+    let mut budget: Option<Budget> = None;
+    entries
+        .iter()
+        .map(|e| {
+            let value = e.value.as_deref().unwrap_or("");
+            match e.kind {
+                EntryKind::Open => {
+                    budget = serde_json::from_str::<OpenInfo>(value)
+                        .ok()
+                        .and_then(|o| o.budget);
+                }
+                EntryKind::Upgrade => {
+                    budget = serde_json::from_str::<UpgradeValue>(value)
+                        .ok()
+                        .map(|u| Budget {
+                            epsilon: u.budget_epsilon,
+                            delta: u.budget_delta.unwrap_or(f64::NAN),
+                        });
+                }
+                _ => {}
+            }
+            let t = e.running_totals()?;
+            let b = budget?;
+            let spent = t.plan.epsilon?;
+            Some(Remaining {
+                epsilon: b.epsilon - spent,
+                budget_epsilon: b.epsilon,
+                accountant: t.plan.accountant.map_or("", |a| a.name()).to_string(),
+                at_delta: t.at_delta,
+            })
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ mod check;
 mod compile;
 mod diff;
 mod fmt;
+mod freeze;
 mod ledger;
 mod lsp;
 mod report;
@@ -86,7 +87,7 @@ enum Command {
     Run(run::Args),
     /// Compare two versions of a plan: per-query changes, contract changes, and (ε, δ) before and after under one accountant.
     Diff(diff::Args),
-    /// Inspect, verify, export or correct a ledger.
+    /// Inspect, verify, export or correct a ledger; freeze a report in it.
     #[command(subcommand)]
     Ledger(ledger::Action),
 }

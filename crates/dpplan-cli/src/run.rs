@@ -217,15 +217,36 @@ fn report(out: &RunOutput) {
             u.accountant
         );
     }
-    if out.ledger_entries == 0 {
+    let fresh = out.results.iter().filter(|r| r.origin == "fresh").count();
+    if let (Some(ended), true) = (&out.schedule_ended, out.results.is_empty()) {
         errln!(
-            "released 0 value(s); nothing was charged, so no ledger was created at `{}`",
-            out.ledger
+            "the schedule of {} ended on {ended}: nothing left to release",
+            esc(&out.plan)
+        );
+    }
+    if out.ledger_entries == 0 {
+        if out.schedule_ended.is_none() {
+            errln!(
+                "released 0 value(s); nothing was charged, so no ledger was created at `{}`",
+                out.ledger
+            );
+        } else {
+            errln!(
+                "nothing was charged, so no ledger was created at `{}`",
+                out.ledger
+            );
+        }
+    } else if out.schedule_ended.is_some() && fresh == 0 {
+        errln!(
+            "ledger `{}`: {} entries, latest hash {}",
+            out.ledger,
+            out.ledger_entries,
+            out.ledger_latest_hash
         );
     } else {
         errln!(
             "released {} value(s); ledger `{}`: {} entries, latest hash {}",
-            out.results.iter().filter(|r| r.origin == "fresh").count(),
+            fresh,
             out.ledger,
             out.ledger_entries,
             out.ledger_latest_hash

@@ -145,6 +145,11 @@ pub struct RunOutput {
     /// new plan composed), when this run upgraded the ledger.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<ledger::UpgradeValue>,
+    /// When nothing was due because every selected release's schedule is
+    /// over: when the last one ended (UTC, RFC 3339): the end of its last
+    /// period for an `every` schedule, its last release for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_ended: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -468,6 +473,15 @@ pub fn run(
         None => opts.start.unwrap_or(at),
     };
     let due = due(plan, opts, at, ledger_start, ledger.as_ref())?;
+    let ended = if opts.slot.is_none()
+        && due.fresh.is_empty()
+        && due.served.is_empty()
+        && due.refused.is_empty()
+    {
+        schedule_end(plan, opts, at, ledger_start, ledger.as_ref())?
+    } else {
+        None
+    };
 
     // Step 3: exact bounded aggregates, one pass per dataset for every fresh
     // release, before a new ledger exists.
@@ -482,7 +496,9 @@ pub fn run(
     let mut ledger = match ledger {
         Some(l) => l,
         None if due.fresh.is_empty() => {
-            return Ok(output(plan, opts, results, refused, None, upgrade));
+            let mut o = output(plan, opts, results, refused, None, upgrade);
+            o.schedule_ended = ended;
+            return Ok(o);
         }
         None => match create(plan, opts, ledger_start)? {
             Some(l) => l,
@@ -502,7 +518,59 @@ pub fn run(
     }
     let republished = republications(&plan.body, opts, &ledger, &results)?;
     results.extend(republished);
-    Ok(output(plan, opts, results, refused, Some(&ledger), upgrade))
+    let mut o = output(plan, opts, results, refused, Some(&ledger), upgrade);
+    o.schedule_ended = ended;
+    Ok(o)
+}
+
+/// When every selected release's schedule is over at `at`, the time the
+/// last of them ended: an `every` schedule at the end of its last period
+/// (start + slots × period), a clock-less one at its last charged
+/// release; `None` while any release has a slot left.
+fn schedule_end(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    at: i64,
+    ledger_start: i64,
+    ledger: Option<&Ledger>,
+) -> Result<Option<String>, RunError> {
+    let mut end: Option<i64> = None;
+    let selected = plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
+    for r in selected {
+        let ended = if r.schedule.kind == ScheduleKind::Every {
+            let start = match r.schedule.start {
+                Some(s) => check_time("the schedule's start", s)?,
+                None => ledger_start,
+            };
+            let every = r.schedule.every_seconds.unwrap_or(0.0);
+            let length = r.schedule.slots as f64 * every;
+            if !(length.is_finite() && every > 0.0) {
+                return Ok(None);
+            }
+            let e = (start as f64 + length).min(MAX_TIME as f64) as i64;
+            if at < e {
+                return Ok(None);
+            }
+            e
+        } else {
+            let Some(l) = ledger else { return Ok(None) };
+            for s in 0..r.schedule.slots {
+                if l.slot_state(&r.name, s)? == SlotState::Free {
+                    return Ok(None);
+                }
+            }
+            let Some(t) = l.last_intent_time(&r.name)? else {
+                return Ok(None);
+            };
+            t
+        };
+        end = Some(end.map_or(ended, |x| x.max(ended)));
+    }
+    Ok(end.map(ledger::unix_rfc3339))
 }
 
 /// When a run runs: its time, and the ledger's schedule start.
@@ -684,6 +752,7 @@ fn output(
         ledger_latest_hash: tail.map(|t| t.hash).unwrap_or_default(),
         upgraded: upgrade.is_some(),
         upgrade,
+        schedule_ended: None,
     }
 }
 

@@ -19,15 +19,20 @@ pub enum EntryKind {
     Correction,
     /// The move to another plan, with the history accounted.
     Upgrade,
+    /// A report frozen at sign-off: its hash and the exact accountant
+    /// inputs of its claim ([`super::FrozenValue`]); the report's bytes are
+    /// kept in the `frozen_reports` table (ledger format 2).
+    FrozenReport,
 }
 
 impl EntryKind {
-    pub const ALL: [EntryKind; 5] = [
+    pub const ALL: [EntryKind; 6] = [
         EntryKind::Open,
         EntryKind::Intent,
         EntryKind::Value,
         EntryKind::Correction,
         EntryKind::Upgrade,
+        EntryKind::FrozenReport,
     ];
 
     /// The name stored in the ledger (and hashed).
@@ -38,6 +43,7 @@ impl EntryKind {
             EntryKind::Value => "value",
             EntryKind::Correction => "correction",
             EntryKind::Upgrade => "upgrade",
+            EntryKind::FrozenReport => "frozen_report",
         }
     }
 
@@ -70,9 +76,11 @@ pub struct Entry {
     pub total_delta: f64,
     /// JSON: the running totals under every accountant (intents), the
     /// released value (values), a reason (corrections), the accounting
-    /// (upgrades), the schedule start (open).
+    /// (upgrades), the schedule start (open), the report's hash and claim
+    /// (frozen reports).
     pub value: Option<String>,
-    /// The entry this one completes or corrects.
+    /// The entry this one completes or corrects (a correction of a frozen
+    /// report is an addendum to it).
     pub refers_to: Option<i64>,
     /// UTC, RFC 3339.
     pub time: String,

@@ -12,9 +12,20 @@
 //! * A release is two entries: the `intent` (with its charge) is durable
 //!   before noise is drawn, the `value` after. An intent without a value is
 //!   a crashed release: charged, unpublished, and never drawn again.
+//! * Frozen reports ([`frozen`]): a reviewer's signed-off report, its hash
+//!   and the exact inputs of its claim in a `frozen_report` entry, its bytes
+//!   in the append-only `frozen_reports` table.
+//!
+//! Formats: `dpplan-ledger-2` adds the `frozen_reports` table (and its
+//! triggers) to `dpplan-ledger-1`. A ledger of format 1 is read, verified
+//! and run as it is, and migrated on its first write (the table and its
+//! triggers created and a `migrated_to` row added to `meta`, in one
+//! transaction; `meta` stays append-only, so its `format` row keeps the
+//! format the ledger was created with).
 
 mod anchor;
 mod entry;
+pub mod frozen;
 mod totals;
 mod verify;
 
@@ -28,12 +39,21 @@ use serde::{Deserialize, Serialize};
 
 pub use anchor::head_path;
 pub use entry::{CorrectionValue, Entry, EntryKind, IntentValue, UpgradeValue};
+pub use frozen::{
+    AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
+    SOURCE_REVISION,
+};
 use totals::{add_release, history, plan_bound, running_totals};
 pub use totals::{MechanismRecord, PartRecord, RunningTotals, TotalOf};
 pub use verify::{Anchored, Integrity, Verification};
 
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-const LEDGER_FORMAT: &str = "dpplan-ledger-1";
+/// The format of a ledger created now.
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-2";
+/// The previous format (no frozen reports), still read and migrated.
+pub const LEDGER_FORMAT_1: &str = "dpplan-ledger-1";
+/// The `meta` key a migrated ledger of format 1 records its new format in.
+const MIGRATED_KEY: &str = "migrated_to";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -93,6 +113,14 @@ pub enum LedgerError {
     /// A time outside what a schedule can express.
     #[error("{0}")]
     Time(String),
+    /// A report whose claim does not re-derive from its accountant inputs
+    /// is not frozen.
+    #[error("{0}")]
+    FrozenClaim(String),
+    #[error("this report (sha256 {sha256}) is already frozen in ledger entry {seq}")]
+    AlreadyFrozen { sha256: String, seq: i64 },
+    #[error("{0}")]
+    NoSuchReport(String),
 }
 
 fn old_budget(old: Option<(f64, f64)>) -> String {
@@ -130,6 +158,17 @@ CREATE TABLE entries (
 CREATE INDEX entries_release ON entries (query, slot);
 ";
 
+/// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is
+/// the `frozen_report` entry that records them.
+const FROZEN_TABLE: &str = "
+CREATE TABLE frozen_reports (
+    sha256 TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    bytes BLOB NOT NULL
+);
+";
+
 /// The append-only triggers, by name, as SQLite stores them in
 /// `sqlite_master.sql`. A ledger whose triggers differ from these (dropped,
 /// altered or added) is refused at open.
@@ -152,6 +191,58 @@ const TRIGGERS: [(&str, &str); 4] = [
     ),
 ];
 
+/// The append-only triggers of the `frozen_reports` table (format 2).
+const FROZEN_TRIGGERS: [(&str, &str); 2] = [
+    (
+        "frozen_reports_no_delete",
+        "CREATE TRIGGER frozen_reports_no_delete BEFORE DELETE ON frozen_reports BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "frozen_reports_no_update",
+        "CREATE TRIGGER frozen_reports_no_update BEFORE UPDATE ON frozen_reports BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// The triggers a ledger of `format` (1 or 2) must have, exactly.
+fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
+    let mut t = TRIGGERS.to_vec();
+    if format >= 2 {
+        t.extend(FROZEN_TRIGGERS);
+    }
+    t
+}
+
+/// The format of an open ledger: 2 when created so or migrated, else 1.
+fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
+    let get = |key: &str| -> Result<Option<String>, LedgerError> {
+        Ok(conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    };
+    Ok(match get("format")?.as_deref() {
+        Some(LEDGER_FORMAT) => 2,
+        _ if get(MIGRATED_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 2,
+        _ => 1,
+    })
+}
+
+/// Migrates a ledger of format 1 to format 2 inside the caller's write
+/// transaction (nothing for a ledger of format 2).
+fn migrate(conn: &Connection) -> Result<(), LedgerError> {
+    if format_version(conn)? >= 2 {
+        return Ok(());
+    }
+    conn.execute_batch(FROZEN_TABLE)?;
+    for (_, sql) in FROZEN_TRIGGERS {
+        conn.execute_batch(&format!("{sql};"))?;
+    }
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+        params![MIGRATED_KEY, LEDGER_FORMAT],
+    )?;
+    Ok(())
+}
+
 /// The `meta` key whose presence means the ledger keeps an anchor file
 /// (every ledger created or first written by this version).
 const ANCHOR_KEY: &str = "anchor";
@@ -170,6 +261,16 @@ pub fn now_unix() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (outside jiff's range: clamped).
+pub fn unix_rfc3339(secs: i64) -> String {
+    let t = jiff::Timestamp::from_second(secs).unwrap_or(if secs < 0 {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    });
+    rfc3339(t)
 }
 
 /// `t` as `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC): the fraction of a second
@@ -264,9 +365,9 @@ impl Ledger {
             .map_err(|_| {
                 LedgerError::NotALedger(format!("`{}` has no ledger tables", path.display()))
             })?;
-        if format.as_deref() != Some(LEDGER_FORMAT) {
+        if !matches!(format.as_deref(), Some(LEDGER_FORMAT | LEDGER_FORMAT_1)) {
             return Err(LedgerError::NotALedger(format!(
-                "`{}` is not a {LEDGER_FORMAT} ledger",
+                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_1}) ledger",
                 path.display()
             )));
         }
@@ -297,7 +398,8 @@ impl Ledger {
             }
             configure(&conn)?;
             conn.execute_batch(TABLES)?;
-            for (_, sql) in TRIGGERS {
+            conn.execute_batch(FROZEN_TABLE)?;
+            for (_, sql) in triggers_of(2) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
             conn.execute(
@@ -339,6 +441,12 @@ impl Ledger {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The ledger's format: 1 (no frozen reports; migrated on its next
+    /// write) or 2.
+    pub fn format_version(&self) -> Result<u32, LedgerError> {
+        format_version(&self.conn)
     }
 
     pub fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
@@ -390,6 +498,22 @@ impl Ledger {
             params![query],
         )?;
         Ok(v.into_iter().next())
+    }
+
+    /// The time (Unix seconds) of a query's latest intent, if any.
+    pub fn last_intent_time(&self, query: &str) -> Result<Option<i64>, LedgerError> {
+        let v = read_entries(
+            &self.conn,
+            "SELECT * FROM entries WHERE kind = 'intent' AND query = ?1 ORDER BY seq DESC LIMIT 1",
+            params![query],
+        )?;
+        let Some(e) = v.into_iter().next() else {
+            return Ok(None);
+        };
+        e.time
+            .parse::<jiff::Timestamp>()
+            .map(|t| Some(t.as_second()))
+            .map_err(|_| LedgerError::Corrupt(format!("entry {} has an unreadable time", e.seq)))
     }
 
     /// Whether a slot has an intent (charged), and its value if committed.

@@ -8,7 +8,8 @@ use rusqlite::OptionalExtension;
 
 use super::anchor::{read_head, write_head, Head};
 use super::{
-    Entry, EntryKind, Ledger, LedgerError, ANCHOR_FORMAT, ANCHOR_KEY, GENESIS_PREV, TRIGGERS,
+    format_version, frozen, migrate, triggers_of, Entry, EntryKind, Ledger, LedgerError,
+    ANCHOR_FORMAT, ANCHOR_KEY, GENESIS_PREV,
 };
 
 /// The outcome of [`Ledger::verify`]: the chain alone.
@@ -63,7 +64,8 @@ fn damaged(seq: Option<i64>, why: impl Into<String>) -> LedgerError {
 /// entry: the first entry is the only `open`; every intent names a query, a
 /// slot and its mechanism, and no slot has two; every value completes an
 /// earlier intent of the same slot that had none; a correction refers to an
-/// earlier entry.
+/// earlier entry; a frozen report carries a readable record and charges
+/// nothing.
 #[derive(Default)]
 struct Protocol {
     intents: HashMap<(String, i64), i64>,
@@ -105,6 +107,10 @@ impl Protocol {
                 _ => Err("a correction of no earlier entry"),
             },
             EntryKind::Upgrade => Ok(()),
+            EntryKind::FrozenReport => match frozen::frozen_value(e) {
+                Some(_) if e.query.is_none() && e.slot.is_none() && e.mechanism.is_none() => Ok(()),
+                _ => Err("a frozen report whose record is unreadable"),
+            },
         }
     }
 }
@@ -168,12 +174,13 @@ impl Ledger {
         let mut stmt = self
             .conn
             .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")?;
+        let expected = triggers_of(format_version(&self.conn)?);
         let found = stmt
             .query_map([], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        for (name, sql) in TRIGGERS {
+        for &(name, sql) in &expected {
             match found.iter().find(|(n, _)| n == name) {
                 None => {
                     return Err(damaged(
@@ -192,7 +199,7 @@ impl Ledger {
         }
         if let Some((extra, _)) = found
             .iter()
-            .find(|(n, _)| !TRIGGERS.iter().any(|(t, _)| t == n))
+            .find(|(n, _)| !expected.iter().any(|(t, _)| t == n))
         {
             return Err(damaged(
                 None,
@@ -242,6 +249,7 @@ impl Ledger {
             return Err(damaged(Some(seq), why));
         }
         self.check_triggers()?;
+        frozen::verify_all(&self.conn, &entries)?;
         let n = v.entries;
         let expected_seq = match expect_hash {
             None => None,
@@ -340,6 +348,9 @@ impl Ledger {
     }
 
     fn anchor_locked(&self) -> Result<(), LedgerError> {
+        // The first write of a dpplan that knows format 2 migrates a ledger
+        // of format 1 (as it starts keeping an anchor).
+        migrate(&self.conn)?;
         if !self.anchor_required()? {
             self.conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2)",
