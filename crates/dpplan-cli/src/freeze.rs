@@ -62,10 +62,29 @@ pub fn freeze(
     format: Option<String>,
     start: Option<&str>,
 ) -> Result<ExitCode> {
-    let text = crate::check::read_plan(plan_path)?;
     let bytes = std::fs::read(report)
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot read `{}`", report.display()))?;
+    let format = format.unwrap_or_else(|| {
+        report
+            .extension()
+            .map(|x| x.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_else(|| "unknown".into())
+    });
+    freeze_bytes(ledger, bytes, &format, plan_path, start)
+}
+
+/// Freezes `bytes` (a report of `plan_path` in `format`) into the ledger,
+/// creating it for the plan when it does not exist; `dpplan report
+/// --freeze` and `dpplan ledger freeze` both end here.
+pub fn freeze_bytes(
+    ledger: &Path,
+    bytes: Vec<u8>,
+    format: &str,
+    plan_path: &Path,
+    start: Option<&str>,
+) -> Result<ExitCode> {
+    let text = crate::check::read_plan(plan_path)?;
     let analysis = analyze(&text);
     if analysis.has_errors() {
         return refuse(format!(
@@ -85,12 +104,6 @@ pub fn freeze(
         ));
     };
     let compiled = dpplan_plan::compile(&text).ok();
-    let format = format.unwrap_or_else(|| {
-        report
-            .extension()
-            .map(|x| x.to_string_lossy().to_ascii_lowercase())
-            .unwrap_or_else(|| "unknown".into())
-    });
     let mut l = if ledger.exists() {
         let l = crate::ledger::open(ledger)?;
         // Like a run, never append to a damaged ledger.
@@ -109,11 +122,9 @@ pub fn freeze(
                 plan_path.display()
             ));
         };
-        let floating = p
-            .body
-            .releases
-            .iter()
-            .find(|r| r.schedule.kind.as_str() == "every" && r.schedule.start.is_none());
+        let floating = p.body.releases.iter().find(|r| {
+            r.schedule.kind == dpplan_check::ScheduleKind::Every && r.schedule.start.is_none()
+        });
         let schedule_start = match (start, floating) {
             (Some(s), _) => crate::run::parse_time(s)?,
             (None, None) => dpplan_runtime::ledger::now_unix(),
@@ -150,7 +161,7 @@ pub fn freeze(
     };
     let frozen = l.freeze(FrozenReport {
         bytes,
-        format,
+        format: format.to_string(),
         plan_name: checked.name.clone(),
         plan_source_sha256: dpplan_plan::sha256_hex(text.as_bytes()),
         plan_sha256: compiled.map(|p| p.body_sha256),
@@ -208,16 +219,44 @@ pub fn frozen(ledger: &Path, hash: &str) -> Result<ExitCode> {
         }
     );
     crate::out::write_bytes(&f.bytes).into_diagnostic()?;
-    if !f.addenda.is_empty() && !f.bytes.ends_with(b"\n") {
+    if f.addenda.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !f.bytes.ends_with(b"\n") {
         outln!();
     }
+    // After the original, in the report's own format; the original bytes
+    // above are printed unchanged (their hash is the frozen one).
     for a in &f.addenda {
-        outln!(
-            "\n---\nAddendum (ledger entry {}, {}), appended after the report was frozen; the report above is unchanged:\n{}",
-            a.seq,
-            esc(&a.time),
-            esc(&a.text)
+        let head = format!(
+            "Addendum (ledger entry {}, {}), appended after the report was frozen; the report above is unchanged",
+            a.seq, a.time
         );
+        match v.format.as_str() {
+            "html" => outln!(
+                "<section class=\"addendum\"><h2>{}</h2><p>{}</p></section>",
+                html_escape(&head),
+                html_escape(&a.text)
+            ),
+            "md" => outln!("\n---\n\n**{}**\n\n{}", esc(&head), esc(&a.text)),
+            _ => outln!("\n---\n{}:\n{}", esc(&head), esc(&a.text)),
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Text for an HTML element's content.
+fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c if c.is_control() && c != '\n' => {}
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -21,8 +21,9 @@ pub enum ReportFormat {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The plan file.
-    pub path: PathBuf,
+    /// The plan file (not with --frozen).
+    #[arg(required_unless_present = "frozen")]
+    pub path: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
@@ -37,9 +38,31 @@ pub struct Args {
     /// default 100, 1000, 10000, 100000).
     #[arg(long = "mean-count", value_name = "N")]
     pub mean_count: Vec<f64>,
+    /// Freeze the report in the ledger (--ledger): its hash, the exact
+    /// accountant inputs, the plan's hash, the dpplan version and source
+    /// revision are appended as an entry, and the report is stored.
+    #[arg(long, requires = "ledger", conflicts_with = "frozen")]
+    pub freeze: bool,
+    /// Print the frozen report with this hash (or a unique prefix of 8+
+    /// hex digits) from the ledger (--ledger), byte for byte, after
+    /// verifying the ledger and re-deriving its claim; its addenda follow.
+    #[arg(long, value_name = "HASH", requires = "ledger", conflicts_with_all = ["path", "out", "start", "mean_count"])]
+    pub frozen: Option<String>,
+    /// The ledger for --freeze and --frozen (created for the plan by
+    /// --freeze when it does not exist).
+    #[arg(long, value_name = "DB")]
+    pub ledger: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let (Some(hash), Some(ledger)) = (&args.frozen, &args.ledger) {
+        return crate::freeze::frozen(ledger, hash);
+    }
+    let Some(plan_path) = args.path.as_deref() else {
+        return Err(miette!(
+            "a plan file is needed (or --frozen HASH --ledger DB)"
+        ));
+    };
     let start = match &args.start {
         Some(s) => Some(dpplan_check::schedule::parse_date(s).ok_or_else(|| {
             miette!(
@@ -59,9 +82,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "--mean-count {n} is not a positive number"
         ));
     }
-    let text = crate::check::read_plan(&args.path)?;
+    let text = crate::check::read_plan(plan_path)?;
     let analysis = analyze(&text);
-    let path = args.path.display().to_string();
+    let path = plan_path.display().to_string();
     let review = match report::build(
         &analysis,
         &ReviewOptions {
@@ -96,7 +119,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(out) => std::fs::write(out, &body)
             .into_diagnostic()
             .wrap_err_with(|| format!("cannot write the report to `{}`", out.display()))?,
+        // with --freeze the report goes to the ledger; stdout says what was frozen
+        None if args.freeze => {}
         None => out!("{body}"),
+    }
+    if args.freeze && review.controls_ok {
+        if let Some(ledger) = &args.ledger {
+            let format = match args.format {
+                ReportFormat::Html => "html",
+                ReportFormat::Md => "md",
+                ReportFormat::Json => "json",
+            };
+            return crate::freeze::freeze_bytes(
+                ledger,
+                body.into_bytes(),
+                format,
+                plan_path,
+                args.start.as_deref(),
+            );
+        }
     }
     if !review.controls_ok {
         for c in review

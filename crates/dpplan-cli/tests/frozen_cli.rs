@@ -765,3 +765,81 @@ fn a_run_after_the_schedule_says_it_is_over() {
     ok(&o);
     assert!(!text(&o.stderr).contains("ended on"), "{}", text(&o.stderr));
 }
+
+/// `dpplan report --freeze` freezes exactly the bytes `dpplan report`
+/// renders; `dpplan report --frozen` gives them back byte for byte, then an
+/// addendum in the report's own format; a report whose negative controls
+/// fail is not frozen.
+#[test]
+fn report_freeze_and_frozen_round_trip_through_the_report_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let ledger = ledger.to_str().unwrap();
+    let plan = root().join("examples/census/census.dpplan");
+    let plan = plan.to_str().unwrap();
+    let rendered = dpplan(&["report", "--format", "md", plan]);
+    ok(&rendered);
+    let frozen = dpplan(&[
+        "report", "--format", "md", "--freeze", "--ledger", ledger, plan,
+    ]);
+    ok(&frozen);
+    let out = text(&frozen.stdout);
+    let hash = out
+        .split("froze report ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    // the frozen hash is the SHA-256 of exactly what `dpplan report` renders
+    let md = dir.path().join("report.md");
+    std::fs::write(&md, &rendered.stdout).unwrap();
+    assert_eq!(hash, sha256sum(&md));
+
+    let back = dpplan(&["report", "--frozen", &hash[..12], "--ledger", ledger]);
+    ok(&back);
+    assert_eq!(back.stdout, rendered.stdout, "byte for byte");
+    assert!(
+        text(&back.stderr).contains("re-derives"),
+        "{}",
+        text(&back.stderr)
+    );
+
+    ok(&dpplan(&[
+        "ledger",
+        "correct",
+        ledger,
+        "--report",
+        &hash,
+        "--reason",
+        "the census date moved",
+    ]));
+    let again = dpplan(&["report", "--frozen", &hash, "--ledger", ledger]);
+    ok(&again);
+    assert!(
+        again.stdout.starts_with(&rendered.stdout),
+        "the original comes first, unchanged"
+    );
+    let tail = text(&again.stdout[rendered.stdout.len()..]);
+    assert!(
+        tail.contains("**Addendum (ledger entry") && tail.contains("the census date moved"),
+        "{tail}"
+    );
+
+    // negative control: a report whose controls fail is not frozen
+    let zero = root().join("crates/dpplan-review/tests/zero-sensitivity.dpplan");
+    let other = dir.path().join("other.db");
+    let refused = dpplan(&[
+        "report",
+        "--format",
+        "md",
+        "--freeze",
+        "--ledger",
+        other.to_str().unwrap(),
+        zero.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        !other.exists(),
+        "no ledger is created for a report that fails its controls"
+    );
+}

@@ -21,6 +21,8 @@ pub struct Rendered {
     pub height: u32,
     /// Every URL the page requested over the network.
     pub page_requests: Vec<String>,
+    /// The screenshot as Chromium wrote it (PNG).
+    pub png: Vec<u8>,
 }
 
 impl Rendered {
@@ -89,7 +91,8 @@ pub fn render(page: &Path, width: u32, height: u32) -> Rendered {
         "chromium took no screenshot of {url}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let png_bytes = std::fs::read(&shot).unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes.clone()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();
@@ -107,6 +110,7 @@ pub fn render(page: &Path, width: u32, height: u32) -> Rendered {
         width: info.width,
         height: info.height,
         page_requests: page_requests(&netlog),
+        png: png_bytes,
     }
 }
 
