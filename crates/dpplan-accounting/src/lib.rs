@@ -430,6 +430,24 @@ pub fn best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> 
     best_among(releases, delta, &Accountant::ALL)
 }
 
+/// The accountants that are fast for any plan (closed forms and a 1-D
+/// optimisation): exact Gaussian, RDP, zCDP, basic. Each is a proven upper
+/// bound, so their minimum is too, and it is never below [`best`]'s (a
+/// subset of the same accountants). Used for per-query figures, the first
+/// stage of calibration and the report's calendar; a plan's total uses
+/// every accountant.
+pub const FAST: [Accountant; 4] = [
+    Accountant::Gdp,
+    Accountant::Rdp,
+    Accountant::Zcdp,
+    Accountant::Basic,
+];
+
+/// The smallest ε over the [`FAST`] accountants that apply.
+pub fn fast_best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> {
+    best_among(releases, delta, &FAST)
+}
+
 /// The smallest ε over `accountants` (evaluated in that order) that apply;
 /// `Bound.accountant` names the winner. See [`best_of`].
 pub fn best_among(

@@ -235,28 +235,12 @@ pub fn frozen(ledger: &Path, hash: &str) -> Result<ExitCode> {
         match v.format.as_str() {
             "html" => outln!(
                 "<section class=\"addendum\"><h2>{}</h2><p>{}</p></section>",
-                html_escape(&head),
-                html_escape(&a.text)
+                dpplan_review::report::figures::escape(&head),
+                dpplan_review::report::figures::escape(&a.text)
             ),
             "md" => outln!("\n---\n\n**{}**\n\n{}", esc(&head), esc(&a.text)),
             _ => outln!("\n---\n{}:\n{}", esc(&head), esc(&a.text)),
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Text for an HTML element's content.
-fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c if c.is_control() && c != '\n' => {}
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -12,6 +12,7 @@ mod accuracy;
 mod calibration;
 mod datasets;
 mod lints;
+mod noise;
 mod privacy;
 mod query;
 mod total;
@@ -41,7 +42,7 @@ pub struct AnalysisOptions {
     pub per_query_costs: bool,
     /// Run the accounting at all (the plan's total, the budget check, `auto`
     /// calibration). When false, every diagnostic but those that need a
-    /// total (DP011, DP018) is reported and no guarantee is claimed: the
+    /// total (DP011, DP018, DP019's budget conflict) is reported and no guarantee is claimed: the
     /// language server publishes this pass first, within milliseconds.
     pub accounting: bool,
 }
@@ -100,23 +101,7 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
     }
 }
 
-/// The accountants that are fast for any plan (closed forms and a 1-D
-/// optimisation): exact Gaussian, RDP, zCDP, basic. Each is a proven upper
-/// bound, so their minimum is too. Used for per-query figures and as the
-/// first stage of calibration; the plan's total uses every accountant.
-pub(crate) const FAST: [acct::Accountant; 4] = [
-    acct::Accountant::Gdp,
-    acct::Accountant::Rdp,
-    acct::Accountant::Zcdp,
-    acct::Accountant::Basic,
-];
-
-pub(crate) fn fast_best(
-    releases: &[acct::Release],
-    delta: f64,
-) -> Result<acct::Bound, acct::AccountingError> {
-    acct::best_among(releases, delta, &FAST)
-}
+pub(crate) use acct::fast_best;
 
 fn valid_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0

@@ -352,23 +352,15 @@ fn event_times(slots: &[Slots]) -> Vec<f64> {
 /// Release times dated one by one, at most.
 const MAX_EVENTS: u64 = 1_000_000;
 
-/// The fast accountants' best ε (an upper bound of every rule's ε).
+/// The fast accountants' best ε: never below `best`'s (a subset of its
+/// accountants), so a probe it puts below a target is below it under
+/// `best` too; no release is 0.
 fn fast_best(releases: &[acct::Release], delta: f64) -> f64 {
     let rs: Vec<acct::Release> = releases.iter().copied().filter(|r| r.count > 0).collect();
     if rs.is_empty() {
         return 0.0;
     }
-    acct::best_among(
-        &rs,
-        delta,
-        &[
-            Accountant::Gdp,
-            Accountant::Rdp,
-            Accountant::Zcdp,
-            Accountant::Basic,
-        ],
-    )
-    .map_or(f64::INFINITY, |b| b.epsilon)
+    acct::fast_best(&rs, delta).map_or(f64::INFINITY, |b| b.epsilon)
 }
 
 fn cumulative(
