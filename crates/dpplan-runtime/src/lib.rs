@@ -825,6 +825,8 @@ fn source_path(ds: &dpplan_plan::Dataset, opts: &RunOptions) -> Result<PathBuf, 
         return Ok(p.clone());
     }
     match &ds.source {
+        // a Spark table (`table:db.events`) or a URL is not under the plan's directory
+        Some(s) if s.starts_with("table:") || s.contains("://") => Ok(PathBuf::from(s)),
         Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),
         None => Err(RunError::Data(format!(
             "no data for dataset `{}`: pass --data {}=PATH",
