@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
 use dpplan_runtime::engine::{CsvEngine, Engine};
-use dpplan_spark::{Request, SparkEngine};
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
+use dpplan_spark::{Request, SparkEngine};
 
 /// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
 /// Times outside the years 1–9999 are refused (no schedule arithmetic can

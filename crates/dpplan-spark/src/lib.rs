@@ -242,8 +242,7 @@ impl SparkEngine {
         let result = dir.path().join("result.json");
         let log_file = dir.path().join("spark-submit.log");
         let write = |p: &Path, text: &str| {
-            std::fs::write(p, text)
-                .map_err(|e| io(&format!("cannot write `{}`", p.display()), e))
+            std::fs::write(p, text).map_err(|e| io(&format!("cannot write `{}`", p.display()), e))
         };
         write(&driver, DRIVER)?;
         write(&job_file, &job.to_string())?;

@@ -113,12 +113,10 @@ fn double(x: f64) -> String {
 
 /// A declared column.
 fn column<'d>(ds: &'d Dataset, name: &str) -> Result<&'d dpplan_plan::Column, EngineError> {
-    ds.columns.iter().find(|c| c.name == name).ok_or_else(|| {
-        schema(format!(
-            "dataset `{}` declares no column `{name}`",
-            ds.name
-        ))
-    })
+    ds.columns
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| schema(format!("dataset `{}` declares no column `{name}`", ds.name)))
 }
 
 /// Rust's `f64::from_str` grammar for a finite number, and for an infinity
@@ -168,11 +166,7 @@ fn grid(ds: &Dataset, name: &str, k: i32) -> Result<(f64, f64, f64), EngineError
 }
 
 /// Generates the statement of `stats` over dataset `ds`.
-pub fn generate(
-    ds: &Dataset,
-    stats: &[Statistic],
-    columns: Columns,
-) -> Result<Query, EngineError> {
+pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Query, EngineError> {
     // what the statistics use: distinct (number, grid) fields, grouping
     // columns, each in order of first use
     let mut fields: Vec<(String, i32)> = Vec::new();
@@ -309,12 +303,18 @@ pub fn generate(
     let _ = writeln!(
         w,
         "parsed AS (\n  SELECT *{}\n  FROM typed\n),",
-        parse.iter().map(|c| format!(",\n    {c}")).collect::<String>()
+        parse
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
     );
     let _ = writeln!(
         w,
         "valid AS (\n  SELECT *{}\n  FROM parsed\n),",
-        valid.iter().map(|c| format!(",\n    {c}")).collect::<String>()
+        valid
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
     );
 
     // 2. cells: valid rows, fields on their grids, categories as indexes
@@ -375,7 +375,10 @@ pub fn generate(
     let _ = writeln!(
         w,
         "cells AS (\n  SELECT *{}\n  FROM scaled\n),",
-        grid_cols.iter().map(|c| format!(",\n    {c}")).collect::<String>()
+        grid_cols
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
     );
 
     // 3. user-level bounding

@@ -121,7 +121,11 @@ fn hostile_names_never_reach_the_sql() {
     let ds = p.body.datasets.get_mut("visits").unwrap();
     ds.columns[1].domain = Some(vec!["x') OR 1=1 --".into(), "`;\n".into()]);
     let q = sql::generate(ds, &stats(), Columns::Text).unwrap();
-    assert!(!q.sql.contains("OR 1=1") && !q.sql.contains("`;"), "{}", q.sql);
+    assert!(
+        !q.sql.contains("OR 1=1") && !q.sql.contains("`;"),
+        "{}",
+        q.sql
+    );
     assert_eq!(
         q.params["dk0"],
         sql::Param::Strings(vec!["x') OR 1=1 --".into(), "`;\n".into()])
@@ -201,7 +205,12 @@ fn decode_reads_grouping_sets() {
         ]
     };
     let rows = vec![
-        r("1", None, "10", Some("-170141183460469231731687303715884105728")),
+        r(
+            "1",
+            None,
+            "10",
+            Some("-170141183460469231731687303715884105728"),
+        ),
         r("0", Some("2"), "4", Some("7")),
         r("0", None, "3", Some("1")),
         r("0", Some("0"), "2", Some("5")),
@@ -216,8 +225,6 @@ fn decode_reads_grouping_sets() {
     assert_eq!(out, vec![vec![0], vec![0, 0, 0], vec![0], vec![0]]);
     // malformed
     assert!(q.decode(&[vec![None]]).is_err());
-    assert!(q
-        .decode(&[r("0", Some("9"), "1", Some("1"))])
-        .is_err());
+    assert!(q.decode(&[r("0", Some("9"), "1", Some("1"))]).is_err());
     assert!(q.decode(&[r("1", None, "x", None)]).is_err());
 }

@@ -102,7 +102,9 @@ fn example_cases(cases: &mut Vec<Case>) {
             row.bounding.per_unit = false;
             if ds.bounding.per_unit {
                 let mut rng = SecureRng::from_seed_for_tests(1);
-                let row_level = CsvEngine.aggregate(&row, &source, &stats, &mut rng).unwrap();
+                let row_level = CsvEngine
+                    .aggregate(&row, &source, &stats, &mut rng)
+                    .unwrap();
                 cases.push(Case {
                     name: format!("{name}/{} (user-level)", ds.name),
                     dataset: ds.clone(),
@@ -226,9 +228,33 @@ fn adversarial(dir: &Path) -> PathBuf {
         "table:x",
     ];
     let values = [
-        "NaN", "nan", "inf", "-inf", "Infinity", "-INFINITY", "1e308", "-1e308", "1e400", "-1e400",
-        " 12 ", "\u{a0}4\u{2003}", "0x10", "1_000", "1e3", "+.5", "5.", ".", "", "1d", "2.5e-1",
-        "99999999999999999999999", "4.9e-324", "-0", "100.125", "100.126", "-5.125",
+        "NaN",
+        "nan",
+        "inf",
+        "-inf",
+        "Infinity",
+        "-INFINITY",
+        "1e308",
+        "-1e308",
+        "1e400",
+        "-1e400",
+        " 12 ",
+        "\u{a0}4\u{2003}",
+        "0x10",
+        "1_000",
+        "1e3",
+        "+.5",
+        "5.",
+        ".",
+        "",
+        "1d",
+        "2.5e-1",
+        "99999999999999999999999",
+        "4.9e-324",
+        "-0",
+        "100.125",
+        "100.126",
+        "-5.125",
     ];
     let mut n = 0;
     for id in ids {
@@ -254,8 +280,26 @@ fn one_row_per_unit(dir: &Path) -> PathBuf {
         let g = ["a", "b", "c", "d", "e"][(i % 5) as usize];
         let _ = writeln!(s, "id{i},{g},{}.{},{}", i % 97, i % 10, i % 11);
     }
+    s.push_str("idnan,a,NaN,1\nidnull,b,,2\n");
     std::fs::write(&p, s).unwrap();
     p
+}
+
+/// A CSV converted to Parquet by PySpark (local mode, PYSPARK_PYTHON), with
+/// the given schema (a typed source for the engine).
+pub fn to_parquet(csv: &Path, out: &Path, schema: &str) {
+    let python = std::env::var("PYSPARK_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import sys\nfrom pyspark.sql import SparkSession\n\
+        spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n\
+        spark.read.option('header', 'true').schema(sys.argv[3]).csv(sys.argv[1]).write.parquet(sys.argv[2])\n";
+    let o = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(csv)
+        .arg(out)
+        .arg(schema)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// The units of the selection test: each unit's rows are `ROWS` (values,
@@ -316,10 +360,7 @@ fn selection(dir: &Path) -> (Dataset, PathBuf, Dataset, PathBuf) {
 /// Chi-square statistic of two samples' counts over the same cells (cells
 /// with no observation in either are skipped) and its degrees of freedom.
 fn two_sample(a: &[u64], b: &[u64]) -> (f64, f64) {
-    let (na, nb) = (
-        a.iter().sum::<u64>() as f64,
-        b.iter().sum::<u64>() as f64,
-    );
+    let (na, nb) = (a.iter().sum::<u64>() as f64, b.iter().sum::<u64>() as f64);
     let (mut chi, mut cells) = (0.0, 0.0);
     for (&x, &y) in a.iter().zip(b) {
         let t = (x + y) as f64;
@@ -379,10 +420,26 @@ fn spark_engine_on_a_real_spark() {
             "rows_per_unit 2 groups_per_unit 1 rows_per_group 1",
             "",
         ),
-        source: single,
+        source: single.clone(),
         stats: all_stats(),
         check: Check::Equal,
     });
+    // the same rows from a typed source (Parquet: doubles, a NaN, integers)
+    let parquet = dir.path().join("single.parquet");
+    to_parquet(
+        &single,
+        &parquet,
+        "uid STRING, g STRING, v DOUBLE, w BIGINT",
+    );
+    for drop in ["", "invalid_rows clamp"] {
+        cases.push(Case {
+            name: format!("parquet {drop}"),
+            dataset: dataset("row", "", drop),
+            source: parquet.clone(),
+            stats: all_stats(),
+            check: Check::Equal,
+        });
+    }
     let (sel_d, sel_csv, grp_e, grp_csv) = selection(dir.path());
     let sel_stats = vec![
         stat(
@@ -427,8 +484,13 @@ fn spark_engine_on_a_real_spark() {
     let mut sel_spark: Vec<Vec<i128>> = Vec::new();
     let mut grp_spark: Vec<Vec<i128>> = Vec::new();
     for (c, g) in cases.iter().zip(&got) {
+        // the embedded engine reads the CSV a Parquet file was made from
+        let csv = match c.source.extension() {
+            Some(x) if x == "parquet" => c.source.with_extension("csv"),
+            _ => c.source.clone(),
+        };
         let want = CsvEngine
-            .aggregate(&c.dataset, &c.source, &c.stats, &mut rng)
+            .aggregate(&c.dataset, &csv, &c.stats, &mut rng)
             .unwrap();
         match &c.check {
             Check::Equal => assert_eq!(g, &want, "{}", c.name),
@@ -463,7 +525,12 @@ fn check_bounded(c: &Case, got: &[Vec<i128>], embedded: &[Vec<i128>], row: &[Vec
                 assert!(total <= units_rows.min(i128::MAX / cap), "{}", c.name);
             }
             StatKind::Sum { column } | StatKind::GroupedSum { column, .. } => {
-                let col = c.dataset.columns.iter().find(|x| &x.name == column).unwrap();
+                let col = c
+                    .dataset
+                    .columns
+                    .iter()
+                    .find(|x| &x.name == column)
+                    .unwrap();
                 let [lo, hi] = col.bounds.unwrap();
                 let scale = 2f64.powi(-s.grid);
                 let m = (lo.abs().max(hi.abs()) * scale).ceil() as i128;
@@ -502,7 +569,10 @@ fn check_selection(ds: &Dataset, csv: &Path, stats: &[Statistic], spark: &[Vec<i
         .collect();
     let (hs, he) = (hist(spark), hist(&embedded));
     let (chi, df) = two_sample(&hs, &he);
-    assert!(chi < critical(df), "two-sample χ² {chi} (df {df}): {hs:?} vs {he:?}");
+    assert!(
+        chi < critical(df),
+        "two-sample χ² {chi} (df {df}): {hs:?} vs {he:?}"
+    );
     // exact: all pairs of distinct positions
     let mut pmf = vec![0f64; cells];
     let pairs = (ROWS.len() * (ROWS.len() - 1) / 2) as f64;
@@ -537,7 +607,10 @@ fn check_selection(ds: &Dataset, csv: &Path, stats: &[Statistic], spark: &[Vec<i
         .filter(|(_, p)| **p > 0.0)
         .map(|(o, p)| (*o as f64 - n * p).powi(2) / (n * p))
         .sum();
-    assert!(chi_wrong > critical(df), "the wrong pmf was not rejected: {chi_wrong}");
+    assert!(
+        chi_wrong > critical(df),
+        "the wrong pmf was not rejected: {chi_wrong}"
+    );
 }
 
 /// groups_per_unit 2 of 4 groups (sizes 1, 2, 3, 4), rows_per_group 2:
@@ -555,7 +628,10 @@ fn check_groups(ds: &Dataset, csv: &Path, stats: &[Statistic], spark: &[Vec<i128
         for run in runs {
             // every unit keeps exactly 2 groups
             let kept: i128 = run.iter().sum();
-            assert!(kept <= (UNITS * 4) as i128 && kept >= (UNITS * 3) as i128, "{name} {run:?}");
+            assert!(
+                kept <= (UNITS * 4) as i128 && kept >= (UNITS * 3) as i128,
+                "{name} {run:?}"
+            );
         }
         for (g, rows) in [1f64, 2.0, 2.0, 2.0].into_iter().enumerate() {
             let total: i128 = runs.iter().map(|r| r[g]).sum();
