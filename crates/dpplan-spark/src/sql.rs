@@ -386,7 +386,7 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
         .map(|f| format!("f{f}"))
         .chain((0..groupings.len()).map(|j| format!("coalesce(g{j}, -1)")))
         .collect();
-    let last = if b.per_unit {
+    if b.per_unit {
         let cap = b.rows_per_unit.unwrap_or(1).max(1);
         let order = if used_cols.is_empty() {
             "u".to_string()
@@ -406,32 +406,31 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
              kept AS (\n  SELECT * FROM (\n    SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY h, {order}, dup) AS r\n    FROM keyed\n  ) WHERE r <= {cap}\n),"
         );
         let caps = b.groups_per_unit.is_some() || b.rows_per_group.is_some();
-        let mut cols = vec!["*".to_string()];
+        // the window columns, then the kept group of each row (which reads
+        // them: a SELECT of its own)
+        let (mut windows, mut ks) = (Vec::new(), Vec::new());
         for j in 0..groupings.len() {
             let mut conds = vec![format!("g{j} IS NOT NULL")];
             if caps {
                 if let Some(gc) = b.groups_per_unit {
-                    cols.push(format!(
+                    windows.push(format!(
                         "DENSE_RANK() OVER (PARTITION BY u, g{j} IS NULL ORDER BY xxhash64(CAST(:seed AS BIGINT), {}, u, g{j}), g{j}) AS gr{j}",
                         j + 1
                     ));
                     conds.push(format!("gr{j} <= {gc}"));
                 }
                 if let Some(rc) = b.rows_per_group {
-                    cols.push(format!(
+                    windows.push(format!(
                         "ROW_NUMBER() OVER (PARTITION BY u, g{j} ORDER BY h, {order}, dup) AS rr{j}"
                     ));
                     conds.push(format!("rr{j} <= {rc}"));
                 }
             }
-            cols.push(format!(
+            ks.push(format!(
                 "CASE WHEN {} THEN g{j} END AS k{j}",
                 conds.join(" AND ")
             ));
         }
-        // the CASE columns read window columns of the same SELECT: split
-        let windows: Vec<&String> = cols.iter().filter(|c| c.contains(" OVER ")).collect();
-        let ks: Vec<&String> = cols.iter().filter(|c| c.starts_with("CASE")).collect();
         let _ = writeln!(
             w,
             "-- per grouping column: groups_per_unit groups of least hash per unit, rows_per_group rows of least hash per group\n\
@@ -439,15 +438,13 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
             ks.iter().map(|c| format!(",\n    {c}")).collect::<String>(),
             windows.iter().map(|c| format!(",\n      {c}")).collect::<String>(),
         );
-        "selected"
     } else {
         // row- and event-level units: every valid row counts
         let ks: String = (0..groupings.len())
             .map(|j| format!(",\n    g{j} AS k{j}"))
             .collect();
         let _ = writeln!(w, "selected AS (\n  SELECT *{ks}\n  FROM cells\n)");
-        "selected"
-    };
+    }
 
     // 4. one aggregation, a grouping set per grouping column
     let mut out: Vec<String> = Vec::new();
@@ -471,7 +468,7 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
     };
     let _ = write!(
         w,
-        "SELECT\n  {}\nFROM {last}{group_by}\n",
+        "SELECT\n  {}\nFROM selected{group_by}\n",
         out.join(",\n  ")
     );
     Ok(Query {
