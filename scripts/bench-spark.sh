@@ -13,7 +13,10 @@ rows="${ROWS:-10000000}"
 cargo build -p dpplan-cli >/dev/null 2>&1
 bin="${CARGO_TARGET_DIR:-target}/debug/dpplan"
 work="$(mktemp -d /tmp/dpplan-bench-spark.XXXXXX)"
-cleanup() { rm -rf "$work"; }
+cleanup() {
+  if declare -F spark_cluster_stop >/dev/null; then spark_cluster_stop; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 cat >"$work/bench.dpplan" <<'PLAN'
 plan "bench" {
@@ -36,6 +39,7 @@ echo "machine: $(nproc) cores, load: $(uptime | sed 's/.*load average: //')"
 . scripts/spark-cluster.sh
 for workers in 1 2; do
   spark_cluster_start "$workers" 1 3g
+  trap cleanup EXIT # spark_cluster_start set its own
   "$SPARK_HOME/bin/spark-submit" --master "$DPPLAN_SPARK_MASTER" \
     --conf spark.executor.memory=2g --conf spark.driver.memory=2g \
     --conf spark.sql.shuffle.partitions=8 --conf spark.ui.showConsoleProgress=false \

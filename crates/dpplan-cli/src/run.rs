@@ -348,6 +348,10 @@ mod tests {
             expect_hash: None,
             start: None,
             csv: false,
+            engine: EngineKind::Csv,
+            spark_master: None,
+            spark_submit: None,
+            explain: false,
         }
     }
 

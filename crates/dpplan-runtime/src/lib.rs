@@ -685,6 +685,10 @@ fn aggregates(
     Ok(exact)
 }
 
+/// One dataset's request to an engine: the dataset, its source, the
+/// statistics.
+pub type Planned<'p> = (&'p dpplan_plan::Dataset, PathBuf, Vec<Statistic>);
+
 /// What an engine is asked for every selected release of the plan (all of
 /// them with no `--query`), whether due or not, per dataset: the dataset,
 /// its source and the statistics, in the order a run asks for them. Reads
@@ -692,7 +696,7 @@ fn aggregates(
 pub fn planned_aggregates<'p>(
     plan: &'p ExecutablePlan,
     opts: &RunOptions,
-) -> Result<Vec<(&'p dpplan_plan::Dataset, PathBuf, Vec<Statistic>)>, RunError> {
+) -> Result<Vec<Planned<'p>>, RunError> {
     let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
     for r in plan
         .body
