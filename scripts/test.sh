@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/spark-cluster.sh
 spark_cluster_start 1 2 2g
 cargo test --locked --workspace
+spark_cluster_stop
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the

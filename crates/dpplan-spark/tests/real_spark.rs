@@ -424,6 +424,19 @@ fn spark_engine_on_a_real_spark() {
         stats: all_stats(),
         check: Check::Equal,
     });
+    // a path that would break SQL if it were ever spliced into it: it only
+    // travels in the job file
+    let hostile = dir.path().join("we'ird `dir` \"ü\"; DROP TABLE x; --");
+    std::fs::create_dir_all(&hostile).unwrap();
+    let hostile = hostile.join("single copy.csv");
+    std::fs::copy(&single, &hostile).unwrap();
+    cases.push(Case {
+        name: "hostile path".into(),
+        dataset: dataset("row", "", ""),
+        source: hostile,
+        stats: all_stats(),
+        check: Check::Equal,
+    });
     // the same rows from a typed source (Parquet: doubles, a NaN, integers)
     let parquet = dir.path().join("single.parquet");
     to_parquet(
