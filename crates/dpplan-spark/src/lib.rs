@@ -233,8 +233,15 @@ impl SparkEngine {
         let io = |what: &str, e: std::io::Error| {
             EngineError::Io(IoError::new(format!("{what}: {e}")).with_source(e))
         };
-        let dir = tempfile::Builder::new()
-            .prefix("dpplan-spark-")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("dpplan-spark-");
+        // private: spark-submit's log may quote data values
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder
             .tempdir()
             .map_err(|e| io("cannot create a temporary directory for the Spark job", e))?;
         let driver = dir.path().join("driver.py");

@@ -228,3 +228,92 @@ fn decode_reads_grouping_sets() {
     assert!(q.decode(&[r("0", Some("9"), "1", Some("1"))]).is_err());
     assert!(q.decode(&[r("1", None, "x", None)]).is_err());
 }
+
+/// The runner's failures, with stand-in `spark-submit` programs (no Spark
+/// needed): each error is clear, names no data, and keeps Spark's log out
+/// of the message.
+#[cfg(unix)]
+#[test]
+fn runner_failures_are_clear() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        SparkEngine {
+            submit: p,
+            master: Some("local[1]".into()),
+            conf: vec![],
+        }
+    };
+    let p = web();
+    let ds = &p.body.datasets["visits"];
+    let st = stats();
+    let run = |e: &SparkEngine| {
+        let mut rng = SecureRng::from_seed_for_tests(3);
+        e.aggregate(ds, Path::new("/data/visits.csv"), &st, &mut rng)
+            .unwrap_err()
+            .to_string()
+    };
+    // killed: by signal, the log kept but not printed
+    let e = run(&fake("killed", "echo 'secret-value-42' >&2\nkill -9 $$"));
+    assert!(e.contains("was killed by signal 9"), "{e}");
+    assert!(
+        e.contains("spark-submit.log") && !e.contains("secret-value-42"),
+        "{e}"
+    );
+    let kept = |e: &str, secret: bool| {
+        let log = e.split('`').nth(1).unwrap();
+        let log = Path::new(log);
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(log.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700, "the job's directory is private");
+        }
+        assert_eq!(
+            std::fs::read_to_string(log)
+                .unwrap()
+                .contains("secret-value-42"),
+            secret
+        );
+        std::fs::remove_dir_all(log.parent().unwrap()).unwrap();
+    };
+    kept(&e, true);
+    // failed without a result
+    let e = run(&fake("fails", "echo 'secret-value-42'\nexit 7"));
+    assert!(e.contains("exited with status 7"), "{e}");
+    assert!(!e.contains("secret-value-42"), "{e}");
+    kept(&e, true);
+    // the driver's own refusal: its message, as a schema error; the
+    // arguments are the driver, the job file and the result file
+    let e = run(&fake(
+        "refuses",
+        r#"for a; do out="$a"; done
+printf '{"error": {"kind": "schema", "dataset": "visits", "message": "column `seconds` of dataset `visits` is `string` in the source, but the plan declares it `float`"}}' > "$out"
+exit 3"#,
+    ));
+    assert_eq!(
+        e,
+        "column `seconds` of dataset `visits` is `string` in the source, but the plan declares it `float`"
+    );
+    // a malformed result
+    let e = run(&fake(
+        "garbage",
+        r#"for a; do out="$a"; done
+printf '{"results": [[["1", "x"]]]}' > "$out""#,
+    ));
+    assert!(e.contains("malformed"), "{e}");
+    // the job file holds the seed's value, the SQL and the source
+    let e = run(&fake(
+        "inspect",
+        r#"for a; do job="$out"; out="$a"; done
+grep -q '"seed":' "$job" && grep -q ':seed' "$job" && grep -q '"location":"/data/visits.csv"' "$job" && exit 9
+exit 1"#,
+    ));
+    assert!(e.contains("exited with status 9"), "{e}");
+    kept(&e, false);
+}
