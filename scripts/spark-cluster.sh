@@ -42,7 +42,7 @@ PY
   # wait (up to 90 s) until the master sees every worker alive
   local t alive
   for t in $(seq 1 90); do
-    alive=$(curl -s "http://127.0.0.1:$ui/json/" | "$PYSPARK_PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("aliveworkers", 0))' 2>/dev/null || echo 0)
+    alive=$("$PYSPARK_PYTHON" -c 'import json, sys, urllib.request; print(json.load(urllib.request.urlopen(sys.argv[1], timeout=5)).get("aliveworkers", 0))' "http://127.0.0.1:$ui/json/" 2>/dev/null || echo 0)
     [ "$alive" = "$workers" ] && break
     sleep 1
   done
