@@ -6,6 +6,10 @@
 #   - Debian's `chromium`, the headless browser in which the HTML report is
 #     opened (crates/dpplan-cli/tests/report_browser.rs), unless one is on
 #     the PATH or named by DPPLAN_CHROMIUM.
+#   - Java (Debian's openjdk-17-jre-headless, unless `java` is on the PATH)
+#     and PySpark 4.3.0 from the Python package index in a virtual
+#     environment under target/test-deps/spark-venv: the Spark engine's tests
+#     run against a real Spark (scripts/spark-cluster.sh starts it).
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +29,19 @@ if [ -z "${DPPLAN_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "the Spark tests need Java: run as root, or install openjdk-17-jre-headless" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+venv="$deps/spark-venv"
+if ! "$venv/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ != "4.3.0")' 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyspark==4.3.0
 fi
 echo "test dependencies ready in $deps"

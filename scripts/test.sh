@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/test-deps.sh
+# A real Spark for the Spark engine's tests: a standalone master and one
+# worker on 127.0.0.1 (stopped on exit); the tests read DPPLAN_SPARK_HOME and
+# DPPLAN_SPARK_MASTER, and fail under CI=true without them.
+. scripts/spark-cluster.sh
+spark_cluster_start 1 2 2g
 cargo test --locked --workspace
+spark_cluster_stop
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the

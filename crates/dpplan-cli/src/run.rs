@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use dpplan_runtime::engine::CsvEngine;
+use dpplan_runtime::engine::{CsvEngine, Engine};
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
+use dpplan_spark::{Request, SparkEngine};
 
 /// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
 /// Times outside the years 1–9999 are refused (no schedule arithmetic can
@@ -68,6 +69,29 @@ pub struct Args {
     /// Print CSV instead of JSON.
     #[arg(long)]
     pub csv: bool,
+    /// The engine that reads the data and computes the exact bounded aggregates:
+    /// `csv` (built in, the default) or `spark` (generated Spark SQL run by spark-submit).
+    #[arg(long, value_enum, default_value = "csv")]
+    pub engine: EngineKind,
+    /// With --engine spark: the Spark master URL passed to spark-submit (default: its own configuration).
+    #[arg(long, value_name = "URL")]
+    pub spark_master: Option<String>,
+    /// With --engine spark: the spark-submit program (default: DPPLAN_SPARK_SUBMIT, else $SPARK_HOME/bin/spark-submit, else on the PATH).
+    #[arg(long, value_name = "PATH")]
+    pub spark_submit: Option<PathBuf>,
+    /// With --engine spark: print the generated Spark SQL of every selected release and stop
+    /// (reads no data and no ledger, charges nothing; the selection seed is shown as `:seed`).
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// The engines `dpplan run` can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// The built-in streaming CSV engine.
+    Csv,
+    /// Spark: generated Spark SQL, submitted with spark-submit.
+    Spark,
 }
 
 pub fn default_ledger(plan: &Path) -> PathBuf {
@@ -129,7 +153,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         expect_hash: a.expect_hash.clone(),
         raise_budget: a.raise_budget,
     };
-    let out = match dpplan_runtime::run(&plan, &opts, &CsvEngine) {
+    let spark = (a.engine == EngineKind::Spark).then(|| SparkEngine {
+        submit: SparkEngine::locate(a.spark_submit.clone()),
+        master: a.spark_master.clone(),
+        conf: Vec::new(),
+    });
+    if a.explain {
+        return explain(&plan, &opts, spark.is_some());
+    }
+    let engine: &dyn Engine = match &spark {
+        Some(s) => s,
+        None => &CsvEngine,
+    };
+    let out = match dpplan_runtime::run(&plan, &opts, engine) {
         Ok(o) => o,
         Err(e) => {
             errln!("error: {e}");
@@ -147,6 +183,42 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--explain`: the generated Spark SQL of every selected release, on
+/// stdout; nothing is read, charged or created.
+fn explain(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, spark: bool) -> Result<ExitCode> {
+    if !spark {
+        return Err(miette!(
+            help = "write `dpplan run --engine spark --explain PLAN`",
+            "--explain shows the SQL of the Spark engine: it needs --engine spark"
+        ));
+    }
+    let planned = match dpplan_runtime::planned_aggregates(plan, opts) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let requests: Vec<Request<'_>> = planned
+        .iter()
+        .map(|(dataset, source, stats)| Request {
+            dataset,
+            source,
+            stats,
+        })
+        .collect();
+    match SparkEngine::explain(&requests) {
+        Ok(text) => {
+            crate::out::write_bytes(text.as_bytes()).into_diagnostic()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 /// The results, to `--out` or stdout (a closed stdout is not an error).
@@ -276,6 +348,10 @@ mod tests {
             expect_hash: None,
             start: None,
             csv: false,
+            engine: EngineKind::Csv,
+            spark_master: None,
+            spark_submit: None,
+            explain: false,
         }
     }
 

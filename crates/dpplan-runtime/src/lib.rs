@@ -685,6 +685,45 @@ fn aggregates(
     Ok(exact)
 }
 
+/// One dataset's request to an engine: the dataset, its source, the
+/// statistics.
+pub type Planned<'p> = (&'p dpplan_plan::Dataset, PathBuf, Vec<Statistic>);
+
+/// What an engine is asked for every selected release of the plan (all of
+/// them with no `--query`), whether due or not, per dataset: the dataset,
+/// its source and the statistics, in the order a run asks for them. Reads
+/// no ledger and no data (`dpplan run --explain`).
+pub fn planned_aggregates<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+) -> Result<Vec<Planned<'p>>, RunError> {
+    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
+    for r in plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+    {
+        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for (ds_name, rels) in by_dataset {
+        let ds = plan
+            .body
+            .datasets
+            .get(ds_name)
+            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
+        let mut stats = Vec::new();
+        for r in rels {
+            for p in &r.parts {
+                stats.push(statistic(r, p)?);
+            }
+        }
+        out.push((ds, source_path(ds, opts)?, stats));
+    }
+    Ok(out)
+}
+
 /// `publish` re-publications of what this run released or served: each
 /// serves the very value of its source's slot in this run (never another
 /// slot's), from the ledger, for free. A `when` condition reads its
@@ -825,6 +864,8 @@ fn source_path(ds: &dpplan_plan::Dataset, opts: &RunOptions) -> Result<PathBuf, 
         return Ok(p.clone());
     }
     match &ds.source {
+        // a Spark table (`table:db.events`) or a URL is not under the plan's directory
+        Some(s) if s.starts_with("table:") || s.contains("://") => Ok(PathBuf::from(s)),
         Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),
         None => Err(RunError::Data(format!(
             "no data for dataset `{}`: pass --data {}=PATH",

@@ -1,0 +1,182 @@
+"""dpplan's Spark driver: runs the exact bounded aggregates that dpplan generated.
+
+Run by `dpplan run --engine spark` through spark-submit (client deploy mode:
+the result file is written where dpplan runs):
+
+    spark-submit driver.py JOB.json RESULT.json
+
+JOB.json holds a list of jobs, each: the dataset's name, its source (a table,
+or a CSV, Parquet or ORC file), its declared columns and types, the SQL text
+and its bound parameters. The driver
+
+1. opens every source and checks every declared column's type against the
+   plan's declaration, before any aggregation runs (a mismatch is an error
+   naming the column and both types);
+2. registers each source as the view `dpplan_source` and runs its SQL with
+   the bound parameters (`spark.sql(sql, args=...)`);
+3. writes one exact integer per cell, as decimal strings, to RESULT.json.
+
+It never draws noise, and it never prints or writes a data value: an error is
+written to RESULT.json as its kind, the dataset and column names, the types,
+and Spark's error class (never Spark's message, which may quote a value).
+"""
+
+import json
+import sys
+
+# Spark types accepted per declared column type (typed sources: tables,
+# Parquet, ORC). A CSV file is read with every column as a string, and its
+# numbers are parsed by the SQL exactly as dpplan's embedded engine parses them.
+INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+ACCEPTED = {
+    "id": ("string",) + INTEGRAL,
+    "category": ("string",) + INTEGRAL,
+    "int": INTEGRAL,
+    "float": INTEGRAL + ("float", "double"),
+}
+
+
+class Refused(Exception):
+    """An error whose message carries no data value."""
+
+    def __init__(self, kind, dataset, message):
+        super().__init__(message)
+        self.kind = kind
+        self.dataset = dataset
+        self.message = message
+
+
+def accepted(declared, spark_type):
+    if spark_type in ACCEPTED[declared]:
+        return True
+    if spark_type.startswith("decimal("):
+        scale = spark_type[len("decimal(") : -1].split(",")[1].strip()
+        # an int must be integral: a decimal of scale 0
+        return declared == "float" or (declared == "int" and scale == "0")
+    return False
+
+
+def error_class(e):
+    for name in ("getCondition", "getErrorClass"):
+        f = getattr(e, name, None)
+        if f is not None:
+            try:
+                c = f()
+            except Exception:  # noqa: BLE001 - any failure: no class
+                c = None
+            if c:
+                return str(c)
+    return type(e).__name__
+
+
+def open_source(spark, job):
+    src = job["source"]
+    name = job["dataset"]
+    try:
+        if src["kind"] == "table":
+            return spark.table(src["location"])
+        reader = spark.read
+        if src["format"] == "csv":
+            # RFC 4180 as dpplan's CSV reader: doubled quotes escape a quote,
+            # quoted fields may hold newlines, every column a string
+            reader = (
+                reader.option("header", "true")
+                .option("inferSchema", "false")
+                .option("quote", '"')
+                .option("escape", '"')
+                .option("multiLine", "true")
+                .option("mode", "PERMISSIVE")
+                .option("encoding", "UTF-8")
+            )
+        return reader.format(src["format"]).load(src["location"])
+    except Exception as e:  # noqa: BLE001
+        raise Refused(
+            "source",
+            name,
+            "cannot read the source of dataset `%s` (Spark: %s)" % (name, error_class(e)),
+        ) from None
+
+
+def check_types(df, job):
+    name = job["dataset"]
+    fields = {}
+    for f in df.schema.fields:
+        # the first of equal names, as the embedded engine's header lookup
+        fields.setdefault(f.name, f.dataType.simpleString())
+    typed = job["source"]["format"] != "csv"
+    for col in job["columns"]:
+        if col["name"] not in fields:
+            raise Refused(
+                "schema",
+                name,
+                "column `%s` of dataset `%s` is missing from the source" % (col["name"], name),
+            )
+        t = fields[col["name"]]
+        if typed and not accepted(col["type"], t):
+            raise Refused(
+                "schema",
+                name,
+                "column `%s` of dataset `%s` is `%s` in the source, but the plan declares it `%s`"
+                " (Spark types accepted: %s)"
+                % (col["name"], name, t, col["type"], ", ".join(ACCEPTED[col["type"]] + ("decimal",))),
+            )
+
+
+def cell(v):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    # Decimal(38,0): its exact integer
+    return format(v, "f")
+
+
+def main(job_path, out_path):
+    with open(job_path, encoding="utf-8") as f:
+        jobs = json.load(f)["jobs"]
+    out = {}
+    current = "(none)"
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("dpplan").getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        # overflow is an error, never a wrong or NULL sum
+        spark.conf.set("spark.sql.ansi.enabled", "true")
+        # 1. every source opened and checked before anything runs
+        frames = []
+        for job in jobs:
+            current = job["dataset"]
+            df = open_source(spark, job)
+            check_types(df, job)
+            frames.append(df)
+        # 2. the aggregates
+        results = []
+        for job, df in zip(jobs, frames):
+            current = job["dataset"]
+            df.createOrReplaceTempView("dpplan_source")
+            rows = spark.sql(job["sql"], args=job["args"]).collect()
+            results.append([[cell(v) for v in row] for row in rows])
+        out = {"results": results}
+        code = 0
+    except Refused as e:
+        out = {"error": {"kind": e.kind, "dataset": e.dataset, "message": e.message}}
+        code = 3
+    except Exception as e:  # noqa: BLE001
+        out = {
+            "error": {
+                "kind": "job",
+                "dataset": current,
+                "message": "the Spark job of dataset `%s` failed (Spark: %s)" % (current, error_class(e)),
+            }
+        }
+        code = 4
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

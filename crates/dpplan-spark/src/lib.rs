@@ -1,0 +1,360 @@
+//! # dpplan-spark — the plan's exact bounded aggregates on Spark
+//!
+//! [`SparkEngine`] implements dpplan-runtime's [`Engine`] trait: for each
+//! dataset it generates one Spark SQL statement ([`sql::generate`]), and a
+//! small PySpark driver (`spark/driver.py`, embedded in the binary and
+//! written to a private temporary directory per run) submitted with
+//! `spark-submit` runs it and returns one exact integer per cell. Everything
+//! that involves privacy loss stays in the dpplan process: the ledger, the
+//! charge before the draw, and the exact samplers; Spark never draws noise.
+//!
+//! The only randomness Spark sees is the per-run secret seed of the
+//! user-level selection (drawn from dpplan's `SecureRng`), a bound parameter
+//! of the statement, never printed.
+//!
+//! Sources: a dataset's source (or `--data NAME=…`) is either
+//! `table:NAME` (a table of Spark's catalog, `db.table`), or a path or URL
+//! that Spark reads, its format given by its extension (`.csv`, `.parquet`,
+//! `.orc`).
+//!
+//! Errors name datasets, columns, types and files, never a data value or a
+//! count; Spark's own log (which may quote values) is never printed.
+#![forbid(unsafe_code)]
+
+pub mod sql;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use dpplan_plan::Dataset;
+use dpplan_runtime::engine::{Engine, EngineError, IoError, Statistic};
+use dpplan_runtime::rng::SecureRng;
+use dpplan_vocab::ColumnKind;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+pub use sql::{Columns, Query};
+
+/// The PySpark driver, written next to each job.
+pub const DRIVER: &str = include_str!("../spark/driver.py");
+
+/// Where a dataset's rows are, for Spark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// `table`, or the file format: `csv`, `parquet`, `orc`.
+    pub format: String,
+    /// The table's name (quoted parts) or the file's absolute path or URL.
+    pub location: String,
+}
+
+impl Source {
+    /// Reads a source as a plan or `--data` names it: `table:db.events`, or
+    /// a path or URL whose extension is `.csv`, `.parquet` or `.orc`.
+    pub fn parse(dataset: &str, source: &Path) -> Result<Source, EngineError> {
+        let text = source.to_string_lossy();
+        if let Some(name) = text.strip_prefix("table:") {
+            let parts: Vec<&str> = name.split('.').collect();
+            let mut quoted = Vec::new();
+            for p in &parts {
+                quoted.push(sql::quote(p).map_err(|_| {
+                    EngineError::Schema(format!(
+                        "the source of dataset `{dataset}` is not a table name: write `table:NAME` or `table:DB.NAME`, each part letters, digits and `_`"
+                    ))
+                })?);
+            }
+            return Ok(Source {
+                format: "table".into(),
+                location: quoted.join("."),
+            });
+        }
+        let lower = text.to_ascii_lowercase();
+        let trimmed = lower.trim_end_matches('/');
+        let format = ["csv", "parquet", "orc"]
+            .into_iter()
+            .find(|x| trimmed.ends_with(&format!(".{x}")))
+            .ok_or_else(|| {
+                EngineError::Schema(format!(
+                    "the Spark engine cannot tell the format of the source of dataset `{dataset}` (`{}`): name a file or directory ending in .csv, .parquet or .orc, or a table as `table:NAME`",
+                    source.display()
+                ))
+            })?;
+        let location = if text.contains("://") {
+            text.into_owned()
+        } else {
+            std::path::absolute(source)
+                .map_err(|e| {
+                    EngineError::Io(
+                        IoError::new(format!(
+                            "cannot resolve `{}` for dataset `{dataset}`: {e}",
+                            source.display()
+                        ))
+                        .with_source(e),
+                    )
+                })?
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(Source {
+            format: format.into(),
+            location,
+        })
+    }
+
+    /// How the source's columns arrive: strings from a CSV file, typed
+    /// otherwise.
+    pub fn columns(&self) -> Columns {
+        if self.format == "csv" {
+            Columns::Text
+        } else {
+            Columns::Typed
+        }
+    }
+}
+
+/// One dataset's aggregates to compute.
+pub struct Request<'a> {
+    pub dataset: &'a Dataset,
+    pub source: &'a Path,
+    pub stats: &'a [Statistic],
+}
+
+/// The Spark engine: `spark-submit` and its master.
+#[derive(Debug, Clone)]
+pub struct SparkEngine {
+    /// The `spark-submit` program.
+    pub submit: PathBuf,
+    /// `--master` (default: spark-submit's own, from its configuration).
+    pub master: Option<String>,
+    /// Extra `--conf KEY=VALUE` settings.
+    pub conf: Vec<(String, String)>,
+}
+
+/// The name of a type as the plan writes it.
+fn declared(ty: ColumnKind) -> &'static str {
+    match ty {
+        ColumnKind::Id => "id",
+        ColumnKind::Category => "category",
+        ColumnKind::Int => "int",
+        ColumnKind::Float => "float",
+    }
+}
+
+fn job_failed(message: String) -> EngineError {
+    EngineError::Io(IoError::new(message))
+}
+
+impl SparkEngine {
+    /// `spark-submit` as given (`--spark-submit`), else `DPPLAN_SPARK_SUBMIT`,
+    /// else `$SPARK_HOME/bin/spark-submit`, else `spark-submit` on the PATH.
+    pub fn locate(explicit: Option<PathBuf>) -> PathBuf {
+        if let Some(p) = explicit {
+            return p;
+        }
+        if let Some(p) = std::env::var_os("DPPLAN_SPARK_SUBMIT").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        if let Some(h) = std::env::var_os("SPARK_HOME").filter(|p| !p.is_empty()) {
+            return Path::new(&h).join("bin").join("spark-submit");
+        }
+        PathBuf::from("spark-submit")
+    }
+
+    /// The generated statement of each request, with its parameters (the
+    /// seed as the name `:seed`, never a value), as `--explain` prints it:
+    /// deterministic, no Spark needed.
+    pub fn explain(requests: &[Request<'_>]) -> Result<String, EngineError> {
+        let mut out = String::new();
+        for r in requests {
+            let source = Source::parse(&r.dataset.name, r.source)?;
+            let q = sql::generate(r.dataset, r.stats, source.columns())?;
+            out.push_str(&format!(
+                "-- source: {} `{}`\n",
+                source.format, source.location
+            ));
+            out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
+            for (k, v) in &q.params {
+                out.push_str(&format!(
+                    ", :{k} = {}",
+                    serde_json::to_string(v).unwrap_or_default()
+                ));
+            }
+            out.push('\n');
+            out.push_str(&q.sql);
+            out.push_str(";\n\n");
+        }
+        Ok(out)
+    }
+
+    /// Computes the exact bounded aggregates of every request in one
+    /// `spark-submit` (one JVM start): every source is opened and its types
+    /// checked before any aggregation runs.
+    pub fn aggregate_many(
+        &self,
+        requests: &[Request<'_>],
+        rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<Vec<i128>>>, EngineError> {
+        let mut jobs = Vec::new();
+        let mut queries = Vec::new();
+        for r in requests {
+            let source = Source::parse(&r.dataset.name, r.source)?;
+            let q = sql::generate(r.dataset, r.stats, source.columns())?;
+            let mut args = serde_json::Map::new();
+            // the selection seed: secret, fresh per run, an i64 for Spark
+            args.insert("seed".into(), json!(rng.next_u64() as i64));
+            for (k, v) in &q.params {
+                args.insert(k.clone(), serde_json::to_value(v).unwrap_or(Value::Null));
+            }
+            let columns: Vec<Value> = r
+                .dataset
+                .columns
+                .iter()
+                .map(|c| json!({"name": c.name, "type": declared(c.ty)}))
+                .collect();
+            jobs.push(json!({
+                "dataset": r.dataset.name,
+                "source": {"kind": if source.format == "table" { "table" } else { "file" },
+                           "format": source.format, "location": source.location},
+                "columns": columns,
+                "sql": q.sql,
+                "args": Value::Object(args),
+            }));
+            queries.push(q);
+        }
+        let rows = self.submit(&json!({ "jobs": jobs }), requests.len())?;
+        queries
+            .iter()
+            .zip(&rows)
+            .map(|(q, rows)| q.decode(rows))
+            .collect()
+    }
+
+    /// Runs the driver on a job file; the result rows of each job.
+    fn submit(&self, job: &Value, n: usize) -> Result<Vec<Vec<Vec<Option<String>>>>, EngineError> {
+        let io = |what: &str, e: std::io::Error| {
+            EngineError::Io(IoError::new(format!("{what}: {e}")).with_source(e))
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("dpplan-spark-");
+        // private: spark-submit's log may quote data values
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder
+            .tempdir()
+            .map_err(|e| io("cannot create a temporary directory for the Spark job", e))?;
+        let driver = dir.path().join("driver.py");
+        let job_file = dir.path().join("job.json");
+        let result = dir.path().join("result.json");
+        let log_file = dir.path().join("spark-submit.log");
+        let write = |p: &Path, text: &str| {
+            std::fs::write(p, text).map_err(|e| io(&format!("cannot write `{}`", p.display()), e))
+        };
+        write(&driver, DRIVER)?;
+        write(&job_file, &job.to_string())?;
+        let log = std::fs::File::create(&log_file)
+            .map_err(|e| io(&format!("cannot write `{}`", log_file.display()), e))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| io(&format!("cannot write `{}`", log_file.display()), e))?;
+        let mut cmd = Command::new(&self.submit);
+        if let Some(m) = &self.master {
+            cmd.arg("--master").arg(m);
+        }
+        cmd.args(["--deploy-mode", "client", "--name", "dpplan"]);
+        cmd.args(["--conf", "spark.ui.showConsoleProgress=false"]);
+        for (k, v) in &self.conf {
+            cmd.arg("--conf").arg(format!("{k}={v}"));
+        }
+        cmd.arg(&driver).arg(&job_file).arg(&result);
+        cmd.stdin(Stdio::null()).stdout(log).stderr(log2);
+        let status = cmd.status().map_err(|e| {
+            let hint = "pass --spark-submit PATH, or set DPPLAN_SPARK_SUBMIT or SPARK_HOME";
+            EngineError::Io(
+                IoError::new(format!(
+                    "cannot start `{}`: {e} ({hint})",
+                    self.submit.display()
+                ))
+                .with_source(e),
+            )
+        })?;
+        let answer: Option<Value> = std::fs::read_to_string(&result)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(err) = answer.as_ref().and_then(|a| a.get("error")) {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("the Spark job failed")
+                .to_string();
+            return Err(match err.get("kind").and_then(Value::as_str) {
+                Some("schema") => EngineError::Schema(message),
+                _ => job_failed(message),
+            });
+        }
+        if !status.success() || answer.is_none() {
+            // Spark's log may quote data values: kept for the operator in a
+            // private directory, never printed.
+            let kept = dir.keep();
+            let how = match status.code() {
+                Some(c) => format!("exited with status {c}"),
+                None => kill_signal(&status),
+            };
+            return Err(job_failed(format!(
+                "spark-submit {how} before returning a result; its log (not printed: it may quote data) is in `{}`",
+                kept.join("spark-submit.log").display()
+            )));
+        }
+        let results = answer
+            .as_ref()
+            .and_then(|a| a.get("results"))
+            .and_then(Value::as_array)
+            .filter(|r| r.len() == n)
+            .ok_or_else(|| job_failed("the Spark driver returned a malformed result".into()))?;
+        let mut out = Vec::with_capacity(n);
+        for job in results {
+            let rows: Vec<Vec<Option<String>>> = serde_json::from_value(job.clone())
+                .map_err(|_| job_failed("the Spark driver returned a malformed result".into()))?;
+            out.push(rows);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(unix)]
+fn kill_signal(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        Some(s) => format!("was killed by signal {s}"),
+        None => "failed".into(),
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_signal(_: &std::process::ExitStatus) -> String {
+    "failed".into()
+}
+
+impl Engine for SparkEngine {
+    fn aggregate(
+        &self,
+        dataset: &Dataset,
+        source: &Path,
+        stats: &[Statistic],
+        rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        let mut out = self.aggregate_many(
+            &[Request {
+                dataset,
+                source,
+                stats,
+            }],
+            rng,
+        )?;
+        Ok(out.pop().unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,565 @@
+//! The Spark SQL of one dataset's exact bounded aggregates.
+//!
+//! One statement per dataset, generated from the executable plan alone and
+//! deterministic (the same plan gives the same text, byte for byte). It
+//! reads the temporary view `dpplan_source` that the driver registers, and
+//! reproduces the embedded engine (dpplan-runtime's `CsvEngine`) step by
+//! step:
+//!
+//! 1. `typed`: the declared columns, numbers parsed as the embedded engine
+//!    parses a CSV field (Unicode white space trimmed, Rust's `f64` grammar,
+//!    NaN invalid, an `int` must be integral) when the source is a CSV file,
+//!    or cast to `DOUBLE` from a typed source (a table, Parquet, ORC);
+//! 2. `cells`: the valid rows (invalid rows dropped, or imputed under
+//!    `invalid_rows clamp`), each summed number on its statistic's grid 2^k
+//!    (as `Grid::at`: v·2^−k clamped to the inward-rounded bounds, rounded
+//!    half away from zero by truncation and an exact remainder test), each
+//!    category as its index in the public domain (NULL outside it);
+//! 3. user-level units only: `rows_per_unit` rows per unit, then per
+//!    grouping column `groups_per_unit` groups per unit and `rows_per_group`
+//!    rows per group, each a selection ordered by a keyed hash
+//!    (`xxhash64` of the run's secret seed, the unit and the row's used
+//!    fields);
+//! 4. one aggregation with a grouping set per grouping column: counts and
+//!    sums as `DECIMAL(38,0)` integers (Spark's ANSI mode turns an overflow
+//!    into an error, never a wrong sum).
+//!
+//! Names are validated identifiers, quoted with backticks; the public
+//! domains and the seed are bound parameters (`:seed`, `:dk0`…); the only
+//! literals written into the text are numbers the compiler computed (grid
+//! scales and bounds) and fixed patterns.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use dpplan_plan::Dataset;
+use dpplan_runtime::engine::{EngineError, StatKind, Statistic};
+use dpplan_vocab::{ColumnKind, InvalidRule};
+use serde::Serialize;
+
+/// The view the driver registers the dataset's source as.
+pub const SOURCE_VIEW: &str = "dpplan_source";
+
+/// How the source's columns arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Columns {
+    /// Every column a string (a CSV file read without inference): numbers
+    /// are parsed in SQL exactly as the embedded engine parses them.
+    Text,
+    /// Typed columns (a table, Parquet, ORC), checked by the driver against
+    /// the plan's declaration before anything runs.
+    Typed,
+}
+
+/// A bound parameter of the statement (never the seed's value: the seed is
+/// drawn per run and bound by the runner).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Param {
+    Strings(Vec<String>),
+    Ints(Vec<i64>),
+}
+
+/// One statistic's place in the result rows.
+#[derive(Debug, Clone, PartialEq)]
+struct Cell {
+    /// The grouping set (index into [`Query::groupings`]), `None` for the
+    /// ungrouped set.
+    set: Option<usize>,
+    /// The summed field (index into the sums), `None` for a count.
+    field: Option<usize>,
+    coords: usize,
+    count_shift: i32,
+}
+
+/// The generated statement and how to read its rows back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// The statement, deterministic.
+    pub sql: String,
+    /// The bound parameters other than `seed`, by name.
+    pub params: BTreeMap<String, Param>,
+    groupings: usize,
+    fields: usize,
+    cells: Vec<Cell>,
+}
+
+fn schema(msg: String) -> EngineError {
+    EngineError::Schema(msg)
+}
+
+/// A name as the grammar's `ident` (ASCII letter or `_`, then ASCII letters,
+/// digits, `_`), quoted with backticks; anything else is refused.
+pub fn quote(name: &str) -> Result<String, EngineError> {
+    let mut chars = name.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(schema(format!(
+            "`{}` is not a plain identifier: the Spark engine only reads columns named by letters, digits and `_`",
+            name.escape_default()
+        )));
+    }
+    Ok(format!("`{name}`"))
+}
+
+/// A double literal that Spark reads back as the same `f64` (Rust's
+/// shortest round-trip form, in scientific notation: Spark types `2e1` as
+/// `DOUBLE`).
+fn double(x: f64) -> String {
+    format!("{x:e}")
+}
+
+/// A declared column.
+fn column<'d>(ds: &'d Dataset, name: &str) -> Result<&'d dpplan_plan::Column, EngineError> {
+    ds.columns
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| schema(format!("dataset `{}` declares no column `{name}`", ds.name)))
+}
+
+/// Rust's `f64::from_str` grammar for a finite number, and for an infinity
+/// (NaN is not a valid number).
+const FINITE: &str = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$";
+const INFINITE: &str = "^[+-]?([iI][nN][fF]|[iI][nN][fF][iI][nN][iI][tT][yY])$";
+/// `str::trim`: Unicode White_Space at both ends.
+const TRIM: &str = "^\\\\p{IsWhite_Space}+|\\\\p{IsWhite_Space}+$";
+
+/// A declared number as the source gives it (`t`): the text trimmed of
+/// Unicode white space (`str::trim`), or the typed value as a `DOUBLE`.
+fn raw(col: &str, columns: Columns) -> String {
+    match columns {
+        Columns::Typed => format!("CAST({col} AS DOUBLE)"),
+        Columns::Text => format!("regexp_replace({col}, '{TRIM}', '')"),
+    }
+}
+
+/// The number as a `DOUBLE`, NULL when invalid (what `parse_number`
+/// returns `None` for; an `int`'s integrality is checked next).
+fn number(t: &str, columns: Columns) -> String {
+    match columns {
+        // the driver checked the type: an integral type for `int`, a numeric
+        // one for `float`; NaN is invalid
+        Columns::Typed => format!("CASE WHEN NOT isnan({t}) THEN {t} END"),
+        Columns::Text => format!(
+            "CASE WHEN {t} RLIKE '{FINITE}' OR {t} RLIKE '{INFINITE}' THEN CAST({t} AS DOUBLE) END"
+        ),
+    }
+}
+
+/// A summed number's grid: scale 2^−k and the declared bounds rounded
+/// inward onto it (as the embedded engine's `grid_bounds`).
+fn grid(ds: &Dataset, name: &str, k: i32) -> Result<(f64, f64, f64), EngineError> {
+    let scale = 2f64.powi(-k);
+    let b = column(ds, name)?
+        .bounds
+        .ok_or_else(|| schema(format!("column `{name}` has no public bounds")))?;
+    let lo = (b[0] * scale).ceil();
+    let hi = (b[1] * scale).floor();
+    if !(lo.abs() <= 2f64.powi(62) && hi.abs() <= 2f64.powi(62)) || lo > hi {
+        return Err(schema(format!(
+            "column `{name}`: the bounds do not fit the grid 2^{k}"
+        )));
+    }
+    Ok((scale, lo, hi))
+}
+
+/// Generates the statement of `stats` over dataset `ds`.
+pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Query, EngineError> {
+    // what the statistics use: distinct (number, grid) fields, grouping
+    // columns, each in order of first use
+    let mut fields: Vec<(String, i32)> = Vec::new();
+    let mut groupings: Vec<String> = Vec::new();
+    let mut cells = Vec::new();
+    for s in stats {
+        let (value, by) = match &s.kind {
+            StatKind::Count => (None, None),
+            StatKind::Sum { column } => (Some(column), None),
+            StatKind::GroupedCount { by } => (None, Some(by)),
+            StatKind::GroupedSum { by, column } => (Some(column), Some(by)),
+        };
+        if value.is_none() && s.grid > 0 {
+            return Err(schema("a count needs a grid exponent ≤ 0".into()));
+        }
+        let (set, coords) = match by {
+            None => (None, 1),
+            Some(by) => {
+                let c = column(ds, by)?;
+                let domain = c
+                    .domain
+                    .as_ref()
+                    .ok_or_else(|| schema(format!("column `{by}` has no public domain")))?;
+                let j = match groupings.iter().position(|g| g == by) {
+                    Some(j) => j,
+                    None => {
+                        groupings.push(by.clone());
+                        groupings.len() - 1
+                    }
+                };
+                (Some(j), domain.len())
+            }
+        };
+        let field = match value {
+            None => None,
+            Some(name) => {
+                let c = column(ds, name)?;
+                if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
+                    return Err(schema(format!("column `{name}` is not a declared number")));
+                }
+                grid(ds, name, s.grid)?;
+                let f = (name.clone(), s.grid);
+                Some(match fields.iter().position(|x| *x == f) {
+                    Some(i) => i,
+                    None => {
+                        fields.push(f);
+                        fields.len() - 1
+                    }
+                })
+            }
+        };
+        cells.push(Cell {
+            set,
+            field,
+            coords,
+            count_shift: -s.grid,
+        });
+    }
+
+    let b = &ds.bounding;
+    let drop = ds.invalid_rows != InvalidRule::Clamp;
+    let mut sql = String::new();
+    let w = &mut sql;
+    let _ = writeln!(
+        w,
+        "-- dataset `{}`: exact bounded aggregates (no noise is drawn here)",
+        ds.name
+    );
+
+    // 1. typed: the declared columns this statement reads
+    let id = if b.per_unit {
+        let name = b
+            .id_column
+            .as_deref()
+            .ok_or_else(|| schema(format!("dataset `{}` has no unit id column", ds.name)))?;
+        Some(quote(name)?)
+    } else {
+        None
+    };
+    let numbers: Vec<&dpplan_plan::Column> = ds
+        .columns
+        .iter()
+        .filter(|c| matches!(c.ty, ColumnKind::Int | ColumnKind::Float))
+        .collect();
+    let used = |c: &dpplan_plan::Column| fields.iter().any(|(n, _)| *n == c.name);
+    let mut select: Vec<String> = Vec::new();
+    if let Some(id) = &id {
+        select.push(format!("CAST({id} AS STRING) AS u"));
+    }
+    let mut checks: Vec<String> = Vec::new();
+    let mut valid: Vec<String> = Vec::new();
+    let mut parse: Vec<String> = Vec::new();
+    for (i, c) in numbers.iter().enumerate() {
+        if !(used(c) || drop) {
+            continue;
+        }
+        let q = quote(&c.name)?;
+        select.push(format!("{} AS t{i}", raw(&q, columns)));
+        parse.push(format!("{} AS p{i}", number(&format!("t{i}"), columns)));
+        // an `int` read from text must be integral (an infinity is)
+        let expr = if c.ty == ColumnKind::Int && columns == Columns::Text {
+            format!("CASE WHEN p{i} % 1.0D = 0.0D OR abs(p{i}) = CAST('Infinity' AS DOUBLE) THEN p{i} END")
+        } else {
+            format!("p{i}")
+        };
+        if used(c) {
+            let expr = if drop {
+                checks.push(format!("n{i} IS NOT NULL"));
+                expr
+            } else {
+                let impute = c.bounds.map_or(0.0, |b| b[0]);
+                format!("coalesce({expr}, {})", double(impute))
+            };
+            valid.push(format!("{expr} AS n{i}"));
+        } else {
+            // declared but not summed: only checked
+            valid.push(format!("{expr} AS n{i}"));
+            checks.push(format!("n{i} IS NOT NULL"));
+        }
+    }
+    for (j, g) in groupings.iter().enumerate() {
+        select.push(format!("CAST({} AS STRING) AS c{j}", quote(g)?));
+    }
+    // every declared column must exist: the driver checks it (with its
+    // type) before the statement runs
+    if select.is_empty() {
+        select.push("1 AS one".into());
+    }
+    let _ = writeln!(
+        w,
+        "WITH typed AS (\n  SELECT\n    {}\n  FROM {SOURCE_VIEW}\n),",
+        select.join(",\n    ")
+    );
+    let _ = writeln!(
+        w,
+        "parsed AS (\n  SELECT *{}\n  FROM typed\n),",
+        parse
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
+    );
+    let _ = writeln!(
+        w,
+        "valid AS (\n  SELECT *{}\n  FROM parsed\n),",
+        valid
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
+    );
+
+    // 2. cells: valid rows, fields on their grids, categories as indexes
+    let mut cell_cols: Vec<String> = Vec::new();
+    let mut grid_cols: Vec<String> = Vec::new();
+    let mut params = BTreeMap::new();
+    if id.is_some() {
+        cell_cols.push("u".into());
+        checks.insert(0, "u IS NOT NULL AND u <> ''".into());
+    }
+    for (f, (name, k)) in fields.iter().enumerate() {
+        let (scale, lo, hi) = grid(ds, name, *k)?;
+        let i = numbers.iter().position(|c| c.name == *name).unwrap_or(0);
+        cell_cols.push(format!(
+            "least(greatest(n{i} * {}, {}), {}) AS x{f}",
+            double(scale),
+            double(lo),
+            double(hi)
+        ));
+        // round half away from zero: truncate, then compare the exact
+        // remainder (|x| ≤ 2^62: the BIGINT cast truncates exactly)
+        grid_cols.push(format!(
+            "CASE WHEN x{f} - CAST(x{f} AS BIGINT) >= 0.5D THEN CAST(x{f} AS BIGINT) + 1 \
+             WHEN x{f} - CAST(x{f} AS BIGINT) <= -0.5D THEN CAST(x{f} AS BIGINT) - 1 \
+             ELSE CAST(x{f} AS BIGINT) END AS f{f}"
+        ));
+    }
+    for (j, g) in groupings.iter().enumerate() {
+        let domain = column(ds, g)?.domain.clone().unwrap_or_default();
+        // the first index of each distinct value (as the embedded engine's
+        // lookup), as two parallel arrays
+        let (mut keys, mut idx): (Vec<String>, Vec<i64>) = (Vec::new(), Vec::new());
+        for (i, v) in domain.iter().enumerate() {
+            if !keys.contains(v) {
+                keys.push(v.clone());
+                idx.push(i as i64);
+            }
+        }
+        params.insert(format!("dk{j}"), Param::Strings(keys));
+        params.insert(format!("di{j}"), Param::Ints(idx));
+        cell_cols.push(format!(
+            "CAST(try_element_at(map_from_arrays(:dk{j}, :di{j}), c{j}) AS INT) AS g{j}"
+        ));
+    }
+    if cell_cols.is_empty() {
+        cell_cols.push("1 AS one".into());
+    }
+    let filter = if checks.is_empty() {
+        String::new()
+    } else {
+        format!("\n  WHERE {}", checks.join("\n    AND "))
+    };
+    let _ = writeln!(
+        w,
+        "scaled AS (\n  SELECT\n    {}\n  FROM valid{filter}\n),",
+        cell_cols.join(",\n    ")
+    );
+    let _ = writeln!(
+        w,
+        "cells AS (\n  SELECT *{}\n  FROM scaled\n),",
+        grid_cols
+            .iter()
+            .map(|c| format!(",\n    {c}"))
+            .collect::<String>()
+    );
+
+    // 3. user-level bounding
+    let used_cols: Vec<String> = (0..fields.len())
+        .map(|f| format!("f{f}"))
+        .chain((0..groupings.len()).map(|j| format!("coalesce(g{j}, -1)")))
+        .collect();
+    if b.per_unit {
+        let cap = b.rows_per_unit.unwrap_or(1).max(1);
+        let order = if used_cols.is_empty() {
+            "u".to_string()
+        } else {
+            used_cols.join(", ")
+        };
+        let hash_in = std::iter::once("u".to_string())
+            .chain(used_cols.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(
+            w,
+            "-- rows identical in every used field are numbered, so that the hash tells them apart\n\
+             numbered AS (\n  SELECT *,\n    ROW_NUMBER() OVER (PARTITION BY u ORDER BY {order}) - RANK() OVER (PARTITION BY u ORDER BY {order}) AS dup\n  FROM cells\n),\n\
+             keyed AS (\n  SELECT *, xxhash64(CAST(:seed AS BIGINT), 0, {hash_in}, dup) AS h\n  FROM numbered\n),\n\
+             -- rows_per_unit: the {cap} rows of least hash per unit\n\
+             kept AS (\n  SELECT * FROM (\n    SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY h, {order}, dup) AS r\n    FROM keyed\n  ) WHERE r <= {cap}\n),"
+        );
+        let caps = b.groups_per_unit.is_some() || b.rows_per_group.is_some();
+        // the window columns, then the kept group of each row (which reads
+        // them: a SELECT of its own)
+        let (mut windows, mut ks) = (Vec::new(), Vec::new());
+        for j in 0..groupings.len() {
+            let mut conds = vec![format!("g{j} IS NOT NULL")];
+            if caps {
+                if let Some(gc) = b.groups_per_unit {
+                    windows.push(format!(
+                        "DENSE_RANK() OVER (PARTITION BY u, g{j} IS NULL ORDER BY xxhash64(CAST(:seed AS BIGINT), {}, u, g{j}), g{j}) AS gr{j}",
+                        j + 1
+                    ));
+                    conds.push(format!("gr{j} <= {gc}"));
+                }
+                if let Some(rc) = b.rows_per_group {
+                    windows.push(format!(
+                        "ROW_NUMBER() OVER (PARTITION BY u, g{j} ORDER BY h, {order}, dup) AS rr{j}"
+                    ));
+                    conds.push(format!("rr{j} <= {rc}"));
+                }
+            }
+            ks.push(format!(
+                "CASE WHEN {} THEN g{j} END AS k{j}",
+                conds.join(" AND ")
+            ));
+        }
+        let _ = writeln!(
+            w,
+            "-- per grouping column: groups_per_unit groups of least hash per unit, rows_per_group rows of least hash per group\n\
+             selected AS (\n  SELECT *{}\n  FROM (\n    SELECT *{}\n    FROM kept\n  )\n)",
+            ks.iter().map(|c| format!(",\n    {c}")).collect::<String>(),
+            windows.iter().map(|c| format!(",\n      {c}")).collect::<String>(),
+        );
+    } else {
+        // row- and event-level units: every valid row counts
+        let ks: String = (0..groupings.len())
+            .map(|j| format!(",\n    g{j} AS k{j}"))
+            .collect();
+        let _ = writeln!(w, "selected AS (\n  SELECT *{ks}\n  FROM cells\n)");
+    }
+
+    // 4. one aggregation, a grouping set per grouping column
+    let mut out: Vec<String> = Vec::new();
+    for j in 0..groupings.len() {
+        out.push(format!("grouping(k{j}) AS a{j}"));
+    }
+    for j in 0..groupings.len() {
+        out.push(format!("k{j}"));
+    }
+    out.push("count(*) AS n".into());
+    for f in 0..fields.len() {
+        out.push(format!("sum(CAST(f{f} AS DECIMAL(38,0))) AS s{f}"));
+    }
+    let group_by = if groupings.is_empty() {
+        String::new()
+    } else {
+        let sets: Vec<String> = std::iter::once("()".to_string())
+            .chain((0..groupings.len()).map(|j| format!("(k{j})")))
+            .collect();
+        format!("\nGROUP BY GROUPING SETS ({})", sets.join(", "))
+    };
+    let _ = write!(
+        w,
+        "SELECT\n  {}\nFROM selected{group_by}\n",
+        out.join(",\n  ")
+    );
+    Ok(Query {
+        sql,
+        params,
+        groupings: groupings.len(),
+        fields: fields.len(),
+        cells,
+    })
+}
+
+impl Query {
+    /// The number of columns of a result row.
+    pub fn width(&self) -> usize {
+        2 * self.groupings + 1 + self.fields
+    }
+
+    /// Reads the statement's result rows (each cell a decimal integer or
+    /// null) back into one vector per statistic, as the `Engine` trait
+    /// returns them (counts shifted onto the grid as the embedded engine
+    /// does).
+    pub fn decode(&self, rows: &[Vec<Option<String>>]) -> Result<Vec<Vec<i128>>, EngineError> {
+        let m = self.groupings;
+        let bad = || EngineError::Schema("the Spark job returned a malformed result".into());
+        let int = |v: &Option<String>| -> Result<i128, EngineError> {
+            match v {
+                None => Ok(0),
+                Some(s) => s.parse::<i128>().map_err(|_| bad()),
+            }
+        };
+        // per set (0 = ungrouped, j + 1 = grouping j): per coordinate, the
+        // count and the sums
+        let width = 1 + self.fields;
+        let mut sets: Vec<Vec<Vec<i128>>> = vec![vec![vec![0; width]]];
+        for c in &self.cells {
+            if let Some(j) = c.set {
+                while sets.len() <= j + 1 {
+                    sets.push(Vec::new());
+                }
+                sets[j + 1] = vec![vec![0; width]; c.coords];
+            }
+        }
+        for row in rows {
+            if row.len() != self.width() {
+                return Err(bad());
+            }
+            let flags: Vec<i128> = row[..m].iter().map(int).collect::<Result<_, _>>()?;
+            let set = match flags.iter().filter(|&&a| a == 0).count() {
+                0 => 0,
+                1 => 1 + flags.iter().position(|&a| a == 0).unwrap_or(0),
+                _ => return Err(bad()),
+            };
+            let coord = if set == 0 {
+                0
+            } else {
+                match &row[m + set - 1] {
+                    // rows not kept for this grouping column, or outside
+                    // its domain
+                    None => continue,
+                    Some(s) => s.parse::<usize>().map_err(|_| bad())?,
+                }
+            };
+            let Some(slot) = sets.get_mut(set).and_then(|s| s.get_mut(coord)) else {
+                if set < sets.len() {
+                    return Err(bad());
+                }
+                continue; // a grouping no statistic reads
+            };
+            for (x, v) in slot.iter_mut().zip(&row[2 * m..]) {
+                *x = int(v)?;
+            }
+        }
+        let mut out = Vec::with_capacity(self.cells.len());
+        for c in &self.cells {
+            let set = c.set.map_or(0, |j| j + 1);
+            let mut v = Vec::with_capacity(c.coords);
+            for coord in &sets[set] {
+                v.push(match c.field {
+                    Some(f) => coord[1 + f],
+                    None => {
+                        let n = coord[0];
+                        n.checked_shl(c.count_shift as u32)
+                            .filter(|y| (y >> c.count_shift) == n)
+                            .ok_or_else(|| {
+                                EngineError::Overflow("a count overflowed 128 bits".into())
+                            })?
+                    }
+                });
+            }
+            out.push(v);
+        }
+        Ok(out)
+    }
+}

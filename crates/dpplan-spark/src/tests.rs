@@ -1,0 +1,319 @@
+use super::*;
+use dpplan_runtime::engine::StatKind;
+
+fn plan(src: &str) -> dpplan_plan::ExecutablePlan {
+    dpplan_plan::compile(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn web() -> dpplan_plan::ExecutablePlan {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/web-analytics");
+    let text = std::fs::read_to_string(format!("{dir}/web-analytics.dpplan")).unwrap();
+    plan(&text)
+}
+
+fn stats() -> Vec<Statistic> {
+    vec![
+        Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::GroupedCount { by: "page".into() },
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::Sum {
+                column: "seconds".into(),
+            },
+            grid: -2,
+        },
+    ]
+}
+
+/// The statement is deterministic and reviewed: a snapshot (also shown in
+/// docs/executable-plan.md).
+#[test]
+fn generated_sql_snapshot() {
+    let p = web();
+    let ds = &p.body.datasets["visits"];
+    let st = stats();
+    let req = [Request {
+        dataset: ds,
+        source: Path::new("/data/visits.csv"),
+        stats: &st,
+    }];
+    let a = SparkEngine::explain(&req).unwrap();
+    let b = SparkEngine::explain(&req).unwrap();
+    assert_eq!(a, b);
+    assert!(a.contains(":seed"));
+    insta::assert_snapshot!("web_analytics_csv", a);
+    let req = [Request {
+        dataset: ds,
+        source: Path::new("table:warehouse.visits"),
+        stats: &st,
+    }];
+    insta::assert_snapshot!("web_analytics_table", SparkEngine::explain(&req).unwrap());
+}
+
+#[test]
+fn row_level_sql_has_no_bounding() {
+    let p = plan(
+        r#"plan "t" {
+  privacy { unit row adjacency add_remove budget epsilon 1 delta 1e-6 }
+  dataset d { column v : int in [0, 10] column g : category { "a", "b" } }
+  query s { histogram(d by g) noise laplace scale 10 schedule once }
+}"#,
+    );
+    let q = sql::generate(
+        &p.body.datasets["d"],
+        &[Statistic {
+            kind: StatKind::GroupedCount { by: "g".into() },
+            grid: 0,
+        }],
+        Columns::Text,
+    )
+    .unwrap();
+    assert!(!q.sql.contains("OVER"), "{}", q.sql);
+    assert!(!q.sql.contains("seed"), "{}", q.sql);
+    // the int is still checked (invalid rows dropped)
+    assert!(q.sql.contains("p0 % 1.0D"), "{}", q.sql);
+}
+
+/// No user string reaches the SQL unquoted: names that are not plain
+/// identifiers are refused, domain values are bound parameters, table names
+/// are validated, and file paths only travel in the job file.
+#[test]
+fn hostile_names_never_reach_the_sql() {
+    for bad in [
+        "a`b",
+        "a b",
+        "x; DROP TABLE t",
+        "é",
+        "",
+        "1a",
+        "a\nb",
+        "a'b",
+        "a\"b",
+        "a.b",
+    ] {
+        assert!(sql::quote(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(sql::quote("_ok1").unwrap(), "`_ok1`");
+    // a plan whose executable form was edited by hand (the loader would
+    // refuse it; the generator refuses it too)
+    let mut p = web();
+    let ds = p.body.datasets.get_mut("visits").unwrap();
+    ds.columns[1].name = "page` FROM x --".into();
+    let e = sql::generate(
+        ds,
+        &[Statistic {
+            kind: StatKind::GroupedCount {
+                by: "page` FROM x --".into(),
+            },
+            grid: 0,
+        }],
+        Columns::Text,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("not a plain identifier"), "{e}");
+    // hostile domain values: bound, never in the text
+    let mut p = web();
+    let ds = p.body.datasets.get_mut("visits").unwrap();
+    ds.columns[1].domain = Some(vec!["x') OR 1=1 --".into(), "`;\n".into()]);
+    let q = sql::generate(ds, &stats(), Columns::Text).unwrap();
+    assert!(
+        !q.sql.contains("OR 1=1") && !q.sql.contains("`;"),
+        "{}",
+        q.sql
+    );
+    assert_eq!(
+        q.params["dk0"],
+        sql::Param::Strings(vec!["x') OR 1=1 --".into(), "`;\n".into()])
+    );
+    // table names: parts are identifiers
+    for bad in [
+        "table:db.`x`",
+        "table:a;b",
+        "table:",
+        "table:a..b",
+        "table:a b",
+    ] {
+        assert!(Source::parse("d", Path::new(bad)).is_err(), "{bad}");
+    }
+    assert_eq!(
+        Source::parse("d", Path::new("table:db.events")).unwrap(),
+        Source {
+            format: "table".into(),
+            location: "`db`.`events`".into()
+        }
+    );
+    // a hostile path is data of the job file, not SQL
+    let s = Source::parse("d", Path::new("/tmp/x'`;\n DROP/a.parquet")).unwrap();
+    assert_eq!(s.format, "parquet");
+    let st = stats();
+    let text = SparkEngine::explain(&[Request {
+        dataset: &web().body.datasets["visits"],
+        source: Path::new("/tmp/x'`;\n DROP/a.parquet"),
+        stats: &st,
+    }])
+    .unwrap();
+    let sql_part = text.split_once("WITH").unwrap().1;
+    assert!(!sql_part.contains("DROP"), "{text}");
+}
+
+#[test]
+fn formats_by_extension() {
+    for (p, f) in [
+        ("a.csv", "csv"),
+        ("dir/x.PARQUET", "parquet"),
+        ("hdfs://nn/x.orc/", "orc"),
+        ("s3a://b/events.parquet", "parquet"),
+    ] {
+        assert_eq!(Source::parse("d", Path::new(p)).unwrap().format, f, "{p}");
+    }
+    let e = Source::parse("d", Path::new("x.json")).unwrap_err();
+    assert!(e.to_string().contains(".csv, .parquet or .orc"), "{e}");
+    assert_eq!(
+        Source::parse("d", Path::new("s3a://b/events.parquet"))
+            .unwrap()
+            .location,
+        "s3a://b/events.parquet"
+    );
+    assert!(Path::new(&Source::parse("d", Path::new("a.csv")).unwrap().location).is_absolute());
+}
+
+/// The result rows are read back per statistic: the ungrouped set, each
+/// grouping set, rows outside the domain or not kept skipped, counts shifted
+/// onto the grid.
+#[test]
+fn decode_reads_grouping_sets() {
+    let p = web();
+    let ds = &p.body.datasets["visits"];
+    let mut st = stats();
+    st.push(Statistic {
+        kind: StatKind::Count,
+        grid: -3,
+    });
+    let q = sql::generate(ds, &st, Columns::Text).unwrap();
+    assert_eq!(q.width(), 2 + 1 + 1);
+    let r = |a: &str, k: Option<&str>, n: &str, s: Option<&str>| {
+        vec![
+            Some(a.to_string()),
+            k.map(str::to_string),
+            Some(n.to_string()),
+            s.map(str::to_string),
+        ]
+    };
+    let rows = vec![
+        r(
+            "1",
+            None,
+            "10",
+            Some("-170141183460469231731687303715884105728"),
+        ),
+        r("0", Some("2"), "4", Some("7")),
+        r("0", None, "3", Some("1")),
+        r("0", Some("0"), "2", Some("5")),
+    ];
+    let out = q.decode(&rows).unwrap();
+    assert_eq!(out[0], vec![10]);
+    assert_eq!(out[1], vec![2, 0, 4]);
+    assert_eq!(out[2], vec![i128::MIN]);
+    assert_eq!(out[3], vec![80]);
+    // nothing returned: zeros
+    let out = q.decode(&[]).unwrap();
+    assert_eq!(out, vec![vec![0], vec![0, 0, 0], vec![0], vec![0]]);
+    // malformed
+    assert!(q.decode(&[vec![None]]).is_err());
+    assert!(q.decode(&[r("0", Some("9"), "1", Some("1"))]).is_err());
+    assert!(q.decode(&[r("1", None, "x", None)]).is_err());
+}
+
+/// The runner's failures, with stand-in `spark-submit` programs (no Spark
+/// needed): each error is clear, names no data, and keeps Spark's log out
+/// of the message.
+#[cfg(unix)]
+#[test]
+fn runner_failures_are_clear() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        SparkEngine {
+            submit: p,
+            master: Some("local[1]".into()),
+            conf: vec![],
+        }
+    };
+    let p = web();
+    let ds = &p.body.datasets["visits"];
+    let st = stats();
+    let run = |e: &SparkEngine| {
+        let mut rng = SecureRng::from_seed_for_tests(3);
+        e.aggregate(ds, Path::new("/data/visits.csv"), &st, &mut rng)
+            .unwrap_err()
+            .to_string()
+    };
+    // killed: by signal, the log kept but not printed
+    let e = run(&fake("killed", "echo 'secret-value-42' >&2\nkill -9 $$"));
+    assert!(e.contains("was killed by signal 9"), "{e}");
+    assert!(
+        e.contains("spark-submit.log") && !e.contains("secret-value-42"),
+        "{e}"
+    );
+    let kept = |e: &str, secret: bool| {
+        let log = e.split('`').nth(1).unwrap();
+        let log = Path::new(log);
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(log.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700, "the job's directory is private");
+        }
+        assert_eq!(
+            std::fs::read_to_string(log)
+                .unwrap()
+                .contains("secret-value-42"),
+            secret
+        );
+        std::fs::remove_dir_all(log.parent().unwrap()).unwrap();
+    };
+    kept(&e, true);
+    // failed without a result
+    let e = run(&fake("fails", "echo 'secret-value-42'\nexit 7"));
+    assert!(e.contains("exited with status 7"), "{e}");
+    assert!(!e.contains("secret-value-42"), "{e}");
+    kept(&e, true);
+    // the driver's own refusal: its message, as a schema error; the
+    // arguments are the driver, the job file and the result file
+    let e = run(&fake(
+        "refuses",
+        r#"for a; do out="$a"; done
+printf '{"error": {"kind": "schema", "dataset": "visits", "message": "column `seconds` of dataset `visits` is `string` in the source, but the plan declares it `float`"}}' > "$out"
+exit 3"#,
+    ));
+    assert_eq!(
+        e,
+        "column `seconds` of dataset `visits` is `string` in the source, but the plan declares it `float`"
+    );
+    // a malformed result
+    let e = run(&fake(
+        "garbage",
+        r#"for a; do out="$a"; done
+printf '{"results": [[["1", "x"]]]}' > "$out""#,
+    ));
+    assert!(e.contains("malformed"), "{e}");
+    // the job file holds the seed's value, the SQL and the source
+    let e = run(&fake(
+        "inspect",
+        r#"for a; do job="$out"; out="$a"; done
+grep -q '"seed":' "$job" && grep -q ':seed' "$job" && grep -q '"location":"/data/visits.csv"' "$job" && exit 9
+exit 1"#,
+    ));
+    assert!(e.contains("exited with status 9"), "{e}");
+    kept(&e, false);
+}
