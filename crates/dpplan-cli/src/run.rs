@@ -68,6 +68,9 @@ pub struct Args {
     /// Print CSV instead of JSON.
     #[arg(long)]
     pub csv: bool,
+    /// Threads of the CSV engine (default: one per core; 1 reads on one thread).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<std::num::NonZeroUsize>,
 }
 
 pub fn default_ledger(plan: &Path) -> PathBuf {
@@ -129,7 +132,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         expect_hash: a.expect_hash.clone(),
         raise_budget: a.raise_budget,
     };
-    let out = match dpplan_runtime::run(&plan, &opts, &CsvEngine) {
+    let engine = match a.threads {
+        Some(n) => CsvEngine.threads(n),
+        None => CsvEngine,
+    };
+    let out = match dpplan_runtime::run(&plan, &opts, &engine) {
         Ok(o) => o,
         Err(e) => {
             errln!("error: {e}");
@@ -276,6 +283,7 @@ mod tests {
             expect_hash: None,
             start: None,
             csv: false,
+            threads: None,
         }
     }
 

@@ -1,0 +1,352 @@
+//! The engine on every core: the calling thread reads the CSV in blocks
+//! and cuts them at record boundaries ([`super::split`]); `threads` workers
+//! parse the chunks.
+//!
+//! * Row- and event-level units: each worker adds its rows to its own
+//!   [`Accumulators`]; they are merged by exact integer addition, so the
+//!   result is the same whatever the number of threads or the block size.
+//! * User-level units: the units are partitioned by their check hash (a
+//!   secret-keyed hash of the id, independent of the table key that places
+//!   a unit in its table): worker `p` alone owns the units of partition `p`,
+//!   in its own [`Reservoirs`] (no lock anywhere). A worker parses a chunk,
+//!   hashes each row's id, and routes the row, already on its grid, to its
+//!   owner in batches of [`ROUTE`] rows through a bounded channel; while it
+//!   waits (for a chunk, or for room in another worker's channel) it keeps
+//!   the rows routed to it. At the end each worker bounds its own units'
+//!   groups and adds them to its accumulators, merged as above.
+//!
+//! Why the mechanism is the same as on one thread: every row of a unit
+//! reaches the one reservoir of that unit (same keyed hash, one owner per
+//! unit), and the owner applies Algorithm R to that unit's rows in the
+//! order they arrive. Algorithm R keeps a uniformly random subset of
+//! min(n, rows_per_unit) of the unit's n rows for *every* arrival order:
+//! the i-th row is kept with probability k/i and evicts a uniform kept row,
+//! and by induction each k-subset of the first i rows is kept with
+//! probability 1/C(i, k). The arrival order depends on thread scheduling,
+//! never on the draws that select this unit's rows, which are fresh
+//! uniform draws from the owner's generator (a [`SecureRng`] per worker,
+//! seeded from the caller's): conditioned on any schedule and on every
+//! other unit's draws, the unit's selection is uniform — so it is uniform,
+//! and independent of the other units' selections. The group selection at
+//! the end takes a unit's kept rows as a set, with fresh draws, as on one
+//! thread. The row counts per unit, the grid values and the sums are exact
+//! and do not depend on the order either.
+//!
+//! Memory: at most `2 × threads` chunks wait in the chunk channel (plus one
+//! being cut and one being parsed per worker), of about the block size
+//! each (a chunk holds at least one record: longer records make it larger);
+//! each worker's channel holds at most [`INBOX`] batches of [`ROUTE`] rows
+//! and each worker fills at most one batch per owner. The unit tables hold
+//! what they hold on one thread, split among the workers: memory stays
+//! proportional to the units, not the rows.
+
+use std::io::Read;
+
+use crossbeam_channel::{bounded, Receiver, Select, Sender, TrySendError};
+use dpplan_plan::Dataset;
+
+use super::bounding::{Accumulators, Reservoirs, Routed};
+use super::hash::IdHasher;
+use super::layout::{Layout, Prepared};
+use super::split::Chunks;
+use super::{read_error, EngineError};
+use crate::rng::SecureRng;
+
+/// Rows per routed batch.
+const ROUTE: usize = 1024;
+
+/// Batches waiting in a worker's channel, at most.
+const INBOX: usize = 4;
+
+/// A CSV reader for one chunk: the same options as the whole-file reader,
+/// without a header (the chunk starts at a record boundary after it).
+fn chunk_reader(chunk: &[u8]) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(false)
+        .from_reader(chunk)
+}
+
+/// Sends every chunk to the workers (on the calling thread). Stops early
+/// when every worker is gone (one of them failed).
+fn feed<R: Read>(
+    chunks: &mut Chunks<R>,
+    tx: Sender<Vec<u8>>,
+    dataset: &str,
+) -> Result<(), EngineError> {
+    while let Some(chunk) = chunks
+        .next_chunk()
+        .map_err(|e| read_error(dataset, csv::Error::from(e)))?
+    {
+        if tx.send(chunk).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Joins a worker, passing on its panic.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match h.join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Row- and event-level units on `threads` workers.
+pub(super) fn every_row<R: Read>(
+    mut chunks: Chunks<R>,
+    threads: usize,
+    dataset: &Dataset,
+    layout: &Layout,
+    prepared: &[Prepared],
+) -> Result<Accumulators, EngineError> {
+    let name = dataset.name.as_str();
+    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let rx = rx.clone();
+                s.spawn(move || {
+                    let mut acc = Accumulators::new(prepared);
+                    let mut rec = csv::ByteRecord::new();
+                    let mut vals = vec![0f64; layout.vals.len()];
+                    let mut cats = vec![0u32; layout.cats.len()];
+                    for chunk in rx {
+                        let mut rdr = chunk_reader(&chunk);
+                        while rdr
+                            .read_byte_record(&mut rec)
+                            .map_err(|e| read_error(name, e))?
+                        {
+                            if layout.parse(&rec, &mut vals, &mut cats) {
+                                acc.add(prepared, &vals, &cats)?;
+                            }
+                        }
+                    }
+                    Ok::<_, EngineError>(acc)
+                })
+            })
+            .collect();
+        drop(rx);
+        let fed = feed(&mut chunks, tx, name);
+        let mut total = Accumulators::new(prepared);
+        let mut failed = None;
+        for w in workers {
+            match join(w) {
+                Ok(acc) => total.merge(acc)?,
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        fed?;
+        failed.map_or(Ok(total), Err)
+    })
+}
+
+/// One worker of user-level bounding: the owner of partition `me`.
+struct Owner<'a> {
+    me: usize,
+    reservoirs: Reservoirs,
+    rng: SecureRng,
+    inbox: Receiver<Routed>,
+    inbox_open: bool,
+    /// The other owners' channels (`None` for this one's own).
+    to: Vec<Option<Sender<Routed>>>,
+    /// One batch being filled per owner.
+    out: Vec<Routed>,
+    layout: &'a Layout,
+    hashers: (IdHasher, IdHasher),
+}
+
+/// The partition of a unit among `n` owners: from the check hash's low 32
+/// bits (uniform, and independent of the table key that places the unit in
+/// its table).
+#[inline]
+fn partition(check: u64, n: usize) -> usize {
+    (((check & 0xffff_ffff) * n as u64) >> 32) as usize
+}
+
+impl Owner<'_> {
+    /// Keeps the rows routed to this owner that are waiting, if any.
+    fn keep_waiting(&mut self) {
+        while self.inbox_open {
+            match self.inbox.try_recv() {
+                Ok(rows) => self.reservoirs.keep_routed(&rows, &mut self.rng),
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => self.inbox_open = false,
+            }
+        }
+    }
+
+    /// Hands the batch of owner `q` over: kept here when `q` is this owner,
+    /// otherwise sent, keeping this owner's rows while `q`'s channel is
+    /// full (so that two owners never wait for each other).
+    fn flush(&mut self, q: usize) {
+        if self.out[q].len() == 0 {
+            return;
+        }
+        if q == self.me {
+            let rows = self.out[q].take();
+            self.reservoirs.keep_routed(&rows, &mut self.rng);
+            self.out[q] = rows;
+            self.out[q].clear();
+            return;
+        }
+        let Some(to) = self.to[q].clone() else {
+            return;
+        };
+        let mut rows = self.out[q].take();
+        loop {
+            match to.try_send(rows) {
+                Ok(()) => return,
+                // its owner stopped (it failed): its error is reported
+                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(back)) => rows = back,
+            }
+            if !self.inbox_open {
+                let _ = to.send(rows);
+                return;
+            }
+            // wait until there is room there or rows here
+            let mut sel = Select::new();
+            sel.send(&to);
+            sel.recv(&self.inbox);
+            sel.ready();
+            self.keep_waiting();
+        }
+    }
+
+    /// Parses a chunk and routes its rows.
+    fn route_chunk(
+        &mut self,
+        chunk: &[u8],
+        id: usize,
+        dataset: &str,
+        rec: &mut csv::ByteRecord,
+        vals: &mut [f64],
+        cats: &mut [u32],
+    ) -> Result<(), EngineError> {
+        let n = self.out.len();
+        let mut rdr = chunk_reader(chunk);
+        while rdr
+            .read_byte_record(rec)
+            .map_err(|e| read_error(dataset, e))?
+        {
+            if !self.layout.parse(rec, vals, cats) {
+                continue;
+            }
+            let unit = &rec[id];
+            let key = self.hashers.0.key(unit);
+            let check = self.hashers.1.check(unit);
+            let q = partition(check, n);
+            self.out[q].push(self.layout, key, check, vals, cats);
+            if self.out[q].len() >= ROUTE {
+                self.flush(q);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// User-level units on `threads` workers: the exact bounded aggregates.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn per_unit<R: Read>(
+    mut chunks: Chunks<R>,
+    threads: usize,
+    dataset: &Dataset,
+    layout: &Layout,
+    prepared: &[Prepared],
+    id: usize,
+    hashers: (IdHasher, IdHasher),
+    rng: &mut SecureRng,
+) -> Result<Accumulators, EngineError> {
+    let name = dataset.name.as_str();
+    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (senders, inboxes): (Vec<_>, Vec<_>) =
+        (0..threads).map(|_| bounded::<Routed>(INBOX)).unzip();
+    let mut owners = Vec::with_capacity(threads);
+    for (me, inbox) in inboxes.into_iter().enumerate() {
+        owners.push(Owner {
+            me,
+            reservoirs: Reservoirs::new(dataset, layout, hashers.clone())?,
+            rng: rng.fork(),
+            inbox,
+            inbox_open: true,
+            to: (0..threads)
+                .map(|q| (q != me).then(|| senders[q].clone()))
+                .collect(),
+            out: (0..threads).map(|_| Routed::new(layout, ROUTE)).collect(),
+            layout,
+            hashers: hashers.clone(),
+        });
+    }
+    drop(senders);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = owners
+            .into_iter()
+            .map(|mut o| {
+                let rx = rx.clone();
+                s.spawn(move || {
+                    let mut rec = csv::ByteRecord::new();
+                    let mut vals = vec![0f64; layout.vals.len()];
+                    let mut cats = vec![0u32; layout.cats.len()];
+                    // 1. parse chunks, keeping the rows routed here
+                    loop {
+                        let chunk = if o.inbox_open {
+                            let mut sel = Select::new();
+                            let c = sel.recv(&rx);
+                            sel.recv(&o.inbox);
+                            let op = sel.select();
+                            if op.index() == c {
+                                op.recv(&rx).ok()
+                            } else {
+                                match op.recv(&o.inbox) {
+                                    Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
+                                    Err(_) => o.inbox_open = false,
+                                }
+                                continue;
+                            }
+                        } else {
+                            rx.recv().ok()
+                        };
+                        let Some(chunk) = chunk else { break };
+                        o.route_chunk(&chunk, id, name, &mut rec, &mut vals, &mut cats)?;
+                    }
+                    // 2. the last batches; then this owner's rows until
+                    // every other owner is done
+                    for q in 0..o.out.len() {
+                        o.flush(q);
+                    }
+                    o.to.clear();
+                    while o.inbox_open {
+                        match o.inbox.recv() {
+                            Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
+                            Err(_) => o.inbox_open = false,
+                        }
+                    }
+                    // 3. bound the groups of this owner's units
+                    let mut acc = Accumulators::new(prepared);
+                    o.reservoirs.drain(
+                        layout,
+                        prepared,
+                        &dataset.bounding,
+                        &mut acc,
+                        &mut o.rng,
+                    )?;
+                    Ok::<_, EngineError>(acc)
+                })
+            })
+            .collect();
+        drop(rx);
+        let fed = feed(&mut chunks, tx, name);
+        let mut total = Accumulators::new(prepared);
+        let mut failed = None;
+        for w in workers {
+            match join(w) {
+                Ok(acc) => total.merge(acc)?,
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        fed?;
+        failed.map_or(Ok(total), Err)
+    })
+}
