@@ -10,9 +10,10 @@
 //!   a unit in its table): worker `p` alone owns the units of partition `p`,
 //!   in its own [`Reservoirs`] (no lock anywhere). A worker parses a chunk,
 //!   hashes each row's id, and routes the row, already on its grid, to its
-//!   owner in batches of [`ROUTE`] rows through a bounded channel; while it
-//!   waits (for a chunk, or for room in another worker's channel) it keeps
-//!   the rows routed to it. At the end each worker bounds its own units'
+//!   owner in batches of [`ROUTE`] rows through a bounded channel. It keeps
+//!   the rows routed to it whenever it hands a batch over and while it
+//!   waits (for a chunk, or for room in another worker's channel), so no
+//!   worker waits for another that is parsing. At the end each worker bounds its own units'
 //!   groups and adds them to its accumulators, merged as above.
 //!
 //! Why the mechanism is the same as on one thread: every row of a unit
@@ -56,7 +57,7 @@ use crate::rng::SecureRng;
 const ROUTE: usize = 1024;
 
 /// Batches waiting in a worker's channel, at most.
-const INBOX: usize = 4;
+const INBOX: usize = 16;
 
 /// A CSV reader for one chunk: the same options as the whole-file reader,
 /// without a header (the chunk starts at a record boundary after it).
@@ -72,17 +73,28 @@ fn chunk_reader(chunk: &[u8]) -> csv::Reader<&[u8]> {
 fn feed<R: Read>(
     chunks: &mut Chunks<R>,
     tx: Sender<Vec<u8>>,
+    parsed: &Receiver<Vec<u8>>,
     dataset: &str,
 ) -> Result<(), EngineError> {
-    while let Some(chunk) = chunks
-        .next_chunk()
-        .map_err(|e| read_error(dataset, csv::Error::from(e)))?
-    {
+    loop {
+        while let Ok(buf) = parsed.try_recv() {
+            chunks.recycle(buf);
+        }
+        let chunk = chunks
+            .next_chunk()
+            .map_err(|e| read_error(dataset, csv::Error::from(e)))?;
+        let Some(chunk) = chunk else { break };
         if tx.send(chunk).is_err() {
             break;
         }
     }
     Ok(())
+}
+
+/// The channel of the chunks' buffers back to the reader: a few, never
+/// waited for (a worker drops a buffer when it is full).
+fn recycling() -> (Sender<Vec<u8>>, Receiver<Vec<u8>>) {
+    bounded(4)
 }
 
 /// Joins a worker, passing on its panic.
@@ -103,10 +115,11 @@ pub(super) fn every_row<R: Read>(
 ) -> Result<Accumulators, EngineError> {
     let name = dataset.name.as_str();
     let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (done, parsed) = recycling();
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
-                let rx = rx.clone();
+                let (rx, done) = (rx.clone(), done.clone());
                 s.spawn(move || {
                     let mut acc = Accumulators::new(prepared);
                     let mut rec = csv::ByteRecord::new();
@@ -122,13 +135,14 @@ pub(super) fn every_row<R: Read>(
                                 acc.add(prepared, &vals, &cats)?;
                             }
                         }
+                        let _ = done.try_send(chunk);
                     }
                     Ok::<_, EngineError>(acc)
                 })
             })
             .collect();
-        drop(rx);
-        let fed = feed(&mut chunks, tx, name);
+        drop((rx, done));
+        let fed = feed(&mut chunks, tx, &parsed, name);
         let mut total = Accumulators::new(prepared);
         let mut failed = None;
         for w in workers {
@@ -191,6 +205,9 @@ impl Owner<'_> {
             self.out[q].clear();
             return;
         }
+        // rows routed here are kept as they come, not only when waiting:
+        // otherwise the other owners would wait while this one parses
+        self.keep_waiting();
         let Some(to) = self.to[q].clone() else {
             return;
         };
@@ -263,6 +280,7 @@ pub(super) fn per_unit<R: Read>(
     let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
     let (senders, inboxes): (Vec<_>, Vec<_>) =
         (0..threads).map(|_| bounded::<Routed>(INBOX)).unzip();
+    let (done, parsed) = recycling();
     let mut owners = Vec::with_capacity(threads);
     for (me, inbox) in inboxes.into_iter().enumerate() {
         owners.push(Owner {
@@ -284,7 +302,7 @@ pub(super) fn per_unit<R: Read>(
         let workers: Vec<_> = owners
             .into_iter()
             .map(|mut o| {
-                let rx = rx.clone();
+                let (rx, done) = (rx.clone(), done.clone());
                 s.spawn(move || {
                     let mut rec = csv::ByteRecord::new();
                     let mut vals = vec![0f64; layout.vals.len()];
@@ -310,6 +328,7 @@ pub(super) fn per_unit<R: Read>(
                         };
                         let Some(chunk) = chunk else { break };
                         o.route_chunk(&chunk, id, name, &mut rec, &mut vals, &mut cats)?;
+                        let _ = done.try_send(chunk);
                     }
                     // 2. the last batches; then this owner's rows until
                     // every other owner is done
@@ -336,8 +355,8 @@ pub(super) fn per_unit<R: Read>(
                 })
             })
             .collect();
-        drop(rx);
-        let fed = feed(&mut chunks, tx, name);
+        drop((rx, done));
+        let fed = feed(&mut chunks, tx, &parsed, name);
         let mut total = Accumulators::new(prepared);
         let mut failed = None;
         for w in workers {

@@ -102,6 +102,8 @@ pub(super) struct Chunks<R> {
     carry: Vec<u8>,
     block: usize,
     eof: bool,
+    /// Buffers of chunks already parsed, to read into again.
+    spare: Vec<Vec<u8>>,
 }
 
 impl<R: Read> Chunks<R> {
@@ -113,6 +115,16 @@ impl<R: Read> Chunks<R> {
             carry: first,
             block: block.max(1),
             eof,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Gives back the buffer of a chunk that was parsed (no new allocation,
+    /// no page faults for the next one).
+    pub(super) fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.spare.len() < 4 {
+            buf.clear();
+            self.spare.push(buf);
         }
     }
 
@@ -123,11 +135,22 @@ impl<R: Read> Chunks<R> {
                 let rest = std::mem::take(&mut self.carry);
                 return Ok((!rest.is_empty()).then_some(rest));
             }
-            let mut buf = std::mem::take(&mut self.carry);
+            let mut buf = match self.spare.pop() {
+                Some(mut b) => {
+                    b.extend_from_slice(&self.carry);
+                    self.carry.clear();
+                    b
+                }
+                None => std::mem::take(&mut self.carry),
+            };
             let start = buf.len();
-            buf.resize(start + self.block, 0);
-            let n = read_full(&mut self.reader, &mut buf[start..])?;
-            buf.truncate(start + n);
+            buf.reserve(self.block);
+            // reads into the spare capacity (no zeroing), retrying when
+            // interrupted
+            let n = (&mut self.reader)
+                .take(self.block as u64)
+                .read_to_end(&mut buf)?;
+            debug_assert_eq!(buf.len(), start + n);
             if n == 0 {
                 self.eof = true;
                 self.carry = buf;
@@ -135,7 +158,7 @@ impl<R: Read> Chunks<R> {
             }
             match cut(&buf) {
                 Some(c) => {
-                    self.carry = buf[c..].to_vec();
+                    self.carry.extend_from_slice(&buf[c..]);
                     buf.truncate(c);
                     return Ok(Some(buf));
                 }
