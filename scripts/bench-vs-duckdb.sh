@@ -17,8 +17,9 @@
 #     user, random pages per user, clamping).
 # DuckDB 2.0.0 comes from the Python package index into a venv under
 # target/ (DUCKDB_PYTHON=/path/to/python to use another one). The CSVs are
-# deleted at the end (KEEP_DATA=1 keeps them). Asserts nothing; prints a
-# table for docs/benchmarks.md.
+# deleted at the end (KEEP_DATA=1 keeps them). RUNS (3) runs per figure,
+# SQL_RUNS for the slow SQL bounding (default RUNS). Asserts nothing;
+# prints a table for docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -120,7 +121,7 @@ for rows in "${SIZES[@]}"; do
   for threads in 1 2; do
     read -r dt dm < <(best "$OUT/dpplan-run.sh" "$csv" "$threads")
     read -r pt pm < <(best "$PY" "$OUT/duck.py" "$csv" "$threads" plain)
-    read -r bt bm < <(best "$PY" "$OUT/duck.py" "$csv" "$threads" bounded)
+    read -r bt bm < <(RUNS=${SQL_RUNS:-$RUNS} best "$PY" "$OUT/duck.py" "$csv" "$threads" bounded)
     ratio=$(awk "BEGIN {printf \"%.2f\", $dt / $pt}")
     printf '| %s | %s | %.2f s | %.2f s | %s× | %.2f s | %s / %s / %s MB |\n' \
       "$rows" "$threads" "$dt" "$pt" "$ratio" "$bt" "$dm" "$pm" "$bm"

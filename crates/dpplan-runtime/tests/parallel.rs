@@ -229,7 +229,9 @@ fn tiny_files_give_identical_results() {
     let user = dataset("rows_per_unit 3 groups_per_unit 4");
     let mut row = user.clone();
     row.bounding.per_unit = false;
-    let cases: [&[u8]; 8] = [
+    let cases: [&[u8]; 10] = [
+        b"uid,g,v,w\n\xef\xbb\xbfu1,a,1,1\n\xef\xbb\xbfu2,b,2,2\n",
+        b"uid,g,v,w\n\xef\xbb\xbf\"u1\",a,1,1\n\xef\xbb\xbfu1,b,2,2\n\xef\xbb\xbf",
         b"uid,g,v,w",
         b"uid,g,v,w\n",
         b"uid,g,v,w\r\n",

@@ -48,8 +48,8 @@ use dpplan_plan::Dataset;
 
 use super::bounding::{Accumulators, Reservoirs, Routed};
 use super::hash::IdHasher;
-use super::layout::{Layout, Prepared};
-use super::split::Chunks;
+use super::layout::{Fields, Layout, Prepared};
+use super::split::{for_csv_reader, Chunks, PlainRecords};
 use super::{read_error, EngineError};
 use crate::rng::SecureRng;
 
@@ -59,13 +59,57 @@ const ROUTE: usize = 1024;
 /// Batches waiting in a worker's channel, at most.
 const INBOX: usize = 16;
 
-/// A CSV reader for one chunk: the same options as the whole-file reader,
-/// without a header (the chunk starts at a record boundary after it).
-fn chunk_reader(chunk: &[u8]) -> csv::Reader<&[u8]> {
-    csv::ReaderBuilder::new()
+/// What a worker does with each record of a chunk.
+trait OnRecord {
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError>;
+}
+
+/// Every record of a chunk: a chunk without a quote character through
+/// [`PlainRecords`], any other through a CSV reader with the options of
+/// the whole-file reader, without a header (the chunk starts at a record
+/// boundary after it).
+fn each_record<O: OnRecord>(chunk: &[u8], dataset: &str, o: &mut O) -> Result<(), EngineError> {
+    if memchr::memchr(b'"', chunk).is_none() {
+        let mut records = PlainRecords::new(chunk);
+        let mut rec = records.record();
+        while records.read(&mut rec) {
+            o.on(&rec)?;
+        }
+        return Ok(());
+    }
+    let chunk = for_csv_reader(chunk);
+    let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
         .has_headers(false)
-        .from_reader(chunk)
+        .from_reader(&chunk[..]);
+    let mut rec = csv::ByteRecord::new();
+    while rdr
+        .read_byte_record(&mut rec)
+        .map_err(|e| read_error(dataset, e))?
+    {
+        o.on(&rec)?;
+    }
+    Ok(())
+}
+
+/// A worker of row- and event-level units: every valid row into its
+/// accumulators.
+struct RowWorker<'a> {
+    layout: &'a Layout,
+    prepared: &'a [Prepared],
+    acc: Accumulators,
+    vals: Vec<f64>,
+    cats: Vec<u32>,
+}
+
+impl OnRecord for RowWorker<'_> {
+    #[inline]
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError> {
+        if self.layout.parse(rec, &mut self.vals, &mut self.cats) {
+            self.acc.add(self.prepared, &self.vals, &self.cats)?;
+        }
+        Ok(())
+    }
 }
 
 /// Sends every chunk to the workers (on the calling thread). Stops early
@@ -121,23 +165,18 @@ pub(super) fn every_row<R: Read>(
             .map(|_| {
                 let (rx, done) = (rx.clone(), done.clone());
                 s.spawn(move || {
-                    let mut acc = Accumulators::new(prepared);
-                    let mut rec = csv::ByteRecord::new();
-                    let mut vals = vec![0f64; layout.vals.len()];
-                    let mut cats = vec![0u32; layout.cats.len()];
+                    let mut w = RowWorker {
+                        layout,
+                        prepared,
+                        acc: Accumulators::new(prepared),
+                        vals: vec![0f64; layout.vals.len()],
+                        cats: vec![0u32; layout.cats.len()],
+                    };
                     for chunk in rx {
-                        let mut rdr = chunk_reader(&chunk);
-                        while rdr
-                            .read_byte_record(&mut rec)
-                            .map_err(|e| read_error(name, e))?
-                        {
-                            if layout.parse(&rec, &mut vals, &mut cats) {
-                                acc.add(prepared, &vals, &cats)?;
-                            }
-                        }
+                        each_record(&chunk, name, &mut w)?;
                         let _ = done.try_send(chunk);
                     }
-                    Ok::<_, EngineError>(acc)
+                    Ok::<_, EngineError>(w.acc)
                 })
             })
             .collect();
@@ -169,6 +208,11 @@ struct Owner<'a> {
     out: Vec<Routed>,
     layout: &'a Layout,
     hashers: (IdHasher, IdHasher),
+    /// The unit id's column.
+    id: usize,
+    /// A row's parsed numbers and category indexes.
+    vals: Vec<f64>,
+    cats: Vec<u32>,
 }
 
 /// The partition of a unit among `n` owners: from the check hash's low 32
@@ -231,34 +275,23 @@ impl Owner<'_> {
             self.keep_waiting();
         }
     }
+}
 
-    /// Parses a chunk and routes its rows.
-    fn route_chunk(
-        &mut self,
-        chunk: &[u8],
-        id: usize,
-        dataset: &str,
-        rec: &mut csv::ByteRecord,
-        vals: &mut [f64],
-        cats: &mut [u32],
-    ) -> Result<(), EngineError> {
-        let n = self.out.len();
-        let mut rdr = chunk_reader(chunk);
-        while rdr
-            .read_byte_record(rec)
-            .map_err(|e| read_error(dataset, e))?
-        {
-            if !self.layout.parse(rec, vals, cats) {
-                continue;
-            }
-            let unit = &rec[id];
-            let key = self.hashers.0.key(unit);
-            let check = self.hashers.1.check(unit);
-            let q = partition(check, n);
-            self.out[q].push(self.layout, key, check, vals, cats);
-            if self.out[q].len() >= ROUTE {
-                self.flush(q);
-            }
+impl OnRecord for Owner<'_> {
+    /// Parses a row and routes it to the owner of its unit.
+    #[inline]
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError> {
+        if !self.layout.parse(rec, &mut self.vals, &mut self.cats) {
+            return Ok(());
+        }
+        // `parse` refuses a row without its id
+        let unit = rec.field(self.id).unwrap_or_default();
+        let key = self.hashers.0.key(unit);
+        let check = self.hashers.1.check(unit);
+        let q = partition(check, self.out.len());
+        self.out[q].push(self.layout, key, check, &self.vals, &self.cats);
+        if self.out[q].len() >= ROUTE {
+            self.flush(q);
         }
         Ok(())
     }
@@ -295,6 +328,9 @@ pub(super) fn per_unit<R: Read>(
             out: (0..threads).map(|_| Routed::new(layout, ROUTE)).collect(),
             layout,
             hashers: hashers.clone(),
+            id,
+            vals: vec![0f64; layout.vals.len()],
+            cats: vec![0u32; layout.cats.len()],
         });
     }
     drop(senders);
@@ -304,9 +340,6 @@ pub(super) fn per_unit<R: Read>(
             .map(|mut o| {
                 let (rx, done) = (rx.clone(), done.clone());
                 s.spawn(move || {
-                    let mut rec = csv::ByteRecord::new();
-                    let mut vals = vec![0f64; layout.vals.len()];
-                    let mut cats = vec![0u32; layout.cats.len()];
                     // 1. parse chunks, keeping the rows routed here
                     loop {
                         let chunk = if o.inbox_open {
@@ -327,7 +360,7 @@ pub(super) fn per_unit<R: Read>(
                             rx.recv().ok()
                         };
                         let Some(chunk) = chunk else { break };
-                        o.route_chunk(&chunk, id, name, &mut rec, &mut vals, &mut cats)?;
+                        each_record(&chunk, name, &mut o)?;
                         let _ = done.try_send(chunk);
                     }
                     // 2. the last batches; then this owner's rows until

@@ -168,6 +168,92 @@ impl<R: Read> Chunks<R> {
     }
 }
 
+/// A chunk as a fresh CSV reader must see it to read it as the whole-file
+/// reader does: that reader strips a UTF-8 byte order mark only at the very
+/// start of the file, a fresh one at the start of its input, so a chunk that
+/// starts with one gets an empty line (which the reader skips) before it.
+pub(super) fn for_csv_reader(chunk: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if chunk.starts_with(b"\xef\xbb\xbf") {
+        let mut v = Vec::with_capacity(chunk.len() + 1);
+        v.push(b'\n');
+        v.extend_from_slice(chunk);
+        std::borrow::Cow::Owned(v)
+    } else {
+        std::borrow::Cow::Borrowed(chunk)
+    }
+}
+
+/// A record of a chunk without any quote character: the line, and where
+/// each of its fields ends.
+pub(super) struct PlainRecord<'c> {
+    line: &'c [u8],
+    ends: Vec<usize>,
+}
+
+impl super::layout::Fields for PlainRecord<'_> {
+    #[inline]
+    fn field(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] + 1 };
+        Some(&self.line[start..end])
+    }
+}
+
+/// The records of a chunk that holds no quote character, exactly as the
+/// `csv` reader reads them after the header: a record ends at `\n` or `\r`
+/// (so `\r\n` ends one record, and an empty line is skipped as the reader
+/// skips it), fields are split at every `,`, and no other byte is special
+/// (a byte order mark is data there). A plain scan instead of the reader's
+/// state machine and its copy of every field.
+pub(super) struct PlainRecords<'c> {
+    chunk: &'c [u8],
+    pos: usize,
+}
+
+impl<'c> PlainRecords<'c> {
+    /// `chunk` must hold no `"`.
+    pub(super) fn new(chunk: &'c [u8]) -> Self {
+        debug_assert!(memchr::memchr(b'"', chunk).is_none());
+        PlainRecords { chunk, pos: 0 }
+    }
+
+    /// An empty record to read into.
+    pub(super) fn record(&self) -> PlainRecord<'c> {
+        PlainRecord {
+            line: &[],
+            ends: Vec::with_capacity(16),
+        }
+    }
+
+    /// Reads the next record into `rec`; false at the end of the chunk.
+    #[inline]
+    pub(super) fn read(&mut self, rec: &mut PlainRecord<'c>) -> bool {
+        let chunk = self.chunk;
+        loop {
+            let start = self.pos;
+            if start >= chunk.len() {
+                return false;
+            }
+            rec.ends.clear();
+            let mut i = start;
+            while i < chunk.len() {
+                match chunk[i] {
+                    b',' => rec.ends.push(i - start),
+                    b'\n' | b'\r' => break,
+                    _ => {}
+                }
+                i += 1;
+            }
+            self.pos = i + 1;
+            if i > start {
+                rec.line = &chunk[start..i];
+                rec.ends.push(i - start);
+                return true;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,7 +283,7 @@ mod tests {
         let mut chunks = Chunks::new(reader, rest, eof, block);
         while let Some(c) = chunks.next_chunk().unwrap() {
             assert!(!c.is_empty());
-            out.extend(records(&c));
+            out.extend(records(&for_csv_reader(&c)));
         }
         out
     }
@@ -219,6 +305,7 @@ mod tests {
             b"a,b\n1,x\"y\n\"q\"r,s\"\n2,\"\"\n\"unterminated,\n5,6\n",
             b"\"h,1\",\"h\n2\"\n\"\",\"\"\"\"\n,\n\"a\"\"\nb\",c\n",
             b"a,b\n1,2,3,4\n5\n\"6\",\"7\"x,y\n",
+            b"a,b\n\xef\xbb\xbf1,2\n\xef\xbb\xbf\"3\",4\n\xef\xbb\xbf",
         ];
         for data in cases {
             let want = records(data);
@@ -244,6 +331,64 @@ mod tests {
             .collect();
         assert_ne!(naive, records(data));
         assert_eq!(chunked(data, 1), records(data));
+    }
+
+    /// Every record of a quote-free chunk through [`PlainRecords`].
+    fn plain(data: &[u8]) -> Vec<Vec<Vec<u8>>> {
+        use super::super::layout::Fields;
+        let mut records = PlainRecords::new(data);
+        let mut rec = records.record();
+        let mut out = Vec::new();
+        while records.read(&mut rec) {
+            out.push(
+                (0..)
+                    .map_while(|i| rec.field(i).map(<[u8]>::to_vec))
+                    .collect(),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn quote_free_chunks_read_like_the_csv_reader() {
+        let cases: Vec<&[u8]> = vec![
+            b"",
+            b"\n",
+            b"\r\n\r\n",
+            b"a",
+            b"a,b",
+            b"a,b\n",
+            b",",
+            b",,\n,\r\n",
+            b"a,\n,b\n",
+            b"a\rb\r\nc\n\rd",
+            b"\n\na,b\n\n\nc\n",
+            b" , \t,x y\n",
+            b"\xef\xbb\xbfu1,a,1\n",
+            b"\x00,\xff\n",
+            b"a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s\n1\n",
+        ];
+        // a chunk is read as the whole-file reader reads it after the
+        // header: a byte order mark there is data
+        let whole = |data: &[u8]| records(&[b"\n", data].concat());
+        for data in cases {
+            let what = String::from_utf8_lossy(data);
+            assert_eq!(plain(data), whole(data), "{what:?}");
+        }
+        let mut x: u64 = 5;
+        let pieces: [&[u8]; 8] = [b"a", b",", b"\n", b"\r\n", b"\r", b"xy", b"1.5", b" "];
+        for _ in 0..200 {
+            let mut data = Vec::new();
+            for _ in 0..(x % 300) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                data.extend_from_slice(pieces[(x % 8) as usize]);
+            }
+            let what = String::from_utf8_lossy(&data);
+            assert_eq!(plain(&data), whole(&data), "{what:?}");
+            x ^= 0x9e37_79b9;
+        }
     }
 
     #[test]
