@@ -2,7 +2,7 @@
 //!
 //! The engine computes **exact** bounded aggregates only (integers in units
 //! of each statistic's grid 2^k); noise is never the engine's business.
-//! [`CsvEngine`] streams a CSV file once, on every core (`parallel`: the
+//! [`CsvEngine`](struct@CsvEngine) streams a CSV file once, on every core (`parallel`: the
 //! file cut into chunks at record boundaries, units partitioned among the
 //! threads) or on one thread, and parses only
 //! the fields the statistics need (the unit id, the summed numbers, the
@@ -125,8 +125,8 @@ pub trait Engine {
 /// The built-in streaming CSV engine, on every core by default.
 ///
 /// `CsvEngine` is also the name of the engine with its defaults, so
-/// `&CsvEngine` is the default engine; [`CsvEngine::threads`] and
-/// [`CsvEngine::block_size`] change them.
+/// `&CsvEngine` is the default engine; `CsvEngine::threads` and
+/// `CsvEngine::block_size` change them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CsvEngine {
     threads: Option<NonZeroUsize>,
