@@ -83,6 +83,9 @@ pub struct Args {
     /// (reads no data and no ledger, charges nothing; the selection seed is shown as `:seed`).
     #[arg(long)]
     pub explain: bool,
+    /// Threads of the CSV engine (default: one per core; 1 reads on one thread).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<std::num::NonZeroUsize>,
 }
 
 /// The engines `dpplan run` can use.
@@ -153,6 +156,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
         expect_hash: a.expect_hash.clone(),
         raise_budget: a.raise_budget,
     };
+    if a.engine != EngineKind::Spark && (a.spark_master.is_some() || a.spark_submit.is_some()) {
+        return Err(miette!(
+            help = "add `--engine spark`, or drop the Spark options",
+            "--spark-master and --spark-submit are options of the Spark engine"
+        ));
+    }
+    if a.engine == EngineKind::Spark && a.threads.is_some() {
+        return Err(miette!(
+            help = "drop `--threads`: Spark's parallelism is its cluster's (executors and cores)",
+            "--threads is an option of the built-in CSV engine"
+        ));
+    }
+    let csv = match a.threads {
+        Some(n) => CsvEngine.threads(n),
+        None => CsvEngine,
+    };
     let spark = (a.engine == EngineKind::Spark).then(|| SparkEngine {
         submit: SparkEngine::locate(a.spark_submit.clone()),
         master: a.spark_master.clone(),
@@ -163,7 +182,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let engine: &dyn Engine = match &spark {
         Some(s) => s,
-        None => &CsvEngine,
+        None => &csv,
     };
     let out = match dpplan_runtime::run(&plan, &opts, engine) {
         Ok(o) => o,
@@ -352,6 +371,7 @@ mod tests {
             spark_master: None,
             spark_submit: None,
             explain: false,
+            threads: None,
         }
     }
 
@@ -457,6 +477,44 @@ mod tests {
         .unwrap();
         assert_eq!(code, ExitCode::from(1));
         assert!(!dir.path().join("never.json").exists());
+    }
+
+    /// `--threads N`: a positive number of engine threads; the run on 3
+    /// threads releases what the run on 1 releases.
+    #[test]
+    fn threads_option() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: Args,
+        }
+        let parse = |n: &str| Cli::try_parse_from(["dpplan", "p.json", "--threads", n]);
+        assert!(parse("0").is_err());
+        assert!(parse("x").is_err());
+        assert_eq!(parse("3").unwrap().run.threads.map(|n| n.get()), Some(3));
+        let dir = TempDir::new("threads");
+        let plan = dir.path().join("census.json");
+        crate::compile::run(crate::compile::Args {
+            plan: example("census"),
+            out: Some(plan.clone()),
+        })
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::copy(
+            example("census").with_file_name("data/persons.csv"),
+            dir.path().join("data/persons.csv"),
+        )
+        .unwrap();
+        let mut lines = Vec::new();
+        for threads in [1, 3] {
+            let out = dir.path().join(format!("r{threads}.csv"));
+            let mut a = args(&plan, &dir.path().join(format!("l{threads}.sqlite")), &out);
+            a.threads = std::num::NonZeroUsize::new(threads);
+            assert_eq!(run(a).unwrap(), ExitCode::SUCCESS);
+            lines.push(std::fs::read_to_string(&out).unwrap().lines().count());
+        }
+        assert_eq!(lines, [1 + 5 + 4 + 3 + 5; 2]);
     }
 
     #[test]

@@ -369,3 +369,41 @@ fn an_upgrade_that_raises_the_budget_must_say_so() {
     let o = dpplan(&["run", &lowered, "--ledger", l, "--slot", "2", "--upgrade"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
+
+/// An engine's options given to the other engine are refused before
+/// anything is read or charged (never silently ignored).
+#[test]
+fn an_engine_option_without_its_engine_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path(), None);
+    let ledger = dir.path().join("l.sqlite");
+    for (args, says) in [
+        (
+            &["--spark-master", "spark://127.0.0.1:7077"][..],
+            "options of the Spark engine",
+        ),
+        (
+            &["--spark-submit", "/bin/true"][..],
+            "options of the Spark engine",
+        ),
+        (
+            &["--engine", "spark", "--threads", "2"][..],
+            "option of the built-in CSV engine",
+        ),
+    ] {
+        let mut all = vec!["--slot", "0"];
+        all.extend_from_slice(args);
+        let o = run(&plan, &ledger, &all);
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+        assert!(!ledger.exists(), "{args:?}");
+    }
+    // negative control: the same plan runs with the CSV engine's own option
+    let o = run(&plan, &ledger, &["--slot", "0", "--threads", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(ledger.exists());
+}

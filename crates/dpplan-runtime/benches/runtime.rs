@@ -2,9 +2,14 @@
 //! generated CSV (10⁷ rows by default, `DPPLAN_BENCH_ROWS` to change) against
 //! a plain, non-private aggregation of the same file in the same binary, and
 //! sampler throughput. Prints figures; asserts nothing about time.
+//!
+//! The engine runs on 1 thread and on every core (`DPPLAN_BENCH_THREADS`,
+//! e.g. `1,2`, to choose). `DPPLAN_BENCH_GENERATE=PATH` only writes the CSV
+//! (for `scripts/bench-vs-duckdb.sh`).
 
 use std::fs::File;
 use std::io::{BufReader, Write};
+use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::Instant;
 
@@ -86,32 +91,59 @@ fn peak_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// Writes the benchmark's CSV: `rows` visits of `users` users (ids
+/// `u00000000`…), 4 pages, seconds in [0, 4000) with one decimal;
+/// deterministic (xorshift).
+fn generate(path: &Path, rows: u64, users: u64) {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, File::create(path).unwrap());
+    writeln!(f, "user_id,page,seconds").unwrap();
+    let pages = ["home", "search", "checkout", "account"];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..rows {
+        // xorshift: a deterministic, cheap stream for the file's content
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let u = x % users;
+        let p = pages[((x >> 20) % 4) as usize];
+        let s = (x >> 32) % 4000;
+        writeln!(f, "u{u:08},{p},{}.{}", s, (x >> 8) % 10).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// CPU time of the process so far (user + system, Linux), in seconds.
+fn cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // the fields after the command name (which ends with `)`)
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(f64::NAN)
+}
+
 fn main() {
     let rows: u64 = std::env::var("DPPLAN_BENCH_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000_000);
-    let users = (rows / 10).max(1);
+    let users: u64 = std::env::var("DPPLAN_BENCH_USERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or((rows / 10).max(1));
+    if let Ok(out) = std::env::var("DPPLAN_BENCH_GENERATE") {
+        // only write the CSV (scripts/bench-vs-duckdb.sh)
+        generate(Path::new(&out), rows, users);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("visits.csv");
     let t = Instant::now();
-    {
-        let mut f =
-            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).unwrap());
-        writeln!(f, "user_id,page,seconds").unwrap();
-        let pages = ["home", "search", "checkout", "account"];
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..rows {
-            // xorshift: a deterministic, cheap stream for the file's content
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let u = x % users;
-            let p = pages[((x >> 20) % 4) as usize];
-            let s = (x >> 32) % 4000;
-            writeln!(f, "u{u:08},{p},{}.{}", s, (x >> 8) % 10).unwrap();
-        }
-    }
+    generate(&path, rows, users);
     let size = std::fs::metadata(&path).unwrap().len();
     println!(
         "generated {rows} rows ({:.0} MB, {users} users) in {:.1} s",
@@ -182,18 +214,30 @@ fn main() {
             ],
         ),
     ];
-    for (name, stats) in cases {
-        let t = Instant::now();
-        let v = CsvEngine.aggregate(ds, &path, &stats, &mut rng).unwrap();
-        let s = t.elapsed().as_secs_f64();
-        std::hint::black_box(v);
-        println!(
-            "{name}: {:.2} s, {:.2} M rows/s, {:.2}× the plain aggregation, peak RSS so far {:.0} MB",
-            s,
-            rows as f64 / s / 1e6,
-            s / plain,
-            peak_mb()
-        );
+    let cores = CsvEngine.thread_count();
+    let threads: Vec<usize> = std::env::var("DPPLAN_BENCH_THREADS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .unwrap_or_else(|| if cores > 1 { vec![1, cores] } else { vec![1] });
+    let engines: Vec<(usize, CsvEngine)> = threads
+        .iter()
+        .filter_map(|&t| Some((t, CsvEngine.threads(NonZeroUsize::new(t)?))))
+        .collect();
+    for (name, stats) in &cases {
+        for (t_count, engine) in &engines {
+            let (t, cpu) = (Instant::now(), cpu_s());
+            let v = engine.aggregate(ds, &path, stats, &mut rng).unwrap();
+            let s = t.elapsed().as_secs_f64();
+            let cpu = cpu_s() - cpu;
+            std::hint::black_box(v);
+            println!(
+                "{name}, {t_count} thread(s): {:.2} s (CPU {cpu:.2} s), {:.2} M rows/s, {:.2}× the plain aggregation (1 thread), peak RSS so far {:.0} MB",
+                s,
+                rows as f64 / s / 1e6,
+                s / plain,
+                peak_mb()
+            );
+        }
     }
 
     // The same file under a row-level unit: no per-unit state.
@@ -204,38 +248,36 @@ fn main() {
     )
     .unwrap();
     let rows_ds = &row_plan.body.datasets["visits"];
-    let t = Instant::now();
-    let v = CsvEngine
-        .aggregate(
-            rows_ds,
-            &path,
-            &[
-                Statistic {
-                    kind: StatKind::Count,
-                    grid: 0,
-                },
-                Statistic {
-                    kind: StatKind::Sum {
-                        column: "seconds".into(),
-                    },
-                    grid: grid("s"),
-                },
-                Statistic {
-                    kind: StatKind::GroupedCount { by: "page".into() },
-                    grid: 0,
-                },
-            ],
-            &mut rng,
-        )
-        .unwrap();
-    let s = t.elapsed().as_secs_f64();
-    std::hint::black_box(v);
-    println!(
-        "row-level unit, count + sum + histogram (one pass, no per-unit state): {:.2} s, {:.2} M rows/s, {:.2}× the plain aggregation",
-        s,
-        rows as f64 / s / 1e6,
-        s / plain
-    );
+    let row_stats = [
+        Statistic {
+            kind: StatKind::Count,
+            grid: 0,
+        },
+        Statistic {
+            kind: StatKind::Sum {
+                column: "seconds".into(),
+            },
+            grid: grid("s"),
+        },
+        Statistic {
+            kind: StatKind::GroupedCount { by: "page".into() },
+            grid: 0,
+        },
+    ];
+    for (t_count, engine) in &engines {
+        let t = Instant::now();
+        let v = engine
+            .aggregate(rows_ds, &path, &row_stats, &mut rng)
+            .unwrap();
+        let s = t.elapsed().as_secs_f64();
+        std::hint::black_box(v);
+        println!(
+            "row-level unit, count + sum + histogram (one pass, no per-unit state), {t_count} thread(s): {:.2} s, {:.2} M rows/s, {:.2}× the plain aggregation",
+            s,
+            rows as f64 / s / 1e6,
+            s / plain
+        );
+    }
 
     // Continuous mechanisms: an exact draw around a statistic on its grid,
     // rounded to the nearest float; discrete ones on the integers.

@@ -8,6 +8,7 @@ use std::io::Read;
 
 use dpplan_plan::{Bounding, Dataset};
 
+use super::hash::IdHasher;
 use super::layout::{Layout, Prepared, OUT};
 use super::table::UnitTable;
 use super::{EngineError, Records};
@@ -55,6 +56,23 @@ impl Accumulators {
             match p.value {
                 None => self.counts[i][slot] += 1,
                 Some(v) => self.add_value(i, slot, i128::from(p.grid.at(nums[v])))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds another thread's accumulators: exact (integers), so the
+    /// result does not depend on how the rows were shared out.
+    pub(super) fn merge(&mut self, other: Accumulators) -> Result<(), EngineError> {
+        for (mine, theirs) in self.values.iter_mut().zip(other.values) {
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                *a = a.checked_add(b).ok_or_else(overflow)?;
+            }
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                // at most one per row read: cannot reach 2^64
+                *a += b;
             }
         }
         Ok(())
@@ -226,6 +244,81 @@ impl Batch {
     }
 }
 
+/// Parsed rows of user-level bounding on their way to the thread that owns
+/// their units: per row the unit's key and check, the stored values (each
+/// summed number's offset on its grid, as the reservoirs store it) and the
+/// category indexes.
+pub(super) struct Routed {
+    pub(super) keys: Vec<u64>,
+    pub(super) checks: Vec<u64>,
+    pub(super) fields: Vec<u64>,
+    pub(super) cats: Vec<u32>,
+    n_fields: usize,
+    n_cats: usize,
+}
+
+impl Routed {
+    pub(super) fn new(layout: &Layout, rows: usize) -> Self {
+        let (nf, nc) = (layout.fields.len(), layout.cats.len());
+        Routed {
+            keys: Vec::with_capacity(rows),
+            checks: Vec::with_capacity(rows),
+            fields: Vec::with_capacity(rows * nf),
+            cats: Vec::with_capacity(rows * nc),
+            n_fields: nf,
+            n_cats: nc,
+        }
+    }
+
+    /// Adds a parsed row (`vals`: the row's summed numbers, `cats`: its
+    /// category indexes) of the unit (`key`, `check`).
+    #[inline]
+    pub(super) fn push(
+        &mut self,
+        layout: &Layout,
+        key: u64,
+        check: u64,
+        vals: &[f64],
+        cats: &[u32],
+    ) {
+        self.keys.push(key);
+        self.checks.push(check);
+        for (v, grid) in &layout.fields {
+            // as in `Reservoirs::keep`
+            let x = (i128::from(grid.at(vals[*v])) - i128::from(grid.lo as i64)) as u64;
+            self.fields.push(x);
+        }
+        self.cats.extend_from_slice(cats);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// An empty batch of the same shape, with the same capacity.
+    pub(super) fn take(&mut self) -> Routed {
+        let rows = self.keys.capacity();
+        std::mem::replace(
+            self,
+            Routed {
+                keys: Vec::with_capacity(rows),
+                checks: Vec::with_capacity(rows),
+                fields: Vec::with_capacity(rows * self.n_fields),
+                cats: Vec::with_capacity(rows * self.n_cats),
+                n_fields: self.n_fields,
+                n_cats: self.n_cats,
+            },
+        )
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.keys.clear();
+        self.checks.clear();
+        self.fields.clear();
+        self.cats.clear();
+    }
+}
+
 /// User-level bounding: a reservoir of at most `rows_per_unit` rows per
 /// unit, in the [`UnitTable`].
 pub(super) struct Reservoirs {
@@ -242,12 +335,12 @@ pub(super) struct Reservoirs {
 }
 
 impl Reservoirs {
-    /// Empty reservoirs sized for what the statistics store per row; the
-    /// table's hash keys are drawn from `rng`.
+    /// Empty reservoirs sized for what the statistics store per row, keyed
+    /// by `hashers` (the unit key's and the check's).
     pub(super) fn new(
         dataset: &Dataset,
         layout: &Layout,
-        rng: &mut SecureRng,
+        hashers: (IdHasher, IdHasher),
     ) -> Result<Self, EngineError> {
         let cap = dataset.bounding.rows_per_unit.unwrap_or(1).max(1);
         let too_large = || {
@@ -273,7 +366,7 @@ impl Reservoirs {
             255..=65534 => 2,
             _ => 4,
         };
-        let units = UnitTable::new(cap_rows, n_fields, field_bytes, n_cats, cat_bytes, rng)
+        let units = UnitTable::new(cap_rows, n_fields, field_bytes, n_cats, cat_bytes, hashers)
             .ok_or_else(too_large)?;
         Ok(Reservoirs {
             units,
@@ -347,6 +440,47 @@ impl Reservoirs {
             }
             units.put(at, row as usize, fields, batch.cats(n));
         }
+    }
+
+    /// Step 1 of the parallel engine: counts and keeps rows parsed by
+    /// any thread (their stored values already on their grids), exactly as
+    /// [`Reservoirs::keep`] does, in the order given, [`BATCH`] rows at a
+    /// time (prefetch, locate, update).
+    pub(super) fn keep_routed(&mut self, rows: &Routed, rng: &mut SecureRng) {
+        let (nf, nc) = (rows.n_fields, rows.n_cats);
+        let mut slots = std::mem::take(&mut self.batch.slots);
+        let mut start = 0;
+        while start < rows.keys.len() {
+            let end = (start + BATCH).min(rows.keys.len());
+            let keys = &rows.keys[start..end];
+            self.units.prefetch(keys);
+            self.units
+                .locate(keys, &rows.checks[start..end], &mut slots);
+            for (i, &at) in slots.iter().enumerate() {
+                let seen = self.units.bump(at);
+                if !self.payload {
+                    continue;
+                }
+                let row = if seen <= self.cap {
+                    seen - 1
+                } else {
+                    let j = self.draws.below(seen, rng);
+                    if j >= self.cap {
+                        continue;
+                    }
+                    j
+                };
+                let n = start + i;
+                self.units.put(
+                    at,
+                    row as usize,
+                    &rows.fields[n * nf..(n + 1) * nf],
+                    &rows.cats[n * nc..(n + 1) * nc],
+                );
+            }
+            start = end;
+        }
+        self.batch.slots = slots;
     }
 
     /// Step 2: per unit, the kept rows feed the ungrouped statistics; the

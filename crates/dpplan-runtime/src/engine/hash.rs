@@ -49,6 +49,7 @@ pub(super) const KEY_BITS: u32 = 48;
 /// therefore rests on collisions being negligible, as it would with a
 /// cryptographic hash; this one costs about 4 ns a hash instead of ~19 ns
 /// for SipHash-1-3-128, and the ids themselves are never stored.
+#[derive(Clone)]
 pub(super) struct IdHasher {
     chunk_keys: [u64; 8],
     chain_key: u64,

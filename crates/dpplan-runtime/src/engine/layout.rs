@@ -72,6 +72,18 @@ impl Domain {
     }
 }
 
+/// A parsed CSV record: its fields by index.
+pub(super) trait Fields {
+    fn field(&self, i: usize) -> Option<&[u8]>;
+}
+
+impl Fields for csv::ByteRecord {
+    #[inline]
+    fn field(&self, i: usize) -> Option<&[u8]> {
+        self.get(i)
+    }
+}
+
 /// The schema resolved against a CSV header.
 pub(super) struct Layout {
     pub(super) id: Option<usize>,
@@ -91,27 +103,27 @@ pub(super) struct Layout {
 impl Layout {
     /// Parses the row into `vals`/`cats`; false when the row is dropped.
     #[inline]
-    pub(super) fn parse(&self, rec: &csv::ByteRecord, vals: &mut [f64], cats: &mut [u32]) -> bool {
+    pub(super) fn parse<F: Fields>(&self, rec: &F, vals: &mut [f64], cats: &mut [u32]) -> bool {
         if let Some(i) = self.id {
-            match rec.get(i) {
+            match rec.field(i) {
                 Some(f) if !f.is_empty() => {}
                 _ => return false,
             }
         }
         for (slot, c) in self.vals.iter().enumerate() {
-            match parse_number(rec.get(c.index), c.int) {
+            match parse_number(rec.field(c.index), c.int) {
                 Some(v) => vals[slot] = v,
                 None if self.drop_invalid => return false,
                 None => vals[slot] = c.impute,
             }
         }
         for c in &self.checks {
-            if !valid_number(rec.get(c.index), c.int) {
+            if !valid_number(rec.field(c.index), c.int) {
                 return false;
             }
         }
         for (slot, (index, domain)) in self.cats.iter().enumerate() {
-            cats[slot] = rec.get(*index).map_or(OUT, |f| domain.index(f));
+            cats[slot] = rec.field(*index).map_or(OUT, |f| domain.index(f));
         }
         true
     }

@@ -2,7 +2,9 @@
 //!
 //! The engine computes **exact** bounded aggregates only (integers in units
 //! of each statistic's grid 2^k); noise is never the engine's business.
-//! [`CsvEngine`] streams a CSV file once, on one thread, and parses only
+//! [`CsvEngine`](struct@CsvEngine) streams a CSV file once, on every core (`parallel`: the
+//! file cut into chunks at record boundaries, units partitioned among the
+//! threads) or on one thread, and parses only
 //! the fields the statistics need (the unit id, the summed numbers, the
 //! grouping categories; other declared numbers are only checked for
 //! validity when invalid rows are dropped):
@@ -32,6 +34,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read};
+use std::num::NonZeroUsize;
 use std::path::Path;
 
 use dpplan_plan::Dataset;
@@ -42,9 +45,12 @@ mod bounding;
 mod hash;
 mod layout;
 mod number;
+mod parallel;
+mod split;
 mod table;
 
 use bounding::{Accumulators, Reservoirs};
+use hash::IdHasher;
 use layout::Layout;
 
 /// What is aggregated.
@@ -116,9 +122,66 @@ pub trait Engine {
     ) -> Result<Vec<Vec<i128>>, EngineError>;
 }
 
-/// The built-in streaming CSV engine.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct CsvEngine;
+/// The built-in streaming CSV engine, on every core by default.
+///
+/// `CsvEngine` is also the name of the engine with its defaults, so
+/// `&CsvEngine` is the default engine; `CsvEngine::threads` and
+/// `CsvEngine::block_size` change them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvEngine {
+    threads: Option<NonZeroUsize>,
+    block: usize,
+}
+
+/// The engine with its defaults: one worker per core
+/// ([`std::thread::available_parallelism`]), blocks of 1 MiB.
+#[allow(non_upper_case_globals)]
+pub const CsvEngine: CsvEngine = CsvEngine {
+    threads: None,
+    block: 1 << 20,
+};
+
+impl Default for CsvEngine {
+    fn default() -> Self {
+        CsvEngine
+    }
+}
+
+impl CsvEngine {
+    /// Runs on `n` threads: 1 is the single-threaded engine (one reader,
+    /// no worker threads); more parse in parallel (see `parallel`).
+    pub fn threads(self, n: NonZeroUsize) -> Self {
+        CsvEngine {
+            threads: Some(n),
+            ..self
+        }
+    }
+
+    /// Reads the CSV in blocks of about `bytes` bytes (at least 1), each cut
+    /// at a record boundary into a chunk a worker parses. The results do not
+    /// depend on it; tests use tiny blocks to force every kind of cut.
+    pub fn block_size(self, bytes: usize) -> Self {
+        CsvEngine {
+            block: bytes.max(1),
+            ..self
+        }
+    }
+
+    /// The number of threads this engine runs on.
+    pub fn thread_count(&self) -> usize {
+        match self.threads {
+            Some(n) => n.get(),
+            None => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        }
+    }
+}
+
+/// The error of a CSV that cannot be read: names the dataset, keeps the
+/// reader's error as the source.
+fn read_error(dataset: &str, e: csv::Error) -> EngineError {
+    let message = format!("cannot read the CSV of dataset `{dataset}`: {e}");
+    EngineError::Io(IoError::new(message).with_source(e))
+}
 
 /// The records of a dataset's CSV, with read errors that name the dataset.
 struct Records<'d, R> {
@@ -136,8 +199,7 @@ impl<'d, R: Read> Records<'d, R> {
     }
 
     fn error(&self, e: csv::Error) -> EngineError {
-        let message = format!("cannot read the CSV of dataset `{}`: {e}", self.dataset);
-        EngineError::Io(IoError::new(message).with_source(e))
+        read_error(self.dataset, e)
     }
 
     fn headers(&mut self) -> Result<csv::ByteRecord, EngineError> {
@@ -166,6 +228,10 @@ impl CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
+        let threads = self.thread_count();
+        if threads > 1 {
+            return self.aggregate_parallel(dataset, reader, stats, rng, threads);
+        }
         let mut records = Records::new(&dataset.name, reader);
         let headers = records.headers()?;
         let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
@@ -177,11 +243,38 @@ impl CsvEngine {
             // reading; 2. each unit's kept rows, bounded per group, into the
             // accumulators.
             Some(id) => {
-                let mut reservoirs = Reservoirs::new(dataset, &layout, rng)?;
+                let hashers = (IdHasher::new(rng), IdHasher::new(rng));
+                let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
                 reservoirs.fill(&mut records, &layout, id, rng)?;
                 reservoirs.drain(&layout, &prepared, &dataset.bounding, &mut acc, rng)?;
             }
         }
+        acc.finish(&prepared)
+    }
+
+    /// The same on `threads` threads (see `parallel`): the header is read
+    /// here, the data cut into chunks at record boundaries.
+    fn aggregate_parallel<R: Read>(
+        &self,
+        dataset: &Dataset,
+        mut reader: R,
+        stats: &[Statistic],
+        rng: &mut SecureRng,
+        threads: usize,
+    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        let (headers, rest, eof) = split::read_header(&mut reader, self.block)
+            .map_err(|e| read_error(&dataset.name, csv::Error::from(e)))?;
+        let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
+        let chunks = split::Chunks::new(reader, rest, eof, self.block);
+        let acc = match layout.id {
+            None => parallel::every_row(chunks, threads, dataset, &layout, &prepared)?,
+            Some(id) => {
+                let hashers = (IdHasher::new(rng), IdHasher::new(rng));
+                parallel::per_unit(
+                    chunks, threads, dataset, &layout, &prepared, id, hashers, rng,
+                )?
+            }
+        };
         acc.finish(&prepared)
     }
 }

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use super::hash::{IdHasher, KEY_BITS};
 use super::layout::OUT;
-use crate::rng::SecureRng;
 
 /// Bytes before a slot's reservoir: the header word (key and rows seen)
 /// and the check word.
@@ -67,7 +66,7 @@ impl UnitTable {
         field_bytes: usize,
         cats: usize,
         cat_bytes: usize,
-        rng: &mut SecureRng,
+        (hasher, checker): (IdHasher, IdHasher),
     ) -> Option<Self> {
         // a slot, and 16 of them, must be addressable
         let row = fields * field_bytes + cats * cat_bytes;
@@ -88,8 +87,8 @@ impl UnitTable {
             bits,
             len: 0,
             data,
-            hasher: IdHasher::new(rng),
-            checker: IdHasher::new(rng),
+            hasher,
+            checker,
             cap,
             fields,
             field_bytes,
@@ -365,11 +364,17 @@ impl UnitTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::SecureRng;
+
+    /// A table's two hashers, drawn from `rng`.
+    fn hashers(rng: &mut SecureRng) -> (IdHasher, IdHasher) {
+        (IdHasher::new(rng), IdHasher::new(rng))
+    }
 
     #[test]
     fn the_table_finds_every_unit_across_growth() {
         let mut rng = SecureRng::from_seed_for_tests(2);
-        let mut t = UnitTable::new(1, 0, 1, 0, 1, &mut rng).unwrap();
+        let mut t = UnitTable::new(1, 0, 1, 0, 1, hashers(&mut rng)).unwrap();
         let mut keys: Vec<u64> = (0..50_000u64)
             .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16).max(1))
             .collect();
@@ -401,7 +406,7 @@ mod tests {
     #[test]
     fn ids_sharing_a_key_but_not_a_check_stay_apart() {
         let mut rng = SecureRng::from_seed_for_tests(4);
-        let mut t = UnitTable::new(2, 0, 1, 0, 1, &mut rng).unwrap();
+        let mut t = UnitTable::new(2, 0, 1, 0, 1, hashers(&mut rng)).unwrap();
         let a = t.slot_of(5, 111).unwrap();
         let b = t.slot_of(5, 222).unwrap();
         assert_ne!(a, b, "a 48-bit key collision must not merge two units");
@@ -420,7 +425,7 @@ mod tests {
     #[test]
     fn row_counts_go_past_the_16_bit_counter() {
         let mut rng = SecureRng::from_seed_for_tests(3);
-        let mut t = UnitTable::new(2, 0, 1, 0, 1, &mut rng).unwrap();
+        let mut t = UnitTable::new(2, 0, 1, 0, 1, hashers(&mut rng)).unwrap();
         let (a, b) = (t.slot(5), t.slot(1 << 40));
         for n in 1..=70_000u64 {
             assert_eq!(t.bump(a), n);
@@ -438,7 +443,7 @@ mod tests {
     fn stored_values_and_categories_read_back() {
         let mut rng = SecureRng::from_seed_for_tests(4);
         for (fb, cb) in [(1, 1), (3, 1), (5, 2), (8, 4)] {
-            let mut t = UnitTable::new(3, 2, fb, 2, cb, &mut rng).unwrap();
+            let mut t = UnitTable::new(3, 2, fb, 2, cb, hashers(&mut rng)).unwrap();
             let (a, b) = (t.slot(77), t.slot(78));
             let max = low_bytes(fb);
             for r in 0..3 {

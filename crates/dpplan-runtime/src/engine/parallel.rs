@@ -1,0 +1,404 @@
+//! The engine on every core: the calling thread reads the CSV in blocks
+//! and cuts them at record boundaries ([`super::split`]); `threads` workers
+//! parse the chunks.
+//!
+//! * Row- and event-level units: each worker adds its rows to its own
+//!   [`Accumulators`]; they are merged by exact integer addition, so the
+//!   result is the same whatever the number of threads or the block size.
+//! * User-level units: the units are partitioned by their check hash (a
+//!   secret-keyed hash of the id, independent of the table key that places
+//!   a unit in its table): worker `p` alone owns the units of partition `p`,
+//!   in its own [`Reservoirs`] (no lock anywhere). A worker parses a chunk,
+//!   hashes each row's id, and routes the row, already on its grid, to its
+//!   owner in batches of [`ROUTE`] rows through a bounded channel. It keeps
+//!   the rows routed to it whenever it hands a batch over and while it
+//!   waits (for a chunk, or for room in another worker's channel), so no
+//!   worker waits for another that is parsing. At the end each worker bounds its own units'
+//!   groups and adds them to its accumulators, merged as above.
+//!
+//! Why the mechanism is the same as on one thread: every row of a unit
+//! reaches the one reservoir of that unit (same keyed hash, one owner per
+//! unit), and the owner applies Algorithm R to that unit's rows in the
+//! order they arrive. Algorithm R keeps a uniformly random subset of
+//! min(n, rows_per_unit) of the unit's n rows for *every* arrival order:
+//! the i-th row is kept with probability k/i and evicts a uniform kept row,
+//! and by induction each k-subset of the first i rows is kept with
+//! probability 1/C(i, k). The arrival order depends on thread scheduling,
+//! never on the draws that select this unit's rows, which are fresh
+//! uniform draws from the owner's generator (a [`SecureRng`] per worker,
+//! seeded from the caller's): conditioned on any schedule and on every
+//! other unit's draws, the unit's selection is uniform — so it is uniform,
+//! and independent of the other units' selections. The group selection at
+//! the end takes a unit's kept rows as a set, with fresh draws, as on one
+//! thread. The row counts per unit, the grid values and the sums are exact
+//! and do not depend on the order either.
+//!
+//! Memory: at most `2 × threads` chunks wait in the chunk channel (plus one
+//! being cut and one being parsed per worker), of about the block size
+//! each (a chunk holds at least one record: longer records make it larger);
+//! each worker's channel holds at most [`INBOX`] batches of [`ROUTE`] rows
+//! and each worker fills at most one batch per owner. The unit tables hold
+//! what they hold on one thread, split among the workers: memory stays
+//! proportional to the units, not the rows.
+
+use std::io::Read;
+
+use crossbeam_channel::{bounded, Receiver, Select, Sender, TrySendError};
+use dpplan_plan::Dataset;
+
+use super::bounding::{Accumulators, Reservoirs, Routed};
+use super::hash::IdHasher;
+use super::layout::{Fields, Layout, Prepared};
+use super::split::{for_csv_reader, Chunks, PlainRecords};
+use super::{read_error, EngineError};
+use crate::rng::SecureRng;
+
+/// Rows per routed batch.
+const ROUTE: usize = 1024;
+
+/// Batches waiting in a worker's channel, at most.
+const INBOX: usize = 16;
+
+/// What a worker does with each record of a chunk.
+trait OnRecord {
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError>;
+}
+
+/// Every record of a chunk: a chunk without a quote character through
+/// [`PlainRecords`], any other through a CSV reader with the options of
+/// the whole-file reader, without a header (the chunk starts at a record
+/// boundary after it).
+fn each_record<O: OnRecord>(chunk: &[u8], dataset: &str, o: &mut O) -> Result<(), EngineError> {
+    if memchr::memchr(b'"', chunk).is_none() {
+        let mut records = PlainRecords::new(chunk);
+        let mut rec = records.record();
+        while records.read(&mut rec) {
+            o.on(&rec)?;
+        }
+        return Ok(());
+    }
+    let chunk = for_csv_reader(chunk);
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(false)
+        .from_reader(&chunk[..]);
+    let mut rec = csv::ByteRecord::new();
+    while rdr
+        .read_byte_record(&mut rec)
+        .map_err(|e| read_error(dataset, e))?
+    {
+        o.on(&rec)?;
+    }
+    Ok(())
+}
+
+/// A worker of row- and event-level units: every valid row into its
+/// accumulators.
+struct RowWorker<'a> {
+    layout: &'a Layout,
+    prepared: &'a [Prepared],
+    acc: Accumulators,
+    vals: Vec<f64>,
+    cats: Vec<u32>,
+}
+
+impl OnRecord for RowWorker<'_> {
+    #[inline]
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError> {
+        if self.layout.parse(rec, &mut self.vals, &mut self.cats) {
+            self.acc.add(self.prepared, &self.vals, &self.cats)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends every chunk to the workers (on the calling thread). Stops early
+/// when every worker is gone (one of them failed).
+fn feed<R: Read>(
+    chunks: &mut Chunks<R>,
+    tx: Sender<Vec<u8>>,
+    parsed: &Receiver<Vec<u8>>,
+    dataset: &str,
+) -> Result<(), EngineError> {
+    loop {
+        while let Ok(buf) = parsed.try_recv() {
+            chunks.recycle(buf);
+        }
+        let chunk = chunks
+            .next_chunk()
+            .map_err(|e| read_error(dataset, csv::Error::from(e)))?;
+        let Some(chunk) = chunk else { break };
+        if tx.send(chunk).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The channel of the chunks' buffers back to the reader: a few, never
+/// waited for (a worker drops a buffer when it is full).
+fn recycling() -> (Sender<Vec<u8>>, Receiver<Vec<u8>>) {
+    bounded(4)
+}
+
+/// Joins a worker, passing on its panic.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match h.join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Row- and event-level units on `threads` workers.
+pub(super) fn every_row<R: Read>(
+    mut chunks: Chunks<R>,
+    threads: usize,
+    dataset: &Dataset,
+    layout: &Layout,
+    prepared: &[Prepared],
+) -> Result<Accumulators, EngineError> {
+    let name = dataset.name.as_str();
+    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (done, parsed) = recycling();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (rx, done) = (rx.clone(), done.clone());
+                s.spawn(move || {
+                    let mut w = RowWorker {
+                        layout,
+                        prepared,
+                        acc: Accumulators::new(prepared),
+                        vals: vec![0f64; layout.vals.len()],
+                        cats: vec![0u32; layout.cats.len()],
+                    };
+                    for chunk in rx {
+                        each_record(&chunk, name, &mut w)?;
+                        let _ = done.try_send(chunk);
+                    }
+                    Ok::<_, EngineError>(w.acc)
+                })
+            })
+            .collect();
+        drop((rx, done));
+        let fed = feed(&mut chunks, tx, &parsed, name);
+        let mut total = Accumulators::new(prepared);
+        let mut failed = None;
+        for w in workers {
+            match join(w) {
+                Ok(acc) => total.merge(acc)?,
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        fed?;
+        failed.map_or(Ok(total), Err)
+    })
+}
+
+/// One worker of user-level bounding: the owner of partition `me`.
+struct Owner<'a> {
+    me: usize,
+    reservoirs: Reservoirs,
+    rng: SecureRng,
+    inbox: Receiver<Routed>,
+    inbox_open: bool,
+    /// The other owners' channels (`None` for this one's own).
+    to: Vec<Option<Sender<Routed>>>,
+    /// One batch being filled per owner.
+    out: Vec<Routed>,
+    layout: &'a Layout,
+    hashers: (IdHasher, IdHasher),
+    /// The unit id's column.
+    id: usize,
+    /// A row's parsed numbers and category indexes.
+    vals: Vec<f64>,
+    cats: Vec<u32>,
+}
+
+/// The partition of a unit among `n` owners: from the check hash's low 32
+/// bits (uniform, and independent of the table key that places the unit in
+/// its table).
+#[inline]
+fn partition(check: u64, n: usize) -> usize {
+    (((check & 0xffff_ffff) * n as u64) >> 32) as usize
+}
+
+impl Owner<'_> {
+    /// Keeps the rows routed to this owner that are waiting, if any.
+    fn keep_waiting(&mut self) {
+        while self.inbox_open {
+            match self.inbox.try_recv() {
+                Ok(rows) => self.reservoirs.keep_routed(&rows, &mut self.rng),
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => self.inbox_open = false,
+            }
+        }
+    }
+
+    /// Hands the batch of owner `q` over: kept here when `q` is this owner,
+    /// otherwise sent, keeping this owner's rows while `q`'s channel is
+    /// full (so that two owners never wait for each other).
+    fn flush(&mut self, q: usize) {
+        if self.out[q].len() == 0 {
+            return;
+        }
+        if q == self.me {
+            let rows = self.out[q].take();
+            self.reservoirs.keep_routed(&rows, &mut self.rng);
+            self.out[q] = rows;
+            self.out[q].clear();
+            return;
+        }
+        // rows routed here are kept as they come, not only when waiting:
+        // otherwise the other owners would wait while this one parses
+        self.keep_waiting();
+        let Some(to) = self.to[q].clone() else {
+            return;
+        };
+        let mut rows = self.out[q].take();
+        loop {
+            match to.try_send(rows) {
+                Ok(()) => return,
+                // its owner stopped (it failed): its error is reported
+                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(back)) => rows = back,
+            }
+            if !self.inbox_open {
+                let _ = to.send(rows);
+                return;
+            }
+            // wait until there is room there or rows here
+            let mut sel = Select::new();
+            sel.send(&to);
+            sel.recv(&self.inbox);
+            sel.ready();
+            self.keep_waiting();
+        }
+    }
+}
+
+impl OnRecord for Owner<'_> {
+    /// Parses a row and routes it to the owner of its unit.
+    #[inline]
+    fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError> {
+        if !self.layout.parse(rec, &mut self.vals, &mut self.cats) {
+            return Ok(());
+        }
+        // `parse` refuses a row without its id
+        let unit = rec.field(self.id).unwrap_or_default();
+        let key = self.hashers.0.key(unit);
+        let check = self.hashers.1.check(unit);
+        let q = partition(check, self.out.len());
+        self.out[q].push(self.layout, key, check, &self.vals, &self.cats);
+        if self.out[q].len() >= ROUTE {
+            self.flush(q);
+        }
+        Ok(())
+    }
+}
+
+/// User-level units on `threads` workers: the exact bounded aggregates.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn per_unit<R: Read>(
+    mut chunks: Chunks<R>,
+    threads: usize,
+    dataset: &Dataset,
+    layout: &Layout,
+    prepared: &[Prepared],
+    id: usize,
+    hashers: (IdHasher, IdHasher),
+    rng: &mut SecureRng,
+) -> Result<Accumulators, EngineError> {
+    let name = dataset.name.as_str();
+    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (senders, inboxes): (Vec<_>, Vec<_>) =
+        (0..threads).map(|_| bounded::<Routed>(INBOX)).unzip();
+    let (done, parsed) = recycling();
+    let mut owners = Vec::with_capacity(threads);
+    for (me, inbox) in inboxes.into_iter().enumerate() {
+        owners.push(Owner {
+            me,
+            reservoirs: Reservoirs::new(dataset, layout, hashers.clone())?,
+            rng: rng.fork(),
+            inbox,
+            inbox_open: true,
+            to: (0..threads)
+                .map(|q| (q != me).then(|| senders[q].clone()))
+                .collect(),
+            out: (0..threads).map(|_| Routed::new(layout, ROUTE)).collect(),
+            layout,
+            hashers: hashers.clone(),
+            id,
+            vals: vec![0f64; layout.vals.len()],
+            cats: vec![0u32; layout.cats.len()],
+        });
+    }
+    drop(senders);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = owners
+            .into_iter()
+            .map(|mut o| {
+                let (rx, done) = (rx.clone(), done.clone());
+                s.spawn(move || {
+                    // 1. parse chunks, keeping the rows routed here
+                    loop {
+                        let chunk = if o.inbox_open {
+                            let mut sel = Select::new();
+                            let c = sel.recv(&rx);
+                            sel.recv(&o.inbox);
+                            let op = sel.select();
+                            if op.index() == c {
+                                op.recv(&rx).ok()
+                            } else {
+                                match op.recv(&o.inbox) {
+                                    Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
+                                    Err(_) => o.inbox_open = false,
+                                }
+                                continue;
+                            }
+                        } else {
+                            rx.recv().ok()
+                        };
+                        let Some(chunk) = chunk else { break };
+                        each_record(&chunk, name, &mut o)?;
+                        let _ = done.try_send(chunk);
+                    }
+                    // 2. the last batches; then this owner's rows until
+                    // every other owner is done
+                    for q in 0..o.out.len() {
+                        o.flush(q);
+                    }
+                    o.to.clear();
+                    while o.inbox_open {
+                        match o.inbox.recv() {
+                            Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
+                            Err(_) => o.inbox_open = false,
+                        }
+                    }
+                    // 3. bound the groups of this owner's units
+                    let mut acc = Accumulators::new(prepared);
+                    o.reservoirs.drain(
+                        layout,
+                        prepared,
+                        &dataset.bounding,
+                        &mut acc,
+                        &mut o.rng,
+                    )?;
+                    Ok::<_, EngineError>(acc)
+                })
+            })
+            .collect();
+        drop((rx, done));
+        let fed = feed(&mut chunks, tx, &parsed, name);
+        let mut total = Accumulators::new(prepared);
+        let mut failed = None;
+        for w in workers {
+            match join(w) {
+                Ok(acc) => total.merge(acc)?,
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        fed?;
+        failed.map_or(Ok(total), Err)
+    })
+}
