@@ -236,11 +236,13 @@ impl Plan {
     pub(crate) fn all_pure(&self) -> bool {
         self.items.iter().all(|i| i.eff.pure_eps().is_some())
     }
+    /// Σ count·ε of the pure releases, rounded up ([`special::sum_up`]).
     pub(crate) fn pure_sum(&self) -> f64 {
-        self.items
-            .iter()
-            .filter_map(|i| i.eff.pure_eps().map(|e| e * i.count as f64))
-            .sum()
+        special::sum_up(
+            self.items
+                .iter()
+                .filter_map(|i| i.eff.pure_eps().map(|e| (i.count as f64, e))),
+        )
     }
 }
 
@@ -278,9 +280,15 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             "coords must be ≥ 1".into(),
         ));
     }
+    // Every parameter below is rounded UP (the exact real ratio of the
+    // plan's floats is never understated): √coords·Δ₂ two steps up (√ and ×
+    // to nearest, ½ ulp each), quotients and products by their exact
+    // remainders ([`special::div_up`], [`special::mul_up`]).
     let sqrt_c = (s.coords as f64).sqrt();
-    let l1 = if s.l2 > 0.0 {
-        s.l1.min(sqrt_c * s.l2)
+    let l1 = if s.l2 > 0.0 && s.coords > 1 {
+        s.l1.min((sqrt_c * s.l2).next_up().next_up())
+    } else if s.l2 > 0.0 {
+        s.l1.min(s.l2)
     } else {
         s.l1
     };
@@ -291,14 +299,16 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             if l2 == 0.0 {
                 return Ok(None);
             }
-            Eff::Gauss { mu: l2 / m.scale }
+            Eff::Gauss {
+                mu: special::div_up(l2, m.scale),
+            }
         }
         NoiseKind::Laplace => {
             if l1 == 0.0 {
                 return Ok(None);
             }
             Eff::Laplace {
-                eps: l1 / m.scale,
+                eps: special::div_up(l1, m.scale),
                 scalar,
             }
         }
@@ -306,7 +316,9 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             if l1 == 0.0 {
                 return Ok(None);
             }
-            Eff::DLaplace { eps: l1 / m.scale }
+            Eff::DLaplace {
+                eps: special::div_up(l1, m.scale),
+            }
         }
         NoiseKind::DiscreteGaussian => {
             if scalar {
@@ -327,7 +339,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: Some(shift as i64),
-                    rho: shift * shift / (2.0 * m.scale * m.scale),
+                    rho: special::div_up(
+                        special::mul_up(shift, shift),
+                        2.0 * special::mul_down(m.scale, m.scale),
+                    ),
                 }
             } else {
                 if l2 == 0.0 {
@@ -336,7 +351,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: None,
-                    rho: l2 * l2 / (2.0 * m.scale * m.scale),
+                    rho: special::div_up(
+                        special::mul_up(l2, l2),
+                        2.0 * special::mul_down(m.scale, m.scale),
+                    ),
                 }
             }
         }
@@ -623,7 +641,8 @@ pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64,
     // σ = l2/μ rounded up a hair; verify.
     let mut sigma = l2 / mu;
     let mut guard = 0;
-    while gaussian::gdp_delta(l2 / sigma, epsilon) > delta && guard < 100 {
+    // (l2/σ rounded to nearest may lie ½ ulp below the exact ratio: one step up)
+    while gaussian::gdp_delta_upper((l2 / sigma).next_up(), epsilon) > delta && guard < 100 {
         sigma *= 1.0 + 1e-15 * (1u64 << guard.min(40)) as f64;
         guard += 1;
     }
@@ -633,6 +652,12 @@ pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64,
 /// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8): Φ(−ε/μ+μ/2) − e^εΦ(−ε/μ−μ/2).
 pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
     gaussian::gdp_delta(mu, epsilon)
+}
+
+/// A proven upper bound on δ_μ(ε) (see the crate's error analysis in
+/// `docs/accounting.md`); every search of this crate uses it.
+pub fn gdp_delta_upper(mu: f64, epsilon: f64) -> f64 {
+    gaussian::gdp_delta_upper(mu, epsilon)
 }
 
 /// Smallest ε with δ_μ(ε) ≤ δ (never below the exact value).

@@ -18,11 +18,13 @@ pub(super) fn basic(plan: &Plan, delta: f64) -> Result<(f64, String), Accounting
         return Err(infinite("basic composition"));
     }
     let n: f64 = approx.iter().map(|(_, c)| *c as f64).sum();
-    let share = delta / n;
-    let mut sum = pure;
+    // the shares must not add up past δ: δ/n one step down (n is exact)
+    let share = (delta / n).next_down();
+    let mut terms = vec![(1.0, pure)];
     for (e, c) in &approx {
-        sum += *c as f64 * single_eps(e, share)?;
+        terms.push((*c as f64, single_eps(e, share)?));
     }
+    let sum = crate::special::sum_up(terms);
     Ok((
         sum,
         format!(
