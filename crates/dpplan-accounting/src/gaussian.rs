@@ -46,8 +46,11 @@ pub fn gdp_delta(mu: f64, eps: f64) -> f64 {
 ///   sum is O(1)). Up to μ ≈ 1.9·10¹⁵⁴, where ε ≈ μ²/2 leaves the doubles
 ///   (the search then returns +∞, reported as an unbounded ε), every step
 ///   below is finite.
-/// * δ ≤ e^{ln A⁺}·(−expm1(ln B⁻ − ln A⁺)), ln A⁺ an upper and ln B⁻ a
-///   lower bound; a non-negative difference means δ = 0 (δ is ≥ 0).
+/// * δ ≤ e^{ln A⁺}·(−expm1(r⁻)), ln A⁺ an upper bound on ln A and r⁻ a
+///   lower bound on r = ln B − ln A: ln B⁻ − ln A⁺, or, when a < −10 and
+///   both are in Mills form, ln m(−b) − ln m(−a) directly (the −a²/2 terms
+///   cancel exactly, and with them their rounding, which is what limits
+///   the tightness at small μ and tiny δ). A non-negative r⁻ means δ = 0.
 ///
 /// # Error budget (each term added to the bound, never estimated)
 /// 1. a and b are computed from the float ε: ε/μ (≤ u relative) and one
@@ -55,7 +58,7 @@ pub fn gdp_delta(mu: f64, eps: f64) -> f64 {
 ///    ln Φ has slope φ/Φ ≤ max(−a, 0) + 1 (inverse-Mills bound), so ln A
 ///    moves by ≤ (max(−a,0)+1)·da and ln B by ≤ (|b|+1)·db (erfc form) or
 ///    ≤ |a|·da + da² + db (Mills form, |d ln m/dy| ≤ 1/y < 1).
-/// 2. ln Φ and ln m: their own proven bounds (erfc ≤ 64 ulps, the series'
+/// 2. ln Φ and ln m: their own proven bounds (erfc ≤ 16 ulps, the series'
 ///    remainder and rounding; see [`crate::special`]).
 /// 3. The additions forming ln B (u each, on the magnitudes), the
 ///    difference r (one step down after rounding), expm1 and exp
@@ -117,8 +120,21 @@ pub fn gdp_delta_upper(mu: f64, eps: f64) -> f64 {
         }
     };
     let la_hi = la.hi();
-    let lb_lo = lb.lo();
-    let r = (lb_lo - la_hi).next_down();
+    let r = if a < -MILLS_FROM {
+        // both in Mills form: ln B − ln A = ln m(−b) − ln m(−a) exactly (the
+        // −a²/2 − ln√(2π) terms are the same floats and cancel), so only
+        // the Mills ratios' errors and their slopes (≤ 1/10) on da, db count
+        let ma = ln_mills_approx(-a);
+        let mb = ln_mills_approx(-b);
+        let v = mb.v - ma.v;
+        Approx {
+            v,
+            err: ma.err + mb.err + 0.1 * (da + db) + U * v.abs(),
+        }
+        .lo()
+    } else {
+        (lb.lo() - la_hi).next_down()
+    };
     if r >= 0.0 {
         return 0.0;
     }

