@@ -8,7 +8,7 @@
 //! outside its theorem's hypotheses by this crate (α > 1, 0 < δ < 1).
 //!
 //! The ε returned is rounded UP, by construction: each formula is a short
-//! sum of terms tᵢ; ln comes from `libm` (≤ [`ELEM_ULPS`]), the other
+//! sum of terms tᵢ; ln comes from `libm` (≤ `ELEM_ULPS`), the other
 //! operations round to nearest (≤ u each), so the computed sum lies within
 //! c·u·Σ|tᵢ| of the exact one, with c counted per function below; that
 //! amount is added and the result taken one float up. `rdp` itself is taken

@@ -204,7 +204,8 @@ impl DiscreteGaussian {
             }
         };
         let z_lo = self.z * (1.0 - eta_t);
-        let direct = ((acc * (1.0 + 1.01 * (n + 4.0) * U) + rest) / z_lo * (1.0 + 2.0 * U)).next_up();
+        let direct =
+            ((acc * (1.0 + 1.01 * (n + 4.0) * U) + rest) / z_lo * (1.0 + 2.0 * U)).next_up();
         direct.min(v.max(0.0)).clamp(0.0, 1.0)
     }
 

@@ -88,7 +88,11 @@ pub(crate) fn mul_up(a: f64, b: f64) -> f64 {
 pub(crate) fn mul_down(a: f64, b: f64) -> f64 {
     let p = a * b;
     if !p.is_finite() || p < 1e-290 {
-        return if p.is_finite() { p.next_down().max(0.0) } else { p };
+        return if p.is_finite() {
+            p.next_down().max(0.0)
+        } else {
+            p
+        };
     }
     if a.mul_add(b, -p) < 0.0 {
         p.next_down()
@@ -163,9 +167,7 @@ pub(crate) fn ln_mills_approx(y: f64) -> Approx {
     let ln_s = libm::log(sum);
     let ln_y = libm::log(y);
     let v = ln_s - ln_y;
-    let err = err_s / (sum - err_s)
-        + 2.0 * ELEM_ULPS * U * (ln_s.abs() + ln_y.abs())
-        + U * v.abs();
+    let err = err_s / (sum - err_s) + 2.0 * ELEM_ULPS * U * (ln_s.abs() + ln_y.abs()) + U * v.abs();
     Approx { v, err }
 }
 

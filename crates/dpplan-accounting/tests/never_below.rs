@@ -346,7 +346,11 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
                 // one within 1e-8 of KOV where it evaluates KOV (≤ 5·10⁷
                 // releases; its lgamma allowance grows with k·ln k), far
                 // inside the 0.1 %
-                let tol = if *a == Accountant::Advanced { 1e-8 } else { 1e-9 };
+                let tol = if *a == Accountant::Advanced {
+                    1e-8
+                } else {
+                    1e-9
+                };
                 if g > tol && abs > 1e-12 {
                     loose.push(format!(
                         "case {i} {a:?}: ε = {e:?} is {g:e} above the reference (δ = {:?}, {:?})",
@@ -374,7 +378,12 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
     );
     assert!(cases.len() >= 10_000);
     assert!(below.is_empty(), "{}", below.join("\n"));
-    assert!(loose.is_empty(), "{} too loose:\n{}", loose.len(), loose.join("\n"));
+    assert!(
+        loose.is_empty(),
+        "{} too loose:\n{}",
+        loose.len(),
+        loose.join("\n")
+    );
     // the error allowance for erfc is 16 ulps; fail well before it is reached
     assert!(max_ulps <= 8.0, "libm erfc off by {max_ulps} ulps");
 }
@@ -408,7 +417,9 @@ fn the_old_unmargined_search_is_caught_below_the_reference() {
             .sum();
         let old = old_gdp_epsilon(mu2.sqrt(), c.delta);
         if old.is_finite() && old > 0.0 {
-            docs.push(json!({"delta": f(c.delta), "refs": c.refs, "checks": [["old", f(old), ""]]}));
+            docs.push(
+                json!({"delta": f(c.delta), "refs": c.refs, "checks": [["old", f(old), ""]]}),
+            );
         }
     }
     let Some(out) = reference(&json!({"cases": docs})) else {
@@ -423,6 +434,12 @@ fn the_old_unmargined_search_is_caught_below_the_reference() {
         .iter()
         .filter(|v| v["old"]["sound"] == json!(false))
         .count();
-    eprintln!("old search: witness {g:e} below; {caught} of {} generated Gaussian cases below", docs.len() - 1);
-    assert!(caught >= 10, "only {caught} old results below the reference");
+    eprintln!(
+        "old search: witness {g:e} below; {caught} of {} generated Gaussian cases below",
+        docs.len() - 1
+    );
+    assert!(
+        caught >= 10,
+        "only {caught} old results below the reference"
+    );
 }

@@ -43,9 +43,7 @@ fn adv_from_moments(m: (f64, f64, f64, f64), dprime: f64, n: usize) -> (f64, &'s
         if kov1 < best.0 {
             best = (kov1, "Kairouz–Oh–Viswanath Thm 3.5");
         }
-        let kov2 = up(
-            st + (2.0 * s2 * libm::log(std::f64::consts::E + s2.sqrt() / dprime)).sqrt(),
-        );
+        let kov2 = up(st + (2.0 * s2 * libm::log(std::f64::consts::E + s2.sqrt() / dprime)).sqrt());
         if kov2 < best.0 {
             best = (kov2, "Kairouz–Oh–Viswanath Thm 3.5");
         }

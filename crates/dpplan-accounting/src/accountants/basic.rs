@@ -18,8 +18,16 @@ pub(super) fn basic(plan: &Plan, delta: f64) -> Result<(f64, String), Accounting
         return Err(infinite("basic composition"));
     }
     let n: f64 = approx.iter().map(|(_, c)| *c as f64).sum();
-    // the shares must not add up past δ: δ/n one step down (n is exact)
-    let share = (delta / n).next_down();
+    // the shares must not add up past δ: δ/n, one float down unless the
+    // exact remainder δ − n·share shows that n·share ≤ δ (n is exact)
+    let share = {
+        let q = delta / n;
+        if (-q).mul_add(n, delta) < 0.0 || q < 1e-290 {
+            q.next_down()
+        } else {
+            q
+        }
+    };
     let mut terms = vec![(1.0, pure)];
     for (e, c) in &approx {
         terms.push((*c as f64, single_eps(e, share)?));

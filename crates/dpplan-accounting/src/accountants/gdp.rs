@@ -35,7 +35,14 @@ pub(super) fn gdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingEr
     // μ rounded up: each μᵢ = Δ₂/σ is rounded up already, μᵢ² and k·μᵢ²
     // carry ≤ u each, the sum of n positive terms ≤ (n−1)u more; the square
     // root ≤ u.
-    let mu = mu_upper(mu2, plan.items.len());
+    let mu = match plan.items.as_slice() {
+        // one release: μ itself (rounded up already), no sum
+        [only] if only.count == 1 => match only.eff {
+            Eff::Gauss { mu } => mu,
+            _ => mu_upper(mu2, 1),
+        },
+        items => mu_upper(mu2, items.len()),
+    };
     if mu == 0.0 {
         return Ok((0.0, "μ = 0".into()));
     }

@@ -125,7 +125,11 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
     let grouped = Plan {
         items: approx
             .iter()
-            .map(|&(eff, count)| crate::Item { eff, count })
+            .map(|&(eff, count)| crate::Item {
+                eff,
+                count,
+                ratio: None,
+            })
             .collect(),
     }
     .grouped();

@@ -18,9 +18,9 @@
 
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::{gdp_delta_upper, gdp_epsilon};
-use crate::special::{ELEM_ULPS, U};
 use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;

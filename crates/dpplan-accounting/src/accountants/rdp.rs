@@ -4,7 +4,7 @@
 use super::{eff_rho, infinite};
 use crate::conversions::{balle2020_thm21, linear_rdp_closed_form, mironov_prop3};
 use crate::grid::GeometricGrid;
-use crate::special::{minimize_log_grid, sum_up, ELEM_ULPS, U};
+use crate::special::{minimize_log_grid, mul_up, sum_up, ELEM_ULPS, U};
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -154,7 +154,8 @@ impl RdpCurve {
             let slope = ((rh - rl) / (hi - lo)).max(0.0);
             let a = n * rl;
             let b = (s - n * lo).max(0.0) * slope;
-            err += 3.0 * lap_rel * n * hi + 4.0 * U * (a.abs() + b.abs())
+            err += 3.0 * lap_rel * n * hi
+                + 4.0 * U * (a.abs() + b.abs())
                 + 2.0 * U * (s + n * lo) * slope;
             mag += a.abs() + b.abs();
             m += 2.0;
@@ -174,6 +175,10 @@ impl RdpCurve {
     }
     /// [`RdpCurve::eval`] raised by its error bound, one float up.
     fn eval_up(&self, alpha: f64) -> f64 {
+        if self.only_gauss() {
+            // α·ρ rounded up exactly (as the zCDP accountant does)
+            return mul_up(alpha, self.gauss_rho);
+        }
         (self.eval(alpha) + self.err(alpha)).next_up()
     }
     fn only_gauss(&self) -> bool {
