@@ -3,6 +3,8 @@
 #   - into target/test-deps/: the SARIF 2.1.0 JSON schema, shipped in
 #     Microsoft's SARIF multitool package on the npm registry (the OASIS
 #     schema, draft 2020-12);
+#   - mpmath 1.3.0 from PyPI in target/test-deps/mpmath-venv (the accounting
+#     crate's 60-digit reference);
 #   - Debian's `chromium`, the headless browser in which the HTML report is
 #     opened (crates/dpplan-cli/tests/report_browser.rs), unless one is on
 #     the PATH or named by DPPLAN_CHROMIUM.
@@ -43,5 +45,12 @@ if ! "$venv/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ !=
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyspark==4.3.0
+fi
+# mpmath (PyPI, pinned) in a venv: the 60-digit reference of the accounting
+# crate's never-below property test (crates/dpplan-accounting/tests/never_below.rs)
+mpmath_py="$deps/mpmath-venv/bin/python"
+if ! { [ -x "$mpmath_py" ] && "$mpmath_py" -c 'import mpmath, sys; sys.exit(mpmath.__version__ != "1.3.0")' 2>/dev/null; }; then
+  python3 -m venv "$deps/mpmath-venv"
+  "$deps/mpmath-venv/bin/pip" install -q "mpmath==1.3.0"
 fi
 echo "test dependencies ready in $deps"

@@ -6,11 +6,28 @@
 //! Every function returns an ε such that a mechanism with RDP `rdp` at order
 //! `alpha` (α > 1), or the curve named, is (ε, δ)-DP; none is evaluated
 //! outside its theorem's hypotheses by this crate (α > 1, 0 < δ < 1).
+//!
+//! The ε returned is rounded UP, by construction: each formula is a short
+//! sum of terms tᵢ; ln comes from `libm` (≤ `ELEM_ULPS`), the other
+//! operations round to nearest (≤ u each), so the computed sum lies within
+//! c·u·Σ|tᵢ| of the exact one, with c counted per function below; that
+//! amount is added and the result taken one float up. `rdp` itself is taken
+//! as exact: callers pass an upper bound on the curve.
+
+use crate::special::{ELEM_ULPS, U};
+
+/// v + c·u·mag, one float up: the rounding allowance of a short formula.
+fn up(v: f64, c: f64, mag: f64) -> f64 {
+    (v + c * U * mag).next_up()
+}
 
 /// Mironov 2017 ("Rényi differential privacy"), Proposition 3: an (α, R)-RDP
-/// mechanism is (R + ln(1/δ)/(α−1), δ)-DP.
+/// mechanism is (R + ln(1/δ)/(α−1), δ)-DP. Rounding: ln δ (ELEM_ULPS ulps),
+/// α − 1 and the quotient (u each), the sum (u): c = 2·ELEM_ULPS + 4 on
+/// |R| + |ln(1/δ)/(α−1)|.
 pub fn mironov_prop3(rdp: f64, alpha: f64, delta: f64) -> f64 {
-    rdp + (1.0 / delta).ln() / (alpha - 1.0)
+    let t = -libm::log(delta) / (alpha - 1.0);
+    up(rdp + t, 2.0 * ELEM_ULPS + 4.0, rdp.abs() + t.abs())
 }
 
 /// Balle, Barthe, Gaboardi, Hsu & Sato 2020 ("Hypothesis testing
@@ -19,17 +36,34 @@ pub fn mironov_prop3(rdp: f64, alpha: f64, delta: f64) -> f64 {
 /// ε = R + ln((α−1)/α) − (ln δ + ln α)/(α−1).
 /// On the zCDP curve R(α) = αρ this is Canonne, Kamath & Steinke 2020
 /// ("The discrete Gaussian for differential privacy"), Corollary 13.
+///
+/// Rounding: ln((α−1)/α) carries ≤ 3u from its argument plus ln's own;
+/// (ln δ + ln α)/(α−1) ≤ 2·ELEM_ULPS ulps on each log and 3u more; two
+/// additions: c = 2·ELEM_ULPS + 6 on |R| + |t₁| + |ln δ|/(α−1) + |ln α|/(α−1).
 pub fn balle2020_thm21(rdp: f64, alpha: f64, delta: f64) -> f64 {
-    rdp + ((alpha - 1.0) / alpha).ln() - (delta.ln() + alpha.ln()) / (alpha - 1.0)
+    let am1 = alpha - 1.0;
+    let t1 = libm::log(am1 / alpha);
+    let ld = libm::log(delta);
+    let la = libm::log(alpha);
+    let t2 = (ld + la) / am1;
+    let mag = rdp.abs() + t1.abs() + (ld.abs() + la.abs()) / am1;
+    up(rdp + t1 - t2, 2.0 * ELEM_ULPS + 6.0, mag)
 }
 
 /// [`mironov_prop3`] minimised in closed form over α for the linear curve
 /// R(α) = α·a: ε = a + 2√(a ln(1/δ)) at α = 1 + √(ln(1/δ)/a); returns
 /// (ε, α). With a = ρ this is Bun & Steinke 2016 ("Concentrated differential
 /// privacy"), Proposition 1.3; for k Gaussian releases a = kΔ₂²/(2σ²).
+///
+/// Rounding: ln δ (ELEM_ULPS), a·L (u), √ (u/2 on a 2u-accurate argument
+/// adds ≤ 2u), ×2 exact, the sum (u): c = 2·ELEM_ULPS + 4 on a + 2√(aL).
 pub fn linear_rdp_closed_form(a: f64, delta: f64) -> (f64, f64) {
-    let l = (1.0 / delta).ln();
-    (a + 2.0 * (a * l).sqrt(), 1.0 + (l / a).sqrt())
+    let l = -libm::log(delta);
+    let s = 2.0 * (a * l).sqrt();
+    (
+        up(a + s, 2.0 * ELEM_ULPS + 4.0, a.abs() + s),
+        1.0 + (l / a).sqrt(),
+    )
 }
 
 /// [`linear_rdp_closed_form`]'s ε written in μ = Δ₂/σ (a = μ²/2):

@@ -3,6 +3,7 @@
 
 use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use crate::special::{ELEM_ULPS, U};
 use std::cmp::Ordering;
 
 /// Largest σ for which the exact (table-based) treatment is used; larger σ fall back to
@@ -137,44 +138,75 @@ impl DiscreteGaussian {
     }
 
     /// Exact hockey-stick divergence δ(t) = P[Y > tσ²/Δ − Δ/2] − e^t P[Y > tσ²/Δ + Δ/2]
-    /// (CKS 2020 Theorem 7), valid for every real t.
+    /// (CKS 2020 Theorem 7), valid for every real t, as a proven upper bound.
+    ///
+    /// Error terms: the tables hold sums of at most n_max + 2 positive
+    /// weights f(y) = exp(−y²/2σ²), each with ≤ 1500u + 2[`ELEM_ULPS`]u
+    /// relative error (y² exact, 2σ² and the quotient 2u relative on an
+    /// argument ≤ 745, then exp), so every table entry and Z carry
+    /// η_t = 1.01(1500 + 2·ELEM_ULPS + n_max + 4)u; a quotient of two of them
+    /// 2η_t + u. The thresholds tσ²/Δ ∓ Δ/2 are moved outwards by 4u of their
+    /// terms' magnitudes (so rounding cannot cross an integer the wrong way),
+    /// P[Y > ·] of the first is raised and of the second lowered by those
+    /// factors, e^t lowered by [`ELEM_ULPS`], and the difference taken one
+    /// step up. Under cancellation the positive terms f(y) − e^t f(y+Δ) are
+    /// summed directly with the same factors, and the weights left after the
+    /// sum stops are added in full (their tail sum, raised).
     pub fn delta(&self, t: f64) -> f64 {
         if self.shift == 0 {
-            return if t >= 0.0 { 0.0 } else { -t.exp_m1() };
+            return if t >= 0.0 {
+                0.0
+            } else {
+                (-libm::expm1(t) * (1.0 + 2.0 * ELEM_ULPS * U)).min(1.0)
+            };
         }
         let d = self.shift as f64;
         let s2 = self.sigma * self.sigma;
-        let ca = t * s2 / d - d / 2.0;
-        let a = self.sf(ca);
-        let b = self.sf(t * s2 / d + d / 2.0);
-        let v = a - t.exp() * b;
+        let eta_t = 1.01 * (1500.0 + 2.0 * ELEM_ULPS + self.n_max() as f64 + 4.0) * U;
+        let eta_q = 2.0 * eta_t + 1.01 * U;
+        let mid = t * s2 / d;
+        let slack = 4.0 * U * (mid.abs() + d / 2.0) + 1e-300;
+        let ca = mid - d / 2.0 - slack;
+        let cb = mid + d / 2.0 + slack;
+        let a = self.sf(ca) * (1.0 + eta_q);
+        let et_lo = libm::exp(t) * (1.0 - 2.0 * ELEM_ULPS * U);
+        let b = self.sf(cb) * (1.0 - eta_q);
+        let v = (a - et_lo * b).next_up();
         if v > 1e-6 * a {
             return v.clamp(0.0, 1.0);
         }
         // severe cancellation: sum the positive terms f(y)(1 − e^{t − L'(y)}) directly,
         // where y ranges over y > ca and the pair term is f(y) − e^t f(y+Δ).
         let y0 = ca.floor() as i64 + 1;
+        let grow = 1.0 + eta_t;
+        let shrink = 1.0 - eta_t;
         let mut acc = 0.0;
+        let mut n = 0.0;
         let mut y = y0;
-        loop {
+        let rest = loop {
             let fy = self.weight(y);
             if fy == 0.0 && y > 0 {
-                break;
+                break 0.0;
             }
             let fyd = self.weight(y + self.shift);
-            let term = fy - t.exp() * fyd;
+            let term = fy * grow - et_lo * fyd * shrink;
             if term > 0.0 {
                 acc += term;
+                n += 1.0;
             }
             if y > 0 && fy < 1e-18 * acc {
-                break;
+                // what is left is at most Σ_{y' > y} f(y')
+                break self.tail_ge(y + 1) * grow;
             }
             y += 1;
             if y > self.n_max() + 1 {
-                break;
+                break 0.0;
             }
-        }
-        (acc / self.z).clamp(0.0, 1.0)
+        };
+        let z_lo = self.z * (1.0 - eta_t);
+        let direct =
+            ((acc * (1.0 + 1.01 * (n + 4.0) * U) + rest) / z_lo * (1.0 + 2.0 * U)).next_up();
+        direct.min(v.max(0.0)).clamp(0.0, 1.0)
     }
 
     /// Tightest ε ≥ 0 with δ(ε) ≤ delta (upper end of bisection bracket).

@@ -3,11 +3,14 @@
 
 use crate::conversions::linear_rdp_closed_form_mu;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
-use crate::special::log_norm_cdf;
+use crate::special::{
+    ln_mills_approx, ln_phi_approx, log_norm_cdf, Approx, ELEM_ULPS, MILLS_FROM, U,
+};
 use std::cmp::Ordering;
 
-/// δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), valid for every real ε.
-/// Computed as Φ(a)·(−expm1(ε + lnΦ(b) − lnΦ(a))) so that neither large ε nor tiny δ
+/// δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), valid for every real ε,
+/// to nearest (no guarantee of direction; every search uses
+/// [`gdp_delta_upper`]). Computed as Φ(a)·(−expm1(ε + lnΦ(b) − lnΦ(a))) so that neither large ε nor tiny δ
 /// lose relative accuracy to cancellation.
 pub fn gdp_delta(mu: f64, eps: f64) -> f64 {
     if mu <= 0.0 {
@@ -29,8 +32,130 @@ pub fn gdp_delta(mu: f64, eps: f64) -> f64 {
     d.clamp(0.0, 1.0)
 }
 
-/// Smallest ε ≥ 0 with δ_μ(ε) ≤ δ, to ~1e-13 relative; the returned value is the upper
-/// end of the final bisection bracket, so it never lies below the exact root.
+/// A proven upper bound on δ_μ(ε) = Φ(a) − e^ε Φ(b), a = μ/2 − ε/μ,
+/// b = −ε/μ − μ/2, for ε ≥ 0 (any float μ, ε; NaN in, NaN out).
+///
+/// # The form evaluated
+/// With ε = μ(μ/2 − a) one has ε − b²/2 = −a²/2 exactly, so
+/// e^ε Φ(b) = e^{−a²/2}·e^{b²/2}Φ(b) = φ(a)·m(−b) with m the Mills ratio:
+/// * ln A = ln Φ(a) ([`ln_phi_approx`]);
+/// * ln B = ε + ln Φ(b) when b ≥ −10 (then μ < 20 and ε < 50, nothing is
+///   large), else ln B = −a²/2 − ln√(2π) + ln m(−b) ([`ln_mills_approx`]):
+///   no term of size μ² or ε appears, which is what lost the precision of
+///   ε + ln Φ(b) − ln Φ(a) above μ ≈ 3·10⁸ (three terms of size μ²/2 whose
+///   sum is O(1)). Up to μ ≈ 1.9·10¹⁵⁴, where ε ≈ μ²/2 leaves the doubles
+///   (the search then returns +∞, reported as an unbounded ε), every step
+///   below is finite.
+/// * δ ≤ e^{ln A⁺}·(−expm1(r⁻)), ln A⁺ an upper bound on ln A and r⁻ a
+///   lower bound on r = ln B − ln A: ln B⁻ − ln A⁺, or, when a < −10 and
+///   both are in Mills form, ln m(−b) − ln m(−a) directly (the −a²/2 terms
+///   cancel exactly, and with them their rounding, which is what limits
+///   the tightness at small μ and tiny δ). A non-negative r⁻ means δ = 0.
+///
+/// # Error budget (each term added to the bound, never estimated)
+/// 1. a and b are computed from the float ε: ε/μ (≤ u relative) and one
+///    subtraction, so |â − a| ≤ 2u(|ε/μ| + |â|) =: da, likewise db;
+///    ln Φ has slope φ/Φ ≤ max(−a, 0) + 1 (inverse-Mills bound), so ln A
+///    moves by ≤ (max(−a,0)+1)·da and ln B by ≤ (|b|+1)·db (erfc form) or
+///    ≤ |a|·da + da² + db (Mills form, |d ln m/dy| ≤ 1/y < 1).
+/// 2. ln Φ and ln m: their own proven bounds (erfc ≤ 16 ulps, the series'
+///    remainder and rounding; see [`crate::special`]).
+/// 3. The additions forming ln B (u each, on the magnitudes), the
+///    difference r (one step down after rounding), expm1 and exp
+///    ([`ELEM_ULPS`] each) and the product (u): a factor
+///    1 + (4·[`ELEM_ULPS`] + 4)u on the result, plus 2 subnormal units
+///    (the product may fall below the normal range).
+pub fn gdp_delta_upper(mu: f64, eps: f64) -> f64 {
+    if eps.is_nan() || mu.is_nan() {
+        return f64::NAN;
+    }
+    let grow = 1.0 + (4.0 * ELEM_ULPS + 4.0) * U;
+    let tiny = 2.0 * f64::from_bits(1);
+    if mu <= 0.0 {
+        return if eps >= 0.0 {
+            0.0
+        } else {
+            (-libm::expm1(eps) * grow).min(1.0)
+        };
+    }
+    if eps == f64::INFINITY {
+        return 0.0;
+    }
+    if !mu.is_finite() {
+        return 1.0;
+    }
+    let q = eps / mu;
+    let hm = 0.5 * mu;
+    let a = hm - q;
+    let b = -q - hm;
+    if !(a.is_finite() && b.is_finite()) {
+        return 1.0;
+    }
+    let da = 2.0 * U * (q.abs() + a.abs());
+    let db = 2.0 * U * (q.abs() + b.abs());
+    let la = ln_phi_approx(a);
+    let la = Approx {
+        v: la.v,
+        err: la.err + ((-a).max(0.0) + 1.0) * da,
+    };
+    let lb = if b >= -MILLS_FROM {
+        let l = ln_phi_approx(b);
+        let v = eps + l.v;
+        Approx {
+            v,
+            err: l.err + (b.abs() + 1.0) * db + U * (eps.abs() + l.v.abs()),
+        }
+    } else {
+        let m = ln_mills_approx(-b);
+        let h = 0.5 * (a * a);
+        let v = -h - LN_SQRT_2PI + m.v;
+        Approx {
+            v,
+            err: m.err
+                + db
+                + a.abs() * da
+                + da * da
+                + U * h
+                + 3.0 * U * (h + LN_SQRT_2PI + m.v.abs()),
+        }
+    };
+    let la_hi = la.hi();
+    let r = if a < -MILLS_FROM {
+        // both in Mills form: ln B − ln A = ln m(−b) − ln m(−a) exactly (the
+        // −a²/2 − ln√(2π) terms are the same floats and cancel), so only
+        // the Mills ratios' errors and their slopes (≤ 1/10) on da, db count
+        let ma = ln_mills_approx(-a);
+        let mb = ln_mills_approx(-b);
+        let v = mb.v - ma.v;
+        Approx {
+            v,
+            err: ma.err + mb.err + 0.1 * (da + db) + U * v.abs(),
+        }
+        .lo()
+    } else {
+        (lb.lo() - la_hi).next_down()
+    };
+    if r >= 0.0 {
+        return 0.0;
+    }
+    let d = -libm::expm1(r);
+    if la_hi > -700.0 {
+        (libm::exp(la_hi) * d * grow + tiny).min(1.0)
+    } else {
+        // e^{ln A⁺} is below the normal range: add the logs instead
+        let l = la_hi + libm::log(d);
+        libm::exp(l + 2.0 * ELEM_ULPS * U * l.abs() + 4.0 * ELEM_ULPS * U) + tiny
+    }
+}
+
+const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// Smallest ε ≥ 0 with [`gdp_delta_upper`]`(μ, ε) ≤ δ`: the returned float is
+/// the upper end of the final bisection bracket, a point where the proven
+/// upper bound on δ_μ was seen ≤ δ, so it never lies below the exact root.
+/// The bracket stops at 10⁻¹⁴ relative, so the result is within 10⁻¹⁴ of
+/// the root of the upper bound, which lies above the exact root by the
+/// bound's slack (see [`gdp_delta_upper`]).
 pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     if mu <= 0.0 {
         return 0.0;
@@ -38,7 +163,7 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     if delta <= 0.0 {
         return f64::INFINITY;
     }
-    if gdp_delta(mu, 0.0) <= delta {
+    if gdp_delta_upper(mu, 0.0) <= delta {
         return 0.0;
     }
     // upper bracket: the classical RDP bound μ²/2 + μ√(2 ln(1/δ)) is always ≥ the root
@@ -47,22 +172,23 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
         hi,
         200,
         |x| Some(x * 2.0),
-        |e| gdp_delta(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
+        |e| gdp_delta_upper(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
     )
     .upper();
     bisect(
         0.0,
         hi,
         &Bisection::arithmetic(1e-14, 1e-300, End::Upper),
-        |e| gdp_delta(mu, e) <= delta,
+        |e| gdp_delta_upper(mu, e) <= delta,
     )
 }
 
-/// Largest μ with δ_μ(ε) ≤ δ (lower end of the bracket, so μ is never overstated).
+/// Largest μ with [`gdp_delta_upper`]`(μ, ε) ≤ δ` (lower end of the bracket,
+/// so μ is never overstated).
 pub fn gdp_mu_for(eps: f64, delta: f64) -> f64 {
     // δ_μ(ε) increases with μ: search on "μ violates δ" and keep the lower end.
     let violates = |mu: f64| {
-        gdp_delta(mu, eps)
+        gdp_delta_upper(mu, eps)
             .partial_cmp(&delta)
             .is_none_or(Ordering::is_gt)
     };

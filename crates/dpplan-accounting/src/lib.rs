@@ -2,7 +2,10 @@
 //!
 //! Mechanism descriptions in, `(ε, δ)` guarantees out. The crate knows nothing of
 //! syntax. Its promises, in order: **sound** (an ε below the true one is never
-//! printed), **tight**, **fast**.
+//! printed — in floating point too: parameters are rounded up, every special
+//! function has a documented error allowance, and each accountant's last step
+//! adds its rounding bound; the error budget is in `docs/accounting.md`),
+//! **tight**, **fast**.
 //!
 //! A plan is a slice of [`Release`]s; each is a noise [`Mechanism`] (Laplace, Gaussian,
 //! discrete Laplace, discrete Gaussian) with a [`Sensitivity`], released `count` times
@@ -221,6 +224,9 @@ impl Eff {
 pub(crate) struct Item {
     pub eff: Eff,
     pub count: u64,
+    /// for pure releases, the (Δ₁, b) whose exact ratio ε rounds up: lets
+    /// [`Plan::pure_sum`] keep Σε exact when it is (10 × 2/40 = 0.5)
+    pub ratio: Option<(f64, f64)>,
 }
 
 /// Grouped plan: identical effective mechanisms merged, zero-loss releases dropped.
@@ -236,11 +242,46 @@ impl Plan {
     pub(crate) fn all_pure(&self) -> bool {
         self.items.iter().all(|i| i.eff.pure_eps().is_some())
     }
+    /// Σ count·ε of the pure releases, rounded up. When every pure release
+    /// has the same (Δ₁, b), the sum is (Σ count)·Δ₁/b, divided once: the
+    /// product is split exactly (fma) into p + pe, q = p/b, and q moves one
+    /// float up only if the exact remainder (p − q·b) + pe, whose sign is
+    /// decided exactly from two floats, is positive — so 10 × 2/40 is 0.5
+    /// and 3 × 1/3 is 1. Otherwise [`special::sum_up`] of the rounded-up ε.
     pub(crate) fn pure_sum(&self) -> f64 {
-        self.items
-            .iter()
-            .filter_map(|i| i.eff.pure_eps().map(|e| e * i.count as f64))
-            .sum()
+        let mut pure = self.items.iter().filter(|i| i.eff.pure_eps().is_some());
+        let first = pure.clone().next().and_then(|i| i.ratio);
+        if let Some((l1, b)) = first {
+            if pure.clone().all(|i| i.ratio == Some((l1, b))) {
+                let c: f64 = pure.clone().map(|i| i.count as f64).sum();
+                if c < 9.0e15 {
+                    let p = c * l1;
+                    let pe = c.mul_add(l1, -p);
+                    let q = p / b;
+                    if q.is_finite() && q > 1e-290 {
+                        let r = (-q).mul_add(b, p);
+                        // sign of r + pe, exactly
+                        let positive = if r >= 0.0 && pe >= 0.0 {
+                            r > 0.0 || pe > 0.0
+                        } else if r <= 0.0 && pe <= 0.0 {
+                            false
+                        } else {
+                            r.abs() != pe.abs()
+                                && (if r > 0.0 {
+                                    r.abs() > pe.abs()
+                                } else {
+                                    pe.abs() > r.abs()
+                                })
+                        };
+                        return if positive { q.next_up() } else { q };
+                    }
+                }
+            }
+        }
+        special::sum_up(
+            pure.by_ref()
+                .filter_map(|i| i.eff.pure_eps().map(|e| (i.count as f64, e))),
+        )
     }
 }
 
@@ -262,6 +303,19 @@ pub(crate) fn check_delta(delta: f64) -> Result<(), AccountingError> {
     Ok(())
 }
 
+/// The ℓ1 sensitivity used for Laplace kinds: Δ₁, tightened to √coords·Δ₂
+/// when that is given and smaller (√ and × to nearest carry ½ ulp each:
+/// two floats up).
+fn pure_l1(s: &Sensitivity) -> f64 {
+    if s.l2 > 0.0 && s.coords > 1 {
+        s.l1.min(((s.coords as f64).sqrt() * s.l2).next_up().next_up())
+    } else if s.l2 > 0.0 {
+        s.l1.min(s.l2)
+    } else {
+        s.l1
+    }
+}
+
 /// Effective parameters of one mechanism (validated). `None` = zero privacy loss.
 pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
     if !m.scale.is_finite() || m.scale <= 0.0 {
@@ -278,12 +332,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             "coords must be ≥ 1".into(),
         ));
     }
-    let sqrt_c = (s.coords as f64).sqrt();
-    let l1 = if s.l2 > 0.0 {
-        s.l1.min(sqrt_c * s.l2)
-    } else {
-        s.l1
-    };
+    // Every parameter below is rounded UP (the exact real ratio of the
+    // plan's floats is never understated): quotients and products by their
+    // exact remainders ([`special::div_up`], [`special::mul_up`]).
+    let l1 = pure_l1(s);
     let l2 = if s.l1 > 0.0 { s.l2.min(s.l1) } else { s.l2 };
     let scalar = s.coords == 1;
     let eff = match m.kind {
@@ -291,14 +343,16 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             if l2 == 0.0 {
                 return Ok(None);
             }
-            Eff::Gauss { mu: l2 / m.scale }
+            Eff::Gauss {
+                mu: special::div_up(l2, m.scale),
+            }
         }
         NoiseKind::Laplace => {
             if l1 == 0.0 {
                 return Ok(None);
             }
             Eff::Laplace {
-                eps: l1 / m.scale,
+                eps: special::div_up(l1, m.scale),
                 scalar,
             }
         }
@@ -306,7 +360,9 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             if l1 == 0.0 {
                 return Ok(None);
             }
-            Eff::DLaplace { eps: l1 / m.scale }
+            Eff::DLaplace {
+                eps: special::div_up(l1, m.scale),
+            }
         }
         NoiseKind::DiscreteGaussian => {
             if scalar {
@@ -327,7 +383,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: Some(shift as i64),
-                    rho: shift * shift / (2.0 * m.scale * m.scale),
+                    rho: special::div_up(
+                        special::mul_up(shift, shift),
+                        2.0 * special::mul_down(m.scale, m.scale),
+                    ),
                 }
             } else {
                 if l2 == 0.0 {
@@ -336,7 +395,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: None,
-                    rho: l2 * l2 / (2.0 * m.scale * m.scale),
+                    rho: special::div_up(
+                        special::mul_up(l2, l2),
+                        2.0 * special::mul_down(m.scale, m.scale),
+                    ),
                 }
             }
         }
@@ -368,9 +430,13 @@ pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
         if r.count == 0 {
             continue;
         }
+        let ratio = eff
+            .pure_eps()
+            .map(|_| (pure_l1(&r.mechanism.sensitivity), r.mechanism.scale));
         plan.items.push(Item {
             eff,
             count: r.count,
+            ratio,
         });
     }
     Ok(plan)
@@ -384,7 +450,13 @@ impl Plan {
         let mut out = Plan::default();
         for it in &self.items {
             match index.get(&it.eff.key()) {
-                Some(&i) => out.items[i].count = out.items[i].count.saturating_add(it.count),
+                Some(&i) => {
+                    let item = &mut out.items[i];
+                    item.count = item.count.saturating_add(it.count);
+                    if item.ratio != it.ratio {
+                        item.ratio = None;
+                    }
+                }
                 None => {
                     index.insert(it.eff.key(), out.items.len());
                     out.items.push(it.clone());
@@ -623,7 +695,8 @@ pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64,
     // σ = l2/μ rounded up a hair; verify.
     let mut sigma = l2 / mu;
     let mut guard = 0;
-    while gaussian::gdp_delta(l2 / sigma, epsilon) > delta && guard < 100 {
+    // (l2/σ rounded to nearest may lie ½ ulp below the exact ratio: one step up)
+    while gaussian::gdp_delta_upper((l2 / sigma).next_up(), epsilon) > delta && guard < 100 {
         sigma *= 1.0 + 1e-15 * (1u64 << guard.min(40)) as f64;
         guard += 1;
     }
@@ -633,6 +706,12 @@ pub fn analytic_gaussian_sigma(l2: f64, epsilon: f64, delta: f64) -> Result<f64,
 /// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8): Φ(−ε/μ+μ/2) − e^εΦ(−ε/μ−μ/2).
 pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
     gaussian::gdp_delta(mu, epsilon)
+}
+
+/// A proven upper bound on δ_μ(ε) (see the crate's error analysis in
+/// `docs/accounting.md`); every search of this crate uses it.
+pub fn gdp_delta_upper(mu: f64, epsilon: f64) -> f64 {
+    gaussian::gdp_delta_upper(mu, epsilon)
 }
 
 /// Smallest ε with δ_μ(ε) ≤ δ (never below the exact value).

@@ -18,11 +18,21 @@ pub(super) fn basic(plan: &Plan, delta: f64) -> Result<(f64, String), Accounting
         return Err(infinite("basic composition"));
     }
     let n: f64 = approx.iter().map(|(_, c)| *c as f64).sum();
-    let share = delta / n;
-    let mut sum = pure;
+    // the shares must not add up past δ: δ/n, one float down unless the
+    // exact remainder δ − n·share shows that n·share ≤ δ (n is exact)
+    let share = {
+        let q = delta / n;
+        if (-q).mul_add(n, delta) < 0.0 || q < 1e-290 {
+            q.next_down()
+        } else {
+            q
+        }
+    };
+    let mut terms = vec![(1.0, pure)];
     for (e, c) in &approx {
-        sum += *c as f64 * single_eps(e, share)?;
+        terms.push((*c as f64, single_eps(e, share)?));
     }
+    let sum = crate::special::sum_up(terms);
     Ok((
         sum,
         format!(

@@ -16,7 +16,7 @@
 
 mod advanced;
 mod basic;
-mod gdp;
+pub(crate) mod gdp;
 pub(crate) mod pld;
 mod rdp;
 mod zcdp;
@@ -27,6 +27,7 @@ pub use zcdp::zcdp_epsilon_from_rho;
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::gdp_epsilon;
 use crate::grid::GeometricGrid;
+use crate::special::{mul_up, U};
 use crate::{Accountant, AccountingError, Bound, Eff, Plan};
 use std::collections::BTreeMap;
 
@@ -88,14 +89,23 @@ pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> 
     }
 }
 
+/// zCDP ρ of one release, rounded up: μ²/2 by the exact error of the
+/// product; ε·tanh(ε/2) with `libm::tanh` (allowed [`TANH_ULPS`]) and the
+/// product (u), one float up.
 pub(crate) fn eff_rho(eff: &Eff) -> f64 {
     match *eff {
-        Eff::Gauss { mu } => mu * mu / 2.0,
+        Eff::Gauss { mu } => 0.5 * mul_up(mu, mu),
         Eff::DGauss { rho, .. } => rho,
         // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => eps * (eps / 2.0).tanh(),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => {
+            let v = eps * libm::tanh(eps / 2.0);
+            (v * (1.0 + (2.0 * TANH_ULPS + 2.0) * U)).next_up()
+        }
     }
 }
+
+/// Allowance, in ulps, for `libm::tanh` (musl documents < 2.5 ulps).
+const TANH_ULPS: f64 = 8.0;
 
 // ---------------------------------------------------------------------------
 // Geometric bucketing (sound: parameters only rounded UP)
@@ -115,7 +125,11 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
     let grouped = Plan {
         items: approx
             .iter()
-            .map(|&(eff, count)| crate::Item { eff, count })
+            .map(|&(eff, count)| crate::Item {
+                eff,
+                count,
+                ratio: None,
+            })
             .collect(),
     }
     .grouped();

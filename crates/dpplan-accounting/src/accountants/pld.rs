@@ -17,9 +17,10 @@
 //!   part is evaluated analytically: δ(ε) = p_∞ + Σ_k p_k δ_μ(ε − k h).
 
 use crate::dgauss::DiscreteGaussian;
-use crate::gaussian::{gdp_delta, gdp_epsilon};
+use crate::gaussian::{gdp_delta_upper, gdp_epsilon};
 use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Eff, Plan};
 use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
@@ -571,7 +572,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             "PLD: more than 10^12 releases; use RDP / zCDP / GDP".into(),
         ));
     }
-    let mu = mu2.sqrt();
+    let mu = super::gdp::mu_upper(mu2, plan.items.len());
     let bucket = |m: BTreeMap<u64, u64>| -> Vec<(f64, u64)> {
         let v: Vec<(f64, u64)> = m.into_iter().map(|(b, c)| (f64::from_bits(b), c)).collect();
         if v.len() <= BUCKET_ABOVE {
@@ -680,20 +681,30 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     let losses: Vec<f64> = (0..g.p.len())
         .map(|i| (g.lo + i as i64) as f64 * h)
         .collect();
+    // An upper bound on δ(ε) = p_∞ + Σ_k p_k·δ_μ(ε − l_k) of the composed pair
+    // (the grid masses as they stand: their own round-off is in p_∞).
+    // Error terms: t = ε − l_k is rounded to nearest (l_k = k·h is exact),
+    // and δ_μ decreases in t, so the float below is used; δ_μ is the proven
+    // upper bound [`gdp_delta_upper`] (without Gaussians, −expm1(t) from
+    // libm, ≤ [`ELEM_ULPS`]); the n products and the sum of n + 1 positive
+    // terms add ≤ (n + 2)u relative, covered by the factor 1 + 1.01(n + 2)u
+    // and one step up.
+    let grow = 1.0 + 1.01 * (g.p.len() as f64 + 2.0) * U;
+    let grow_exp = 1.0 + 2.0 * ELEM_ULPS * U;
     let delta_of = |eps: f64| -> f64 {
         let mut d = g.inf;
         for (i, &p) in g.p.iter().enumerate() {
             if p == 0.0 {
                 continue;
             }
-            let t = eps - losses[i];
+            let t = (eps - losses[i]).next_down();
             if mu > 0.0 {
-                d += p * gdp_delta(mu, t);
+                d += p * gdp_delta_upper(mu, t);
             } else if t < 0.0 {
-                d += p * (-t.exp_m1());
+                d += p * (-libm::expm1(t) * grow_exp);
             }
         }
-        d
+        (d * grow).next_up()
     };
     if delta_of(0.0) <= delta {
         return Ok((0.0, "δ(0) already below target".into()));

@@ -4,7 +4,7 @@
 use super::{eff_rho, infinite};
 use crate::conversions::{balle2020_thm21, linear_rdp_closed_form, mironov_prop3};
 use crate::grid::GeometricGrid;
-use crate::special::minimize_log_grid;
+use crate::special::{minimize_log_grid, mul_up, sum_up, ELEM_ULPS, U};
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -56,14 +56,17 @@ impl RdpCurve {
             lap_buckets: vec![],
             rr: vec![],
         };
+        let mut rho_terms = vec![];
         for it in &plan.items {
             let n = it.count as f64;
             match it.eff {
-                Eff::Gauss { .. } | Eff::DGauss { .. } => c.gauss_rho += n * eff_rho(&it.eff),
+                Eff::Gauss { .. } | Eff::DGauss { .. } => rho_terms.push((n, eff_rho(&it.eff))),
                 Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
                 Eff::DLaplace { eps } => c.rr.push((eps, n)),
             }
         }
+        // ρ of the Gaussian kinds, each rounded up and summed upwards
+        c.gauss_rho = sum_up(rho_terms);
         if c.laplace.len() > 512 {
             // chord bucketing: R(α,·) convex ⇒ on [lo,hi], R(ε) ≤ R(lo) + (ε−lo)·slope
             let grid = GeometricGrid::new(0.01);
@@ -117,6 +120,67 @@ impl RdpCurve {
         }
         r
     }
+    /// A bound on the absolute rounding error of [`RdpCurve::eval`] at α
+    /// (the exact curve of the plan's rounded-up parameters lies below
+    /// eval + err):
+    /// * α·ρ: u (ρ itself is rounded up);
+    /// * a Laplace term R = ε + log1p(x)/(α−1): x carries ≤ (2E+7)u (the
+    ///   products, and expm1 whose condition number is ≤ 1 here), log1p on
+    ///   x ∈ (−½, 0] doubles it and adds its own, the quotient 2u: the
+    ///   second term has ≤ (6E+17)u relative and is ≤ ε in size, the sum u:
+    ///   ≤ (6E+18)u·ε per release (E = [`ELEM_ULPS`]);
+    /// * a chord bucket: its two end values as above at `hi`, the slope's
+    ///   error times (s − n·lo) ≤ n(hi − lo) doubles that, and the three
+    ///   roundings of n·rl + (s − n·lo)·slope: ≤ 3(6E+18)u·n·hi + 4u·(|n·rl|
+    ///   + |(s−n·lo)·slope|) + 2u·(s + n·lo)·|slope|;
+    /// * a randomized-response term ε − (a − b)/(α−1), a = log1p(e^{−ε}),
+    ///   b = log1p(e^{−(2α−1)ε}): a with ≤ (4E+2+2ε)u, b with
+    ///   ≤ (4E+2+6αε)u relative, the difference and quotient 3u;
+    /// * the sum of m terms: (m + 1)u on the sum of their magnitudes.
+    fn err(&self, alpha: f64) -> f64 {
+        let e = ELEM_ULPS;
+        let lap_rel = (6.0 * e + 18.0) * U;
+        let mut err = U * alpha * self.gauss_rho;
+        let mut mag = alpha * self.gauss_rho;
+        let mut m = 1.0;
+        for &(eps, n) in &self.laplace {
+            err += lap_rel * n * eps;
+            mag += n * eps;
+            m += 1.0;
+        }
+        for &(lo, hi, n, s) in &self.lap_buckets {
+            let rl = rdp_laplace(alpha, lo);
+            let rh = rdp_laplace(alpha, hi);
+            let slope = ((rh - rl) / (hi - lo)).max(0.0);
+            let a = n * rl;
+            let b = (s - n * lo).max(0.0) * slope;
+            err += 3.0 * lap_rel * n * hi
+                + 4.0 * U * (a.abs() + b.abs())
+                + 2.0 * U * (s + n * lo) * slope;
+            mag += a.abs() + b.abs();
+            m += 2.0;
+        }
+        let am1 = alpha - 1.0;
+        for &(eps, n) in &self.rr {
+            let a = libm::log1p(libm::exp(-eps));
+            let b = libm::log1p(libm::exp(-(2.0 * alpha - 1.0) * eps));
+            let ea = (4.0 * e + 2.0 + 2.0 * eps) * U * a.abs();
+            let eb = (4.0 * e + 2.0 + 6.0 * alpha * eps) * U * b.abs();
+            let q = (a - b) / am1;
+            err += n * ((ea + eb) * 1.01 / am1 + 3.0 * U * (q.abs() + eps));
+            mag += n * eps;
+            m += 1.0;
+        }
+        err + (m + 1.0) * U * mag
+    }
+    /// [`RdpCurve::eval`] raised by its error bound, one float up.
+    fn eval_up(&self, alpha: f64) -> f64 {
+        if self.only_gauss() {
+            // α·ρ rounded up exactly (as the zCDP accountant does)
+            return mul_up(alpha, self.gauss_rho);
+        }
+        (self.eval(alpha) + self.err(alpha)).next_up()
+    }
     fn only_gauss(&self) -> bool {
         self.laplace.is_empty() && self.lap_buckets.is_empty() && self.rr.is_empty()
     }
@@ -165,16 +229,20 @@ pub(super) fn rdp(
             let (e, alpha) = linear_rdp_closed_form(curve.gauss_rho, delta);
             results.push((e, alpha, "classical conversion (closed form)"));
         } else {
-            let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+            // the order is chosen on the nearest curve; the bound reported
+            // is the conversion of the raised curve at that order
+            let (al, _) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
                 mironov_prop3(curve.eval(al), al, delta)
             });
+            let v = mironov_prop3(curve.eval_up(al), al, delta);
             results.push((v, al, "classical conversion"));
         }
     }
     if use_balle {
-        let (al, v) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
+        let (al, _) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
             balle2020_thm21(curve.eval(al), al, delta)
         });
+        let v = balle2020_thm21(curve.eval_up(al), al, delta);
         results.push((v, al, "Balle et al. 2020 conversion"));
     }
     let mut best = results[0];

@@ -3,7 +3,7 @@
 
 use super::eff_rho;
 use crate::conversions::{balle2020_thm21, linear_rdp_closed_form};
-use crate::special::minimize_log_grid;
+use crate::special::{minimize_log_grid, mul_up, sum_up};
 use crate::{AccountingError, Plan};
 
 /// ε of ρ-zCDP at δ: min of Bun–Steinke Prop 1.3, ρ + 2√(ρ ln 1/δ)
@@ -17,7 +17,8 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
         return f64::INFINITY;
     }
     let (bs, a_star) = linear_rdp_closed_form(rho, delta);
-    let f = |a: f64| balle2020_thm21(a * rho, a, delta);
+    // α·ρ rounded up: the conversion is increasing in the curve's value
+    let f = |a: f64| balle2020_thm21(mul_up(a, rho), a, delta);
     let (_, v) = minimize_log_grid(
         1.0,
         1.0 + 1e-9 * a_star.min(1e6),
@@ -29,11 +30,8 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
 }
 
 pub(super) fn zcdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
-    let rho: f64 = plan
-        .items
-        .iter()
-        .map(|i| i.count as f64 * eff_rho(&i.eff))
-        .sum();
+    // each ρ rounded up, their sum too
+    let rho = sum_up(plan.items.iter().map(|i| (i.count as f64, eff_rho(&i.eff))));
     if rho == 0.0 {
         return Ok((0.0, "ρ = 0".into()));
     }
