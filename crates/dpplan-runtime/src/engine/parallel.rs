@@ -44,7 +44,7 @@
 use std::io::Read;
 
 use crossbeam_channel::{bounded, Receiver, Select, Sender, TrySendError};
-use dpplan_plan::Dataset;
+use dpplan_plan::{Bounding, Dataset};
 
 use super::bounding::{Accumulators, Reservoirs, Routed};
 use super::hash::IdHasher;
@@ -149,6 +149,30 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
     }
 }
 
+/// Feeds every chunk to the workers (on the calling thread), then joins
+/// them and adds up their accumulators. A worker's error comes first (the
+/// reader stops early when the workers are gone), then the reader's.
+fn feed_and_merge<'s, R: Read>(
+    chunks: &mut Chunks<R>,
+    tx: Sender<Vec<u8>>,
+    parsed: &Receiver<Vec<u8>>,
+    dataset: &str,
+    workers: Vec<std::thread::ScopedJoinHandle<'s, Result<Accumulators, EngineError>>>,
+    prepared: &[Prepared],
+) -> Result<Accumulators, EngineError> {
+    let fed = feed(chunks, tx, parsed, dataset);
+    let mut total = Accumulators::new(prepared);
+    let mut failed = None;
+    for w in workers {
+        match join(w) {
+            Ok(acc) => total.merge(acc)?,
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    fed?;
+    failed.map_or(Ok(total), Err)
+}
+
 /// Row- and event-level units on `threads` workers.
 pub(super) fn every_row<R: Read>(
     mut chunks: Chunks<R>,
@@ -181,17 +205,7 @@ pub(super) fn every_row<R: Read>(
             })
             .collect();
         drop((rx, done));
-        let fed = feed(&mut chunks, tx, &parsed, name);
-        let mut total = Accumulators::new(prepared);
-        let mut failed = None;
-        for w in workers {
-            match join(w) {
-                Ok(acc) => total.merge(acc)?,
-                Err(e) => failed = failed.or(Some(e)),
-            }
-        }
-        fed?;
-        failed.map_or(Ok(total), Err)
+        feed_and_merge(&mut chunks, tx, &parsed, name, workers, prepared)
     })
 }
 
@@ -224,6 +238,61 @@ fn partition(check: u64, n: usize) -> usize {
 }
 
 impl Owner<'_> {
+    /// The owner's whole run: (1) parse chunks, keeping the rows routed
+    /// here; (2) hand the last batches over, then keep this owner's rows
+    /// until every other owner is done; (3) bound the groups of this
+    /// owner's units into its accumulators.
+    fn work(
+        mut self,
+        rx: &Receiver<Vec<u8>>,
+        done: &Sender<Vec<u8>>,
+        dataset: &str,
+        prepared: &[Prepared],
+        bounding: &Bounding,
+    ) -> Result<Accumulators, EngineError> {
+        // 1.
+        while let Some(chunk) = self.next_chunk(rx) {
+            each_record(&chunk, dataset, &mut self)?;
+            let _ = done.try_send(chunk);
+        }
+        // 2.
+        for q in 0..self.out.len() {
+            self.flush(q);
+        }
+        self.to.clear();
+        while self.inbox_open {
+            match self.inbox.recv() {
+                Ok(rows) => self.reservoirs.keep_routed(&rows, &mut self.rng),
+                Err(_) => self.inbox_open = false,
+            }
+        }
+        // 3.
+        let mut acc = Accumulators::new(prepared);
+        self.reservoirs
+            .drain(self.layout, prepared, bounding, &mut acc, &mut self.rng)?;
+        Ok(acc)
+    }
+
+    /// The next chunk to parse, keeping the rows routed here while waiting
+    /// for it; `None` when the reader is done.
+    fn next_chunk(&mut self, rx: &Receiver<Vec<u8>>) -> Option<Vec<u8>> {
+        loop {
+            if !self.inbox_open {
+                return rx.recv().ok();
+            }
+            let mut sel = Select::new();
+            let c = sel.recv(rx);
+            sel.recv(&self.inbox);
+            let op = sel.select();
+            if op.index() == c {
+                return op.recv(rx).ok();
+            }
+            match op.recv(&self.inbox) {
+                Ok(rows) => self.reservoirs.keep_routed(&rows, &mut self.rng),
+                Err(_) => self.inbox_open = false,
+            }
+        }
+    }
     /// Keeps the rows routed to this owner that are waiting, if any.
     fn keep_waiting(&mut self) {
         while self.inbox_open {
@@ -337,68 +406,12 @@ pub(super) fn per_unit<R: Read>(
     std::thread::scope(|s| {
         let workers: Vec<_> = owners
             .into_iter()
-            .map(|mut o| {
+            .map(|o| {
                 let (rx, done) = (rx.clone(), done.clone());
-                s.spawn(move || {
-                    // 1. parse chunks, keeping the rows routed here
-                    loop {
-                        let chunk = if o.inbox_open {
-                            let mut sel = Select::new();
-                            let c = sel.recv(&rx);
-                            sel.recv(&o.inbox);
-                            let op = sel.select();
-                            if op.index() == c {
-                                op.recv(&rx).ok()
-                            } else {
-                                match op.recv(&o.inbox) {
-                                    Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
-                                    Err(_) => o.inbox_open = false,
-                                }
-                                continue;
-                            }
-                        } else {
-                            rx.recv().ok()
-                        };
-                        let Some(chunk) = chunk else { break };
-                        each_record(&chunk, name, &mut o)?;
-                        let _ = done.try_send(chunk);
-                    }
-                    // 2. the last batches; then this owner's rows until
-                    // every other owner is done
-                    for q in 0..o.out.len() {
-                        o.flush(q);
-                    }
-                    o.to.clear();
-                    while o.inbox_open {
-                        match o.inbox.recv() {
-                            Ok(rows) => o.reservoirs.keep_routed(&rows, &mut o.rng),
-                            Err(_) => o.inbox_open = false,
-                        }
-                    }
-                    // 3. bound the groups of this owner's units
-                    let mut acc = Accumulators::new(prepared);
-                    o.reservoirs.drain(
-                        layout,
-                        prepared,
-                        &dataset.bounding,
-                        &mut acc,
-                        &mut o.rng,
-                    )?;
-                    Ok::<_, EngineError>(acc)
-                })
+                s.spawn(move || o.work(&rx, &done, name, prepared, &dataset.bounding))
             })
             .collect();
         drop((rx, done));
-        let fed = feed(&mut chunks, tx, &parsed, name);
-        let mut total = Accumulators::new(prepared);
-        let mut failed = None;
-        for w in workers {
-            match join(w) {
-                Ok(acc) => total.merge(acc)?,
-                Err(e) => failed = failed.or(Some(e)),
-            }
-        }
-        fed?;
-        failed.map_or(Ok(total), Err)
+        feed_and_merge(&mut chunks, tx, &parsed, name, workers, prepared)
     })
 }
