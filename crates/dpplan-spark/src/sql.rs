@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use dpplan_plan::Dataset;
-use dpplan_runtime::engine::{EngineError, StatKind, Statistic};
+use dpplan_runtime::engine::{grid_bounds, EngineError, StatKind, Statistic};
 use dpplan_vocab::{ColumnKind, InvalidRule};
 use serde::Serialize;
 
@@ -148,27 +148,39 @@ fn number(t: &str, columns: Columns) -> String {
     }
 }
 
-/// A summed number's grid: scale 2^−k and the declared bounds rounded
-/// inward onto it (as the embedded engine's `grid_bounds`).
-fn grid(ds: &Dataset, name: &str, k: i32) -> Result<(f64, f64, f64), EngineError> {
-    let scale = 2f64.powi(-k);
-    let b = column(ds, name)?
-        .bounds
-        .ok_or_else(|| schema(format!("column `{name}` has no public bounds")))?;
-    let lo = (b[0] * scale).ceil();
-    let hi = (b[1] * scale).floor();
-    if !(lo.abs() <= 2f64.powi(62) && hi.abs() <= 2f64.powi(62)) || lo > hi {
-        return Err(schema(format!(
-            "column `{name}`: the bounds do not fit the grid 2^{k}"
-        )));
-    }
-    Ok((scale, lo, hi))
+/// What the statistics use: the distinct (number, grid) fields and the
+/// grouping columns, each in order of first use, and how each statistic's
+/// cells are read back.
+struct Uses {
+    fields: Vec<(String, i32)>,
+    groupings: Vec<String>,
+    cells: Vec<Cell>,
 }
 
-/// Generates the statement of `stats` over dataset `ds`.
+/// Generates the statement of `stats` over dataset `ds`: four steps, each a
+/// few common table expressions.
 pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Query, EngineError> {
-    // what the statistics use: distinct (number, grid) fields, grouping
-    // columns, each in order of first use
+    let uses = uses(ds, stats)?;
+    let mut sql = String::new();
+    let _ = writeln!(
+        sql,
+        "-- dataset `{}`: exact bounded aggregates (no noise is drawn here)",
+        ds.name
+    );
+    let typed = typed(&mut sql, ds, &uses, columns)?;
+    let params = cells(&mut sql, ds, &uses, typed)?;
+    bounding(&mut sql, ds, &uses);
+    aggregation(&mut sql, &uses);
+    Ok(Query {
+        sql,
+        params,
+        groupings: uses.groupings.len(),
+        fields: uses.fields.len(),
+        cells: uses.cells,
+    })
+}
+
+fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
     let mut fields: Vec<(String, i32)> = Vec::new();
     let mut groupings: Vec<String> = Vec::new();
     let mut cells = Vec::new();
@@ -207,7 +219,7 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
                 if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
                     return Err(schema(format!("column `{name}` is not a declared number")));
                 }
-                grid(ds, name, s.grid)?;
+                grid_bounds(ds, name, s.grid)?;
                 let f = (name.clone(), s.grid);
                 Some(match fields.iter().position(|x| *x == f) {
                     Some(i) => i,
@@ -226,17 +238,32 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
         });
     }
 
+    Ok(Uses {
+        fields,
+        groupings,
+        cells,
+    })
+}
+
+/// What step 1 leaves to step 2: the declared numbers, whether there is a
+/// unit id, and the validity checks of a row.
+struct Typed<'d> {
+    numbers: Vec<&'d dpplan_plan::Column>,
+    id: bool,
+    checks: Vec<String>,
+}
+
+/// Step 1, `typed`, `parsed`, `valid`: the declared columns this statement
+/// reads, their numbers parsed, invalid values dropped or imputed.
+fn typed<'d>(
+    w: &mut String,
+    ds: &'d Dataset,
+    uses: &Uses,
+    columns: Columns,
+) -> Result<Typed<'d>, EngineError> {
+    let (fields, groupings) = (&uses.fields, &uses.groupings);
     let b = &ds.bounding;
     let drop = ds.invalid_rows != InvalidRule::Clamp;
-    let mut sql = String::new();
-    let w = &mut sql;
-    let _ = writeln!(
-        w,
-        "-- dataset `{}`: exact bounded aggregates (no noise is drawn here)",
-        ds.name
-    );
-
-    // 1. typed: the declared columns this statement reads
     let id = if b.per_unit {
         let name = b
             .id_column
@@ -317,16 +344,36 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
             .collect::<String>()
     );
 
-    // 2. cells: valid rows, fields on their grids, categories as indexes
+    Ok(Typed {
+        numbers,
+        id: id.is_some(),
+        checks,
+    })
+}
+
+/// Step 2, `scaled`, `cells`: valid rows, fields on their grids, categories as
+/// indexes of their public domains; returns the domains' parameters.
+fn cells(
+    w: &mut String,
+    ds: &Dataset,
+    uses: &Uses,
+    typed: Typed<'_>,
+) -> Result<BTreeMap<String, Param>, EngineError> {
+    let (fields, groupings) = (&uses.fields, &uses.groupings);
+    let Typed {
+        numbers,
+        id,
+        mut checks,
+    } = typed;
     let mut cell_cols: Vec<String> = Vec::new();
     let mut grid_cols: Vec<String> = Vec::new();
     let mut params = BTreeMap::new();
-    if id.is_some() {
+    if id {
         cell_cols.push("u".into());
         checks.insert(0, "u IS NOT NULL AND u <> ''".into());
     }
     for (f, (name, k)) in fields.iter().enumerate() {
-        let (scale, lo, hi) = grid(ds, name, *k)?;
+        let (scale, lo, hi) = grid_bounds(ds, name, *k)?;
         let i = numbers.iter().position(|c| c.name == *name).unwrap_or(0);
         cell_cols.push(format!(
             "least(greatest(n{i} * {}, {}), {}) AS x{f}",
@@ -381,7 +428,15 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
             .collect::<String>()
     );
 
-    // 3. user-level bounding
+    Ok(params)
+}
+
+/// Step 3, `selected`: user-level bounding (rows per unit, then groups per unit
+/// and rows per group, each by a keyed hash); every row for row- and
+/// event-level units.
+fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
+    let (fields, groupings) = (&uses.fields, &uses.groupings);
+    let b = &ds.bounding;
     let used_cols: Vec<String> = (0..fields.len())
         .map(|f| format!("f{f}"))
         .chain((0..groupings.len()).map(|j| format!("coalesce(g{j}, -1)")))
@@ -445,8 +500,11 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
             .collect();
         let _ = writeln!(w, "selected AS (\n  SELECT *{ks}\n  FROM cells\n)");
     }
+}
 
-    // 4. one aggregation, a grouping set per grouping column
+/// Step 4: one aggregation, a grouping set per grouping column.
+fn aggregation(w: &mut String, uses: &Uses) {
+    let (fields, groupings) = (&uses.fields, &uses.groupings);
     let mut out: Vec<String> = Vec::new();
     for j in 0..groupings.len() {
         out.push(format!("grouping(k{j}) AS a{j}"));
@@ -471,13 +529,6 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
         "SELECT\n  {}\nFROM selected{group_by}\n",
         out.join(",\n  ")
     );
-    Ok(Query {
-        sql,
-        params,
-        groupings: groupings.len(),
-        fields: fields.len(),
-        cells,
-    })
 }
 
 impl Query {

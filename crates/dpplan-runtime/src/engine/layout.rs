@@ -301,7 +301,7 @@ fn prepare<'s>(
             let slot = num_names.iter().position(|n| *n == name).ok_or_else(|| {
                 EngineError::Schema(format!("column `{name}` is not a declared number"))
             })?;
-            let (lo, hi) = grid_bounds(dataset, name, grid_scale, s.grid)?;
+            let (_, lo, hi) = grid_bounds(dataset, name, s.grid)?;
             (Some(slot), lo, hi)
         }
     };
@@ -324,22 +324,22 @@ fn prepare<'s>(
     })
 }
 
-/// The public bounds of number `name` rounded inward onto the grid 2^grid
-/// (scale 2^−grid).
-fn grid_bounds(
+/// A summed number's grid, as every engine applies it: the scale 2^−k and
+/// the column's public bounds rounded **inward** onto the grid (every kept
+/// value lies in [lo, hi], so the declared sensitivity holds), each an
+/// integer of magnitude ≤ 2^62.
+pub fn grid_bounds(
     dataset: &Dataset,
     name: &str,
-    grid_scale: f64,
     grid: i32,
-) -> Result<(f64, f64), EngineError> {
+) -> Result<(f64, f64, f64), EngineError> {
+    let grid_scale = 2f64.powi(-grid);
     let b = dataset
         .columns
         .iter()
         .find(|c| c.name == name)
         .and_then(|c| c.bounds)
         .ok_or_else(|| EngineError::Schema(format!("column `{name}` has no public bounds")))?;
-    // Bounds rounded inward onto the grid: every kept value lies in
-    // [lo, hi], so the declared sensitivity holds.
     let lo = (b[0] * grid_scale).ceil();
     let hi = (b[1] * grid_scale).floor();
     if !(lo.abs() <= 2f64.powi(62) && hi.abs() <= 2f64.powi(62)) || lo > hi {
@@ -347,7 +347,7 @@ fn grid_bounds(
             "column `{name}`: the bounds do not fit the grid 2^{grid}"
         )));
     }
-    Ok((lo, hi))
+    Ok((grid_scale, lo, hi))
 }
 
 /// Numbers each statistic's `value` by the summed numbers actually used

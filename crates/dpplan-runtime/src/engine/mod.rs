@@ -44,6 +44,7 @@ use crate::rng::SecureRng;
 mod bounding;
 mod hash;
 mod layout;
+pub use layout::grid_bounds;
 mod number;
 mod parallel;
 mod split;
