@@ -10,18 +10,20 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+mod requests;
+pub use requests::{planned_aggregates, Planned};
 pub mod ledger;
 pub mod rng;
 pub mod sampler;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dpplan_plan::{ExecutablePlan, Release};
-use dpplan_vocab::{AggKind, Comparison, ScheduleKind, Statistic as Stat};
+use dpplan_vocab::{AggKind, Comparison, ScheduleKind};
 use serde::{Deserialize, Serialize};
 
-use engine::{Engine, StatKind, Statistic};
+use engine::Engine;
 use ledger::{Genesis, Ledger, LedgerError, SlotState};
 use rng::SecureRng;
 use sampler::Noise;
@@ -183,34 +185,6 @@ impl RunError {
             ),
         }
     }
-}
-
-fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
-    let col = || {
-        r.aggregation
-            .column
-            .clone()
-            .ok_or_else(|| RunError::Data(format!("`{}` sums no column", r.name)))
-    };
-    let by = || {
-        r.aggregation
-            .by
-            .clone()
-            .ok_or_else(|| RunError::Data(format!("`{}` groups by no column", r.name)))
-    };
-    let kind = match p.statistic {
-        Stat::Count => StatKind::Count,
-        Stat::Sum => StatKind::Sum { column: col()? },
-        Stat::GroupedCount => StatKind::GroupedCount { by: by()? },
-        Stat::GroupedSum => StatKind::GroupedSum {
-            by: by()?,
-            column: col()?,
-        },
-    };
-    Ok(Statistic {
-        kind,
-        grid: p.grid_exponent,
-    })
 }
 
 /// The earliest and latest times a run accepts (0001-01-01T00:00:00Z and
@@ -486,7 +460,13 @@ pub fn run(
     // Step 3: exact bounded aggregates, one pass per dataset for every fresh
     // release, before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    let exact = match aggregates(plan, opts, engine, &due.fresh, &mut rng) {
+    let exact = match requests::aggregates(
+        plan,
+        opts,
+        engine,
+        due.fresh.iter().map(|(r, _)| *r),
+        &mut rng,
+    ) {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
@@ -650,80 +630,6 @@ fn release(
     Ok(Released::Value(result))
 }
 
-/// The exact bounded aggregate of every part of every fresh release, keyed
-/// by (release, part): one engine pass per dataset.
-fn aggregates(
-    plan: &ExecutablePlan,
-    opts: &RunOptions,
-    engine: &dyn Engine,
-    fresh: &[(&Release, u64)],
-    rng: &mut SecureRng,
-) -> Result<BTreeMap<(String, usize), Vec<i128>>, RunError> {
-    let mut exact = BTreeMap::new();
-    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
-    for (r, _) in fresh {
-        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
-    }
-    for (ds_name, rels) in &by_dataset {
-        let ds = plan
-            .body
-            .datasets
-            .get(*ds_name)
-            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
-        let path = source_path(ds, opts)?;
-        let mut stats = Vec::new();
-        let mut index = Vec::new();
-        for r in rels {
-            for (pi, p) in r.parts.iter().enumerate() {
-                stats.push(statistic(r, p)?);
-                index.push((r.name.clone(), pi));
-            }
-        }
-        let values = engine.aggregate(ds, &path, &stats, rng)?;
-        exact.extend(index.into_iter().zip(values));
-    }
-    Ok(exact)
-}
-
-/// One dataset's request to an engine: the dataset, its source, the
-/// statistics.
-pub type Planned<'p> = (&'p dpplan_plan::Dataset, PathBuf, Vec<Statistic>);
-
-/// What an engine is asked for every selected release of the plan (all of
-/// them with no `--query`), whether due or not, per dataset: the dataset,
-/// its source and the statistics, in the order a run asks for them. Reads
-/// no ledger and no data (`dpplan run --explain`).
-pub fn planned_aggregates<'p>(
-    plan: &'p ExecutablePlan,
-    opts: &RunOptions,
-) -> Result<Vec<Planned<'p>>, RunError> {
-    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
-    for r in plan
-        .body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
-    {
-        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
-    }
-    let mut out = Vec::new();
-    for (ds_name, rels) in by_dataset {
-        let ds = plan
-            .body
-            .datasets
-            .get(ds_name)
-            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
-        let mut stats = Vec::new();
-        for r in rels {
-            for p in &r.parts {
-                stats.push(statistic(r, p)?);
-            }
-        }
-        out.push((ds, source_path(ds, opts)?, stats));
-    }
-    Ok(out)
-}
-
 /// `publish` re-publications of what this run released or served: each
 /// serves the very value of its source's slot in this run (never another
 /// slot's), from the ledger, for free. A `when` condition reads its
@@ -857,21 +763,6 @@ fn served(
         r.query = name;
     }
     Ok(r)
-}
-
-fn source_path(ds: &dpplan_plan::Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
-    if let Some(p) = opts.data.get(&ds.name) {
-        return Ok(p.clone());
-    }
-    match &ds.source {
-        // a Spark table (`table:db.events`) or a URL is not under the plan's directory
-        Some(s) if s.starts_with("table:") || s.contains("://") => Ok(PathBuf::from(s)),
-        Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),
-        None => Err(RunError::Data(format!(
-            "no data for dataset `{}`: pass --data {}=PATH",
-            ds.name, ds.name
-        ))),
-    }
 }
 
 /// Draws the noise of every part and builds the published cells.

@@ -1,0 +1,142 @@
+//! What a run asks its engine for: per dataset, the dataset, where its
+//! data is, and the exact statistic of every part of the releases asked,
+//! with the (release, part) each answer belongs to. One grouping serves
+//! the run ([`aggregates`]) and `dpplan run --explain`
+//! ([`planned_aggregates`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dpplan_plan::{Dataset, ExecutablePlan, Release};
+use dpplan_vocab::Statistic as Stat;
+
+use crate::engine::{Engine, StatKind, Statistic};
+use crate::rng::SecureRng;
+use crate::{RunError, RunOptions};
+
+/// One dataset's request to an engine: the dataset, its source, the
+/// statistics.
+pub type Planned<'p> = (&'p Dataset, PathBuf, Vec<Statistic>);
+
+/// One request and, per statistic, the (release, part) it answers.
+struct Request<'p> {
+    planned: Planned<'p>,
+    index: Vec<(String, usize)>,
+}
+
+/// The requests of `releases`, one per dataset, in dataset order.
+fn requests<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+    releases: impl IntoIterator<Item = &'p Release>,
+) -> Result<Vec<Request<'p>>, RunError> {
+    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
+    for r in releases {
+        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
+    }
+    let mut out = Vec::with_capacity(by_dataset.len());
+    for (ds_name, rels) in by_dataset {
+        let ds = plan
+            .body
+            .datasets
+            .get(ds_name)
+            .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{ds_name}`")))?;
+        let path = source_path(ds, opts)?;
+        let mut stats = Vec::new();
+        let mut index = Vec::new();
+        for r in rels {
+            for (pi, p) in r.parts.iter().enumerate() {
+                stats.push(statistic(r, p)?);
+                index.push((r.name.clone(), pi));
+            }
+        }
+        out.push(Request {
+            planned: (ds, path, stats),
+            index,
+        });
+    }
+    Ok(out)
+}
+
+/// The exact bounded aggregate of every part of every fresh release, keyed
+/// by (release, part): one engine pass per dataset.
+pub(crate) fn aggregates<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+    fresh: impl IntoIterator<Item = &'p Release>,
+    rng: &mut SecureRng,
+) -> Result<BTreeMap<(String, usize), Vec<i128>>, RunError> {
+    let mut exact = BTreeMap::new();
+    for Request {
+        planned: (ds, path, stats),
+        index,
+    } in requests(plan, opts, fresh)?
+    {
+        let values = engine.aggregate(ds, &path, &stats, rng)?;
+        exact.extend(index.into_iter().zip(values));
+    }
+    Ok(exact)
+}
+
+/// What an engine is asked for every selected release of the plan (all of
+/// them with no `--query`), whether due or not, per dataset: the dataset,
+/// its source and the statistics, in the order a run asks for them. Reads
+/// no ledger and no data (`dpplan run --explain`).
+pub fn planned_aggregates<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+) -> Result<Vec<Planned<'p>>, RunError> {
+    let selected = plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
+    Ok(requests(plan, opts, selected)?
+        .into_iter()
+        .map(|r| r.planned)
+        .collect())
+}
+
+fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
+    let col = || {
+        r.aggregation
+            .column
+            .clone()
+            .ok_or_else(|| RunError::Data(format!("`{}` sums no column", r.name)))
+    };
+    let by = || {
+        r.aggregation
+            .by
+            .clone()
+            .ok_or_else(|| RunError::Data(format!("`{}` groups by no column", r.name)))
+    };
+    let kind = match p.statistic {
+        Stat::Count => StatKind::Count,
+        Stat::Sum => StatKind::Sum { column: col()? },
+        Stat::GroupedCount => StatKind::GroupedCount { by: by()? },
+        Stat::GroupedSum => StatKind::GroupedSum {
+            by: by()?,
+            column: col()?,
+        },
+    };
+    Ok(Statistic {
+        kind,
+        grid: p.grid_exponent,
+    })
+}
+
+fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
+    if let Some(p) = opts.data.get(&ds.name) {
+        return Ok(p.clone());
+    }
+    match &ds.source {
+        // a Spark table (`table:db.events`) or a URL is not under the plan's directory
+        Some(s) if s.starts_with("table:") || s.contains("://") => Ok(PathBuf::from(s)),
+        Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),
+        None => Err(RunError::Data(format!(
+            "no data for dataset `{}`: pass --data {}=PATH",
+            ds.name, ds.name
+        ))),
+    }
+}
