@@ -50,6 +50,18 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
         ));
     }
 
+    contract(&mut b, r);
+    queries(&mut b, r, figures);
+    calendar(&mut b, r, figures);
+    averaging(&mut b, r, figures);
+    controls(&mut b, r);
+    b
+}
+
+/// The contract: who is protected, what is not, the bounds, the budget and the accountants.
+fn contract(b: &mut Vec<Block>, r: &Review) {
+    use Block::*;
+    let c = &r.contract;
     b.push(Heading(2, "The contract".into()));
     b.push(Heading(3, "Who is protected".into()));
     let mut unit = vec![format!("Unit: `{}` — {}.", c.unit, c.unit_description)];
@@ -102,7 +114,11 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
         b.push(Heading(3, "What the checker notes".into()));
         b.push(List(c.checker_notes.clone()));
     }
+}
 
+/// One section per query: what it releases, its sensitivity, its noise and its cost.
+fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
+    use Block::*;
     b.push(Heading(2, "Queries".into()));
     b.push(Para(format!("Calendar: {}.", r.calendar.note)));
     b.push(Table(
@@ -233,7 +249,11 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
             ));
         }
     }
+}
 
+/// The cumulative ε over the release calendar.
+fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
+    use Block::*;
     b.push(Heading(2, "Cumulative ε over the calendar".into()));
     b.push(Para(r.cumulative.note.clone()));
     if figures {
@@ -288,7 +308,11 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
             .collect();
         b.push(Table(header, rows));
     }
+}
 
+/// Averaging fresh releases, when the plan asks for it: the noise of the average and the ε it costs.
+fn averaging(b: &mut Vec<Block>, r: &Review, figures: bool) {
+    use Block::*;
     if !r.averaging.is_empty() {
         b.push(Heading(2, "Averaging fresh releases".into()));
         b.push(Para(
@@ -314,7 +338,12 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
             ));
         }
     }
+}
 
+/// The negative controls: each query removed, each bound doubled.
+fn controls(b: &mut Vec<Block>, r: &Review) {
+    use Block::*;
+    let c = &r.contract;
     b.push(Heading(2, "Negative controls".into()));
     b.push(Para(format!(
         "{} The plan's total is ε = {}.",
@@ -347,5 +376,4 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
             })
             .collect(),
     ));
-    b
 }
