@@ -58,6 +58,56 @@ fn rdp_classical_witness_table() {
     }
 }
 
+/// The classical accountant prints the reference text's table to the last
+/// digit (the value to nearest, certified against the zCDP bound), and it
+/// moves when the plan does (negative controls).
+#[test]
+fn classical_accountant_prints_the_published_digits() {
+    for (k, sigma, want) in WITNESS {
+        let plan = [gauss(sigma, 1.0, k)];
+        let b = epsilon(&plan, 1e-6, Accountant::Classical).unwrap();
+        assert_eq!(b.epsilon, want, "k={k} σ={sigma}: {}", b.detail);
+        assert!(b.detail.contains("certified"), "{}", b.detail);
+        // the same formula, written independently from the definition
+        let a = k as f64 * 1.0 / (2.0 * sigma * sigma);
+        assert_eq!(want, a + 2.0 * (a * (1e6f64).ln()).sqrt());
+        // negative controls: one release fewer, or more noise, lowers it
+        if k > 1 {
+            assert!(eps(&[gauss(sigma, 1.0, k - 1)], 1e-6, Accountant::Classical) < want);
+        }
+        assert!(eps(&[gauss(sigma * 1.01, 1.0, k)], 1e-6, Accountant::Classical) < want);
+        // never below the tighter accountants, never chosen by `best`
+        for a in [Accountant::Zcdp, Accountant::Rdp, Accountant::Gdp] {
+            assert!(eps(&plan, 1e-6, a) < want, "{a}");
+        }
+        assert_ne!(best(&plan, 1e-6).unwrap().accountant, Accountant::Classical);
+    }
+}
+
+/// On mixed and pure plans the classical form (ρ = ε²/2 for pure releases)
+/// stays at or above zCDP, and `best` still never names it, even where it is
+/// the only accountant asked for alongside looser ones.
+#[test]
+fn classical_accountant_is_never_below_zcdp_and_never_best() {
+    let mut rng = StdRng::seed_from_u64(13);
+    for _ in 0..500 {
+        let plan = vec![
+            gauss(rng.random_range(0.5..50.0), 1.0, rng.random_range(1..1000)),
+            laplace(rng.random_range(0.5..50.0), 1.0, rng.random_range(0..1000)),
+        ];
+        let delta = 10f64.powf(-rng.random_range(3.0..15.0));
+        let c = eps(&plan, delta, Accountant::Classical);
+        let z = eps(&plan, delta, Accountant::Zcdp);
+        assert!(c >= z, "classical {c} < zCDP {z}");
+        let among = best_among(&plan, delta, &[Accountant::Classical, Accountant::Basic]).unwrap();
+        assert_eq!(among.accountant, Accountant::Basic);
+    }
+    // pure-DP plans: a = Σ k ε₀²/2 by the definition
+    let c = eps(&[laplace(10.0, 1.0, 100)], 1e-6, Accountant::Classical);
+    let a = 100.0 * 0.1f64 * 0.1 / 2.0;
+    assert_eq!(c, a + 2.0 * (a * (1e6f64).ln()).sqrt());
+}
+
 #[test]
 fn rdp_classical_matches_bruteforce_order_grid() {
     // independent of the optimiser: 10^6 log-spaced orders α − 1 ∈ [1e-3, 1e4]

@@ -267,6 +267,7 @@ pub const KEYWORDS: &[&str] = &[
     "best",
     "basic",
     "advanced",
+    "classical",
     "zcdp",
     "rdp",
     "gdp",

@@ -120,6 +120,9 @@ vocabulary! {
         Basic => "basic",
         /// Advanced composition (Dwork–Rothblum–Vadhan, Kairouz–Oh–Viswanath).
         Advanced => "advanced",
+        /// The classical RDP closed form a + 2√(a ln(1/δ)) (textbooks, the
+        /// reference text's table); never tighter than zCDP or RDP.
+        Classical => "classical",
         /// Zero-concentrated DP (Bun–Steinke).
         Zcdp => "zcdp",
         /// Rényi DP (Mironov), converted to (ε, δ) at the end.
@@ -137,6 +140,7 @@ impl Accountant {
         match self {
             Accountant::Basic => "basic composition",
             Accountant::Advanced => "advanced composition (DRV / KOV)",
+            Accountant::Classical => "classical RDP closed form",
             Accountant::Zcdp => "zCDP",
             Accountant::Rdp => "RDP",
             Accountant::Gdp => "exact Gaussian (GDP)",
@@ -152,6 +156,7 @@ vocabulary! {
         Best => "best",
         Basic => "basic",
         Advanced => "advanced",
+        Classical => "classical",
         Zcdp => "zcdp",
         Rdp => "rdp",
         Gdp => "gdp",
@@ -166,6 +171,7 @@ impl AccountantChoice {
             AccountantChoice::Best => return None,
             AccountantChoice::Basic => Accountant::Basic,
             AccountantChoice::Advanced => Accountant::Advanced,
+            AccountantChoice::Classical => Accountant::Classical,
             AccountantChoice::Zcdp => Accountant::Zcdp,
             AccountantChoice::Rdp => Accountant::Rdp,
             AccountantChoice::Gdp => Accountant::Gdp,
@@ -179,6 +185,7 @@ impl From<Accountant> for AccountantChoice {
         match a {
             Accountant::Basic => AccountantChoice::Basic,
             Accountant::Advanced => AccountantChoice::Advanced,
+            Accountant::Classical => AccountantChoice::Classical,
             Accountant::Zcdp => AccountantChoice::Zcdp,
             Accountant::Rdp => AccountantChoice::Rdp,
             Accountant::Gdp => AccountantChoice::Gdp,
