@@ -66,18 +66,61 @@ pub fn read_plan(path: &Path) -> Result<String> {
     })
 }
 
+/// The plans to check, as (name shown, text): the files named by `paths`
+/// and, for `-`, standard input (once), shown as `stdin_filename` or
+/// `<stdin>`.
+fn plan_texts(paths: &[PathBuf], stdin_filename: Option<&Path>) -> Result<Vec<(String, String)>> {
+    let dash = |p: &PathBuf| p.as_os_str() == "-";
+    if paths.iter().filter(|p| dash(p)).count() > 1 {
+        return Err(miette!(
+            help = "name standard input once",
+            "`-` (standard input) is given more than once"
+        ));
+    }
+    if stdin_filename.is_some() && !paths.iter().any(dash) {
+        return Err(miette!(
+            help = "`--stdin-filename` names the plan read from `-`",
+            "`--stdin-filename` without `-` among the paths"
+        ));
+    }
+    let files: Vec<PathBuf> = paths.iter().filter(|p| !dash(p)).cloned().collect();
+    let mut out = Vec::new();
+    if !files.is_empty() || paths.is_empty() {
+        for f in plan_files(&files)? {
+            let text = read_plan(&f)?;
+            out.push((f.display().to_string(), text));
+        }
+    }
+    if paths.iter().any(dash) {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .into_diagnostic()
+            .wrap_err("cannot read standard input")?;
+        let name =
+            stdin_filename.map_or_else(|| "<stdin>".to_string(), |p| p.display().to_string());
+        let text = String::from_utf8(bytes).map_err(|e| {
+            miette!(
+                help = "send the plan as UTF-8",
+                "{name} (standard input) is not valid UTF-8 (first invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        out.push((name, text));
+    }
+    Ok(out)
+}
+
 pub fn run(
     paths: &[PathBuf],
+    stdin_filename: Option<&Path>,
     format: Format,
     deny: Option<Deny>,
     color: ColorChoice,
 ) -> Result<ExitCode> {
-    let files = plan_files(paths)?;
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
-    for f in &files {
-        let text = read_plan(f)?;
+    for (name, text) in plan_texts(paths, stdin_filename)? {
         let analysis = analyze(&text);
-        loaded.push((f.display().to_string(), text, analysis));
+        loaded.push((name, text, analysis));
     }
     let results: Vec<FileResult> = loaded
         .iter()

@@ -16,6 +16,7 @@ mod freeze;
 mod ledger;
 mod lsp;
 mod report;
+mod rule;
 mod run;
 
 #[derive(Parser)]
@@ -53,9 +54,13 @@ pub(crate) enum ColorChoice {
 enum Command {
     /// Check plans: syntax, sensitivity against the privacy unit, schedule and budget.
     Check {
-        /// Plan files, or directories searched for *.dpplan files.
+        /// Plan files, directories searched for *.dpplan files, or `-` for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// The name a plan read from standard input (`-`) is reported under
+        /// (editors and pre-commit hooks pass the file's path).
+        #[arg(long, value_name = "PATH")]
+        stdin_filename: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
@@ -87,6 +92,8 @@ enum Command {
     Run(run::Args),
     /// Compare two versions of a plan: per-query changes, contract changes, and (ε, δ) before and after under one accountant.
     Diff(diff::Args),
+    /// A diagnostic code's documentation (`dpplan rule DP009`), or every code (`--list`).
+    Rule(rule::Args),
     /// Inspect, verify, export or correct a ledger; freeze a report in it.
     #[command(subcommand)]
     Ledger(ledger::Action),
@@ -97,10 +104,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check {
             paths,
+            stdin_filename,
             format,
             deny,
             color,
-        } => check::run(&paths, format, deny, color),
+        } => check::run(&paths, stdin_filename.as_deref(), format, deny, color),
         Command::Account(a) => account::run(a),
         Command::Report(a) => report::run(a),
         Command::Fmt { paths, check } => fmt::run(&paths, check),
@@ -109,6 +117,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Ledger(a) => ledger::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Rule(a) => rule::run(a),
     };
     match result {
         Ok(code) => code,

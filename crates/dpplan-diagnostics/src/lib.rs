@@ -5,10 +5,12 @@
 #![forbid(unsafe_code)]
 
 mod code;
+mod docs;
 mod lines;
 mod number;
 
 pub use code::Code;
+pub use docs::{rule_doc, DIAGNOSTICS_MD};
 pub use lines::{LineCol, LineIndex};
 pub use number::num;
 
