@@ -115,6 +115,7 @@ pub fn run(
     stdin_filename: Option<&Path>,
     format: Format,
     deny: Option<Deny>,
+    docs_url: Option<&str>,
     color: ColorChoice,
 ) -> Result<ExitCode> {
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
@@ -158,7 +159,9 @@ pub fn run(
             s
         }
         Format::Json => dpplan_render::json(&results),
-        Format::Sarif => dpplan_render::sarif(&results),
+        Format::Sarif => {
+            dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })
+        }
         Format::Github => dpplan_render::github(&results),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;

@@ -67,6 +67,11 @@ enum Command {
         /// Treat warnings as errors.
         #[arg(long, value_enum)]
         deny: Option<Deny>,
+        /// Where docs/diagnostics.md is published: SARIF rules link to it
+        /// (`helpUri`, this URL plus `#dp009`). Without it no link is made
+        /// up; the rules carry the documentation text itself.
+        #[arg(long, value_name = "URL")]
+        docs_url: Option<String>,
         /// Colour for the human format.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -107,8 +112,16 @@ fn main() -> ExitCode {
             stdin_filename,
             format,
             deny,
+            docs_url,
             color,
-        } => check::run(&paths, stdin_filename.as_deref(), format, deny, color),
+        } => check::run(
+            &paths,
+            stdin_filename.as_deref(),
+            format,
+            deny,
+            docs_url.as_deref(),
+            color,
+        ),
         Command::Account(a) => account::run(a),
         Command::Report(a) => report::run(a),
         Command::Fmt { paths, check } => fmt::run(&paths, check),

@@ -130,3 +130,84 @@ fn check_reads_standard_input_under_the_name_given() {
         text(&o.stderr)
     );
 }
+
+fn sarif_of(plan: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "check",
+        "-",
+        "--stdin-filename",
+        "p.dpplan",
+        "--format",
+        "sarif",
+    ];
+    args.extend_from_slice(extra);
+    let o = dpplan(&args, Some(plan.as_bytes()));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o.stderr)))
+}
+
+/// (fingerprint, start line) of every result.
+fn prints(sarif: &serde_json::Value) -> Vec<(String, u64)> {
+    sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["partialFingerprints"]["dpplan/v1"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    .as_u64()
+                    .unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sarif_fingerprints_survive_edits_elsewhere_and_rules_carry_their_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plan =
+        std::fs::read_to_string(root.join("tests/corpus/dp009-fresh-rerelease.dpplan")).unwrap();
+    let before = prints(&sarif_of(&plan, &[]));
+    assert!(!before.is_empty());
+    // three comment lines above: every region moves, no fingerprint does
+    let moved = prints(&sarif_of(&format!("// a\n// b\n// c\n{plan}"), &[]));
+    assert_eq!(before.len(), moved.len());
+    for ((p0, l0), (p1, l1)) in before.iter().zip(&moved) {
+        assert_eq!(p0, p1);
+        assert_eq!(l0 + 3, *l1);
+    }
+    // distinct results, distinct fingerprints
+    let mut unique: Vec<&String> = before.iter().map(|(p, _)| p).collect();
+    unique.dedup();
+    assert_eq!(unique.len(), before.len());
+    // negative control: the flagged text itself changes -> a new fingerprint
+    let edited = plan.replacen("schedule", "schedule  ", 1);
+    let changed = prints(&sarif_of(&edited.replacen("10 times", "11 times", 1), &[]));
+    assert!(changed.iter().any(|c| !before.contains(c)), "{changed:?}");
+
+    // rules: documentation as help; a link only where a base is given
+    let s = sarif_of(&plan, &[]);
+    let rule = &s["runs"][0]["tool"]["driver"]["rules"][9];
+    assert_eq!(rule["id"], "DP009");
+    assert!(rule["help"]["markdown"]
+        .as_str()
+        .unwrap()
+        .contains("**fresh-rerelease** (hint)"));
+    assert!(rule.get("helpUri").is_none());
+    let s = sarif_of(
+        &plan,
+        &["--docs-url", "https://docs.example/diagnostics.md"],
+    );
+    assert_eq!(
+        s["runs"][0]["tool"]["driver"]["rules"][9]["helpUri"],
+        "https://docs.example/diagnostics.md#dp009"
+    );
+    // the plan's claim travels with the run
+    let claim = &s["runs"][0]["properties"]["plans"][0];
+    assert_eq!(claim["path"], "p.dpplan");
+    assert!(claim["epsilon"].as_f64().unwrap() > 0.0);
+    assert_eq!(claim["budget"]["epsilon"], 3.0);
+}

@@ -130,25 +130,100 @@ fn sarif_region(text: &str, index: &LineIndex, span: dpplan_diagnostics::Span) -
     })
 }
 
+/// What a SARIF document may add beyond the diagnostics.
+#[derive(Debug, Clone, Default)]
+pub struct SarifOptions<'a> {
+    /// Where docs/diagnostics.md is published (e.g. the repository's
+    /// `…/blob/main/docs/diagnostics.md`): each rule's `helpUri` is this
+    /// plus `#dp009`. `None`: no `helpUri` (never a guessed host); the rule's
+    /// help carries the documentation itself.
+    pub docs_url: Option<&'a str>,
+}
+
 /// SARIF 2.1.0 with one run, every diagnostic code as a rule.
 pub fn sarif(files: &[FileResult]) -> String {
-    let rules: Vec<Value> = Code::ALL
+    sarif_with(files, &SarifOptions::default())
+}
+
+/// One rule per code: its title, its documentation (docs/diagnostics.md,
+/// embedded) as `help.text` and `help.markdown`, and `helpUri` when a
+/// documentation base is given.
+fn sarif_rules(opts: &SarifOptions) -> Vec<Value> {
+    Code::ALL
         .iter()
         .map(|c| {
-            json!({
+            let doc = dpplan_diagnostics::rule_doc(*c).unwrap_or_default();
+            let mut rule = json!({
                 "id": c.as_str(),
                 "name": c.name(),
                 "shortDescription": {"text": c.title()},
                 "fullDescription": {"text": format!("{} (see {}).", c.title(), c.doc_path())},
+                "help": {
+                    "text": format!("{}: {}\n\n{}", c.as_str(), c.title(), plain_text(doc)),
+                    "markdown": format!("**{}**: {}\n\n{doc}", c.as_str(), c.title()),
+                },
                 "defaultConfiguration": {"level": sarif_level(c.default_severity())},
-            })
+            });
+            if let Some(base) = opts.docs_url {
+                rule["helpUri"] = format!(
+                    "{}#{}",
+                    base.trim_end_matches('#'),
+                    c.as_str().to_ascii_lowercase()
+                )
+                .into();
+            }
+            rule
         })
-        .collect();
+        .collect()
+}
+
+/// Markdown as plain text: emphasis and code marks dropped, fences removed.
+fn plain_text(md: &str) -> String {
+    md.lines()
+        .filter(|l| !l.starts_with("```"))
+        .map(|l| l.replace("**", "").replace('`', ""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A fingerprint of a diagnostic that survives edits elsewhere in the file
+/// (lines added above it move its region, not its fingerprint): SHA-256 of
+/// its code, the text its primary span covers (whitespace collapsed) and
+/// how many earlier diagnostics of the file share both.
+fn fingerprints(text: &str, diagnostics: &[Diagnostic]) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    let mut seen: std::collections::HashMap<(Code, String), usize> = Default::default();
+    diagnostics
+        .iter()
+        .map(|d| {
+            let span = d.primary.span;
+            let covered = text
+                .get(span.start.min(text.len())..span.end.min(text.len()))
+                .unwrap_or("");
+            let snippet: String = covered.split_whitespace().collect::<Vec<_>>().join(" ");
+            let ordinal = seen.entry((d.code, snippet.clone())).or_insert(0);
+            let mut h = Sha256::new();
+            h.update(d.code.as_str().as_bytes());
+            h.update([0]);
+            h.update(snippet.as_bytes());
+            h.update([0]);
+            h.update(ordinal.to_string().as_bytes());
+            *ordinal += 1;
+            h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        })
+        .collect()
+}
+
+/// SARIF 2.1.0 with one run, every diagnostic code as a rule, each plan's
+/// claimed (ε, δ) in the run's properties.
+pub fn sarif_with(files: &[FileResult], opts: &SarifOptions) -> String {
+    let rules = sarif_rules(opts);
     let mut results = Vec::new();
     for f in files {
         let index = LineIndex::new(f.text);
         let uri = f.path.trim_start_matches("./").replace('\\', "/");
-        for d in &f.analysis.diagnostics {
+        let prints = fingerprints(f.text, &f.analysis.diagnostics);
+        for (d, print) in f.analysis.diagnostics.iter().zip(prints) {
             let rule_index = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
             let mut text = d.message.clone();
             if let Some(h) = &d.help {
@@ -159,6 +234,7 @@ pub fn sarif(files: &[FileResult]) -> String {
                 "ruleIndex": rule_index,
                 "level": sarif_level(d.severity),
                 "message": {"text": text},
+                "partialFingerprints": {"dpplan/v1": print},
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": uri},
@@ -198,9 +274,30 @@ pub fn sarif(files: &[FileResult]) -> String {
             }},
             "columnKind": "unicodeCodePoints",
             "results": results,
+            "properties": {"plans": plan_claims(files)},
         }],
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// Each plan's claim, for the run's properties: the composed (ε, δ), the
+/// accountant that gave it and the budget (null where nothing is claimed).
+fn plan_claims(files: &[FileResult]) -> Vec<Value> {
+    files
+        .iter()
+        .map(|f| {
+            let r = f.analysis.report.as_ref();
+            let total = r.and_then(|r| r.total.as_ref());
+            json!({
+                "path": f.path.trim_start_matches("./").replace('\\', "/"),
+                "epsilon": total.map(|t| t.epsilon),
+                "delta": total.map(|t| t.delta),
+                "accountant": total.map(|t| t.accountant.name()),
+                "budget": r.map(|r| json!({"epsilon": r.budget.epsilon, "delta": r.budget.delta})),
+                "within_budget": r.and_then(|r| r.within_budget),
+            })
+        })
+        .collect()
 }
 
 fn escape_data(s: &str) -> String {
