@@ -12,6 +12,8 @@
 #     and PySpark 4.3.0 from the Python package index in a virtual
 #     environment under target/test-deps/spark-venv: the Spark engine's tests
 #     run against a real Spark (scripts/spark-cluster.sh starts it).
+#   - pre-commit 4.7.0 from PyPI in target/test-deps/precommit-venv (the
+#     repository's hooks are run by it: scripts/test-precommit.sh);
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,5 +54,12 @@ mpmath_py="$deps/mpmath-venv/bin/python"
 if ! { [ -x "$mpmath_py" ] && "$mpmath_py" -c 'import mpmath, sys; sys.exit(mpmath.__version__ != "1.3.0")' 2>/dev/null; }; then
   python3 -m venv "$deps/mpmath-venv"
   "$deps/mpmath-venv/bin/pip" install -q "mpmath==1.3.0"
+fi
+# pre-commit (PyPI, pinned) in a venv: scripts/test-precommit.sh runs the
+# repository's hooks with it
+pc_py="$deps/precommit-venv/bin/python"
+if ! { [ -x "$pc_py" ] && "$pc_py" -c 'import importlib.metadata as m, sys; sys.exit(m.version("pre-commit") != "4.7.0")' 2>/dev/null; }; then
+  python3 -m venv "$deps/precommit-venv"
+  "$deps/precommit-venv/bin/pip" install -q --disable-pip-version-check "pre-commit==4.7.0"
 fi
 echo "test dependencies ready in $deps"

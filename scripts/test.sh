@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 spark_cluster_start 1 2 2g
 cargo test --locked --workspace
 spark_cluster_stop
+# The CI packages as users meet them: the pre-commit hooks run by
+# pre-commit, the GitHub Action's scripts, the VS Code extension's .vsix.
+bin_dir="${CARGO_TARGET_DIR:-target}/debug"
+DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the
