@@ -16,6 +16,7 @@ spark_cluster_stop
 # pre-commit, the GitHub Action's scripts, the VS Code extension's .vsix.
 bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
+DPPLAN_BIN="$bin_dir/dpplan" scripts/test-action.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the

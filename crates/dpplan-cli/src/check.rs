@@ -165,6 +165,9 @@ pub fn run(
         Format::Github => dpplan_render::github(&results),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
+    if format == Format::Github {
+        write_job_summary(&results)?;
+    }
     let failed = results.iter().any(|r| {
         r.analysis.diagnostics.iter().any(|d| {
             d.severity == Severity::Error
@@ -176,4 +179,22 @@ pub fn run(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// In a GitHub Actions job (`GITHUB_STEP_SUMMARY` set), appends the
+/// check's summary in Markdown to the job's summary page.
+fn write_job_summary(results: &[FileResult]) -> Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let path = PathBuf::from(path);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot open the job summary `{}`", path.display()))?;
+    std::io::Write::write_all(&mut file, dpplan_render::github_summary(results).as_bytes())
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot write the job summary `{}`", path.display()))
 }

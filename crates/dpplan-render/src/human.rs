@@ -127,18 +127,10 @@ fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
     }
 }
 
-/// The per-plan summary: unit, adjacency, bounds, every query's cost and the
-/// composed total with the accountant that produced it.
-pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
-    let mut out = String::new();
-    let name = r.name.as_deref().unwrap_or("(unnamed)");
-    out.push_str(&format!("\nplan \"{name}\" ({path})\n"));
-    out.push_str(&format!(
-        "  unit: {} — {}\n",
-        r.unit.kind, r.unit.description
-    ));
-    out.push_str(&format!("  adjacency: {}\n", r.adjacency));
-    // The accuracy column only when a query states a requirement.
+/// The plan table's header and rows (one per query, then one per
+/// `publish`): what `dpplan check` prints and the GitHub job summary shows.
+/// The accuracy column only when a query states a requirement.
+pub fn summary_rows(r: &CheckedPlan) -> (Vec<String>, Vec<Vec<String>>) {
     let with_accuracy = r.queries.iter().any(|q| q.accuracy.is_some());
     let mut header = vec![
         "query",
@@ -200,6 +192,21 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
         }
         rows.push(row);
     }
+    (header, rows)
+}
+
+/// The per-plan summary: unit, adjacency, bounds, every query's cost and the
+/// composed total with the accountant that produced it.
+pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
+    let mut out = String::new();
+    let name = r.name.as_deref().unwrap_or("(unnamed)");
+    out.push_str(&format!("\nplan \"{name}\" ({path})\n"));
+    out.push_str(&format!(
+        "  unit: {} — {}\n",
+        r.unit.kind, r.unit.description
+    ));
+    out.push_str(&format!("  adjacency: {}\n", r.adjacency));
+    let (header, rows) = summary_rows(r);
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {

@@ -10,8 +10,8 @@
 mod human;
 mod machine;
 
-pub use human::{human, summary_table};
-pub use machine::{github, json, json_value, sarif, sarif_with, SarifOptions};
+pub use human::{human, summary_rows, summary_table};
+pub use machine::{github, github_summary, json, json_value, sarif, sarif_with, SarifOptions};
 
 use dpplan_check::Analysis;
 

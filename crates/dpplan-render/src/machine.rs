@@ -1,4 +1,4 @@
-use dpplan_diagnostics::{Code, Diagnostic, LineIndex, Severity};
+use dpplan_diagnostics::{num, Code, Diagnostic, LineIndex, Severity};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -337,6 +337,76 @@ pub fn github(files: &[FileResult]) -> String {
                 escape_data(&message)
             ));
         }
+    }
+    out
+}
+
+/// Queries shown per plan in the job summary; the rest are counted.
+const SUMMARY_QUERIES: usize = 200;
+
+/// A Markdown cell: pipes escaped, line breaks flattened.
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The GitHub job summary (`GITHUB_STEP_SUMMARY`) of a check: one row per
+/// plan (claimed ε and δ, accountant, budget, verdict, counts), then each
+/// plan's query table in a collapsed section (at most [`SUMMARY_QUERIES`]
+/// rows a plan, the rest counted), so the summary stays proportional to
+/// what a reviewer reads.
+pub fn github_summary(files: &[FileResult]) -> String {
+    let mut out = String::from("## dpplan check\n\n");
+    out.push_str("| plan | ε | δ | accountant | budget | verdict | errors | warnings | hints |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for f in files {
+        let c = counts(std::slice::from_ref(f));
+        let r = f.analysis.report.as_ref();
+        let total = r.and_then(|r| r.total.as_ref());
+        let cell = |v: Option<String>| v.unwrap_or_else(|| "—".into());
+        let verdict = match (c.errors, r.and_then(|r| r.within_budget)) {
+            (e, _) if e > 0 => "❌ errors",
+            (_, Some(false)) => "❌ over budget",
+            (_, Some(true)) => "✅ within budget",
+            _ => "—",
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {verdict} | {} | {} | {} |\n",
+            md_cell(f.path),
+            cell(total.map(|t| num(t.epsilon))),
+            cell(total.map(|t| num(t.delta))),
+            cell(total.map(|t| md_cell(&t.accountant_name))),
+            cell(r.map(|r| format!("ε = {}, δ = {}", num(r.budget.epsilon), num(r.budget.delta)))),
+            c.errors,
+            c.warnings,
+            c.hints,
+        ));
+    }
+    for f in files {
+        let Some(r) = f.analysis.report.as_ref() else { continue };
+        let (header, rows) = crate::human::summary_rows(r);
+        if rows.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n<details><summary><code>{}</code>: {} queries, {} releases</summary>\n\n",
+            md_cell(f.path).replace('<', "&lt;"),
+            r.queries.len(),
+            r.releases
+        ));
+        out.push_str(&format!("| {} |\n", header.join(" | ")));
+        out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for row in rows.iter().take(SUMMARY_QUERIES) {
+            let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        if rows.len() > SUMMARY_QUERIES {
+            out.push_str(&format!(
+                "\n… and {} more rows (`dpplan check {}` shows them all)\n",
+                rows.len() - SUMMARY_QUERIES,
+                md_cell(f.path)
+            ));
+        }
+        out.push_str("\n</details>\n");
     }
     out
 }
