@@ -17,6 +17,7 @@ spark_cluster_stop
 bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-action.sh
+scripts/test-vscode.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the
