@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use dpplan_check::{CheckedPlan, QueryReport};
-use dpplan_diagnostics::Span;
+use dpplan_diagnostics::{Code, Span};
 use dpplan_syntax::ast::{self, ColumnType};
 
 use crate::{keyword_doc, num, Document, Hover, InlayHint, InlayKind, SymbolKind};
@@ -54,6 +54,42 @@ pub(crate) fn hover(doc: &Document, offset: usize) -> Option<Hover> {
         span: Span::new(w.start, w.end),
         markdown,
     })
+}
+
+/// `base` (the ordinary hover, if any) followed by the documentation of
+/// each code (at most three, in order) whose diagnostic's primary span holds
+/// `offset`; the span widened to cover those diagnostics' spans.
+pub(crate) fn with_rule_docs(doc: &Document, offset: usize, base: Option<Hover>) -> Option<Hover> {
+    let mut codes: Vec<(Code, Span)> = Vec::new();
+    for d in doc.diagnostics() {
+        let s = d.primary.span;
+        let holds = s.start <= offset && (offset < s.end || (s.start == s.end && offset == s.end));
+        if holds && !codes.iter().any(|(c, _)| *c == d.code) {
+            codes.push((d.code, s));
+        }
+    }
+    if codes.is_empty() {
+        return base;
+    }
+    let (mut md, mut span) = match base {
+        Some(h) => (h.markdown, h.span),
+        None => (String::new(), codes[0].1),
+    };
+    for (code, s) in codes.iter().take(3) {
+        if !md.is_empty() {
+            md.push_str("\n\n---\n\n");
+        }
+        let text = dpplan_diagnostics::rule_doc(*code).unwrap_or_default();
+        let _ = write!(
+            md,
+            "**{} {}** — {}\n\n{text}",
+            code.as_str(),
+            code.name(),
+            code.title()
+        );
+        span = Span::new(span.start.min(s.start), span.end.max(s.end));
+    }
+    Some(Hover { span, markdown: md })
 }
 
 fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Option<String> {

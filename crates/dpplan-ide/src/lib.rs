@@ -330,6 +330,14 @@ impl Document {
         hover::hover(self, offset)
     }
 
+    /// The hover at the offset with, below it, the documentation
+    /// (docs/diagnostics.md, built in) of every code whose diagnostic's
+    /// primary span holds the offset: what an editor shows when it has no
+    /// link to the documentation.
+    pub fn hover_with_rule_docs(&self, offset: usize) -> Option<Hover> {
+        hover::with_rule_docs(self, offset, self.hover(offset))
+    }
+
     pub fn inlay_hints(&self, range: Span) -> Vec<InlayHint> {
         hover::inlay_hints(self, range)
     }

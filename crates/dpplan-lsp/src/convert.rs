@@ -335,7 +335,13 @@ pub(crate) fn semantic_tokens(doc: &Document, lines: &Lines<'_>) -> lsp::Semanti
     }
 }
 
+/// The link behind a diagnostic's code: the documentation base (where the
+/// repository's files are published) plus `docs/diagnostics.md#dpNNN`;
+/// none without a base (no host is guessed; the hover shows the text).
 fn doc_url(base: &str, code: dpplan_ide::Code) -> Option<lsp::Uri> {
+    if base.is_empty() {
+        return None;
+    }
     lsp::Uri::from_str(&format!("{base}{}", code.doc_path())).ok()
 }
 

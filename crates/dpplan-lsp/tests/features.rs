@@ -51,10 +51,21 @@ fn diagnostics_have_codes_links_related_spans_and_severities() {
     let dp001 = diags.iter().find(|d| d["code"] == "DP001").unwrap();
     assert_eq!(dp001["severity"], 1);
     assert_eq!(dp001["source"], "dpplan");
-    assert_eq!(
-        dp001["codeDescription"]["href"],
-        "https://github.com/dpplan/dpplan/blob/main/docs/diagnostics.md#dp001"
+    // no documentation base configured: no link is made up ...
+    assert!(dp001.get("codeDescription").is_none(), "{dp001}");
+    // ... and the hover on the flagged span shows the code's documentation
+    let start = &dp001["range"]["start"];
+    let h = c.ok(
+        "textDocument/hover",
+        at(
+            URI,
+            start["line"].as_u64().unwrap() as u32,
+            start["character"].as_u64().unwrap() as u32 + 1,
+        ),
     );
+    let md = h["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("**DP001 unbounded-contribution**"), "{md}");
+    assert!(md.contains(dpplan_diagnostics_doc("DP001")), "{md}");
     let related = dp001["relatedInformation"].as_array().unwrap();
     assert_eq!(related[0]["message"], "user-level unit declared here");
     let (l, ch) = utf16_pos(&text, text.find("unit user by user_id").unwrap());
@@ -95,6 +106,9 @@ fn docs_base_is_configurable() {
         diags[0]["codeDescription"]["href"],
         "file:///opt/dpplan/docs/diagnostics.md#dp015"
     );
+    // with a link, the hover does not repeat the documentation
+    let h = c.ok("textDocument/hover", at(URI, 0, 1));
+    assert!(!h.to_string().contains("missing-declaration"), "{h}");
     assert!(c.shutdown());
 }
 
@@ -584,4 +598,21 @@ fn exit_without_shutdown_is_not_clean() {
     let mut c = Client::utf16();
     c.notify("exit", Value::Null);
     assert!(!c.server.take().unwrap().join().unwrap());
+}
+
+/// A code's section of docs/diagnostics.md, read from the file (not from
+/// the server's embedded copy).
+fn dpplan_diagnostics_doc(code: &str) -> &'static str {
+    let doc: &'static str = Box::leak(
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/diagnostics.md"
+        ))
+        .unwrap()
+        .into_boxed_str(),
+    );
+    let head = format!("## {code}\n");
+    let start = doc.find(&head).unwrap() + head.len();
+    let end = doc[start..].find("\n## ").map_or(doc.len(), |e| start + e);
+    doc[start..end].trim()
 }

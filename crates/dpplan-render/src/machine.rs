@@ -382,7 +382,9 @@ pub fn github_summary(files: &[FileResult]) -> String {
         ));
     }
     for f in files {
-        let Some(r) = f.analysis.report.as_ref() else { continue };
+        let Some(r) = f.analysis.report.as_ref() else {
+            continue;
+        };
         let (header, rows) = crate::human::summary_rows(r);
         if rows.is_empty() {
             continue;

@@ -94,7 +94,7 @@ fn handle(
     target: Option<&Snapshot>,
 ) -> Result<Value, Failure> {
     let table = RequestDispatcher::new(method, params, target)
-        .on_document::<HoverRequest>(handlers::hover)
+        .on_document::<HoverRequest>(|snap, p| handlers::hover(snap, p, ctx))
         .on_document::<Completion>(handlers::completion)
         .on_document::<GotoDefinition>(handlers::definition)
         .on_document::<References>(handlers::references)

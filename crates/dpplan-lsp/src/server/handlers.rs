@@ -19,10 +19,22 @@ use super::dispatch::{Ctx, Failure};
 use super::state::{open, Snapshot};
 use crate::convert;
 
-pub(super) fn hover(snap: &Snapshot, p: lsp::HoverParams) -> Result<Option<lsp::Hover>, Failure> {
+/// The hover; when no documentation base is configured (so diagnostics
+/// carry no link), it also shows the documentation of the diagnostics under
+/// the cursor.
+pub(super) fn hover(
+    snap: &Snapshot,
+    p: lsp::HoverParams,
+    ctx: &Ctx,
+) -> Result<Option<lsp::Hover>, Failure> {
     let (doc, lines) = (snap.doc()?, snap.lines());
     let offset = lines.offset(p.text_document_position_params.position);
-    Ok(doc.hover(offset).map(|h| convert::to_hover(h, &lines)))
+    let h = if ctx.docs_base.is_empty() {
+        doc.hover_with_rule_docs(offset)
+    } else {
+        doc.hover(offset)
+    };
+    Ok(h.map(|h| convert::to_hover(h, &lines)))
 }
 
 pub(super) fn completion(

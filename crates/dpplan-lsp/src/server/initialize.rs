@@ -41,7 +41,7 @@ impl Server {
         if let Ok(base) = std::env::var("DPPLAN_DOCS_BASE") {
             self.docs_base = base;
         }
-        if !self.docs_base.ends_with('/') {
+        if !self.docs_base.is_empty() && !self.docs_base.ends_with('/') {
             self.docs_base.push('/');
         }
         let caps = lsp::ServerCapabilities {

@@ -66,8 +66,11 @@ pub struct ServerOptions {
     pub test_methods: bool,
 }
 
-/// The default base of documentation links: `{base}docs/diagnostics.md#dp001`.
-pub const DEFAULT_DOCS_BASE: &str = "https://github.com/dpplan/dpplan/blob/main/";
+/// The default base of documentation links (`{base}docs/diagnostics.md#dp001`):
+/// none. Where the documentation is published is the user's to say
+/// (`docsBaseUrl`, `DPPLAN_DOCS_BASE`); without it diagnostics carry no link
+/// and the hover shows the documentation itself.
+pub const DEFAULT_DOCS_BASE: &str = "";
 
 struct Server {
     sender: Sender<Message>,
