@@ -163,6 +163,7 @@ pub fn run(
             dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })
         }
         Format::Github => dpplan_render::github(&results),
+        Format::Junit => dpplan_render::junit(&results, deny == Some(Deny::Warnings)),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
     if format == Format::Github {

@@ -36,6 +36,8 @@ pub(crate) enum Format {
     Json,
     Sarif,
     Github,
+    /// JUnit XML, for CI systems that show test reports.
+    Junit,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -211,3 +211,74 @@ fn sarif_fingerprints_survive_edits_elsewhere_and_rules_carry_their_docs() {
     assert!(claim["epsilon"].as_f64().unwrap() > 0.0);
     assert_eq!(claim["budget"]["epsilon"], 3.0);
 }
+
+/// Parses JUnit XML with Python's ElementTree (an independent XML parser)
+/// and returns, per suite, (name, tests, failures, failing case names).
+fn junit_suites(xml: &[u8]) -> Vec<(String, usize, usize, Vec<String>)> {
+    let script = r#"
+import json, sys, xml.etree.ElementTree as ET
+root = ET.fromstring(sys.stdin.buffer.read())
+assert root.tag == "testsuites"
+out = []
+for s in root.findall("testsuite"):
+    cases = s.findall("testcase")
+    failing = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert int(s.get("tests")) == len(cases)
+    assert int(s.get("failures")) == len(failing)
+    out.append([s.get("name"), len(cases), len(failing), failing])
+assert int(root.get("tests")) == sum(o[1] for o in out)
+assert int(root.get("failures")) == sum(o[2] for o in out)
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child.stdin.take().unwrap().write_all(xml).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "not valid JUnit XML:\n{}", text(xml));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn junit_report_fails_what_check_fails() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let p = |f: &str| root.join(f).to_str().unwrap().to_string();
+    let (good, bad, warn) = (
+        p("examples/census/census.dpplan"),
+        p("tests/corpus/dp001-unbounded-contribution.dpplan"),
+        p("tests/corpus/dp008-per-person.dpplan"),
+    );
+    let o = dpplan(&["check", "--format", "junit", &good, &bad, &warn], None);
+    assert_eq!(o.status.code(), Some(1));
+    let suites = junit_suites(&o.stdout);
+    assert_eq!(suites.len(), 3);
+    assert_eq!((suites[0].1, suites[0].2), (1, 0), "{suites:?}");
+    assert!(suites[1]
+        .3
+        .iter()
+        .any(|n| n.starts_with("DP001 unbounded-contribution (line 7)")));
+    assert!(
+        suites[1].3.contains(&"budget".to_string()),
+        "no claim: the budget case fails"
+    );
+    assert_eq!(suites[2].2, 0, "a warning passes");
+    // the claim is in the budget case's output
+    assert!(text(&o.stdout).contains("ε = 1.74507, δ = 1e-9 (zCDP); budget ε = 2, δ = 1e-9"));
+    // denied warnings fail, in the report as in the exit code
+    let o = dpplan(
+        &["check", "--format", "junit", "--deny", "warnings", &warn],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let suites = junit_suites(&o.stdout);
+    assert_eq!(suites[0].3.len(), 1);
+    assert!(suites[0].3[0].starts_with("DP008"));
+    // an over-budget plan fails its budget case
+    let over = p("tests/corpus/dp011-over-budget.dpplan");
+    let o = dpplan(&["check", "--format", "junit", &over], None);
+    let suites = junit_suites(&o.stdout);
+    assert!(suites[0].3.contains(&"budget".to_string()), "{suites:?}");
+}

@@ -8,9 +8,11 @@
 #![forbid(unsafe_code)]
 
 mod human;
+mod junit;
 mod machine;
 
 pub use human::{human, summary_rows, summary_table};
+pub use junit::junit;
 pub use machine::{github, github_summary, json, json_value, sarif, sarif_with, SarifOptions};
 
 use dpplan_check::Analysis;
