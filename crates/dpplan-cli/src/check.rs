@@ -116,6 +116,7 @@ pub fn run(
     format: Format,
     deny: Option<Deny>,
     docs_url: Option<&str>,
+    config: Option<&Path>,
     color: ColorChoice,
 ) -> Result<ExitCode> {
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
@@ -123,6 +124,8 @@ pub fn run(
         let analysis = analyze(&text);
         loaded.push((name, text, analysis));
     }
+    let shared = crate::policy::apply(&mut loaded, config)?;
+    let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
     let results: Vec<FileResult> = loaded
         .iter()
         .map(|(path, text, analysis)| FileResult {
@@ -156,9 +159,16 @@ pub fn run(
                 c.hints,
                 if c.hints == 1 { "" } else { "s" },
             ));
+            s.push_str(&crate::policy::human(&shared, &names));
             s
         }
-        Format::Json => dpplan_render::json(&results),
+        Format::Json => {
+            let mut v = dpplan_render::json_value(&results);
+            if !shared.is_empty() {
+                v["shared_budgets"] = crate::policy::json(&shared, &names);
+            }
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
         Format::Sarif => {
             dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })
         }

@@ -15,6 +15,7 @@ mod fmt;
 mod freeze;
 mod ledger;
 mod lsp;
+mod policy;
 mod report;
 mod rule;
 mod run;
@@ -74,6 +75,10 @@ enum Command {
         /// up; the rules carry the documentation text itself.
         #[arg(long, value_name = "URL")]
         docs_url: Option<String>,
+        /// The policy file for every plan (default: each plan's nearest
+        /// `dpplan.toml`, in its directory or above; docs/policy.md).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// Colour for the human format.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
@@ -115,6 +120,7 @@ fn main() -> ExitCode {
             format,
             deny,
             docs_url,
+            config,
             color,
         } => check::run(
             &paths,
@@ -122,6 +128,7 @@ fn main() -> ExitCode {
             format,
             deny,
             docs_url.as_deref(),
+            config.as_deref(),
             color,
         ),
         Command::Account(a) => account::run(a),

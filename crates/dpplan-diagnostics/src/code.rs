@@ -78,6 +78,22 @@ codes! {
     /// A query's noise does not meet its `accuracy` requirement, or the
     /// requirement and the budget cannot both hold.
     AccuracyTarget = "019", "accuracy-target", Error, "A query's noise does not meet its accuracy requirement";
+    /// The plan claims more than the policy's largest ε or δ.
+    PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
+    /// δ is not below 1/population^k, or the population is missing.
+    PolicyDelta = "101", "policy-delta", Error, "δ is not small enough next to the population the policy asks for";
+    /// A unit or adjacency the policy does not allow.
+    PolicyUnit = "102", "policy-unit", Error, "The privacy unit or adjacency is not one the policy allows";
+    /// A mechanism or accountant the policy does not allow.
+    PolicyMechanism = "103", "policy-mechanism", Error, "A mechanism or accountant the policy does not allow";
+    /// More releases than the policy allows.
+    PolicyReleases = "104", "policy-releases", Error, "More releases than the policy allows";
+    /// Less noise, relative to the sensitivity, than the policy asks for.
+    PolicyNoise = "105", "policy-noise", Error, "Less noise relative to the sensitivity than the policy asks for";
+    /// A query without the accuracy requirement the policy asks for.
+    PolicyAccuracy = "106", "policy-accuracy", Error, "A query states no accuracy requirement, which the policy asks for";
+    /// The plans reading one data source spend more than its shared budget.
+    SharedBudget = "107", "shared-budget", Error, "The plans reading one data source together exceed its shared budget";
 }
 
 impl Code {
