@@ -3,7 +3,8 @@
 //! the line the diagnostic points at. The test checks that the checker
 //! reports exactly those, that `dpplan check` exits 1 exactly when one of
 //! them is an error, and that every diagnostic code has a file that triggers
-//! it and a near miss (`dpNNN-near-miss.dpplan`) that does not.
+//! it and a near miss (`dpNNN-near-miss.dpplan`) that does not (the
+//! policy's codes, DP100 and up, in tests/policy/).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -91,7 +92,10 @@ fn every_corpus_file_reports_exactly_its_expectations() {
 #[test]
 fn every_code_has_a_trigger_and_a_near_miss() {
     let files = corpus_files();
-    for code in Code::ALL {
+    // the policy's codes (DP100 and up) need a policy file: their triggers
+    // and near misses are in tests/policy/ (crates/dpplan-cli/tests/policy_cli.rs)
+    let policy = |c: &Code| c.as_str()[2..].parse::<u32>().is_ok_and(|n| n >= 100);
+    for code in Code::ALL.iter().filter(|c| !policy(c)) {
         let prefix = code.as_str().to_ascii_lowercase();
         let triggers: Vec<&PathBuf> = files
             .iter()

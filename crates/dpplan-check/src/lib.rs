@@ -15,6 +15,7 @@ pub mod sensitivity;
 
 mod checker;
 mod noise;
+pub mod suppress;
 
 use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
@@ -35,11 +36,25 @@ pub struct Analysis {
     pub diagnostics: Vec<Diagnostic>,
     /// The checked plan; `None` when the privacy block is missing or broken.
     pub report: Option<CheckedPlan>,
+    /// The `// dpplan: allow` comments of the text ([`suppress`]).
+    pub allows: Vec<suppress::Allow>,
+    /// The diagnostics they suppressed, with their reasons (not counted).
+    pub suppressed: Vec<suppress::Suppressed>,
 }
 
 impl Analysis {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Applies the `allow` comments to the diagnostics as they are now (run
+    /// again after diagnostics are added, e.g. a policy's).
+    pub fn apply_allows(&mut self) {
+        suppress::apply(
+            &mut self.allows,
+            &mut self.diagnostics,
+            &mut self.suppressed,
+        );
     }
 }
 
@@ -53,12 +68,18 @@ pub fn analyze_with(text: &str, options: &AnalysisOptions) -> Analysis {
     let mut diagnostics = parsed.diagnostics;
     let (report, semantic) = checker::check(&parsed.plan, options);
     diagnostics.extend(semantic);
+    let (allows, problems) = suppress::parse(text);
+    diagnostics.extend(problems);
     dpplan_diagnostics::sort(&mut diagnostics);
-    Analysis {
+    let mut analysis = Analysis {
         ast: parsed.plan,
         diagnostics,
         report,
-    }
+        allows,
+        suppressed: Vec::new(),
+    };
+    analysis.apply_allows();
+    analysis
 }
 
 #[cfg(test)]

@@ -149,7 +149,7 @@ pub fn run(
             }
             let c = dpplan_render::counts(&results);
             s.push_str(&format!(
-                "\nchecked {} plan{}: {} error{}, {} warning{}, {} hint{}\n",
+                "\nchecked {} plan{}: {} error{}, {} warning{}, {} hint{}{}\n",
                 results.len(),
                 if results.len() == 1 { "" } else { "s" },
                 c.errors,
@@ -158,6 +158,14 @@ pub fn run(
                 if c.warnings == 1 { "" } else { "s" },
                 c.hints,
                 if c.hints == 1 { "" } else { "s" },
+                match results
+                    .iter()
+                    .map(|r| r.analysis.suppressed.len())
+                    .sum::<usize>()
+                {
+                    0 => String::new(),
+                    n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
+                }
             ));
             s.push_str(&crate::policy::human(&shared, &names));
             s

@@ -82,6 +82,7 @@ pub fn apply(
             let analysis = &mut plans[members[k]].2;
             analysis.diagnostics.push(d);
             dpplan_policy::set_levels(&effective[k], &mut analysis.diagnostics);
+            analysis.apply_allows();
         }
         shared.extend(results.into_iter().map(|result| Shared {
             policy: file.clone(),

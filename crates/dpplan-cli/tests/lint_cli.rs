@@ -282,3 +282,50 @@ fn junit_report_fails_what_check_fails() {
     let suites = junit_suites(&o.stdout);
     assert!(suites[0].3.contains(&"budget".to_string()), "{suites:?}");
 }
+
+/// Suppressed diagnostics leave the counts and the exit code, and are kept,
+/// with their reasons, in JSON (`suppressed`) and SARIF (`suppressions`).
+#[test]
+fn suppressions_are_listed_with_their_reasons() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let near = root.join("tests/corpus/dp020-near-miss.dpplan");
+    let path = near.to_str().unwrap();
+    let o = dpplan(&["check", path, "--format", "json"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["files"][0]["diagnostics"].as_array().unwrap().is_empty());
+    let s = v["files"][0]["suppressed"].as_array().unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0]["code"], "DP009");
+    assert_eq!(s[0]["reason"], "a weekly re-release reviewed in PRIV-12");
+    assert_eq!(s[0]["suppressed_by"]["start"]["line"], 15);
+    // negative control: without the comments, the hints come back
+    let bare: String = std::fs::read_to_string(&near)
+        .unwrap()
+        .lines()
+        .map(|l| l.split("// dpplan:").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let o = dpplan(&["check", "-", "--format", "json"], Some(bare.as_bytes()));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 2);
+    assert!(v["files"][0].get("suppressed").is_none());
+    // SARIF keeps them as suppressed results
+    let o = dpplan(&["check", path, "--format", "sarif"], None);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["suppressions"][0]["kind"], "inSource");
+        assert!(
+            r["suppressions"][0]["justification"]
+                .as_str()
+                .unwrap()
+                .len()
+                > 5
+        );
+    }
+    // the human summary says how many were suppressed
+    let o = dpplan(&["check", path, "--color", "never"], None);
+    assert!(text(&o.stdout).contains("0 hints (2 suppressed by `dpplan: allow` comments)"));
+}

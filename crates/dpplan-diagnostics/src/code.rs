@@ -78,6 +78,9 @@ codes! {
     /// A query's noise does not meet its `accuracy` requirement, or the
     /// requirement and the budget cannot both hold.
     AccuracyTarget = "019", "accuracy-target", Error, "A query's noise does not meet its accuracy requirement";
+    /// A `// dpplan: allow` comment that is malformed, suppresses nothing,
+    /// or names an error that cannot be suppressed.
+    Suppression = "020", "suppression", Warning, "A `dpplan: allow` comment is malformed, unused or not allowed";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -35,6 +35,8 @@ pub fn apply(policy: &Policy, plan_path: &Path, analysis: &mut Analysis) {
     let extra = rules::check(analysis, &e, &source);
     analysis.diagnostics.extend(extra);
     set_levels(&e, &mut analysis.diagnostics);
+    // the policy's diagnostics may be suppressed inline too
+    analysis.apply_allows();
 }
 
 /// The levels of `e` applied to `diagnostics` (those set to `off` removed).

@@ -67,6 +67,30 @@ fn file_json(f: &FileResult) -> Value {
         .collect();
     let r = f.analysis.report.as_ref();
     let total = r.and_then(|r| r.total.as_ref());
+    let mut v = file_fields(f, r, total, diagnostics);
+    if !f.analysis.suppressed.is_empty() {
+        v["suppressed"] = f
+            .analysis
+            .suppressed
+            .iter()
+            .map(|s| {
+                let mut d = diagnostic_json(f.text, &index, &s.diagnostic);
+                d["reason"] = s.reason.clone().into();
+                d["suppressed_by"] =
+                    serde_json::to_value(range(f.text, &index, s.comment)).unwrap_or_default();
+                d
+            })
+            .collect();
+    }
+    v
+}
+
+fn file_fields(
+    f: &FileResult,
+    r: Option<&dpplan_check::CheckedPlan>,
+    total: Option<&dpplan_check::TotalReport>,
+    diagnostics: Vec<Value>,
+) -> Value {
     json!({
         "path": f.path,
         "plan": r.and_then(|r| r.name.clone()).or_else(|| f.analysis.ast.name.as_ref().map(|n| n.value.clone())),
@@ -222,8 +246,33 @@ pub fn sarif_with(files: &[FileResult], opts: &SarifOptions) -> String {
     for f in files {
         let index = LineIndex::new(f.text);
         let uri = f.path.trim_start_matches("./").replace('\\', "/");
-        let prints = fingerprints(f.text, &f.analysis.diagnostics);
-        for (d, print) in f.analysis.diagnostics.iter().zip(prints) {
+        let suppressed: Vec<Diagnostic> = f
+            .analysis
+            .suppressed
+            .iter()
+            .map(|s| s.diagnostic.clone())
+            .collect();
+        let all: Vec<Diagnostic> = f
+            .analysis
+            .diagnostics
+            .iter()
+            .chain(&suppressed)
+            .cloned()
+            .collect();
+        let prints = fingerprints(f.text, &all);
+        let reasons: Vec<Option<&str>> = f
+            .analysis
+            .diagnostics
+            .iter()
+            .map(|_| None)
+            .chain(
+                f.analysis
+                    .suppressed
+                    .iter()
+                    .map(|s| Some(s.reason.as_str())),
+            )
+            .collect();
+        for ((d, print), reason) in all.iter().zip(prints).zip(reasons) {
             let rule_index = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
             let mut text = d.message.clone();
             if let Some(h) = &d.help {
@@ -242,6 +291,9 @@ pub fn sarif_with(files: &[FileResult], opts: &SarifOptions) -> String {
                     }
                 }],
             });
+            if let Some(reason) = reason {
+                result["suppressions"] = json!([{"kind": "inSource", "justification": reason}]);
+            }
             if !d.secondary.is_empty() {
                 result["relatedLocations"] = Value::Array(
                     d.secondary
