@@ -1,4 +1,6 @@
 use dpplan_diagnostics::{Code, Diagnostic, LineIndex, Severity};
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -57,17 +59,58 @@ fn diagnostic_json(text: &str, index: &LineIndex, d: &Diagnostic) -> Value {
     })
 }
 
-fn file_json(f: &FileResult) -> Value {
-    let index = LineIndex::new(f.text);
-    let diagnostics: Vec<Value> = f
-        .analysis
-        .diagnostics
-        .iter()
-        .map(|d| diagnostic_json(f.text, &index, d))
-        .collect();
+/// One value of a file's JSON object: small ones built as a `Value`, the
+/// two arrays that grow with the plan (queries, diagnostics) serialised one
+/// element at a time, so that the document is written without ever holding
+/// a `Value` tree of the whole plan (at 10⁵ queries that tree was 2 GB, and
+/// building it took longer than checking the plan).
+enum Field<'a> {
+    Value(Value),
+    Queries(Option<&'a [dpplan_check::QueryReport]>),
+    Diagnostics(&'a FileResult<'a>),
+}
+
+impl Serialize for Field<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        // Each element goes through a `Value` of its own, exactly as the
+        // whole document did before, so its keys keep their sorted order.
+        fn element<S: serde::Serializer, T: Serialize>(
+            seq: &mut S::SerializeSeq,
+            x: T,
+        ) -> Result<(), S::Error> {
+            let v = serde_json::to_value(x).map_err(S::Error::custom)?;
+            seq.serialize_element(&v)
+        }
+        match self {
+            Field::Value(v) => v.serialize(s),
+            Field::Queries(None) => s.serialize_none(),
+            Field::Queries(Some(qs)) => {
+                let mut seq = s.serialize_seq(Some(qs.len()))?;
+                for q in *qs {
+                    element::<S, _>(&mut seq, q)?;
+                }
+                seq.end()
+            }
+            Field::Diagnostics(f) => {
+                let index = LineIndex::new(f.text);
+                let ds = &f.analysis.diagnostics;
+                let mut seq = s.serialize_seq(Some(ds.len()))?;
+                for d in ds {
+                    seq.serialize_element(&diagnostic_json(f.text, &index, d))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// A file's JSON object, keys in sorted order (as `serde_json::Map` keeps
+/// them).
+fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
     let r = f.analysis.report.as_ref();
     let total = r.and_then(|r| r.total.as_ref());
-    json!({
+    let small = json!({
         "path": f.path,
         "plan": r.and_then(|r| r.name.clone()).or_else(|| f.analysis.ast.name.as_ref().map(|n| n.value.clone())),
         "epsilon": total.map(|t| t.epsilon),
@@ -83,33 +126,63 @@ fn file_json(f: &FileResult) -> Value {
         "population": r.and_then(|r| r.population),
         "releases": r.map(|r| r.releases),
         "accountants": r.map(|r| &r.accountants),
-        "queries": r.map(|r| &r.queries),
         "publishes": r.map(|r| &r.publishes),
-        "diagnostics": diagnostics,
-    })
+    });
+    let Value::Object(small) = small else {
+        unreachable!("json! of an object literal is an object")
+    };
+    let mut fields: BTreeMap<String, Field<'a>> =
+        small.into_iter().map(|(k, v)| (k, Field::Value(v))).collect();
+    fields.insert("queries".into(), Field::Queries(r.map(|r| r.queries.as_slice())));
+    fields.insert("diagnostics".into(), Field::Diagnostics(f));
+    fields
 }
 
-/// The whole JSON document as a value.
+/// The whole document: `files` is written file by file, field by field.
+struct Document<'a> {
+    files: &'a [FileResult<'a>],
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let c = counts(self.files);
+        let files: Vec<BTreeMap<String, Field>> = self.files.iter().map(file_fields).collect();
+        let mut m = s.serialize_map(Some(4))?;
+        // sorted: files, schema_version, summary, tool
+        m.serialize_entry("files", &files)?;
+        m.serialize_entry("schema_version", &JSON_SCHEMA_VERSION)?;
+        m.serialize_entry(
+            "summary",
+            &json!({
+                "files": self.files.len(),
+                "errors": c.errors,
+                "warnings": c.warnings,
+                "hints": c.hints,
+                "over_budget": self.files.iter().filter(|f| f.analysis.report.as_ref().and_then(|r| r.within_budget) == Some(false)).count(),
+            }),
+        )?;
+        m.serialize_entry(
+            "tool",
+            &json!({"name": "dpplan", "version": env!("CARGO_PKG_VERSION")}),
+        )?;
+        m.end()
+    }
+}
+
+/// The whole JSON document as a value (the same document as [`json`]
+/// writes; it holds the whole tree in memory).
 pub fn json_value(files: &[FileResult]) -> Value {
-    let c = counts(files);
-    json!({
-        "schema_version": JSON_SCHEMA_VERSION,
-        "tool": {"name": "dpplan", "version": env!("CARGO_PKG_VERSION")},
-        "files": files.iter().map(file_json).collect::<Vec<_>>(),
-        "summary": {
-            "files": files.len(),
-            "errors": c.errors,
-            "warnings": c.warnings,
-            "hints": c.hints,
-            "over_budget": files.iter().filter(|f| f.analysis.report.as_ref().and_then(|r| r.within_budget) == Some(false)).count(),
-        },
-    })
+    serde_json::to_value(Document { files }).unwrap_or_default()
 }
 
-/// The JSON output, pretty-printed, ending with a newline.
+/// The JSON output, pretty-printed, ending with a newline; written field by
+/// field, without a `Value` of the whole document.
 pub fn json(files: &[FileResult]) -> String {
-    // Serialising a `Value` cannot fail.
-    serde_json::to_string_pretty(&json_value(files)).unwrap_or_default() + "\n"
+    // Serialising to a `Vec` cannot fail, and serde_json writes UTF-8.
+    let mut out = serde_json::to_vec_pretty(&Document { files }).unwrap_or_default();
+    out.push(b'\n');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn sarif_level(s: Severity) -> &'static str {
