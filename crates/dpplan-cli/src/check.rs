@@ -114,20 +114,31 @@ pub fn run(
             ));
             s
         }
-        Format::Json => dpplan_render::json(&results),
+        Format::Json => {
+            // Streamed: at 10⁵ queries the document is 10⁸ bytes.
+            crate::out::write_stream(|w| dpplan_render::write_json(w, &results))
+                .into_diagnostic()?;
+            return Ok(exit_code(&results, deny));
+        }
         Format::Sarif => dpplan_render::sarif(&results),
         Format::Github => dpplan_render::github(&results),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
+    Ok(exit_code(&results, deny))
+}
+
+/// 1 when a plan has an error (or, with `--deny warnings`, a warning) or
+/// is over its budget.
+fn exit_code(results: &[FileResult], deny: Option<Deny>) -> ExitCode {
     let failed = results.iter().any(|r| {
         r.analysis.diagnostics.iter().any(|d| {
             d.severity == Severity::Error
                 || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
         }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
     });
-    Ok(if failed {
+    if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }

@@ -11,7 +11,7 @@ mod human;
 mod machine;
 
 pub use human::{human, summary_table};
-pub use machine::{github, json, json_value, sarif};
+pub use machine::{github, json, json_value, sarif, write_json};
 
 use dpplan_check::Analysis;
 

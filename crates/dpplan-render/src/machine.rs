@@ -179,10 +179,17 @@ pub fn json_value(files: &[FileResult]) -> Value {
 /// The JSON output, pretty-printed, ending with a newline; written field by
 /// field, without a `Value` of the whole document.
 pub fn json(files: &[FileResult]) -> String {
-    // Serialising to a `Vec` cannot fail, and serde_json writes UTF-8.
-    let mut out = serde_json::to_vec_pretty(&Document { files }).unwrap_or_default();
-    out.push(b'\n');
+    let mut out = Vec::new();
+    // Writing to a `Vec` cannot fail, and serde_json writes UTF-8.
+    let _ = write_json(&mut out, files);
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`json`] written to `w` as it is produced (the CLI streams it to
+/// standard output, so that the document is never held in memory whole).
+pub fn write_json<W: std::io::Write>(mut w: W, files: &[FileResult]) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, &Document { files })?;
+    w.write_all(b"\n")
 }
 
 fn sarif_level(s: Severity) -> &'static str {
