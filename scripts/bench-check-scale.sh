@@ -8,7 +8,7 @@
 # bench), writes under $TARGET/bench-check-scale/ one plan of N one-release
 # queries of the same statistic per size and the generated 1 MB plan, and
 # runs `dpplan check --format json` (and `--format human`) on each, RUNS
-# (default 3) times, keeping the best wall-clock time and its peak RSS
+# (default 3) times, keeping the best wall-clock time, its CPU time and peak RSS
 # from /usr/bin/time -v, and the size of the output (DPPLAN=path times
 # another build of the binary, e.g. the one before a change). Asserts nothing;
 # prints a table for docs/benchmarks.md with the load average before.
@@ -36,8 +36,8 @@ plans+=("$OUT/generated-1MB.dpplan")
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| plan | bytes | format | best wall | peak RSS | output bytes | exit |"
-echo "|---|---|---|---|---|---|---|"
+echo "| plan | bytes | format | best wall | its CPU (user + sys) | peak RSS | output bytes | exit |"
+echo "|---|---|---|---|---|---|---|---|"
 for p in "${plans[@]}"; do
   for fmt in $FORMATS; do
     best=""
@@ -49,12 +49,14 @@ for p in "${plans[@]}"; do
       set -e
       wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; print s}' "$OUT/time.txt")
       kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$OUT/time.txt")
+      cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$OUT/time.txt")
       if [ -z "$best" ] || awk "BEGIN {exit !($wall < $best)}"; then
         best=$wall
         rss=$kb
+        best_cpu=$cpu
       fi
     done
-    echo "| $(basename "$p" .dpplan) | $(stat -c %s "$p") | $fmt | ${best} s | $((rss / 1024)) MB | $(stat -c %s "$OUT/out.txt") | $code |"
+    echo "| $(basename "$p" .dpplan) | $(stat -c %s "$p") | $fmt | ${best} s | ${best_cpu} s | $((rss / 1024)) MB | $(stat -c %s "$OUT/out.txt") | $code |"
   done
 done
 echo

@@ -131,9 +131,14 @@ fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
     let Value::Object(small) = small else {
         unreachable!("json! of an object literal is an object")
     };
-    let mut fields: BTreeMap<String, Field<'a>> =
-        small.into_iter().map(|(k, v)| (k, Field::Value(v))).collect();
-    fields.insert("queries".into(), Field::Queries(r.map(|r| r.queries.as_slice())));
+    let mut fields: BTreeMap<String, Field<'a>> = small
+        .into_iter()
+        .map(|(k, v)| (k, Field::Value(v)))
+        .collect();
+    fields.insert(
+        "queries".into(),
+        Field::Queries(r.map(|r| r.queries.as_slice())),
+    );
     fields.insert("diagnostics".into(), Field::Diagnostics(f));
     fields
 }

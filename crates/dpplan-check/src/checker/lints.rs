@@ -183,7 +183,11 @@ fn same_statistic(group: &[&QueryPlan]) -> Diagnostic {
     let name = |q: &QueryPlan| format!("`{}`", q.q.name.value);
     let mut who: Vec<String> = again.iter().take(NAMED).map(|q| name(q)).collect();
     let more = again.len().saturating_sub(NAMED);
-    let verb = if again.len() == 1 { "releases" } else { "release" };
+    let verb = if again.len() == 1 {
+        "releases"
+    } else {
+        "release"
+    };
     if more > 0 {
         who.push(format!("{} more queries", fmt_count(more)));
     }

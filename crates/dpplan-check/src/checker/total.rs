@@ -223,9 +223,8 @@ fn query_report(
             })
             .collect()
     };
-    let mut cost = |count: u64| -> Option<CostReport> {
-        costs.of(&parts_releases(count)?, privacy.delta)
-    };
+    let mut cost =
+        |count: u64| -> Option<CostReport> { costs.of(&parts_releases(count)?, privacy.delta) };
     let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
         (cost(1), cost(q.releases))
     } else {
