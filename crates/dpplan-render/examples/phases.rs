@@ -1,71 +1,61 @@
-use std::time::Instant;
-fn main() {
-    let path = std::env::args().nth(1).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
+//! Times each phase of `dpplan check` on one plan file, to find the step
+//! that grows faster than the plan (docs/benchmarks.md, "dpplan check at
+//! scale"):
+//!
+//! ```text
+//! cargo run --release -p dpplan-render --example phases -- PLAN.dpplan
+//! ```
+//!
+//! Each line is one phase alone: the parser, the checker without
+//! accounting, with the requested accountant only, with every accountant,
+//! with each query's cost alone (everything, as `dpplan check` runs it),
+//! then the JSON and terminal renderers of that analysis.
+
+use std::time::{Duration, Instant};
+
+use dpplan_check::{analyze_with, AnalysisOptions};
+
+fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
-    let p = dpplan_syntax::parse(&text);
-    eprintln!("parse {:?}", t.elapsed());
-    drop(p);
-    if std::env::args().nth(2).as_deref() == Some("parse") {
-        for _ in 0..3 {
-            let t = Instant::now();
-            let p = dpplan_syntax::parse(&text);
-            eprintln!("parse {:?} {}", t.elapsed(), p.plan.queries.len());
-        }
-        return;
+    let out = f();
+    let took: Duration = t.elapsed();
+    eprintln!("{what:<40} {:>10.1} ms", took.as_secs_f64() * 1e3);
+    out
+}
+
+fn options(accounting: bool, all_accountants: bool, per_query_costs: bool) -> AnalysisOptions {
+    AnalysisOptions {
+        accounting,
+        all_accountants,
+        per_query_costs,
     }
-    let t = Instant::now();
-    let a = dpplan_check::analyze_with(
-        &text,
-        &dpplan_check::AnalysisOptions {
-            accounting: false,
-            all_accountants: false,
-            per_query_costs: false,
-        },
-    );
-    eprintln!(
-        "analyze no accounting {:?} diags {}",
-        t.elapsed(),
-        a.diagnostics.len()
-    );
-    drop(a);
-    let t = Instant::now();
-    let a = dpplan_check::analyze_with(
-        &text,
-        &dpplan_check::AnalysisOptions {
-            accounting: true,
-            all_accountants: false,
-            per_query_costs: false,
-        },
-    );
-    eprintln!("analyze best only {:?}", t.elapsed());
-    drop(a);
-    let t = Instant::now();
-    let a = dpplan_check::analyze_with(
-        &text,
-        &dpplan_check::AnalysisOptions {
-            accounting: true,
-            all_accountants: true,
-            per_query_costs: false,
-        },
-    );
-    eprintln!("analyze all accts {:?}", t.elapsed());
-    drop(a);
-    let t = Instant::now();
-    let a = dpplan_check::analyze(&text);
-    eprintln!("analyze full {:?}", t.elapsed());
+}
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: phases PLAN.dpplan");
+        std::process::exit(2)
+    };
+    let text = std::fs::read_to_string(&path).expect("a readable plan file");
+    drop(timed("parse", || dpplan_syntax::parse(&text)));
+    for (what, o) in [
+        ("check, no accounting", options(false, false, false)),
+        ("check, requested accountant", options(true, false, false)),
+        ("check, every accountant", options(true, true, false)),
+    ] {
+        drop(timed(what, || analyze_with(&text, &o)));
+    }
+    let a = timed("check, everything (dpplan check)", || {
+        analyze_with(&text, &AnalysisOptions::default())
+    });
     let f = dpplan_render::FileResult {
         path: &path,
         text: &text,
         analysis: &a,
     };
-    let t = Instant::now();
-    let v = dpplan_render::json_value(std::slice::from_ref(&f));
-    eprintln!("json value {:?}", t.elapsed());
-    let t = Instant::now();
-    let s = serde_json::to_string_pretty(&v).unwrap();
-    eprintln!("json string {:?} {}", t.elapsed(), s.len());
-    let t = Instant::now();
-    let s = dpplan_render::human(&f, false);
-    eprintln!("human {:?} {}", t.elapsed(), s.len());
+    let json = timed("render JSON", || {
+        dpplan_render::json(std::slice::from_ref(&f))
+    });
+    let human = timed("render terminal", || dpplan_render::human(&f, false));
+    eprintln!("JSON {} bytes, terminal {} bytes", json.len(), human.len());
 }

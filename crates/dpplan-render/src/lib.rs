@@ -9,6 +9,7 @@
 
 mod human;
 mod machine;
+mod query_json;
 
 pub use human::{human, summary_table};
 pub use machine::{github, json, json_value, sarif, write_json};

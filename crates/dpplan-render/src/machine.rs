@@ -60,7 +60,7 @@ fn diagnostic_json(text: &str, index: &LineIndex, d: &Diagnostic) -> Value {
 }
 
 /// One value of a file's JSON object: small ones built as a `Value`, the
-/// two arrays that grow with the plan (queries, diagnostics) serialised one
+/// two arrays that grow with the plan (queries, diagnostics) written one
 /// element at a time, so that the document is written without ever holding
 /// a `Value` tree of the whole plan (at 10⁵ queries that tree was 2 GB, and
 /// building it took longer than checking the plan).
@@ -72,23 +72,17 @@ enum Field<'a> {
 
 impl Serialize for Field<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        // Each element goes through a `Value` of its own, exactly as the
-        // whole document did before, so its keys keep their sorted order.
-        fn element<S: serde::Serializer, T: Serialize>(
-            seq: &mut S::SerializeSeq,
-            x: T,
-        ) -> Result<(), S::Error> {
-            let v = serde_json::to_value(x).map_err(S::Error::custom)?;
-            seq.serialize_element(&v)
-        }
+        use serde::ser::SerializeSeq;
+        // Keys in sorted order, as the whole document's `Value` had them:
+        // each query written directly (`query_json`), each diagnostic
+        // through a small `Value` of its own.
         match self {
             Field::Value(v) => v.serialize(s),
             Field::Queries(None) => s.serialize_none(),
             Field::Queries(Some(qs)) => {
                 let mut seq = s.serialize_seq(Some(qs.len()))?;
                 for q in *qs {
-                    element::<S, _>(&mut seq, q)?;
+                    seq.serialize_element(&crate::query_json::SortedQuery(q))?;
                 }
                 seq.end()
             }
