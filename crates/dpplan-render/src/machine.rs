@@ -169,7 +169,7 @@ impl Serialize for Document<'_> {
     }
 }
 
-/// The whole JSON document as a value (the same document as [`json`]
+/// The whole JSON document as a value (the same document as [`json()`]
 /// writes; it holds the whole tree in memory).
 pub fn json_value(files: &[FileResult]) -> Value {
     serde_json::to_value(Document { files }).unwrap_or_default()
@@ -184,7 +184,7 @@ pub fn json(files: &[FileResult]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`json`] written to `w` as it is produced (the CLI streams it to
+/// [`json()`] written to `w` as it is produced (the CLI streams it to
 /// standard output, so that the document is never held in memory whole).
 pub fn write_json<W: std::io::Write>(mut w: W, files: &[FileResult]) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut w, &Document { files })?;
