@@ -386,3 +386,92 @@ fn every_part_carries_the_mechanism_the_total_composed() {
     let fewer = dpplan_accounting::epsilon(&releases, r.budget.delta, t.accountant).unwrap();
     assert!(fewer.epsilon < t.epsilon);
 }
+
+/// `n` one-release Laplace counts of one statistic (`count(visits)`), and
+/// `m` of another (`histogram(visits by page)`).
+fn repeated(n: usize, m: usize) -> String {
+    let mut q = String::new();
+    for i in 0..n {
+        q.push_str(&format!(
+            "  query c{i} {{\n    count(visits)\n    noise laplace scale 1000\n    schedule once\n  }}\n"
+        ));
+    }
+    for i in 0..m {
+        q.push_str(&format!(
+            "  query h{i} {{\n    histogram(visits by page)\n    noise laplace scale 1000\n    schedule once\n  }}\n"
+        ));
+    }
+    plan("user by uid", "epsilon 10", "best", VISITS, &q)
+}
+
+fn rerelease_hints(text: &str) -> Vec<dpplan_diagnostics::Diagnostic> {
+    analyze(text)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.code == dpplan_diagnostics::Code::FreshRerelease)
+        .collect()
+}
+
+/// One DP009 hint per repeated statistic, however many queries repeat it:
+/// the first re-release is primary, the first release and the next
+/// re-releases are related (at most 20), the message counts them all.
+#[test]
+fn a_repeated_statistic_is_one_hint_with_bounded_related_locations() {
+    let text = repeated(25, 0);
+    let hints = rerelease_hints(&text);
+    assert_eq!(hints.len(), 1, "{hints:#?}");
+    let d = &hints[0];
+    let name_at = |n: &str| text.find(&format!("query {n} ")).unwrap() + 6;
+    assert_eq!(d.primary.span.start, name_at("c1"));
+    assert_eq!(d.secondary.len(), 20);
+    assert_eq!(d.secondary[0].span.start, name_at("c0"));
+    assert_eq!(d.secondary[1].span.start, name_at("c2"));
+    assert_eq!(d.secondary[19].span.start, name_at("c20"));
+    assert!(
+        d.message
+            .starts_with("`c1`, `c2`, `c3` and 21 more queries release `count(visits)` again"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("like `c0`"), "{}", d.message);
+    assert_eq!(
+        d.notes,
+        vec!["24 re-releases of this statistic in all; the first 20 are marked".to_string()]
+    );
+    // Every query is still accounted: the hint changes nothing.
+    assert_eq!(report(&text).releases, 25);
+}
+
+#[test]
+fn rerelease_hints_follow_the_statistics() {
+    // two repeated statistics: one hint each
+    let two = rerelease_hints(&repeated(3, 2));
+    assert_eq!(two.len(), 2, "{two:#?}");
+    assert!(two[0]
+        .message
+        .starts_with("`c1` and `c2` release `count(visits)`"));
+    assert!(two[1]
+        .message
+        .starts_with("`h1` releases `histogram(visits by page)` again"));
+    assert!(two.iter().all(|d| d.notes.is_empty()));
+    // negative controls: a statistic released once has no hint, and two
+    // queries read as before aggregation (one re-release of the other)
+    assert!(rerelease_hints(&repeated(1, 1)).is_empty());
+    let pair = rerelease_hints(&repeated(2, 0));
+    assert_eq!(pair.len(), 1);
+    assert_eq!(pair[0].secondary.len(), 1);
+    assert!(pair[0]
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("`publish c1 = c0`"));
+    // 2,000 queries: still one hint, with 20 locations
+    let many = rerelease_hints(&repeated(2_000, 0));
+    assert_eq!(many.len(), 1);
+    assert_eq!(many[0].secondary.len(), 20);
+    assert!(
+        many[0].message.contains("and 1,996 more queries"),
+        "{}",
+        many[0].message
+    );
+}

@@ -171,11 +171,13 @@ pub fn run(
             s
         }
         Format::Json => {
-            let mut v = dpplan_render::json_value(&results);
-            if !shared.is_empty() {
-                v["shared_budgets"] = crate::policy::json(&shared, &names);
-            }
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+            // Streamed: at 10⁵ queries the document is 10⁸ bytes.
+            let shared = (!shared.is_empty()).then(|| crate::policy::json(&shared, &names));
+            crate::out::write_stream(|w| {
+                dpplan_render::write_json_with(w, &results, shared.as_ref())
+            })
+            .into_diagnostic()?;
+            return Ok(exit_code(&results, deny));
         }
         Format::Sarif => {
             dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })
@@ -187,17 +189,23 @@ pub fn run(
     if format == Format::Github {
         write_job_summary(&results)?;
     }
+    Ok(exit_code(&results, deny))
+}
+
+/// 1 when a plan has an error (or, with `--deny warnings`, a warning) or
+/// is over its budget.
+fn exit_code(results: &[FileResult], deny: Option<Deny>) -> ExitCode {
     let failed = results.iter().any(|r| {
         r.analysis.diagnostics.iter().any(|d| {
             d.severity == Severity::Error
                 || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
         }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
     });
-    Ok(if failed {
+    if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// In a GitHub Actions job (`GITHUB_STEP_SUMMARY` set), appends the

@@ -33,6 +33,22 @@ pub fn write_bytes(bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Streams what `write` produces to stdout (buffered), with the same
+/// treatment of a closed pipe as [`write_bytes`].
+pub fn write_stream(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut w = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    match write(&mut w).and_then(|()| w.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r,
+    }
+}
+
 /// Writes to stderr, ignoring failures (there is nowhere left to report
 /// them).
 pub fn stderr(args: Arguments<'_>) {

@@ -18,6 +18,14 @@ fn meets(a: Span, b: Span) -> bool {
 pub(crate) fn code_actions(doc: &Document, range: Span) -> Vec<CodeAction> {
     let mut out = Vec::new();
     for d in doc.diagnostics() {
+        if d.code == Code::FreshRerelease {
+            // One DP009 hint marks every re-release of a statistic: the
+            // fix applies at each of them.
+            for at in rereleases(d).filter(|s| meets(*s, range)) {
+                republish(doc, d, at.start, &mut out);
+            }
+            continue;
+        }
         if !meets(d.primary.span, range) {
             continue;
         }
@@ -25,7 +33,6 @@ pub(crate) fn code_actions(doc: &Document, range: Span) -> Vec<CodeAction> {
             Code::UnboundedContribution => contribution(doc, d, &mut out),
             Code::MissingBounds => bounds(doc, d, &mut out),
             Code::OverBudget => calibrate(doc, d, &mut out),
-            Code::FreshRerelease => republish(doc, d, &mut out),
             _ => {}
         }
     }
@@ -232,10 +239,16 @@ pub(crate) fn solve_noise(doc: &Document, query: &str) -> Option<(String, TextEd
     None
 }
 
-fn republish(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+/// The re-releases a DP009 hint marks: its primary location, then its
+/// related ones after the first (the first release of the statistic).
+fn rereleases(d: &Diagnostic) -> impl Iterator<Item = Span> + '_ {
+    std::iter::once(d.primary.span).chain(d.secondary.iter().skip(1).map(|l| l.span))
+}
+
+/// DP009's fix for the re-release at byte `at`.
+fn republish(doc: &Document, d: &Diagnostic, at: usize, out: &mut Vec<CodeAction>) {
     let plan = doc.ast();
     let text = doc.text();
-    let at = d.primary.span.start;
     let Some(q) = plan.queries.iter().find(|q| q.span.contains(at)) else {
         return;
     };

@@ -360,6 +360,51 @@ fn code_action_dp009_republishes() {
     assert!(!Document::new(fixed).analysis().has_errors());
 }
 
+/// Four queries of one statistic: one DP009 hint, whose fix is offered at
+/// each re-release it marks (primary and related), not at the first
+/// release.
+#[test]
+fn code_action_dp009_at_every_marked_rerelease() {
+    let queries: String = (0..4)
+        .map(|i| format!("  query q{i} {{\n    count(d)\n    noise laplace scale 100\n    schedule once\n  }}\n"))
+        .collect();
+    let text = format!("plan \"p\" {{\n  privacy {{\n    unit row\n    adjacency add_remove\n    budget epsilon 1\n  }}\n  dataset d {{\n    column x : int in [0, 1]\n  }}\n{queries}}}\n");
+    let doc = Document::new(text.clone());
+    let hints: Vec<_> = doc
+        .diagnostics()
+        .iter()
+        .filter(|d| d.code == Code::FreshRerelease)
+        .collect();
+    assert_eq!(hints.len(), 1, "{hints:?}");
+    for (name, first) in [("q1", "q0"), ("q2", "q0"), ("q3", "q0")] {
+        let span = Span::new(
+            at(&text, &format!("query {name} ")) + 6,
+            at(&text, &format!("query {name} ")) + 8,
+        );
+        let actions = doc.code_actions_resolved(span);
+        let a = actions
+            .iter()
+            .find(|a| {
+                a.diagnostic
+                    .as_ref()
+                    .is_some_and(|d| d.code == Code::FreshRerelease)
+            })
+            .unwrap_or_else(|| panic!("no fix at {name}: {actions:?}"));
+        let fixed = apply(&text, &a.edits);
+        assert!(
+            fixed.contains(&format!("  publish {name} = {first}\n")),
+            "{fixed}"
+        );
+        assert!(!Document::new(fixed).analysis().has_errors());
+    }
+    // negative control: the first release is not a re-release
+    let span = Span::new(at(&text, "query q0 ") + 6, at(&text, "query q0 ") + 8);
+    assert!(!doc.code_actions_resolved(span).iter().any(|a| a
+        .diagnostic
+        .as_ref()
+        .is_some_and(|d| d.code == Code::FreshRerelease)));
+}
+
 #[test]
 fn diagnostics_match_the_cli() {
     for name in [

@@ -10,10 +10,14 @@
 mod human;
 mod junit;
 mod machine;
+mod query_json;
 
 pub use human::{human, summary_rows, summary_table};
 pub use junit::junit;
-pub use machine::{github, github_summary, json, json_value, sarif, sarif_with, SarifOptions};
+pub use machine::{
+    github, github_summary, json, json_value, sarif, sarif_with, write_json, write_json_with,
+    SarifOptions,
+};
 
 use dpplan_check::Analysis;
 

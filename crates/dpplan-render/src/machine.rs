@@ -1,4 +1,6 @@
 use dpplan_diagnostics::{num, Code, Diagnostic, LineIndex, Severity};
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -57,41 +59,52 @@ fn diagnostic_json(text: &str, index: &LineIndex, d: &Diagnostic) -> Value {
     })
 }
 
-fn file_json(f: &FileResult) -> Value {
-    let index = LineIndex::new(f.text);
-    let diagnostics: Vec<Value> = f
-        .analysis
-        .diagnostics
-        .iter()
-        .map(|d| diagnostic_json(f.text, &index, d))
-        .collect();
-    let r = f.analysis.report.as_ref();
-    let total = r.and_then(|r| r.total.as_ref());
-    let mut v = file_fields(f, r, total, diagnostics);
-    if !f.analysis.suppressed.is_empty() {
-        v["suppressed"] = f
-            .analysis
-            .suppressed
-            .iter()
-            .map(|s| {
-                let mut d = diagnostic_json(f.text, &index, &s.diagnostic);
-                d["reason"] = s.reason.clone().into();
-                d["suppressed_by"] =
-                    serde_json::to_value(range(f.text, &index, s.comment)).unwrap_or_default();
-                d
-            })
-            .collect();
-    }
-    v
+/// One value of a file's JSON object: small ones built as a `Value`, the
+/// two arrays that grow with the plan (queries, diagnostics) written one
+/// element at a time, so that the document is written without ever holding
+/// a `Value` tree of the whole plan (at 10⁵ queries that tree was 2 GB, and
+/// building it took longer than checking the plan).
+enum Field<'a> {
+    Value(Value),
+    Queries(Option<&'a [dpplan_check::QueryReport]>),
+    Diagnostics(&'a FileResult<'a>),
 }
 
-fn file_fields(
-    f: &FileResult,
-    r: Option<&dpplan_check::CheckedPlan>,
-    total: Option<&dpplan_check::TotalReport>,
-    diagnostics: Vec<Value>,
-) -> Value {
-    json!({
+impl Serialize for Field<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        // Keys in sorted order, as the whole document's `Value` had them:
+        // each query written directly (`query_json`), each diagnostic
+        // through a small `Value` of its own.
+        match self {
+            Field::Value(v) => v.serialize(s),
+            Field::Queries(None) => s.serialize_none(),
+            Field::Queries(Some(qs)) => {
+                let mut seq = s.serialize_seq(Some(qs.len()))?;
+                for q in *qs {
+                    seq.serialize_element(&crate::query_json::SortedQuery(q))?;
+                }
+                seq.end()
+            }
+            Field::Diagnostics(f) => {
+                let index = LineIndex::new(f.text);
+                let ds = &f.analysis.diagnostics;
+                let mut seq = s.serialize_seq(Some(ds.len()))?;
+                for d in ds {
+                    seq.serialize_element(&diagnostic_json(f.text, &index, d))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// A file's JSON object, keys in sorted order (as `serde_json::Map` keeps
+/// them).
+fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
+    let r = f.analysis.report.as_ref();
+    let total = r.and_then(|r| r.total.as_ref());
+    let small = json!({
         "path": f.path,
         "plan": r.and_then(|r| r.name.clone()).or_else(|| f.analysis.ast.name.as_ref().map(|n| n.value.clone())),
         "epsilon": total.map(|t| t.epsilon),
@@ -107,33 +120,110 @@ fn file_fields(
         "population": r.and_then(|r| r.population),
         "releases": r.map(|r| r.releases),
         "accountants": r.map(|r| &r.accountants),
-        "queries": r.map(|r| &r.queries),
         "publishes": r.map(|r| &r.publishes),
-        "diagnostics": diagnostics,
-    })
+    });
+    let Value::Object(small) = small else {
+        unreachable!("json! of an object literal is an object")
+    };
+    let mut fields: BTreeMap<String, Field<'a>> = small
+        .into_iter()
+        .map(|(k, v)| (k, Field::Value(v)))
+        .collect();
+    fields.insert(
+        "queries".into(),
+        Field::Queries(r.map(|r| r.queries.as_slice())),
+    );
+    fields.insert("diagnostics".into(), Field::Diagnostics(f));
+    if !f.analysis.suppressed.is_empty() {
+        let index = LineIndex::new(f.text);
+        let suppressed: Vec<Value> = f
+            .analysis
+            .suppressed
+            .iter()
+            .map(|s| {
+                let mut d = diagnostic_json(f.text, &index, &s.diagnostic);
+                d["reason"] = s.reason.clone().into();
+                d["suppressed_by"] =
+                    serde_json::to_value(range(f.text, &index, s.comment)).unwrap_or_default();
+                d
+            })
+            .collect();
+        fields.insert("suppressed".into(), Field::Value(Value::Array(suppressed)));
+    }
+    fields
 }
 
-/// The whole JSON document as a value.
+/// The whole document: `files` is written file by file, field by field.
+struct Document<'a> {
+    files: &'a [FileResult<'a>],
+    /// `shared_budgets` (a policy's budgets shared across plans), when any.
+    shared: Option<&'a Value>,
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let c = counts(self.files);
+        let files: Vec<BTreeMap<String, Field>> = self.files.iter().map(file_fields).collect();
+        let mut m = s.serialize_map(Some(4 + usize::from(self.shared.is_some())))?;
+        // sorted: files, schema_version, summary, tool
+        m.serialize_entry("files", &files)?;
+        m.serialize_entry("schema_version", &JSON_SCHEMA_VERSION)?;
+        if let Some(shared) = self.shared {
+            m.serialize_entry("shared_budgets", shared)?;
+        }
+        m.serialize_entry(
+            "summary",
+            &json!({
+                "files": self.files.len(),
+                "errors": c.errors,
+                "warnings": c.warnings,
+                "hints": c.hints,
+                "over_budget": self.files.iter().filter(|f| f.analysis.report.as_ref().and_then(|r| r.within_budget) == Some(false)).count(),
+            }),
+        )?;
+        m.serialize_entry(
+            "tool",
+            &json!({"name": "dpplan", "version": env!("CARGO_PKG_VERSION")}),
+        )?;
+        m.end()
+    }
+}
+
+/// The whole JSON document as a value (the same document as [`json()`]
+/// writes; it holds the whole tree in memory).
 pub fn json_value(files: &[FileResult]) -> Value {
-    let c = counts(files);
-    json!({
-        "schema_version": JSON_SCHEMA_VERSION,
-        "tool": {"name": "dpplan", "version": env!("CARGO_PKG_VERSION")},
-        "files": files.iter().map(file_json).collect::<Vec<_>>(),
-        "summary": {
-            "files": files.len(),
-            "errors": c.errors,
-            "warnings": c.warnings,
-            "hints": c.hints,
-            "over_budget": files.iter().filter(|f| f.analysis.report.as_ref().and_then(|r| r.within_budget) == Some(false)).count(),
-        },
+    serde_json::to_value(Document {
+        files,
+        shared: None,
     })
+    .unwrap_or_default()
 }
 
-/// The JSON output, pretty-printed, ending with a newline.
+/// The JSON output, pretty-printed, ending with a newline; written field by
+/// field, without a `Value` of the whole document.
 pub fn json(files: &[FileResult]) -> String {
-    // Serialising a `Value` cannot fail.
-    serde_json::to_string_pretty(&json_value(files)).unwrap_or_default() + "\n"
+    let mut out = Vec::new();
+    // Writing to a `Vec` cannot fail, and serde_json writes UTF-8.
+    let _ = write_json(&mut out, files);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`json()`] written to `w` as it is produced (the CLI streams it to
+/// standard output, so that the document is never held in memory whole).
+pub fn write_json<W: std::io::Write>(w: W, files: &[FileResult]) -> std::io::Result<()> {
+    write_json_with(w, files, None)
+}
+
+/// [`write_json`] with the `shared_budgets` field (docs/json-output.md)
+/// when a policy gives one.
+pub fn write_json_with<W: std::io::Write>(
+    mut w: W,
+    files: &[FileResult],
+    shared: Option<&Value>,
+) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, &Document { files, shared })?;
+    w.write_all(b"\n")
 }
 
 fn sarif_level(s: Severity) -> &'static str {

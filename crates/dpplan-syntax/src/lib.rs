@@ -87,11 +87,75 @@ pub fn parse(text: &str) -> Parsed {
         };
     }
     let split = split::split(text);
-    let mut plan = ast::Plan::default();
     // The broken items, in source order; their diagnostics are built below,
     // and only for those that are shown.
-    let mut broken: Vec<&RawItem> = Vec::new();
-    for item in &split.items {
+    let (mut plan, broken) = parse_items(text, &split.items);
+    // The scanner's errors (text after the plan, an unmatched brace, a
+    // second or a missing header) leave text that no item holds: the plan
+    // is broken there too, so that no guarantee is claimed for it.
+    plan.broken.extend(
+        split
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.primary.span),
+    );
+    plan.broken.sort_by_key(|s| (s.start, s.end));
+    // The item lists grew by doubling; a plan of 10⁵ queries would keep
+    // up to 60 % spare room for as long as its analysis lives.
+    plan.queries.shrink_to_fit();
+    plan.publishes.shrink_to_fit();
+    let diagnostics = report(text, split.diagnostics, &broken);
+    Parsed {
+        plan,
+        diagnostics,
+        items: split.items,
+    }
+}
+
+/// Plans with fewer items than this are parsed on the calling thread.
+const PARALLEL_ITEMS: usize = 4096;
+
+/// Parses and lowers every item, in source order. The items are
+/// independent (the scanner split them), so a large plan is cut into one
+/// run of consecutive items per core, each parsed on its own thread, and
+/// the partial plans are appended in order: the same plan as one pass.
+fn parse_items<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawItem>) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if items.len() < PARALLEL_ITEMS || threads < 2 {
+        return parse_run(text, items);
+    }
+    let runs: Vec<(ast::Plan, Vec<&RawItem>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|run| s.spawn(move || parse_run(text, run)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut plan = ast::Plan::default();
+    let mut broken = Vec::new();
+    for (mut part, mut part_broken) in runs {
+        plan.name = plan.name.take().or(part.name);
+        plan.header_span = plan.header_span.or(part.header_span);
+        plan.privacy.append(&mut part.privacy);
+        plan.datasets.append(&mut part.datasets);
+        plan.queries.append(&mut part.queries);
+        plan.publishes.append(&mut part.publishes);
+        plan.broken.append(&mut part.broken);
+        plan.privacy_broken |= part.privacy_broken;
+        broken.append(&mut part_broken);
+    }
+    (plan, broken)
+}
+
+/// Parses and lowers a run of consecutive items.
+fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawItem>) {
+    let mut plan = ast::Plan::default();
+    let mut broken = Vec::new();
+    for item in items {
         let parsed = rule_of(item.kind).and_then(|rule| {
             let slice = text.get(item.span.start..item.span.end)?;
             DpplanParser::parse(rule, slice).ok()
@@ -105,23 +169,7 @@ pub fn parse(text: &str) -> Parsed {
             }
         }
     }
-    // The scanner's errors (text after the plan, an unmatched brace, a
-    // second or a missing header) leave text that no item holds: the plan
-    // is broken there too, so that no guarantee is claimed for it.
-    plan.broken.extend(
-        split
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .map(|d| d.primary.span),
-    );
-    plan.broken.sort_by_key(|s| (s.start, s.end));
-    let diagnostics = report(text, split.diagnostics, &broken);
-    Parsed {
-        plan,
-        diagnostics,
-        items: split.items,
-    }
+    (plan, broken)
 }
 
 /// The grammar rule of an item kind (`None` for an unknown item).

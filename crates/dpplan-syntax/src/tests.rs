@@ -492,3 +492,41 @@ fn accuracy_requirements_parse_with_their_spans() {
         );
     }
 }
+
+/// A plan large enough to be parsed on several threads gives the same AST,
+/// broken items and diagnostics as one pass over its items, in source order.
+#[test]
+fn a_large_plan_parsed_in_parallel_is_the_plan_parsed_in_one_pass() {
+    let mut text = String::from("plan \"big\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    column x : int in [0, 1]\n  }\n");
+    for i in 0..(2 * PARALLEL_ITEMS + 7) {
+        if i % 1000 == 999 {
+            // a broken query every 1,000
+            text.push_str(&format!("  query q{i} {{\n    count(d\n  }}\n"));
+        } else {
+            text.push_str(&format!(
+                "  query q{i} {{\n    count(d)\n    noise laplace scale {}\n    schedule once\n  }}\n",
+                i + 1
+            ));
+        }
+    }
+    text.push_str("  publish p = q0\n}\n");
+    let split = split::split(&text);
+    assert!(split.items.len() >= PARALLEL_ITEMS);
+    let (one_pass, one_pass_broken) = parse_run(&text, &split.items);
+    let (parallel, parallel_broken) = parse_items(&text, &split.items);
+    assert_eq!(parallel, one_pass);
+    assert_eq!(parallel_broken, one_pass_broken);
+    assert_eq!(parallel.queries.len(), 2 * PARALLEL_ITEMS + 7 - 8);
+    assert_eq!(parallel.queries[0].name.value, "q0");
+    assert_eq!(
+        parallel.queries.last().unwrap().name.value,
+        format!("q{}", 2 * PARALLEL_ITEMS + 6)
+    );
+    assert_eq!(parallel.broken.len(), 8);
+    assert_eq!(parallel.publishes.len(), 1);
+    assert_eq!(parallel.name.as_ref().unwrap().value, "big");
+    // and through `parse`: the 8 broken queries are 8 syntax errors
+    let parsed = parse(&text);
+    assert_eq!(parsed.plan, one_pass);
+    assert_eq!(parsed.diagnostics.len(), 8);
+}

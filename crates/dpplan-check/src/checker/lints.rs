@@ -107,64 +107,142 @@ pub(super) fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
     }
 }
 
-/// DP009: fresh noise where re-publication would do.
+/// At most this many related locations on one aggregated DP009 hint (the
+/// first release and the first re-releases); the message counts them all.
+pub(crate) const MAX_RELATED: usize = 20;
+
+/// At most this many re-releases are named in an aggregated hint's message.
+const NAMED: usize = 3;
+
+/// DP009: fresh noise where re-publication would do: a query released
+/// `n times`, and queries that release a statistic already released.
 pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
-    let mut seen: HashMap<String, &QueryPlan> = HashMap::new();
     for q in queries {
-        if let Some(s) = q.q.schedules.first() {
-            if let ast::Schedule::Times { .. } = s.value {
-                if q.releases > 1 {
-                    let sd = q
-                        .parts
-                        .first()
-                        .and_then(|p| match p.scale {
-                            Scale::Fixed(x) => Some(crate::noise::spread(p.kind, x).0),
-                            _ => None,
-                        })
-                        .map(|sd| {
-                            format!(
-                                " (σ = {} per release, σ/√{} = {} for the average)",
-                                fmt_num(sd),
-                                q.releases,
-                                fmt_num(sd / (q.releases as f64).sqrt())
-                            )
-                        })
-                        .unwrap_or_default();
-                    c.hint(
-                        Diagnostic::new(
-                            Code::FreshRerelease,
-                            format!(
-                                "`{}` is released {} times with fresh noise on the same data: averaging r fresh answers cuts the noise's variance to σ²/r{sd} but costs r releases",
-                                q.q.name.value, q.releases
-                            ),
-                            s.span,
-                        )
-                        .help("to show the same value again, release it once and re-publish it with `publish copy = <query>` (post-processing, free); to buy accuracy, lower the noise of one release instead"),
-                    );
-                }
+        repeated_schedule(c, q);
+    }
+    // Queries by statistic, in the order each statistic first appears.
+    let mut groups: Vec<Vec<&QueryPlan>> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for q in queries {
+        match index.get(q.aggregation.as_str()) {
+            Some(&i) => groups[i].push(q),
+            None => {
+                index.insert(&q.aggregation, groups.len());
+                groups.push(vec![q]);
             }
         }
-        let key = q.aggregation.clone();
-        if let Some(first) = seen.get(&key) {
-            c.hint(
-                Diagnostic::new(
-                    Code::FreshRerelease,
-                    format!(
-                        "`{}` releases `{}` again with fresh noise, like `{}`: every fresh answer is a new access to the data and is charged",
-                        q.q.name.value, q.aggregation, first.q.name.value
-                    ),
-                    q.q.name.span,
-                )
-                .secondary(first.q.name.span, "the same statistic is released here")
-                .help(format!(
-                    "re-publish the released value with `publish {} = {}` (free), or keep both on purpose: averaging r fresh answers cuts the noise's variance to σ²/r but costs r releases",
-                    q.q.name.value, first.q.name.value
-                )),
-            );
-        } else {
-            seen.insert(key, q);
-        }
     }
+    for group in groups.iter().filter(|g| g.len() > 1) {
+        c.hint(same_statistic(group));
+    }
+}
+
+/// A query with `schedule n times`, n > 1.
+fn repeated_schedule(c: &mut Checker, q: &QueryPlan) {
+    let Some(s) = q.q.schedules.first() else {
+        return;
+    };
+    if !matches!(s.value, ast::Schedule::Times { .. }) || q.releases <= 1 {
+        return;
+    }
+    let sd = q
+        .parts
+        .first()
+        .and_then(|p| match p.scale {
+            Scale::Fixed(x) => Some(crate::noise::spread(p.kind, x).0),
+            _ => None,
+        })
+        .map(|sd| {
+            format!(
+                " (σ = {} per release, σ/√{} = {} for the average)",
+                fmt_num(sd),
+                q.releases,
+                fmt_num(sd / (q.releases as f64).sqrt())
+            )
+        })
+        .unwrap_or_default();
+    c.hint(
+        Diagnostic::new(
+            Code::FreshRerelease,
+            format!(
+                "`{}` is released {} times with fresh noise on the same data: averaging r fresh answers cuts the noise's variance to σ²/r{sd} but costs r releases",
+                q.q.name.value, q.releases
+            ),
+            s.span,
+        )
+        .help("to show the same value again, release it once and re-publish it with `publish copy = <query>` (post-processing, free); to buy accuracy, lower the noise of one release instead"),
+    );
+}
+
+/// One hint for every query that releases `group[0]`'s statistic again:
+/// the first re-release is the primary location, the first release and
+/// the next re-releases (at most [`MAX_RELATED`] in all) are related ones,
+/// and the message names a few and counts the rest.
+fn same_statistic(group: &[&QueryPlan]) -> Diagnostic {
+    let (first, again) = (group[0], &group[1..]);
+    let name = |q: &QueryPlan| format!("`{}`", q.q.name.value);
+    let mut who: Vec<String> = again.iter().take(NAMED).map(|q| name(q)).collect();
+    let more = again.len().saturating_sub(NAMED);
+    let verb = if again.len() == 1 {
+        "releases"
+    } else {
+        "release"
+    };
+    if more > 0 {
+        who.push(format!("{} more queries", fmt_count(more)));
+    }
+    let mut d = Diagnostic::new(
+        Code::FreshRerelease,
+        format!(
+            "{} {verb} `{}` again with fresh noise, like `{}`: every fresh answer is a new access to the data and is charged",
+            join_and(&who),
+            first.aggregation,
+            first.q.name.value
+        ),
+        again[0].q.name.span,
+    )
+    .secondary(first.q.name.span, "the same statistic is released here");
+    for q in again.iter().skip(1).take(MAX_RELATED - 1) {
+        d = d.secondary(q.q.name.span, "released again here");
+    }
+    if again.len() > MAX_RELATED {
+        d = d.note(format!(
+            "{} re-releases of this statistic in all; the first {} are marked",
+            fmt_count(again.len()),
+            MAX_RELATED
+        ));
+    }
+    let target = if again.len() == 1 {
+        again[0].q.name.value.as_str()
+    } else {
+        "<query>"
+    };
+    d.help(format!(
+        "re-publish the released value with `publish {target} = {}` (free), or keep both on purpose: averaging r fresh answers cuts the noise's variance to σ²/r but costs r releases",
+        first.q.name.value
+    ))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A count with thousands separators: 99,999.
+fn fmt_count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// DP008: a row- or event-level unit on a dataset that identifies persons

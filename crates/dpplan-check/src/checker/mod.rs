@@ -142,11 +142,12 @@ pub(crate) fn check(
         return (None, c.diags);
     };
 
-    let mut queries: Vec<QueryPlan> = plan
-        .queries
-        .iter()
-        .filter_map(|q| plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta)))
-        .collect();
+    let mut queries: Vec<QueryPlan> = Vec::with_capacity(plan.queries.len());
+    queries.extend(
+        plan.queries.iter().filter_map(|q| {
+            plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta))
+        }),
+    );
     check_names(&mut c, plan);
     check_publishes(&mut c, plan);
     check_rereleases(&mut c, &queries);

@@ -818,7 +818,8 @@ fn parts(
         .first()
         .map(|(_, _, d)| first_norm(d))
         .unwrap_or(0.0);
-    let mut parts = Vec::new();
+    // exact capacity: a query has one or two parts, and a plan may have 10⁵
+    let mut parts = Vec::with_capacity(parts_derived.len());
     for (i, (statistic, role, mut d)) in parts_derived.into_iter().enumerate() {
         if let Some(v) = declared.l1 {
             d.l1 = d.l1.max(v);

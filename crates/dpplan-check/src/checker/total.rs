@@ -1,6 +1,8 @@
 //! The plan's total: the composed (ε, δ) under every accountant (DP018),
 //! each query's cost alone, and the budget check (DP011).
 
+use std::collections::HashMap;
+
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic};
 
@@ -150,13 +152,65 @@ pub(super) fn query_reports(
     privacy: &Privacy,
     options: &AnalysisOptions,
 ) -> Vec<QueryReport> {
+    let mut costs = Costs::default();
     queries
         .iter()
-        .map(|q| query_report(q, privacy, options))
+        .map(|q| query_report(q, privacy, options, &mut costs))
         .collect()
 }
 
-fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> QueryReport {
+/// A query's cost alone depends on nothing but its releases (mechanisms
+/// and count) and the budget's δ: each distinct set of releases is
+/// accounted once, however many queries share it (10⁵ one-release queries
+/// with a dozen distinct noises: a dozen accountings, not 2·10⁵).
+#[derive(Default)]
+struct Costs(HashMap<Vec<[u64; 6]>, Option<CostReport>>);
+
+impl Costs {
+    /// The cost of `releases` alone at δ, computed on first use.
+    fn of(&mut self, releases: &[acct::Release], delta: f64) -> Option<CostReport> {
+        let key: Vec<[u64; 6]> = releases.iter().map(release_key).collect();
+        self.0
+            .entry(key)
+            .or_insert_with(|| cost_alone(releases, delta))
+            .clone()
+    }
+}
+
+/// The exact bits of a release: equal keys, equal releases.
+fn release_key(r: &acct::Release) -> [u64; 6] {
+    let m = &r.mechanism;
+    [
+        m.kind as u64,
+        m.scale.to_bits(),
+        m.sensitivity.l1.to_bits(),
+        m.sensitivity.l2.to_bits(),
+        m.sensitivity.coords,
+        r.count,
+    ]
+}
+
+/// The fast accountants' (ε, δ) and the zCDP ρ of `releases` alone.
+fn cost_alone(rs: &[acct::Release], delta: f64) -> Option<CostReport> {
+    let b = fast_best(rs, delta).ok()?;
+    let rho: Option<f64> = rs
+        .iter()
+        .map(|r| acct::rho(&r.mechanism).map(|x| x * r.count as f64))
+        .sum();
+    Some(CostReport {
+        epsilon: b.epsilon,
+        delta: b.delta,
+        rho,
+        accountant: b.accountant,
+    })
+}
+
+fn query_report(
+    q: &QueryPlan,
+    privacy: &Privacy,
+    options: &AnalysisOptions,
+    costs: &mut Costs,
+) -> QueryReport {
     let parts_releases = |count: u64| -> Option<Vec<acct::Release>> {
         q.parts
             .iter()
@@ -169,20 +223,8 @@ fn query_report(q: &QueryPlan, privacy: &Privacy, options: &AnalysisOptions) -> 
             })
             .collect()
     };
-    let cost = |count: u64| -> Option<CostReport> {
-        let rs = parts_releases(count)?;
-        let b = fast_best(&rs, privacy.delta).ok()?;
-        let rho: Option<f64> = rs
-            .iter()
-            .map(|r| acct::rho(&r.mechanism).map(|x| x * r.count as f64))
-            .sum();
-        Some(CostReport {
-            epsilon: b.epsilon,
-            delta: b.delta,
-            rho,
-            accountant: b.accountant,
-        })
-    };
+    let mut cost =
+        |count: u64| -> Option<CostReport> { costs.of(&parts_releases(count)?, privacy.delta) };
     let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
         (cost(1), cost(q.releases))
     } else {
