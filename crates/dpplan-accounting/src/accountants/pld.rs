@@ -391,10 +391,11 @@ fn compose(ctx: &mut Ctx, a: &GridPld, b: &GridPld) -> GridPld {
     let e = a.e;
     // entrywise upper bounds of the exact convolution (pld_conv.rs); the
     // upper-tail round-off needs the tilted pass only if the untilted bound's
-    // mass would not fit in a quarter of the truncation budget
+    // whole mass would not fit in the truncation budget τ (it then costs at
+    // most what one truncation may)
     let sd = a.mean_sd().1.hypot(b.mean_sd().1);
     let tilt = ctx.tilt(sd, e);
-    let (p, underflow) = ctx.conv.convolve(&a.p, &b.p, tilt, 0.25 * ctx.tau);
+    let (p, underflow) = ctx.conv.convolve(&a.p, &b.p, tilt, ctx.tau);
     // 1 − (1 − a∞)(1 − b∞), increasing in both: an upper bound from upper bounds
     let inf = ((a.inf + b.inf - a.inf * b.inf + underflow) * (1.0 + 4.0 * U)).min(1.0);
     regularise(

@@ -40,10 +40,11 @@
 //!   inputs bounds the upper tail with *relative* accuracy where it matters:
 //!   U^θ_k = (ĉ'_k + η')·e^{−c(k − i₀ − j₀)}, the bound decaying like e^{−ck}.
 //!   The final bound is U_k = min(U⁰_k, U^θ_k) (both are upper bounds).
-//!   Rounding of the tilt: the exponent c·m is rounded (≤ u|cm| absolute),
-//!   `libm::exp` errs ≤ [`ELEM_ULPS`], each product ≤ u; with |cm| ≤ X the
-//!   tilted inputs are within (X + ELEM_ULPS + 2)u of their exact values, so
-//!   U^θ_k is multiplied by 1 + 1.01(3X + 3·ELEM_ULPS + 10)u. Tilted inputs
+//!   Rounding of the tilt: the factors e^{cm}, |cm| ≤ X, come from
+//!   [`exp_ramp`] within R = [`ramp_ulps`]`(X)` ulps (rounded exponent, one
+//!   `libm::exp` per block, products by e^{±c}); two input factors, one
+//!   output factor and three products: U^θ_k is multiplied by
+//!   1 + 1.01(3R + 6)u. Tilted inputs
 //!   that would underflow are raised to the least normal number (only ever
 //!   upwards). The tilt is chosen by the caller (c = θh with θ = z_τ/s, s
 //!   the output's standard deviation, z_τ the normal quantile of the
@@ -194,14 +195,13 @@ impl Convolver {
         let tb = tilt_vec(b, c);
         let (ct, eta) = self.fft_pass(&ta.0, &tb.0, n_out);
         let x_max = c * n_out as f64;
-        let grow = 1.0 + 1.01 * (3.0 * x_max + 3.0 * ELEM_ULPS + 10.0) * U;
+        let grow = 1.0 + 1.01 * (3.0 * ramp_ulps(x_max) + 6.0) * U;
         self.stats.max_rel = self.stats.max_rel.max(grow - 1.0);
         // the two normalisations are undone one after the other (each 2^−s is
         // a normal number; their product alone could underflow)
         let (ua, ub) = (pow2(-ta.1), pow2(-tb.1));
-        let top = (n_out - 1) as f64;
-        for (k, o) in out.iter_mut().enumerate() {
-            let f = libm::exp(c * (top - k as f64));
+        let back = exp_ramp(c, (n_out - 1) as f64, -1.0, n_out);
+        for ((k, o), f) in out.iter_mut().enumerate().zip(back) {
             let u = (ct[k] + eta) * grow * f * ua * ub;
             // NaN never replaces a bound (the comparison is false)
             if u < *o {
@@ -260,8 +260,9 @@ fn tilt_vec(a: &[f64], c: f64) -> (Vec<f64>, i32) {
     let mut best = f64::NEG_INFINITY;
     for (i, &x) in a.iter().enumerate() {
         if x > 0.0 {
-            let l2 = x.log2() + c * (i as f64 - top) * std::f64::consts::LOG2_E;
-            best = best.max(l2);
+            // the binary exponent is enough: s only keeps the numbers normal
+            let e2 = ((x.to_bits() >> 52) & 0x7ff) as f64 - 1023.0;
+            best = best.max(e2 + c * (i as f64 - top) * std::f64::consts::LOG2_E);
         }
     }
     let s = if best.is_finite() {
@@ -272,16 +273,41 @@ fn tilt_vec(a: &[f64], c: f64) -> (Vec<f64>, i32) {
     let p = pow2(s);
     let v = a
         .iter()
-        .enumerate()
-        .map(|(i, &x)| {
+        .zip(exp_ramp(c, -top, 1.0, a.len()))
+        .map(|(&x, f)| {
             if x > 0.0 {
-                (x * p * libm::exp(c * (i as f64 - top))).max(f64::MIN_POSITIVE)
+                (x * p * f).max(f64::MIN_POSITIVE)
             } else {
                 0.0
             }
         })
         .collect();
     (v, s)
+}
+
+/// Block length of [`exp_ramp`].
+const RAMP_BLOCK: usize = 32;
+
+/// exp(c·(m₀ + step·j)) for j < len, |c·(m₀ + step·j)| ≤ X: `libm::exp` at
+/// the start of every block of [`RAMP_BLOCK`], products by r = exp(c·step)
+/// within it. Relative error ≤ [`ramp_ulps`]`(X)`·u: the rounded exponent
+/// (X u), one exp, and up to 31 products by r (each its exp and a rounding).
+fn exp_ramp(c: f64, m0: f64, step: f64, len: usize) -> Vec<f64> {
+    let r = libm::exp(c * step);
+    let mut v: Vec<f64> = Vec::with_capacity(len);
+    for j in 0..len {
+        let f = if j % RAMP_BLOCK == 0 {
+            libm::exp(c * (m0 + step * j as f64))
+        } else {
+            v[j - 1] * r
+        };
+        v.push(f);
+    }
+    v
+}
+
+fn ramp_ulps(x_max: f64) -> f64 {
+    1.01 * (x_max + ELEM_ULPS + (RAMP_BLOCK as f64 - 1.0) * (ELEM_ULPS + 1.0) + 1.0)
 }
 
 #[cfg(test)]
