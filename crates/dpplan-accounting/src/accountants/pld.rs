@@ -15,9 +15,12 @@
 //!   and composition is convolution of the grid PLDs.
 //! * All continuous Gaussians form one exact μ-GDP pair; its convolution with the grid
 //!   part is evaluated analytically: δ(ε) = p_∞ + Σ_k p_k δ_μ(ε − k h).
-//! * Error budget (docs/accounting.md, "The PLD's grid"): every stored grid vector is
-//!   an *entrywise upper bound* of a genuine dominating pair's masses. All steps are
-//!   positive linear maps, so each only has to round its outputs up: [`round_up`] for
+//! * Error budget (docs/accounting.md, "The PLD's grid"): every stored grid vector
+//!   (with its ∞ atom) dominates a genuine dominating pair's masses in the
+//!   upper-cumulative order — for every threshold t the stored mass at losses ≥ t is
+//!   at least the exact one; entrywise ≥ implies it, and so does moving mass up.
+//!   Convolution, connect-the-dots and truncation preserve that order and δ(ε) is
+//!   monotone in it, so each step only has to round its outputs up: [`round_up`] for
 //!   leaves, coarsening and truncation; `pld_conv.rs` for convolutions — a per-entry
 //!   FFT round-off bound (Higham 2002, Thm 24.2) instead of one global allowance at
 //!   +∞, with an exponentially tilted second pass (Keich 2005) that makes the bound
@@ -316,6 +319,11 @@ impl Ctx {
     }
 }
 
+/// Σ p rounded up: a sum of n non-negative terms errs by ≤ (n − 1)u relative.
+fn mass_up(p: &[f64]) -> f64 {
+    p.iter().sum::<f64>() * (1.0 + 1.01 * (p.len() as f64 + 1.0) * U)
+}
+
 /// Multiplies every mass by 1 + 1.01(ulps + 1)u: the result of a step whose
 /// outputs are positive sums computed to ≤ ulps·u relative is then an upper
 /// bound of the step's exact result on the same input (the product's own
@@ -396,8 +404,12 @@ fn compose(ctx: &mut Ctx, a: &GridPld, b: &GridPld) -> GridPld {
     let sd = a.mean_sd().1.hypot(b.mean_sd().1);
     let tilt = ctx.tilt(sd, e);
     let (p, underflow) = ctx.conv.convolve(&a.p, &b.p, tilt, ctx.tau);
-    // 1 − (1 − a∞)(1 − b∞), increasing in both: an upper bound from upper bounds
-    let inf = ((a.inf + b.inf - a.inf * b.inf + underflow) * (1.0 + 4.0 * U)).min(1.0);
+    // the ∞ mass of the convolution of the stored measures, a∞·(B + b∞) + A·b∞
+    // (A, B the finite masses; = 1 − (1 − a∞)(1 − b∞) for probabilities, but the
+    // stored masses may exceed 1 by their rounding up), every term rounded up
+    let inf =
+        (a.inf * (mass_up(&b.p) + b.inf) + mass_up(&a.p) * b.inf + underflow) * (1.0 + 6.0 * U);
+    let inf = inf.min(1.0);
     regularise(
         ctx,
         GridPld {

@@ -1,13 +1,12 @@
 //! Convolution of the PLD accountant's grid masses with a proven per-entry
 //! upper bound (the "error budget" of [`super::pld`]).
 //!
-//! Every grid vector the PLD accountant keeps is an *entrywise upper bound*
-//! of the masses of a genuine dominating pair (see `pld.rs`): the steps it
-//! applies (convolution, connect-the-dots coarsening, tail truncation) are
-//! positive linear maps, so an entrywise upper bound of their input gives an
-//! entrywise upper bound of their output, and δ(ε) = p_∞ + Σ_k p_k·w_ε(l_k)
-//! with w_ε ≥ 0 is monotone in every p_k. A convolution therefore only has to
-//! return, for every output entry k, a number U_k ≥ c_k = Σ_{i+j=k} a_i b_j.
+//! Every grid vector the PLD accountant keeps dominates the masses of a
+//! genuine dominating pair in the upper-cumulative order (see `pld.rs`); the
+//! steps it applies preserve that order and δ(ε) is monotone in it. A
+//! convolution of two stored vectors therefore only has to return, for every
+//! output entry k, a number U_k ≥ c_k = Σ_{i+j=k} a_i b_j (entrywise ≥
+//! implies the order).
 //!
 //! * **Direct** (short inputs): c_k is a sum of m ≤ min(|a|, |b|) non-negative
 //!   products, computed with relative error ≤ γ_{m+1} (Higham 2002, §3.1);
