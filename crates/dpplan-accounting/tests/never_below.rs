@@ -193,7 +193,9 @@ fn cases(seed: u64) -> Vec<Case> {
             gdp_ref(&releases),
             json!({"kind": "lap", "k": kl.to_string(), "l1": f(sens), "b": f(b)}),
         ];
-        let accountants = if i % 20 == 0 {
+        // PLD on every 8th: δ reaches 1e-15 here, where the PLD used to give
+        // no result (its FFT allowance at +∞ exceeded δ below ≈ 1e-11)
+        let accountants = if i % 8 == 0 {
             Accountant::ALL.to_vec()
         } else {
             FAST_AND_ADV.to_vec()

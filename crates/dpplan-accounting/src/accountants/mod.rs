@@ -12,6 +12,7 @@
 //! | `rdp.rs` | [`Accountant::Rdp`] | Mironov 2017 (composition, Gaussian and Laplace curves); Steinke 2024 Thm 4 |
 //! | `gdp.rs` | [`Accountant::Gdp`] | Dong–Roth–Su 2019 Cor 3.3 with Balle–Wang 2018 Thm 8 |
 //! | `pld.rs` | [`Accountant::Pld`] | Koskela et al. 2020; Doroshenko et al. 2022; Zhu, Dong & Wang 2022 Thm 10 |
+//! | `pld_conv.rs` | (PLD's convolutions) | per-entry FFT round-off bound (Higham 2002, Thm 24.2) with exponential tilting (Keich 2005) |
 //!
 //! The RDP → (ε, δ) conversions they use live in [`crate::conversions`].
 
@@ -20,6 +21,7 @@ mod basic;
 mod classical;
 pub(crate) mod gdp;
 pub(crate) mod pld;
+mod pld_conv;
 mod rdp;
 mod zcdp;
 

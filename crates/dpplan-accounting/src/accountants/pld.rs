@@ -15,15 +15,26 @@
 //!   and composition is convolution of the grid PLDs.
 //! * All continuous Gaussians form one exact μ-GDP pair; its convolution with the grid
 //!   part is evaluated analytically: δ(ε) = p_∞ + Σ_k p_k δ_μ(ε − k h).
+//! * Error budget (docs/accounting.md, "The PLD's grid"): every stored grid vector
+//!   (with its ∞ atom) dominates a genuine dominating pair's masses in the
+//!   upper-cumulative order — for every threshold t the stored mass at losses ≥ t is
+//!   at least the exact one; entrywise ≥ implies it, and so does moving mass up.
+//!   Convolution, connect-the-dots and truncation preserve that order and δ(ε) is
+//!   monotone in it, so each step only has to round its outputs up: [`round_up`] for
+//!   leaves, coarsening and truncation; `pld_conv.rs` for convolutions — a per-entry
+//!   FFT round-off bound (Higham 2002, Thm 24.2) instead of one global allowance at
+//!   +∞, with an exponentially tilted second pass (Keich 2005) that makes the bound
+//!   relative in the upper tail, where a δ down to 10⁻¹⁵ is decided. The lower tail
+//!   is cut with a relative budget ([`Ctx::tau_low`]). The detail string lists the
+//!   terms and their size.
 
+use super::pld_conv::Convolver;
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::{gdp_delta_upper, gdp_epsilon};
 use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Eff, Plan};
-use rustfft::num_complex::Complex;
-use rustfft::FftPlanner;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -154,11 +165,16 @@ impl GridPld {
             p[i] += m * (1.0 - w);
             p[i + 1] += m * w;
         }
+        // round-off (see `round_up`): w to (2·ELEM_ULPS + 2 + min(h, 750))u
+        // (its argument u rounded, two libm calls, one division), the
+        // products and the sums of up to atoms.len() masses per point
+        let ulps = atoms.len() as f64 + 2.0 * ELEM_ULPS + h.min(750.0) + 8.0;
+        round_up(&mut p, ulps);
         GridPld {
             e,
             lo: kmin,
             p,
-            inf,
+            inf: (inf * (1.0 + 4.0 * U)).min(1.0),
         }
     }
 
@@ -208,6 +224,8 @@ impl GridPld {
             p[j] += m * (1.0 - w);
             p[j + 1] += m * w;
         }
+        let sources = (2 * ratio as u64).min(self.p.len() as u64) as f64;
+        round_up(&mut p, sources + 2.0 * ELEM_ULPS + h_new.min(750.0) + 8.0);
         GridPld {
             e: e_new,
             lo: first,
@@ -233,8 +251,9 @@ impl GridPld {
         self
     }
 
-    /// Pessimistic tail truncation: upper mass ≤ tau → ∞, lower mass ≤ tau → lowest kept.
-    fn truncate(&mut self, tau: f64) {
+    /// Pessimistic tail truncation: upper mass ≤ tau → ∞, lower mass ≤ tau_low → lowest
+    /// kept (moving mass up is always pessimistic; see [`Ctx::tau_low`] for its size).
+    fn truncate(&mut self, tau: f64, tau_low: f64) {
         for x in self.p.iter_mut() {
             if *x < 0.0 || x.is_nan() {
                 *x = 0.0;
@@ -247,16 +266,19 @@ impl GridPld {
             acc += self.p[top - 1];
             top -= 1;
         }
-        self.inf += acc;
+        // a sum of ≤ n masses: relative round-off ≤ (n + 2)u, rounded up
+        let sum_up = 1.0 + 1.01 * (n as f64 + 3.0) * U;
+        self.inf = ((self.inf + acc * sum_up) * (1.0 + 2.0 * U)).min(1.0);
         let mut bot = 0;
         let mut accl = 0.0;
-        while bot + 1 < top && accl + self.p[bot] <= tau {
+        let tau_low = tau.max(tau_low);
+        while bot + 1 < top && accl + self.p[bot] <= tau_low {
             accl += self.p[bot];
             bot += 1;
         }
         if bot > 0 || top < n {
             let mut v = self.p[bot..top].to_vec();
-            v[0] += accl;
+            v[0] = (v[0] + accl * sum_up) * (1.0 + 2.0 * U);
             self.p = v;
             self.lo += bot as i64;
         }
@@ -264,59 +286,55 @@ impl GridPld {
 }
 
 struct Ctx {
-    planner: FftPlanner<f64>,
+    conv: Convolver,
     tau: f64,
     e_global: i32,
+    /// the target δ (sets the lower-tail budget, [`Ctx::tau_low`])
+    delta: f64,
 }
 
-fn convolve_vec(ctx: &mut Ctx, a: &[f64], b: &[f64]) -> (Vec<f64>, f64) {
-    let n_out = a.len() + b.len() - 1;
-    if a.len().min(b.len()) <= 48 || (a.len() as u64) * (b.len() as u64) <= 1 << 15 {
-        let mut out = vec![0.0; n_out];
-        for (i, &x) in a.iter().enumerate() {
-            if x == 0.0 {
-                continue;
-            }
-            for (j, &y) in b.iter().enumerate() {
-                out[i + j] += x * y;
-            }
+impl Ctx {
+    /// Lower-tail truncation budget. Moving mass M of a node A from below its
+    /// median up to a kept point l_cut raises the final δ(ε) = E_A[δ_R(ε − A)]
+    /// (R: everything composed with A later) by at most M·δ_R(ε − l_cut) ≤
+    /// M·δ_R(ε − med A) ≤ M·δ(ε)/P(A ≥ med A) ≤ 2M·δ(ε): a *relative* cost, so
+    /// the budget is τ/(2δ) (the same share of δ as an upper truncation of τ;
+    /// capped at 1 % so the cut stays below the median). Sound at any size (it
+    /// only moves mass up); the size only bounds the loss of tightness. It
+    /// lets the FFT round-off floor of the lower tail (bounded per entry, see
+    /// `pld_conv.rs`) be cut, which an absolute τ ≈ 10⁻²¹ at δ = 10⁻¹⁵ could not.
+    fn tau_low(&self) -> f64 {
+        (0.5 * self.tau / self.delta).min(0.01)
+    }
+
+    /// Exponential tilt per grid index for a convolution whose output has
+    /// standard deviation `sd` on the grid 2^e: θ = z_τ/sd puts the tilted
+    /// mass where the upper tail is cut (τ ≈ Φ̄(z_τ)).
+    fn tilt(&self, sd: f64, e: i32) -> f64 {
+        if sd.is_nan() || sd <= 0.0 || sd.is_infinite() {
+            return 0.0;
         }
-        return (out, 0.0);
+        let z = (2.0 * (1.0 / self.tau).ln()).sqrt();
+        z / sd * h_of(e)
     }
-    let n = n_out.next_power_of_two();
-    // pack both real inputs into one complex signal z = a + i b
-    let mut z: Vec<Complex<f64>> = (0..n)
-        .map(|i| {
-            Complex::new(
-                a.get(i).copied().unwrap_or(0.0),
-                b.get(i).copied().unwrap_or(0.0),
-            )
-        })
-        .collect();
-    let fwd = ctx.planner.plan_fft_forward(n);
-    fwd.process(&mut z);
-    // A_k = (Z_k + conj Z_{n-k})/2, B_k = (Z_k − conj Z_{n-k})/(2i); product A_k B_k
-    let mut prod = vec![Complex::new(0.0, 0.0); n];
-    for k in 0..n {
-        let zk = z[k];
-        let zc = z[(n - k) % n].conj();
-        let ak = (zk + zc) * 0.5;
-        let bk = (zk - zc) * Complex::new(0.0, -0.5);
-        prod[k] = ak * bk;
+}
+
+/// Σ p rounded up: a sum of n non-negative terms errs by ≤ (n − 1)u relative.
+fn mass_up(p: &[f64]) -> f64 {
+    p.iter().sum::<f64>() * (1.0 + 1.01 * (p.len() as f64 + 1.0) * U)
+}
+
+/// Multiplies every mass by 1 + 1.01(ulps + 1)u: the result of a step whose
+/// outputs are positive sums computed to ≤ ulps·u relative is then an upper
+/// bound of the step's exact result on the same input (the product's own
+/// rounding is the + 1). Subnormal round-off (≤ 2^−1074 per operation) is
+/// below every mass a δ ≥ 10⁻³⁰⁰ can see and is counted at ∞ by the
+/// convolutions that could produce it.
+fn round_up(p: &mut [f64], ulps: f64) {
+    let g = 1.0 + 1.01 * (ulps + 1.0) * U;
+    for x in p.iter_mut() {
+        *x *= g;
     }
-    let inv = ctx.planner.plan_fft_inverse(n);
-    inv.process(&mut prod);
-    let scale = 1.0 / n as f64;
-    let out: Vec<f64> = prod[..n_out]
-        .iter()
-        .map(|c| (c.re * scale).max(0.0))
-        .collect();
-    // allowance for floating-point error of the FFT (ℓ1 over outputs):
-    // 4 u log2(n) √n ‖a‖₂‖b‖₂, counted into the ∞ atom (pessimistic)
-    let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let allowance = 4.0 * f64::EPSILON * (n as f64).log2() * (n as f64).sqrt() * na * nb;
-    (out, allowance)
 }
 
 fn target_e(ctx: &Ctx, sd: f64) -> i32 {
@@ -328,16 +346,17 @@ fn target_e(ctx: &Ctx, sd: f64) -> i32 {
 
 /// Bring the node to its resolution and cap its size.
 fn regularise(ctx: &mut Ctx, mut g: GridPld) -> GridPld {
-    g.truncate(ctx.tau);
+    let tau_low = ctx.tau_low();
+    g.truncate(ctx.tau, tau_low);
     let (_, sd) = g.mean_sd();
     let te = target_e(ctx, sd);
     if te > g.e {
         g = g.coarsen(te);
-        g.truncate(ctx.tau);
+        g.truncate(ctx.tau, tau_low);
     }
     while g.p.len() > MAX_BINS {
         g = g.coarsen(g.e + 1);
-        g.truncate(ctx.tau);
+        g.truncate(ctx.tau, tau_low);
     }
     g
 }
@@ -378,8 +397,19 @@ fn compose(ctx: &mut Ctx, a: &GridPld, b: &GridPld) -> GridPld {
         (a, b)
     };
     let e = a.e;
-    let (p, allowance) = convolve_vec(ctx, &a.p, &b.p);
-    let inf = (a.inf + b.inf - a.inf * b.inf + allowance).min(1.0);
+    // entrywise upper bounds of the exact convolution (pld_conv.rs); the
+    // upper-tail round-off needs the tilted pass only if the untilted bound's
+    // whole mass would not fit in the truncation budget τ (it then costs at
+    // most what one truncation may)
+    let sd = a.mean_sd().1.hypot(b.mean_sd().1);
+    let tilt = ctx.tilt(sd, e);
+    let (p, underflow) = ctx.conv.convolve(&a.p, &b.p, tilt, ctx.tau);
+    // the ∞ mass of the convolution of the stored measures, a∞·(B + b∞) + A·b∞
+    // (A, B the finite masses; = 1 − (1 − a∞)(1 − b∞) for probabilities, but the
+    // stored masses may exceed 1 by their rounding up), every term rounded up
+    let inf =
+        (a.inf * (mass_up(&b.p) + b.inf) + mass_up(&a.p) * b.inf + underflow) * (1.0 + 6.0 * U);
+    let inf = inf.min(1.0);
     regularise(
         ctx,
         GridPld {
@@ -622,9 +652,10 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     // to the full support ±k·ε instead of ±O(√k·ε).
     let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
     let mut ctx = Ctx {
-        planner: FftPlanner::new(),
+        conv: Convolver::new(),
         tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
         e_global,
+        delta,
     };
     let mut heap: BinaryHeap<Node> = BinaryHeap::new();
     for (k, c) in &leaves {
@@ -669,7 +700,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         .max(g.e);
     if te > g.e && g.p.len() > 1 {
         g = g.coarsen(te);
-        g.truncate(ctx.tau);
+        g.truncate(ctx.tau, ctx.tau_low());
     }
     if g.inf >= delta {
         return Err(AccountingError::InfiniteEpsilon(format!(
@@ -682,7 +713,8 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         .map(|i| (g.lo + i as i64) as f64 * h)
         .collect();
     // An upper bound on δ(ε) = p_∞ + Σ_k p_k·δ_μ(ε − l_k) of the composed pair
-    // (the grid masses as they stand: their own round-off is in p_∞).
+    // (the grid masses are entrywise upper bounds, their round-off included:
+    // `pld_conv.rs` for the convolutions, [`round_up`] for the other steps).
     // Error terms: t = ε − l_k is rounded to nearest (l_k = k·h is exact),
     // and δ_μ decreases in t, so the float below is used; δ_μ is the proven
     // upper bound [`gdp_delta_upper`] (without Gaussians, −expm1(t) from
@@ -732,15 +764,29 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
         |x| delta_of(x) <= delta,
     );
-    Ok((
-        eps,
-        format!(
-            "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}",
-            g.e,
-            g.p.len(),
-            leaves.len(),
-            mu,
-            g.inf
-        ),
-    ))
+    let detail = format!(
+        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}; {}",
+        g.e,
+        g.p.len(),
+        leaves.len(),
+        mu,
+        g.inf,
+        error_terms(&ctx)
+    );
+    Ok((eps, detail))
+}
+
+/// The error terms added on the way, for the detail string.
+fn error_terms(ctx: &Ctx) -> String {
+    let st = &ctx.conv.stats;
+    format!(
+        "error terms: FFT round-off bounded per entry (Higham Thm 24.2) on {} FFT convolutions, {} with an exponentially tilted second pass, {:.2e} of mass added in all; {} direct convolutions, grid steps and tilts rounded up by ≤ {:.1e} relative each; tails cut at τ = {:.1e} (upper, to ∞) and ≤ {:.1e} of mass (lower, moved up)",
+        st.fft,
+        st.tilted,
+        st.added_mass,
+        st.direct,
+        st.max_rel.max(1.01 * 9.0 * U),
+        ctx.tau,
+        ctx.tau_low().max(ctx.tau)
+    )
 }
