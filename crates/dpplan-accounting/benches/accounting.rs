@@ -50,6 +50,7 @@ fn bench(c: &mut Criterion) {
                 l1: 10.0,
                 l2: 10.0,
                 coords: 1,
+                linf: 0.0,
             },
         },
         count: 43_200,

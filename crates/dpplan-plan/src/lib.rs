@@ -245,6 +245,7 @@ impl Part {
                 l1: self.l1,
                 l2: self.l2,
                 coords: self.coords,
+                linf: 0.0,
             },
         )
     }

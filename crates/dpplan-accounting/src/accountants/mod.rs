@@ -74,7 +74,9 @@ pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> 
             }
             Ok(gdp_epsilon(mu, delta))
         }
-        Eff::DGauss { sigma, shift, rho } => {
+        Eff::DGauss {
+            sigma, shift, rho, ..
+        } => {
             if delta <= 0.0 {
                 return Err(infinite("a discrete Gaussian release"));
             }
@@ -141,7 +143,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
             .collect();
     }
     let grid = GeometricGrid::new(ratio);
-    let mut map: BTreeMap<(u8, u64, u64, u64), (Eff, u64)> = BTreeMap::new();
+    let mut map: BTreeMap<crate::EffKey, (Eff, u64)> = BTreeMap::new();
     for (e, c) in approx {
         let e2 = match e {
             Eff::Gauss { mu } => Eff::Gauss {
@@ -152,6 +154,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
                 sigma,
                 shift: None,
                 rho: grid.round_up(rho).1,
+                shape: None,
             },
             other => other,
         };
@@ -160,6 +163,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
                 sigma: 0.0,
                 shift: None,
                 rho,
+                shape: None,
             },
             o => o,
         };

@@ -820,6 +820,10 @@ fn parts(
         .unwrap_or(0.0);
     let mut parts = Vec::new();
     for (i, (statistic, role, mut d)) in parts_derived.into_iter().enumerate() {
+        if declared.l1.is_some_and(|v| v > d.l1) || declared.l2.is_some_and(|v| v > d.l2) {
+            // a declared sensitivity above the derived one: the shape is not known
+            d.linf = 0.0;
+        }
         if let Some(v) = declared.l1 {
             d.l1 = d.l1.max(v);
             d.steps.push(format!(

@@ -88,6 +88,7 @@ impl AccountantInputs {
                         l1: m.l1,
                         l2: m.l2,
                         coords: m.coords,
+                        linf: 0.0,
                     },
                 },
                 count: m.releases,

@@ -60,6 +60,7 @@ impl MechanismRecord {
                         l1: p.l1,
                         l2: p.l2,
                         coords: p.coords,
+                        linf: 0.0,
                     },
                 )
             })
