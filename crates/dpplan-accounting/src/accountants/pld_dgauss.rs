@@ -49,11 +49,16 @@
 //! with an error bound η·T^abs_j (the same recursion on |d_k|;
 //! η = 1.01((6 + 4)n + 10)u covers e^{−h} to 4 ulps raised to n powers,
 //! the subtraction, the products and sums over n grid points). A deficit is
-//! repaired by moving that mass (divided by e^{−h}) from the lowest atoms
-//! to +∞ — raising the curve at every grid point above them by that much —
-//! and verified again (at most four rounds, else the accountant declines).
-//! Because the differences vanish where the copied shape is the maximum, the
-//! verification's own error is tiny where it matters. Between grid points
+//! repaired by moving twice that mass (divided by e^{−h}) from the lowest
+//! atoms to +∞ — raising the curve at every grid point above them by at
+//! least that much — and verified again (at most eight rounds, else the
+//! accountant declines). The differences vanish where the copied shape is
+//! the maximum, so the verification's error is tiny in the tail; it is
+//! largest where δ ≈ 1 (ε far below 0): there every shape's curve nears
+//! 1 − e^ε, their differences fall below the bound η·T^abs (≈ 10⁻¹¹ for a
+//! few thousand grid points), and that much mass can end up at +∞ — it
+//! shows in the detail's "mass at ∞" and matters only for δ below ≈ 10⁻⁹.
+//! Between grid points
 //! both curves are linear, so the checks at grid points cover [x_L, ∞); on
 //! (0, x_L) both are linear from their total masses at 0 (the anchor makes
 //! P*'s the largest) to the checked values at x_L.
