@@ -68,7 +68,9 @@
 //!   Thm 10). All continuous Gaussians are folded into one exact μ-GDP pair and combined
 //!   analytically: δ(ε) = p_∞ + Σⱼ pⱼ·δ_μ(ε − lⱼ). Many distinct Laplace ε are rounded
 //!   up onto a geometric grid (ratio 1+10⁻³), sound because the Laplace (and RR) profile
-//!   increases with ε.
+//!   increases with ε. A discrete Gaussian over several coordinates (with ℓ∞ given)
+//!   enters as one pair dominating every maximal shift shape (`dgauss_shapes.rs`,
+//!   `accountants/pld_dgauss.rs`, docs/accounting.md).
 //!
 //! ## Where each result lives (one home per theorem)
 //! * `accountants/`: one file per accountant (basic, advanced, zcdp, rdp, gdp,
