@@ -195,8 +195,7 @@ fn runs(seq: &[u64]) -> Shape {
 /// The maximal shapes of the set (module doc), or why not.
 pub(crate) fn maximal_shapes(b: &ShapeBound) -> Result<Vec<Shape>, String> {
     // every coordinate full: one shape, whatever the search would visit
-    if b.coords.saturating_mul(b.linf) <= b.l1
-        && b.coords.saturating_mul(b.linf * b.linf) <= b.l2sq
+    if b.coords.saturating_mul(b.linf) <= b.l1 && b.coords.saturating_mul(b.linf * b.linf) <= b.l2sq
     {
         return Ok(vec![vec![(b.linf, b.coords)]]);
     }

@@ -422,7 +422,11 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                     sigma: m.scale,
                     shift: None,
                     shape: ShapeBound::new(
-                        if s.l1 > 0.0 { s.l1 } else { s.coords as f64 * s.linf },
+                        if s.l1 > 0.0 {
+                            s.l1
+                        } else {
+                            s.coords as f64 * s.linf
+                        },
                         l2,
                         s.linf,
                         s.coords,

@@ -262,7 +262,10 @@ fn two_coordinates_against_a_direct_lattice_sum() {
         );
         let r = vec![histogram(sigma, 2.0, 2f64.sqrt(), 1.0, 2, 1)];
         let pld = epsilon(&r, delta, Accountant::Pld).unwrap().epsilon;
-        assert!(pld >= direct * (1.0 - 1e-9), "σ = {sigma}: {pld} < {direct}");
+        assert!(
+            pld >= direct * (1.0 - 1e-9),
+            "σ = {sigma}: {pld} < {direct}"
+        );
         assert!(pld <= direct * 1.002, "σ = {sigma}: {pld} vs {direct}");
         // and the lattice-sum reference of the other test agrees
         let via_sum = exact_epsilon(sigma, &[1, 1], 0.0, delta);

@@ -105,7 +105,10 @@ pub(super) fn shapes_leaf(
     let e_max = grids.iter().map(|g| g.e).max().unwrap_or(e);
     let grids: Vec<GridPld> = grids.iter().map(|g| g.coarsen(e_max)).collect();
     if grids.len() == 1 {
-        return Ok((grids.into_iter().next().unwrap_or_else(GridPld::identity), n));
+        return Ok((
+            grids.into_iter().next().unwrap_or_else(GridPld::identity),
+            n,
+        ));
     }
     Ok((max_profile(&grids)?, n))
 }
@@ -209,10 +212,7 @@ fn max_profile(grids: &[GridPld]) -> Result<GridPld, AccountingError> {
     let arg = argmax_with_hysteresis(&curves, 4.0 * eta);
     let mut p = masses(&c, grids, &curves, &arg);
     let inf = grids.iter().map(|g| g.inf).fold(0.0, f64::max);
-    let total = grids
-        .iter()
-        .map(|g| g.mass() + g.inf)
-        .fold(0.0, f64::max);
+    let total = grids.iter().map(|g| g.mass() + g.inf).fold(0.0, f64::max);
     let rest: f64 = p[1..].iter().sum::<f64>() + inf;
     p[0] = (total - rest).max(0.0);
     let mut g = GridPld {
