@@ -168,7 +168,7 @@ impl Search<'_> {
                 // entry must end up blocked by the ℓ2 bound, else it could rise
                 let sum_max = sum + v * (slots_after + 1);
                 let sq_max = sq + v * v * (slots_after + 1);
-                if sum_max < b.l1 && sq_max + 2 * v + 1 <= b.l2sq {
+                if sum_max < b.l1 && sq_max + 2 * v < b.l2sq {
                     continue;
                 }
             }
