@@ -50,6 +50,7 @@ fn bench(c: &mut Criterion) {
                 l1: 10.0,
                 l2: 10.0,
                 coords: 1,
+                linf: 0.0,
             },
         },
         count: 43_200,
@@ -99,5 +100,61 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A discrete Gaussian histogram (σ, shift bounds l1, l2², l∞, coordinates)
+/// released `count` times, with one Laplace count (b = 2).
+fn dgauss_histogram(sigma: f64, b: (f64, f64, f64, u64), count: u64) -> Vec<Release> {
+    vec![
+        Release {
+            mechanism: Mechanism {
+                kind: NoiseKind::DiscreteGaussian,
+                scale: sigma,
+                sensitivity: Sensitivity {
+                    l1: b.0,
+                    l2: b.1.sqrt(),
+                    coords: b.3,
+                    linf: b.2,
+                },
+            },
+            count,
+        },
+        rel(NoiseKind::Laplace, 2.0, 1),
+    ]
+}
+
+/// PLD over discrete Gaussian histograms (the max-over-shapes pair).
+fn bench_dgauss(c: &mut Criterion) {
+    // row-level replace: shape (1, 1), σ = 12, 52 weekly releases
+    let one = dgauss_histogram(12.0, (2.0, 2.0, 1.0, 2), 52);
+    // 10 rows in ≤ 4 groups of ≤ 3: shapes (3,3,3,1), (3,3,2,2), σ = 8
+    let two = dgauss_histogram(8.0, (10.0, 28.0, 3.0, 4), 12);
+    // 7 rows in ≤ 5 groups of ≤ 3: six maximal shapes, σ = 20
+    let six = dgauss_histogram(20.0, (7.0, 19.0, 3.0, 5), 30);
+    let mut grp = c.benchmark_group("pld_dgauss");
+    grp.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(3));
+    for (name, plan) in [
+        ("pld_dgauss_1_shape_52x", &one),
+        ("pld_dgauss_2_shapes_12x", &two),
+        ("pld_dgauss_6_shapes_30x", &six),
+    ] {
+        grp.bench_function(name, |b| {
+            b.iter(|| epsilon(black_box(plan), 1e-6, Accountant::Pld))
+        });
+        grp.bench_function(format!("{name}_best"), |b| {
+            b.iter(|| best(black_box(plan), 1e-6))
+        });
+    }
+    grp.finish();
+    for (name, plan) in [("1 shape", &one), ("2 shapes", &two), ("6 shapes", &six)] {
+        for a in [Accountant::Pld, Accountant::Rdp] {
+            println!(
+                "{name:>10} {a:<30} {:?}",
+                epsilon(plan, 1e-6, a).map(|b| b.epsilon)
+            );
+        }
+    }
+}
+
+criterion_group!(benches, bench, bench_dgauss);
 criterion_main!(benches);

@@ -68,7 +68,9 @@
 //!   Thm 10). All continuous Gaussians are folded into one exact μ-GDP pair and combined
 //!   analytically: δ(ε) = p_∞ + Σⱼ pⱼ·δ_μ(ε − lⱼ). Many distinct Laplace ε are rounded
 //!   up onto a geometric grid (ratio 1+10⁻³), sound because the Laplace (and RR) profile
-//!   increases with ε.
+//!   increases with ε. A discrete Gaussian over several coordinates (with ℓ∞ given)
+//!   enters as one pair dominating every maximal shift shape (`dgauss_shapes.rs`,
+//!   `accountants/pld_dgauss.rs`, docs/accounting.md).
 //!
 //! ## Where each result lives (one home per theorem)
 //! * `accountants/`: one file per accountant (basic, advanced, zcdp, rdp, gdp,
@@ -85,6 +87,7 @@
 //!   used for bucketing; `special.rs`: normal CDF and 1-D minimisation.
 #![forbid(unsafe_code)]
 
+use dgauss_shapes::ShapeBound;
 use roots::{try_bisect, try_find_bracket, Bisection, Bracket, End};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -92,6 +95,7 @@ use std::fmt;
 mod accountants;
 pub mod conversions;
 mod dgauss;
+mod dgauss_shapes;
 mod gaussian;
 mod grid;
 pub mod roots;
@@ -110,6 +114,15 @@ pub struct Sensitivity {
     pub l2: f64,
     /// max number of output coordinates one unit's change can touch (1 = scalar query)
     pub coords: u64,
+    /// ℓ∞ sensitivity: the most one coordinate can move (0 = not given).
+    /// With it, a multi-coordinate discrete Gaussian gets the PLD
+    /// accountant's shape analysis (`dgauss_shapes.rs`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub linf: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Sensitivity {
@@ -119,6 +132,7 @@ impl Sensitivity {
             l1: delta,
             l2: delta,
             coords: 1,
+            linf: 0.0,
         }
     }
 }
@@ -186,11 +200,13 @@ impl std::error::Error for AccountingError {}
 pub(crate) enum Eff {
     /// continuous Gaussian, μ = Δ₂/σ
     Gauss { mu: f64 },
-    /// discrete Gaussian; `shift` is the integer shift when coords = 1
+    /// discrete Gaussian; `shift` is the integer shift when coords = 1,
+    /// `shape` the bounds on the shift vector otherwise (when Δ∞ is given)
     DGauss {
         sigma: f64,
         shift: Option<i64>,
         rho: f64,
+        shape: Option<ShapeBound>,
     },
     /// continuous Laplace, ε = Δ₁/b; `scalar` when coords = 1
     Laplace { eps: f64, scalar: bool },
@@ -205,20 +221,29 @@ impl Eff {
             _ => None,
         }
     }
-    pub(crate) fn key(&self) -> (u8, u64, u64, u64) {
+    pub(crate) fn key(&self) -> EffKey {
         match *self {
-            Eff::Gauss { mu } => (0, mu.to_bits(), 0, 0),
-            Eff::DGauss { sigma, shift, rho } => (
+            Eff::Gauss { mu } => (0, mu.to_bits(), 0, 0, None),
+            Eff::DGauss {
+                sigma,
+                shift,
+                rho,
+                shape,
+            } => (
                 1,
                 sigma.to_bits(),
                 shift.map(|s| s as u64 + 1).unwrap_or(0),
                 rho.to_bits(),
+                shape,
             ),
-            Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0),
-            Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0),
+            Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0, None),
+            Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0, None),
         }
     }
 }
+
+/// What identifies an effective mechanism (for grouping).
+pub(crate) type EffKey = (u8, u64, u64, u64, Option<ShapeBound>);
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Item {
@@ -383,6 +408,7 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: Some(shift as i64),
+                    shape: None,
                     rho: special::div_up(
                         special::mul_up(shift, shift),
                         2.0 * special::mul_down(m.scale, m.scale),
@@ -395,6 +421,16 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 Eff::DGauss {
                     sigma: m.scale,
                     shift: None,
+                    shape: ShapeBound::new(
+                        if s.l1 > 0.0 {
+                            s.l1
+                        } else {
+                            s.coords as f64 * s.linf
+                        },
+                        l2,
+                        s.linf,
+                        s.coords,
+                    ),
                     rho: special::div_up(
                         special::mul_up(l2, l2),
                         2.0 * special::mul_down(m.scale, m.scale),
@@ -446,7 +482,7 @@ impl Plan {
     /// identical effective mechanisms merged (counts added)
     pub(crate) fn grouped(&self) -> Plan {
         use std::collections::HashMap;
-        let mut index: HashMap<(u8, u64, u64, u64), usize> = HashMap::new();
+        let mut index: HashMap<EffKey, usize> = HashMap::new();
         let mut out = Plan::default();
         for it in &self.items {
             match index.get(&it.eff.key()) {

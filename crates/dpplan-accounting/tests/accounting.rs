@@ -11,7 +11,12 @@ fn mech(kind: NoiseKind, scale: f64, l1: f64, l2: f64, coords: u64) -> Mechanism
     Mechanism {
         kind,
         scale,
-        sensitivity: Sensitivity { l1, l2, coords },
+        sensitivity: Sensitivity {
+            l1,
+            l2,
+            coords,
+            linf: 0.0,
+        },
     }
 }
 fn gauss(sigma: f64, sens: f64, count: u64) -> Release {

@@ -12,6 +12,7 @@ fn laplace(scale: f64, sens: f64, count: u64) -> Vec<Release> {
                 l1: sens,
                 l2: sens,
                 coords: 1,
+                linf: 0.0,
             },
         },
         count,

@@ -16,6 +16,11 @@ pub struct Derived {
     pub l2: f64,
     /// How many output coordinates one unit's change can touch.
     pub coords: u64,
+    /// The most one coordinate can move (ℓ∞); with `coords` it bounds the
+    /// shape of the shift vector (used by the PLD accountant for a
+    /// discrete Gaussian over several coordinates).
+    #[serde(skip)]
+    pub linf: f64,
     /// The derivation, one step per line.
     pub steps: Vec<String>,
 }
@@ -50,12 +55,14 @@ pub fn count(u: UnitBound, adj: Adjacency) -> Derived {
             l1: 1.0,
             l2: 1.0,
             coords: 1,
+            linf: 1.0,
             steps: vec!["adding or removing one row moves the count by 1: L1 = L2 = 1".into()],
         },
         (Adjacency::AddRemove, true) => Derived {
             l1: c,
             l2: c,
             coords: 1,
+            linf: c,
             steps: vec![format!(
                 "adding or removing a unit moves the count by its rows, at most rows_per_unit = {}: L1 = L2 = {}",
                 u.rows, u.rows
@@ -65,6 +72,7 @@ pub fn count(u: UnitBound, adj: Adjacency) -> Derived {
             l1: 0.0,
             l2: 0.0,
             coords: 1,
+            linf: 0.0,
             steps: vec![
                 "replacing one row by another keeps the number of rows: L1 = L2 = 0 (the count is public under row-level replace adjacency)".into(),
             ],
@@ -73,6 +81,7 @@ pub fn count(u: UnitBound, adj: Adjacency) -> Derived {
             l1: c,
             l2: c,
             coords: 1,
+            linf: c,
             steps: vec![format!(
                 "replacing a unit's rows (up to {}) by another unit's (0 to {}) moves the count by at most {}: L1 = L2 = {}",
                 u.rows, u.rows, u.rows, u.rows
@@ -138,6 +147,7 @@ pub fn sum(u: UnitBound, adj: Adjacency, lo: f64, hi: f64) -> Derived {
         l1: v,
         l2: v,
         coords: 1,
+        linf: v,
         steps: vec![format!("{step}: L1 = L2 = {}", fmt_num(v))],
     }
 }
@@ -173,16 +183,21 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
         g
     ));
     let (mut l1, mut l2, mut coords) = (l1_ar, l2_ar, m);
+    // one coordinate moves by at most g rows (add/remove, and the difference
+    // of two unit's counts in [0, g] under replace)
+    let mut linf = g as f64;
     if adj == Adjacency::Replace {
         if !u.user {
             if d < 2 {
                 l1 = 0.0;
                 l2 = 0.0;
+                linf = 0.0;
                 steps
                     .push("replace: with one group a replaced row stays in it: L1 = L2 = 0".into());
             } else {
                 l1 = 2.0;
                 l2 = 2f64.sqrt();
+                linf = 1.0;
                 coords = 2;
                 steps
                     .push("replace: a row moves from one group to another: L1 = 2, L2 = √2".into());
@@ -207,6 +222,7 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
             (Adjacency::AddRemove, _) => {
                 l1 = l1_ar * mv;
                 l2 = l2_ar * mv;
+                linf = g as f64 * mv;
                 steps.push(format!(
                     "each row adds at most {} in absolute value: L1 = {} × {} = {}, L2 = {} × {} = {}",
                     fmt_num(mv),
@@ -221,6 +237,7 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
             (Adjacency::Replace, false) => {
                 l1 = (2.0 * mv).max(hi - lo);
                 l2 = (2f64.sqrt() * mv).max(hi - lo);
+                linf = mv.max(hi - lo);
                 steps.push(format!(
                     "a replaced row leaves one group and enters another (or changes value within one): L1 = max(2 × {}, {} − {}) = {}, L2 = max(√2 × {}, {}) = {}",
                     fmt_num(mv),
@@ -236,6 +253,8 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
                 l1 = 2.0 * l1_ar * mv;
                 let factor = if same_sign { 2f64.sqrt() } else { 2.0 };
                 l2 = factor * l2_ar * mv;
+                // a group's total lies in [g·lo, g·hi] (and 0 when untouched)
+                linf = g as f64 * if same_sign { mv } else { hi - lo };
                 steps.push(format!(
                     "values up to {} in absolute value{}: L1 = 2 × {} × {} = {}, L2 = {} × {} × {} = {}",
                     fmt_num(mv),
@@ -255,6 +274,7 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
         l1,
         l2,
         coords: coords.max(1),
+        linf,
         steps,
     }
 }

@@ -475,3 +475,55 @@ fn rerelease_hints_follow_the_statistics() {
         many[0].message
     );
 }
+
+#[test]
+fn a_discrete_gaussian_histogram_is_accounted_by_its_shift_shapes() {
+    let q = "  query pages {\n    histogram(visits by page)\n    noise discrete_gaussian sigma 4\n    schedule once\n  }\n  query n {\n    count(visits)\n    noise laplace scale 10\n    schedule once\n  }";
+    let per_group = |g: u64| {
+        VISITS.replace(
+            "groups_per_unit 3",
+            &format!("groups_per_unit 3\n      rows_per_group {g}"),
+        )
+    };
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 5 delta 1e-6",
+        "best",
+        &per_group(2),
+        q,
+    ));
+    // 5 rows, ≤ 3 groups of ≤ 2: one coordinate moves by ≤ 2, shape (2, 2, 1)
+    let m = r.queries[0].parts[0].accounted.unwrap();
+    assert_eq!((m.sensitivity.linf, m.sensitivity.coords), (2.0, 3));
+    // the Laplace count records no ℓ∞ (not used)
+    assert_eq!(
+        r.queries[1].parts[0].accounted.unwrap().sensitivity.linf,
+        0.0
+    );
+    let t = r.total.unwrap();
+    assert_eq!(t.accountant, crate::Accountant::Pld);
+    let releases: Vec<dpplan_accounting::Release> = r
+        .queries
+        .iter()
+        .map(|q| dpplan_accounting::Release {
+            mechanism: q.parts[0].accounted.unwrap(),
+            count: 1,
+        })
+        .collect();
+    let rdp = dpplan_accounting::epsilon(&releases, 1e-6, crate::Accountant::Rdp).unwrap();
+    assert!(
+        t.epsilon < rdp.epsilon * 0.97,
+        "{} vs {}",
+        t.epsilon,
+        rdp.epsilon
+    );
+    // negative control: 3 rows per group allow (3, 2): ε grows
+    let looser = total(&plan(
+        "user by uid",
+        "epsilon 5 delta 1e-6",
+        "best",
+        &per_group(3),
+        q,
+    ));
+    assert!(looser > t.epsilon * 1.01, "{looser} vs {}", t.epsilon);
+}

@@ -32,6 +32,7 @@ pub fn accountant_inputs(plan: &CheckedPlan) -> Option<AccountantInputs> {
                     l1: m.sensitivity.l1,
                     l2: m.sensitivity.l2,
                     coords: m.sensitivity.coords,
+                    linf: m.sensitivity.linf,
                     releases: q.releases,
                 })
             })

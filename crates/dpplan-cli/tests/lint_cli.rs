@@ -266,7 +266,17 @@ fn junit_report_fails_what_check_fails() {
     );
     assert_eq!(suites[2].2, 0, "a warning passes");
     // the claim is in the budget case's output
-    assert!(text(&o.stdout).contains("ε = 1.74507, δ = 1e-9 (zCDP); budget ε = 2, δ = 1e-9"));
+    // the claim is the one `--format json` gives, with its accountant
+    let j = dpplan(&["check", "--format", "json", &good], None);
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    let f = &v["files"][0];
+    let accountant = dpplan_vocab_title(f["accountant"].as_str().unwrap());
+    let claim = format!(
+        "<system-out>ε = {}, δ = 1e-9 ({accountant}); budget ε = 2, δ = 1e-9</system-out>",
+        dpplan_render::num(f["epsilon"].as_f64().unwrap())
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains(&claim), "{claim} not in {out}");
     // denied warnings fail, in the report as in the exit code
     let o = dpplan(
         &["check", "--format", "junit", "--deny", "warnings", &warn],
@@ -328,4 +338,9 @@ fn suppressions_are_listed_with_their_reasons() {
     // the human summary says how many were suppressed
     let o = dpplan(&["check", path, "--color", "never"], None);
     assert!(text(&o.stdout).contains("0 hints (2 suppressed by `dpplan: allow` comments)"));
+}
+
+/// An accountant's long name, as reports print it.
+fn dpplan_vocab_title(name: &str) -> &'static str {
+    dpplan_check::Accountant::from_name(name).unwrap().title()
 }

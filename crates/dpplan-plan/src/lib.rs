@@ -176,6 +176,10 @@ pub struct Schedule {
     pub text: String,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
@@ -189,6 +193,10 @@ pub struct Part {
     pub l1: f64,
     pub l2: f64,
     pub coords: u64,
+    /// ℓ∞ sensitivity (the most one coordinate moves), recorded for a
+    /// discrete Gaussian over several coordinates (absent: not given).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub linf: f64,
     /// The statistic is computed exactly in units of 2^grid_exponent (0
     /// for the discrete kinds and for `none`); continuous noise is added
     /// to that exact value and the sum rounded to the nearest f64.
@@ -245,6 +253,7 @@ impl Part {
                 l1: self.l1,
                 l2: self.l2,
                 coords: self.coords,
+                linf: self.linf,
             },
         )
     }
@@ -542,6 +551,7 @@ fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
                 l1: m.sensitivity.l1,
                 l2: m.sensitivity.l2,
                 coords: m.sensitivity.coords,
+                linf: m.sensitivity.linf,
                 grid_exponent: if m.kind.is_discrete() {
                     0
                 } else {
@@ -561,6 +571,7 @@ fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
             l1: 0.0,
             l2: 0.0,
             coords: 1,
+            linf: 0.0,
             grid_exponent: if stat.is_count() {
                 0
             } else {

@@ -79,7 +79,9 @@ pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> 
             }
             Ok(gdp_epsilon(mu, delta))
         }
-        Eff::DGauss { sigma, shift, rho } => {
+        Eff::DGauss {
+            sigma, shift, rho, ..
+        } => {
             if delta <= 0.0 {
                 return Err(infinite("a discrete Gaussian release"));
             }
@@ -146,7 +148,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
             .collect();
     }
     let grid = GeometricGrid::new(ratio);
-    let mut map: BTreeMap<(u8, u64, u64, u64), (Eff, u64)> = BTreeMap::new();
+    let mut map: BTreeMap<crate::EffKey, (Eff, u64)> = BTreeMap::new();
     for (e, c) in approx {
         let e2 = match e {
             Eff::Gauss { mu } => Eff::Gauss {
@@ -157,6 +159,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
                 sigma,
                 shift: None,
                 rho: grid.round_up(rho).1,
+                shape: None,
             },
             other => other,
         };
@@ -165,6 +168,7 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
                 sigma: 0.0,
                 shift: None,
                 rho,
+                shape: None,
             },
             o => o,
         };

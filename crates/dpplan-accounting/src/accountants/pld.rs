@@ -30,6 +30,7 @@
 
 use super::pld_conv::Convolver;
 use crate::dgauss::DiscreteGaussian;
+use crate::dgauss_shapes::ShapeBound;
 use crate::gaussian::{gdp_delta_upper, gdp_epsilon};
 use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
@@ -37,6 +38,9 @@ use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Eff, Plan};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
+
+#[path = "pld_dgauss.rs"]
+mod pld_dgauss;
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -525,12 +529,15 @@ enum LeafKind {
     Laplace(f64),
     Rr(f64),
     DGauss(f64, i64),
+    /// σ and the shift bounds of a multi-coordinate discrete Gaussian
+    DGaussShapes(f64, ShapeBound),
 }
 
 fn leaf_sd(k: &LeafKind) -> f64 {
     match *k {
         LeafKind::Laplace(e) | LeafKind::Rr(e) => e,
         LeafKind::DGauss(s, d) => d as f64 / s,
+        LeafKind::DGaussShapes(s, b) => b.l2_max() / s,
     }
 }
 
@@ -562,6 +569,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     let mut lap: BTreeMap<u64, u64> = BTreeMap::new();
     let mut rr: BTreeMap<u64, u64> = BTreeMap::new();
     let mut dgs_map: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+    let mut shapes_map: BTreeMap<(u64, ShapeBound), u64> = BTreeMap::new();
     for it in &plan.items {
         match it.eff {
             Eff::Gauss { mu } => mu2 += it.count as f64 * mu * mu,
@@ -579,9 +587,18 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
                 let c = dgs_map.entry((sigma.to_bits(), s)).or_insert(0);
                 *c = c.saturating_add(it.count)
             }
+            Eff::DGauss {
+                sigma,
+                shift: None,
+                shape: Some(b),
+                ..
+            } => {
+                let c = shapes_map.entry((sigma.to_bits(), b)).or_insert(0);
+                *c = c.saturating_add(it.count)
+            }
             Eff::DGauss { .. } => {
                 return Err(AccountingError::NotApplicable(
-                    "PLD: no exact dominating pair for a multi-coordinate (or σ > 2·10⁴) discrete Gaussian".into(),
+                    "PLD: no exact dominating pair for a discrete Gaussian with σ > 2·10⁴, or over several coordinates without an ℓ∞ sensitivity".into(),
                 ))
             }
         }
@@ -631,6 +648,10 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
     for ((s, d), c) in dgs_map {
         leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
     }
+    for ((s, b), c) in shapes_map {
+        leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
+    }
+    let mut shapes_note = String::new();
     let var_total: f64 = leaves
         .iter()
         .map(|(k, c)| *c as f64 * leaf_sd(k).powi(2))
@@ -672,6 +693,11 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
                     ))
                 }
             },
+            LeafKind::DGaussShapes(s, b) => {
+                let (g, n) = pld_dgauss::shapes_leaf(&mut ctx, e, s, &b, *c)?;
+                shapes_note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
+                g
+            }
         };
         // the leaf is used *c times: scale its truncation threshold (see self_compose)
         let tau = ctx.tau;
@@ -765,12 +791,13 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         |x| delta_of(x) <= delta,
     );
     let detail = format!(
-        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}; {}",
+        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}{}; {}",
         g.e,
         g.p.len(),
         leaves.len(),
         mu,
         g.inf,
+        shapes_note,
         error_terms(&ctx)
     );
     Ok((eps, detail))

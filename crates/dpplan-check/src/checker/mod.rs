@@ -97,6 +97,15 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
             l1: d.l1 * sens_mult,
             l2: d.l2 * sens_mult,
             coords: d.coords,
+            // ℓ∞ is recorded where an accountant uses it (a discrete
+            // Gaussian over several coordinates) and for one unit only
+            // (group privacy: not given, the accountants then use the
+            // norms alone)
+            linf: if kind == NoiseKind::DiscreteGaussian && d.coords > 1 && sens_mult == 1.0 {
+                d.linf
+            } else {
+                0.0
+            },
         },
     }
 }

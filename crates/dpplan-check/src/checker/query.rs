@@ -821,6 +821,10 @@ fn parts(
     // exact capacity: a query has one or two parts, and a plan may have 10⁵
     let mut parts = Vec::with_capacity(parts_derived.len());
     for (i, (statistic, role, mut d)) in parts_derived.into_iter().enumerate() {
+        if declared.l1.is_some_and(|v| v > d.l1) || declared.l2.is_some_and(|v| v > d.l2) {
+            // a declared sensitivity above the derived one: the shape is not known
+            d.linf = 0.0;
+        }
         if let Some(v) = declared.l1 {
             d.l1 = d.l1.max(v);
             d.steps.push(format!(

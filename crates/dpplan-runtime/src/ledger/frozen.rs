@@ -51,8 +51,16 @@ pub struct AccountedRelease {
     pub l1: f64,
     pub l2: f64,
     pub coords: u64,
+    /// ℓ∞ sensitivity of a discrete Gaussian over several coordinates
+    /// (absent: not given).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub linf: f64,
     /// The query's release count over its whole schedule.
     pub releases: u64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A claim: the (ε, δ) and the accountant that produced it.
@@ -88,6 +96,7 @@ impl AccountantInputs {
                         l1: m.l1,
                         l2: m.l2,
                         coords: m.coords,
+                        linf: m.linf,
                     },
                 },
                 count: m.releases,
@@ -435,6 +444,7 @@ mod tests {
                 l1,
                 l2: l1,
                 coords: 1,
+                linf: 0.0,
                 releases: n,
             }],
             delta: 0.0,

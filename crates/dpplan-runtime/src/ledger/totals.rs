@@ -27,6 +27,14 @@ pub struct PartRecord {
     pub l1: f64,
     pub l2: f64,
     pub coords: u64,
+    /// ℓ∞ sensitivity of a discrete Gaussian over several coordinates
+    /// (absent in records written before it was recorded: not given)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub linf: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl MechanismRecord {
@@ -44,6 +52,7 @@ impl MechanismRecord {
                     l1: p.l1,
                     l2: p.l2,
                     coords: p.coords,
+                    linf: p.linf,
                 })
                 .collect(),
         }
@@ -60,6 +69,7 @@ impl MechanismRecord {
                         l1: p.l1,
                         l2: p.l2,
                         coords: p.coords,
+                        linf: p.linf,
                     },
                 )
             })
