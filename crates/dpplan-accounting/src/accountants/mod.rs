@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `basic.rs` | [`Accountant::Basic`] | basic composition (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.16) |
 //! | `advanced.rs` | [`Accountant::Advanced`] | Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015, Thm 3.3 and 3.5 |
+//! | `kov.rs` | inside [`Accountant::Advanced`] | the KOV optimal composition (Thm 3.3) of identical pure releases, exact, one walk over ~√k loss atoms |
 //! | `zcdp.rs` | [`Accountant::Zcdp`] | Bun & Steinke 2016 (composition, Prop 1.6, 3.3); Steinke 2024 Thm 5 |
 //! | `rdp.rs` | [`Accountant::Rdp`] | Mironov 2017 (composition, Gaussian and Laplace curves); Steinke 2024 Thm 4 |
 //! | `gdp.rs` | [`Accountant::Gdp`] | Dong–Roth–Su 2019 Cor 3.3 with Balle–Wang 2018 Thm 8 |
@@ -16,6 +17,7 @@
 
 mod advanced;
 mod basic;
+mod kov;
 pub(crate) mod gdp;
 pub(crate) mod pld;
 mod rdp;
