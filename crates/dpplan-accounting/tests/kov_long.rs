@@ -169,10 +169,15 @@ fn exact_composition_to_1e12_releases_is_never_below_and_within_a_tenth_of_a_per
 }
 
 /// The case: 10⁸ releases of ε₀ = 10⁻⁴ (Laplace b = 10⁴, Δ₁ = 1) at
-/// δ = 10⁻⁶, true value in [4.88641, 4.88655] (RDP gave 5.2214).
+/// δ = 10⁻⁶, true value given as [4.88641, 4.88655] (RDP gave 5.2214). The
+/// 50-digit direct sum puts it at 4.8865540 (δ(4.88655) = 1.000019·10⁻⁶,
+/// δ(4.8865535) = 1.0000024·10⁻⁶): the interval's upper end is 4·10⁻⁶ low,
+/// and the bound lands just above it.
 #[test]
 fn hundred_million_releases_land_in_the_published_interval() {
-    let e = advanced(1e4, 100_000_000, 1e-6).epsilon;
+    let b = advanced(1e4, 100_000_000, 1e-6);
+    let e = b.epsilon;
+    eprintln!("10⁸ × 10⁻⁴-DP at δ = 1e-6: ε = {e} ({})", b.detail);
     assert!((4.88641..=4.88656).contains(&e), "ε = {e}");
     let rdp = epsilon(&laplace(1e4, 100_000_000), 1e-6, Accountant::Rdp)
         .unwrap()
@@ -207,7 +212,10 @@ fn one_release_fewer_or_a_smaller_eps0_lowers_epsilon_and_is_caught() {
     };
     for (d, v) in docs.iter().zip(out["cases"].as_array().unwrap()) {
         let delta = d["delta"].as_f64().unwrap();
-        for (what, x) in ["fewer releases", "smaller ε₀"].iter().zip(v.as_array().unwrap()) {
+        for (what, x) in ["fewer releases", "smaller ε₀"]
+            .iter()
+            .zip(v.as_array().unwrap())
+        {
             assert!(
                 num(x) > delta,
                 "{what} for {d}: not caught below the reference ({})",
@@ -242,4 +250,26 @@ fn mixed_plans_are_not_claimed_as_the_exact_composition() {
     let g = epsilon(&with_gauss, 1e-6, Accountant::Advanced).unwrap();
     assert!(!g.detail.starts_with("KOV"), "{}", g.detail);
     assert!(g.epsilon > one, "{} vs {one}", g.epsilon);
+}
+
+/// Closed forms without the reference: one release (δ(ε) = p(1 − e^{ε−ε₀}),
+/// p = e^ε₀/(1+e^ε₀), so ε = ε₀ + ln(1 − δ/p)), δ = 0 (k·ε₀) and a δ above
+/// the total variation distance (0).
+#[test]
+fn one_release_and_the_extreme_deltas_match_their_closed_forms() {
+    for (e0, delta) in [(1.0f64, 1e-3), (0.1, 1e-6), (3.0, 0.5), (1e-6, 1e-9)] {
+        let p = e0.exp() / (1.0 + e0.exp());
+        let exact = (e0 + (-delta / p).ln_1p()).max(0.0);
+        let e = advanced(1.0 / e0, 1, delta).epsilon;
+        assert!(
+            e >= exact && e <= exact * (1.0 + 1e-12) + 1e-300,
+            "ε₀ = {e0}, δ = {delta}: {e} vs {exact}"
+        );
+    }
+    let pure = advanced(1e4, 1_000_000_000_000, 0.0).epsilon;
+    assert_eq!(pure, 1e8);
+    // two releases of ε₀ = 1: total variation (δ at ε = 0) is p² − q² = tanh(1/2)
+    let tv = (0.5f64).tanh();
+    assert_eq!(advanced(1.0, 2, tv * 1.000001).epsilon, 0.0);
+    assert!(advanced(1.0, 2, tv * 0.999999).epsilon > 0.0);
 }

@@ -59,8 +59,10 @@
 //!   is certified, and on [L_{m+1}, L_m] the profile is at most the
 //!   closed form with the raised D and C.
 //!
-//! When the window cannot be represented (a plan beyond 2⁵² releases, a
-//! weight range past the floats), [`kov_epsilon`] says so with `None` and
+//! When the window cannot be represented (a plan beyond 2⁵² releases,
+//! ε₀ > 350, a weight range past the floats) or the crossing lies more than
+//! 10⁷ steps beyond the window (δ near the total variation distance of a
+//! long schedule with a large ε₀), [`kov_epsilon`] says so with `None` and
 //! the advanced accountant keeps its other theorems.
 
 use crate::special::{mul_up, sum_up, ELEM_ULPS, U};
@@ -69,6 +71,16 @@ use crate::special::{mul_up, sum_up, ELEM_ULPS, U};
 /// weights rise from it to the mode by at most ~e^{800}·√k (the tail target
 /// is clamped at e^{−800}) and stay normal floats.
 const ANCHOR: f64 = f64::from_bits((1023 - 900) << 52);
+
+/// Above this ε₀, e^{−2ε₀} is no longer a normal float (its relative error
+/// bound would not hold); such a release costs k·ε₀ within e^{−350} anyway.
+const MAX_EPS0: f64 = 350.0;
+
+/// The second walk stops (and the accountant falls back) after this many
+/// steps beyond twice the first walk's: only a δ close to the total
+/// variation of a long schedule with a large ε₀ crosses that far above the
+/// mode.
+const EXTRA_STEPS: f64 = 1e7;
 
 /// The lower tail aimed at, relative to δ (tightness only).
 const TAIL_SHARE: f64 = 1e-10;
@@ -145,11 +157,7 @@ fn window_start(k: f64, eps0: f64, delta: f64) -> f64 {
     let target = -(libm::log(delta * TAIL_SHARE).max(-800.0));
     let kl = |a: f64| -> f64 {
         let x = a / k;
-        let t1 = if x > 0.0 {
-            x * libm::log(x / q)
-        } else {
-            0.0
-        };
+        let t1 = if x > 0.0 { x * libm::log(x / q) } else { 0.0 };
         let t2 = (1.0 - x) * libm::log1p((q - x) / (1.0 - q));
         k * (t1 + t2)
     };
@@ -221,14 +229,18 @@ impl Allowance {
 
     /// an upper bound on the normalised value of an unnormalised D or C
     fn norm_up(&self, x: f64) -> f64 {
-        let raised = ((x * self.up).next_up() + self.tail + self.abs).next_up().next_up();
+        let raised = ((x * self.up).next_up() + self.tail + self.abs)
+            .next_up()
+            .next_up();
         (raised / self.s_lo).next_up()
     }
 
     /// the largest unnormalised D whose normalised bound is ≤ δ (rounded down)
     fn threshold(&self, delta: f64) -> f64 {
         let room = (delta * self.s_lo).next_down() - self.tail - self.abs;
-        ((room.next_down().next_down()) / self.up).next_down().next_down()
+        ((room.next_down().next_down()) / self.up)
+            .next_down()
+            .next_down()
     }
 }
 
@@ -263,7 +275,13 @@ fn walk(rr: &Rr, lo: f64, s: f64, n1: f64, delta: f64) -> Option<(Crossing, Allo
             break;
         }
         if !next_positive {
-            let cr = Crossing { m, d, c, steps, zero: true };
+            let cr = Crossing {
+                m,
+                d,
+                c,
+                steps,
+                zero: true,
+            };
             return Some((cr, al));
         }
         d = d_next;
@@ -272,6 +290,9 @@ fn walk(rr: &Rr, lo: f64, s: f64, n1: f64, delta: f64) -> Option<(Crossing, Allo
         m += 1.0;
         steps += 1.0;
         if steps >= cap {
+            if steps > 2.0 * n1 + EXTRA_STEPS {
+                return None;
+            }
             cap *= 2.0;
             al = Allowance::new(rr, lo, s, n1, cap)?;
             thr = al.threshold(delta);
@@ -280,7 +301,13 @@ fn walk(rr: &Rr, lo: f64, s: f64, n1: f64, delta: f64) -> Option<(Crossing, Allo
             }
         }
     }
-    let cr = Crossing { m, d, c, steps, zero: false };
+    let cr = Crossing {
+        m,
+        d,
+        c,
+        steps,
+        zero: false,
+    };
     Some((cr, al))
 }
 
@@ -306,12 +333,16 @@ fn solve(rr: &Rr, cr: &Crossing, al: &Allowance, delta: f64) -> f64 {
 /// The exact optimal composition of k ε₀-DP releases at δ, rounded up, with
 /// its detail; `None` when the window cannot be represented.
 pub(crate) fn kov_epsilon(k: u64, eps0: f64, delta: f64) -> Option<(f64, String)> {
-    if k == 0 || !(eps0 > 0.0) || !eps0.is_finite() || k > 1u64 << 52 || delta.is_nan() {
+    if k == 0 || eps0.is_nan() || eps0 <= 0.0 || eps0 > MAX_EPS0 || k > 1u64 << 52 || delta.is_nan()
+    {
         return None;
     }
     let head = format!("KOV optimal composition (exact, {k} × {eps0:.6}-DP");
     if delta <= 0.0 {
-        return Some((sum_up([(k as f64, eps0)]), format!("{head}: k·ε₀ at δ = 0)")));
+        return Some((
+            sum_up([(k as f64, eps0)]),
+            format!("{head}: k·ε₀ at δ = 0)"),
+        ));
     }
     if delta >= 1.0 {
         return Some((0.0, format!("{head}: δ ≥ 1)")));
@@ -321,7 +352,11 @@ pub(crate) fn kov_epsilon(k: u64, eps0: f64, delta: f64) -> Option<(f64, String)
     let lo = window_start(kf, eps0, delta);
     let (s, n1) = window_sum(&rr, lo)?;
     let (cr, al) = walk(&rr, lo, s, n1, delta)?;
-    let eps = if cr.zero { 0.0 } else { solve(&rr, &cr, &al, delta) };
+    let eps = if cr.zero {
+        0.0
+    } else {
+        solve(&rr, &cr, &al, delta)
+    };
     let detail = format!(
         "{head}; loss atoms {lo}..{} of {} walked in {} + {} steps, omitted lower tail ≤ {:.1e}, rounding allowance {:.1e} relative, ε rounded up)",
         lo + n1,

@@ -17,8 +17,8 @@
 
 mod advanced;
 mod basic;
-mod kov;
 pub(crate) mod gdp;
+mod kov;
 pub(crate) mod pld;
 mod rdp;
 mod zcdp;
