@@ -237,10 +237,9 @@ impl Allowance {
 
     /// the largest unnormalised D whose normalised bound is ≤ δ (rounded down)
     fn threshold(&self, delta: f64) -> f64 {
-        let room = (delta * self.s_lo).next_down() - self.tail - self.abs;
-        ((room.next_down().next_down()) / self.up)
-            .next_down()
-            .next_down()
+        // one subtraction, so one float down covers its rounding
+        let room = ((delta * self.s_lo).next_down() - (self.tail + self.abs).next_up()).next_down();
+        (room / self.up).next_down()
     }
 }
 
