@@ -78,6 +78,27 @@ fn bench(c: &mut Criterion) {
         "PLD, 43,200 identical Laplace (b = 3000, Δ = 10, δ = 1e-7)",
         |b| b.iter(|| epsilon(black_box(&minute_lap_b3000), 1e-7, Accountant::Pld)),
     );
+    // the exact optimal composition (KOV) of long identical Laplace
+    // schedules, ε₀ = 10⁻⁴·√(10⁸/k) (ε ≈ 4.9 at δ = 1e-6 for each k)
+    let month_kov = vec![rel(NoiseKind::Laplace, 100.0, 43_200)];
+    grp.bench_function("advanced_kov_43200_identical_laplace", |b| {
+        b.iter(|| epsilon(black_box(&month_kov), 1e-6, Accountant::Advanced))
+    });
+    for (name, k, scale) in [
+        ("advanced_kov_1e6_identical_laplace", 1_000_000u64, 1e3),
+        ("advanced_kov_1e8_identical_laplace", 100_000_000, 1e4),
+        ("advanced_kov_1e10_identical_laplace", 10_000_000_000, 1e5),
+        (
+            "advanced_kov_1e12_identical_laplace",
+            1_000_000_000_000,
+            1e6,
+        ),
+    ] {
+        let plan = vec![rel(NoiseKind::Laplace, scale, k)];
+        grp.bench_function(name, |b| {
+            b.iter(|| epsilon(black_box(&plan), 1e-6, Accountant::Advanced))
+        });
+    }
     grp.bench_function("best_43200_identical_laplace", |b| {
         b.iter(|| best(black_box(&minute_lap), 1e-6))
     });

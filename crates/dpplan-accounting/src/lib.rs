@@ -33,7 +33,8 @@
 //!   √(2Σεᵢ² ln(1/δ')) and its ln(e + √Σεᵢ²/δ') variant); and for a homogeneous pure
 //!   plan the KOV optimal composition (Thm 3.3: the k-fold composition of randomized
 //!   response RR_ε is the worst case), evaluated exactly as the hockey-stick divergence
-//!   of the composed RR (binomial sum in log space). The δ split between δ' and the
+//!   of the composed RR: one walk over ~√k of its loss atoms, closed form between atoms,
+//!   up to 10¹² releases (`accountants/kov.rs`). The δ split between δ' and the
 //!   mechanisms is optimised by a 1-D search.
 //! * [`Accountant::Zcdp`] — Bun & Steinke 2016: ρ adds up. Gaussian ρ = Δ₂²/2σ²
 //!   (Prop 1.6); discrete Gaussian the same (Canonne–Kamath–Steinke 2020, Prop 5 and

@@ -345,8 +345,8 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
                 // the exact value — or, for ε below ~1e-3 (μ ≲ 10⁻⁴, where δ
                 // is a 10⁻⁴ sliver of Φ(a) and the bound's slack is amplified
                 // by that cancellation), within 1e-12 absolute; the advanced
-                // one within 1e-8 of KOV where it evaluates KOV (≤ 5·10⁷
-                // releases; its lgamma allowance grows with k·ln k), far
+                // one within 1e-8 of KOV (accountants/kov.rs; its rounding
+                // allowance grows with √k, tests/kov_long.rs goes to 10¹²), far
                 // inside the 0.1 %
                 let tol = if *a == Accountant::Advanced {
                     1e-8

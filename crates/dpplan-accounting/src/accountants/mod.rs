@@ -8,6 +8,7 @@
 //! | `basic.rs` | [`Accountant::Basic`] | basic composition (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.16) |
 //! | `advanced.rs` | [`Accountant::Advanced`] | Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015, Thm 3.3 and 3.5 |
 //! | `classical.rs` | [`Accountant::Classical`] | Mironov 2017 Prop 3 on linear curves, closed form (Bun & Steinke 2016, Prop 1.3) |
+//! | `kov.rs` | inside [`Accountant::Advanced`] | the KOV optimal composition (Thm 3.3) of identical pure releases, exact, one walk over ~√k loss atoms |
 //! | `zcdp.rs` | [`Accountant::Zcdp`] | Bun & Steinke 2016 (composition, Prop 1.6, 3.3); Steinke 2024 Thm 5 |
 //! | `rdp.rs` | [`Accountant::Rdp`] | Mironov 2017 (composition, Gaussian and Laplace curves); Steinke 2024 Thm 4 |
 //! | `gdp.rs` | [`Accountant::Gdp`] | Dong–Roth–Su 2019 Cor 3.3 with Balle–Wang 2018 Thm 8 |
@@ -20,6 +21,7 @@ mod advanced;
 mod basic;
 mod classical;
 pub(crate) mod gdp;
+mod kov;
 pub(crate) mod pld;
 mod pld_conv;
 mod rdp;
