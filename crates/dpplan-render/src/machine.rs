@@ -493,7 +493,7 @@ fn md_cell(s: &str) -> String {
 
 /// The GitHub job summary (`GITHUB_STEP_SUMMARY`) of a check: one row per
 /// plan (claimed ε and δ, accountant, budget, verdict, counts), then each
-/// plan's query table in a collapsed section (at most [`SUMMARY_QUERIES`]
+/// plan's query table in a collapsed section (at most 200
 /// rows a plan, the rest counted), so the summary stays proportional to
 /// what a reviewer reads.
 pub fn github_summary(files: &[FileResult]) -> String {
