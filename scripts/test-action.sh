@@ -73,7 +73,16 @@ INPUT_PATHS=. INPUT_SARIF_FILE="$work/a.sarif" GITHUB_ACTION_REPOSITORY=acme/dpp
   "$root/scripts/action/check.sh" > "$work/annotations"
 grep -qx "exit-code=0" "$GITHUB_OUTPUT" || fail "clean plans: $(cat "$GITHUB_OUTPUT")"
 grep -qx "sarif-file=$work/a.sarif" "$GITHUB_OUTPUT" || fail "no sarif-file output"
-grep -q "^| \`./census.dpplan\` | 1.74507 |" "$GITHUB_STEP_SUMMARY" || { cat "$GITHUB_STEP_SUMMARY"; fail "the job summary lacks the plan's row"; }
+# the plan's row: its ε is the JSON output's, rounded up to six digits
+dpplan check census.dpplan --format json > "$work/census.json"
+"$py" - "$GITHUB_STEP_SUMMARY" "$work/census.json" <<'PY' || { cat "$GITHUB_STEP_SUMMARY"; fail "the job summary lacks the plan's row"; }
+import json, re, sys
+summary, claim = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))["files"][0]
+row = re.search(r"^\| `\./census\.dpplan` \| ([0-9.]+) \| 1e-9 \| [^|]+ \| [^|]+ \| ✅ within budget \|", summary, re.M)
+assert row, "no row"
+shown, eps = float(row.group(1)), claim["epsilon"]
+assert eps <= shown <= eps * (1 + 1e-5), (shown, eps)
+PY
 [ "$(grep -c '## dpplan check' "$GITHUB_STEP_SUMMARY")" = 1 ] || fail "the summary was written more than once (the SARIF run must not write it)"
 "$py" - "$work/a.sarif" <<'PY'
 import json, sys

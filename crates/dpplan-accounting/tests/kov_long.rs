@@ -8,11 +8,10 @@
 //! test; elsewhere it says it skipped. `scripts/test-deps.sh` installs the
 //! pinned mpmath in `target/test-deps/mpmath-venv`.
 
+mod common;
+
 use dpplan_accounting::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 fn laplace(b: f64, count: u64) -> Vec<Release> {
     vec![Release {
@@ -33,45 +32,9 @@ fn f(x: f64) -> String {
     format!("{x:?}")
 }
 
-fn python() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("DPPLAN_MPMATH_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = root.join("target/test-deps/mpmath-venv/bin/python");
-    [venv, PathBuf::from("python3")].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import mpmath"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
-/// δ_ref at each ε of each case; `None` when Python/mpmath is missing
-/// outside CI (a failure under CI=true).
+/// The mpmath reference on `doc` ([`common::reference`]).
 fn reference(doc: &Value) -> Option<Value> {
-    let Some(py) = python() else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("Python with mpmath is required under CI=true (scripts/test-deps.sh)");
-        }
-        eprintln!("SKIPPED: no Python with mpmath (run scripts/test-deps.sh)");
-        return None;
-    };
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kov_long/reference.py");
-    let mut child = Command::new(py)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the reference");
-    let input = serde_json::to_vec(doc).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().expect("reference output");
-    writer.join().unwrap().unwrap();
-    assert!(out.status.success(), "reference failed");
-    Some(serde_json::from_slice(&out.stdout).expect("reference JSON"))
+    common::reference("kov_long/reference.py", doc)
 }
 
 fn num(v: &Value) -> f64 {

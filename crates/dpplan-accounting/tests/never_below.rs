@@ -19,12 +19,11 @@
 //! test; elsewhere the test says it skipped. `scripts/test-deps.sh`
 //! installs the pinned mpmath in `target/test-deps/mpmath-venv`.
 
+mod common;
+
 use dpplan_accounting::roots::{bisect, Bisection, End};
 use dpplan_accounting::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// splitmix64: a seeded, reproducible stream (no dependency on rand's
@@ -228,46 +227,9 @@ fn cases(seed: u64) -> Vec<Case> {
     out
 }
 
-fn python() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("DPPLAN_MPMATH_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = root.join("target/test-deps/mpmath-venv/bin/python");
-    let candidates = [venv, PathBuf::from("python3")];
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import mpmath"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
-/// Runs the reference on `doc`; `None` when Python/mpmath is missing
-/// outside CI (a failure under CI=true).
+/// The mpmath reference on `doc` ([`common::reference`]).
 fn reference(doc: &Value) -> Option<Value> {
-    let Some(py) = python() else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("Python with mpmath is required under CI=true (scripts/test-deps.sh)");
-        }
-        eprintln!("SKIPPED: no Python with mpmath (run scripts/test-deps.sh)");
-        return None;
-    };
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/never_below/reference.py");
-    let mut child = Command::new(py)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the reference");
-    let input = serde_json::to_vec(doc).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().expect("reference output");
-    writer.join().unwrap().unwrap();
-    assert!(out.status.success(), "reference failed");
-    Some(serde_json::from_slice(&out.stdout).expect("reference JSON"))
+    common::reference("never_below/reference.py", doc)
 }
 
 /// the old exact-Gaussian search: bisection on the nearest δ (no margin)
