@@ -42,9 +42,7 @@ pub struct Suppressed {
 
 /// Whether a diagnostic may be suppressed: not an error of the checker.
 pub fn suppressible(d: &Diagnostic) -> bool {
-    let checker_error = d.code.default_severity() == Severity::Error
-        && d.code.as_str()[2..].parse::<u32>().is_ok_and(|n| n < 100);
-    !(checker_error && d.severity == Severity::Error)
+    !(d.code.is_checker_error() && d.severity == Severity::Error)
 }
 
 /// The `allow` comments of a text, and a DP020 for each malformed one (or
@@ -122,8 +120,7 @@ fn parse_allow(s: &str) -> Result<(Vec<Code>, String), String> {
     };
     let mut codes = Vec::new();
     for word in codes_part.split([',', ' ', '\t']).filter(|w| !w.is_empty()) {
-        let code = Code::from_str_code(word)
-            .or_else(|| Code::ALL.iter().copied().find(|c| c.name() == word))
+        let code = Code::parse(word)
             .ok_or_else(|| format!("`{word}` is not a dpplan diagnostic code or name"))?;
         codes.push(code);
     }

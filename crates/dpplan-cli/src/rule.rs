@@ -20,22 +20,6 @@ pub struct Args {
     pub json: bool,
 }
 
-/// The code a user typed: `DP009`, `dp009`, `dp9`, `009`, `9` or `fresh-rerelease`.
-fn lookup(typed: &str) -> Option<Code> {
-    let t = typed.trim();
-    if let Some(c) = Code::from_str_code(t) {
-        return Some(c);
-    }
-    let digits = t
-        .strip_prefix("DP")
-        .or_else(|| t.strip_prefix("dp"))
-        .unwrap_or(t);
-    if let Ok(n) = digits.parse::<u32>() {
-        return Code::from_str_code(&format!("DP{n:03}"));
-    }
-    Code::ALL.iter().copied().find(|c| c.name() == t)
-}
-
 fn record(code: Code, with_doc: bool) -> serde_json::Value {
     let mut v = serde_json::json!({
         "code": code.as_str(),
@@ -69,7 +53,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let typed = args.code.unwrap_or_default();
-    let code = lookup(&typed).ok_or_else(|| {
+    let code = Code::parse(&typed).ok_or_else(|| {
         miette!(
             help = "`dpplan rule --list` lists every code",
             "`{typed}` is not a dpplan diagnostic code or name"

@@ -32,6 +32,31 @@ macro_rules! codes {
             pub fn from_str_code(s: &str) -> Option<Code> {
                 Code::ALL.iter().copied().find(|c| c.as_str().eq_ignore_ascii_case(s))
             }
+            /// The code a person typed: `DP009`, `dp009`, `dp9`, `009`, `9`
+            /// or the name `fresh-rerelease` (`dpplan rule`, policy files,
+            /// `dpplan: allow` comments).
+            pub fn parse(typed: &str) -> Option<Code> {
+                let t = typed.trim();
+                if let Some(c) = Code::from_str_code(t) {
+                    return Some(c);
+                }
+                let digits = t.strip_prefix("DP").or_else(|| t.strip_prefix("dp")).unwrap_or(t);
+                if let Ok(n) = digits.parse::<u32>() {
+                    return Code::from_str_code(&format!("DP{n:03}"));
+                }
+                Code::ALL.iter().copied().find(|c| c.name() == t)
+            }
+            /// The policy's own codes (DP100 and up): organisational, not
+            /// about the soundness of the plan's guarantee.
+            pub fn is_policy(self) -> bool {
+                self.as_str()[2..].parse::<u32>().is_ok_and(|n| n >= 100)
+            }
+            /// An error of the checker (not the policy's): it means no sound
+            /// guarantee can be claimed, so it can be neither lowered by a
+            /// policy nor suppressed.
+            pub fn is_checker_error(self) -> bool {
+                self.default_severity() == Severity::Error && !self.is_policy()
+            }
         }
     };
 }

@@ -325,18 +325,15 @@ fn rules_of(raw: &RawRules) -> Result<Vec<(Code, Level)>, Located> {
     let mut out = Vec::new();
     for (k, v) in raw {
         let key = k.get_ref();
-        let code = Code::from_str_code(key)
-            .or_else(|| Code::ALL.iter().copied().find(|c| c.name() == key))
-            .ok_or_else(|| {
-                (
-                    k.span(),
-                    format!("`{key}` is not a dpplan diagnostic code or name"),
-                    "`dpplan rule --list` lists every code",
-                )
-            })?;
+        let code = Code::parse(key).ok_or_else(|| {
+            (
+                k.span(),
+                format!("`{key}` is not a dpplan diagnostic code or name"),
+                "`dpplan rule --list` lists every code",
+            )
+        })?;
         let level = *v.get_ref();
-        let checker_error = code.default_severity() == Severity::Error && !is_policy(code);
-        if checker_error && level != Level::Error {
+        if code.is_checker_error() && level != Level::Error {
             return Err((
                 v.span(),
                 format!(
@@ -352,9 +349,9 @@ fn rules_of(raw: &RawRules) -> Result<Vec<(Code, Level)>, Located> {
     Ok(out)
 }
 
-/// The policy's own codes (DP100 and up).
+/// The policy's own codes (DP100 and up): [`Code::is_policy`].
 pub fn is_policy(code: Code) -> bool {
-    code.as_str()[2..].parse::<u32>().is_ok_and(|n| n >= 100)
+    code.is_policy()
 }
 
 fn positive(
