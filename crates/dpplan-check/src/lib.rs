@@ -16,6 +16,7 @@ pub mod sensitivity;
 mod checker;
 mod noise;
 pub mod suppress;
+pub mod windows;
 
 use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
@@ -87,3 +88,5 @@ mod tests;
 
 #[cfg(test)]
 mod accuracy_tests;
+#[cfg(test)]
+mod window_tests;

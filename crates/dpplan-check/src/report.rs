@@ -249,6 +249,26 @@ pub struct QuerySpec {
     /// The output keys of a grouped query: exactly the public domain of `by`.
     pub groups: Option<Vec<String>>,
     pub schedule: ScheduleSpec,
+    /// The query's time window, when it has one.
+    pub window: Option<WindowSpec>,
+}
+
+/// A query's `window`, resolved: the runtime reads only the rows whose
+/// `column` falls in the slot's [start, start + seconds), keeps a unit in
+/// at most `windows_per_unit` windows over the schedule and at most
+/// `rows_per_window` rows of it in one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowSpec {
+    /// The dataset's `time` column.
+    pub column: String,
+    /// The window's length (= the schedule's period), in seconds.
+    pub seconds: f64,
+    /// W: the windows one unit may be kept in over the whole schedule.
+    pub windows_per_unit: u64,
+    /// r: the rows of one unit kept in one window.
+    pub rows_per_window: u64,
+    /// N: the schedule's slots (= windows).
+    pub slots: u64,
 }
 
 /// A schedule, resolved.
@@ -274,6 +294,9 @@ pub struct DatasetSpec {
     pub rows_per_unit: Option<u64>,
     pub groups_per_unit: Option<u64>,
     pub rows_per_group: Option<u64>,
+    /// `windows_per_unit` and `rows_per_window` as declared.
+    pub windows_per_unit: Option<u64>,
+    pub rows_per_window: Option<u64>,
 }
 
 impl DatasetSpec {

@@ -106,6 +106,9 @@ codes! {
     /// A `// dpplan: allow` comment that is malformed, suppresses nothing,
     /// or names an error that cannot be suppressed.
     Suppression = "020", "suppression", Warning, "A `dpplan: allow` comment is malformed, unused or not allowed";
+    /// A `window` whose length, schedule, time column or horizon bound is
+    /// missing or does not fit.
+    Window = "021", "window", Error, "A time window needs a time column, a matching schedule and a windows_per_unit bound";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -169,6 +169,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                     ColumnType::Category { .. } => "category",
                     ColumnType::Int { .. } => "int",
                     ColumnType::Float { .. } => "float",
+                    ColumnType::Time => "time",
                 };
                 out.push(CompletionItem {
                     label: c.name.value.clone(),
@@ -259,7 +260,13 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
             if stmt.is_empty() {
                 kw(
                     &mut out,
-                    &["rows_per_unit", "groups_per_unit", "rows_per_group"],
+                    &[
+                        "rows_per_unit",
+                        "groups_per_unit",
+                        "rows_per_group",
+                        "windows_per_unit",
+                        "rows_per_window",
+                    ],
                 );
             }
         }
@@ -271,7 +278,10 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                         i.insert_text = Some(format!("{agg}("));
                     }
                 }
-                kw(&mut out, &["noise", "schedule", "sensitivity", "accuracy"]);
+                kw(
+                    &mut out,
+                    &["noise", "schedule", "sensitivity", "accuracy", "window"],
+                );
             }
             (Some(_), Some("(")) => datasets(&mut out),
             (Some(_), Some("by")) if stmt.len() >= 3 => {
@@ -294,6 +304,13 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
             (Some("schedule"), Some(w)) if w.len() >= 10 && w.contains('-') => {
                 kw(&mut out, &["until"])
             }
+            (Some("window"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(
+                &mut out,
+                &[
+                    "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours",
+                    "days", "weeks",
+                ],
+            ),
             (Some("schedule"), Some(w)) if is_number(w) && stmt.len() == 2 => {
                 kw(&mut out, &["times"])
             }

@@ -266,6 +266,8 @@ fn dataset_hover(doc: &Document, name: &str) -> Option<String> {
             ("rows_per_unit", &c.rows_per_unit),
             ("groups_per_unit", &c.groups_per_unit),
             ("rows_per_group", &c.rows_per_group),
+            ("windows_per_unit", &c.windows_per_unit),
+            ("rows_per_window", &c.rows_per_window),
         ] {
             if let Some(n) = v.first() {
                 parts.push(format!("{k} {}", num(n.value)));
@@ -333,6 +335,10 @@ fn column_hover(doc: &Document, container: Option<&str>, name: &str) -> Option<S
                 }
                 ColumnType::Int { bounds: None } | ColumnType::Float { bounds: None } => {
                     "no public bounds: it cannot be summed or averaged (DP002)".to_string()
+                }
+                ColumnType::Time => {
+                    "a UTC timestamp: a query's `window` releases only the rows of its own slot"
+                        .to_string()
                 }
             };
             let _ = writeln!(md, "{what}\n");

@@ -136,6 +136,7 @@ fn declared(ty: ColumnKind) -> &'static str {
         ColumnKind::Category => "category",
         ColumnKind::Int => "int",
         ColumnKind::Float => "float",
+        ColumnKind::Time => "time",
     }
 }
 

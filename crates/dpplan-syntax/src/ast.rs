@@ -91,9 +91,17 @@ pub struct Column {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ColumnType {
     Id,
-    Category { domain: Option<Domain> },
-    Int { bounds: Option<Bounds> },
-    Float { bounds: Option<Bounds> },
+    Category {
+        domain: Option<Domain>,
+    },
+    Int {
+        bounds: Option<Bounds>,
+    },
+    Float {
+        bounds: Option<Bounds>,
+    },
+    /// A UTC timestamp: the column a `window` reads.
+    Time,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -134,6 +142,11 @@ pub struct Contribution {
     pub rows_per_unit: Vec<Number>,
     pub groups_per_unit: Vec<Number>,
     pub rows_per_group: Vec<Number>,
+    /// `windows_per_unit W`: the windows of a windowed query one unit may
+    /// appear in over the whole schedule.
+    pub windows_per_unit: Vec<Number>,
+    /// `rows_per_window R`: the rows of one unit in one window.
+    pub rows_per_window: Vec<Number>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -146,6 +159,15 @@ pub struct Query {
     pub schedules: Vec<Spanned<Schedule>>,
     /// `accuracy ci95 <= t` / `accuracy std <= s`.
     pub accuracies: Vec<Accuracy>,
+    /// `window <duration>`: each release reads only its own slot's rows.
+    pub windows: Vec<Window>,
+}
+
+/// `window <duration>`: tumbling windows aligned with the schedule's slots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    pub span: Span,
+    pub length: Duration,
 }
 
 /// `accuracy <measure> <= <value>`: the most noise each released value may

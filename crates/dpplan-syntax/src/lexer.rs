@@ -259,6 +259,8 @@ pub const KEYWORDS: &[&str] = &[
     "publish",
     "when",
     "accuracy",
+    "time",
+    "window",
     // fixed-alternative atomic rules
     "event",
     "row",
@@ -275,6 +277,8 @@ pub const KEYWORDS: &[&str] = &[
     "rows_per_unit",
     "groups_per_unit",
     "rows_per_group",
+    "windows_per_unit",
+    "rows_per_window",
     "drop",
     "clamp",
     "count",

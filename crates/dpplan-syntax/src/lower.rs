@@ -251,7 +251,11 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                 let Some(ty_pair) = stmt.clone().into_inner().find(|c| {
                     matches!(
                         c.as_rule(),
-                        Rule::type_id | Rule::type_category | Rule::type_int | Rule::type_float
+                        Rule::type_id
+                            | Rule::type_category
+                            | Rule::type_int
+                            | Rule::type_float
+                            | Rule::type_time
                     )
                 }) else {
                     continue;
@@ -297,6 +301,7 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                         };
                         ColumnType::Category { domain }
                     }
+                    Rule::type_time => ColumnType::Time,
                     Rule::type_int => ColumnType::Int {
                         bounds: bounds(&ty_pair),
                     },
@@ -316,6 +321,8 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                     rows_per_unit: vec![],
                     groups_per_unit: vec![],
                     rows_per_group: vec![],
+                    windows_per_unit: vec![],
+                    rows_per_window: vec![],
                 };
                 for item in all(&stmt, Rule::contribution_stmt) {
                     let (Some(key), Some(n)) = (
@@ -328,6 +335,8 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                     match key.as_str() {
                         "rows_per_unit" => c.rows_per_unit.push(value),
                         "groups_per_unit" => c.groups_per_unit.push(value),
+                        "windows_per_unit" => c.windows_per_unit.push(value),
+                        "rows_per_window" => c.rows_per_window.push(value),
                         _ => c.rows_per_group.push(value),
                     }
                 }
@@ -374,6 +383,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         sensitivities: vec![],
         schedules: vec![],
         accuracies: vec![],
+        windows: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -476,6 +486,13 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 };
                 out.schedules.push(Spanned::new(sched, span));
             }
+            Rule::window_stmt => {
+                let Some(length) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d))
+                else {
+                    continue;
+                };
+                out.windows.push(Window { span, length });
+            }
             Rule::accuracy_stmt => {
                 let Some(m) = first(&stmt, Rule::accuracy_measure) else {
                     continue;
@@ -503,6 +520,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     out.sensitivities.shrink_to_fit();
     out.schedules.shrink_to_fit();
     out.accuracies.shrink_to_fit();
+    out.windows.shrink_to_fit();
     Some(out)
 }
 

@@ -53,6 +53,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_publish => "`publish`",
         kw_when => "`when`",
         kw_accuracy => "`accuracy`",
+        kw_time => "`time`",
+        kw_window => "`window`",
         plan_header => "`plan \"name\" {`",
         privacy => "`privacy { … }`",
         dataset => "`dataset name { … }`",
@@ -74,6 +76,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         type_category => "`category { \"a\", \"b\" }`",
         type_int => "`int in [lo, hi]`",
         type_float => "`float in [lo, hi]`",
+        type_time => "`time`",
         domain_list => "a list of values such as `{ \"a\", \"b\" }`",
         domain_expr => "`from …`",
         bounds => "public bounds such as `in [0, 100]`",
@@ -81,7 +84,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         data_expr | data_call => "an expression",
         contribution => "`contribution { … }`",
         contribution_stmt | contribution_key => {
-            "a contribution bound (`rows_per_unit`, `groups_per_unit` or `rows_per_group`)"
+            "a contribution bound (`rows_per_unit`, `groups_per_unit`, `rows_per_group`, `windows_per_unit` or `rows_per_window`)"
         }
         invalid_stmt => "`invalid_rows drop` or `invalid_rows clamp`",
         invalid_rule => "`drop` or `clamp`",
@@ -108,6 +111,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         time_unit => "a time unit (`second`, `minute`, `hour`, `day` or `week`)",
         accuracy_stmt => "`accuracy ci95 <= <value>`",
         accuracy_measure => "`ci95` or `std`",
+        window_stmt => "`window <duration>`",
         publish_cond => "`when <value> <comparison> <number>`",
         operand => "a released value",
         cmp => "a comparison (`>`, `>=`, `<`, `<=`, `==` or `!=`)",

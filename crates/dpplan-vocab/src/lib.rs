@@ -237,6 +237,8 @@ vocabulary! {
         Int => "int",
         /// A real number.
         Float => "float",
+        /// A UTC timestamp (ISO 8601 or unix seconds).
+        Time => "time",
     }
 }
 

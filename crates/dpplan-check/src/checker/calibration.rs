@@ -162,7 +162,7 @@ pub(super) fn calibrate_auto(
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
                     mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
-                    count: q.releases,
+                    count: q.accounted_releases(),
                 })
             })
         })
@@ -174,7 +174,9 @@ pub(super) fn calibrate_auto(
                 .iter()
                 .filter(|p| !p.public)
                 .filter_map(move |p| match p.scale {
-                    Scale::Auto { weight } => Some((p.kind, p.derived.clone(), weight, q.releases)),
+                    Scale::Auto { weight } => {
+                        Some((p.kind, p.derived.clone(), weight, q.accounted_releases()))
+                    }
                     _ => None,
                 })
         })

@@ -28,10 +28,12 @@ pub(super) struct DatasetInfo<'a> {
     /// rows_per_unit as declared (for the per-person warning under a row unit).
     pub(super) declared_rows: Option<u64>,
     pub(super) id_columns: Vec<&'a ast::Column>,
+    /// `windows_per_unit` and `rows_per_window`, as declared and valid.
+    pub(super) windows: super::window::WindowBounds,
 }
 
 /// A positive whole number, or a DP007 diagnostic.
-fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
+pub(super) fn whole(c: &mut Checker, n: &ast::Number, what: &str) -> Option<u64> {
     let v = n.value;
     if !v.is_finite() || v < 1.0 || v.fract() != 0.0 || v > 1e15 {
         c.error(
@@ -53,6 +55,7 @@ struct Contribution {
     rows: Option<u64>,
     groups: Option<u64>,
     per_group: Option<u64>,
+    windows: super::window::WindowBounds,
 }
 
 /// Every dataset by name (a second declaration of a name is DP013 and
@@ -112,6 +115,7 @@ fn dataset<'a>(
         bound,
         declared_rows: contribution.rows,
         id_columns,
+        windows: contribution.windows,
     }
 }
 
@@ -146,6 +150,7 @@ fn columns<'a>(
                 }
             }
             ColumnType::Category { domain: d } => domain = category_domain(c, col, d.as_ref()),
+            ColumnType::Time => {}
         }
         columns.insert(
             &col.name.value,
@@ -213,7 +218,9 @@ fn contribution(c: &mut Checker, ds: &ast::Dataset) -> Contribution {
     let mut rows = None;
     let mut groups = None;
     let mut per_group = None;
+    let mut windows = super::window::WindowBounds::default();
     if let Some(cb) = ds.contributions.first() {
+        windows = super::window::window_bounds(c, cb);
         duplicate(c, &cb.rows_per_unit, |n| n.span, "rows_per_unit");
         duplicate(c, &cb.groups_per_unit, |n| n.span, "groups_per_unit");
         duplicate(c, &cb.rows_per_group, |n| n.span, "rows_per_group");
@@ -234,6 +241,7 @@ fn contribution(c: &mut Checker, ds: &ast::Dataset) -> Contribution {
         rows,
         groups,
         per_group,
+        windows,
     }
 }
 

@@ -16,6 +16,7 @@ mod noise;
 mod privacy;
 mod query;
 mod total;
+mod window;
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
@@ -266,6 +267,7 @@ fn dataset_spec(ds: &ast::Dataset) -> DatasetSpec {
                 ast::ColumnType::Float { bounds } => {
                     (ColumnKind::Float, None, public_bounds(bounds))
                 }
+                ast::ColumnType::Time => (ColumnKind::Time, None, None),
             };
             ColumnSpec {
                 name: c.name.value.clone(),
@@ -288,6 +290,8 @@ fn dataset_spec(ds: &ast::Dataset) -> DatasetSpec {
         rows_per_unit: first(contribution.map(|c| &c.rows_per_unit)),
         groups_per_unit: first(contribution.map(|c| &c.groups_per_unit)),
         rows_per_group: first(contribution.map(|c| &c.rows_per_group)),
+        windows_per_unit: first(contribution.map(|c| &c.windows_per_unit)),
+        rows_per_window: first(contribution.map(|c| &c.rows_per_window)),
     }
 }
 

@@ -54,6 +54,9 @@ pub(super) struct Part {
     pub(super) derived: Derived,
     pub(super) scale: Scale,
     pub(super) resolved: Option<f64>,
+    /// A windowed query's per-release sensitivity, composed over the whole
+    /// data (for the side-by-side figure); `derived` is the horizon's.
+    pub(super) without_window: Option<Derived>,
 }
 
 pub(super) struct QueryPlan<'a> {
@@ -71,6 +74,21 @@ pub(super) struct QueryPlan<'a> {
     pub(super) spec: Option<QuerySpec>,
     /// The `accuracy` requirement, when it has one.
     pub(super) accuracy: Option<Accuracy>,
+    /// The query's `window`, resolved: its releases are one vector release.
+    pub(super) window: Option<super::window::Window>,
+}
+
+impl QueryPlan<'_> {
+    /// How many times the accountants compose each part: once for a
+    /// windowed query (its releases are one release over disjoint
+    /// windows, with the horizon's sensitivity), else once per release.
+    pub(super) fn accounted_releases(&self) -> u64 {
+        if self.window.is_some() {
+            1
+        } else {
+            self.releases
+        }
+    }
 }
 
 /// An error was reported that leaves the query out of the accounting.
@@ -136,6 +154,7 @@ pub(super) fn plan_query<'a>(
         ok,
         spec: None,
         accuracy,
+        window: None,
     };
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
         Ok(spec) => plan.spec = schedule_spec.map(spec),
@@ -162,7 +181,15 @@ fn plan_parts(
     let unit = target.info.bound.ok_or(Reported)?;
     let values = value_bounds(c, agg, &target)?;
     groups(c, agg, &target, unit)?;
-    let derived = derive_sensitivities(agg.kind.value, target.group, values, unit, adjacency);
+    let mut derived = derive_sensitivities(agg.kind.value, target.group, values, unit, adjacency);
+    let window = super::window::resolve(c, plan.q, target.info, unit, plan.releases)?;
+    let mut unwindowed = None;
+    if let Some(w) = &window {
+        let (horizon, per_release) =
+            super::window::derive(w, derived, unit, adjacency, target.group, values);
+        derived = horizon;
+        unwindowed = Some(per_release);
+    }
     let declared = declared_sensitivity(c, plan, noise, &derived);
     // DP015 was reported when the query has no noise.
     let noise = noise.ok_or(Reported)?;
@@ -178,6 +205,11 @@ fn plan_parts(
         scale = Scale::FromAccuracy;
     }
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
+    for (p, d) in plan.parts.iter_mut().zip(unwindowed.into_iter().flatten()) {
+        p.without_window = Some(d);
+    }
+    let window_spec = window.as_ref().map(super::window::Window::spec);
+    plan.window = window;
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
     let by = agg.by.as_ref().map(|b| b.value.clone());
@@ -198,6 +230,7 @@ fn plan_parts(
         bounds: values.map(|(lo, hi)| [lo, hi]),
         groups,
         schedule,
+        window: window_spec,
     })
 }
 
@@ -859,6 +892,7 @@ fn parts(
             derived: d,
             scale: part_scale,
             resolved: if public { None } else { resolved },
+            without_window: None,
         });
     }
     parts

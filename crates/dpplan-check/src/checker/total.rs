@@ -33,7 +33,7 @@ pub(super) fn releases_of(
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
                     mechanism: mechanism(p.kind, p.resolved?, &p.derived, m),
-                    count: q.releases,
+                    count: q.accounted_releases(),
                 })
             })
         })
@@ -226,11 +226,18 @@ fn query_report(
     let mut cost =
         |count: u64| -> Option<CostReport> { costs.of(&parts_releases(count)?, privacy.delta) };
     let (per_release, qtotal) = if q.ok && options.per_query_costs && options.accounting {
-        (cost(1), cost(q.releases))
+        (cost(1), cost(q.accounted_releases()))
     } else {
         (None, None)
     };
-    let parts: Vec<PartReport> = q.parts.iter().map(part_report).collect();
+    let mut parts: Vec<PartReport> = q.parts.iter().map(part_report).collect();
+    if q.ok && options.accounting {
+        for (report, p) in parts.iter_mut().zip(&q.parts) {
+            report
+                .derivation
+                .extend(super::window::comparison(q, p, privacy.delta));
+        }
+    }
     let first = parts.first().cloned();
     QueryReport {
         name: q.q.name.value.clone(),

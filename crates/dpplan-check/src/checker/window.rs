@@ -1,0 +1,329 @@
+//! A query's `window` (DP021): the time column it reads, its length
+//! against the schedule's period, the horizon bounds of its dataset
+//! (`windows_per_unit`, `rows_per_window`), the sensitivity of the whole
+//! schedule as one vector release over disjoint windows
+//! ([`crate::windows`]), and the ε with and without the window side by side.
+
+use dpplan_accounting as acct;
+use dpplan_diagnostics::{Code, Diagnostic};
+use dpplan_syntax::ast::{self, Adjacency, ColumnType};
+use dpplan_vocab::Statistic;
+
+use super::datasets::{whole, DatasetInfo};
+use super::query::{Part, QueryPlan, Reported};
+use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
+use crate::report::WindowSpec;
+use crate::sensitivity::{fmt_num, Derived, UnitBound};
+use crate::windows::{windowed, Horizon};
+
+/// `windows_per_unit` and `rows_per_window` of a dataset, as declared and
+/// valid.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::checker) struct WindowBounds {
+    pub(in crate::checker) per_unit: Option<u64>,
+    pub(in crate::checker) rows: Option<u64>,
+}
+
+/// The horizon bounds of a contribution block, each declared once and a
+/// positive whole number (DP007, DP013).
+pub(in crate::checker) fn window_bounds(c: &mut Checker, cb: &ast::Contribution) -> WindowBounds {
+    duplicate(c, &cb.windows_per_unit, |n| n.span, "windows_per_unit");
+    duplicate(c, &cb.rows_per_window, |n| n.span, "rows_per_window");
+    WindowBounds {
+        per_unit: cb
+            .windows_per_unit
+            .first()
+            .and_then(|n| whole(c, n, "windows_per_unit")),
+        rows: cb
+            .rows_per_window
+            .first()
+            .and_then(|n| whole(c, n, "rows_per_window")),
+    }
+}
+
+/// A query's window, resolved.
+#[derive(Debug, Clone)]
+pub(in crate::checker) struct Window {
+    pub(in crate::checker) column: String,
+    pub(in crate::checker) seconds: f64,
+    pub(in crate::checker) horizon: Horizon,
+}
+
+impl Window {
+    pub(in crate::checker) fn spec(&self) -> WindowSpec {
+        WindowSpec {
+            column: self.column.clone(),
+            seconds: self.seconds,
+            windows_per_unit: self.horizon.windows,
+            rows_per_window: self.horizon.rows,
+            slots: self.horizon.slots,
+        }
+    }
+}
+
+/// The query's window, if it has one: its length equals the schedule's
+/// period, its dataset has one `time` column, and under a user-level unit
+/// the dataset bounds the windows per unit (DP007, DP013, DP021).
+pub(in crate::checker) fn resolve(
+    c: &mut Checker,
+    q: &ast::Query,
+    info: &DatasetInfo,
+    unit: UnitBound,
+    releases: u64,
+) -> Result<Option<Window>, Reported> {
+    duplicate(
+        c,
+        &q.windows,
+        |w| w.span,
+        &format!("the window of `{}`", q.name.value),
+    );
+    let Some(w) = q.windows.first() else {
+        return Ok(None);
+    };
+    let seconds = length(c, w)?;
+    matches_schedule(c, q, w, seconds)?;
+    let column = time_column(c, info, w)?;
+    // the schedule's own error, if any, was reported
+    if releases == 0 {
+        return Err(Reported);
+    }
+    let (windows, rows) = if unit.user {
+        (
+            windows_per_unit(c, info, w, releases)?,
+            rows_per_window(info, unit),
+        )
+    } else {
+        (1, 1)
+    };
+    Ok(Some(Window {
+        column,
+        seconds,
+        horizon: Horizon {
+            slots: releases,
+            windows: windows.min(releases),
+            rows,
+        },
+    }))
+}
+
+/// The window's length in seconds: positive and finite (DP007).
+fn length(c: &mut Checker, w: &ast::Window) -> Result<f64, Reported> {
+    let seconds = w.length.amount.value * w.length.unit.seconds();
+    if !valid_positive(seconds) {
+        c.error(
+            Diagnostic::new(
+                Code::InvalidParameter,
+                format!(
+                    "a window's length must be positive and finite, found {}",
+                    w.length.amount.value
+                ),
+                w.length.amount.span,
+            )
+            .help("write the schedule's period, e.g. `window 1 hour`"),
+        );
+        return Err(Reported);
+    }
+    Ok(seconds)
+}
+
+/// The window must be the schedule's period: tumbling windows, one per
+/// slot, so that the windows are disjoint and cover the schedule (DP021).
+fn matches_schedule(
+    c: &mut Checker,
+    q: &ast::Query,
+    w: &ast::Window,
+    seconds: f64,
+) -> Result<(), Reported> {
+    let Some(s) = q.schedules.first() else {
+        // DP015 was reported
+        return Err(Reported);
+    };
+    let every = match &s.value {
+        ast::Schedule::EveryFor { every, .. } | ast::Schedule::EveryRange { every, .. } => every,
+        ast::Schedule::Once | ast::Schedule::Times { .. } => {
+            c.error(
+                Diagnostic::new(
+                    Code::Window,
+                    "a window needs a schedule `every <period> …`: each release reads the rows of its own slot",
+                    w.span,
+                )
+                .secondary(s.span, "this schedule has no period")
+                .help(format!(
+                    "schedule the query `every {} {} for …` or remove the window",
+                    fmt_num(w.length.amount.value),
+                    w.length.unit.name()
+                )),
+            );
+            return Err(Reported);
+        }
+    };
+    let period = every.amount.value * every.unit.seconds();
+    if period != seconds {
+        c.error(
+            Diagnostic::new(
+                Code::Window,
+                format!(
+                    "the window ({} s) must equal the schedule's period ({} s): windows are tumbling, one per slot, so that they are disjoint and each row is released at most once",
+                    fmt_num(seconds),
+                    fmt_num(period)
+                ),
+                w.length.span,
+            )
+            .label("not the schedule's period")
+            .secondary(every.span, "the schedule's period")
+            .help(format!(
+                "write `window {} {}`",
+                fmt_num(every.amount.value),
+                every.unit.name()
+            )),
+        );
+        return Err(Reported);
+    }
+    Ok(())
+}
+
+/// The dataset's one `time` column (DP021).
+fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<String, Reported> {
+    let mut times: Vec<&str> = info
+        .columns
+        .iter()
+        .filter(|(_, ci)| matches!(ci.ty, ColumnType::Time))
+        .map(|(name, _)| *name)
+        .collect();
+    times.sort_unstable();
+    let ds = &info.ds.name.value;
+    match times.as_slice() {
+        [one] => Ok((*one).to_string()),
+        [] => {
+            c.error(
+                Diagnostic::new(
+                    Code::Window,
+                    format!("`{ds}` has no time column: a window selects rows by their time"),
+                    w.span,
+                )
+                .secondary(info.ds.name.span, "dataset declared here")
+                .help(format!(
+                    "declare the rows' time in `{ds}`: `column started_at : time`"
+                )),
+            );
+            Err(Reported)
+        }
+        many => {
+            c.error(
+                Diagnostic::new(
+                    Code::Window,
+                    format!(
+                        "`{ds}` has {} time columns ({}): a window reads exactly one",
+                        many.len(),
+                        many.join(", ")
+                    ),
+                    w.span,
+                )
+                .secondary(info.ds.name.span, "dataset declared here")
+                .help("declare only the column the windows are cut by as `time`"),
+            );
+            Err(Reported)
+        }
+    }
+}
+
+/// W under a user-level unit: declared, or DP021 (an invalid value was
+/// reported as DP007).
+fn windows_per_unit(
+    c: &mut Checker,
+    info: &DatasetInfo,
+    w: &ast::Window,
+    slots: u64,
+) -> Result<u64, Reported> {
+    if let Some(n) = info.windows.per_unit {
+        return Ok(n);
+    }
+    let declared = info
+        .ds
+        .contributions
+        .first()
+        .is_some_and(|cb| !cb.windows_per_unit.is_empty());
+    if !declared {
+        let ds = &info.ds.name.value;
+        c.error(
+            Diagnostic::new(
+                Code::Window,
+                format!(
+                    "a windowed query under a user-level unit needs a windows_per_unit bound on `{ds}`: without it one user may appear in all {slots} windows"
+                ),
+                w.span,
+            )
+            .label("windows per user not bounded")
+            .secondary(info.ds.name.span, "dataset declared here")
+            .help(format!(
+                "add `windows_per_unit W` to the contribution block of `{ds}` (the runtime keeps a user in its first W windows; W = {slots} costs what the schedule costs without the window)"
+            )),
+        );
+    }
+    Err(Reported)
+}
+
+/// r: `rows_per_window`, at most `rows_per_unit` (the runtime keeps at most
+/// both in a window); `rows_per_unit` when not declared.
+fn rows_per_window(info: &DatasetInfo, unit: UnitBound) -> u64 {
+    info.windows.rows.unwrap_or(unit.rows).min(unit.rows)
+}
+
+/// Each part's sensitivity over the whole schedule, and the per-release
+/// sensitivities it replaces (for the side-by-side figure).
+pub(in crate::checker) fn derive(
+    w: &Window,
+    per_release: Vec<(Statistic, &'static str, Derived)>,
+    unit: UnitBound,
+    adjacency: Adjacency,
+    group: Option<u64>,
+    values: Option<(f64, f64)>,
+) -> (Vec<(Statistic, &'static str, Derived)>, Vec<Derived>) {
+    let mut unwindowed = Vec::with_capacity(per_release.len());
+    let horizon = per_release
+        .into_iter()
+        .map(|(s, role, d)| {
+            unwindowed.push(d);
+            (
+                s,
+                role,
+                windowed(s, unit, adjacency, w.horizon, group, values),
+            )
+        })
+        .collect();
+    (horizon, unwindowed)
+}
+
+/// The part's ε with and without the window, side by side (fast
+/// accountants, the plan's δ): the same noise, composed as `N` releases
+/// over the whole data, and as one release over `N` disjoint windows.
+pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Option<String> {
+    let w = q.window.as_ref()?;
+    let without = p.without_window.as_ref()?;
+    let scale = p.resolved?;
+    let n = w.horizon.slots;
+    let eps = |d: &Derived, count: u64| -> Option<f64> {
+        let r = acct::Release {
+            mechanism: mechanism(p.kind, scale, d, 1.0),
+            count,
+        };
+        fast_best(&[r], delta).ok().map(|b| b.epsilon)
+    };
+    let norm = |d: &Derived| {
+        if p.kind.is_gaussian() {
+            format!("L2 = {}", fmt_num(d.l2))
+        } else {
+            format!("L1 = {}", fmt_num(d.l1))
+        }
+    };
+    let before = eps(without, n)?;
+    let after = eps(&p.derived, 1)?;
+    Some(format!(
+        "without the window: {n} releases over the whole data, {} each, compose to ε = {} at δ = {}; with it: one release over {n} disjoint windows, {}: ε = {} (fast accountants)",
+        norm(without),
+        fmt_num(before),
+        fmt_num(delta),
+        norm(&p.derived),
+        fmt_num(after)
+    ))
+}

@@ -1,0 +1,327 @@
+//! Windowed queries: the whole schedule accounted as one vector release
+//! over disjoint windows, against independent formulas (the vector's L2
+//! computed here, then the exact Gaussian mechanism's curve or ε = L1/b),
+//! with negative controls (more windows per unit: ε rises; no window: the
+//! whole-data composition of the same schedule).
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+use crate::{analyze, CheckedPlan};
+use dpplan_diagnostics::Code;
+
+const TRIPS: &str = "  dataset trips {\n    column rider_id : id\n    column started_at : time\n    column district : category { \"n\", \"s\", \"e\", \"w\" }\n    column fare : float in [0, 100]\n    contribution {\n      rows_per_unit 20\n      groups_per_unit 2\n      windows_per_unit 30\n      rows_per_window 4\n    }\n  }";
+
+fn plan(unit: &str, accountant: &str, dataset: &str, query: &str) -> String {
+    format!(
+        "plan \"w\" {{\n  privacy {{\n    unit {unit}\n    adjacency add_remove\n    budget epsilon 1000 delta 1e-6\n    accountant {accountant}\n  }}\n{dataset}\n{query}\n}}\n"
+    )
+}
+
+fn query(agg: &str, noise: &str, window: &str) -> String {
+    format!("  query hourly {{\n    {agg}\n    noise {noise}\n    schedule every 1 hour for 7 days\n    {window}\n  }}")
+}
+
+fn report(text: &str) -> CheckedPlan {
+    let a = analyze(text);
+    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
+    a.report.expect("a report")
+}
+
+fn total(text: &str) -> f64 {
+    report(text).total.expect("a total").epsilon
+}
+
+/// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8 / Dong–Roth–Su), with statrs.
+fn gdp_delta(mu: f64, eps: f64) -> f64 {
+    let n = Normal::new(0.0, 1.0).unwrap();
+    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
+}
+
+/// The ε at which δ(ε) = δ, by bisection on the independent curve.
+fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0, 1000.0);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if gdp_delta(mu, mid) > delta {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+fn codes(text: &str) -> Vec<Code> {
+    analyze(text).diagnostics.iter().map(|d| d.code).collect()
+}
+
+#[test]
+fn a_windowed_gaussian_count_is_one_release_of_l2_r_sqrt_w() {
+    let text = plan(
+        "user by rider_id",
+        "gdp",
+        TRIPS,
+        &query("count(trips)", "gaussian sigma 40", "window 1 hour"),
+    );
+    let r = report(&text);
+    let q = &r.queries[0];
+    assert_eq!(q.releases, 168);
+    // the vector: W = 30 windows of r = 4 rows
+    let l2 = 4.0 * 30f64.sqrt();
+    assert!((q.l2 - l2).abs() < 1e-12, "{}", q.l2);
+    assert_eq!(q.l1, 120.0);
+    let eps = r.total.as_ref().unwrap().epsilon;
+    let want = gdp_epsilon(l2 / 40.0, 1e-6);
+    assert!(eps >= want * (1.0 - 1e-9), "{eps} < {want}");
+    assert!(eps <= want * (1.0 + 1e-6), "{eps} vs {want}");
+    // the same figure under PLD (within its discretisation)
+    let pld = total(&text.replace("accountant gdp", "accountant pld"));
+    assert!(pld >= want * (1.0 - 1e-9) && pld <= want * 1.01, "{pld}");
+
+    // negative control: one more window per unit, ε rises
+    let more = total(&text.replace("windows_per_unit 30", "windows_per_unit 31"));
+    let want_more = gdp_epsilon(4.0 * 31f64.sqrt() / 40.0, 1e-6);
+    assert!(more > eps);
+    assert!(
+        (more - want_more).abs() <= want_more * 1e-6,
+        "{more} {want_more}"
+    );
+
+    // negative control: without the window, the 168 releases each read the
+    // whole data (c = rows_per_unit = 20): μ = √168 · 20 / 40
+    let whole = total(&text.replace("window 1 hour", ""));
+    let want_whole = gdp_epsilon(168f64.sqrt() * 20.0 / 40.0, 1e-6);
+    assert!(
+        (whole - want_whole).abs() <= want_whole * 1e-6,
+        "{whole} {want_whole}"
+    );
+    assert!(whole > 10.0 * eps);
+}
+
+#[test]
+fn the_derivation_shows_the_epsilon_with_and_without_the_window() {
+    let text = plan(
+        "user by rider_id",
+        "gdp",
+        TRIPS,
+        &query("count(trips)", "gaussian sigma 40", "window 1 hour"),
+    );
+    let r = report(&text);
+    let steps = &r.queries[0].parts[0].derivation;
+    let line = steps
+        .iter()
+        .find(|s| s.starts_with("without the window"))
+        .unwrap_or_else(|| panic!("{steps:#?}"));
+
+    let number_after = |key: &str| -> f64 {
+        let at = line.find(key).unwrap() + key.len();
+        let tail = &line[at..];
+        let end = tail.find([' ', ';', ')']).unwrap_or(tail.len());
+        tail[..end].parse().unwrap()
+    };
+    let before = number_after("compose to ε = ");
+    let after = number_after("L2 = 21.909: ε = ");
+    // the figures equal the independent curves (6 significant digits)
+    let want_before = gdp_epsilon(168f64.sqrt() * 20.0 / 40.0, 1e-6);
+    let want_after = gdp_epsilon(4.0 * 30f64.sqrt() / 40.0, 1e-6);
+    assert!((before - want_before).abs() <= want_before * 1e-5, "{line}");
+    assert!((after - want_after).abs() <= want_after * 1e-5, "{line}");
+    // and the "without" figure is what the plan costs without the window
+    let whole = total(&text.replace("window 1 hour", ""));
+    assert!((before - whole).abs() <= whole * 1e-5, "{before} {whole}");
+}
+
+#[test]
+fn laplace_windows_cost_w_r_over_b_once() {
+    let text = plan(
+        "user by rider_id",
+        "basic",
+        TRIPS,
+        &query("count(trips)", "laplace scale 200", "window 1 hour"),
+    );
+    // L1 = W·r = 120; one release: ε = 120 / 200
+    assert!((total(&text) - 0.6).abs() < 1e-12);
+    let more = total(&text.replace("rows_per_window 4", "rows_per_window 5"));
+    assert!((more - 0.75).abs() < 1e-12);
+    // without the window: 168 releases of 20/200
+    let whole = total(&text.replace("window 1 hour", ""));
+    assert!((whole - 16.8).abs() < 1e-9, "{whole}");
+}
+
+#[test]
+fn a_windowed_sum_and_histogram_follow_the_cells() {
+    // sum: W = 30 coordinates of r = 4 rows clamped to 100
+    let s = report(&plan(
+        "user by rider_id",
+        "basic",
+        TRIPS,
+        &query("sum(trips.fare)", "laplace scale 1000", "window 1 hour"),
+    ));
+    assert_eq!(s.queries[0].l1, 30.0 * 4.0 * 100.0);
+    // histogram: 30 windows × 2 groups = 60 cells, at most 4 rows in a
+    // cell (min(rows_per_group = rows_per_unit, r)) and 120 rows in all:
+    // 30 cells of 4 → L2 = 4·√30
+    let h = report(&plan(
+        "user by rider_id",
+        "basic",
+        TRIPS,
+        &query(
+            "histogram(trips by district)",
+            "gaussian sigma 50",
+            "window 1 hour",
+        ),
+    ));
+    assert_eq!(h.queries[0].l1, 120.0);
+    assert!((h.queries[0].l2 - 4.0 * 30f64.sqrt()).abs() < 1e-12);
+    // with rows_per_group 1: 60 cells of 1 row: L2 = √60
+    let h1 = report(&plan(
+        "user by rider_id",
+        "basic",
+        &TRIPS.replace(
+            "groups_per_unit 2",
+            "groups_per_unit 2\n      rows_per_group 1",
+        ),
+        &query(
+            "histogram(trips by district)",
+            "gaussian sigma 50",
+            "window 1 hour",
+        ),
+    ));
+    assert!((h1.queries[0].l2 - 60f64.sqrt()).abs() < 1e-12);
+}
+
+#[test]
+fn a_row_lies_in_one_window_so_the_schedule_costs_one_release() {
+    let ds = "  dataset trips {\n    column started_at : time\n  }";
+    let text = plan(
+        "row",
+        "basic",
+        ds,
+        &query("count(trips)", "laplace scale 2", "window 1 hour"),
+    );
+    assert!((total(&text) - 0.5).abs() < 1e-12);
+    assert!((total(&text.replace("window 1 hour", "")) - 84.0).abs() < 1e-9);
+}
+
+#[test]
+fn the_window_rules_are_errors_with_dp021() {
+    let q = |window: &str, schedule: &str| {
+        format!("  query hourly {{\n    count(trips)\n    noise gaussian sigma 40\n    schedule {schedule}\n    {window}\n  }}")
+    };
+    let every = "every 1 hour for 7 days";
+    // the window is not the period
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            TRIPS,
+            &q("window 2 hours", every)
+        )),
+        vec![Code::Window]
+    );
+    // near miss: the same length in other units
+    assert!(codes(&plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &q("window 60 minutes", every)
+    ))
+    .is_empty());
+    // no period
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            TRIPS,
+            &q("window 1 hour", "once")
+        )),
+        vec![Code::Window]
+    );
+    // no time column
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            &TRIPS.replace("column started_at : time\n", ""),
+            &q("window 1 hour", every)
+        )),
+        vec![Code::Window]
+    );
+    // two time columns
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            &TRIPS.replace(
+                "column started_at : time\n",
+                "column started_at : time\n    column ended_at : time\n"
+            ),
+            &q("window 1 hour", every)
+        )),
+        vec![Code::Window]
+    );
+    // no windows_per_unit under a user unit
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            &TRIPS.replace("windows_per_unit 30\n", ""),
+            &q("window 1 hour", every)
+        )),
+        vec![Code::Window]
+    );
+    // an invalid windows_per_unit is DP007 only
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            &TRIPS.replace("windows_per_unit 30", "windows_per_unit 0"),
+            &q("window 1 hour", every)
+        )),
+        vec![Code::InvalidParameter]
+    );
+    // a second window is DP013
+    assert_eq!(
+        codes(&plan(
+            "user by rider_id",
+            "best",
+            TRIPS,
+            &q("window 1 hour\n    window 1 hour", every)
+        )),
+        vec![Code::Duplicate]
+    );
+}
+
+#[test]
+fn windows_per_unit_equal_to_the_slots_gains_nothing_on_rows() {
+    // W = N and r = rows_per_unit: the horizon vector's L2 is r·√N, the
+    // whole-data composition's μ is √N·c: the same number
+    let text = plan(
+        "user by rider_id",
+        "gdp",
+        &TRIPS
+            .replace("windows_per_unit 30", "windows_per_unit 168")
+            .replace("rows_per_window 4", "rows_per_window 20"),
+        &query("count(trips)", "gaussian sigma 40", "window 1 hour"),
+    );
+    let with = total(&text);
+    let without = total(&text.replace("window 1 hour", ""));
+    assert!((with - without).abs() <= without * 1e-9, "{with} {without}");
+}
+
+#[test]
+fn a_windowed_discrete_gaussian_records_its_shape() {
+    let r = report(&plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &query(
+            "count(trips)",
+            "discrete_gaussian sigma 40",
+            "window 1 hour",
+        ),
+    ));
+    let m = r.queries[0].parts[0].accounted.expect("accounted");
+    assert_eq!(m.sensitivity.coords, 30);
+    assert_eq!(m.sensitivity.linf, 4.0);
+}
