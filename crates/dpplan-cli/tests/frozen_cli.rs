@@ -521,6 +521,7 @@ fn a_ledger_of_format_1_verifies_runs_and_migrates_on_its_first_write() {
     sql(
         &ledger,
         "DROP TABLE frozen_reports;
+         DROP TABLE window_units;
          DROP TRIGGER meta_no_update;
          UPDATE meta SET value = 'dpplan-ledger-1' WHERE key = 'format';
          CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;",

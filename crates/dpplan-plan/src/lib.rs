@@ -144,6 +144,25 @@ pub struct Release {
     pub cost_per_release: Cost,
     /// Cost of the whole schedule of this query alone.
     pub cost_total: Cost,
+    /// The query's time window: each slot reads only its own rows, and
+    /// the whole schedule is one release (absent for a query without one,
+    /// so plans without windows are unchanged; a runtime that does not
+    /// know the field refuses the plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+/// A release's `window`: slot `s` reads the rows whose `column` lies in
+/// [start + s·seconds, start + (s+1)·seconds); a unit is kept in at most
+/// `windows_per_unit` windows over the schedule (state kept in the ledger)
+/// and with at most `rows_per_window` rows in each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    pub column: String,
+    pub seconds: f64,
+    pub windows_per_unit: u64,
+    pub rows_per_window: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -530,6 +549,12 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
         parts,
         cost_per_release: cost(&q.per_release),
         cost_total: cost(&q.total),
+        window: spec.window.as_ref().map(|w| Window {
+            column: w.column.clone(),
+            seconds: w.seconds,
+            windows_per_unit: w.windows_per_unit,
+            rows_per_window: w.rows_per_window,
+        }),
     })
 }
 

@@ -15,6 +15,7 @@ pub use requests::{planned_aggregates, Planned};
 pub mod ledger;
 pub mod rng;
 pub mod sampler;
+pub mod window;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -460,17 +461,29 @@ pub fn run(
     // Step 3: exact bounded aggregates, one pass per dataset for every fresh
     // release, before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    let exact = match requests::aggregates(
-        plan,
-        opts,
-        engine,
-        due.fresh.iter().map(|(r, _)| *r),
-        &mut rng,
-    ) {
+    let (windowed, plain): (Vec<_>, Vec<_>) =
+        due.fresh.iter().partition(|(r, _)| r.window.is_some());
+    let aggregated =
+        requests::aggregates(plan, opts, engine, plain.iter().map(|(r, _)| *r), &mut rng).and_then(
+            |exact| {
+                let w = window::aggregate_due(
+                    plan,
+                    opts,
+                    engine,
+                    &windowed,
+                    ledger_start,
+                    ledger.as_ref(),
+                    &mut rng,
+                )?;
+                Ok((exact, w))
+            },
+        );
+    let (mut exact, windows) = match aggregated {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
     };
+    exact.extend(windows.exact);
     let mut results = due.served;
     let mut refused = due.refused;
     let mut ledger = match ledger {
@@ -491,7 +504,17 @@ pub fn run(
     // Step 5: each fresh release, charged before its noise is drawn.
     let clock = Clock { at, ledger_start };
     for &(r, slot) in &due.fresh {
-        match release(&mut ledger, plan, r, slot, opts, clock, &exact, &mut rng)? {
+        let units = windows.units.get(&r.name);
+        match release(
+            &mut ledger,
+            plan,
+            (r, units),
+            slot,
+            opts,
+            clock,
+            &exact,
+            &mut rng,
+        )? {
             Released::Value(v) => results.push(v),
             Released::Refused(x) => refused.push(x),
         }
@@ -575,7 +598,7 @@ enum Released {
 fn release(
     ledger: &mut Ledger,
     plan: &ExecutablePlan,
-    r: &Release,
+    (r, units): (&Release, Option<&std::collections::BTreeSet<String>>),
     mut slot: u64,
     opts: &RunOptions,
     clock: Clock,
@@ -583,7 +606,11 @@ fn release(
     rng: &mut SecureRng,
 ) -> Result<Released, RunError> {
     let intent = loop {
-        match ledger.begin_release(plan, r, slot) {
+        let begun = match units {
+            Some(u) => ledger.begin_release_windowed(plan, r, slot, u),
+            None => ledger.begin_release(plan, r, slot),
+        };
+        match begun {
             Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
                 if opts.slot.is_none() && r.schedule.kind != ScheduleKind::Every =>
             {
@@ -623,6 +650,9 @@ fn release(
     };
     test_hooks::pause_after_intent();
     let mut result = draw(r, slot, exact, rng)?;
+    // a later window of a vector release already charged charges nothing
+    result.epsilon = intent.epsilon;
+    result.delta = intent.delta;
     // Invariant: plain data with string keys; cannot fail.
     let value =
         ledger.commit_value(&intent, serde_json::to_string(&result).expect("serialises"))?;

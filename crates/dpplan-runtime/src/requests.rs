@@ -98,7 +98,7 @@ pub fn planned_aggregates<'p>(
         .collect())
 }
 
-fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
+pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
     let col = || {
         r.aggregation
             .column
@@ -126,7 +126,7 @@ fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> 
     })
 }
 
-fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
+pub(crate) fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
     if let Some(p) = opts.data.get(&ds.name) {
         return Ok(p.clone());
     }

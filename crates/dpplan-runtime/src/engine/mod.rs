@@ -121,6 +121,22 @@ pub trait Engine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError>;
+
+    /// The same over rows already selected (a windowed release's window:
+    /// CSV bytes, header first). An engine that cannot take them refuses,
+    /// and windowed releases then need the embedded engine.
+    fn aggregate_selected(
+        &self,
+        dataset: &Dataset,
+        _csv: &[u8],
+        _stats: &[Statistic],
+        _rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        Err(EngineError::Schema(format!(
+            "dataset `{}`: a windowed query runs on the embedded CSV engine only",
+            dataset.name
+        )))
+    }
 }
 
 /// The built-in streaming CSV engine, on every core by default.
@@ -320,6 +336,16 @@ impl Engine for CsvEngine {
         }
         let file = File::open(source).map_err(|e| EngineError::Io(cannot(&e).with_source(e)))?;
         self.aggregate_reader(dataset, BufReader::with_capacity(1 << 20, file), stats, rng)
+    }
+
+    fn aggregate_selected(
+        &self,
+        dataset: &Dataset,
+        csv: &[u8],
+        stats: &[Statistic],
+        rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        self.aggregate_reader(dataset, csv, stats, rng)
     }
 }
 

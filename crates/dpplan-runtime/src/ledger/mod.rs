@@ -16,8 +16,14 @@
 //!   and the exact inputs of its claim in a `frozen_report` entry, its bytes
 //!   in the append-only `frozen_reports` table.
 //!
-//! Formats: `dpplan-ledger-2` adds the `frozen_reports` table (and its
-//! triggers) to `dpplan-ledger-1`. A ledger of format 1 is read, verified
+//! Formats: `dpplan-ledger-3` adds the `window_units` table (and its
+//! triggers) to `dpplan-ledger-2`: which windows of a windowed query each
+//! unit was kept in, by the keyed hash of its id ([`crate::window`]).
+//! `dpplan-ledger-2` adds the `frozen_reports` table (and its
+//! triggers) to `dpplan-ledger-1`. A ledger of format 2 is read and run as
+//! it is and migrated to format 3 on its first write (the table and its
+//! triggers created and a `migrated_to_3` row added to `meta`, in the
+//! writing transaction), as format 1 is to 2 and then 3. A ledger of format 1 is read, verified
 //! and run as it is, and migrated on its first write (the table and its
 //! triggers created and a `migrated_to` row added to `meta`, in one
 //! transaction; `meta` stays append-only, so its `format` row keeps the
@@ -28,6 +34,7 @@ mod entry;
 pub mod frozen;
 mod totals;
 mod verify;
+mod window_state;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -49,11 +56,15 @@ pub use verify::{Anchored, Integrity, Verification};
 
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// The format of a ledger created now.
-pub const LEDGER_FORMAT: &str = "dpplan-ledger-2";
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-3";
+/// Format 2 (no window state), still read and migrated.
+pub const LEDGER_FORMAT_2: &str = "dpplan-ledger-2";
 /// The previous format (no frozen reports), still read and migrated.
 pub const LEDGER_FORMAT_1: &str = "dpplan-ledger-1";
 /// The `meta` key a migrated ledger of format 1 records its new format in.
 const MIGRATED_KEY: &str = "migrated_to";
+/// The `meta` key a ledger migrated to format 3 records it in.
+const MIGRATED_3_KEY: &str = "migrated_to_3";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -86,6 +97,10 @@ pub enum LedgerError {
     ScheduleExhausted { query: String, slots: u64 },
     #[error("{0}")]
     OverBudget(String),
+    /// A unit selected for a window reached its horizon bound in another
+    /// run meanwhile: the window is not charged; run it again.
+    #[error("`{query}` slot {slot}: a unit of this window reached its windows_per_unit bound in another run since its rows were selected; nothing was charged, run again")]
+    WindowBound { query: String, slot: u64 },
     #[error("not a dpplan ledger: {0}")]
     NotALedger(String),
     #[error("the ledger is corrupt: {0}")]
@@ -203,16 +218,45 @@ const FROZEN_TRIGGERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// The triggers a ledger of `format` (1 or 2) must have, exactly.
+/// Format 3: the windows each unit of a windowed query was kept in, by
+/// the keyed hash of its id; written in the transaction of the release's
+/// intent (`seq`).
+const WINDOW_TABLE: &str = "
+CREATE TABLE window_units (
+    query TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    slot INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (query, unit, slot)
+);
+";
+
+/// The append-only triggers of the `window_units` table (format 3).
+const WINDOW_TRIGGERS: [(&str, &str); 2] = [
+    (
+        "window_units_no_delete",
+        "CREATE TRIGGER window_units_no_delete BEFORE DELETE ON window_units BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "window_units_no_update",
+        "CREATE TRIGGER window_units_no_update BEFORE UPDATE ON window_units BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// The triggers a ledger of `format` (1, 2 or 3) must have, exactly.
 fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     let mut t = TRIGGERS.to_vec();
     if format >= 2 {
         t.extend(FROZEN_TRIGGERS);
     }
+    if format >= 3 {
+        t.extend(WINDOW_TRIGGERS);
+    }
     t
 }
 
-/// The format of an open ledger: 2 when created so or migrated, else 1.
+/// The format of an open ledger: 3 or 2 when created so or migrated, else
+/// 1.
 fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         Ok(conn
@@ -220,26 +264,38 @@ fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
             .optional()?)
     };
     Ok(match get("format")?.as_deref() {
-        Some(LEDGER_FORMAT) => 2,
-        _ if get(MIGRATED_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 2,
+        Some(LEDGER_FORMAT) => 3,
+        _ if get(MIGRATED_3_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 3,
+        Some(LEDGER_FORMAT_2) => 2,
+        _ if get(MIGRATED_KEY)?.as_deref() == Some(LEDGER_FORMAT_2) => 2,
         _ => 1,
     })
 }
 
-/// Migrates a ledger of format 1 to format 2 inside the caller's write
-/// transaction (nothing for a ledger of format 2).
+/// Migrates a ledger of format 1 or 2 to format 3 inside the caller's
+/// write transaction (nothing for a ledger of format 3).
 fn migrate(conn: &Connection) -> Result<(), LedgerError> {
-    if format_version(conn)? >= 2 {
-        return Ok(());
+    let format = format_version(conn)?;
+    if format < 2 {
+        conn.execute_batch(FROZEN_TABLE)?;
+        for (_, sql) in FROZEN_TRIGGERS {
+            conn.execute_batch(&format!("{sql};"))?;
+        }
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_KEY, LEDGER_FORMAT_2],
+        )?;
     }
-    conn.execute_batch(FROZEN_TABLE)?;
-    for (_, sql) in FROZEN_TRIGGERS {
-        conn.execute_batch(&format!("{sql};"))?;
+    if format < 3 {
+        conn.execute_batch(WINDOW_TABLE)?;
+        for (_, sql) in WINDOW_TRIGGERS {
+            conn.execute_batch(&format!("{sql};"))?;
+        }
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_3_KEY, LEDGER_FORMAT],
+        )?;
     }
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-        params![MIGRATED_KEY, LEDGER_FORMAT],
-    )?;
     Ok(())
 }
 
@@ -365,9 +421,12 @@ impl Ledger {
             .map_err(|_| {
                 LedgerError::NotALedger(format!("`{}` has no ledger tables", path.display()))
             })?;
-        if !matches!(format.as_deref(), Some(LEDGER_FORMAT | LEDGER_FORMAT_1)) {
+        if !matches!(
+            format.as_deref(),
+            Some(LEDGER_FORMAT | LEDGER_FORMAT_2 | LEDGER_FORMAT_1)
+        ) {
             return Err(LedgerError::NotALedger(format!(
-                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_1}) ledger",
+                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
                 path.display()
             )));
         }
@@ -399,7 +458,8 @@ impl Ledger {
             configure(&conn)?;
             conn.execute_batch(TABLES)?;
             conn.execute_batch(FROZEN_TABLE)?;
-            for (_, sql) in triggers_of(2) {
+            conn.execute_batch(WINDOW_TABLE)?;
+            for (_, sql) in triggers_of(3) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
             conn.execute(
@@ -443,8 +503,23 @@ impl Ledger {
         &self.path
     }
 
-    /// The ledger's format: 1 (no frozen reports; migrated on its next
-    /// write) or 2.
+    /// The units (keyed hashes) of windowed query `query` already kept in
+    /// `bound` windows: left out of its later windows.
+    pub fn units_at_bound(
+        &self,
+        query: &str,
+        bound: u64,
+    ) -> Result<std::collections::BTreeSet<String>, LedgerError> {
+        window_state::at_bound(&self.conn, query, bound)
+    }
+
+    /// How many (unit, window) pairs the windowed queries recorded.
+    pub fn window_units_recorded(&self) -> Result<u64, LedgerError> {
+        window_state::units_recorded(&self.conn)
+    }
+
+    /// The ledger's format: 1 (no frozen reports) or 2 (no window state),
+    /// both migrated on their next write, or 3.
     pub fn format_version(&self) -> Result<u32, LedgerError> {
         format_version(&self.conn)
     }
@@ -530,6 +605,32 @@ impl Ledger {
         release: &Release,
         slot: u64,
     ) -> Result<Entry, LedgerError> {
+        self.begin(plan, release, slot, None)
+    }
+
+    /// Step 1 of a windowed release: as [`Ledger::begin_release`], and in
+    /// the same transaction the units kept in this window (keyed hashes)
+    /// are recorded against the query's horizon bound. Refused when one
+    /// of them is already at its bound (another run recorded it since the
+    /// window's rows were selected). The whole schedule is one release:
+    /// only the first intent of its mechanism charges it.
+    pub fn begin_release_windowed(
+        &mut self,
+        plan: &ExecutablePlan,
+        release: &Release,
+        slot: u64,
+        units: &std::collections::BTreeSet<String>,
+    ) -> Result<Entry, LedgerError> {
+        self.begin(plan, release, slot, Some(units))
+    }
+
+    fn begin(
+        &mut self,
+        plan: &ExecutablePlan,
+        release: &Release,
+        slot: u64,
+        units: Option<&std::collections::BTreeSet<String>>,
+    ) -> Result<Entry, LedgerError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -580,12 +681,17 @@ impl Ledger {
         }
         let record = MechanismRecord::of(release);
         let (mut releases, n) = history(&tx)?;
-        for m in record.accounting() {
-            add_release(&mut releases, m, 1);
-        }
-        let totals = running_totals(&releases, n + 1, &plan.body.privacy);
         // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&record).expect("serialises");
+        // a window of a vector release already charged charges nothing
+        let charged_before =
+            release.window.is_some() && window_state::charged(&tx, &release.name, &mechanism)?;
+        if !charged_before {
+            for m in record.accounting() {
+                add_release(&mut releases, m, 1);
+            }
+        }
+        let totals = running_totals(&releases, n + 1, &plan.body.privacy);
         let totals = serde_json::to_string(&IntentValue {
             running_totals: totals,
         })
@@ -596,12 +702,24 @@ impl Ledger {
                 query: Some(release.name.clone()),
                 slot: Some(slot as i64),
                 mechanism: Some(mechanism),
-                epsilon: release.cost_per_release.epsilon,
-                delta: release.cost_per_release.delta,
+                epsilon: if charged_before {
+                    0.0
+                } else {
+                    release.cost_per_release.epsilon
+                },
+                delta: if charged_before {
+                    0.0
+                } else {
+                    release.cost_per_release.delta
+                },
                 value: Some(totals),
                 ..NewEntry::new(EntryKind::Intent, &plan.body_sha256)
             },
         )?;
+        if let (Some(w), Some(units)) = (&release.window, units) {
+            migrate(&tx)?;
+            window_state::record(&tx, &release.name, slot, e.seq, w.windows_per_unit, units)?;
+        }
         tx.commit()?;
         // anchored before returning: nothing after it (a noise draw)
         // happens on an entry the anchor does not vouch for
@@ -715,8 +833,16 @@ impl Ledger {
         }
         let (mut releases, charged) = history(&tx)?;
         for r in &plan.body.releases {
+            let count = match &r.window {
+                // the same vector release as the history's (the schedule
+                // extended, the bounds kept): nothing more to compose
+                Some(_) if window_state::same_vector(&tx, r)? => 0,
+                // a windowed schedule is one release over its windows
+                Some(_) => 1,
+                None => r.schedule.slots,
+            };
             for m in r.mechanisms() {
-                add_release(&mut releases, m, r.schedule.slots);
+                add_release(&mut releases, m, count);
             }
         }
         let p = &plan.body.privacy;

@@ -14,6 +14,10 @@ use super::LedgerError;
 pub struct MechanismRecord {
     pub aggregation: String,
     pub parts: Vec<PartRecord>,
+    /// A windowed release: every intent of one query with this record is
+    /// a window of ONE vector release, composed once (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<dpplan_plan::Window>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +59,7 @@ impl MechanismRecord {
                     linf: p.linf,
                 })
                 .collect(),
+            window: r.window.clone(),
         }
     }
 
@@ -81,7 +86,7 @@ impl MechanismRecord {
 /// (identical mechanisms counted together), and how many intents.
 pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), LedgerError> {
     let mut stmt = conn.prepare(
-        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' GROUP BY mechanism ORDER BY MIN(seq)",
+        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' GROUP BY mechanism, query ORDER BY MIN(seq)",
     )?;
     let rows = stmt
         .query_map([], |r| {
@@ -99,8 +104,14 @@ pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), Le
             .map_err(|_| {
                 LedgerError::Corrupt(format!("entry {seq} has an unreadable mechanism"))
             })?;
+        // the windows of one query's vector release are one release
+        let composed = if rec.window.is_some() {
+            1
+        } else {
+            count as u64
+        };
         for m in rec.accounting() {
-            add_release(&mut releases, m, count as u64);
+            add_release(&mut releases, m, composed);
         }
         n += count as u64;
     }
