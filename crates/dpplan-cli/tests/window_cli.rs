@@ -430,4 +430,16 @@ fn a_ledger_of_format_2_opens_and_migrates_on_a_windowed_write() {
         )[0] > 0
     );
     ok(&dpplan(&["ledger", "verify", &s.ledger]));
+    // a unit inserted into the state behind dpplan's back is found
+    let seq = query::<i64>(&s.ledger, "SELECT MAX(seq) FROM window_units")[0];
+    Connection::open(&s.ledger)
+        .unwrap()
+        .execute(
+            "INSERT INTO window_units (query, unit, slot, seq) VALUES ('hourly_trips', 'forged', 0, ?1)",
+            [seq],
+        )
+        .unwrap();
+    let v = dpplan(&["ledger", "verify", &s.ledger]);
+    assert_eq!(v.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&v.stderr).contains("window state"));
 }

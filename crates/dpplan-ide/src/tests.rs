@@ -450,3 +450,33 @@ fn light_diagnostics_are_the_full_ones() {
         assert_eq!(doc.has_costs(), over_budget);
     }
 }
+
+#[test]
+fn windows_complete_and_hover() {
+    let text = "plan \"p\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset trips {\n    column uid : id\n    column started_at : time\n    contribution {\n      rows_per_unit 20\n      windows_per_unit 30\n      rows_per_window 2\n    }\n  }\n  query hourly {\n    count(trips)\n    noise gaussian sigma 40\n    schedule every 1 hour for 7 days\n    window 1 hour\n  }\n}\n";
+    let doc = Document::new(text.to_string());
+    let labels = |before: &str, typed: &str| -> Vec<String> {
+        let with = text.replacen(before, &format!("{typed}{before}"), 1);
+        let doc = Document::new(with.clone());
+        let off = at(&with, before);
+        doc.completions(off).into_iter().map(|c| c.label).collect()
+    };
+    // `window` among a query's statements, its units after the amount
+    assert!(labels("count(trips)", "").contains(&"window".to_string()));
+    assert!(labels("count(trips)", "window 2 ").contains(&"hours".to_string()));
+    // the horizon bounds among the contribution keys, `time` among the types
+    let keys = labels("rows_per_unit 20", "");
+    assert!(keys.contains(&"windows_per_unit".to_string()), "{keys:?}");
+    assert!(keys.contains(&"rows_per_window".to_string()), "{keys:?}");
+    // hover: the keyword, the time column and the dataset's bounds
+    let h = doc.hover(at(text, "window 1 hour") + 2).expect("hover");
+    assert!(h.markdown.contains("ONE release"), "{}", h.markdown);
+    let h = doc
+        .hover(at(text, "windows_per_unit 30") + 2)
+        .expect("hover");
+    assert!(h.markdown.contains("at most W windows"), "{}", h.markdown);
+    let h = doc.hover(at(text, "started_at") + 2).expect("hover");
+    assert!(h.markdown.contains("UTC timestamp"), "{}", h.markdown);
+    let h = doc.hover(at(text, "trips {") + 1).expect("hover");
+    assert!(h.markdown.contains("windows_per_unit 30"), "{}", h.markdown);
+}

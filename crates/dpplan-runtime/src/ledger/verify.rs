@@ -250,6 +250,7 @@ impl Ledger {
         }
         self.check_triggers()?;
         frozen::verify_all(&self.conn, &entries)?;
+        super::window_state::verify_all(&self.conn, &entries)?;
         let n = v.entries;
         let expected_seq = match expect_hash {
             None => None,

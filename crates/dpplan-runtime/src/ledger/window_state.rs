@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use dpplan_plan::Release;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::entry::{Entry, EntryKind};
 use super::totals::MechanismRecord;
 use super::LedgerError;
 
@@ -106,4 +107,53 @@ pub(super) fn units_recorded(conn: &Connection) -> Result<u64, LedgerError> {
     }
     let n: i64 = conn.query_row("SELECT COUNT(*) FROM window_units", [], |r| r.get(0))?;
     Ok(n as u64)
+}
+
+/// Every recorded (unit, window) belongs to an intent of its query and
+/// slot whose mechanism is windowed, and no unit is in more windows of a
+/// query than that mechanism's bound: a row inserted behind dpplan's back
+/// (or one missing its intent) is found.
+pub(super) fn verify_all(conn: &Connection, entries: &[Entry]) -> Result<(), LedgerError> {
+    if !has_table(conn)? {
+        return Ok(());
+    }
+    let bound_of = |seq: i64, query: &str, slot: i64| -> Option<u64> {
+        let e = entries.get(usize::try_from(seq - 1).ok()?)?;
+        if e.seq != seq
+            || e.kind != EntryKind::Intent
+            || e.query.as_deref() != Some(query)
+            || e.slot != Some(slot)
+        {
+            return None;
+        }
+        let rec: MechanismRecord = serde_json::from_str(e.mechanism.as_deref()?).ok()?;
+        rec.window.map(|w| w.windows_per_unit)
+    };
+    let mut stmt = conn.prepare("SELECT query, unit, slot, seq FROM window_units ORDER BY seq")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen: std::collections::HashMap<(String, String), u64> = Default::default();
+    for (query, unit, slot, seq) in rows {
+        let damaged = |why: &str| LedgerError::Damaged {
+            seq: Some(seq),
+            why: format!("the window state of `{query}` slot {slot}: {why}"),
+        };
+        let Some(bound) = bound_of(seq, &query, slot) else {
+            return Err(damaged("no windowed intent of that slot records it"));
+        };
+        let n = seen.entry((query.clone(), unit)).or_default();
+        *n += 1;
+        if *n > bound {
+            return Err(damaged("a unit is in more windows than its bound"));
+        }
+    }
+    Ok(())
 }
