@@ -200,6 +200,11 @@ pub struct QueryReport {
     pub aggregation: String,
     pub schedule: String,
     pub releases: u64,
+    /// How many times the accountants composed each part: 1 for a
+    /// windowed query (its releases are one vector release over disjoint
+    /// windows), else `releases` (not in the JSON).
+    #[serde(skip)]
+    pub accounted_releases: u64,
     /// The mechanism of the first part (the whole query but for a mean).
     pub mechanism: MechanismReport,
     pub l1: f64,

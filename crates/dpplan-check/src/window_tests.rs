@@ -66,6 +66,8 @@ fn a_windowed_gaussian_count_is_one_release_of_l2_r_sqrt_w() {
     let r = report(&text);
     let q = &r.queries[0];
     assert_eq!(q.releases, 168);
+    // what later phases (review, diff, shared budgets) compose
+    assert_eq!(q.accounted_releases, 1);
     // the vector: W = 30 windows of r = 4 rows
     let l2 = 4.0 * 30f64.sqrt();
     assert!((q.l2 - l2).abs() < 1e-12, "{}", q.l2);

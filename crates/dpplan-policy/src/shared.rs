@@ -128,7 +128,7 @@ fn one(
                 q.parts.iter().filter_map(move |p| {
                     p.accounted.map(|m| acct::Release {
                         mechanism: m,
-                        count: q.releases,
+                        count: q.accounted_releases,
                     })
                 })
             })

@@ -247,6 +247,7 @@ fn query_report(
         aggregation: q.aggregation.clone(),
         schedule: q.schedule.clone(),
         releases: q.releases,
+        accounted_releases: q.accounted_releases(),
         mechanism: first
             .as_ref()
             .map(|p| p.mechanism.clone())

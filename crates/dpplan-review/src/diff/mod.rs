@@ -663,7 +663,7 @@ fn releases_of(q: Option<&QueryReport>) -> Vec<acct::Release> {
             .filter_map(|p| p.accounted)
             .map(|m| acct::Release {
                 mechanism: m,
-                count: q.releases,
+                count: q.accounted_releases,
             })
             .collect()
     })

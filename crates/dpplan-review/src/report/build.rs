@@ -117,7 +117,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                 .iter()
                 .filter_map(|p| p.accounted.as_ref().and_then(acct::rho_tight))
                 .sum::<f64>()
-                * q.releases as f64
+                * q.accounted_releases as f64
         })
         .collect();
     let rho_total: f64 = rhos.iter().sum();
@@ -486,7 +486,7 @@ fn controls(plan: &CheckedPlan, total: f64, choice: AccountantChoice) -> Vec<Con
         .iter()
         .enumerate()
         .map(|(i, q)| {
-            let n = |j: usize| plan.queries[j].releases;
+            let n = |j: usize| plan.queries[j].accounted_releases;
             let without = compose(
                 &releases(plan, &|j| if j == i { 0 } else { n(j) }, &|_| 1.0),
                 delta,
