@@ -177,7 +177,12 @@ pub fn run(
                 dpplan_render::write_json_with(w, &results, shared.as_ref())
             })
             .into_diagnostic()?;
-            return Ok(exit_code(&results, deny));
+            let code = exit_code(&results, deny);
+            // The process ends here: freeing 10⁵ queries' analyses one
+            // allocation at a time would only delay the exit.
+            std::mem::forget(results);
+            std::mem::forget(loaded);
+            return Ok(code);
         }
         Format::Sarif => {
             dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })

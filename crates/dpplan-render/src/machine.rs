@@ -218,12 +218,18 @@ pub fn write_json<W: std::io::Write>(w: W, files: &[FileResult]) -> std::io::Res
 /// [`write_json`] with the `shared_budgets` field (docs/json-output.md)
 /// when a policy gives one.
 pub fn write_json_with<W: std::io::Write>(
-    mut w: W,
+    w: W,
     files: &[FileResult],
     shared: Option<&Value>,
 ) -> std::io::Result<()> {
+    // The pretty printer writes a few bytes at a time (indentation, keys,
+    // punctuation): into a buffer of a known type, where each is a copy,
+    // not a call through whatever `W` is (the CLI's is a `dyn Write`).
+    use std::io::Write as _;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
     serde_json::to_writer_pretty(&mut w, &Document { files, shared })?;
-    w.write_all(b"\n")
+    w.write_all(b"\n")?;
+    w.flush()
 }
 
 fn sarif_level(s: Severity) -> &'static str {
