@@ -790,12 +790,17 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
         |x| delta_of(x) <= delta,
     );
+    // the Gaussian releases composed exactly, when there are any
+    let gaussian = if mu > 0.0 {
+        format!(", Gaussian part μ = {mu:.6}")
+    } else {
+        String::new()
+    };
     let detail = format!(
-        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}{}; {}",
+        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups{gaussian}, mass at ∞ {:.2e}{}; {}",
         g.e,
         g.p.len(),
         leaves.len(),
-        mu,
         g.inf,
         shapes_note,
         error_terms(&ctx)
