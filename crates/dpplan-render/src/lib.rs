@@ -10,6 +10,7 @@
 mod human;
 mod junit;
 mod machine;
+mod query_array;
 mod query_json;
 
 pub use human::{human, summary_rows, summary_table};
