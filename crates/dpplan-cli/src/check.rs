@@ -167,12 +167,17 @@ pub fn run(
                     n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
                 }
             ));
-            s.push_str(&crate::policy::human(&shared, &names));
+            s.push_str(&dpplan_render::shared_budgets_human(
+                &crate::policy::rendered(&shared),
+                &names,
+            ));
             s
         }
         Format::Json => {
             // Streamed: at 10⁵ queries the document is 10⁸ bytes.
-            let shared = (!shared.is_empty()).then(|| crate::policy::json(&shared, &names));
+            let shared = (!shared.is_empty()).then(|| {
+                dpplan_render::shared_budgets_json(&crate::policy::rendered(&shared), &names)
+            });
             crate::out::write_stream(|w| {
                 dpplan_render::write_json_with(w, &results, shared.as_ref())
             })
