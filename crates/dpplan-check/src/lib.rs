@@ -87,3 +87,6 @@ mod tests;
 
 #[cfg(test)]
 mod accuracy_tests;
+
+#[cfg(test)]
+mod recover_tests;
