@@ -17,6 +17,7 @@ mod hover;
 mod outline;
 mod symbols;
 mod tokens;
+mod unknown;
 
 use std::sync::OnceLock;
 
@@ -450,3 +451,6 @@ pub fn num(x: f64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod errors_tests;
