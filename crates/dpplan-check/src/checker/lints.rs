@@ -284,7 +284,7 @@ pub(super) fn per_person_guarantee(
                     }
                 });
                 let per_person = match choice {
-                    Some(a) => acct::epsilon(&scaled, privacy.delta, a),
+                    Some(a) => crate::memo::epsilon(&scaled, privacy.delta, a),
                     None => fast_best(&scaled, privacy.delta),
                 };
                 match per_person {

@@ -113,7 +113,7 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
     }
 }
 
-pub(crate) use acct::fast_best;
+pub(crate) use crate::memo::fast_best;
 
 fn valid_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
