@@ -4,6 +4,7 @@
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use pest::error::{Error, ErrorVariant, InputLocation};
 use pest::Parser as _;
+use std::collections::BTreeMap;
 
 use crate::{lexer, DpplanParser, ItemKind, RawItem, Rule, MAX_SYNTAX_ERRORS};
 
@@ -265,22 +266,41 @@ fn keyword_meant(typed: &str, rules: &[Rule]) -> Option<&'static str> {
     if typed.is_empty() || !typed.chars().all(|c| c.is_alphanumeric() || c == '_') {
         return None;
     }
-    let whole = |rule: Rule, word: &str| {
-        DpplanParser::parse(rule, word)
-            .ok()
-            .and_then(|pairs| pairs.last())
-            .is_some_and(|pair| pair.as_span().end() == word.len())
-    };
-    let keyword_rules: Vec<Rule> = rules
-        .iter()
-        .copied()
-        .filter(|&rule| !whole(rule, "not_a_keyword_at_all"))
-        .collect();
-    let fitting = lexer::KEYWORDS
-        .iter()
-        .copied()
-        .filter(|word| keyword_rules.iter().any(|&rule| whole(rule, word)));
+    let mut fitting: Vec<&'static str> = Vec::new();
+    for &rule in rules {
+        fitting.extend(keywords_of(rule));
+    }
+    // in the lexer's order, whichever rule accepts them
+    fitting.sort_by_key(|w| lexer::KEYWORDS.iter().position(|k| k == w));
+    fitting.dedup();
     dpplan_diagnostics::did_you_mean(typed, fitting)
+}
+
+/// The keywords that `rule` accepts as a whole word; none for a rule that
+/// accepts any name. Computed once per rule (a few hundred tiny parses).
+fn keywords_of(rule: Rule) -> Vec<&'static str> {
+    static KNOWN: std::sync::Mutex<BTreeMap<Rule, Vec<&'static str>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    known
+        .entry(rule)
+        .or_insert_with(|| {
+            let whole = |word: &str| {
+                DpplanParser::parse(rule, word)
+                    .ok()
+                    .and_then(|pairs| pairs.last())
+                    .is_some_and(|pair| pair.as_span().end() == word.len())
+            };
+            if whole("not_a_keyword_at_all") {
+                return Vec::new();
+            }
+            lexer::KEYWORDS
+                .iter()
+                .copied()
+                .filter(|w| whole(w))
+                .collect()
+        })
+        .clone()
 }
 
 pub(crate) fn unknown_item(text: &str, span: Span) -> Diagnostic {
