@@ -107,12 +107,21 @@ fn a_changed_release_is_accounted_again() {
         let before = cache.stats();
         let cached = analyze_cached(&edited, &opts, &cache);
         let (_, misses) = delta(before, cache.stats());
-        assert!(misses > 0, "the accountants must run on new releases: edit {i}");
+        assert!(
+            misses > 0,
+            "the accountants must run on new releases: edit {i}"
+        );
         assert_eq!(shown(&cached), shown(&analyze_with(&edited, &opts)));
         // the claim moved (or is refused): not the cached one
         let claim = |a: &Analysis| {
             let r = a.report.as_ref().unwrap();
-            (r.total.clone(), r.queries.iter().map(|q| q.total.clone()).collect::<Vec<_>>())
+            (
+                r.total.clone(),
+                r.queries
+                    .iter()
+                    .map(|q| q.total.clone())
+                    .collect::<Vec<_>>(),
+            )
         };
         assert_ne!(claim(&cached), claim(&first), "edit {i}");
     }

@@ -22,7 +22,11 @@ fn a_typo_inside_a_dataset_is_one_error_not_one_per_query() {
         let a = analyze(&edited(from, to));
         assert_eq!(a.diagnostics.len(), 1, "{to}: {:#?}", a.diagnostics);
         assert_eq!(a.diagnostics[0].code, Code::Syntax);
-        assert!(a.diagnostics[0].suggestion.is_some(), "{:#?}", a.diagnostics);
+        assert!(
+            a.diagnostics[0].suggestion.is_some(),
+            "{:#?}",
+            a.diagnostics
+        );
         // No claim while the dataset is broken.
         let report = a.report.expect("the privacy block is intact");
         assert!(report.total.is_none());
@@ -41,8 +45,11 @@ fn a_dataset_that_really_does_not_exist_is_still_undefined() {
         .count();
     assert_eq!(undefined, 4, "{:#?}", a.diagnostics);
     // and a broken dataset of another name does not hide them
-    let text = edited("dataset orders {", "dataset purchases {")
-        .replacen("rows_per_unit 10", "rows_per_unt 10", 1);
+    let text = edited("dataset orders {", "dataset purchases {").replacen(
+        "rows_per_unit 10",
+        "rows_per_unt 10",
+        1,
+    );
     let a = analyze(&text);
     assert_eq!(
         a.diagnostics
@@ -57,7 +64,10 @@ fn a_dataset_that_really_does_not_exist_is_still_undefined() {
 
 #[test]
 fn a_publish_of_a_broken_query_is_not_undefined() {
-    let a = analyze(&edited("noise laplace epsilon 0.01", "noise laplce epsilon 0.01"));
+    let a = analyze(&edited(
+        "noise laplace epsilon 0.01",
+        "noise laplce epsilon 0.01",
+    ));
     assert_eq!(a.diagnostics.len(), 1, "{:#?}", a.diagnostics);
     assert_eq!(a.diagnostics[0].suggestion.as_deref(), Some("laplace"));
     // negative control: a publish of a query that is not there at all
@@ -84,11 +94,19 @@ fn misspelt_names_are_suggested_from_the_plans_declarations() {
             .find(|d| d.code == Code::Undefined)
             .unwrap_or_else(|| panic!("{to}: {:#?}", a.diagnostics));
         assert_eq!(d.suggestion.as_deref(), Some(meant), "{d:#?}");
-        assert!(d.help.as_deref().unwrap().starts_with(&format!("did you mean `{meant}`? ")));
+        assert!(d
+            .help
+            .as_deref()
+            .unwrap()
+            .starts_with(&format!("did you mean `{meant}`? ")));
     }
     // Negative control: a name far from every declared one.
     let a = analyze(&edited("count(orders)", "count(inventory)"));
-    let d = a.diagnostics.iter().find(|d| d.code == Code::Undefined).unwrap();
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::Undefined)
+        .unwrap();
     assert_eq!(d.suggestion, None);
     assert!(!d.help.as_deref().unwrap().contains("did you mean"));
 }

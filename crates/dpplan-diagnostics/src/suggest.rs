@@ -36,15 +36,26 @@ where
 mod tests {
     use super::did_you_mean;
 
-    const NOISE: [&str; 4] = ["laplace", "gaussian", "discrete_laplace", "discrete_gaussian"];
+    const NOISE: [&str; 4] = [
+        "laplace",
+        "gaussian",
+        "discrete_laplace",
+        "discrete_gaussian",
+    ];
 
     #[test]
     fn a_slip_finds_the_word() {
         assert_eq!(did_you_mean("laplce", NOISE), Some("laplace"));
         assert_eq!(did_you_mean("lpalace", NOISE), Some("laplace"));
         assert_eq!(did_you_mean("Gaussian", NOISE), Some("gaussian"));
-        assert_eq!(did_you_mean("discrete_gausian", NOISE), Some("discrete_gaussian"));
-        assert_eq!(did_you_mean("rows_per_unt", ["rows_per_unit", "rows_per_group"]), Some("rows_per_unit"));
+        assert_eq!(
+            did_you_mean("discrete_gausian", NOISE),
+            Some("discrete_gaussian")
+        );
+        assert_eq!(
+            did_you_mean("rows_per_unt", ["rows_per_unit", "rows_per_group"]),
+            Some("rows_per_unit")
+        );
     }
 
     #[test]

@@ -66,11 +66,15 @@ fn every_shipped_example_is_formatted() {
     // the formatter writes (the release-plan tests read them as they are).
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
     let mut checked = 0;
-    for (path, text) in plans().into_iter().filter(|(p, _)| {
-        p.starts_with(root) || p.contains("/examples/")
-    }) {
+    for (path, text) in plans()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with(root) || p.contains("/examples/"))
+    {
         let out = format(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert!(out == text, "{path} is not formatted: run `dpplan fmt {path}`");
+        assert!(
+            out == text,
+            "{path} is not formatted: run `dpplan fmt {path}`"
+        );
         checked += 1;
     }
     assert!(checked >= 6, "{checked} examples found");

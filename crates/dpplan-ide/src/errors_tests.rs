@@ -39,15 +39,45 @@ fn claims_nothing_known(md: &str) {
 fn hover_in_broken_plans_says_what_is_unknown_and_why() {
     for (from, to, query, code, why) in [
         // an unknown dataset
-        ("count(orders)", "count(ordrs)", "live_orders", "DP012", "no dataset `ordrs`"),
+        (
+            "count(orders)",
+            "count(ordrs)",
+            "live_orders",
+            "DP012",
+            "no dataset `ordrs`",
+        ),
         // an unknown column
-        ("sum(orders.amount)", "sum(orders.amout)", "daily_revenue", "DP012", "no column `amout`"),
+        (
+            "sum(orders.amount)",
+            "sum(orders.amout)",
+            "daily_revenue",
+            "DP012",
+            "no column `amout`",
+        ),
         // missing bounds
-        (": float in [0, 500]", ": float", "daily_revenue", "DP002", "amount"),
+        (
+            ": float in [0, 500]",
+            ": float",
+            "daily_revenue",
+            "DP002",
+            "amount",
+        ),
         // a typo inside the dataset the query reads (a syntax error there)
-        ("rows_per_unit 10", "rows_per_unt 10", "live_orders", "DP000", "rows_per_unt"),
+        (
+            "rows_per_unit 10",
+            "rows_per_unt 10",
+            "live_orders",
+            "DP000",
+            "rows_per_unt",
+        ),
         // no contribution bound under a user-level unit
-        ("      rows_per_unit 10\n", "", "live_orders", "DP001", "orders"),
+        (
+            "      rows_per_unit 10\n",
+            "",
+            "live_orders",
+            "DP001",
+            "orders",
+        ),
         // an invalid noise parameter
         ("sigma 1500", "sigma -3", "live_orders", "DP007", "σ"),
     ] {
@@ -74,8 +104,14 @@ fn hover_on_a_broken_dataset_or_query_says_it_could_not_be_read() {
     let doc = Document::new(text.clone());
     let at = text.find("= daily_revenue").unwrap() + 3;
     let md = doc.hover(at).expect("hover").markdown;
-    assert!(md.contains("**query `daily_revenue`** could not be read"), "{md}");
-    assert!(md.contains("did not") || md.contains("expected a mechanism"), "{md}");
+    assert!(
+        md.contains("**query `daily_revenue`** could not be read"),
+        "{md}"
+    );
+    assert!(
+        md.contains("did not") || md.contains("expected a mechanism"),
+        "{md}"
+    );
 }
 
 /// Negative control: a valid zero-sensitivity statistic (a count under
@@ -86,7 +122,10 @@ fn valid_queries_still_show_their_numbers() {
     let text = "plan \"z\" {\n  privacy {\n    unit row\n    adjacency replace\n    budget epsilon 1\n  }\n  dataset d {\n    column x : int in [0, 1]\n  }\n  query n {\n    count(d)\n    noise laplace scale 1\n    schedule once\n  }\n}\n";
     let md = query_hover(text, "n");
     assert!(md.contains("**Sensitivity:** L1 = 0, L2 = 0"), "{md}");
-    assert!(md.contains("the count is public under row-level replace adjacency"), "{md}");
+    assert!(
+        md.contains("the count is public under row-level replace adjacency"),
+        "{md}"
+    );
     assert!(!md.contains("unknown"), "{md}");
     let md = query_hover(&retail(), "live_orders");
     assert!(md.contains("**Sensitivity:** L1 = 10"), "{md}");
@@ -97,11 +136,19 @@ fn valid_queries_still_show_their_numbers() {
 #[test]
 fn a_misspelt_word_has_a_quick_fix() {
     for (from, to, meant) in [
-        ("noise laplace epsilon", "noise laplce epsilon", "noise laplace epsilon"),
+        (
+            "noise laplace epsilon",
+            "noise laplce epsilon",
+            "noise laplace epsilon",
+        ),
         ("accountant best", "accountant bset", "accountant best"),
         ("rows_per_unit 10", "rows_per_unt 10", "rows_per_unit 10"),
         ("count(orders)", "count(ordres)", "count(orders)"),
-        ("sum(orders.amount)", "sum(orders.amuont)", "sum(orders.amount)"),
+        (
+            "sum(orders.amount)",
+            "sum(orders.amuont)",
+            "sum(orders.amount)",
+        ),
     ] {
         let text = edited(from, to);
         let doc = Document::new(text.clone());

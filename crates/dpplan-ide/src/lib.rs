@@ -27,10 +27,10 @@ use dpplan_check::{Analysis, AnalysisOptions, CheckedPlan};
 use dpplan_syntax::lexer::{self, Lexeme};
 
 pub use docs::keyword_doc;
-pub use dpplan_policy::FILE_NAME as POLICY_FILE_NAME;
-pub use policy::{PolicyCache, PolicyContext};
 pub use dpplan_check;
 pub use dpplan_diagnostics::{Code, Diagnostic, Label, Severity, Span};
+pub use dpplan_policy::FILE_NAME as POLICY_FILE_NAME;
+pub use policy::{PolicyCache, PolicyContext};
 pub use symbols::{Symbol, SymbolKind};
 
 /// A replacement of `span` by `new_text`.
@@ -307,7 +307,10 @@ impl Document {
     /// [`Document::unaccounted_diagnostics`] at the levels `policy` sets
     /// (its own rules, which read the total, come with the full set; a
     /// policy file that cannot be used is reported at once).
-    pub fn unaccounted_diagnostics_in(text: &str, policy: Option<&PolicyContext>) -> Vec<Diagnostic> {
+    pub fn unaccounted_diagnostics_in(
+        text: &str,
+        policy: Option<&PolicyContext>,
+    ) -> Vec<Diagnostic> {
         let options = AnalysisOptions {
             all_accountants: false,
             per_query_costs: false,

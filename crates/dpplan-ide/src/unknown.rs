@@ -78,7 +78,10 @@ pub(crate) fn list(doc: &Document, errors: &[&Diagnostic]) -> String {
 
 /// "**Sensitivity:** unknown …" with the errors that leave it unknown.
 pub(crate) fn unknown_sensitivity(doc: &Document, q: &ast::Query) -> String {
-    let dataset = q.aggregates.first().map(|a| a.target.dataset.value.as_str());
+    let dataset = q
+        .aggregates
+        .first()
+        .map(|a| a.target.dataset.value.as_str());
     let errors = query_errors(doc, q.span, dataset);
     let mut md = String::from(
         "**Sensitivity:** unknown. **Noise and cost:** unknown. They cannot be derived until this is fixed:\n\n",

@@ -82,7 +82,11 @@ fn the_nearest_policy_sets_levels_overrides_and_organisation_rules() {
 
     // the override: DP008 off, a larger ε allowed
     let got = codes(&c.open(&uri(&experiment), PLAN));
-    assert!(!got.iter().any(|(code, _)| code == "DP008" || code == "DP100"), "{got:?}");
+    assert!(
+        !got.iter()
+            .any(|(code, _)| code == "DP008" || code == "DP100"),
+        "{got:?}"
+    );
     assert_eq!(got, cli(&experiment, PLAN));
 
     // negative control: no policy above the plan, DP008 a warning

@@ -71,7 +71,10 @@ pub(crate) fn item_name(text: &str, item: &RawItem) -> Option<crate::ast::Ident>
     let (_keyword, name) = (words.next()?, words.next()?);
     let word = name.text(&text[item.span.start..]);
     (name.kind == TokenKind::Ident && !lexer::is_keyword(word)).then(|| {
-        crate::ast::Spanned::new(word.to_string(), Span::new(name.start, name.end).offset(item.span.start))
+        crate::ast::Spanned::new(
+            word.to_string(),
+            Span::new(name.start, name.end).offset(item.span.start),
+        )
     })
 }
 

@@ -561,12 +561,18 @@ fn a_misspelt_keyword_or_name_of_the_vocabulary_is_suggested() {
         ("  dataset visits", "  datset visits", "dataset"),
     ] {
         let (d, at) = typo(from, to);
-        let typed = to.split([' ', '(', ':']).find(|w| at == *w).unwrap_or_else(|| {
-            panic!("{to}: the error points at `{at}`: {d:#?}");
-        });
+        let typed = to
+            .split([' ', '(', ':'])
+            .find(|w| at == *w)
+            .unwrap_or_else(|| {
+                panic!("{to}: the error points at `{at}`: {d:#?}");
+            });
         assert_eq!(d.suggestion.as_deref(), Some(meant), "{typed}: {d:#?}");
         let help = d.help.as_deref().unwrap();
-        assert!(help.starts_with(&format!("did you mean `{meant}`? ")), "{help}");
+        assert!(
+            help.starts_with(&format!("did you mean `{meant}`? ")),
+            "{help}"
+        );
     }
 }
 
@@ -583,6 +589,9 @@ fn a_word_far_from_every_keyword_allowed_there_gets_no_suggestion() {
     ] {
         let (d, _) = typo(from, to);
         assert_eq!(d.suggestion, None, "{to}: {d:#?}");
-        assert!(!d.help.as_deref().unwrap_or("").contains("did you mean"), "{d:#?}");
+        assert!(
+            !d.help.as_deref().unwrap_or("").contains("did you mean"),
+            "{d:#?}"
+        );
     }
 }

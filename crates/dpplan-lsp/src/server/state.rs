@@ -260,8 +260,10 @@ impl Server {
     /// again under the policy as it is now.
     pub(super) fn did_change_watched_files(&mut self, p: lsp::DidChangeWatchedFilesParams) {
         let policy_changed = p.changes.iter().any(|c| {
-            crate::convert::file_path(&c.uri)
-                .is_some_and(|f| f.file_name().is_some_and(|n| n == dpplan_ide::POLICY_FILE_NAME))
+            crate::convert::file_path(&c.uri).is_some_and(|f| {
+                f.file_name()
+                    .is_some_and(|n| n == dpplan_ide::POLICY_FILE_NAME)
+            })
         });
         if !policy_changed {
             return;
