@@ -122,6 +122,9 @@ codes! {
     PolicyAccuracy = "106", "policy-accuracy", Error, "A query states no accuracy requirement, which the policy asks for";
     /// The plans reading one data source spend more than its shared budget.
     SharedBudget = "107", "shared-budget", Error, "The plans reading one data source together exceed its shared budget";
+    /// The policy file that governs the plan cannot be used (the language
+    /// server's; `dpplan check` refuses to run instead).
+    PolicyFile = "108", "policy-file", Error, "The dpplan.toml that governs the plan cannot be read or is invalid";
 }
 
 impl Code {

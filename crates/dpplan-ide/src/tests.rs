@@ -249,7 +249,7 @@ fn fix(text: &str, code: Code, pick: usize) -> String {
 
 #[test]
 fn code_action_dp001_adds_a_contribution_bound() {
-    let text = example("web-analytics").replace("    contribution {\n      rows_per_unit 5      // at most 5 random visits per user are kept\n      groups_per_unit 3    // touching at most 3 pages\n    }\n", "");
+    let text = example("web-analytics").replace("    contribution {\n      rows_per_unit 5 // at most 5 random visits per user are kept\n      groups_per_unit 3 // touching at most 3 pages\n    }\n", "");
     let fixed = fix(&text, Code::UnboundedContribution, 0);
     assert!(
         fixed.contains("    contribution {\n      rows_per_unit 10\n    }\n  }"),

@@ -42,6 +42,18 @@ pub struct Plan {
     pub broken: Vec<Span>,
     /// A `privacy` block was written but did not parse.
     pub privacy_broken: bool,
+    /// The names of the items that did not parse but whose keyword and
+    /// name could still be read (`dataset visits { …typo… }`): they are
+    /// declared, only broken, so the checker does not call a reference to
+    /// them undefined (one typo, one error).
+    pub broken_names: Vec<BrokenName>,
+}
+
+/// A broken item's kind and name ([`Plan::broken_names`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BrokenName {
+    pub kind: crate::ItemKind,
+    pub name: Ident,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -146,6 +146,7 @@ fn parse_items<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawI
         plan.publishes.append(&mut part.publishes);
         plan.broken.append(&mut part.broken);
         plan.privacy_broken |= part.privacy_broken;
+        plan.broken_names.append(&mut part.broken_names);
         broken.append(&mut part_broken);
     }
     (plan, broken)
@@ -166,6 +167,12 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
                 broken.push(item);
                 plan.broken.push(item.span);
                 plan.privacy_broken |= item.kind == ItemKind::Privacy;
+                if let Some(name) = split::item_name(text, item) {
+                    plan.broken_names.push(ast::BrokenName {
+                        kind: item.kind,
+                        name,
+                    });
+                }
             }
         }
     }

@@ -26,7 +26,7 @@ pub enum ItemKind {
 }
 
 impl ItemKind {
-    fn from_word(word: &str) -> Option<ItemKind> {
+    pub(crate) fn from_word(word: &str) -> Option<ItemKind> {
         Some(match word {
             "plan" => ItemKind::Header,
             "privacy" => ItemKind::Privacy,
@@ -52,6 +52,30 @@ impl ItemKind {
 pub struct RawItem {
     pub kind: ItemKind,
     pub span: Span,
+}
+
+/// The name of a dataset, query or publish item, read from its first
+/// tokens (`dataset visits {`, `publish copy =`) even when the rest of the
+/// item does not parse; `None` for other items or when the second token is
+/// not a name.
+pub(crate) fn item_name(text: &str, item: &RawItem) -> Option<crate::ast::Ident> {
+    if !matches!(
+        item.kind,
+        ItemKind::Dataset | ItemKind::Query | ItemKind::Publish
+    ) {
+        return None;
+    }
+    let mut words = lexer::lex(text.get(item.span.start..item.span.end)?)
+        .filter(|t| !t.is_trivia())
+        .take(2);
+    let (_keyword, name) = (words.next()?, words.next()?);
+    let word = name.text(&text[item.span.start..]);
+    (name.kind == TokenKind::Ident && !lexer::is_keyword(word)).then(|| {
+        crate::ast::Spanned::new(
+            word.to_string(),
+            Span::new(name.start, name.end).offset(item.span.start),
+        )
+    })
 }
 
 pub(crate) struct Split {

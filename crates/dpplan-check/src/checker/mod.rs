@@ -15,6 +15,7 @@ mod lints;
 mod noise;
 mod privacy;
 mod query;
+mod recover;
 mod total;
 
 use dpplan_accounting as acct;
@@ -63,6 +64,8 @@ impl Default for AnalysisOptions {
 /// The diagnostics found so far, in the order the passes report them.
 struct Checker {
     diags: Vec<Diagnostic>,
+    /// The items that did not parse, by name ([`recover`]).
+    broken: recover::BrokenNames,
 }
 
 impl Checker {
@@ -113,7 +116,7 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
     }
 }
 
-pub(crate) use acct::fast_best;
+pub(crate) use crate::memo::fast_best;
 
 fn valid_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
@@ -197,7 +200,10 @@ pub(crate) fn check(
     plan: &ast::Plan,
     options: &AnalysisOptions,
 ) -> (Option<CheckedPlan>, Vec<Diagnostic>) {
-    let mut c = Checker { diags: Vec::new() };
+    let mut c = Checker {
+        diags: Vec::new(),
+        broken: recover::BrokenNames::of(plan),
+    };
     let privacy = resolve_privacy(&mut c, plan);
     let datasets = resolve_datasets(&mut c, plan, privacy.as_ref());
     let Some(privacy) = privacy else {

@@ -11,6 +11,7 @@ use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::noise::{noise_kind, noise_scale};
+use super::recover::suggest_name;
 use super::{duplicate, valid_positive, Checker};
 use crate::report::{QuerySpec, ScheduleSpec};
 use crate::schedule::{self, ScheduleError};
@@ -418,7 +419,11 @@ fn target<'a>(
     datasets: &'a HashMap<&str, DatasetInfo<'a>>,
 ) -> Result<Target<'a>, Reported> {
     let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
-        c.error(
+        if c.broken.dataset(&agg.target.dataset.value) {
+            // Declared but broken: its syntax error says why, once.
+            return Err(Reported);
+        }
+        c.error(suggest_name(
             Diagnostic::new(
                 Code::Undefined,
                 format!("there is no dataset `{}`", agg.target.dataset.value),
@@ -430,7 +435,9 @@ fn target<'a>(
                 agg.target.dataset.value,
                 names(datasets.keys().copied())
             )),
-        );
+            &agg.target.dataset.value,
+            datasets.keys().copied(),
+        ));
         return Err(Reported);
     };
     let column = match &agg.target.column {
@@ -438,7 +445,7 @@ fn target<'a>(
         Some(col) => match info.columns.get(col.value.as_str()) {
             Some(ci) => Some((col, ci)),
             None => {
-                c.error(
+                c.error(suggest_name(
                     Diagnostic::new(
                         Code::Undefined,
                         format!(
@@ -453,7 +460,9 @@ fn target<'a>(
                         info.ds.name.value,
                         names(info.columns.keys().copied())
                     )),
-                );
+                    &col.value,
+                    info.columns.keys().copied(),
+                ));
                 return Err(Reported);
             }
         },
@@ -473,7 +482,7 @@ fn target<'a>(
 /// DP012, DP017).
 fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<u64, Reported> {
     let Some(ci) = info.columns.get(by.value.as_str()) else {
-        c.error(
+        c.error(suggest_name(
             Diagnostic::new(
                 Code::Undefined,
                 format!(
@@ -487,7 +496,9 @@ fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<
                 "group by one of: {}",
                 names(info.columns.keys().copied())
             )),
-        );
+            &by.value,
+            info.columns.keys().copied(),
+        ));
         return Err(Reported);
     };
     if !matches!(ci.ty, ColumnType::Category { .. }) {

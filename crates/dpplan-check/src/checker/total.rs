@@ -67,10 +67,10 @@ pub(super) fn account_total(
         // the requested accountant's bound, or the minimum for `best`.
         let results: Vec<(acct::Accountant, Result<acct::Bound, acct::AccountingError>)> =
             match (choice, options.all_accountants) {
-                (_, true) => acct::all(releases, privacy.delta),
-                (Some(a), false) => vec![(a, acct::epsilon(releases, privacy.delta, a))],
+                (_, true) => crate::memo::all(releases, privacy.delta),
+                (Some(a), false) => vec![(a, crate::memo::epsilon(releases, privacy.delta, a))],
                 (None, false) => {
-                    let r = acct::best(releases, privacy.delta);
+                    let r = crate::memo::best(releases, privacy.delta);
                     let a = r.as_ref().map_or(acct::Accountant::Basic, |b| b.accountant);
                     vec![(a, r)]
                 }
@@ -80,7 +80,7 @@ pub(super) fn account_total(
                 .iter()
                 .find(|(x, _)| *x == a)
                 .map(|(_, r)| r.clone())
-                .unwrap_or_else(|| acct::epsilon(releases, privacy.delta, a)),
+                .unwrap_or_else(|| crate::memo::epsilon(releases, privacy.delta, a)),
             None => acct::best_of(results.iter().map(|(_, r)| r.clone())),
         };
         match chosen {
