@@ -140,6 +140,19 @@ thread_local! {
     static CURRENT: RefCell<Option<Arc<AccountingCache>>> = const { RefCell::new(None) };
 }
 
+/// The cache installed on this thread, to install on a thread that works
+/// for the same analysis ([`in_same_analysis`]).
+pub(crate) fn current() -> Option<Arc<AccountingCache>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// `f`, on this thread, with `cache` (from [`current`] on the thread that
+/// spawned it) installed while it runs.
+pub(crate) fn in_same_analysis<T>(cache: Option<Arc<AccountingCache>>, f: impl FnOnce() -> T) -> T {
+    let _installed = cache.as_ref().map(install);
+    f()
+}
+
 /// Installs `cache` on this thread until the guard is dropped.
 pub(crate) struct Installed {
     before: Option<Arc<AccountingCache>>,

@@ -126,3 +126,38 @@ fn a_changed_release_is_accounted_again() {
         assert_ne!(claim(&cached), claim(&first), "edit {i}");
     }
 }
+
+/// A plan large enough that each query's cost is computed on a second
+/// thread beside the total: that thread uses the analysis's cache too, so
+/// a warm analysis runs no accountant there either; the results are the
+/// uncached ones.
+#[test]
+fn the_second_thread_of_a_large_plan_uses_the_same_cache() {
+    let mut text = String::from(
+        "plan \"p\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1000 delta 1e-6\n  }\n  dataset visits {\n    column uid : id\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
+    );
+    for i in 0..600 {
+        text += &format!(
+            "  query q{i} {{\n    count(visits)\n    noise gaussian sigma {}\n    schedule once\n  }}\n",
+            100 + i % 7
+        );
+    }
+    text += "}\n";
+    let opts = AnalysisOptions::default();
+    let plain = shown(&analyze_with(&text, &opts));
+    let cache = AccountingCache::new();
+    let cold = shown(&analyze_cached(&text, &opts, &cache));
+    let after_cold = cache.stats();
+    // 7 distinct per-query costs (one release each), remembered on the
+    // second thread: misses beyond the total's few
+    assert!(after_cold.misses >= 7, "{after_cold:?}");
+    let warm = shown(&analyze_cached(&text, &opts, &cache));
+    assert_eq!(plain, cold);
+    assert_eq!(plain, warm);
+    assert_eq!(
+        cache.stats().misses,
+        after_cold.misses,
+        "{:?}",
+        cache.stats()
+    );
+}

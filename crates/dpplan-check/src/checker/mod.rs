@@ -144,15 +144,18 @@ fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &
 const PARALLEL_QUERIES: usize = 256;
 
 /// `(a(), b())`, with `b` on a second thread when `parallel`: for two
-/// passes that read the same data and write nothing shared, so that the
+/// passes that read the same data and share nothing they write but the
+/// accounting cache (whose answers are the computed ones), so that the
 /// results are the same either way.
 fn both<A, B: Send>(parallel: bool, a: impl FnOnce() -> A, b: impl FnOnce() -> B + Send) -> (A, B) {
     if !parallel {
         let x = a();
         return (x, b());
     }
+    // the second thread works for the same analysis: same accounting cache
+    let cache = crate::memo::current();
     std::thread::scope(|s| {
-        let hb = s.spawn(b);
+        let hb = s.spawn(move || crate::memo::in_same_analysis(cache, b));
         let x = a();
         let y = hb
             .join()
@@ -182,7 +185,10 @@ fn plan_queries<'a>(
         return run(c, qs);
     }
     let (left, right) = qs.split_at(qs.len() / 2);
-    let mut c2 = Checker { diags: Vec::new() };
+    let mut c2 = Checker {
+        diags: Vec::new(),
+        broken: c.broken.clone(),
+    };
     let (mut first, second) = both(true, || run(c, left), || run(&mut c2, right));
     c.diags.append(&mut c2.diags);
     // exactly the room needed: at 10⁵ queries a doubling is 17 MB

@@ -8,7 +8,7 @@ use dpplan_syntax::ast;
 use dpplan_syntax::ItemKind;
 
 /// The names of the plan's items that did not parse, by kind.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct BrokenNames {
     names: Vec<(ItemKind, String)>,
 }
