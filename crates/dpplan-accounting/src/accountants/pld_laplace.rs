@@ -181,7 +181,7 @@ fn cell_ulps(eps: f64, h: f64) -> f64 {
 /// relative; `None` below [`UNDERFLOW`], where relative accuracy may be lost
 /// (the exact value is then below [`FLOOR`], module doc).
 fn mass_up(raw: f64, ulps: f64) -> Option<f64> {
-    (raw >= UNDERFLOW).then(|| raw * (1.0 + 1.01 * (ulps + 2.0) * U))
+    (raw >= UNDERFLOW).then_some(raw * (1.0 + 1.01 * (ulps + 2.0) * U))
 }
 
 /// The atoms' grid plus the density's masses (the moved ones at the lowest
