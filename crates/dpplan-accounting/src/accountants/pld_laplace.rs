@@ -45,7 +45,7 @@
 //! (h a power of two); d, s, r, ε − b are single subtractions (≤ u each),
 //! m and h − m sums of two of them (≤ 2.01u); the halvings are exact (the
 //! arguments are normal: for ε ≥ [`TINY_EPS`] every non-zero d is at least
-//! min(ε, ulp(ε)) ≥ 2⁻⁹⁵²). 1 − e^{−x} has condition x/(eˣ − 1) ≤ 1, so an
+//! min(ε, ulp(ε), h) ≥ 2⁻⁹⁵², as `from_atoms` keeps h ≥ 2ε/2²¹). 1 − e^{−x} has condition x/(eˣ − 1) ≤ 1, so an
 //! argument's relative error passes through at most unchanged; e^{−x} turns
 //! it into x times as much. Hence, relative to the exact mass,
 //! M_hi ≤ (1.01x + 1 + 2.01 + 3 + 8·ELEM_ULPS)u and
