@@ -12,6 +12,7 @@
 pub mod report;
 pub mod schedule;
 pub mod sensitivity;
+pub mod sensitivity_rows;
 
 mod checker;
 mod noise;

@@ -15,6 +15,7 @@ mod lints;
 mod noise;
 mod privacy;
 mod query;
+mod rows;
 mod total;
 
 use dpplan_accounting as acct;
@@ -171,6 +172,7 @@ pub(crate) fn check(
     }
 
     accuracy::check_accuracy(&mut c, &queries);
+    rows::sparse_cells(&mut c, &queries, privacy.population);
 
     let releases = releases_of(&queries, &|_| 1.0);
     // Any error, any broken item, or any query left out of the accounting
