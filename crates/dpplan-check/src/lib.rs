@@ -88,3 +88,5 @@ mod tests;
 
 #[cfg(test)]
 mod accuracy_tests;
+#[cfg(test)]
+mod rows_tests;
