@@ -112,12 +112,16 @@ impl Accumulators {
         for (i, p) in prepared.iter().enumerate() {
             if p.value.is_some() {
                 out.push(self.values[i].clone());
-            } else if p.distinct && !self.ids.is_empty() {
-                // row level (under a user-level unit `counts` holds the units)
-                out.push(vec![self.ids.len() as i128]);
             } else {
+                let distinct = [self.ids.len() as u64];
+                // a row-level distinct count is the set's size (under a
+                // user-level unit `counts` holds the units)
+                let counts = match p.distinct && !self.ids.is_empty() {
+                    true => &distinct[..],
+                    false => &self.counts[i][..],
+                };
                 let mut v = Vec::with_capacity(p.coords);
-                for &c in &self.counts[i] {
+                for &c in counts {
                     let x = (c as i128)
                         .checked_shl(p.count_shift as u32)
                         .filter(|y| (y >> p.count_shift) == c as i128);
