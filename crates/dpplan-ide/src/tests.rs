@@ -413,6 +413,7 @@ fn diagnostics_match_the_cli() {
         "census",
         "app-events",
         "repeated-release",
+        "ride-sharing",
     ] {
         let text = example(name);
         let doc = Document::new(text.clone());

@@ -8,11 +8,12 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "app-events",
     "census",
     "repeated-release",
     "retail-mixed",
+    "ride-sharing",
     "web-analytics",
 ];
 
