@@ -2,6 +2,7 @@
 //! each is parsed, and what each statistic reads.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use dpplan_plan::Dataset;
 use dpplan_vocab::{ColumnKind, InvalidRule};
@@ -45,24 +46,67 @@ pub(super) const OUT: u32 = u32::MAX;
 /// it (a linear search up to 16 values, a hash map beyond).
 pub(super) struct Domain {
     values: Vec<Vec<u8>>,
-    map: Option<HashMap<Vec<u8>, u32>>,
+    map: Option<HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>>,
+    /// The values packed ([`pack`]) when each has at most 7 bytes (and
+    /// there are at most 64): the lookup is a scan of integers.
+    packed: Option<Vec<u64>>,
+}
+
+/// FNV-1a for the domain's lookup: a few ns on a short field where SipHash
+/// costs tens. Not keyed, and it needs not be: the table holds the public
+/// domain only, so its buckets are fixed before any data is read, and a
+/// field from the data costs at most one probe sequence over them,
+/// whatever its hash.
+#[derive(Clone, Copy)]
+pub(super) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 impl Domain {
     pub(super) fn new(values: &[String]) -> Domain {
         let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
-        let map = (values.len() > 16).then(|| {
+        let packed = values
+            .iter()
+            .map(|v| pack(v))
+            .collect::<Option<Vec<u64>>>()
+            .filter(|p| p.len() <= 64);
+        let map = (values.len() > 16 && packed.is_none()).then(|| {
             values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| (v.clone(), i as u32))
                 .collect()
         });
-        Domain { values, map }
+        Domain {
+            values,
+            map,
+            packed,
+        }
     }
 
     #[inline]
     pub(super) fn index(&self, field: &[u8]) -> u32 {
+        if let Some(p) = &self.packed {
+            // every value fits 7 bytes: one integer compare per value
+            let Some(key) = pack(field) else { return OUT };
+            return p.iter().position(|&v| v == key).map_or(OUT, |i| i as u32);
+        }
         match &self.map {
             Some(m) => m.get(field).copied().unwrap_or(OUT),
             None => self
@@ -72,6 +116,19 @@ impl Domain {
                 .map_or(OUT, |i| i as u32),
         }
     }
+}
+
+/// A field of at most 7 bytes as one integer (its bytes and its length:
+/// two fields pack equal exactly when they are equal); `None` if longer.
+#[inline]
+fn pack(field: &[u8]) -> Option<u64> {
+    if field.len() > 7 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b[..field.len()].copy_from_slice(field);
+    b[7] = field.len() as u8;
+    Some(u64::from_le_bytes(b))
 }
 
 /// A parsed CSV record: its fields by index.
