@@ -138,6 +138,25 @@ fn main() {
         (rows / 10).max(1)
     );
     let plain = PLAN.replace("QUERIES", PLAIN);
+    if let Ok(only) = std::env::var("DPPLAN_BENCH_ONLY") {
+        // one plan alone, for a profiler: `plain` or `v2` (all rows pass)
+        let filter = "fare > 0 and city in { \"Madrid\", \"Barcelona\", \"Valencia\" }";
+        let v2 = PLAN.replace("QUERIES", &V2.replace("FILTER", filter));
+        let src = match only.as_str() {
+            "v2" => v2,
+            "keys" => PLAN.replace("QUERIES", &V2.replace(" where FILTER", "")),
+            "filter" => PLAN.replace(
+                "QUERIES",
+                &V2.replace("FILTER", filter)
+                    .replace("by district, hour", "by district"),
+            ),
+            _ => plain,
+        };
+        let engine = CsvEngine.threads(NonZeroUsize::new(1).unwrap());
+        let mut rng = SecureRng::from_os().unwrap();
+        println!("{only}: {:.2} s", time(&src, &path, &engine, &mut rng));
+        return;
+    }
     let cases = [
         (
             "all rows pass",

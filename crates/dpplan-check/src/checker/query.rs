@@ -424,9 +424,11 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
             .as_ref()
             .map(|p| format!(" where {}", rows::describe_predicate(p)))
             .unwrap_or_default(),
-        (!agg.keys.is_empty())
-            .then(|| format!(" by {}", rows::describe_keys(&agg.keys)))
-            .unwrap_or_default(),
+        if agg.keys.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", rows::describe_keys(&agg.keys))
+        },
         agg.argument
             .as_ref()
             .map(|a| format!(", {}", a.value))
@@ -736,9 +738,7 @@ struct Shape {
 
 /// The user-level unit's id column, if the unit is user-level.
 fn unit_id<'i>(info: &'i DatasetInfo) -> Option<&'i str> {
-    info.bound
-        .filter(|b| b.user)
-        .and_then(|_| info.unit_id.as_deref())
+    info.bound.filter(|b| b.user).and(info.unit_id.as_deref())
 }
 
 /// The sensitivity of each noisy part, derived from the unit's bound, the

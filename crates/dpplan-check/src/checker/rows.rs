@@ -664,34 +664,6 @@ fn sparse(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sparse_threshold_is_the_noise_half_width() {
-        let row = UnitBound {
-            user: false,
-            rows: 1,
-            groups: None,
-            rows_per_group: None,
-        };
-        // 10⁴ rows over 100 cells = 100 per cell: warned at a half-width above 100 only
-        assert!(sparse(100, row, Some(1e4), Some(99.0)).is_none());
-        assert!(sparse(100, row, Some(1e4), Some(101.0)).is_some());
-        // raise rows per unit: the upper bound rises, the warning goes
-        let user = UnitBound {
-            user: true,
-            rows: 5,
-            ..row
-        };
-        assert!(sparse(100, user, Some(1e4), Some(101.0)).is_none());
-        // no population: the fixed threshold
-        assert!(sparse(1_000, row, None, Some(1.0)).is_none());
-        assert!(sparse(1_001, row, None, Some(1.0)).is_some());
-    }
-}
-
 /// The keys as written, e.g. `district, bins(length_km, [0, 1, 2])`.
 pub(super) fn describe_keys(keys: &[ast::GroupKey]) -> String {
     keys.iter()
@@ -772,5 +744,33 @@ fn literal(l: &Literal) -> String {
     match l {
         Literal::Number { value } => fmt_num(value.value),
         Literal::Str { value } => format!("{:?}", value.value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sparse_threshold_is_the_noise_half_width() {
+        let row = UnitBound {
+            user: false,
+            rows: 1,
+            groups: None,
+            rows_per_group: None,
+        };
+        // 10⁴ rows over 100 cells = 100 per cell: warned at a half-width above 100 only
+        assert!(sparse(100, row, Some(1e4), Some(99.0)).is_none());
+        assert!(sparse(100, row, Some(1e4), Some(101.0)).is_some());
+        // raise rows per unit: the upper bound rises, the warning goes
+        let user = UnitBound {
+            user: true,
+            rows: 5,
+            ..row
+        };
+        assert!(sparse(100, user, Some(1e4), Some(101.0)).is_none());
+        // no population: the fixed threshold
+        assert!(sparse(1_000, row, None, Some(1.0)).is_none());
+        assert!(sparse(1_001, row, None, Some(1.0)).is_some());
     }
 }

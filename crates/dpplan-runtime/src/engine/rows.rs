@@ -81,8 +81,8 @@ pub(super) enum RowFilter {
     Or(Vec<RowFilter>),
     Not(Box<RowFilter>),
     Compare(Number, Comparison, f64),
-    /// The field's bytes are one of these.
-    In(usize, Vec<Vec<u8>>),
+    /// The field's bytes are one of these (looked up as a domain is).
+    In(usize, Domain),
 }
 
 impl RowFilter {
@@ -110,7 +110,7 @@ impl RowFilter {
                 declared(dataset, column)?;
                 RowFilter::In(
                     header_index(headers, &dataset.name, column)?,
-                    values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                    Domain::new(values),
                 )
             }
         })
@@ -124,9 +124,9 @@ impl RowFilter {
             RowFilter::Or(items) => items.iter().any(|i| i.holds(rec)),
             RowFilter::Not(inner) => !inner.holds(rec),
             RowFilter::Compare(n, cmp, v) => cmp.holds(n.read(rec), *v),
-            RowFilter::In(index, values) => rec
-                .field(*index)
-                .is_some_and(|f| values.iter().any(|v| v.as_slice() == f)),
+            RowFilter::In(index, values) => {
+                rec.field(*index).is_some_and(|f| values.index(f) != OUT)
+            }
         }
     }
 }
