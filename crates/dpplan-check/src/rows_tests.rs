@@ -58,9 +58,21 @@ fn a_filter_makes_a_row_level_replace_count_cost_what_one_row_moves() {
         derivation.iter().any(|s| s.contains("enter or leave")),
         "{derivation:?}"
     );
-    // negative control: without the filter the count is public (0, no cost)
-    let (l1, _, eps) = l1_l2_eps(&plan("row", "replace", "", "", "count(trips)"));
+    // negative control: without the filter, and with every row kept
+    // (`invalid_rows clamp`), the count is public (0, no cost)
+    let clamp = "invalid_rows clamp";
+    let (l1, _, eps) = l1_l2_eps(&plan("row", "replace", clamp, "", "count(trips)"));
     assert_eq!((l1, eps), (0.0, 0.0));
+    // but under `invalid_rows drop` (the default) a row with an invalid
+    // number is dropped: a filter of its own, sensitivity 1
+    let dropped = plan("row", "replace", "", "", "count(trips)");
+    let (l1, _, _) = l1_l2_eps(&dropped);
+    assert_eq!(l1, 1.0);
+    let derivation = &report(&dropped).queries[0].parts[0].derivation;
+    assert!(
+        derivation.iter().any(|s| s.contains("invalid_rows drop")),
+        "{derivation:?}"
+    );
     // add/remove: 1 either way
     let (l1, _, _) = l1_l2_eps(&plan(
         "row",
@@ -85,9 +97,13 @@ fn a_filtered_sum_follows_rows_per_unit_and_the_adjacency() {
     // row level, replace: max(hi − lo, max(|lo|, |hi|)) = max(48, 50)
     let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "", "", q));
     assert_eq!(l1, 50.0);
-    // negative control: unfiltered it is hi − lo = 48
-    let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "", "", "sum(trips.fare)"));
+    // negative control: unfiltered, every row kept, it is hi − lo = 48
+    let clamp = "invalid_rows clamp";
+    let (l1, _, _) = l1_l2_eps(&plan("row", "replace", clamp, "", "sum(trips.fare)"));
     assert_eq!(l1, 48.0);
+    // (invalid rows dropped: 50, as with a filter)
+    let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "", "", "sum(trips.fare)"));
+    assert_eq!(l1, 50.0);
 }
 
 /// L1 and L2 of a unit's count vector over a product of keys: at most m
@@ -140,6 +156,19 @@ fn a_one_cell_filtered_histogram_under_row_replace_is_not_public() {
     let one = "histogram(trips where fare > 3 by bins(fare, [0, 100]))";
     let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "", "", one));
     assert_eq!(l1, 1.0);
+    // without the filter, every row kept: still 1, since a row outside the
+    // one bin is dropped (the derivation without drops said 0)
+    let one = "histogram(trips by bins(fare, [0, 100]))";
+    let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "invalid_rows clamp", "", one));
+    assert_eq!(l1, 1.0);
+    let row = crate::sensitivity::UnitBound {
+        user: false,
+        rows: 1,
+        groups: Some(1),
+        rows_per_group: Some(1),
+    };
+    let adj = dpplan_syntax::ast::Adjacency::Replace;
+    assert_eq!(crate::sensitivity::grouped(row, adj, 1, None).l1, 0.0);
 }
 
 #[test]
@@ -172,6 +201,9 @@ fn distinct_ids_cost_one_whatever_the_rows_per_unit() {
         "count(distinct trips.rider_id)",
     ));
     assert_eq!(l1, 1.0);
+    let clamp = "invalid_rows clamp";
+    let (l1, _, _) = l1_l2_eps(&plan("row", "replace", clamp, "", "count(trips)"));
+    assert_eq!(l1, 0.0);
 }
 
 #[test]

@@ -18,13 +18,34 @@ use dpplan_syntax::ast::Adjacency;
 
 use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
 
-/// The step that says what a filter changes, added to every filtered
-/// derivation.
-fn filter_step(changed: bool) -> String {
+/// Why rows can be dropped: a `where` filter.
+pub const FILTER: &str = "the filter";
+/// Why rows can be dropped without a filter: `invalid_rows drop` on a
+/// dataset with a number column (a row whose number does not parse is
+/// dropped), or a category outside its public domain. The same argument
+/// holds: a dropped row is a row that left the aggregate.
+pub const INVALID_ROWS: &str = "`invalid_rows drop` (a row with an invalid number is dropped)";
+/// A one-group histogram drops the rows outside its one group.
+pub const OUTSIDE_DOMAIN: &str = "the public domain (a row outside it is dropped)";
+
+/// The step that says what dropping rows (`why`) changes, added to every
+/// such derivation.
+fn filter_step(changed: bool, why: &str) -> String {
+    if !changed && why != FILTER {
+        // nothing to say: rows dropped as invalid or outside the domain
+        // change no bound but the replace ones, where it is said
+        return String::new();
+    }
     if changed {
-        "with the filter: under replace adjacency a replaced row may pass the filter while the row it replaces does not (or the other way round), so the row can enter or leave the aggregate".into()
+        format!("with {why}: under replace adjacency a replaced row may be kept while the row it replaces is dropped (or the other way round), so the row can enter or leave the aggregate")
     } else {
-        "with the filter: a unit's rows that pass it are a subset of its rows, so the bound above holds unchanged".into()
+        format!("with {why}: a unit's kept rows are a subset of its rows, so the bound above holds unchanged")
+    }
+}
+
+fn push(steps: &mut Vec<String>, step: String) {
+    if !step.is_empty() {
+        steps.push(step);
     }
 }
 
@@ -36,8 +57,9 @@ fn set(d: &mut Derived, v: f64, step: String) {
     d.steps.push(step);
 }
 
-/// A filtered count.
-pub fn count(u: UnitBound, adj: Adjacency) -> Derived {
+/// A count of the rows that are not dropped (`why`: [`FILTER`],
+/// [`INVALID_ROWS`]).
+pub fn count(u: UnitBound, adj: Adjacency, why: &str) -> Derived {
     let mut d = sensitivity::count(u, adj);
     if adj == Adjacency::Replace && !u.user {
         d.steps.clear();
@@ -46,21 +68,21 @@ pub fn count(u: UnitBound, adj: Adjacency) -> Derived {
             1.0,
             "replacing one row by another moves the count by at most 1: L1 = L2 = 1".into(),
         );
-        d.steps.push(filter_step(true));
+        d.steps.push(filter_step(true, why));
     } else {
-        d.steps.push(filter_step(false));
+        push(&mut d.steps, filter_step(false, why));
     }
     d
 }
 
-/// A filtered sum.
-pub fn sum(u: UnitBound, adj: Adjacency, lo: f64, hi: f64) -> Derived {
+/// A sum of the rows that are not dropped.
+pub fn sum(u: UnitBound, adj: Adjacency, lo: f64, hi: f64, why: &str) -> Derived {
     let mut d = sensitivity::sum(u, adj, lo, hi);
     if adj == Adjacency::Replace && !u.user {
         let m = lo.abs().max(hi.abs());
         let v = (hi - lo).max(m);
         d.steps.clear();
-        d.steps.push(filter_step(true));
+        d.steps.push(filter_step(true, why));
         set(
             &mut d,
             v,
@@ -72,27 +94,33 @@ pub fn sum(u: UnitBound, adj: Adjacency, lo: f64, hi: f64) -> Derived {
             ),
         );
     } else {
-        d.steps.push(filter_step(false));
+        push(&mut d.steps, filter_step(false, why));
     }
     d
 }
 
-/// A filtered grouped count or sum over `d` cells.
-pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>) -> Derived {
+/// A grouped count or sum over `d` cells of the rows that are not dropped.
+pub fn grouped(
+    u: UnitBound,
+    adj: Adjacency,
+    d: u64,
+    values: Option<(f64, f64)>,
+    why: &str,
+) -> Derived {
     let mut out = sensitivity::grouped(u, adj, d, values);
     if adj == Adjacency::Replace && !u.user && d < 2 && values.is_none() {
         // the one-group histogram is the count
         set(
             &mut out,
             1.0,
-            "replace: a row may enter or leave the filter, moving the one group's count by 1: L1 = L2 = 1"
+            "replace: a row may enter or leave the one group, moving its count by 1: L1 = L2 = 1"
                 .into(),
         );
-        out.steps.push(filter_step(true));
-    } else if adj == Adjacency::Replace && !u.user {
-        out.steps.push("with the filter: a replaced row may leave the filter instead of moving to another group, which moves one group by 1 (or one sum by at most max(|lo|, |hi|)): within the bound above".into());
+        out.steps.push(filter_step(true, why));
+    } else if adj == Adjacency::Replace && !u.user && why == FILTER {
+        out.steps.push(format!("with {why}: a replaced row may be dropped instead of moving to another group, which moves one group by 1 (or one sum by at most max(|lo|, |hi|)): within the bound above"));
     } else {
-        out.steps.push(filter_step(false));
+        push(&mut out.steps, filter_step(false, why));
     }
     out
 }
@@ -172,22 +200,22 @@ mod tests {
     #[test]
     fn a_filtered_row_count_under_replace_is_one_and_unfiltered_zero() {
         assert_eq!(
-            count(ROW, Adjacency::Replace).l1,
+            count(ROW, Adjacency::Replace, FILTER).l1,
             brute_replace_row(0.0, 1.0, false)
         );
-        assert_eq!(count(ROW, Adjacency::Replace).l1, 1.0);
+        assert_eq!(count(ROW, Adjacency::Replace, FILTER).l1, 1.0);
         // negative control: without the filter the derivation is 0
         assert_eq!(sensitivity::count(ROW, Adjacency::Replace).l1, 0.0);
         // add/remove and user-level are unchanged by a filter
-        assert_eq!(count(ROW, Adjacency::AddRemove).l1, 1.0);
-        assert_eq!(count(user(7), Adjacency::Replace).l1, 7.0);
-        assert_eq!(count(user(7), Adjacency::AddRemove).l2, 7.0);
+        assert_eq!(count(ROW, Adjacency::AddRemove, FILTER).l1, 1.0);
+        assert_eq!(count(user(7), Adjacency::Replace, FILTER).l1, 7.0);
+        assert_eq!(count(user(7), Adjacency::AddRemove, FILTER).l2, 7.0);
     }
 
     #[test]
     fn a_filtered_row_sum_under_replace_is_the_brute_force_bound() {
         for (lo, hi) in [(100.0, 200.0), (-5.0, 5.0), (-3.0, 1.0), (0.0, 60.0)] {
-            let d = sum(ROW, Adjacency::Replace, lo, hi);
+            let d = sum(ROW, Adjacency::Replace, lo, hi, FILTER);
             assert_eq!(d.l1, brute_replace_row(lo, hi, true), "[{lo}, {hi}]");
         }
         // [100, 200]: unfiltered hi − lo = 100, filtered 200 (a row leaves)
@@ -195,15 +223,18 @@ mod tests {
             sensitivity::sum(ROW, Adjacency::Replace, 100.0, 200.0).l1,
             100.0
         );
-        assert_eq!(sum(ROW, Adjacency::Replace, 100.0, 200.0).l1, 200.0);
+        assert_eq!(sum(ROW, Adjacency::Replace, 100.0, 200.0, FILTER).l1, 200.0);
     }
 
     #[test]
     fn a_filtered_sum_rises_with_rows_per_unit() {
-        let a = sum(user(3), Adjacency::AddRemove, 0.0, 50.0).l1;
-        let b = sum(user(4), Adjacency::AddRemove, 0.0, 50.0).l1;
+        let a = sum(user(3), Adjacency::AddRemove, 0.0, 50.0, FILTER).l1;
+        let b = sum(user(4), Adjacency::AddRemove, 0.0, 50.0, FILTER).l1;
         assert_eq!((a, b), (150.0, 200.0));
-        assert_eq!(sum(user(4), Adjacency::Replace, 0.0, 50.0).l1, 200.0);
+        assert_eq!(
+            sum(user(4), Adjacency::Replace, 0.0, 50.0, FILTER).l1,
+            200.0
+        );
     }
 
     #[test]
@@ -212,8 +243,8 @@ mod tests {
             sensitivity::grouped(ROW, Adjacency::Replace, 1, None).l1,
             0.0
         );
-        assert_eq!(grouped(ROW, Adjacency::Replace, 1, None).l1, 1.0);
-        let d = grouped(ROW, Adjacency::Replace, 6, None);
+        assert_eq!(grouped(ROW, Adjacency::Replace, 1, None, FILTER).l1, 1.0);
+        let d = grouped(ROW, Adjacency::Replace, 6, None, FILTER);
         assert_eq!(d.l1, 2.0);
         assert!((d.l2 - 2f64.sqrt()).abs() < 1e-15);
         // the product of keys is a domain of d cells like any other: a user's
@@ -224,7 +255,7 @@ mod tests {
             groups: Some(2),
             rows_per_group: Some(3),
         };
-        let d = grouped(u, Adjacency::AddRemove, 24, None);
+        let d = grouped(u, Adjacency::AddRemove, 24, None, FILTER);
         assert_eq!(d.l1, 6.0);
         assert!((d.l2 - 18f64.sqrt()).abs() < 1e-12);
     }

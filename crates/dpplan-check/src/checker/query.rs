@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_syntax::ast::{self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind};
+use dpplan_syntax::ast::{
+    self, AccuracyMeasure, Adjacency, AggKind, ColumnType, InvalidRule, NoiseKind,
+};
 use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
@@ -191,7 +193,7 @@ fn plan_parts(
     let shape = Shape {
         group: target.group,
         values,
-        filtered: filter.is_some(),
+        drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
         distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
     };
     let derived = derive_sensitivities(agg.kind.value, &shape, unit, adjacency);
@@ -730,10 +732,47 @@ struct Shape {
     /// The number of cells of a grouped aggregation.
     group: Option<u64>,
     values: Option<(f64, f64)>,
-    /// A `where` filter.
-    filtered: bool,
+    /// Why rows of a row-level unit can be dropped from the aggregate, if
+    /// they can ([`drops_rows`]).
+    drops: Option<&'static str>,
     /// `count(distinct …)`: whether the column is the user-level unit's id.
     distinct: Option<bool>,
+}
+
+/// Why rows can be dropped from an aggregation, which matters under
+/// row-level `replace` adjacency (a replaced row can then enter or leave
+/// the aggregate, [`sensitivity_rows`]): a `where` filter; `invalid_rows
+/// drop` on a dataset with a number column (a row whose number does not
+/// parse is dropped, a data-dependent filter of its own); a one-group
+/// histogram's domain (a row outside it is dropped). A user-level unit's
+/// rows already range over "0 to c rows": nothing to say.
+fn drops_rows(
+    info: &DatasetInfo,
+    filtered: bool,
+    group: Option<u64>,
+    adjacency: Adjacency,
+) -> Option<&'static str> {
+    if filtered {
+        return Some(sensitivity_rows::FILTER);
+    }
+    if adjacency != Adjacency::Replace || info.bound.is_some_and(|b| b.user) {
+        return None;
+    }
+    let drop_invalid = info
+        .ds
+        .invalid_rows
+        .first()
+        .is_none_or(|r| r.value == InvalidRule::Drop);
+    let numbers = info
+        .columns
+        .values()
+        .any(|c| matches!(c.ty, ColumnType::Int { .. } | ColumnType::Float { .. }));
+    if drop_invalid && numbers {
+        return Some(sensitivity_rows::INVALID_ROWS);
+    }
+    group
+        .is_some_and(|d| d < 2)
+        .then_some(sensitivity_rows::OUTSIDE_DOMAIN)
 }
 
 /// The user-level unit's id column, if the unit is user-level.
@@ -758,29 +797,33 @@ fn derive_sensitivities(
     let values = shape.values;
     let (lo, hi) = values.unwrap_or((0.0, 0.0));
     let domain = shape.group.unwrap_or(0);
-    let f = shape.filtered;
     statistics
         .iter()
-        .map(|&s| match s {
-            Statistic::Count if f => (s, "count", sensitivity_rows::count(unit, adjacency)),
-            Statistic::Count => (s, "count", sensitivity::count(unit, adjacency)),
-            Statistic::Sum if f => (s, "sum", sensitivity_rows::sum(unit, adjacency, lo, hi)),
-            Statistic::Sum => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
-            Statistic::GroupedCount | Statistic::GroupedSum => {
+        .map(|&s| match (s, shape.drops) {
+            (Statistic::Count, Some(why)) => {
+                (s, "count", sensitivity_rows::count(unit, adjacency, why))
+            }
+            (Statistic::Count, None) => (s, "count", sensitivity::count(unit, adjacency)),
+            (Statistic::Sum, Some(why)) => (
+                s,
+                "sum",
+                sensitivity_rows::sum(unit, adjacency, lo, hi, why),
+            ),
+            (Statistic::Sum, None) => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
+            (Statistic::GroupedCount | Statistic::GroupedSum, _) => {
                 let v = (s == Statistic::GroupedSum).then_some(values).flatten();
                 let role = match (s, kind) {
                     (Statistic::GroupedSum, _) => "grouped sum",
                     (_, AggKind::Mean) => "grouped count",
                     _ => "histogram",
                 };
-                let d = if f {
-                    sensitivity_rows::grouped(unit, adjacency, domain, v)
-                } else {
-                    sensitivity::grouped(unit, adjacency, domain, v)
+                let d = match shape.drops {
+                    Some(why) => sensitivity_rows::grouped(unit, adjacency, domain, v, why),
+                    None => sensitivity::grouped(unit, adjacency, domain, v),
                 };
                 (s, role, d)
             }
-            Statistic::DistinctCount => {
+            (Statistic::DistinctCount, _) => {
                 let d = sensitivity_rows::distinct(unit, adjacency, false);
                 (s, "distinct count", d)
             }
