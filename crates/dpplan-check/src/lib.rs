@@ -12,6 +12,7 @@
 pub mod report;
 pub mod schedule;
 pub mod sensitivity;
+pub mod sensitivity_rows;
 
 mod checker;
 pub mod memo;
@@ -107,3 +108,5 @@ mod recover_tests;
 
 #[cfg(test)]
 mod memo_tests;
+#[cfg(test)]
+mod rows_tests;

@@ -242,13 +242,20 @@ pub struct QuerySpec {
     pub dataset: String,
     /// The summed column.
     pub column: Option<String>,
-    /// The category column of a grouped query.
+    /// The keys of a grouped query as written (`district, hour_of_day`).
     pub by: Option<String>,
     /// The public clamp bounds of `column`.
     pub bounds: Option<[f64; 2]>,
-    /// The output keys of a grouped query: exactly the public domain of `by`.
+    /// The output keys of a grouped query: the labels of its cells, the
+    /// product of its keys' public categories (first key slowest).
     pub groups: Option<Vec<String>>,
     pub schedule: ScheduleSpec,
+    /// The `where` filter, normalised.
+    pub filter: Option<dpplan_vocab::rows::Filter>,
+    /// The group keys (empty: not grouped).
+    pub keys: Vec<dpplan_vocab::rows::GroupKey>,
+    /// `count(distinct column)`.
+    pub distinct: bool,
 }
 
 /// A schedule, resolved.

@@ -199,7 +199,7 @@ fn replace_adjacency_changes_the_sensitivity() {
         "row",
         "epsilon 10",
         "basic",
-        "  dataset d {\n    column v : float in [100, 200]\n  }",
+        "  dataset d {\n    column v : float in [100, 200]\n    invalid_rows clamp\n  }",
         q,
     )
     .replace("add_remove", "replace");
@@ -212,6 +212,12 @@ fn replace_adjacency_changes_the_sensitivity() {
         ("count", "none")
     );
     assert_eq!(r.queries[1].total.as_ref().map(|t| t.epsilon), Some(0.0));
+    // with `invalid_rows drop` (the default) a replaced row can be dropped
+    // for an invalid number: it leaves the sum (by up to max(|lo|, |hi|) =
+    // 200) and the count (by 1), as with a filter
+    let r = report(&row.replace("    invalid_rows clamp\n", ""));
+    assert_eq!(r.queries[0].l1, 200.0);
+    assert_eq!(r.queries[1].l1, 1.0);
 }
 
 #[test]

@@ -106,6 +106,12 @@ codes! {
     /// A `// dpplan: allow` comment that is malformed, suppresses nothing,
     /// or names an error that cannot be suppressed.
     Suppression = "020", "suppression", Warning, "A `dpplan: allow` comment is malformed, unused or not allowed";
+    /// A filter names a category outside its column's public domain.
+    UnknownCategory = "021", "unknown-category", Error, "A filter names a category outside the column's public domain";
+    /// Bin edges that are not public, finite and strictly increasing.
+    InvalidBins = "022", "invalid-bins", Error, "Bin edges must be at least two finite, strictly increasing numbers";
+    /// A grouped query with so many cells that most will be pure noise.
+    SparseCells = "023", "sparse-cells", Warning, "Most cells of a grouped query will be pure noise";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -159,3 +159,26 @@ fn syntax_errors_leave_the_text_unchanged() {
         Err(FormatError::Syntax(_))
     ));
 }
+
+/// Language v2: filters (with a parenthesised group after `and`), bins,
+/// several keys and `distinct` keep their meaning and reach a fixed point;
+/// a call keeps its `(` on its name, a group after `and`/`or`/`not`/`where`
+/// gets a space.
+#[test]
+fn filters_bins_keys_and_distinct() {
+    let text = "plan \"t\" {\n  privacy { unit row adjacency replace budget epsilon 10 }\n  dataset trips {\n    column city : category { \"Madrid\", \"Lisbon\" }\n    column fare : float in [0, 100]\n    column length_km : float\n    column rider_id : id\n  }\n  query a { count(trips where city == \"Madrid\" and(fare > 10 or not(city in {\"Lisbon\"}))) noise laplace scale 1 schedule once }\n  query b { histogram(trips where fare <= 3 by bins( length_km , [0, 1, 2.5, 5] outside clamp ), city) noise laplace scale 1 schedule once }\n  query c { count(distinct trips.rider_id) noise laplace scale 1 schedule once }\n}\n";
+    let out = format(text).unwrap();
+    assert!(
+        out.contains("    count(trips where city == \"Madrid\" and (fare > 10 or not (city in { \"Lisbon\" })))\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    histogram(trips where fare <= 3 by bins(length_km, [0, 1, 2.5, 5] outside clamp), city)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    count(distinct trips.rider_id)\n"),
+        "{out}"
+    );
+    assert_eq!(format(&out).unwrap(), out);
+}

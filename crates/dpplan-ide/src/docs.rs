@@ -6,7 +6,7 @@ pub fn keyword_doc(word: &str) -> Option<&'static str> {
         "plan" => "`plan \"name\" { … }` — one release plan: its privacy block, datasets, queries and re-publications. A file declares exactly one plan.",
         "privacy" => "`privacy { … }` — who is protected and how much: `unit`, `adjacency`, `budget`, and optionally `accountant` and `population`.",
         "unit" => "`unit user by <id column>` | `unit row` | `unit event` — the privacy unit: what one neighbouring dataset adds, removes or changes. A user-level unit protects all of one person's rows, up to the contribution bounds.",
-        "by" => "In `unit user by <col>`: the id column that identifies a person. In an aggregation, `by <col>`: group by a public category column.",
+        "by" => "In `unit user by <col>`: the id column that identifies a person. In an aggregation, `by k1, k2, …`: group by public category columns or `bins(…)`; the cells are the product of their categories, the first key varying slowest.",
         "user" => "`unit user by <id>`: every statistic protects all rows of one user (bounded by `contribution { rows_per_unit N }`).",
         "event" => "`unit event`: each event (row) is protected, not each person: a person with many events is protected less.",
         "row" => "`unit row`: each row is protected; right when every person has exactly one row.",
@@ -47,7 +47,7 @@ pub fn keyword_doc(word: &str) -> Option<&'static str> {
         "count" => "`count(dataset)` — the number of rows (sensitivity: rows per unit).",
         "sum" => "`sum(dataset.column [by group])` — a clamped sum (sensitivity: rows per unit × max |bound|).",
         "mean" => "`mean(dataset.column)` — released as a noisy sum and a noisy count, each with its share of the noise.",
-        "histogram" => "`histogram(dataset by category)` — a count per public category value.",
+        "histogram" => "`histogram(dataset [where …] by key, …)` — a count per cell: per public category value, per bin (`bins(col, [edges])`), or per cell of the product of several keys (groups_per_unit and rows_per_group count cells; DP023 warns when most cells would be noise).",
         "quantile" => "`quantile(dataset.column, q)` — reserved syntax, not supported yet.",
         "noise" => "`noise laplace|gaussian|discrete_laplace|discrete_gaussian  scale b | sigma σ | epsilon ε [delta δ] | auto [weight w]` — the mechanism and its noise level.",
         "laplace" => "Laplace noise with scale b: pure ε-DP, ε = L1 / b per release.",
@@ -72,6 +72,13 @@ pub fn keyword_doc(word: &str) -> Option<&'static str> {
         "second" | "seconds" | "minute" | "minutes" | "hour" | "hours" | "day" | "days" | "week" | "weeks" => {
             "A time unit of a schedule's period or length."
         }
+        "where" => "`count(trips where city == \"Madrid\" and fare > 10)` — aggregate only the rows a public predicate holds for: declared columns compared with literals (`==`, `!=`, `<`, `<=`, `>`, `>=`; a category only `==`, `!=`, `in { … }`), joined by `and`, `or`, `not` and parentheses. Decided per row before bounding. Under `replace` adjacency a replaced row can enter or leave the filter: a row-level count then has sensitivity 1 (0 without the filter).",
+        "and" => "`p and q` — both predicates hold (in a `where` filter).",
+        "or" => "`p or q` — either predicate holds (in a `where` filter).",
+        "not" => "`not p` — the predicate does not hold (in a `where` filter).",
+        "bins" => "`bins(column, [e0, e1, …, en] [outside drop|clamp])` — a group key that cuts a number at public, strictly increasing edges into the bins [e0, e1), …, [e(n-1), en] (DP022). A value outside [e0, en] is dropped (`outside drop`, the default) or put into the first or last bin (`outside clamp`). Bins are categories for every purpose: groups_per_unit, rows_per_group, the release's keys (`[0, 1)`, …).",
+        "outside" => "`outside drop | clamp` — in `bins(…)`: what happens to a value outside the edges: dropped (default) or put into the end bin.",
+        "distinct" => "`count(distinct dataset.id_column)` — the number of distinct ids (e.g. daily active users). Under `unit user by` that column, sensitivity 1 whatever the rows per unit; under a row or event unit, 1 under both adjacencies (each row adds or removes at most one id). Counted exactly, on keyed hashes of the ids.",
         "publish" => "`publish name = released [when released > x]` — re-publishes an already released value: post-processing, it costs nothing.",
         "when" => "`when <released value> <cmp> <number>` — a condition on a released value (free); a condition on private data is rejected (DP006).",
         _ => return None,

@@ -259,6 +259,13 @@ pub const KEYWORDS: &[&str] = &[
     "publish",
     "when",
     "accuracy",
+    "where",
+    "and",
+    "or",
+    "not",
+    "bins",
+    "outside",
+    "distinct",
     // fixed-alternative atomic rules
     "event",
     "row",

@@ -157,6 +157,12 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
     let mut plan = ast::Plan::default();
     let mut broken = Vec::new();
     for item in items {
+        if item.too_deep {
+            // its DP016 is the scanner's; a detailed parse would recurse
+            plan.broken.push(item.span);
+            plan.privacy_broken |= item.kind == ItemKind::Privacy;
+            continue;
+        }
         let parsed = rule_of(item.kind).and_then(|rule| {
             let slice = text.get(item.span.start..item.span.end)?;
             DpplanParser::parse(rule, slice).ok()

@@ -28,6 +28,8 @@ pub(super) struct DatasetInfo<'a> {
     /// rows_per_unit as declared (for the per-person warning under a row unit).
     pub(super) declared_rows: Option<u64>,
     pub(super) id_columns: Vec<&'a ast::Column>,
+    /// The id column of a user-level unit.
+    pub(super) unit_id: Option<String>,
 }
 
 /// A positive whole number, or a DP007 diagnostic.
@@ -112,6 +114,13 @@ fn dataset<'a>(
         bound,
         declared_rows: contribution.rows,
         id_columns,
+        unit_id: match privacy {
+            Some(Privacy {
+                unit: Unit::User { id },
+                ..
+            }) => Some(id.value.clone()),
+            _ => None,
+        },
     }
 }
 

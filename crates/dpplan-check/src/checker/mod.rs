@@ -16,6 +16,7 @@ mod noise;
 mod privacy;
 mod query;
 mod recover;
+mod rows;
 mod total;
 
 use dpplan_accounting as acct;
@@ -242,6 +243,7 @@ pub(crate) fn check(
     }
 
     accuracy::check_accuracy(&mut c, &queries);
+    rows::sparse_cells(&mut c, &queries, privacy.population);
 
     let releases = releases_of(&queries, &|_| 1.0);
     // Any error, any broken item, or any query left out of the accounting
