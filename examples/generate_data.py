@@ -115,6 +115,36 @@ def accuracy_targets():
     write("accuracy-targets", "trips.csv", ["user_id", "mode", "km"], rows)
 
 
+def ride_sharing():
+    """A week of trips from 2026-03-02 (UTC): 300 riders with 1–20 trips,
+    in three cities; `started_at` is an ISO 8601 UTC timestamp and
+    `hour_of_day` its hour. Defects: a district outside the domain, a NaN
+    fare, an empty length, trips longer than the last bin edge, an empty
+    rider id."""
+    r = random.Random(7)
+    start = 1772409600  # 2026-03-02T00:00:00Z
+    districts = ["centro", "norte", "sur", "este", "oeste"]
+    rows = []
+    for u in range(300):
+        rider = f"rider-{u:04d}"
+        city = r.choices(["Madrid", "Barcelona", "Valencia"], [5, 3, 2])[0]
+        for _ in range(r.randint(1, 20)):
+            t = start + r.randrange(7 * 86400 // 300) * 300
+            hour = (t % 86400) // 3600
+            district = r.choice(districts)
+            length = round(r.lognormvariate(1.0, 0.8), 2)  # km, a few above 20
+            fare = round(2.5 + 1.1 * length + r.uniform(0, 3), 2)
+            stamp = "%04d-%02d-%02dT%02d:%02d:00Z" % ((2026, 3, 2 + (t - start) // 86400, hour, (t % 3600) // 60))
+            rows.append([rider, city, district, hour, fare, length, stamp])
+    rows.append(["rider-0001", "Madrid", "aeropuerto", 9, 30.0, 15.0, "2026-03-03T09:10:00Z"])
+    rows.append(["rider-0002", "Madrid", "centro", 10, "NaN", 3.0, "2026-03-03T10:40:00Z"])
+    rows.append(["rider-0003", "Valencia", "sur", 11, 8.0, "", "2026-03-04T11:05:00Z"])
+    rows.append(["", "Madrid", "norte", 12, 9.0, 2.0, "2026-03-04T12:00:00Z"])
+    r.shuffle(rows)
+    header = ["rider_id", "city", "district", "hour_of_day", "fare", "length_km", "started_at"]
+    write("ride-sharing", "trips.csv", header, rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -122,3 +152,4 @@ if __name__ == "__main__":
     repeated_release()
     retail_mixed()
     accuracy_targets()
+    ride_sharing()

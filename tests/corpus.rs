@@ -89,6 +89,59 @@ fn every_corpus_file_reports_exactly_its_expectations() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `suggests[laplace]` in a comment: a diagnostic on that line offers
+/// "did you mean `laplace`?" (its help starts with it).
+fn suggestions_expected(text: &str) -> BTreeSet<(usize, String)> {
+    let mut out = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(pos) = line.find("//") else { continue };
+        let mut rest = &line[pos..];
+        while let Some(at) = rest.find("suggests[") {
+            let after = &rest[at + "suggests[".len()..];
+            if let Some(end) = after.find(']') {
+                out.insert((i + 1, after[..end].to_string()));
+            }
+            rest = after;
+        }
+    }
+    out
+}
+
+#[test]
+fn every_did_you_mean_is_expected_and_every_expected_one_is_given() {
+    let mut failures = Vec::new();
+    let mut seen = 0;
+    for path in corpus_files() {
+        let text = std::fs::read_to_string(&path).expect("readable corpus file");
+        let index = LineIndex::new(&text);
+        let analysis = dpplan_check::analyze(&text);
+        let got: BTreeSet<(usize, String)> = analysis
+            .diagnostics
+            .iter()
+            .filter_map(|d| {
+                let word = d.suggestion.clone()?;
+                let help = d.help.as_deref().unwrap_or("");
+                assert!(
+                    help.starts_with(&format!("did you mean `{word}`?")),
+                    "{}: {help}",
+                    path.display()
+                );
+                Some((index.line_col(&text, d.primary.span.start).line, word))
+            })
+            .collect();
+        let expected = suggestions_expected(&text);
+        seen += expected.len();
+        if got != expected {
+            failures.push(format!(
+                "{}: expected {expected:?}, got {got:?}",
+                path.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(seen >= 5, "the corpus expects only {seen} suggestions");
+}
+
 #[test]
 fn every_code_has_a_trigger_and_a_near_miss() {
     let files = corpus_files();

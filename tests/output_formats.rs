@@ -2,25 +2,12 @@
 //! JSON against its documented schema (docs/json-output.schema.json), the
 //! SARIF against the official SARIF 2.1.0 schema, exit codes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// Runs the binary from the repository root so that paths are relative.
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run dpplan")
-}
+#[path = "../crates/dpplan-cli/tests/support/mod.rs"]
+mod support;
+use support::{dpplan_at_root as dpplan, root};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("UTF-8 output")

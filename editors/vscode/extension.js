@@ -19,6 +19,8 @@ function createClient() {
   const clientOptions = {
     documentSelector: [{ scheme: "file", language: "dpplan" }, { scheme: "untitled", language: "dpplan" }],
     initializationOptions,
+    // the server re-analyses open plans when their policy file changes
+    synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher("**/dpplan.toml") },
   };
   return new LanguageClient("dpplan", "dpplan language server", serverOptions, clientOptions);
 }

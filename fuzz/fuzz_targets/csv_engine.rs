@@ -13,14 +13,16 @@
 //! Errors (a missing column, an unreadable CSV, an overflow refused) are
 //! fine; a panic is not. And the result has the documented shape: one vector
 //! per statistic, one value or one per group of the public domain; a count
-//! is never negative and never more than the file has records.
+//! (of rows, of cells, of distinct ids) is never negative and never more
+//! than the file has records.
 #![no_main]
 
 use std::sync::OnceLock;
 
-use dpplan_plan::{Dataset, Release};
+use dpplan_plan::Dataset;
 use dpplan_runtime::engine::{CsvEngine, StatKind, Statistic};
 use dpplan_runtime::rng::SecureRng;
+use dpplan_runtime::{planned_aggregates, RunOptions};
 use libfuzzer_sys::fuzz_target;
 
 const EXAMPLES: &[(&str, &str)] = &[
@@ -44,6 +46,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         "repeated-release",
         include_str!("../../examples/repeated-release/repeated-release.dpplan"),
     ),
+    (
+        "ride-sharing",
+        include_str!("../../examples/ride-sharing/ride-sharing.dpplan"),
+    ),
 ];
 
 struct Config {
@@ -53,31 +59,6 @@ struct Config {
     widths: Vec<usize>,
 }
 
-/// As the runtime's (private) `statistic`: a release's part → a statistic.
-fn statistic(r: &Release, p: &dpplan_plan::Part) -> Statistic {
-    let col = || r.aggregation.column.clone().expect("a sum has a column");
-    let by = || {
-        r.aggregation
-            .by
-            .clone()
-            .expect("a grouped query has a `by`")
-    };
-    let kind = match p.statistic.as_str() {
-        "count" => StatKind::Count,
-        "sum" => StatKind::Sum { column: col() },
-        "grouped_count" => StatKind::GroupedCount { by: by() },
-        "grouped_sum" => StatKind::GroupedSum {
-            by: by(),
-            column: col(),
-        },
-        other => panic!("unknown statistic `{other}` in a compiled example"),
-    };
-    Statistic {
-        kind,
-        grid: p.grid_exponent,
-    }
-}
-
 fn configs() -> &'static [Config] {
     static CONFIGS: OnceLock<Vec<Config>> = OnceLock::new();
     CONFIGS.get_or_init(|| {
@@ -85,36 +66,41 @@ fn configs() -> &'static [Config] {
         for (name, text) in EXAMPLES {
             let plan = dpplan_plan::compile(text)
                 .unwrap_or_else(|e| panic!("example {name} does not compile: {e}"));
-            for ds in plan.body.datasets.values() {
-                let mut stats = Vec::new();
-                let mut widths = Vec::new();
-                for r in plan.body.releases.iter().filter(|r| r.dataset == ds.name) {
-                    for p in &r.parts {
-                        let s = statistic(r, p);
-                        widths.push(match &s.kind {
-                            StatKind::Count | StatKind::Sum { .. } => 1,
-                            StatKind::GroupedCount { by } | StatKind::GroupedSum { by, .. } => ds
-                                .columns
-                                .iter()
-                                .find(|c| &c.name == by)
-                                .and_then(|c| c.domain.as_ref())
-                                .map_or(0, Vec::len),
-                        });
-                        stats.push(s);
-                    }
-                }
-                if !stats.is_empty() {
-                    out.push(Config {
-                        dataset: ds.clone(),
-                        stats,
-                        widths,
-                    });
-                }
+            // the statistics exactly as `dpplan run` asks for them: one
+            // pass per dataset and filter
+            let mut opts = RunOptions::default();
+            for ds in plan.body.datasets.keys() {
+                opts.data.insert(ds.clone(), "unused.csv".into());
+            }
+            let planned = planned_aggregates(&plan, &opts)
+                .unwrap_or_else(|e| panic!("example {name}: {e}"));
+            for (ds, _, stats) in planned {
+                let widths = stats.iter().map(|s| width(ds, s)).collect();
+                out.push(Config {
+                    dataset: ds.clone(),
+                    stats,
+                    widths,
+                });
             }
         }
         assert!(out.len() >= EXAMPLES.len(), "every example has a dataset");
         out
     })
+}
+
+/// How many values a statistic yields: one, or one per group (a category's
+/// domain, or the cells of several keys and bins).
+fn width(ds: &Dataset, s: &Statistic) -> usize {
+    match s.kind.unfiltered() {
+        StatKind::GroupedCount { by } | StatKind::GroupedSum { by, .. } => ds
+            .columns
+            .iter()
+            .find(|c| &c.name == by)
+            .and_then(|c| c.domain.as_ref())
+            .map_or(0, Vec::len),
+        StatKind::Cells { keys, .. } => keys.iter().map(|k| k.len()).product(),
+        _ => 1,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -132,7 +118,14 @@ fuzz_target!(|data: &[u8]| {
     let records = csv.iter().filter(|&&b| b == b'\n' || b == b'\r').count() as i128 + 1;
     for ((v, s), &w) in values.iter().zip(&c.stats).zip(&c.widths) {
         assert_eq!(v.len(), w, "{:?}: one value per group", s.kind);
-        if matches!(s.kind, StatKind::Count | StatKind::GroupedCount { .. }) {
+        let count = matches!(
+            s.kind.unfiltered(),
+            StatKind::Count
+                | StatKind::GroupedCount { .. }
+                | StatKind::Distinct { .. }
+                | StatKind::Cells { column: None, .. }
+        );
+        if count {
             // A count is in units of its grid 2^k (k ≤ 0): each row is 2^−k.
             let Some(max) = 1i128
                 .checked_shl((-s.grid).max(0) as u32)

@@ -20,8 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DPPLAN = os.environ.get("DPPLAN_BIN", str(ROOT / "target" / "debug" / "dpplan"))
 EXAMPLE = (ROOT / "examples" / "web-analytics" / "web-analytics.dpplan").read_text()
 CONTRIBUTION = """    contribution {
-      rows_per_unit 5      // at most 5 random visits per user are kept
-      groups_per_unit 3    // touching at most 3 pages
+      rows_per_unit 5 // at most 5 random visits per user are kept
+      groups_per_unit 3 // touching at most 3 pages
     }
 """
 # Emoji and CJK before the query name, CRLF line endings, and no

@@ -12,8 +12,10 @@
 pub mod report;
 pub mod schedule;
 pub mod sensitivity;
+pub mod sensitivity_rows;
 
 mod checker;
+pub mod memo;
 mod noise;
 pub mod suppress;
 pub mod windows;
@@ -64,6 +66,19 @@ pub fn analyze(text: &str) -> Analysis {
     analyze_with(text, &AnalysisOptions::default())
 }
 
+/// [`analyze_with`], with the accountants' results looked up in `cache`
+/// first and remembered there ([`memo`]): for successive versions of one
+/// document, whose releases mostly stay the same. The result is the one
+/// [`analyze_with`] returns.
+pub fn analyze_cached(
+    text: &str,
+    options: &AnalysisOptions,
+    cache: &std::sync::Arc<memo::AccountingCache>,
+) -> Analysis {
+    let _installed = memo::install(cache);
+    analyze_with(text, options)
+}
+
 pub fn analyze_with(text: &str, options: &AnalysisOptions) -> Analysis {
     let parsed = dpplan_syntax::parse(text);
     let mut diagnostics = parsed.diagnostics;
@@ -90,3 +105,11 @@ mod tests;
 mod accuracy_tests;
 #[cfg(test)]
 mod window_tests;
+
+#[cfg(test)]
+mod recover_tests;
+
+#[cfg(test)]
+mod memo_tests;
+#[cfg(test)]
+mod rows_tests;

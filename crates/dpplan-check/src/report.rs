@@ -247,15 +247,22 @@ pub struct QuerySpec {
     pub dataset: String,
     /// The summed column.
     pub column: Option<String>,
-    /// The category column of a grouped query.
+    /// The keys of a grouped query as written (`district, hour_of_day`).
     pub by: Option<String>,
     /// The public clamp bounds of `column`.
     pub bounds: Option<[f64; 2]>,
-    /// The output keys of a grouped query: exactly the public domain of `by`.
+    /// The output keys of a grouped query: the labels of its cells, the
+    /// product of its keys' public categories (first key slowest).
     pub groups: Option<Vec<String>>,
     pub schedule: ScheduleSpec,
     /// The query's time window, when it has one.
     pub window: Option<WindowSpec>,
+    /// The `where` filter, normalised.
+    pub filter: Option<dpplan_vocab::rows::Filter>,
+    /// The group keys (empty: not grouped).
+    pub keys: Vec<dpplan_vocab::rows::GroupKey>,
+    /// `count(distinct column)`.
+    pub distinct: bool,
 }
 
 /// A query's `window`, resolved: the runtime reads only the rows whose

@@ -199,7 +199,7 @@ fn replace_adjacency_changes_the_sensitivity() {
         "row",
         "epsilon 10",
         "basic",
-        "  dataset d {\n    column v : float in [100, 200]\n  }",
+        "  dataset d {\n    column v : float in [100, 200]\n    invalid_rows clamp\n  }",
         q,
     )
     .replace("add_remove", "replace");
@@ -212,6 +212,12 @@ fn replace_adjacency_changes_the_sensitivity() {
         ("count", "none")
     );
     assert_eq!(r.queries[1].total.as_ref().map(|t| t.epsilon), Some(0.0));
+    // with `invalid_rows drop` (the default) a replaced row can be dropped
+    // for an invalid number: it leaves the sum (by up to max(|lo|, |hi|) =
+    // 200) and the count (by 1), as with a filter
+    let r = report(&row.replace("    invalid_rows clamp\n", ""));
+    assert_eq!(r.queries[0].l1, 200.0);
+    assert_eq!(r.queries[1].l1, 1.0);
 }
 
 #[test]
@@ -526,4 +532,82 @@ fn a_discrete_gaussian_histogram_is_accounted_by_its_shift_shapes() {
         q,
     ));
     assert!(looser > t.epsilon * 1.01, "{looser} vs {}", t.epsilon);
+}
+
+/// From `PARALLEL_PLANNING` queries on, each half of the plan is planned on
+/// its own thread: the diagnostics of both halves come out once each, in
+/// the text's order, and the reports in the plan's order, as one pass over
+/// the list gives them.
+#[test]
+fn planning_on_two_threads_keeps_the_plans_order() {
+    let n = crate::checker::PARALLEL_PLANNING + 501;
+    let broken = |i: usize| i % 397 == 5;
+    let mut qs = String::new();
+    for i in 0..n {
+        let ds = if broken(i) { "nope" } else { "visits" };
+        qs += &format!(
+            "  query q{i} {{\n    count({ds})\n    noise laplace scale {}\n    schedule once\n  }}\n",
+            1000 + i
+        );
+    }
+    let text = plan("user by uid", "epsilon 1000", "basic", VISITS, &qs);
+    let a = analyze(&text);
+    let expected: Vec<usize> = (0..n).filter(|&i| broken(i)).collect();
+    assert!(expected.iter().any(|&i| i < n / 2) && expected.iter().any(|&i| i >= n / 2));
+    let errors: Vec<_> = a.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+    for (d, &i) in errors.iter().zip(&expected) {
+        assert!(d.message.contains("nope"), "{}", d.message);
+        // the error points into query i's text
+        let at = text.find(&format!("query q{i} {{")).unwrap();
+        let next = text[at + 1..]
+            .find("query q")
+            .map_or(text.len(), |x| at + 1 + x);
+        assert!((at..next).contains(&d.primary.span.start), "q{i}: {d:?}");
+    }
+    let names: Vec<String> = a
+        .report
+        .unwrap()
+        .queries
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    let want: Vec<String> = (0..n).map(|i| format!("q{i}")).collect();
+    assert_eq!(names, want);
+}
+
+/// The per-query costs, computed on a second thread beside the total, are
+/// each query's own: q_i alone is a Laplace count of 5 rows at scale
+/// 1000 + i (ε = 5 / (1000 + i)), and the total is their sum (basic).
+#[test]
+fn per_query_costs_beside_the_total_are_each_querys_own() {
+    let n = 600;
+    let mut qs = String::new();
+    for i in 0..n {
+        qs += &format!(
+            "  query q{i} {{\n    count(visits)\n    noise laplace scale {}\n    schedule once\n  }}\n",
+            1000 + i
+        );
+    }
+    let r = report(&plan("user by uid", "epsilon 1000", "basic", VISITS, &qs));
+    let mut sum = 0.0;
+    for (i, q) in r.queries.iter().enumerate() {
+        let want = 5.0 / (1000 + i) as f64;
+        let got = q.total.as_ref().expect("a cost").epsilon;
+        assert!((got - want).abs() <= 1e-12 * want, "q{i}: {got} vs {want}");
+        sum += want;
+    }
+    let t = r.total.expect("a total").epsilon;
+    assert!((t - sum).abs() <= 1e-9 * sum, "{t} vs {sum}");
+    // negative control: one query fewer, a smaller total
+    let fewer = qs.rsplit_once("  query q").unwrap().0.to_string();
+    assert!(
+        total(&plan(
+            "user by uid",
+            "epsilon 1000",
+            "basic",
+            VISITS,
+            &fewer
+        )) < t
+    );
 }

@@ -71,7 +71,8 @@ pub fn windowed(
     };
     let values = match statistic {
         Statistic::Sum | Statistic::GroupedSum => values,
-        Statistic::Count | Statistic::GroupedCount => None,
+        // a distinct count moves by at most what the row count does: sound, maybe loose
+        Statistic::Count | Statistic::GroupedCount | Statistic::DistinctCount => None,
     };
     let cells = h.slots.saturating_mul(d);
     let mut out = sensitivity::grouped(horizon_unit, adjacency, cells, values);

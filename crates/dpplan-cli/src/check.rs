@@ -167,17 +167,27 @@ pub fn run(
                     n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
                 }
             ));
-            s.push_str(&crate::policy::human(&shared, &names));
+            s.push_str(&dpplan_render::shared_budgets_human(
+                &crate::policy::rendered(&shared),
+                &names,
+            ));
             s
         }
         Format::Json => {
             // Streamed: at 10⁵ queries the document is 10⁸ bytes.
-            let shared = (!shared.is_empty()).then(|| crate::policy::json(&shared, &names));
+            let shared = (!shared.is_empty()).then(|| {
+                dpplan_render::shared_budgets_json(&crate::policy::rendered(&shared), &names)
+            });
             crate::out::write_stream(|w| {
                 dpplan_render::write_json_with(w, &results, shared.as_ref())
             })
             .into_diagnostic()?;
-            return Ok(exit_code(&results, deny));
+            let code = exit_code(&results, deny);
+            // The process ends here: freeing 10⁵ queries' analyses one
+            // allocation at a time would only delay the exit.
+            std::mem::forget(results);
+            std::mem::forget(loaded);
+            return Ok(code);
         }
         Format::Sarif => {
             dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })

@@ -92,74 +92,13 @@ pub fn apply(
     Ok(shared)
 }
 
-/// The shared budgets in words, for the human format.
-pub fn human(shared: &[Shared], names: &[&str]) -> String {
-    let mut s = String::new();
-    for sh in shared {
-        let r = &sh.result;
-        let shares: Vec<String> = r
-            .shares
-            .iter()
-            .map(|x| {
-                format!(
-                    "{} ε = {} ({} releases)",
-                    names[x.plan],
-                    x.epsilon.map_or("—".into(), dpplan_render::num),
-                    x.releases
-                )
-            })
-            .collect();
-        let verdict = match (&r.total, r.within) {
-            (Some((e, a)), true) => format!(
-                "ε = {} of {} ({a}): within",
-                dpplan_render::num(*e),
-                dpplan_render::num(r.budget.epsilon)
-            ),
-            (Some((e, a)), false) => format!(
-                "ε = {} of {} ({a}): OVER",
-                dpplan_render::num(*e),
-                dpplan_render::num(r.budget.epsilon)
-            ),
-            (None, _) => format!(
-                "not composed: {}",
-                r.problem.as_deref().unwrap_or("no total")
-            ),
-        };
-        s.push_str(&format!(
-            "\nshared budget `{}` ({}), δ = {}: {verdict}\n  each plan alone: {}\n",
-            r.budget.source,
-            sh.policy.display(),
-            dpplan_render::num(r.budget.delta),
-            shares.join(", ")
-        ));
-    }
-    s
-}
-
-/// The shared budgets as JSON (the `shared_budgets` field of
-/// `--format json`, docs/json-output.md).
-pub fn json(shared: &[Shared], names: &[&str]) -> serde_json::Value {
-    serde_json::Value::Array(
-        shared
-            .iter()
-            .map(|sh| {
-                let r = &sh.result;
-                serde_json::json!({
-                    "policy": sh.policy.display().to_string(),
-                    "source": r.budget.source,
-                    "budget": {"epsilon": r.budget.epsilon, "delta": r.budget.delta},
-                    "epsilon": r.total.map(|t| t.0),
-                    "accountant": r.total.map(|t| t.1.name()),
-                    "within_budget": r.within,
-                    "problem": r.problem,
-                    "shares": r.shares.iter().map(|x| serde_json::json!({
-                        "path": names[x.plan],
-                        "datasets": x.datasets,
-                        "epsilon": x.epsilon,
-                        "releases": x.releases,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect(),
-    )
+/// The shared budgets as the renderers take them.
+pub fn rendered(shared: &[Shared]) -> Vec<dpplan_render::SharedBudget<'_>> {
+    shared
+        .iter()
+        .map(|sh| dpplan_render::SharedBudget {
+            policy: &sh.policy,
+            result: &sh.result,
+        })
+        .collect()
 }

@@ -2,26 +2,13 @@
 //! and the ledger's format migration, through the real `dpplan` binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use dpplan_runtime::ledger::Entry;
 use rusqlite::{params, Connection};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run dpplan")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod support;
+use support::{dpplan, root, text};
 
 fn ok(o: &Output) {
     assert!(

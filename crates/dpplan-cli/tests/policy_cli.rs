@@ -10,24 +10,10 @@
 //! - tests/policy/errors/: policy files that cannot be used, each located.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// `dpplan ARGS…` run from the repository root.
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run dpplan")
-}
+mod support;
+use support::{dpplan_at_root as dpplan, root};
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)

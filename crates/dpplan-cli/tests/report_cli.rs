@@ -2,22 +2,10 @@
 //! the one `dpplan check --format json` prints for the same plan; exit
 //! codes; `--out`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn dpplan(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap()
-}
+mod support;
+use support::{dpplan_at_root as dpplan, root};
 
 fn examples() -> Vec<String> {
     let mut out = Vec::new();

@@ -7,22 +7,13 @@
 //! a missing spark-submit need no Spark.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run dpplan")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod support;
+use support::{dpplan, text};
 
 const PLAN: &str = r#"plan "spark-cli" {
   privacy { unit user by uid adjacency add_remove budget epsilon 5 delta 1e-6 }

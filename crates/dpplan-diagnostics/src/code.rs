@@ -106,9 +106,15 @@ codes! {
     /// A `// dpplan: allow` comment that is malformed, suppresses nothing,
     /// or names an error that cannot be suppressed.
     Suppression = "020", "suppression", Warning, "A `dpplan: allow` comment is malformed, unused or not allowed";
+    /// A filter names a category outside its column's public domain.
+    UnknownCategory = "021", "unknown-category", Error, "A filter names a category outside the column's public domain";
+    /// Bin edges that are not public, finite and strictly increasing.
+    InvalidBins = "022", "invalid-bins", Error, "Bin edges must be at least two finite, strictly increasing numbers";
+    /// A grouped query with so many cells that most will be pure noise.
+    SparseCells = "023", "sparse-cells", Warning, "Most cells of a grouped query will be pure noise";
     /// A `window` whose length, schedule, time column or horizon bound is
     /// missing or does not fit.
-    Window = "021", "window", Error, "A time window needs a time column, a matching schedule and a windows_per_unit bound";
+    Window = "024", "window", Error, "A time window needs a time column, a matching schedule and a windows_per_unit bound";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.
@@ -125,6 +131,9 @@ codes! {
     PolicyAccuracy = "106", "policy-accuracy", Error, "A query states no accuracy requirement, which the policy asks for";
     /// The plans reading one data source spend more than its shared budget.
     SharedBudget = "107", "shared-budget", Error, "The plans reading one data source together exceed its shared budget";
+    /// The policy file that governs the plan cannot be used (the language
+    /// server's; `dpplan check` refuses to run instead).
+    PolicyFile = "108", "policy-file", Error, "The dpplan.toml that governs the plan cannot be read or is invalid";
 }
 
 impl Code {

@@ -8,11 +8,13 @@ mod code;
 mod docs;
 mod lines;
 mod number;
+mod suggest;
 
 pub use code::Code;
 pub use docs::{rule_doc, DIAGNOSTICS_MD};
 pub use lines::{LineCol, LineIndex};
 pub use number::num;
+pub use suggest::did_you_mean;
 
 use serde::Serialize;
 
@@ -84,6 +86,11 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Further explanation (derivations, background).
     pub notes: Vec<String>,
+    /// The word the primary span most likely meant ("did you mean
+    /// `laplace`?"): the editor offers it as a quick fix. Also in `help`,
+    /// so no output format changes.
+    #[serde(skip)]
+    pub suggestion: Option<String>,
 }
 
 impl Diagnostic {
@@ -99,6 +106,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             help: None,
             notes: Vec::new(),
+            suggestion: None,
         }
     }
     pub fn label(mut self, message: impl Into<String>) -> Self {
@@ -118,6 +126,22 @@ impl Diagnostic {
     }
     pub fn note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
+        self
+    }
+    /// Records that the primary span most likely meant `word`: "did you
+    /// mean `word`?" starts the help (before any help already given).
+    pub fn suggest(mut self, word: impl Into<String>) -> Self {
+        let word = word.into();
+        let ask = format!("did you mean `{word}`?");
+        self.help = Some(match self.help.take() {
+            Some(help) => {
+                let mut rest = help.chars();
+                let first = rest.next().map(|c| c.to_uppercase().collect::<String>());
+                format!("{ask} {}{}", first.unwrap_or_default(), rest.as_str())
+            }
+            None => ask,
+        });
+        self.suggestion = Some(word);
         self
     }
     pub fn severity(mut self, severity: Severity) -> Self {

@@ -154,10 +154,14 @@ fn space_between(text: &str, prev: &Lexeme, t: &Lexeme, inline_open: bool) -> bo
     match t.kind {
         Punct(b',' | b')' | b']') => return false,
         Punct(b'}') if inline_open && prev.kind == Punct(b'{') => return false,
-        Punct(b'(') if prev.is_word() => return false,
+        // a call (`count(`, `bins(`), but not a filter's parenthesised
+        // group after `where`, `and`, `or`, `not`
+        Punct(b'(') if prev.is_word() => {
+            let word = text.get(prev.start..prev.end).unwrap_or("");
+            return matches!(word, "where" | "and" | "or" | "not");
+        }
         _ => {}
     }
-    let _ = text;
     !matches!(prev.kind, Punct(b'(' | b'['))
 }
 

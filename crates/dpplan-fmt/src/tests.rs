@@ -61,17 +61,31 @@ fn idempotent_and_meaning_preserving_on_every_plan() {
 }
 
 #[test]
-fn examples_are_already_canonical_up_to_alignment() {
-    // The shipped examples are hand-aligned; the canonical layout only
-    // collapses the alignment spaces.
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/census/census.dpplan"
-    ))
-    .unwrap();
-    let out = format(&text).unwrap();
-    assert!(out.contains("\n    column region : category { \"north\", \"south\", \"east\", \"west\", \"centre\" }\n"), "{out}");
-    assert!(out.starts_with("// A census-style table"));
+fn every_shipped_example_is_formatted() {
+    // `dpplan fmt --check examples/` passes: the examples show the layout
+    // the formatter writes (the release-plan tests read them as they are).
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut checked = 0;
+    for (path, text) in plans()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with(root) || p.contains("/examples/"))
+    {
+        let out = format(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(
+            out == text,
+            "{path} is not formatted: run `dpplan fmt {path}`"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "{checked} examples found");
+    // Negative control: an example with its old hand alignment is not.
+    let census = plans()
+        .into_iter()
+        .find(|(p, _)| p.ends_with("census.dpplan"))
+        .unwrap()
+        .1;
+    let aligned = census.replacen("column region :", "column region   :", 1);
+    assert_ne!(format(&aligned).unwrap(), aligned);
 }
 
 #[test]
@@ -144,4 +158,27 @@ fn syntax_errors_leave_the_text_unchanged() {
         format("plan \"p\" {\n"),
         Err(FormatError::Syntax(_))
     ));
+}
+
+/// Language v2: filters (with a parenthesised group after `and`), bins,
+/// several keys and `distinct` keep their meaning and reach a fixed point;
+/// a call keeps its `(` on its name, a group after `and`/`or`/`not`/`where`
+/// gets a space.
+#[test]
+fn filters_bins_keys_and_distinct() {
+    let text = "plan \"t\" {\n  privacy { unit row adjacency replace budget epsilon 10 }\n  dataset trips {\n    column city : category { \"Madrid\", \"Lisbon\" }\n    column fare : float in [0, 100]\n    column length_km : float\n    column rider_id : id\n  }\n  query a { count(trips where city == \"Madrid\" and(fare > 10 or not(city in {\"Lisbon\"}))) noise laplace scale 1 schedule once }\n  query b { histogram(trips where fare <= 3 by bins( length_km , [0, 1, 2.5, 5] outside clamp ), city) noise laplace scale 1 schedule once }\n  query c { count(distinct trips.rider_id) noise laplace scale 1 schedule once }\n}\n";
+    let out = format(text).unwrap();
+    assert!(
+        out.contains("    count(trips where city == \"Madrid\" and (fare > 10 or not (city in { \"Lisbon\" })))\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    histogram(trips where fare <= 3 by bins(length_km, [0, 1, 2.5, 5] outside clamp), city)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    count(distinct trips.rider_id)\n"),
+        "{out}"
+    );
+    assert_eq!(format(&out).unwrap(), out);
 }

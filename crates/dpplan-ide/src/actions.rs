@@ -3,7 +3,9 @@
 //! * DP001 — add a contribution bound `rows_per_unit 10`;
 //! * DP002 — declare public bounds ` in [0, 100]` (or a public domain);
 //! * DP011 — calibrate a costly query's noise: `auto`, or the solved value;
-//! * DP009 — replace a fresh re-release with a re-publication.
+//! * DP009 — replace a fresh re-release with a re-publication;
+//! * any diagnostic with a suggestion ("did you mean `laplace`?": a
+//!   misspelt keyword, mechanism or name) — replace the word by it.
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{ColumnType, NoiseParam, Query};
@@ -29,6 +31,9 @@ pub(crate) fn code_actions(doc: &Document, range: Span) -> Vec<CodeAction> {
         if !meets(d.primary.span, range) {
             continue;
         }
+        if let Some(word) = &d.suggestion {
+            did_you_mean(d, word, &mut out);
+        }
         match d.code {
             Code::UnboundedContribution => contribution(doc, d, &mut out),
             Code::MissingBounds => bounds(doc, d, &mut out),
@@ -47,6 +52,20 @@ fn action(title: String, d: &Diagnostic, edits: Vec<TextEdit>, preferred: bool) 
         preferred,
         resolve: None,
     }
+}
+
+/// "did you mean `laplace`?": the misspelt word (the diagnostic's primary
+/// span) replaced by the suggestion.
+fn did_you_mean(d: &Diagnostic, word: &str, out: &mut Vec<CodeAction>) {
+    out.push(action(
+        format!("Change to `{word}`"),
+        d,
+        vec![TextEdit {
+            span: d.primary.span,
+            new_text: word.to_string(),
+        }],
+        true,
+    ));
 }
 
 fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {

@@ -283,10 +283,50 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                     &["noise", "schedule", "sensitivity", "accuracy", "window"],
                 );
             }
-            (Some(_), Some("(")) => datasets(&mut out),
-            (Some(_), Some("by")) if stmt.len() >= 3 => {
-                let ds = stmt.get(2).map(|w| w.split('.').next().unwrap_or(w));
+            (Some(agg), Some("(")) if stmt.len() == 2 => {
+                datasets(&mut out);
+                if agg == "count" {
+                    kw(&mut out, &["distinct"]);
+                }
+            }
+            (Some(_), Some("distinct")) => datasets(&mut out),
+            (Some(_), Some("by" | ",")) if stmt.len() >= 3 && stmt.contains(&"by") => {
+                let ds = aggregated_dataset(&stmt);
                 columns(&mut out, ds, &|t| matches!(t, ColumnType::Category { .. }));
+                kw(&mut out, &["bins"]);
+                if let Some(i) = out.last_mut() {
+                    i.insert_text = Some("bins(".into());
+                }
+            }
+            (Some(_), Some("bins")) | (Some(_), Some("("))
+                if stmt.iter().rev().nth(1) == Some(&"bins") =>
+            {
+                let ds = aggregated_dataset(&stmt);
+                columns(&mut out, ds, &|t| {
+                    matches!(t, ColumnType::Int { .. } | ColumnType::Float { .. })
+                });
+            }
+            (Some(_), Some("]")) if stmt.contains(&"bins") => kw(&mut out, &["outside"]),
+            (Some(_), Some("outside")) => kw(&mut out, &names::<InvalidRule>()),
+            (Some(_), Some("where" | "and" | "or" | "not" | "("))
+                if stmt.len() >= 4 && stmt.contains(&"where") =>
+            {
+                let ds = aggregated_dataset(&stmt);
+                columns(&mut out, ds, &|t| !matches!(t, ColumnType::Id));
+                kw(&mut out, &["not"]);
+            }
+            (Some("count" | "sum" | "mean" | "histogram"), Some(w))
+                if stmt.get(1) == Some(&"(")
+                    && aggregated_dataset(&stmt) == Some(w.split('.').next().unwrap_or(w)) =>
+            {
+                kw(&mut out, &["where", "by"]);
+            }
+            (Some(_), Some(w))
+                if stmt.contains(&"where")
+                    && !stmt.contains(&"by")
+                    && (is_number(w) || w.starts_with('"') || w == "}") =>
+            {
+                kw(&mut out, &["and", "or", "by"]);
             }
             (Some("noise"), Some("noise")) => kw(&mut out, &names::<NoiseKind>()),
             (Some("noise"), Some("laplace" | "discrete_laplace")) => {
@@ -332,6 +372,17 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
         Block::Domain | Block::Other => {}
     }
     out
+}
+
+/// The dataset an aggregation reads, from the words typed so far:
+/// `count ( [distinct] trips[.col] …`.
+fn aggregated_dataset<'a>(stmt: &[&'a str]) -> Option<&'a str> {
+    let at = if stmt.get(2) == Some(&"distinct") {
+        3
+    } else {
+        2
+    };
+    stmt.get(at).map(|w| w.split('.').next().unwrap_or(w))
 }
 
 /// The names of a vocabulary, in its order.

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use dpplan_check::{CheckedPlan, QueryReport};
 use dpplan_diagnostics::{Code, Span};
 use dpplan_syntax::ast::{self, ColumnType};
+use dpplan_syntax::ItemKind;
 
-use crate::{keyword_doc, num, Document, Hover, InlayHint, InlayKind, SymbolKind};
+use crate::{keyword_doc, num, unknown, Document, Hover, InlayHint, InlayKind, SymbolKind};
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -96,6 +97,9 @@ fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Opti
     let plan = doc.ast();
     let q = plan.queries.iter().find(|q| q.name.value == name);
     let Some(q) = q else {
+        if let Some(md) = unknown::broken_item(doc, ItemKind::Query, name) {
+            return Some(md);
+        }
         // A name used but defined nowhere.
         return Some(format!(
             "`{name}`: no query or publish of this name is defined"
@@ -103,7 +107,8 @@ fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Opti
     };
     let mut md = String::new();
     let Some(report) = report else {
-        let _ = write!(md, "**query `{name}`**\n\nThe plan has no valid privacy block: nothing can be derived yet.");
+        let _ = write!(md, "**query `{name}`**\n\nThe plan has no valid privacy block: nothing can be derived yet.\n\n");
+        md.push_str(&unknown::unknown_sensitivity(doc, q));
         return Some(md);
     };
     let Some(r) = report
@@ -111,10 +116,8 @@ fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Opti
         .iter()
         .find(|r| r.name == name && r.name_span == q.name.span)
     else {
-        let _ = write!(
-            md,
-            "**query `{name}`**\n\nThis query has errors: its sensitivity and cost cannot be derived until they are fixed."
-        );
+        let _ = write!(md, "**query `{name}`**\n\n");
+        md.push_str(&unknown::unknown_sensitivity(doc, q));
         return Some(md);
     };
     let _ = writeln!(
@@ -131,8 +134,21 @@ fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Opti
         "**Privacy unit:** {} · adjacency `{}`\n",
         unit.description, report.adjacency
     );
+    if r.parts.is_empty() {
+        // Every query without an error has at least one part (a public
+        // one when its sensitivity is 0): no parts means an error stopped
+        // the derivation, so nothing is known about its noise.
+        md.push_str(&unknown::unknown_sensitivity(doc, q));
+        return Some(md);
+    }
     query_parts(&mut md, r);
     query_cost(&mut md, r, report);
+    if r.total.is_none() {
+        let errors = unknown::query_errors(doc, q.span, Some(&r.dataset));
+        if !errors.is_empty() {
+            let _ = write!(md, "\n{}", unknown::list(doc, &errors));
+        }
+    }
     Some(md)
 }
 
@@ -175,9 +191,6 @@ fn query_parts(md: &mut String, r: &QueryReport) {
             num(p.noise_std),
             num(p.ci95_half_width)
         );
-    }
-    if r.parts.is_empty() {
-        let _ = writeln!(md, "**Sensitivity:** 0: the statistic does not depend on any unit, so it needs no noise and costs nothing.\n");
     }
 }
 
@@ -250,6 +263,9 @@ fn publish_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Op
 fn dataset_hover(doc: &Document, name: &str) -> Option<String> {
     let plan = doc.ast();
     let Some(ds) = plan.datasets.iter().find(|d| d.name.value == name) else {
+        if let Some(md) = unknown::broken_item(doc, ItemKind::Dataset, name) {
+            return Some(md);
+        }
         return Some(format!("`{name}`: no dataset of this name is defined"));
     };
     let mut md = format!("**dataset `{}`**", ds.name.value);

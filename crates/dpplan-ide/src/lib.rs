@@ -15,17 +15,22 @@ mod complete;
 mod docs;
 mod hover;
 mod outline;
+mod policy;
 mod symbols;
 mod tokens;
+mod unknown;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use dpplan_check::memo::AccountingCache;
 use dpplan_check::{Analysis, AnalysisOptions, CheckedPlan};
 use dpplan_syntax::lexer::{self, Lexeme};
 
 pub use docs::keyword_doc;
 pub use dpplan_check;
 pub use dpplan_diagnostics::{Code, Diagnostic, Label, Severity, Span};
+pub use dpplan_policy::FILE_NAME as POLICY_FILE_NAME;
+pub use policy::{PolicyCache, PolicyContext};
 pub use symbols::{Symbol, SymbolKind};
 
 /// A replacement of `span` by `new_text`.
@@ -159,8 +164,33 @@ pub enum Resolve {
     SolveNoise { query: String },
 }
 
+/// What a document is analysed with besides its text.
+#[derive(Clone, Default)]
+pub struct Context {
+    /// The organisation policy that governs it (`dpplan.toml`).
+    pub policy: Option<PolicyContext>,
+    /// The accountants' results of the document's earlier versions: an
+    /// edit that keeps the releases does not account them again.
+    pub cache: Option<Arc<AccountingCache>>,
+}
+
+impl Context {
+    /// The analysis of `text` with `options`, the cache and the policy.
+    fn analyze(&self, text: &str, options: &AnalysisOptions) -> Analysis {
+        let mut a = match &self.cache {
+            Some(cache) => dpplan_check::analyze_cached(text, options, cache),
+            None => dpplan_check::analyze_with(text, options),
+        };
+        if let Some(p) = &self.policy {
+            p.apply(&mut a);
+        }
+        a
+    }
+}
+
 /// One text and everything known about it.
 pub struct Document {
+    context: Context,
     text: String,
     /// The analysis without per-query costs: the diagnostics (identical to
     /// the costed analysis' unless the plan is over budget, whose message
@@ -197,11 +227,17 @@ pub fn light_options() -> AnalysisOptions {
 
 impl Document {
     pub fn new(text: impl Into<String>) -> Document {
+        Document::with_context(text, Context::default())
+    }
+
+    /// The document analysed under a policy and with an accounting cache.
+    pub fn with_context(text: impl Into<String>, context: Context) -> Document {
         let text = text.into();
-        let light = dpplan_check::analyze_with(&text, &light_options());
+        let light = context.analyze(&text, &light_options());
         let tokens = lexer::tokenize(&text);
         let symbols = symbols::collect(&light.ast);
         let doc = Document {
+            context,
             text,
             light,
             costed: OnceLock::new(),
@@ -228,7 +264,7 @@ impl Document {
     /// The analysis with per-query costs (computed on first use).
     pub fn analysis(&self) -> &Analysis {
         self.costed
-            .get_or_init(|| dpplan_check::analyze_with(&self.text, &fast_options()))
+            .get_or_init(|| self.context.analyze(&self.text, &fast_options()))
     }
 
     /// The analysis without per-query costs (always there).
@@ -265,30 +301,44 @@ impl Document {
     /// in milliseconds even on large plans: the server publishes these first
     /// and the full set when the accounting is done.
     pub fn unaccounted_diagnostics(text: &str) -> Vec<Diagnostic> {
-        dpplan_check::analyze_with(
-            text,
-            &AnalysisOptions {
-                all_accountants: false,
-                per_query_costs: false,
-                accounting: false,
-            },
-        )
-        .diagnostics
+        Document::unaccounted_diagnostics_in(text, None)
+    }
+
+    /// [`Document::unaccounted_diagnostics`] at the levels `policy` sets
+    /// (its own rules, which read the total, come with the full set; a
+    /// policy file that cannot be used is reported at once).
+    pub fn unaccounted_diagnostics_in(
+        text: &str,
+        policy: Option<&PolicyContext>,
+    ) -> Vec<Diagnostic> {
+        let options = AnalysisOptions {
+            all_accountants: false,
+            per_query_costs: false,
+            accounting: false,
+        };
+        let mut a = dpplan_check::analyze_with(text, &options);
+        match policy {
+            Some(p) if p.policy.is_err() => p.apply(&mut a),
+            Some(p) => p.levels(&mut a.diagnostics),
+            None => {}
+        }
+        a.diagnostics
     }
 
     /// The report computed with every accountant (cached).
     pub fn full_report(&self) -> Option<&CheckedPlan> {
         self.full_report
             .get_or_init(|| {
-                dpplan_check::analyze_with(
-                    &self.text,
-                    &AnalysisOptions {
-                        all_accountants: true,
-                        per_query_costs: false,
-                        accounting: true,
-                    },
-                )
-                .report
+                self.context
+                    .analyze(
+                        &self.text,
+                        &AnalysisOptions {
+                            all_accountants: true,
+                            per_query_costs: false,
+                            accounting: true,
+                        },
+                    )
+                    .report
             })
             .as_ref()
     }
@@ -450,3 +500,6 @@ pub fn num(x: f64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod errors_tests;

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use dpplan_diagnostics::Span;
-use dpplan_syntax::ast::{self, Bound, ColumnType, Domain, Operand, Unit};
+use dpplan_syntax::ast::{
+    self, Bound, ColumnType, Domain, Ident, Operand, PredOperand, Predicate, Unit,
+};
 
 use crate::{Document, TextEdit};
 
@@ -145,11 +147,15 @@ pub(crate) fn collect(plan: &ast::Plan) -> Vec<Symbol> {
     for q in &plan.queries {
         for agg in &q.aggregates {
             target(&mut b, &agg.target);
-            if let Some(by) = &agg.by {
-                let c = container(&agg.target.dataset.value, &by.value);
-                b.get(SymbolKind::Column, c.as_deref(), &by.value)
+            let mut columns: Vec<&Ident> = agg.keys.iter().map(|k| k.column()).collect();
+            if let Some(f) = &agg.filter {
+                filter_columns(f, &mut columns);
+            }
+            for col in columns {
+                let c = container(&agg.target.dataset.value, &col.value);
+                b.get(SymbolKind::Column, c.as_deref(), &col.value)
                     .refs
-                    .push(by.span);
+                    .push(col.span);
             }
         }
     }
@@ -167,6 +173,26 @@ pub(crate) fn collect(plan: &ast::Plan) -> Vec<Symbol> {
         }
     }
     b.symbols
+}
+
+/// The columns a filter reads, as written.
+fn filter_columns<'a>(p: &'a Predicate, out: &mut Vec<&'a Ident>) {
+    let operand = |o: &'a PredOperand, out: &mut Vec<&'a Ident>| {
+        if let PredOperand::Column { column, .. } = o {
+            out.push(column);
+        }
+    };
+    match p {
+        Predicate::And { items, .. } | Predicate::Or { items, .. } => {
+            items.iter().for_each(|i| filter_columns(i, out));
+        }
+        Predicate::Not { inner, .. } => filter_columns(inner, out),
+        Predicate::Compare { left, right, .. } => {
+            operand(left, out);
+            operand(right, out);
+        }
+        Predicate::In { operand: o, .. } => operand(o, out),
+    }
 }
 
 pub(crate) fn at(symbols: &[Symbol], offset: usize) -> Option<(&Symbol, Span)> {

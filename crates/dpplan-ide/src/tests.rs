@@ -130,7 +130,7 @@ fn completion_in_context() {
     assert_eq!(labels("sum("), vec!["visits"]);
     assert_eq!(labels("sum(visits."), vec!["page", "secs"]);
     assert_eq!(labels("sum(visits.se"), vec!["page", "secs"]);
-    assert_eq!(labels("histogram(visits by "), vec!["page"]);
+    assert_eq!(labels("histogram(visits by "), vec!["page", "bins"]);
     assert_eq!(
         labels("noise "),
         vec![
@@ -164,6 +164,65 @@ fn completion_in_context() {
         .map(|c| c.label)
         .collect();
     assert_eq!(l, vec!["q"]);
+}
+
+/// Language v2: `distinct`, `where` and its columns, several keys, `bins`
+/// and its numeric columns, `outside` and its rules; hover on the new
+/// keywords states what they do and the default for values outside bins.
+#[test]
+fn completion_and_hover_of_filters_bins_keys_and_distinct() {
+    let base = "plan \"p\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1 delta 1e-6\n  }\n  dataset visits {\n    column uid : id\n    column page : category { \"a\" }\n    column hour : category { \"0\", \"1\" }\n    column secs : float in [0, 10]\n    contribution { rows_per_unit 2 groups_per_unit 1 }\n  }\n  query q {\n    CURSOR\n  }\n}\n";
+    let labels = |line: &str| -> Vec<String> {
+        let text = base.replace("CURSOR", line);
+        let doc = Document::new(text.clone());
+        let off = at(base, "CURSOR") + line.len();
+        doc.completions(off).into_iter().map(|c| c.label).collect()
+    };
+    assert_eq!(labels("count("), vec!["visits", "distinct"]);
+    assert_eq!(labels("sum("), vec!["visits"]);
+    assert_eq!(labels("count(distinct "), vec!["visits"]);
+    assert_eq!(labels("count(visits "), vec!["where", "by"]);
+    let mut cols = labels("count(visits where ");
+    cols.sort();
+    assert_eq!(cols, vec!["hour", "not", "page", "secs"]);
+    let mut cols = labels("count(visits where secs > 3 and ");
+    cols.sort();
+    assert_eq!(cols, vec!["hour", "not", "page", "secs"]);
+    assert_eq!(
+        labels("count(visits where secs > 3 "),
+        vec!["and", "or", "by"]
+    );
+    let mut keys = labels("histogram(visits by page, ");
+    keys.sort();
+    assert_eq!(keys, vec!["bins", "hour", "page"]);
+    assert_eq!(labels("histogram(visits by bins("), vec!["secs"]);
+    assert_eq!(
+        labels("histogram(visits by bins(secs, [0, 1] "),
+        vec!["outside"]
+    );
+    assert_eq!(
+        labels("histogram(visits by bins(secs, [0, 1] outside "),
+        vec!["drop", "clamp"]
+    );
+    // hover on the keywords
+    let text = base.replace(
+        "CURSOR",
+        "histogram(visits where page == \"a\" by bins(secs, [0, 1, 5]), hour)\n    noise laplace scale 1\n    schedule once",
+    );
+    let doc = Document::new(text.clone());
+    let h = doc.hover(at(&text, "bins(") + 1).expect("hover on bins");
+    assert!(
+        h.markdown.contains("`outside drop`, the default"),
+        "{}",
+        h.markdown
+    );
+    let h = doc.hover(at(&text, "where") + 1).expect("hover on where");
+    assert!(h.markdown.contains("before bounding"), "{}", h.markdown);
+    // the query's hover shows the cells' derivation
+    let h = doc
+        .hover(at(&text, "query q") + 6)
+        .expect("hover on the query");
+    assert!(h.markdown.contains("where page == \"a\""), "{}", h.markdown);
 }
 
 #[test]
@@ -249,7 +308,7 @@ fn fix(text: &str, code: Code, pick: usize) -> String {
 
 #[test]
 fn code_action_dp001_adds_a_contribution_bound() {
-    let text = example("web-analytics").replace("    contribution {\n      rows_per_unit 5      // at most 5 random visits per user are kept\n      groups_per_unit 3    // touching at most 3 pages\n    }\n", "");
+    let text = example("web-analytics").replace("    contribution {\n      rows_per_unit 5 // at most 5 random visits per user are kept\n      groups_per_unit 3 // touching at most 3 pages\n    }\n", "");
     let fixed = fix(&text, Code::UnboundedContribution, 0);
     assert!(
         fixed.contains("    contribution {\n      rows_per_unit 10\n    }\n  }"),
@@ -413,6 +472,7 @@ fn diagnostics_match_the_cli() {
         "census",
         "app-events",
         "repeated-release",
+        "ride-sharing",
     ] {
         let text = example(name);
         let doc = Document::new(text.clone());

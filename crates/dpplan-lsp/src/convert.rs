@@ -19,6 +19,28 @@ use serde_json::Value;
 
 use dpplan_ide::{Document, Severity, Span};
 
+/// The file a `file:` URI names (percent-decoded), as `dpplan check` would
+/// be given it; `None` for another scheme (an unsaved buffer), a remote
+/// host, or a path that is not UTF-8.
+pub(crate) fn file_path(uri: &lsp::Uri) -> Option<std::path::PathBuf> {
+    if !uri.scheme().is_some_and(|s| s.eq_lowercase("file")) {
+        return None;
+    }
+    let local = uri
+        .authority()
+        .is_none_or(|a| a.as_str().is_empty() || a.as_str().eq_ignore_ascii_case("localhost"));
+    if !local {
+        return None;
+    }
+    let path = uri.path().as_estr().decode().into_string().ok()?;
+    // `file:///C:/plans/a.dpplan` on Windows
+    let path = match path.strip_prefix('/') {
+        Some(rest) if cfg!(windows) && rest.get(1..2) == Some(":") => rest.to_string(),
+        _ => path.into_owned(),
+    };
+    Some(std::path::PathBuf::from(path))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
     Utf8,

@@ -34,7 +34,7 @@ fn diagnostics_have_codes_links_related_spans_and_severities() {
     let mut c = Client::utf16();
     // DP001: the contribution bound removed.
     let text = example("web-analytics").replace(
-        "    contribution {\n      rows_per_unit 5      // at most 5 random visits per user are kept\n      groups_per_unit 3    // touching at most 3 pages\n    }\n",
+        "    contribution {\n      rows_per_unit 5 // at most 5 random visits per user are kept\n      groups_per_unit 3 // touching at most 3 pages\n    }\n",
         "",
     );
     let diags = c.open(URI, &text);

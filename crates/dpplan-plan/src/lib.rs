@@ -28,7 +28,9 @@ use sha2::{Digest, Sha256};
 /// The value of [`ExecutablePlan::format`].
 pub const FORMAT: &str = "dpplan-executable-plan";
 /// Bumped on any incompatible change of the body.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2: `aggregation` gained `filter`, `keys` and `distinct`
+/// (Language v2) and a part may be a `distinct_count`.
+pub const FORMAT_VERSION: u32 = 2;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -172,13 +174,21 @@ pub struct Aggregation {
     pub kind: AggKind,
     /// The summed column.
     pub column: Option<String>,
-    /// The category column of a grouped query.
+    /// The keys of a grouped query as written (`district, hour_of_day`).
     pub by: Option<String>,
     /// Clamp bounds of `column`.
     pub bounds: Option<[f64; 2]>,
-    /// The output keys of a grouped query: exactly the public domain.
+    /// The output keys of a grouped query: the labels of its cells, the
+    /// product of the keys' categories, the first key varying slowest.
     pub groups: Option<Vec<String>>,
     pub text: String,
+    /// The public row filter (`where`): only rows it holds for are
+    /// aggregated, decided before any bounding.
+    pub filter: Option<dpplan_vocab::rows::Filter>,
+    /// The group keys resolved (empty: not grouped).
+    pub keys: Vec<dpplan_vocab::rows::GroupKey>,
+    /// `count(distinct column)`: the number of distinct values of `column`.
+    pub distinct: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -497,8 +507,11 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
         .ok_or_else(|| unsupported("has no resolved aggregation and schedule"))?;
     // The checker lists the statistics of a query in this order; any other
     // list is a checker bug, refused rather than compiled.
-    let statistics = Statistic::of(spec.kind, spec.by.is_some())
-        .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;
+    let statistics = match spec.distinct {
+        true => Some(Statistic::DISTINCT),
+        false => Statistic::of(spec.kind, spec.by.is_some()),
+    }
+    .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;
     if !q
         .parts
         .iter()
@@ -538,6 +551,9 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
             bounds: spec.bounds,
             groups: spec.groups.clone(),
             text: q.aggregation.clone(),
+            filter: spec.filter.clone(),
+            keys: spec.keys.clone(),
+            distinct: spec.distinct,
         },
         schedule: Schedule {
             kind: spec.schedule.kind,

@@ -8,11 +8,12 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "app-events",
     "census",
     "repeated-release",
     "retail-mixed",
+    "ride-sharing",
     "web-analytics",
 ];
 
@@ -93,8 +94,11 @@ fn hand_edits_are_refused() {
     let extra = json.replacen("\"format_version\"", "\"x\": 1, \"format_version\"", 1);
     assert!(matches!(load(&extra), Err(LoadError::NotJson(_))));
     // 5. a wrong version.
-    let v2 = json.replacen("\"format_version\": 1", "\"format_version\": 2", 1);
-    assert!(matches!(load(&v2), Err(LoadError::WrongFormat(_))));
+    let v1 = json.replacen("\"format_version\": 2", "\"format_version\": 1", 1);
+    assert_ne!(v1, json);
+    assert!(matches!(load(&v1), Err(LoadError::WrongFormat(_))));
+    let v3 = json.replacen("\"format_version\": 2", "\"format_version\": 3", 1);
+    assert!(matches!(load(&v3), Err(LoadError::WrongFormat(_))));
 }
 
 #[test]

@@ -10,7 +10,9 @@
 mod human;
 mod junit;
 mod machine;
+mod query_array;
 mod query_json;
+mod shared;
 
 pub use human::{human, summary_rows, summary_table};
 pub use junit::junit;
@@ -18,6 +20,8 @@ pub use machine::{
     github, github_summary, json, json_value, sarif, sarif_with, write_json, write_json_with,
     SarifOptions,
 };
+
+pub use shared::{shared_budgets_human, shared_budgets_json, SharedBudget};
 
 use dpplan_check::Analysis;
 

@@ -66,7 +66,12 @@ fn diagnostic_json(text: &str, index: &LineIndex, d: &Diagnostic) -> Value {
 /// building it took longer than checking the plan).
 enum Field<'a> {
     Value(Value),
-    Queries(Option<&'a [dpplan_check::QueryReport]>),
+    /// `spliced`: a placeholder is written instead, and the array is
+    /// rendered on two threads by the writer ([`crate::query_array`]).
+    Queries {
+        queries: Option<&'a [dpplan_check::QueryReport]>,
+        spliced: bool,
+    },
     Diagnostics(&'a FileResult<'a>),
 }
 
@@ -78,8 +83,11 @@ impl Serialize for Field<'_> {
         // through a small `Value` of its own.
         match self {
             Field::Value(v) => v.serialize(s),
-            Field::Queries(None) => s.serialize_none(),
-            Field::Queries(Some(qs)) => {
+            Field::Queries { queries: None, .. } => s.serialize_none(),
+            Field::Queries { spliced: true, .. } => crate::query_array::placeholder(s),
+            Field::Queries {
+                queries: Some(qs), ..
+            } => {
                 let mut seq = s.serialize_seq(Some(qs.len()))?;
                 for q in *qs {
                     seq.serialize_element(&crate::query_json::SortedQuery(q))?;
@@ -101,7 +109,7 @@ impl Serialize for Field<'_> {
 
 /// A file's JSON object, keys in sorted order (as `serde_json::Map` keeps
 /// them).
-fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
+fn file_fields<'a>(f: &'a FileResult<'a>, splice: bool) -> BTreeMap<String, Field<'a>> {
     let r = f.analysis.report.as_ref();
     let total = r.and_then(|r| r.total.as_ref());
     let small = json!({
@@ -129,9 +137,13 @@ fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
         .into_iter()
         .map(|(k, v)| (k, Field::Value(v)))
         .collect();
+    let queries = r.map(|r| r.queries.as_slice());
     fields.insert(
         "queries".into(),
-        Field::Queries(r.map(|r| r.queries.as_slice())),
+        Field::Queries {
+            queries,
+            spliced: splice && spliced(queries),
+        },
     );
     fields.insert("diagnostics".into(), Field::Diagnostics(f));
     if !f.analysis.suppressed.is_empty() {
@@ -156,6 +168,8 @@ fn file_fields<'a>(f: &'a FileResult<'a>) -> BTreeMap<String, Field<'a>> {
 /// The whole document: `files` is written file by file, field by field.
 struct Document<'a> {
     files: &'a [FileResult<'a>],
+    /// Large queries arrays as placeholders, for a [`Splicer`](crate::query_array::Splicer).
+    splice: bool,
     /// `shared_budgets` (a policy's budgets shared across plans), when any.
     shared: Option<&'a Value>,
 }
@@ -164,7 +178,11 @@ impl Serialize for Document<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let c = counts(self.files);
-        let files: Vec<BTreeMap<String, Field>> = self.files.iter().map(file_fields).collect();
+        let files: Vec<BTreeMap<String, Field>> = self
+            .files
+            .iter()
+            .map(|f| file_fields(f, self.splice))
+            .collect();
         let mut m = s.serialize_map(Some(4 + usize::from(self.shared.is_some())))?;
         // sorted: files, schema_version, summary, tool
         m.serialize_entry("files", &files)?;
@@ -195,6 +213,7 @@ impl Serialize for Document<'_> {
 pub fn json_value(files: &[FileResult]) -> Value {
     serde_json::to_value(Document {
         files,
+        splice: false,
         shared: None,
     })
     .unwrap_or_default()
@@ -218,12 +237,47 @@ pub fn write_json<W: std::io::Write>(w: W, files: &[FileResult]) -> std::io::Res
 /// [`write_json`] with the `shared_budgets` field (docs/json-output.md)
 /// when a policy gives one.
 pub fn write_json_with<W: std::io::Write>(
-    mut w: W,
+    w: W,
     files: &[FileResult],
     shared: Option<&Value>,
 ) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut w, &Document { files, shared })?;
-    w.write_all(b"\n")
+    write_document(w, files, shared, true)
+}
+
+/// The queries arrays [`write_json_with`] splices in: those of
+/// [`PARALLEL_QUERIES`](crate::query_array::PARALLEL_QUERIES) queries or more.
+fn spliced(queries: Option<&[dpplan_check::QueryReport]>) -> bool {
+    queries.is_some_and(|q| q.len() >= crate::query_array::PARALLEL_QUERIES)
+}
+
+/// The document; with `splice`, each large queries array rendered on two
+/// threads (the same bytes, `query_array`'s tests check both ways).
+pub(crate) fn write_document<W: std::io::Write>(
+    w: W,
+    files: &[FileResult],
+    shared: Option<&Value>,
+    splice: bool,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let arrays = files
+        .iter()
+        .filter_map(|f| f.analysis.report.as_ref().map(|r| r.queries.as_slice()))
+        .filter(|q| splice && spliced(Some(q)));
+    // The splicer is also the buffer: the pretty printer writes a few bytes
+    // at a time (indentation, keys, punctuation), each a copy into a buffer
+    // of a known type, not a call through whatever `W` is (the CLI's is a
+    // `dyn Write`).
+    let mut w = crate::query_array::Splicer::new(w, arrays);
+    serde_json::to_writer_pretty(
+        &mut w,
+        &Document {
+            files,
+            splice,
+            shared,
+        },
+    )?;
+    w.write_all(b"\n")?;
+    w.finish().map(drop)
 }
 
 fn sarif_level(s: Severity) -> &'static str {

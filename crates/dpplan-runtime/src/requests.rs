@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dpplan_plan::{Dataset, ExecutablePlan, Release};
+use dpplan_vocab::rows::GroupKey;
 use dpplan_vocab::Statistic as Stat;
 
 use crate::engine::{Engine, StatKind, Statistic};
@@ -30,12 +31,20 @@ fn requests<'p>(
     opts: &RunOptions,
     releases: impl IntoIterator<Item = &'p Release>,
 ) -> Result<Vec<Request<'p>>, RunError> {
-    let mut by_dataset: BTreeMap<&str, Vec<&Release>> = BTreeMap::new();
+    // one pass per dataset and filter: a filter is decided before bounding,
+    // so differently filtered statistics are bounded on different rows
+    let mut by_dataset: BTreeMap<(&str, String), Vec<&Release>> = BTreeMap::new();
     for r in releases {
-        by_dataset.entry(r.dataset.as_str()).or_default().push(r);
+        let filter = r.aggregation.filter.as_ref().map_or_else(String::new, |f| {
+            serde_json::to_string(f).unwrap_or_default()
+        });
+        by_dataset
+            .entry((r.dataset.as_str(), filter))
+            .or_default()
+            .push(r);
     }
     let mut out = Vec::with_capacity(by_dataset.len());
-    for (ds_name, rels) in by_dataset {
+    for ((ds_name, _), rels) in by_dataset {
         let ds = plan
             .body
             .datasets
@@ -111,19 +120,44 @@ pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic,
             .clone()
             .ok_or_else(|| RunError::Data(format!("`{}` groups by no column", r.name)))
     };
+    let keys = &r.aggregation.keys;
+    // one category key: the grouping every engine knows
+    let single = matches!(keys.as_slice(), [GroupKey::Category { .. }]);
     let kind = match p.statistic {
         Stat::Count => StatKind::Count,
         Stat::Sum => StatKind::Sum { column: col()? },
-        Stat::GroupedCount => StatKind::GroupedCount { by: by()? },
+        Stat::GroupedCount | Stat::GroupedSum if !keys.is_empty() && !single => StatKind::Cells {
+            keys: keys.clone(),
+            column: (p.statistic == Stat::GroupedSum).then(col).transpose()?,
+        },
+        Stat::GroupedCount => StatKind::GroupedCount {
+            by: single_key(keys).map_or_else(by, Ok)?,
+        },
         Stat::GroupedSum => StatKind::GroupedSum {
-            by: by()?,
+            by: single_key(keys).map_or_else(by, Ok)?,
             column: col()?,
+        },
+        Stat::DistinctCount => StatKind::Distinct { column: col()? },
+    };
+    let kind = match &r.aggregation.filter {
+        None => kind,
+        Some(f) => StatKind::Where {
+            filter: f.clone(),
+            of: Box::new(kind),
         },
     };
     Ok(Statistic {
         kind,
         grid: p.grid_exponent,
     })
+}
+
+/// The column of a grouping by one category key.
+fn single_key(keys: &[GroupKey]) -> Option<String> {
+    match keys {
+        [GroupKey::Category { column, .. }] => Some(column.clone()),
+        _ => None,
+    }
 }
 
 pub(crate) fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {

@@ -34,11 +34,12 @@ fn opts(name: &str, ledger: &Path) -> RunOptions {
     }
 }
 
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
     "app-events",
     "census",
     "repeated-release",
     "retail-mixed",
+    "ride-sharing",
     "web-analytics",
 ];
 

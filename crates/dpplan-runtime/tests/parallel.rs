@@ -54,6 +54,7 @@ fn statistics(plan: &ExecutablePlan, dataset: &str) -> Vec<Statistic> {
                     by: by(),
                     column: col(),
                 },
+                Stat::DistinctCount => StatKind::Distinct { column: col() },
             };
             out.push(Statistic {
                 kind,

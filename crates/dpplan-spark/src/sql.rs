@@ -180,6 +180,20 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
     })
 }
 
+/// The Spark engine does not run the Language v2 statistics yet: a filter
+/// (`where`), several keys or bins, a distinct count. Refused before any
+/// job is submitted (and so before anything is charged).
+fn unsupported(kind: &StatKind) -> EngineError {
+    let what = match kind {
+        StatKind::Where { .. } => "a `where` filter",
+        StatKind::Cells { .. } => "grouping by several keys or by bins",
+        _ => "a distinct count",
+    };
+    schema(format!(
+        "the Spark engine does not support {what} yet: run this plan with the embedded engine (`--engine csv`)"
+    ))
+}
+
 fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
     let mut fields: Vec<(String, i32)> = Vec::new();
     let mut groupings: Vec<String> = Vec::new();
@@ -190,6 +204,9 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
             StatKind::Sum { column } => (Some(column), None),
             StatKind::GroupedCount { by } => (None, Some(by)),
             StatKind::GroupedSum { by, column } => (Some(column), Some(by)),
+            StatKind::Cells { .. } | StatKind::Distinct { .. } | StatKind::Where { .. } => {
+                return Err(unsupported(&s.kind))
+            }
         };
         if value.is_none() && s.grid > 0 {
             return Err(schema("a count needs a grid exponent ≤ 0".into()));

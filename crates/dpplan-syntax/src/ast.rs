@@ -42,6 +42,18 @@ pub struct Plan {
     pub broken: Vec<Span>,
     /// A `privacy` block was written but did not parse.
     pub privacy_broken: bool,
+    /// The names of the items that did not parse but whose keyword and
+    /// name could still be read (`dataset visits { …typo… }`): they are
+    /// declared, only broken, so the checker does not call a reference to
+    /// them undefined (one typo, one error).
+    pub broken_names: Vec<BrokenName>,
+}
+
+/// A broken item's kind and name ([`Plan::broken_names`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BrokenName {
+    pub kind: crate::ItemKind,
+    pub name: Ident,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -191,10 +203,141 @@ pub struct Target {
 pub struct Aggregate {
     pub span: Span,
     pub kind: Spanned<AggKind>,
+    /// `count(distinct d.col)`: the span of `distinct`.
+    pub distinct: Option<Span>,
     pub target: Target,
-    pub by: Option<Ident>,
+    /// `where <predicate>`: only the rows it holds for are aggregated.
+    pub filter: Option<Predicate>,
+    /// `by k1, k2, …`: the group keys, in order (empty: not grouped).
+    pub keys: Vec<GroupKey>,
     /// The extra argument (the quantile's level).
     pub argument: Option<Number>,
+}
+
+/// One key of `by`: a category column, or a numeric column cut into public
+/// bins.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GroupKey {
+    Column {
+        name: Ident,
+    },
+    /// `bins(col, [e0, e1, …] [outside drop|clamp])`.
+    Bins {
+        span: Span,
+        column: Ident,
+        edges: Vec<Number>,
+        /// What happens to a value outside [e0, e_last]; `None`: the
+        /// default (`drop`).
+        outside: Option<Spanned<InvalidRule>>,
+    },
+}
+
+impl GroupKey {
+    /// The column the key reads.
+    pub fn column(&self) -> &Ident {
+        match self {
+            GroupKey::Column { name } => name,
+            GroupKey::Bins { column, .. } => column,
+        }
+    }
+    pub fn span(&self) -> Span {
+        match self {
+            GroupKey::Column { name } => name.span,
+            GroupKey::Bins { span, .. } => *span,
+        }
+    }
+}
+
+/// A row predicate of `where`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Predicate {
+    /// Every item holds (two or more items).
+    And {
+        span: Span,
+        items: Vec<Predicate>,
+    },
+    /// Some item holds (two or more items).
+    Or {
+        span: Span,
+        items: Vec<Predicate>,
+    },
+    Not {
+        span: Span,
+        inner: Box<Predicate>,
+    },
+    /// `<left> <cmp> <right>`.
+    Compare {
+        span: Span,
+        left: PredOperand,
+        cmp: Spanned<Comparison>,
+        right: PredOperand,
+    },
+    /// `<operand> in { v1, v2, … }`.
+    In {
+        span: Span,
+        operand: PredOperand,
+        values: Vec<Literal>,
+    },
+}
+
+impl Predicate {
+    pub fn span(&self) -> Span {
+        match self {
+            Predicate::And { span, .. }
+            | Predicate::Or { span, .. }
+            | Predicate::Not { span, .. }
+            | Predicate::Compare { span, .. }
+            | Predicate::In { span, .. } => *span,
+        }
+    }
+}
+
+/// An operand of a comparison, as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PredOperand {
+    /// `col` or `dataset.col`.
+    Column {
+        span: Span,
+        dataset: Option<Ident>,
+        column: Ident,
+    },
+    Literal {
+        value: Literal,
+    },
+    /// A value computed from private data: rejected (DP006).
+    Data {
+        expr: DataExpr,
+    },
+}
+
+impl PredOperand {
+    pub fn span(&self) -> Span {
+        match self {
+            PredOperand::Column { span, .. } => *span,
+            PredOperand::Literal { value } => value.span(),
+            PredOperand::Data { expr } => expr.span,
+        }
+    }
+}
+
+/// A literal of a predicate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Literal {
+    Number { value: Number },
+    Str { value: Spanned<String> },
+}
+
+impl Literal {
+    pub fn span(&self) -> Span {
+        match self {
+            Literal::Number { value } => value.span,
+            Literal::Str { value } => value.span,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

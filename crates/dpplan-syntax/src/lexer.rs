@@ -261,6 +261,13 @@ pub const KEYWORDS: &[&str] = &[
     "accuracy",
     "time",
     "window",
+    "where",
+    "and",
+    "or",
+    "not",
+    "bins",
+    "outside",
+    "distinct",
     // fixed-alternative atomic rules
     "event",
     "row",

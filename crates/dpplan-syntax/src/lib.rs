@@ -146,6 +146,7 @@ fn parse_items<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawI
         plan.publishes.append(&mut part.publishes);
         plan.broken.append(&mut part.broken);
         plan.privacy_broken |= part.privacy_broken;
+        plan.broken_names.append(&mut part.broken_names);
         broken.append(&mut part_broken);
     }
     (plan, broken)
@@ -156,6 +157,12 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
     let mut plan = ast::Plan::default();
     let mut broken = Vec::new();
     for item in items {
+        if item.too_deep {
+            // its DP016 is the scanner's; a detailed parse would recurse
+            plan.broken.push(item.span);
+            plan.privacy_broken |= item.kind == ItemKind::Privacy;
+            continue;
+        }
         let parsed = rule_of(item.kind).and_then(|rule| {
             let slice = text.get(item.span.start..item.span.end)?;
             DpplanParser::parse(rule, slice).ok()
@@ -166,6 +173,12 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
                 broken.push(item);
                 plan.broken.push(item.span);
                 plan.privacy_broken |= item.kind == ItemKind::Privacy;
+                if let Some(name) = split::item_name(text, item) {
+                    plan.broken_names.push(ast::BrokenName {
+                        kind: item.kind,
+                        name,
+                    });
+                }
             }
         }
     }

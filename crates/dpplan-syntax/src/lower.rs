@@ -401,8 +401,14 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 out.aggregates.push(Aggregate {
                     span,
                     kind: Spanned::new(kind, cx.span(&k)),
+                    distinct: first(&stmt, Rule::agg_distinct).map(|d| cx.span(&d)),
                     target: t,
-                    by: first(&stmt, Rule::ident).map(|i| cx.ident(&i)),
+                    filter: first(&stmt, Rule::filter)
+                        .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
+                        .and_then(|p| predicate(cx, p)),
+                    keys: first(&stmt, Rule::group_keys)
+                        .map(|g| group_keys(cx, g))
+                        .unwrap_or_default(),
                     argument: first(&stmt, Rule::number).map(|n| cx.number(&n)),
                 });
             }
@@ -522,6 +528,130 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     out.accuracies.shrink_to_fit();
     out.windows.shrink_to_fit();
     Some(out)
+}
+
+/// The keys of `by k1, k2, …`.
+fn group_keys(cx: &Ctx, pair: Pair<Rule>) -> Vec<GroupKey> {
+    children(pair)
+        .filter_map(|k| match k.as_rule() {
+            Rule::ident => Some(GroupKey::Column { name: cx.ident(&k) }),
+            Rule::bins_key => Some(GroupKey::Bins {
+                span: cx.span(&k),
+                column: cx.ident(&first(&k, Rule::ident)?),
+                edges: all(&k, Rule::number).iter().map(|n| cx.number(n)).collect(),
+                outside: first(&k, Rule::bins_outside)
+                    .and_then(|o| first(&o, Rule::invalid_rule))
+                    .and_then(|r| {
+                        Some(Spanned::new(
+                            InvalidRule::from_name(r.as_str())?,
+                            cx.span(&r),
+                        ))
+                    }),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A predicate (`pred_or`, `pred_and`, `pred_not` or an atom); a level with
+/// one item is that item.
+fn predicate(cx: &Ctx, pair: Pair<Rule>) -> Option<Predicate> {
+    let span = cx.span(&pair);
+    match pair.as_rule() {
+        Rule::pred_or | Rule::pred_and => {
+            let or = pair.as_rule() == Rule::pred_or;
+            let mut items: Vec<Predicate> = children(pair)
+                .filter(|c| !matches!(c.as_rule(), Rule::kw_or | Rule::kw_and))
+                .map(|c| predicate(cx, c))
+                .collect::<Option<_>>()?;
+            if items.len() == 1 {
+                return items.pop();
+            }
+            Some(if or {
+                Predicate::Or { span, items }
+            } else {
+                Predicate::And { span, items }
+            })
+        }
+        Rule::pred_not => {
+            let mut inner = pair.into_inner();
+            let head = inner.next()?;
+            if head.as_rule() == Rule::kw_not {
+                let rest = predicate(cx, inner.next()?)?;
+                Some(Predicate::Not {
+                    span,
+                    inner: Box::new(rest),
+                })
+            } else {
+                predicate(cx, head)
+            }
+        }
+        Rule::pred_group => predicate(cx, first(&pair, Rule::pred_or)?),
+        Rule::pred_cmp => {
+            let ops = all(&pair, Rule::pred_operand);
+            Some(Predicate::Compare {
+                span,
+                left: pred_operand(cx, ops.first()?.clone())?,
+                cmp: first(&pair, Rule::cmp).and_then(|p| {
+                    Some(Spanned::new(
+                        Comparison::from_name(p.as_str())?,
+                        cx.span(&p),
+                    ))
+                })?,
+                right: pred_operand(cx, ops.get(1)?.clone())?,
+            })
+        }
+        Rule::pred_in => Some(Predicate::In {
+            span,
+            operand: pred_operand(cx, first(&pair, Rule::pred_operand)?)?,
+            values: all(&pair, Rule::pred_literal)
+                .into_iter()
+                .map(|l| literal(cx, l))
+                .collect::<Option<_>>()?,
+        }),
+        _ => None,
+    }
+}
+
+fn pred_operand(cx: &Ctx, pair: Pair<Rule>) -> Option<PredOperand> {
+    let inner = pair.into_inner().next()?;
+    match inner.as_rule() {
+        Rule::data_call => Some(PredOperand::Data {
+            expr: data_expr(cx, inner)?,
+        }),
+        Rule::pred_literal => Some(PredOperand::Literal {
+            value: literal(cx, inner)?,
+        }),
+        Rule::path | Rule::ident => {
+            let t = target(cx, inner)?;
+            Some(match t.column {
+                Some(column) => PredOperand::Column {
+                    span: t.span,
+                    dataset: Some(t.dataset),
+                    column,
+                },
+                None => PredOperand::Column {
+                    span: t.span,
+                    dataset: None,
+                    column: t.dataset,
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
+fn literal(cx: &Ctx, pair: Pair<Rule>) -> Option<Literal> {
+    let inner = pair.into_inner().next()?;
+    match inner.as_rule() {
+        Rule::string => Some(Literal::Str {
+            value: cx.string(&inner),
+        }),
+        Rule::number => Some(Literal::Number {
+            value: cx.number(&inner),
+        }),
+        _ => None,
+    }
 }
 
 fn publish(cx: &Ctx, pair: Pair<Rule>) -> Option<Publish> {

@@ -3,8 +3,10 @@
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use pest::error::{Error, ErrorVariant, InputLocation};
+use pest::Parser as _;
+use std::collections::BTreeMap;
 
-use crate::{ItemKind, RawItem, Rule, MAX_SYNTAX_ERRORS};
+use crate::{lexer, DpplanParser, ItemKind, RawItem, Rule, MAX_SYNTAX_ERRORS};
 
 /// How a rule is named in an "expected …" message.
 fn describe(rule: Rule) -> Option<&'static str> {
@@ -244,18 +246,87 @@ pub(crate) fn from_pest(text: &str, base: usize, kind: ItemKind, err: &Error<Rul
         "{} could not be read, so it is left out of the checks until this is fixed",
         capitalize(kind.describe())
     ));
-    d
+    let typed = text.get(span.start..span.end).unwrap_or("");
+    match expected_rules(err).and_then(|rules| keyword_meant(typed, rules)) {
+        Some(word) => d.suggest(word),
+        None => d,
+    }
+}
+
+/// The rules pest expected where it failed.
+fn expected_rules(err: &Error<Rule>) -> Option<&[Rule]> {
+    match &err.variant {
+        ErrorVariant::ParsingError { positives, .. } => Some(positives),
+        ErrorVariant::CustomError { .. } => None,
+    }
+}
+
+/// The keyword that `typed` most likely meant where one of `rules` was
+/// expected: the candidates are the lexer's [`lexer::KEYWORDS`] that one of
+/// those rules accepts as a whole (so the grammar decides which words fit
+/// here, e.g. only the mechanisms after `noise`). A rule that accepts any
+/// name (`ident`) offers no keyword.
+fn keyword_meant(typed: &str, rules: &[Rule]) -> Option<&'static str> {
+    if typed.is_empty() || !typed.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let mut fitting: Vec<&'static str> = Vec::new();
+    for &rule in rules {
+        fitting.extend(keywords_of(rule));
+    }
+    // in the lexer's order, whichever rule accepts them
+    fitting.sort_by_key(|w| lexer::KEYWORDS.iter().position(|k| k == w));
+    fitting.dedup();
+    dpplan_diagnostics::did_you_mean(typed, fitting)
+}
+
+/// The keywords that `rule` accepts as a whole word; none for a rule that
+/// accepts any name. Computed once per rule (a few hundred tiny parses).
+fn keywords_of(rule: Rule) -> Vec<&'static str> {
+    static KNOWN: std::sync::Mutex<BTreeMap<Rule, Vec<&'static str>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    known
+        .entry(rule)
+        .or_insert_with(|| {
+            let whole = |word: &str| {
+                DpplanParser::parse(rule, word)
+                    .ok()
+                    .and_then(|pairs| pairs.last())
+                    .is_some_and(|pair| pair.as_span().end() == word.len())
+            };
+            if whole("not_a_keyword_at_all") {
+                return Vec::new();
+            }
+            lexer::KEYWORDS
+                .iter()
+                .copied()
+                .filter(|w| whole(w))
+                .collect()
+        })
+        .clone()
 }
 
 pub(crate) fn unknown_item(text: &str, span: Span) -> Diagnostic {
     let word = found_at(text, span.start);
-    Diagnostic::new(
+    let first = first_token(text, span);
+    let typed = text.get(first.start..first.end).unwrap_or("");
+    let items = lexer::KEYWORDS
+        .iter()
+        .copied()
+        .filter(|w| ItemKind::from_word(w).is_some_and(|k| k != ItemKind::Header));
+    let meant = dpplan_diagnostics::did_you_mean(typed, items);
+    let d = Diagnostic::new(
         Code::Syntax,
         format!("expected `privacy`, `dataset`, `query` or `publish`, found {word}"),
         first_token(text, span),
     )
     .label("not a plan item")
-    .help("a plan holds a `privacy { … }` block, `dataset`s, `query`s and `publish` statements")
+    .help("a plan holds a `privacy { … }` block, `dataset`s, `query`s and `publish` statements");
+    match meant {
+        Some(word) => d.suggest(word),
+        None => d,
+    }
 }
 
 /// The item's text up to its first whitespace (its keyword, usually).

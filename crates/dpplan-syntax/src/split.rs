@@ -26,7 +26,7 @@ pub enum ItemKind {
 }
 
 impl ItemKind {
-    fn from_word(word: &str) -> Option<ItemKind> {
+    pub(crate) fn from_word(word: &str) -> Option<ItemKind> {
         Some(match word {
             "plan" => ItemKind::Header,
             "privacy" => ItemKind::Privacy,
@@ -52,6 +52,34 @@ impl ItemKind {
 pub struct RawItem {
     pub kind: ItemKind,
     pub span: Span,
+    /// Parentheses nest deeper than [`MAX_NESTING`] in it (a DP016 was
+    /// reported): it is not parsed (the grammar's predicates recurse on
+    /// parentheses).
+    pub too_deep: bool,
+}
+
+/// The name of a dataset, query or publish item, read from its first
+/// tokens (`dataset visits {`, `publish copy =`) even when the rest of the
+/// item does not parse; `None` for other items or when the second token is
+/// not a name.
+pub(crate) fn item_name(text: &str, item: &RawItem) -> Option<crate::ast::Ident> {
+    if !matches!(
+        item.kind,
+        ItemKind::Dataset | ItemKind::Query | ItemKind::Publish
+    ) {
+        return None;
+    }
+    let mut words = lexer::lex(text.get(item.span.start..item.span.end)?)
+        .filter(|t| !t.is_trivia())
+        .take(2);
+    let (_keyword, name) = (words.next()?, words.next()?);
+    let word = name.text(&text[item.span.start..]);
+    (name.kind == TokenKind::Ident && !lexer::is_keyword(word)).then(|| {
+        crate::ast::Spanned::new(
+            word.to_string(),
+            Span::new(name.start, name.end).offset(item.span.start),
+        )
+    })
 }
 
 pub(crate) struct Split {
@@ -189,6 +217,7 @@ pub(crate) fn split(text: &str) -> Split {
                 items.push(RawItem {
                     kind,
                     span: Span::new(start, s.pos),
+                    too_deep: false,
                 });
             }
             continue;
@@ -208,6 +237,7 @@ pub(crate) fn split(text: &str) -> Split {
         }
         // Scan the item.
         let mut depth: usize = 0;
+        let (mut parens, mut too_deep): (usize, bool) = (0, false);
         let mut end;
         s.skip_token();
         loop {
@@ -243,6 +273,25 @@ pub(crate) fn split(text: &str) -> Split {
                     }
                     s.pos = t.end;
                 }
+                TokenKind::Punct(b'(') => {
+                    parens += 1;
+                    if parens > MAX_NESTING && !too_deep {
+                        too_deep = true;
+                        diagnostics.push(
+                            Diagnostic::new(
+                                Code::Limit,
+                                format!("parentheses nest deeper than {MAX_NESTING} levels"),
+                                Span::new(s.pos, s.pos + 1),
+                            )
+                            .help("a filter needs a few levels at most: check for unclosed parentheses"),
+                        );
+                    }
+                    s.pos = t.end;
+                }
+                TokenKind::Punct(b')') => {
+                    parens = parens.saturating_sub(1);
+                    s.pos = t.end;
+                }
                 TokenKind::Punct(b'}') => {
                     if depth == 0 {
                         // The plan's closing brace: the item ends before it.
@@ -261,6 +310,7 @@ pub(crate) fn split(text: &str) -> Split {
         items.push(RawItem {
             kind,
             span: Span::new(start, end),
+            too_deep,
         });
         s.pos = s.pos.max(end);
     }

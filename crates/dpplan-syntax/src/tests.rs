@@ -530,3 +530,68 @@ fn a_large_plan_parsed_in_parallel_is_the_plan_parsed_in_one_pass() {
     assert_eq!(parsed.plan, one_pass);
     assert_eq!(parsed.diagnostics.len(), 8);
 }
+
+/// The one syntax error of `SAMPLE` with `from` replaced by `to`, and what
+/// it suggests.
+fn typo(from: &str, to: &str) -> (Diagnostic, String) {
+    assert!(SAMPLE.contains(from), "{from}");
+    let text = SAMPLE.replacen(from, to, 1);
+    let p = parse(&text);
+    assert_eq!(p.diagnostics.len(), 1, "{to}: {:#?}", p.diagnostics);
+    let d = p.diagnostics[0].clone();
+    let at = text[d.primary.span.start..d.primary.span.end].to_string();
+    (d, at)
+}
+
+#[test]
+fn a_misspelt_keyword_or_name_of_the_vocabulary_is_suggested() {
+    for (from, to, meant) in [
+        ("noise laplace", "noise laplce", "laplace"),
+        ("noise gaussian", "noise gausian", "gaussian"),
+        ("accountant best", "accountant bset", "best"),
+        ("adjacency add_remove", "adjacency add_remvoe", "add_remove"),
+        ("rows_per_unit 5", "rows_per_unt 5", "rows_per_unit"),
+        ("count(visits)", "cuont(visits)", "count"),
+        (": float in", ": flaot in", "float"),
+        ("schedule every 1 day", "schedul every 1 day", "schedule"),
+        ("for 365 days", "for 365 dyas", "days"),
+        ("source \"data", "sorce \"data", "source"),
+        ("budget epsilon", "budget epsilno", "epsilon"),
+        ("  query page_mix", "  qeury page_mix", "query"),
+        ("  dataset visits", "  datset visits", "dataset"),
+    ] {
+        let (d, at) = typo(from, to);
+        let typed = to
+            .split([' ', '(', ':'])
+            .find(|w| at == *w)
+            .unwrap_or_else(|| {
+                panic!("{to}: the error points at `{at}`: {d:#?}");
+            });
+        assert_eq!(d.suggestion.as_deref(), Some(meant), "{typed}: {d:#?}");
+        let help = d.help.as_deref().unwrap();
+        assert!(
+            help.starts_with(&format!("did you mean `{meant}`? ")),
+            "{help}"
+        );
+    }
+}
+
+#[test]
+fn a_word_far_from_every_keyword_allowed_there_gets_no_suggestion() {
+    for (from, to) in [
+        ("noise laplace", "noise poisson"),
+        ("accountant best", "accountant moments"),
+        ("rows_per_unit 5", "rows_total 5"),
+        // close to a keyword, but not one allowed here (`sum` is an
+        // aggregation, not a mechanism)
+        ("noise laplace", "noise sum"),
+        ("  dataset visits", "  tables visits"),
+    ] {
+        let (d, _) = typo(from, to);
+        assert_eq!(d.suggestion, None, "{to}: {d:#?}");
+        assert!(
+            !d.help.as_deref().unwrap_or("").contains("did you mean"),
+            "{d:#?}"
+        );
+    }
+}

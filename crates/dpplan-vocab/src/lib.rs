@@ -19,6 +19,8 @@
 
 use std::fmt;
 
+pub mod rows;
+
 /// A closed set of names, each serialised as its snake_case name.
 pub trait Vocabulary: Copy + Sized + 'static {
     /// Every member, in declaration order.
@@ -266,6 +268,8 @@ vocabulary! {
         GroupedCount => "grouped_count",
         /// One sum per group of the public domain.
         GroupedSum => "grouped_sum",
+        /// The number of distinct values of a column (`count(distinct d.c)`).
+        DistinctCount => "distinct_count",
     }
 }
 
@@ -286,9 +290,15 @@ impl Statistic {
             (AggKind::Histogram, false) | (AggKind::Quantile, _) => return None,
         })
     }
-    /// A count (of rows), as opposed to a sum of values.
+    /// The statistics of `count(distinct d.c)`: one distinct count.
+    pub const DISTINCT: &'static [Statistic] = &[Statistic::DistinctCount];
+    /// A count (of rows or of distinct values: an integer), as opposed to
+    /// a sum of values.
     pub fn is_count(self) -> bool {
-        matches!(self, Statistic::Count | Statistic::GroupedCount)
+        matches!(
+            self,
+            Statistic::Count | Statistic::GroupedCount | Statistic::DistinctCount
+        )
     }
     /// One value per group.
     pub fn is_grouped(self) -> bool {

@@ -41,6 +41,9 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 #[path = "pld_dgauss.rs"]
 mod pld_dgauss;
+#[path = "pld_laplace.rs"]
+mod pld_laplace;
+use pld_laplace::laplace_leaf;
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -460,48 +463,6 @@ fn self_compose(ctx: &mut Ctx, base: GridPld, k: u64) -> GridPld {
     result.unwrap_or_else(GridPld::identity)
 }
 
-/// Gauss–Legendre 8-point nodes/weights on [−1, 1].
-const GL_X: [f64; 4] = [
-    0.183_434_642_495_649_8,
-    0.525_532_409_916_329,
-    0.796_666_477_413_626_7,
-    0.960_289_856_497_536_3,
-];
-const GL_W: [f64; 4] = [
-    0.362_683_783_378_362,
-    0.313_706_645_877_887_3,
-    0.222_381_034_453_374_5,
-    0.101_228_536_290_376_3,
-];
-
-/// Leaf for the 1-D Laplace mechanism with ε = Δ/b. PLD under P = Lap(0,b):
-/// atom ½ at +ε, atom ½e^{−ε} at −ε, density ¼e^{(l−ε)/2} on (−ε, ε).
-fn laplace_leaf(e: i32, eps: f64) -> GridPld {
-    let h = h_of(e);
-    let mut atoms: Vec<(f64, f64)> = vec![(eps, 0.5), (-eps, 0.5 * (-eps).exp())];
-    // integrate the density piecewise over grid cells, as atoms at GL nodes (exact
-    // linear splitting is applied per atom by from_atoms)
-    let k0 = (-eps / h).floor() as i64;
-    let k1 = (eps / h).ceil() as i64;
-    for k in k0..k1 {
-        let a = (k as f64 * h).max(-eps);
-        let b = ((k + 1) as f64 * h).min(eps);
-        if b <= a {
-            continue;
-        }
-        let c = 0.5 * (a + b);
-        let r = 0.5 * (b - a);
-        for j in 0..4 {
-            for s in [-1.0, 1.0] {
-                let x = c + s * r * GL_X[j];
-                let d = 0.25 * ((x - eps) / 2.0).exp();
-                atoms.push((x.min(b).max(a), d * r * GL_W[j]));
-            }
-        }
-    }
-    GridPld::from_atoms(e, &atoms, 0.0)
-}
-
 /// Randomized response RR_ε: atom 1/(1+e^{−ε}) at +ε, 1/(1+e^{ε}) at −ε.
 fn rr_leaf(e: i32, eps: f64) -> GridPld {
     let atoms = [
@@ -790,12 +751,17 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
         |x| delta_of(x) <= delta,
     );
+    // the Gaussian releases composed exactly, when there are any
+    let gaussian = if mu > 0.0 {
+        format!(", Gaussian part μ = {mu:.6}")
+    } else {
+        String::new()
+    };
     let detail = format!(
-        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups, Gaussian part μ = {:.6}, mass at ∞ {:.2e}{}; {}",
+        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups{gaussian}, mass at ∞ {:.2e}{}; {}",
         g.e,
         g.p.len(),
         leaves.len(),
-        mu,
         g.inf,
         shapes_note,
         error_terms(&ctx)

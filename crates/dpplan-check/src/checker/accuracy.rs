@@ -291,8 +291,8 @@ pub(super) fn auto_conflict(
         return;
     }
     let spent = match choice {
-        Some(a) => acct::epsilon(fixed, privacy.delta, a),
-        None => acct::best(fixed, privacy.delta),
+        Some(a) => crate::memo::epsilon(fixed, privacy.delta, a),
+        None => crate::memo::best(fixed, privacy.delta),
     };
     let Ok(spent) = spent else { return };
     let tail = format!(

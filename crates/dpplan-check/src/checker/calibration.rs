@@ -42,12 +42,12 @@ fn solve_multiplier(
     let fits_fast = |t: f64| -> bool {
         let rs = build(t);
         let r = match choice {
-            Some(a) => acct::epsilon(&rs, delta, a),
+            Some(a) => crate::memo::epsilon(&rs, delta, a),
             None => fast_best(&rs, delta),
         };
         r.is_ok_and(|b| b.epsilon <= target)
     };
-    let fits_best = |x: f64| acct::best(&build(x), delta).is_ok_and(|b| b.epsilon <= target);
+    let fits_best = |x: f64| crate::memo::best(&build(x), delta).is_ok_and(|b| b.epsilon <= target);
     match search(&fits_fast, 100) {
         Some(t) if choice.is_some() || !precise => Some(t),
         // The tighter accountants need less noise: look below t.

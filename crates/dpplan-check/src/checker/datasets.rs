@@ -30,6 +30,8 @@ pub(super) struct DatasetInfo<'a> {
     pub(super) id_columns: Vec<&'a ast::Column>,
     /// `windows_per_unit` and `rows_per_window`, as declared and valid.
     pub(super) windows: super::window::WindowBounds,
+    /// The id column of a user-level unit.
+    pub(super) unit_id: Option<String>,
 }
 
 /// A positive whole number, or a DP007 diagnostic.
@@ -116,6 +118,13 @@ fn dataset<'a>(
         declared_rows: contribution.rows,
         id_columns,
         windows: contribution.windows,
+        unit_id: match privacy {
+            Some(Privacy {
+                unit: Unit::User { id },
+                ..
+            }) => Some(id.value.clone()),
+            _ => None,
+        },
     }
 }
 

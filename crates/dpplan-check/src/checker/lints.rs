@@ -12,6 +12,7 @@ use dpplan_syntax::ast::{self, Unit};
 use super::datasets::DatasetInfo;
 use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
+use super::recover::suggest_name;
 use super::total::releases_of;
 use super::{data_dependent, fast_best, Checker};
 use crate::sensitivity::fmt_num;
@@ -41,7 +42,11 @@ pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
     }
     for p in &plan.publishes {
         if !seen.contains_key(p.source.value.as_str()) {
-            c.error(
+            if c.broken.release(&p.source.value) {
+                // Declared but broken: its syntax error says why, once.
+                continue;
+            }
+            c.error(suggest_name(
                 Diagnostic::new(
                     Code::Undefined,
                     format!("there is no query or publish named `{}`", p.source.value),
@@ -49,7 +54,9 @@ pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
                 )
                 .label("undefined release")
                 .help("re-publish an existing query: `publish copy = <query name>`"),
-            );
+                &p.source.value,
+                seen.keys().copied(),
+            ));
         } else if p.source.value == p.name.value {
             c.error(
                 Diagnostic::new(
@@ -92,15 +99,17 @@ pub(super) fn check_publishes(c: &mut Checker, plan: &ast::Plan) {
                 );
             }
             ast::Operand::Released { name } => {
-                if !released.contains(&name.value.as_str()) {
-                    c.error(
+                if !released.contains(&name.value.as_str()) && !c.broken.release(&name.value) {
+                    c.error(suggest_name(
                         Diagnostic::new(
                             Code::Undefined,
                             format!("there is no released value `{}`", name.value),
                             name.span,
                         )
                         .help("a condition may read any released query or publish by name"),
-                    );
+                        &name.value,
+                        released.iter().copied(),
+                    ));
                 }
             }
         }
@@ -275,7 +284,7 @@ pub(super) fn per_person_guarantee(
                     }
                 });
                 let per_person = match choice {
-                    Some(a) => acct::epsilon(&scaled, privacy.delta, a),
+                    Some(a) => crate::memo::epsilon(&scaled, privacy.delta, a),
                     None => fast_best(&scaled, privacy.delta),
                 };
                 match per_person {

@@ -15,6 +15,8 @@ mod lints;
 mod noise;
 mod privacy;
 mod query;
+mod recover;
+mod rows;
 mod total;
 mod window;
 
@@ -22,6 +24,9 @@ use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::ast::{self, Adjacency, NoiseKind};
 use dpplan_vocab::{ColumnKind, InvalidRule};
+use std::collections::HashMap;
+
+use datasets::DatasetInfo;
 
 use crate::report::*;
 use crate::sensitivity::Derived;
@@ -61,6 +66,8 @@ impl Default for AnalysisOptions {
 /// The diagnostics found so far, in the order the passes report them.
 struct Checker {
     diags: Vec<Diagnostic>,
+    /// The items that did not parse, by name ([`recover`]).
+    broken: recover::BrokenNames,
 }
 
 impl Checker {
@@ -111,7 +118,7 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
     }
 }
 
-pub(crate) use acct::fast_best;
+pub(crate) use crate::memo::fast_best;
 
 fn valid_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
@@ -134,13 +141,77 @@ fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &
     }
 }
 
+/// From this many queries on, the independent halves of a pass run on two
+/// threads; below it a thread would cost more than it saves.
+const PARALLEL_QUERIES: usize = 256;
+
+/// `(a(), b())`, with `b` on a second thread when `parallel`: for two
+/// passes that read the same data and share nothing they write but the
+/// accounting cache (whose answers are the computed ones), so that the
+/// results are the same either way.
+fn both<A, B: Send>(parallel: bool, a: impl FnOnce() -> A, b: impl FnOnce() -> B + Send) -> (A, B) {
+    if !parallel {
+        let x = a();
+        return (x, b());
+    }
+    // the second thread works for the same analysis: same accounting cache
+    let cache = crate::memo::current();
+    std::thread::scope(|s| {
+        let hb = s.spawn(move || crate::memo::in_same_analysis(cache, b));
+        let x = a();
+        let y = hb
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (x, y)
+    })
+}
+
+/// Every query planned ([`plan_query`]), in the plan's order. From
+/// [`PARALLEL_PLANNING`] queries on, each half of the list is planned on
+/// its own thread with its own [`Checker`], and the second half's
+/// diagnostics are appended after the first's: the same queries and the
+/// same diagnostics in the same order as one pass over the list.
+fn plan_queries<'a>(
+    c: &mut Checker,
+    qs: &'a [ast::Query],
+    datasets: &HashMap<&str, DatasetInfo>,
+    adjacency: Adjacency,
+    delta: f64,
+) -> Vec<QueryPlan<'a>> {
+    let run = |c: &mut Checker, qs: &'a [ast::Query]| -> Vec<QueryPlan<'a>> {
+        qs.iter()
+            .filter_map(|q| plan_query(c, q, datasets, adjacency, Some(delta)))
+            .collect()
+    };
+    if qs.len() < PARALLEL_PLANNING {
+        return run(c, qs);
+    }
+    let (left, right) = qs.split_at(qs.len() / 2);
+    let mut c2 = Checker {
+        diags: Vec::new(),
+        broken: c.broken.clone(),
+    };
+    let (mut first, second) = both(true, || run(c, left), || run(&mut c2, right));
+    c.diags.append(&mut c2.diags);
+    // exactly the room needed: at 10⁵ queries a doubling is 17 MB
+    first.reserve_exact(second.len());
+    first.extend(second);
+    first
+}
+
+/// From this many queries on, [`plan_queries`] uses two threads.
+pub(crate) const PARALLEL_PLANNING: usize = 2048;
+
 /// Runs the passes in order and assembles the plan's report; the report is
 /// `None` when the privacy block is missing or broken.
 pub(crate) fn check(
     plan: &ast::Plan,
     options: &AnalysisOptions,
 ) -> (Option<CheckedPlan>, Vec<Diagnostic>) {
-    let mut c = Checker { diags: Vec::new() };
+    let mut c = Checker {
+        diags: Vec::new(),
+        broken: recover::BrokenNames::of(plan),
+    };
     let privacy = resolve_privacy(&mut c, plan);
     let datasets = resolve_datasets(&mut c, plan, privacy.as_ref());
     let Some(privacy) = privacy else {
@@ -152,11 +223,12 @@ pub(crate) fn check(
         return (None, c.diags);
     };
 
-    let mut queries: Vec<QueryPlan> = Vec::with_capacity(plan.queries.len());
-    queries.extend(
-        plan.queries.iter().filter_map(|q| {
-            plan_query(&mut c, q, &datasets, privacy.adjacency, Some(privacy.delta))
-        }),
+    let mut queries = plan_queries(
+        &mut c,
+        &plan.queries,
+        &datasets,
+        privacy.adjacency,
+        privacy.delta,
     );
     check_names(&mut c, plan);
     check_publishes(&mut c, plan);
@@ -172,6 +244,7 @@ pub(crate) fn check(
     }
 
     accuracy::check_accuracy(&mut c, &queries);
+    rows::sparse_cells(&mut c, &queries, privacy.population);
 
     let releases = releases_of(&queries, &|_| 1.0);
     // Any error, any broken item, or any query left out of the accounting
@@ -180,8 +253,11 @@ pub(crate) fn check(
         || !plan.broken.is_empty()
         || queries.len() != plan.queries.len()
         || queries.iter().any(|q| !q.ok);
-    let mut account = account_total(&mut c, &releases, &privacy, choice, options, has_errors);
-    let reports = query_reports(&queries, &privacy, options);
+    let (mut account, reports) = both(
+        queries.len() >= PARALLEL_QUERIES,
+        || account_total(&mut c, &releases, &privacy, choice, options, has_errors),
+        || query_reports(&mut queries, &privacy, options),
+    );
     if let Some(t) = &account.total {
         let fits = budget(&mut c, t, &reports, &privacy);
         if !fits {

@@ -6,15 +6,20 @@
 use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_syntax::ast::{self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind};
+use dpplan_syntax::ast::{
+    self, AccuracyMeasure, Adjacency, AggKind, ColumnType, InvalidRule, NoiseKind,
+};
 use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::noise::{noise_kind, noise_scale};
+use super::recover::suggest_name;
+use super::rows::{self, Cells};
 use super::{duplicate, valid_positive, Checker};
 use crate::report::{QuerySpec, ScheduleSpec};
 use crate::schedule::{self, ScheduleError};
 use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
+use crate::sensitivity_rows;
 
 /// How a part's noise is set before calibration.
 #[derive(Debug, Clone)]
@@ -74,6 +79,10 @@ pub(super) struct QueryPlan<'a> {
     pub(super) spec: Option<QuerySpec>,
     /// The `accuracy` requirement, when it has one.
     pub(super) accuracy: Option<Accuracy>,
+    /// The cells of a grouped query (its keys' product).
+    pub(super) cells: Option<Cells>,
+    /// What one unit may contribute to its dataset.
+    pub(super) unit: Option<UnitBound>,
     /// The query's `window`, resolved: its releases are one vector release.
     pub(super) window: Option<super::window::Window>,
 }
@@ -100,6 +109,7 @@ struct Target<'a> {
     info: &'a DatasetInfo<'a>,
     column: Option<(&'a ast::Ident, &'a ColumnInfo<'a>)>,
     group: Option<u64>,
+    cells: Option<Cells>,
 }
 
 /// Declared sensitivities that passed the check against the derived ones.
@@ -155,6 +165,8 @@ pub(super) fn plan_query<'a>(
         spec: None,
         accuracy,
         window: None,
+        cells: None,
+        unit: None,
     };
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
         Ok(spec) => plan.spec = schedule_spec.map(spec),
@@ -179,12 +191,39 @@ fn plan_parts(
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
     let unit = target.info.bound.ok_or(Reported)?;
-    let values = value_bounds(c, agg, &target)?;
+    let filter = agg
+        .filter
+        .as_ref()
+        .map(|p| rows::resolve_filter(c, target.info, p))
+        .transpose()?;
+    let distinct = match agg.distinct {
+        None => None,
+        Some(_) => Some(rows::check_distinct(
+            c,
+            agg,
+            target.info,
+            unit_id(target.info),
+        )?),
+    };
+    let values = match distinct {
+        None => value_bounds(c, agg, &target)?,
+        Some(_) => None,
+    };
     groups(c, agg, &target, unit)?;
-    let mut derived = derive_sensitivities(agg.kind.value, target.group, values, unit, adjacency);
+    let shape = Shape {
+        group: target.group,
+        values,
+        drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
+        distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
+    };
+    let mut derived = derive_sensitivities(agg.kind.value, &shape, unit, adjacency);
+    plan.unit = Some(unit);
+    plan.cells = target.cells.clone();
     let window = super::window::resolve(c, plan.q, target.info, unit, plan.releases)?;
     let mut unwindowed = None;
     if let Some(w) = &window {
+        // TODO(merge of h-lang and h-win): the horizon derivation does not
+        // see the shape's filter/distinct/drops yet
         let (horizon, per_release) =
             super::window::derive(w, derived, unit, adjacency, target.group, values);
         derived = horizon;
@@ -212,16 +251,10 @@ fn plan_parts(
     plan.window = window;
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
-    let by = agg.by.as_ref().map(|b| b.value.clone());
-    let groups = by
-        .as_deref()
-        .and_then(|b| target.info.columns.get(b))
-        .and_then(|ci| match ci.ty {
-            ColumnType::Category {
-                domain: Some(ast::Domain::List { values }),
-            } => Some(values.iter().map(|v| v.value.clone()).collect()),
-            _ => None,
-        });
+    let keys = target.cells.map(|k| k.keys).unwrap_or_default();
+    let by = (!keys.is_empty()).then(|| rows::describe_keys(&agg.keys));
+    let groups = (!keys.is_empty()).then(|| dpplan_vocab::rows::cell_labels(&keys));
+    let distinct = distinct.is_some();
     Ok(move |schedule| QuerySpec {
         kind,
         dataset,
@@ -231,6 +264,9 @@ fn plan_parts(
         groups,
         schedule,
         window: window_spec,
+        filter,
+        keys,
+        distinct,
     })
 }
 
@@ -414,13 +450,23 @@ fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
 /// The aggregation in words, e.g. `sum(visits.seconds by region)`.
 fn describe_aggregation(agg: &ast::Aggregate) -> String {
     format!(
-        "{}({}{}{})",
+        "{}({}{}{}{}{})",
         agg.kind.value.as_str(),
+        if agg.distinct.is_some() {
+            "distinct "
+        } else {
+            ""
+        },
         describe_target(&agg.target),
-        agg.by
+        agg.filter
             .as_ref()
-            .map(|b| format!(" by {}", b.value))
+            .map(|p| format!(" where {}", rows::describe_predicate(p)))
             .unwrap_or_default(),
+        if agg.keys.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", rows::describe_keys(&agg.keys))
+        },
         agg.argument
             .as_ref()
             .map(|a| format!(", {}", a.value))
@@ -451,7 +497,11 @@ fn target<'a>(
     datasets: &'a HashMap<&str, DatasetInfo<'a>>,
 ) -> Result<Target<'a>, Reported> {
     let Some(info) = datasets.get(agg.target.dataset.value.as_str()) else {
-        c.error(
+        if c.broken.dataset(&agg.target.dataset.value) {
+            // Declared but broken: its syntax error says why, once.
+            return Err(Reported);
+        }
+        c.error(suggest_name(
             Diagnostic::new(
                 Code::Undefined,
                 format!("there is no dataset `{}`", agg.target.dataset.value),
@@ -463,7 +513,9 @@ fn target<'a>(
                 agg.target.dataset.value,
                 names(datasets.keys().copied())
             )),
-        );
+            &agg.target.dataset.value,
+            datasets.keys().copied(),
+        ));
         return Err(Reported);
     };
     let column = match &agg.target.column {
@@ -471,7 +523,7 @@ fn target<'a>(
         Some(col) => match info.columns.get(col.value.as_str()) {
             Some(ci) => Some((col, ci)),
             None => {
-                c.error(
+                c.error(suggest_name(
                     Diagnostic::new(
                         Code::Undefined,
                         format!(
@@ -486,27 +538,31 @@ fn target<'a>(
                         info.ds.name.value,
                         names(info.columns.keys().copied())
                     )),
-                );
+                    &col.value,
+                    info.columns.keys().copied(),
+                ));
                 return Err(Reported);
             }
         },
     };
-    let group = match &agg.by {
-        None => None,
-        Some(by) => Some(group_domain(c, info, by)?),
-    };
+    let cells = rows::resolve_keys(c, info, &agg.keys)?;
     Ok(Target {
         info,
         column,
-        group,
+        group: cells.as_ref().map(|k| k.size),
+        cells,
     })
 }
 
 /// The size of the public domain of the column a query groups by (DP002,
 /// DP012, DP017).
-fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<u64, Reported> {
+pub(super) fn group_domain(
+    c: &mut Checker,
+    info: &DatasetInfo,
+    by: &ast::Ident,
+) -> Result<u64, Reported> {
     let Some(ci) = info.columns.get(by.value.as_str()) else {
-        c.error(
+        c.error(suggest_name(
             Diagnostic::new(
                 Code::Undefined,
                 format!(
@@ -520,7 +576,9 @@ fn group_domain(c: &mut Checker, info: &DatasetInfo, by: &ast::Ident) -> Result<
                 "group by one of: {}",
                 names(info.columns.keys().copied())
             )),
-        );
+            &by.value,
+            info.columns.keys().copied(),
+        ));
         return Err(Reported);
     };
     if !matches!(ci.ty, ColumnType::Category { .. }) {
@@ -589,7 +647,7 @@ fn value_bounds(
         }
         (AggKind::Histogram, Some((col, _))) => {
             let ds = &info.ds.name.value;
-            let help = match &agg.by {
+            let help = match agg.keys.first().map(|k| k.column()) {
                 // `histogram(d.g)`: the column is meant as the groups
                 None => format!("count rows per value of `{0}` with `histogram({ds} by {0})`", col.value),
                 Some(by) => format!(
@@ -679,7 +737,7 @@ fn groups(
     let grouped_kind = matches!(agg.kind.value, AggKind::Histogram) || target.group.is_some();
     if grouped_kind {
         if unit.user && unit.groups.is_none() {
-            let by_span = agg.by.as_ref().map_or(agg.span, |b| b.span);
+            let by_span = agg.keys.first().map_or(agg.span, |k| k.span());
             c.error(
                 Diagnostic::new(
                     Code::UnboundedGroups,
@@ -715,35 +773,106 @@ fn groups(
 /// The sensitivity of each noisy part, derived from the unit's bound, the
 /// adjacency, the groups' domain and the values' bounds: one per statistic
 /// the aggregation releases ([`Statistic::of`]), in that order.
-fn derive_sensitivities(
-    kind: AggKind,
+/// What the sensitivity of an aggregation depends on beyond its kind.
+struct Shape {
+    /// The number of cells of a grouped aggregation.
     group: Option<u64>,
     values: Option<(f64, f64)>,
+    /// Why rows of a row-level unit can be dropped from the aggregate, if
+    /// they can ([`drops_rows`]).
+    drops: Option<&'static str>,
+    /// `count(distinct …)`: whether the column is the user-level unit's id.
+    distinct: Option<bool>,
+}
+
+/// Why rows can be dropped from an aggregation, which matters under
+/// row-level `replace` adjacency (a replaced row can then enter or leave
+/// the aggregate, [`sensitivity_rows`]): a `where` filter; `invalid_rows
+/// drop` on a dataset with a number column (a row whose number does not
+/// parse is dropped, a data-dependent filter of its own); a one-group
+/// histogram's domain (a row outside it is dropped). A user-level unit's
+/// rows already range over "0 to c rows": nothing to say.
+fn drops_rows(
+    info: &DatasetInfo,
+    filtered: bool,
+    group: Option<u64>,
+    adjacency: Adjacency,
+) -> Option<&'static str> {
+    if filtered {
+        return Some(sensitivity_rows::FILTER);
+    }
+    if adjacency != Adjacency::Replace || info.bound.is_some_and(|b| b.user) {
+        return None;
+    }
+    let drop_invalid = info
+        .ds
+        .invalid_rows
+        .first()
+        .is_none_or(|r| r.value == InvalidRule::Drop);
+    let numbers = info
+        .columns
+        .values()
+        .any(|c| matches!(c.ty, ColumnType::Int { .. } | ColumnType::Float { .. }));
+    if drop_invalid && numbers {
+        return Some(sensitivity_rows::INVALID_ROWS);
+    }
+    group
+        .is_some_and(|d| d < 2)
+        .then_some(sensitivity_rows::OUTSIDE_DOMAIN)
+}
+
+/// The user-level unit's id column, if the unit is user-level.
+fn unit_id<'i>(info: &'i DatasetInfo) -> Option<&'i str> {
+    info.bound.filter(|b| b.user).and(info.unit_id.as_deref())
+}
+
+/// The sensitivity of each noisy part, derived from the unit's bound, the
+/// adjacency, the cells, the values' bounds and the filter: one per
+/// statistic the aggregation releases ([`Statistic::of`]), in that order.
+fn derive_sensitivities(
+    kind: AggKind,
+    shape: &Shape,
     unit: UnitBound,
     adjacency: Adjacency,
 ) -> Vec<(Statistic, &'static str, Derived)> {
-    let statistics = Statistic::of(kind, group.is_some()).unwrap_or(&[]);
+    if let Some(keyed) = shape.distinct {
+        let d = sensitivity_rows::distinct(unit, adjacency, keyed);
+        return vec![(Statistic::DistinctCount, "distinct count", d)];
+    }
+    let statistics = Statistic::of(kind, shape.group.is_some()).unwrap_or(&[]);
+    let values = shape.values;
     let (lo, hi) = values.unwrap_or((0.0, 0.0));
-    let domain = group.unwrap_or(0);
+    let domain = shape.group.unwrap_or(0);
     statistics
         .iter()
-        .map(|&s| match s {
-            Statistic::Count => (s, "count", sensitivity::count(unit, adjacency)),
-            Statistic::Sum => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
-            Statistic::GroupedCount => (
+        .map(|&s| match (s, shape.drops) {
+            (Statistic::Count, Some(why)) => {
+                (s, "count", sensitivity_rows::count(unit, adjacency, why))
+            }
+            (Statistic::Count, None) => (s, "count", sensitivity::count(unit, adjacency)),
+            (Statistic::Sum, Some(why)) => (
                 s,
-                if kind == AggKind::Mean {
-                    "grouped count"
-                } else {
-                    "histogram"
-                },
-                sensitivity::grouped(unit, adjacency, domain, None),
+                "sum",
+                sensitivity_rows::sum(unit, adjacency, lo, hi, why),
             ),
-            Statistic::GroupedSum => (
-                s,
-                "grouped sum",
-                sensitivity::grouped(unit, adjacency, domain, values),
-            ),
+            (Statistic::Sum, None) => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
+            (Statistic::GroupedCount | Statistic::GroupedSum, _) => {
+                let v = (s == Statistic::GroupedSum).then_some(values).flatten();
+                let role = match (s, kind) {
+                    (Statistic::GroupedSum, _) => "grouped sum",
+                    (_, AggKind::Mean) => "grouped count",
+                    _ => "histogram",
+                };
+                let d = match shape.drops {
+                    Some(why) => sensitivity_rows::grouped(unit, adjacency, domain, v, why),
+                    None => sensitivity::grouped(unit, adjacency, domain, v),
+                };
+                (s, role, d)
+            }
+            (Statistic::DistinctCount, _) => {
+                let d = sensitivity_rows::distinct(unit, adjacency, false);
+                (s, "distinct count", d)
+            }
         })
         .collect()
 }

@@ -67,10 +67,10 @@ pub(super) fn account_total(
         // the requested accountant's bound, or the minimum for `best`.
         let results: Vec<(acct::Accountant, Result<acct::Bound, acct::AccountingError>)> =
             match (choice, options.all_accountants) {
-                (_, true) => acct::all(releases, privacy.delta),
-                (Some(a), false) => vec![(a, acct::epsilon(releases, privacy.delta, a))],
+                (_, true) => crate::memo::all(releases, privacy.delta),
+                (Some(a), false) => vec![(a, crate::memo::epsilon(releases, privacy.delta, a))],
                 (None, false) => {
-                    let r = acct::best(releases, privacy.delta);
+                    let r = crate::memo::best(releases, privacy.delta);
                     let a = r.as_ref().map_or(acct::Accountant::Basic, |b| b.accountant);
                     vec![(a, r)]
                 }
@@ -80,7 +80,7 @@ pub(super) fn account_total(
                 .iter()
                 .find(|(x, _)| *x == a)
                 .map(|(_, r)| r.clone())
-                .unwrap_or_else(|| acct::epsilon(releases, privacy.delta, a)),
+                .unwrap_or_else(|| crate::memo::epsilon(releases, privacy.delta, a)),
             None => acct::best_of(results.iter().map(|(_, r)| r.clone())),
         };
         match chosen {
@@ -147,14 +147,19 @@ fn accountant_report(
 }
 
 /// Every query's report, with its cost alone when asked for.
+///
+/// The reports take the plans' texts (dataset, aggregation, schedule,
+/// resolved spec, derivation steps) instead of copying them: no later pass
+/// reads them from the plans, and at 10⁵ queries the copies were tens of
+/// megabytes.
 pub(super) fn query_reports(
-    queries: &[QueryPlan],
+    queries: &mut [QueryPlan],
     privacy: &Privacy,
     options: &AnalysisOptions,
 ) -> Vec<QueryReport> {
     let mut costs = Costs::default();
     queries
-        .iter()
+        .iter_mut()
         .map(|q| query_report(q, privacy, options, &mut costs))
         .collect()
 }
@@ -164,12 +169,12 @@ pub(super) fn query_reports(
 /// accounted once, however many queries share it (10⁵ one-release queries
 /// with a dozen distinct noises: a dozen accountings, not 2·10⁵).
 #[derive(Default)]
-struct Costs(HashMap<Vec<[u64; 6]>, Option<CostReport>>);
+struct Costs(HashMap<Vec<[u64; 7]>, Option<CostReport>>);
 
 impl Costs {
     /// The cost of `releases` alone at δ, computed on first use.
     fn of(&mut self, releases: &[acct::Release], delta: f64) -> Option<CostReport> {
-        let key: Vec<[u64; 6]> = releases.iter().map(release_key).collect();
+        let key: Vec<[u64; 7]> = releases.iter().map(release_key).collect();
         self.0
             .entry(key)
             .or_insert_with(|| cost_alone(releases, delta))
@@ -177,16 +182,32 @@ impl Costs {
     }
 }
 
-/// The exact bits of a release: equal keys, equal releases.
-fn release_key(r: &acct::Release) -> [u64; 6] {
-    let m = &r.mechanism;
+/// The exact bits of a release, every field of its mechanism (ℓ∞
+/// included: it sets a discrete Gaussian's shift shapes): equal keys,
+/// equal releases.
+fn release_key(r: &acct::Release) -> [u64; 7] {
+    // destructured without `..`: a new field is a compile error here,
+    // never a silently shared cache entry
+    let acct::Release { mechanism, count } = r;
+    let acct::Mechanism {
+        kind,
+        scale,
+        sensitivity,
+    } = mechanism;
+    let acct::Sensitivity {
+        l1,
+        l2,
+        coords,
+        linf,
+    } = sensitivity;
     [
-        m.kind as u64,
-        m.scale.to_bits(),
-        m.sensitivity.l1.to_bits(),
-        m.sensitivity.l2.to_bits(),
-        m.sensitivity.coords,
-        r.count,
+        *kind as u64,
+        scale.to_bits(),
+        l1.to_bits(),
+        l2.to_bits(),
+        *coords,
+        linf.to_bits(),
+        *count,
     ]
 }
 
@@ -206,7 +227,7 @@ fn cost_alone(rs: &[acct::Release], delta: f64) -> Option<CostReport> {
 }
 
 fn query_report(
-    q: &QueryPlan,
+    q: &mut QueryPlan,
     privacy: &Privacy,
     options: &AnalysisOptions,
     costs: &mut Costs,
@@ -230,7 +251,16 @@ fn query_report(
     } else {
         (None, None)
     };
-    let mut parts: Vec<PartReport> = q.parts.iter().map(part_report).collect();
+    let accuracy = q.accuracy.map(|a| {
+        let achieved = super::accuracy::achieved(q, a.measure);
+        AccuracyReport {
+            measure: a.measure,
+            at_most: a.at_most,
+            achieved,
+            met: achieved.map(|x| x <= a.at_most),
+        }
+    });
+    let mut parts: Vec<PartReport> = q.parts.iter_mut().map(part_report).collect();
     if q.ok && options.accounting {
         for (report, p) in parts.iter_mut().zip(&q.parts) {
             report
@@ -238,18 +268,17 @@ fn query_report(
                 .extend(super::window::comparison(q, p, privacy.delta));
         }
     }
-    let first = parts.first().cloned();
+    let first = parts.first();
     QueryReport {
         name: q.q.name.value.clone(),
         span: q.q.span,
         name_span: q.q.name.span,
-        dataset: q.dataset.clone(),
-        aggregation: q.aggregation.clone(),
-        schedule: q.schedule.clone(),
+        dataset: std::mem::take(&mut q.dataset),
+        aggregation: std::mem::take(&mut q.aggregation),
+        schedule: std::mem::take(&mut q.schedule),
         releases: q.releases,
         accounted_releases: q.accounted_releases(),
         mechanism: first
-            .as_ref()
             .map(|p| p.mechanism.clone())
             .unwrap_or(MechanismReport {
                 kind: None,
@@ -257,21 +286,13 @@ fn query_report(
                 sigma: None,
                 calibration: Calibration::None,
             }),
-        l1: first.as_ref().map_or(f64::NAN, |p| p.l1),
-        l2: first.as_ref().map_or(f64::NAN, |p| p.l2),
+        l1: first.map_or(f64::NAN, |p| p.l1),
+        l2: first.map_or(f64::NAN, |p| p.l2),
         parts,
         per_release,
         total: qtotal,
-        spec: q.spec.clone(),
-        accuracy: q.accuracy.map(|a| {
-            let achieved = super::accuracy::achieved(q, a.measure);
-            AccuracyReport {
-                measure: a.measure,
-                at_most: a.at_most,
-                achieved,
-                met: achieved.map(|x| x <= a.at_most),
-            }
-        }),
+        spec: q.spec.take(),
+        accuracy,
     }
 }
 
@@ -331,7 +352,7 @@ pub(super) fn budget(
     fits
 }
 
-fn part_report(p: &Part) -> PartReport {
+fn part_report(p: &mut Part) -> PartReport {
     let statistic = p.statistic;
     if p.public {
         return PartReport {
@@ -346,7 +367,7 @@ fn part_report(p: &Part) -> PartReport {
             l1: 0.0,
             l2: 0.0,
             coords: p.derived.coords,
-            derivation: p.derived.steps.clone(),
+            derivation: std::mem::take(&mut p.derived.steps),
             noise_std: 0.0,
             ci95_half_width: 0.0,
             accounted: None,
@@ -372,10 +393,84 @@ fn part_report(p: &Part) -> PartReport {
         l1: p.derived.l1,
         l2: p.derived.l2,
         coords: p.derived.coords,
-        derivation: p.derived.steps.clone(),
+        derivation: std::mem::take(&mut p.derived.steps),
         noise_std: std,
         ci95_half_width: ci,
         // exactly what `releases_of` gives the accountants for one release
         accounted: p.resolved.map(|r| mechanism(p.kind, r, &p.derived, 1.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two releases that differ in any one field never share a cached
+    /// cost; ℓ∞ (a discrete Gaussian's shift shapes) included.
+    #[test]
+    fn release_keys_differ_in_every_field() {
+        let base = acct::Release {
+            mechanism: acct::Mechanism {
+                kind: dpplan_vocab::NoiseKind::DiscreteGaussian,
+                scale: 3.0,
+                sensitivity: acct::Sensitivity {
+                    l1: 4.0,
+                    l2: 2.0,
+                    coords: 4,
+                    linf: 1.0,
+                },
+            },
+            count: 1,
+        };
+        let variants: Vec<acct::Release> = vec![
+            acct::Release { count: 2, ..base },
+            acct::Release {
+                mechanism: acct::Mechanism {
+                    kind: dpplan_vocab::NoiseKind::Gaussian,
+                    ..base.mechanism
+                },
+                ..base
+            },
+            acct::Release {
+                mechanism: acct::Mechanism {
+                    scale: 3.5,
+                    ..base.mechanism
+                },
+                ..base
+            },
+        ]
+        .into_iter()
+        .chain(
+            [
+                acct::Sensitivity {
+                    l1: 5.0,
+                    ..base.mechanism.sensitivity
+                },
+                acct::Sensitivity {
+                    l2: 2.5,
+                    ..base.mechanism.sensitivity
+                },
+                acct::Sensitivity {
+                    coords: 5,
+                    ..base.mechanism.sensitivity
+                },
+                acct::Sensitivity {
+                    linf: 2.0,
+                    ..base.mechanism.sensitivity
+                },
+            ]
+            .map(|sensitivity| acct::Release {
+                mechanism: acct::Mechanism {
+                    sensitivity,
+                    ..base.mechanism
+                },
+                ..base
+            }),
+        )
+        .collect();
+        assert_eq!(release_key(&base), release_key(&base.clone()));
+        for v in &variants {
+            assert_ne!(release_key(&base), release_key(v), "{v:?}");
+        }
     }
 }

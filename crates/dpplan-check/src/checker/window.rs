@@ -1,4 +1,4 @@
-//! A query's `window` (DP021): the time column it reads, its length
+//! A query's `window` (DP024): the time column it reads, its length
 //! against the schedule's period, the horizon bounds of its dataset
 //! (`windows_per_unit`, `rows_per_window`), the sensitivity of the whole
 //! schedule as one vector release over disjoint windows
@@ -63,7 +63,7 @@ impl Window {
 
 /// The query's window, if it has one: its length equals the schedule's
 /// period, its dataset has one `time` column, and under a user-level unit
-/// the dataset bounds the windows per unit (DP007, DP013, DP021).
+/// the dataset bounds the windows per unit (DP007, DP013, DP024).
 pub(in crate::checker) fn resolve(
     c: &mut Checker,
     q: &ast::Query,
@@ -127,7 +127,7 @@ fn length(c: &mut Checker, w: &ast::Window) -> Result<f64, Reported> {
 }
 
 /// The window must be the schedule's period: tumbling windows, one per
-/// slot, so that the windows are disjoint and cover the schedule (DP021).
+/// slot, so that the windows are disjoint and cover the schedule (DP024).
 fn matches_schedule(
     c: &mut Checker,
     q: &ast::Query,
@@ -182,7 +182,7 @@ fn matches_schedule(
     Ok(())
 }
 
-/// The dataset's one `time` column (DP021).
+/// The dataset's one `time` column (DP024).
 fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<String, Reported> {
     let mut times: Vec<&str> = info
         .columns
@@ -227,7 +227,7 @@ fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<S
     }
 }
 
-/// W under a user-level unit: declared, or DP021 (an invalid value was
+/// W under a user-level unit: declared, or DP024 (an invalid value was
 /// reported as DP007).
 fn windows_per_unit(
     c: &mut Checker,

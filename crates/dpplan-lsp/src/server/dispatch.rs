@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use lsp_server::{ErrorCode, Notification, Request, Response};
 use lsp_types as lsp;
 use lsp_types::notification::{
-    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument,
+    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
     Notification as LspNotification,
 };
 use lsp_types::request::{
@@ -120,7 +120,8 @@ pub(super) fn notification(server: &mut Server, n: Notification) {
     NotificationDispatcher::new(server, n)
         .on::<DidOpenTextDocument>(Server::did_open)
         .on::<DidChangeTextDocument>(Server::did_change)
-        .on::<DidCloseTextDocument>(Server::did_close);
+        .on::<DidCloseTextDocument>(Server::did_close)
+        .on::<DidChangeWatchedFiles>(Server::did_change_watched_files);
 }
 
 /// A request about one document: where its params name the document, whose

@@ -47,6 +47,7 @@ mod workers;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use crossbeam_channel::{select, unbounded, Sender};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
@@ -58,6 +59,7 @@ use self::dispatch::{panic_message, Ctx};
 use self::state::{DocState, Snapshot};
 use self::workers::Done;
 use crate::convert::Encoding;
+use dpplan_ide::PolicyCache;
 
 /// Options of the server (tests turn on the test-only methods).
 #[derive(Debug, Clone, Default)]
@@ -97,6 +99,9 @@ struct Server {
     requests_running: usize,
     /// Requests ready to run, waiting for a thread.
     requests_waiting: VecDeque<(Request, Snapshot)>,
+    /// The policy files (`dpplan.toml`) of the open documents, re-read when
+    /// they change.
+    policies: Arc<PolicyCache>,
 }
 
 /// Runs the server on a connection until the client says `exit` or goes
@@ -119,6 +124,7 @@ pub fn run(connection: Connection, options: ServerOptions) -> bool {
         analyses_running: 0,
         requests_running: 0,
         requests_waiting: VecDeque::new(),
+        policies: PolicyCache::new(),
     };
     let mut queue: VecDeque<Message> = VecDeque::new();
     loop {

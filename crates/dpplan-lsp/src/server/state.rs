@@ -15,6 +15,7 @@ use line_index::LineIndex;
 use lsp_server::{ErrorCode, Request, RequestId};
 use lsp_types as lsp;
 
+use dpplan_ide::dpplan_check::memo::AccountingCache;
 use dpplan_ide::Document;
 
 use super::dispatch::Failure;
@@ -106,6 +107,9 @@ pub(super) struct DocState {
     /// waiting requests with `ContentModified` (as it does queued ones), a
     /// `$/cancelRequest` with `RequestCanceled`.
     pub(super) parked: Vec<Request>,
+    /// The accountants' results of this document's versions: an edit that
+    /// keeps the releases is not accounted again.
+    pub(super) accounting: Arc<AccountingCache>,
 }
 
 impl DocState {
@@ -123,6 +127,7 @@ impl DocState {
             dirty: true,
             running: None,
             parked: Vec::new(),
+            accounting: AccountingCache::new(),
         }
     }
 
@@ -247,6 +252,33 @@ impl Server {
                 ErrorCode::ContentModified,
                 "the document changed".into(),
             );
+        }
+    }
+
+    /// `workspace/didChangeWatchedFiles`: a watched file changed; when it
+    /// is a policy file (`dpplan.toml`), every open document is analysed
+    /// again under the policy as it is now.
+    pub(super) fn did_change_watched_files(&mut self, p: lsp::DidChangeWatchedFilesParams) {
+        let policy_changed = p.changes.iter().any(|c| {
+            crate::convert::file_path(&c.uri).is_some_and(|f| {
+                f.file_name()
+                    .is_some_and(|n| n == dpplan_ide::POLICY_FILE_NAME)
+            })
+        });
+        if !policy_changed {
+            return;
+        }
+        self.policies.clear();
+        let keys: Vec<String> = self.docs.keys().cloned().collect();
+        for key in keys {
+            let generation = self.next_generation();
+            let Some(state) = self.docs.get_mut(&key) else {
+                continue;
+            };
+            let text = std::mem::take(&mut state.text);
+            state.set_text(text, generation);
+            let parked = std::mem::take(&mut state.parked);
+            self.modified(&key, parked);
         }
     }
 

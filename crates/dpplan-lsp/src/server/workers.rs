@@ -26,7 +26,8 @@ use lsp_types::notification::{DidChangeTextDocument, Notification as _};
 use lsp_types::request::{CodeActionResolveRequest, Formatting, Request as _};
 use serde_json::Value;
 
-use dpplan_ide::Document;
+use dpplan_ide::dpplan_check::memo::AccountingCache;
+use dpplan_ide::{Context, Document, PolicyCache};
 
 use super::dispatch::{answer, panic_message};
 use super::state::Snapshot;
@@ -81,6 +82,10 @@ struct Analysis {
     index: Arc<LineIndex>,
     encoding: Encoding,
     docs_base: String,
+    /// The document's file, when its URI names one (for its `dpplan.toml`).
+    path: Option<std::path::PathBuf>,
+    policies: Arc<PolicyCache>,
+    accounting: Arc<AccountingCache>,
 }
 
 impl Analysis {
@@ -89,6 +94,18 @@ impl Analysis {
     }
 
     fn run(self, done: &Sender<Done>) {
+        // The policy as it is on disk now (re-read when the file changed).
+        let policy = catch_unwind(AssertUnwindSafe(|| {
+            self.path.as_deref().and_then(|p| self.policies.for_plan(p))
+        }))
+        .unwrap_or_else(|p| {
+            eprintln!(
+                "dpplan lsp: reading the policy of {} panicked: {}",
+                self.key,
+                panic_message(&*p)
+            );
+            None
+        });
         if self.current() {
             // Everything that needs no accounting: syntax, then semantic.
             let early = catch_unwind(AssertUnwindSafe(|| {
@@ -97,7 +114,7 @@ impl Analysis {
                     index: &self.index,
                     encoding: self.encoding,
                 };
-                Document::unaccounted_diagnostics(&self.text)
+                Document::unaccounted_diagnostics_in(&self.text, policy.as_ref())
                     .iter()
                     .map(|d| convert::to_lsp_diagnostic(d, &lines, &self.uri, &self.docs_base))
                     .collect::<Vec<_>>()
@@ -133,10 +150,15 @@ impl Analysis {
             index,
             encoding,
             docs_base,
+            accounting,
             ..
         } = self;
         let full = catch_unwind(AssertUnwindSafe(|| {
-            let doc = Arc::new(Document::new(text));
+            let context = Context {
+                policy,
+                cache: Some(accounting),
+            };
+            let doc = Arc::new(Document::with_context(text, context));
             let lines = Lines {
                 text: doc.text(),
                 index: &index,
@@ -263,6 +285,9 @@ impl Server {
             index: Arc::clone(&state.index),
             encoding,
             docs_base,
+            path: crate::convert::file_path(&state.uri),
+            policies: Arc::clone(&self.policies),
+            accounting: Arc::clone(&state.accounting),
         };
         let done = self.done.clone();
         spawn("dpplan-lsp-analysis", move || job.run(&done));

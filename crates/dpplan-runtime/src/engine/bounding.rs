@@ -10,6 +10,7 @@ use dpplan_plan::{Bounding, Dataset};
 
 use super::hash::IdHasher;
 use super::layout::{Layout, Prepared, OUT};
+use super::rows::IdSet;
 use super::table::UnitTable;
 use super::{EngineError, Records};
 use crate::rng::SecureRng;
@@ -23,6 +24,9 @@ fn overflow() -> EngineError {
 pub(super) struct Accumulators {
     values: Vec<Vec<i128>>,
     counts: Vec<Vec<u64>>,
+    /// The ids of a row-level distinct count (one set, shared by every
+    /// distinct statistic of the pass: they count one column).
+    ids: IdSet,
 }
 
 impl Accumulators {
@@ -30,6 +34,17 @@ impl Accumulators {
         Accumulators {
             values: prepared.iter().map(|p| vec![0i128; p.coords]).collect(),
             counts: prepared.iter().map(|p| vec![0u64; p.coords]).collect(),
+            ids: IdSet::default(),
+        }
+    }
+
+    /// Adds a row's id (its keyed hash) to the row-level distinct count.
+    #[inline]
+    pub(super) fn add_distinct(&mut self, prepared: &[Prepared], id: Option<u128>) {
+        if let Some(id) = id {
+            if prepared.iter().any(|p| p.distinct) {
+                self.ids.insert(id);
+            }
         }
     }
 
@@ -43,6 +58,9 @@ impl Accumulators {
         cats: &[u32],
     ) -> Result<(), EngineError> {
         for (i, p) in prepared.iter().enumerate() {
+            if p.distinct {
+                continue; // `add_distinct`
+            }
             let slot = match p.group {
                 Some(g) => {
                     let c = cats[g];
@@ -63,7 +81,7 @@ impl Accumulators {
 
     /// Adds another thread's accumulators: exact (integers), so the
     /// result does not depend on how the rows were shared out.
-    pub(super) fn merge(&mut self, other: Accumulators) -> Result<(), EngineError> {
+    pub(super) fn merge(&mut self, mut other: Accumulators) -> Result<(), EngineError> {
         for (mine, theirs) in self.values.iter_mut().zip(other.values) {
             for (a, b) in mine.iter_mut().zip(theirs) {
                 *a = a.checked_add(b).ok_or_else(overflow)?;
@@ -75,6 +93,10 @@ impl Accumulators {
                 *a += b;
             }
         }
+        if self.ids.len() < other.ids.len() {
+            std::mem::swap(&mut self.ids, &mut other.ids);
+        }
+        self.ids.extend(other.ids);
         Ok(())
     }
 
@@ -91,8 +113,15 @@ impl Accumulators {
             if p.value.is_some() {
                 out.push(self.values[i].clone());
             } else {
+                let distinct = [self.ids.len() as u64];
+                // a row-level distinct count is the set's size (under a
+                // user-level unit `counts` holds the units)
+                let counts = match p.distinct && !self.ids.is_empty() {
+                    true => &distinct[..],
+                    false => &self.counts[i][..],
+                };
                 let mut v = Vec::with_capacity(p.coords);
-                for &c in &self.counts[i] {
+                for &c in counts {
                     let x = (c as i128)
                         .checked_shl(p.count_shift as u32)
                         .filter(|y| (y >> p.count_shift) == c as i128);
@@ -360,7 +389,7 @@ impl Reservoirs {
             .map(|(_, g)| (g.hi - g.lo) as u64)
             .max();
         let field_bytes = span.map_or(1, |s| (64 - s.leading_zeros() as usize).div_ceil(8).max(1));
-        let largest_domain = layout.cats.iter().map(|(_, d)| d.len()).max();
+        let largest_domain = layout.cats.iter().map(|g| g.len()).max();
         let cat_bytes = match largest_domain.unwrap_or(0) {
             0..=254 => 1,
             255..=65534 => 2,
@@ -546,6 +575,9 @@ impl KeptRows<'_> {
         for (i, p) in prepared.iter().enumerate() {
             match (p.group, p.field) {
                 (Some(_), _) => {}
+                // the unit is in the table: it has a kept row, and its id
+                // is counted once
+                (None, None) if p.distinct => acc.counts[i][0] += 1,
                 (None, None) => acc.counts[i][0] += rows as u64,
                 (None, Some(f)) => {
                     // rows · lo + Σ (value − lo)
@@ -617,8 +649,8 @@ impl GroupBounds {
         GroupBounds {
             groups_cap: cap(groups),
             per_group_cap: cap(per_group),
-            stamp: layout.cats.iter().map(|(_, d)| vec![0; d.len()]).collect(),
-            index: layout.cats.iter().map(|(_, d)| vec![0; d.len()]).collect(),
+            stamp: layout.cats.iter().map(|g| vec![0; g.len()]).collect(),
+            index: layout.cats.iter().map(|g| vec![0; g.len()]).collect(),
             unit: 0,
             distinct: Vec::new(),
             members: Vec::new(),

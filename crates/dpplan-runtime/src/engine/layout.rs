@@ -2,12 +2,16 @@
 //! each is parsed, and what each statistic reads.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use dpplan_plan::Dataset;
 use dpplan_vocab::{ColumnKind, InvalidRule};
 
+use super::hash::IdHasher;
 use super::number::{parse_number, valid_number, Grid};
+use super::rows::{DistinctIds, Grouping, RowFilter};
 use super::{EngineError, StatKind, Statistic};
+use dpplan_vocab::rows::{Filter, GroupKey};
 
 /// A declared numeric column as parsed per row.
 #[derive(Clone, Copy)]
@@ -30,6 +34,9 @@ pub(super) struct Prepared {
     pub(super) grid: Grid,
     pub(super) coords: usize,
     pub(super) count_shift: i32,
+    /// A distinct count (of the ids of [`Layout::distinct`], or of the
+    /// units under a user-level unit).
+    pub(super) distinct: bool,
 }
 
 /// The category index of a value outside the public domain.
@@ -39,28 +46,67 @@ pub(super) const OUT: u32 = u32::MAX;
 /// it (a linear search up to 16 values, a hash map beyond).
 pub(super) struct Domain {
     values: Vec<Vec<u8>>,
-    map: Option<HashMap<Vec<u8>, u32>>,
+    map: Option<HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>>,
+    /// The values packed ([`pack`]) when each has at most 7 bytes (and
+    /// there are at most 64): the lookup is a scan of integers.
+    packed: Option<Vec<u64>>,
+}
+
+/// FNV-1a for the domain's lookup: a few ns on a short field where SipHash
+/// costs tens. Not keyed, and it needs not be: the table holds the public
+/// domain only, so its buckets are fixed before any data is read, and a
+/// field from the data costs at most one probe sequence over them,
+/// whatever its hash.
+#[derive(Clone, Copy)]
+pub(super) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 impl Domain {
     pub(super) fn new(values: &[String]) -> Domain {
         let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
-        let map = (values.len() > 16).then(|| {
+        let packed = values
+            .iter()
+            .map(|v| pack(v))
+            .collect::<Option<Vec<u64>>>()
+            .filter(|p| p.len() <= 64);
+        let map = (values.len() > 16 && packed.is_none()).then(|| {
             values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| (v.clone(), i as u32))
                 .collect()
         });
-        Domain { values, map }
-    }
-    /// The number of values of the domain.
-    pub(super) fn len(&self) -> usize {
-        self.values.len()
+        Domain {
+            values,
+            map,
+            packed,
+        }
     }
 
     #[inline]
     pub(super) fn index(&self, field: &[u8]) -> u32 {
+        if let Some(p) = &self.packed {
+            // every value fits 7 bytes: one integer compare per value
+            let Some(key) = pack(field) else { return OUT };
+            return p.iter().position(|&v| v == key).map_or(OUT, |i| i as u32);
+        }
         match &self.map {
             Some(m) => m.get(field).copied().unwrap_or(OUT),
             None => self
@@ -70,6 +116,21 @@ impl Domain {
                 .map_or(OUT, |i| i as u32),
         }
     }
+}
+
+/// A field of at most 7 bytes as one integer (its bytes and its length:
+/// two fields pack equal exactly when they are equal); `None` if longer.
+#[inline]
+fn pack(field: &[u8]) -> Option<u64> {
+    if field.len() > 7 {
+        return None;
+    }
+    // no memcpy call for a handful of bytes
+    let bytes = field
+        .iter()
+        .rev()
+        .fold(0u64, |a, &x| (a << 8) | u64::from(x));
+    Some(bytes | ((field.len() as u64) << 56))
 }
 
 /// A parsed CSV record: its fields by index.
@@ -92,8 +153,15 @@ pub(super) struct Layout {
     /// The other declared numbers, only checked when invalid rows are
     /// dropped (under `clamp` they would be imputed, and nothing reads them).
     checks: Vec<NumCol>,
-    /// CSV index and domain of every grouping column used.
-    pub(super) cats: Vec<(usize, Domain)>,
+    /// Every grouping used (a category column, or the cells of several
+    /// keys and bins).
+    pub(super) cats: Vec<Grouping>,
+    /// The statistics' common `where` filter, decided before bounding.
+    pub(super) filter: Option<RowFilter>,
+    /// The id column of a row-level distinct count (its hashers are set
+    /// by the caller: [`Layout::set_distinct_hashers`]).
+    pub(super) distinct_column: Option<usize>,
+    pub(super) distinct: Option<DistinctIds>,
     /// The distinct (number, grid) pairs the sums need: what user-level
     /// bounding stores per kept row.
     pub(super) fields: Vec<(usize, Grid)>,
@@ -122,10 +190,22 @@ impl Layout {
                 return false;
             }
         }
-        for (slot, (index, domain)) in self.cats.iter().enumerate() {
-            cats[slot] = rec.field(*index).map_or(OUT, |f| domain.index(f));
+        if let Some(f) = &self.filter {
+            if !f.holds(rec) {
+                return false;
+            }
+        }
+        for (slot, g) in self.cats.iter().enumerate() {
+            cats[slot] = g.cell(rec);
         }
         true
+    }
+
+    /// Keys the row-level distinct count's ids with `hashers`.
+    pub(super) fn set_distinct_hashers(&mut self, hashers: (IdHasher, IdHasher)) {
+        if let Some(index) = self.distinct_column {
+            self.distinct = Some(DistinctIds { index, hashers });
+        }
     }
 }
 
@@ -158,6 +238,10 @@ impl Layout {
     ) -> Result<(Layout, Vec<Prepared>), EngineError> {
         let id = unit_id_index(dataset, headers)?;
         let (nums, num_names) = declared_numbers(dataset, headers)?;
+        let filter = common_filter(dataset, stats)?
+            .map(|f| RowFilter::resolve(dataset, headers, f))
+            .transpose()?;
+        let distinct_column = distinct_column(dataset, headers, stats, id)?;
         let mut groups = Groupings::default();
         let mut prepared = Vec::new();
         for s in stats {
@@ -180,6 +264,9 @@ impl Layout {
                 vals,
                 checks,
                 cats: groups.cats,
+                filter,
+                distinct_column,
+                distinct: None,
                 fields,
                 drop_invalid,
             },
@@ -227,21 +314,20 @@ fn declared_numbers<'d>(
     Ok((nums, num_names))
 }
 
-/// The grouping columns the statistics use, each once.
+/// The groupings the statistics use, each once.
 #[derive(Default)]
-struct Groupings<'s> {
-    cats: Vec<(usize, Domain)>,
-    names: Vec<&'s str>,
+struct Groupings {
+    cats: Vec<Grouping>,
 }
 
-impl<'s> Groupings<'s> {
-    /// The category slot of grouping column `by` (added when new) and the
-    /// size of its public domain.
+impl Groupings {
+    /// The slot of the grouping by category column `by` (added when new)
+    /// and the size of its public domain.
     fn slot(
         &mut self,
         dataset: &Dataset,
         headers: &csv::ByteRecord,
-        by: &'s str,
+        by: &str,
     ) -> Result<(usize, usize), EngineError> {
         let col = dataset
             .columns
@@ -257,41 +343,116 @@ impl<'s> Groupings<'s> {
             .domain
             .as_ref()
             .ok_or_else(|| EngineError::Schema(format!("column `{by}` has no public domain")))?;
-        let slot = match self.names.iter().position(|n| *n == by) {
-            Some(i) => i,
-            None => {
-                self.cats.push((
-                    header_index(headers, &dataset.name, by)?,
-                    Domain::new(domain),
-                ));
-                self.names.push(by);
-                self.cats.len() - 1
-            }
-        };
-        Ok((slot, domain.len()))
+        let keys = [GroupKey::Category {
+            column: by.to_string(),
+            domain: domain.clone(),
+        }];
+        self.slot_of(dataset, headers, &keys)
     }
+
+    /// The slot of the grouping by `keys` (added when new) and its number
+    /// of cells.
+    fn slot_of(
+        &mut self,
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        keys: &[GroupKey],
+    ) -> Result<(usize, usize), EngineError> {
+        if let Some(i) = self.cats.iter().position(|g| g.keys == keys) {
+            return Ok((i, self.cats[i].len()));
+        }
+        let g = Grouping::resolve(dataset, headers, keys)?;
+        let len = g.len();
+        self.cats.push(g);
+        Ok((self.cats.len() - 1, len))
+    }
+}
+
+/// The filter every statistic shares (`Where`), or none: statistics with
+/// different filters are bounded on different rows and are asked for in
+/// separate passes.
+fn common_filter<'s>(
+    dataset: &Dataset,
+    stats: &'s [Statistic],
+) -> Result<Option<&'s Filter>, EngineError> {
+    let filter_of = |s: &'s Statistic| match &s.kind {
+        StatKind::Where { filter, .. } => Some(filter),
+        _ => None,
+    };
+    let first = stats.first().and_then(filter_of);
+    if stats.iter().any(|s| filter_of(s) != first) {
+        return Err(EngineError::Schema(format!(
+            "dataset `{}`: statistics with different filters need separate passes",
+            dataset.name
+        )));
+    }
+    Ok(first)
+}
+
+/// The CSV index of the column of a row-level distinct count. Under a
+/// user-level unit a distinct count counts the units, and must be of the
+/// unit's id column.
+fn distinct_column(
+    dataset: &Dataset,
+    headers: &csv::ByteRecord,
+    stats: &[Statistic],
+    id: Option<usize>,
+) -> Result<Option<usize>, EngineError> {
+    let mut out = None;
+    for s in stats {
+        let StatKind::Distinct { column } = s.kind.unfiltered() else {
+            continue;
+        };
+        let index = header_index(headers, &dataset.name, column)?;
+        match id {
+            Some(unit) if unit != index => {
+                return Err(EngineError::Schema(format!(
+                    "dataset `{}`: under a user-level unit a distinct count is of the unit's id column, not `{column}`",
+                    dataset.name
+                )))
+            }
+            Some(_) => {}
+            None => match out {
+                Some(other) if other != index => {
+                    return Err(EngineError::Schema(format!(
+                        "dataset `{}`: distinct counts of two columns need separate passes",
+                        dataset.name
+                    )))
+                }
+                _ => out = Some(index),
+            },
+        }
+    }
+    Ok(out)
 }
 
 /// A statistic resolved: its grouping slot, its summed number (an index
 /// into the declared numbers for now, see [`stored_fields`]) and its grid.
-fn prepare<'s>(
+fn prepare(
     dataset: &Dataset,
     headers: &csv::ByteRecord,
-    s: &'s Statistic,
+    s: &Statistic,
     num_names: &[&str],
-    groups: &mut Groupings<'s>,
+    groups: &mut Groupings,
 ) -> Result<Prepared, EngineError> {
-    let (value, by) = match &s.kind {
-        StatKind::Count => (None, None),
-        StatKind::Sum { column } => (Some(column.as_str()), None),
-        StatKind::GroupedCount { by } => (None, Some(by.as_str())),
-        StatKind::GroupedSum { by, column } => (Some(column.as_str()), Some(by.as_str())),
-    };
-    let (group, coords) = match by {
-        None => (None, 1),
-        Some(by) => {
+    let kind = s.kind.unfiltered();
+    let (value, group, coords) = match kind {
+        StatKind::Count | StatKind::Distinct { .. } => (None, None, 1),
+        StatKind::Sum { column } => (Some(column.as_str()), None, 1),
+        StatKind::GroupedCount { by } => {
             let (slot, coords) = groups.slot(dataset, headers, by)?;
-            (Some(slot), coords)
+            (None, Some(slot), coords)
+        }
+        StatKind::GroupedSum { by, column } => {
+            let (slot, coords) = groups.slot(dataset, headers, by)?;
+            (Some(column.as_str()), Some(slot), coords)
+        }
+        StatKind::Cells { keys, column } => {
+            let (slot, coords) = groups.slot_of(dataset, headers, keys)?;
+            (column.as_deref(), Some(slot), coords)
+        }
+        StatKind::Where { .. } => {
+            return Err(EngineError::Schema("a filter inside a filter".into()))
         }
     };
     let grid_scale = 2f64.powi(-s.grid);
@@ -321,6 +482,7 @@ fn prepare<'s>(
         },
         coords,
         count_shift: -s.grid,
+        distinct: matches!(kind, StatKind::Distinct { .. }),
     })
 }
 

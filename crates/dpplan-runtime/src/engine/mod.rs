@@ -38,6 +38,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 
 use dpplan_plan::Dataset;
+use dpplan_vocab::rows::{Filter, GroupKey};
 
 use crate::rng::SecureRng;
 
@@ -47,6 +48,7 @@ mod layout;
 pub use layout::grid_bounds;
 mod number;
 mod parallel;
+mod rows;
 mod split;
 mod table;
 
@@ -58,9 +60,51 @@ use layout::Layout;
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatKind {
     Count,
-    Sum { column: String },
-    GroupedCount { by: String },
-    GroupedSum { by: String, column: String },
+    Sum {
+        column: String,
+    },
+    GroupedCount {
+        by: String,
+    },
+    GroupedSum {
+        by: String,
+        column: String,
+    },
+    /// One count (no `column`) or sum per cell of the product of `keys`
+    /// (categories and bins), the first key varying slowest.
+    Cells {
+        keys: Vec<GroupKey>,
+        column: Option<String>,
+    },
+    /// The number of distinct values of an id column; under a user-level
+    /// unit, of the unit's id: the number of units with a kept row.
+    Distinct {
+        column: String,
+    },
+    /// `of`, on the rows `filter` holds for, decided before bounding. The
+    /// statistics of one engine call share one filter (or none).
+    Where {
+        filter: Filter,
+        of: Box<StatKind>,
+    },
+}
+
+impl StatKind {
+    /// The statistic without its filter.
+    pub fn unfiltered(&self) -> &StatKind {
+        match self {
+            StatKind::Where { of, .. } => of.unfiltered(),
+            other => other,
+        }
+    }
+
+    /// The filter, if any.
+    pub fn filter(&self) -> Option<&Filter> {
+        match self {
+            StatKind::Where { filter, .. } => Some(filter),
+            _ => None,
+        }
+    }
 }
 
 /// One exact statistic to compute, in units of 2^grid.
@@ -251,11 +295,14 @@ impl CsvEngine {
         }
         let mut records = Records::new(&dataset.name, reader);
         let headers = records.headers()?;
-        let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
+        let (mut layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
         let mut acc = Accumulators::new(&prepared);
         match layout.id {
             // Row/event-level unit: every valid row is a unit of its own.
-            None => add_every_row(&mut records, &layout, &prepared, &mut acc)?,
+            None => {
+                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
+                add_every_row(&mut records, &layout, &prepared, &mut acc)?
+            }
             // User-level unit: 1. every row into its unit's reservoir while
             // reading; 2. each unit's kept rows, bounded per group, into the
             // accumulators.
@@ -281,10 +328,13 @@ impl CsvEngine {
     ) -> Result<Vec<Vec<i128>>, EngineError> {
         let (headers, rest, eof) = split::read_header(&mut reader, self.block)
             .map_err(|e| read_error(&dataset.name, csv::Error::from(e)))?;
-        let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
+        let (mut layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
         let chunks = split::Chunks::new(reader, rest, eof, self.block);
         let acc = match layout.id {
-            None => parallel::every_row(chunks, threads, dataset, &layout, &prepared)?,
+            None => {
+                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
+                parallel::every_row(chunks, threads, dataset, &layout, &prepared)?
+            }
             Some(id) => {
                 let hashers = (IdHasher::new(rng), IdHasher::new(rng));
                 parallel::per_unit(
@@ -310,6 +360,9 @@ fn add_every_row<R: Read>(
     while records.read(&mut rec)? {
         if layout.parse(&rec, &mut vals, &mut cats) {
             acc.add(prepared, &vals, &cats)?;
+            if let Some(d) = &layout.distinct {
+                acc.add_distinct(prepared, d.key(&rec));
+            }
         }
     }
     Ok(())

@@ -107,6 +107,9 @@ impl OnRecord for RowWorker<'_> {
     fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError> {
         if self.layout.parse(rec, &mut self.vals, &mut self.cats) {
             self.acc.add(self.prepared, &self.vals, &self.cats)?;
+            if let Some(d) = &self.layout.distinct {
+                self.acc.add_distinct(self.prepared, d.key(rec));
+            }
         }
         Ok(())
     }

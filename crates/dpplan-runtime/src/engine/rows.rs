@@ -1,0 +1,254 @@
+//! Language v2 on one row: the compiled `where` filter ([`RowFilter`]),
+//! the cell of a row under several group keys and bins ([`Grouping`]), and
+//! the set of distinct ids ([`DistinctIds`]).
+//!
+//! * A filter is decided per row **before bounding**: a row it rejects is
+//!   dropped like an invalid row, so it never enters a unit's reservoir
+//!   and the unit's bounds are spent on the rows the query counts.
+//! * A grouping maps a row to one cell of the product of its keys' public
+//!   categories (first key slowest) or to [`OUT`]: a category outside its
+//!   domain, a number outside the bins under `outside drop`, NaN.
+//! * Distinct ids are kept as the 122-bit keyed hash of the id (two
+//!   independent keyed universal hashes, [`IdHasher`]), never the id.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use dpplan_plan::Dataset;
+use dpplan_vocab::rows::{Filter, GroupKey};
+use dpplan_vocab::{ColumnKind, Comparison};
+
+use super::hash::IdHasher;
+use super::layout::{header_index, Domain, Fields, OUT};
+use super::number::parse_number;
+use super::EngineError;
+
+/// A numeric field as a filter or a bin reads it: parsed, or the value
+/// `invalid_rows clamp` imputes (under `drop` an invalid row was already
+/// dropped).
+#[derive(Clone, Copy)]
+pub(super) struct Number {
+    index: usize,
+    int: bool,
+    impute: f64,
+}
+
+impl Number {
+    fn resolve(
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        column: &str,
+    ) -> Result<Number, EngineError> {
+        let c = declared(dataset, column)?;
+        if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
+            return Err(EngineError::Schema(format!(
+                "column `{column}` of dataset `{}` is not a number",
+                dataset.name
+            )));
+        }
+        Ok(Number {
+            index: header_index(headers, &dataset.name, column)?,
+            int: c.ty == ColumnKind::Int,
+            impute: c.bounds.map_or(0.0, |b| b[0]),
+        })
+    }
+
+    #[inline]
+    fn read<F: Fields>(&self, rec: &F) -> f64 {
+        parse_number(rec.field(self.index), self.int).unwrap_or(self.impute)
+    }
+}
+
+fn declared<'d>(
+    dataset: &'d Dataset,
+    column: &str,
+) -> Result<&'d dpplan_plan::Column, EngineError> {
+    dataset
+        .columns
+        .iter()
+        .find(|c| c.name == column)
+        .ok_or_else(|| {
+            EngineError::Schema(format!(
+                "dataset `{}` declares no column `{column}`",
+                dataset.name
+            ))
+        })
+}
+
+/// A [`Filter`] resolved against the CSV header.
+pub(super) enum RowFilter {
+    And(Vec<RowFilter>),
+    Or(Vec<RowFilter>),
+    Not(Box<RowFilter>),
+    Compare(Number, Comparison, f64),
+    /// The field's bytes are one of these (looked up as a domain is).
+    In(usize, Domain),
+}
+
+impl RowFilter {
+    pub(super) fn resolve(
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        f: &Filter,
+    ) -> Result<RowFilter, EngineError> {
+        let all = |items: &[Filter]| {
+            items
+                .iter()
+                .map(|i| RowFilter::resolve(dataset, headers, i))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(match f {
+            Filter::And { items } => RowFilter::And(all(items)?),
+            Filter::Or { items } => RowFilter::Or(all(items)?),
+            Filter::Not { inner } => {
+                RowFilter::Not(Box::new(RowFilter::resolve(dataset, headers, inner)?))
+            }
+            Filter::Compare { column, cmp, value } => {
+                RowFilter::Compare(Number::resolve(dataset, headers, column)?, *cmp, *value)
+            }
+            Filter::In { column, values } => {
+                declared(dataset, column)?;
+                RowFilter::In(
+                    header_index(headers, &dataset.name, column)?,
+                    Domain::new(values),
+                )
+            }
+        })
+    }
+
+    /// Whether the row passes. A comparison with NaN is false.
+    #[inline]
+    pub(super) fn holds<F: Fields>(&self, rec: &F) -> bool {
+        match self {
+            RowFilter::And(items) => items.iter().all(|i| i.holds(rec)),
+            RowFilter::Or(items) => items.iter().any(|i| i.holds(rec)),
+            RowFilter::Not(inner) => !inner.holds(rec),
+            RowFilter::Compare(n, cmp, v) => cmp.holds(n.read(rec), *v),
+            RowFilter::In(index, values) => {
+                rec.field(*index).is_some_and(|f| values.index(f) != OUT)
+            }
+        }
+    }
+}
+
+/// One key of a grouping and its stride in the cell index.
+enum Part {
+    Category { index: usize, domain: Domain },
+    Bins { number: Number, key: GroupKey },
+}
+
+/// The cells of a grouped statistic: the product of its keys.
+pub(super) struct Grouping {
+    parts: Vec<(Part, u32)>,
+    len: usize,
+    /// The keys, to tell two groupings apart.
+    pub(super) keys: Vec<GroupKey>,
+}
+
+impl Grouping {
+    pub(super) fn resolve(
+        dataset: &Dataset,
+        headers: &csv::ByteRecord,
+        keys: &[GroupKey],
+    ) -> Result<Grouping, EngineError> {
+        let mut parts = Vec::with_capacity(keys.len());
+        let mut len: usize = 1;
+        for k in keys.iter().rev() {
+            let part = match k {
+                GroupKey::Category { column, domain } => {
+                    declared(dataset, column)?;
+                    Part::Category {
+                        index: header_index(headers, &dataset.name, column)?,
+                        domain: Domain::new(domain),
+                    }
+                }
+                GroupKey::Bins { column, .. } => Part::Bins {
+                    number: Number::resolve(dataset, headers, column)?,
+                    key: k.clone(),
+                },
+            };
+            let stride = u32::try_from(len).map_err(|_| too_many(dataset))?;
+            parts.push((part, stride));
+            len = len.checked_mul(k.len()).ok_or_else(|| too_many(dataset))?;
+        }
+        if len == 0 || u32::try_from(len).map_or(true, |l| l == OUT) {
+            return Err(too_many(dataset));
+        }
+        parts.reverse();
+        Ok(Grouping {
+            parts,
+            len,
+            keys: keys.to_vec(),
+        })
+    }
+
+    /// The number of cells.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The row's cell, or [`OUT`].
+    #[inline]
+    pub(super) fn cell<F: Fields>(&self, rec: &F) -> u32 {
+        let mut cell = 0u32;
+        for (part, stride) in &self.parts {
+            let i = match part {
+                Part::Category { index, domain } => {
+                    rec.field(*index).map_or(OUT, |f| domain.index(f))
+                }
+                Part::Bins { number, key } => key.bin(number.read(rec)).map_or(OUT, |b| b as u32),
+            };
+            if i == OUT {
+                return OUT;
+            }
+            cell += i * stride;
+        }
+        cell
+    }
+}
+
+fn too_many(dataset: &Dataset) -> EngineError {
+    EngineError::Schema(format!(
+        "dataset `{}`: a grouped statistic has too many cells",
+        dataset.name
+    ))
+}
+
+/// A hasher for keys that are already uniform keyed hashes: their low 64
+/// bits.
+#[derive(Default)]
+pub(super) struct Uniform(u64);
+
+impl Hasher for Uniform {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, x: u128) {
+        self.0 = x as u64;
+    }
+}
+
+/// The distinct ids of a row-level `count(distinct …)`: their keyed hashes.
+pub(super) type IdSet = HashSet<u128, BuildHasherDefault<Uniform>>;
+
+/// The id column of a row-level distinct count and its two keyed hashes.
+#[derive(Clone)]
+pub(super) struct DistinctIds {
+    pub(super) index: usize,
+    pub(super) hashers: (IdHasher, IdHasher),
+}
+
+impl DistinctIds {
+    /// The row's id as a 122-bit keyed hash; `None` when the field is
+    /// missing or empty (that row adds no id).
+    #[inline]
+    pub(super) fn key<F: Fields>(&self, rec: &F) -> Option<u128> {
+        let id = rec.field(self.index).filter(|f| !f.is_empty())?;
+        Some((u128::from(self.hashers.0.field(id)) << 64) | u128::from(self.hashers.1.field(id)))
+    }
+}
