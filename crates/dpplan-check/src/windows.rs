@@ -20,11 +20,22 @@
 //! L1, L2 and L∞ (a superset of the vectors a unit can produce, so the
 //! bound is sound). A row- or event-level unit is one row: it lies in one
 //! window (`W = r = 1`).
+//!
+//! A window is also a filter: a row whose time lies in no slot is read by
+//! no release. Under row-level `replace` a replaced row can therefore leave
+//! (or enter) the horizon, as it can leave a `where` filter; the
+//! derivation goes through [`crate::sensitivity_rows::grouped`], which
+//! allows for it (it matters for one slot of a count: 0 → 1).
 
 use dpplan_syntax::ast::Adjacency;
 use dpplan_vocab::Statistic;
 
-use crate::sensitivity::{self, Derived, UnitBound};
+use crate::sensitivity::{Derived, UnitBound};
+use crate::sensitivity_rows;
+
+/// Why a windowed query drops rows when it has no other reason to: the
+/// window itself.
+pub const WINDOW: &str = "the window (a row whose time lies in no slot of the schedule is dropped)";
 
 /// The horizon bounds of a windowed query.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,7 +51,8 @@ pub struct Horizon {
 /// The sensitivity of the whole schedule of a windowed query, seen as one
 /// vector release over its `N` disjoint windows. `group` is the size of
 /// the group domain of a grouped statistic; `values` the clamp bounds of a
-/// sum.
+/// sum; `why` the reason rows are dropped ([`WINDOW`], or the query's
+/// filter, [`sensitivity_rows::FILTER`]).
 pub fn windowed(
     statistic: Statistic,
     unit: UnitBound,
@@ -48,6 +60,7 @@ pub fn windowed(
     h: Horizon,
     group: Option<u64>,
     values: Option<(f64, f64)>,
+    why: &str,
 ) -> Derived {
     let grouped = matches!(statistic, Statistic::GroupedCount | Statistic::GroupedSum);
     let d = if grouped {
@@ -75,7 +88,7 @@ pub fn windowed(
         Statistic::Count | Statistic::GroupedCount | Statistic::DistinctCount => None,
     };
     let cells = h.slots.saturating_mul(d);
-    let mut out = sensitivity::grouped(horizon_unit, adjacency, cells, values);
+    let mut out = sensitivity_rows::grouped(horizon_unit, adjacency, cells, values, why);
     let mut steps = vec![explain(unit.user, h, w, r, d, m, g, cells)];
     steps.append(&mut out.steps);
     out.steps = steps;
@@ -142,6 +155,7 @@ mod tests {
             h,
             None,
             None,
+            WINDOW,
         );
         assert_eq!(d.l1, 120.0);
         assert!((d.l2 - 4.0 * 30f64.sqrt()).abs() < 1e-12, "{}", d.l2);
@@ -154,6 +168,7 @@ mod tests {
             Horizon { windows: 31, ..h },
             None,
             None,
+            WINDOW,
         );
         assert!(more.l2 > d.l2);
         // W is capped by the slots
@@ -164,6 +179,7 @@ mod tests {
             Horizon { windows: 1000, ..h },
             None,
             None,
+            WINDOW,
         );
         assert!((capped.l2 - 4.0 * 168f64.sqrt()).abs() < 1e-12);
     }
@@ -181,10 +197,26 @@ mod tests {
             windows: 1,
             rows: 1,
         };
-        let d = windowed(Statistic::Count, row, Adjacency::AddRemove, h, None, None);
+        let d = windowed(
+            Statistic::Count,
+            row,
+            Adjacency::AddRemove,
+            h,
+            None,
+            None,
+            WINDOW,
+        );
         assert_eq!((d.l1, d.l2), (1.0, 1.0));
         // under replace, a row can move from one window to another
-        let r = windowed(Statistic::Count, row, Adjacency::Replace, h, None, None);
+        let r = windowed(
+            Statistic::Count,
+            row,
+            Adjacency::Replace,
+            h,
+            None,
+            None,
+            WINDOW,
+        );
         assert_eq!(r.l1, 2.0);
         assert!((r.l2 - 2f64.sqrt()).abs() < 1e-15);
     }
@@ -205,6 +237,7 @@ mod tests {
             h,
             Some(4),
             None,
+            WINDOW,
         );
         assert_eq!(d.l1, 12.0);
         assert!((d.l2 - 2.0 * 6f64.sqrt()).abs() < 1e-12);
@@ -216,8 +249,57 @@ mod tests {
             h,
             None,
             Some((0.0, 10.0)),
+            WINDOW,
         );
         assert_eq!(s.l1, 150.0);
         assert!((s.l2 - 50.0 * 3f64.sqrt()).abs() < 1e-9);
+    }
+
+    /// One slot, a row-level count under replace: without the window the
+    /// one-cell count would not move (a replaced row stays counted), but a
+    /// row can be replaced by one whose time lies outside the slot, so the
+    /// count moves by 1 (the enumeration: {in, out} × {in, out}).
+    #[test]
+    fn a_row_can_leave_the_horizon_under_replace() {
+        let row = UnitBound {
+            user: false,
+            rows: 1,
+            groups: Some(1),
+            rows_per_group: Some(1),
+        };
+        let h = Horizon {
+            slots: 1,
+            windows: 1,
+            rows: 1,
+        };
+        let mut worst: f64 = 0.0;
+        for (before, after) in [(1.0, 1.0), (1.0, 0.0), (0.0, 1.0), (0.0, 0.0)] {
+            worst = worst.max(f64::abs(before - after));
+        }
+        let d = windowed(
+            Statistic::Count,
+            row,
+            Adjacency::Replace,
+            h,
+            None,
+            None,
+            WINDOW,
+        );
+        assert_eq!((d.l1, d.l2), (worst, worst));
+        assert!(d.steps.iter().any(|s| s.contains(WINDOW)), "{:?}", d.steps);
+        // negative control: the derivation that ignores drops says 0
+        let blind = crate::sensitivity::grouped(row, Adjacency::Replace, 1, None);
+        assert_eq!(blind.l1, 0.0);
+        // a sum over one slot: max(hi − lo, max(|lo|, |hi|)) at least
+        let s = windowed(
+            Statistic::Sum,
+            row,
+            Adjacency::Replace,
+            h,
+            None,
+            Some((5.0, 10.0)),
+            WINDOW,
+        );
+        assert!(s.l1 >= 10.0, "{}", s.l1);
     }
 }

@@ -222,10 +222,15 @@ fn plan_parts(
     let window = super::window::resolve(c, plan.q, target.info, unit, plan.releases)?;
     let mut unwindowed = None;
     if let Some(w) = &window {
-        // TODO(merge of h-lang and h-win): the horizon derivation does not
-        // see the shape's filter/distinct/drops yet
-        let (horizon, per_release) =
-            super::window::derive(w, derived, unit, adjacency, target.group, values);
+        let (horizon, per_release) = super::window::derive(
+            w,
+            derived,
+            unit,
+            adjacency,
+            target.group,
+            values,
+            shape.drops,
+        );
         derived = horizon;
         unwindowed = Some(per_release);
     }

@@ -14,7 +14,7 @@ use super::query::{Part, QueryPlan, Reported};
 use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
-use crate::windows::{windowed, Horizon};
+use crate::windows::{windowed, Horizon, WINDOW};
 
 /// `windows_per_unit` and `rows_per_window` of a dataset, as declared and
 /// valid.
@@ -270,7 +270,8 @@ fn rows_per_window(info: &DatasetInfo, unit: UnitBound) -> u64 {
 }
 
 /// Each part's sensitivity over the whole schedule, and the per-release
-/// sensitivities it replaces (for the side-by-side figure).
+/// sensitivities it replaces (for the side-by-side figure). `drops`: why
+/// the query drops rows besides the window (a filter, invalid rows).
 pub(in crate::checker) fn derive(
     w: &Window,
     per_release: Vec<(Statistic, &'static str, Derived)>,
@@ -278,7 +279,11 @@ pub(in crate::checker) fn derive(
     adjacency: Adjacency,
     group: Option<u64>,
     values: Option<(f64, f64)>,
+    drops: Option<&'static str>,
 ) -> (Vec<(Statistic, &'static str, Derived)>, Vec<Derived>) {
+    // the window drops the rows outside the horizon; a filter (or invalid
+    // rows) drops more, and is named in the derivation when it has one
+    let why = drops.unwrap_or(WINDOW);
     let mut unwindowed = Vec::with_capacity(per_release.len());
     let horizon = per_release
         .into_iter()
@@ -287,7 +292,7 @@ pub(in crate::checker) fn derive(
             (
                 s,
                 role,
-                windowed(s, unit, adjacency, w.horizon, group, values),
+                windowed(s, unit, adjacency, w.horizon, group, values, why),
             )
         })
         .collect();
