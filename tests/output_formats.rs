@@ -147,3 +147,47 @@ fn name(path: &str) -> String {
         .to_string_lossy()
         .replace('-', "_")
 }
+
+/// A plan large enough that `dpplan check --format json` renders its
+/// queries array on two threads and splices it into the stream: the
+/// binary's output is valid against the schema and has every query, in
+/// order, with its own pure cost (5 rows at scale 1000 + i). (The splice is
+/// compared byte for byte with the one-thread document in
+/// dpplan-render's `query_array` tests.)
+#[test]
+fn a_large_plan_json_is_complete_and_valid() {
+    let n = 5000;
+    let mut text = String::from(
+        "plan \"large\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1000\n  }\n  dataset visits {\n    column uid : id\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
+    );
+    for i in 0..n {
+        text += &format!(
+            "  query q{i} {{\n    count(visits)\n    noise laplace scale {}\n    schedule once\n  }}\n",
+            1000 + i
+        );
+    }
+    text += "}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.dpplan");
+    std::fs::write(&path, &text).unwrap();
+    let out = dpplan(&["check", "--format", "json", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_valid(
+        &schema(&root().join("docs/json-output.schema.json")),
+        &doc,
+        "the large plan's JSON",
+    );
+    let queries = doc["files"][0]["queries"].as_array().expect("queries");
+    assert_eq!(queries.len(), n);
+    for (i, q) in queries.iter().enumerate() {
+        assert_eq!(q["name"], format!("q{i}"));
+        let want = 5.0 / (1000 + i) as f64;
+        let got = q["total"]["epsilon"].as_f64().unwrap();
+        assert!((got - want).abs() <= 1e-12 * want, "q{i}: {got} vs {want}");
+    }
+}

@@ -314,3 +314,41 @@ fn a_sparse_product_is_warned_against_the_noise() {
     // no population: only past the fixed threshold of 1,000 cells
     assert!(codes(&plan("row", "add_remove", "", "", q)).is_empty());
 }
+
+/// A misspelt column in a filter is DP012 with "did you mean", as in a
+/// target or a group key (one check of a column name for all three); a
+/// name far from every column gets no suggestion (negative control).
+#[test]
+fn a_misspelt_filter_column_gets_a_suggestion() {
+    let text = plan(
+        "user by rider_id",
+        "add_remove",
+        "contribution {\n      rows_per_unit 5\n    }",
+        "",
+        "count(trips where ctiy == \"Madrid\")",
+    );
+    let a = analyze(&text);
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::Undefined)
+        .expect("DP012");
+    assert!(
+        d.help
+            .as_deref()
+            .unwrap_or("")
+            .contains("did you mean `city`"),
+        "{d:#?}"
+    );
+    let far = text.replace("ctiy", "zzzzzz");
+    let a = analyze(&far);
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::Undefined)
+        .expect("DP012");
+    assert!(
+        !d.help.as_deref().unwrap_or("").contains("did you mean"),
+        "{d:#?}"
+    );
+}

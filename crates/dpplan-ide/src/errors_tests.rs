@@ -115,11 +115,11 @@ fn hover_on_a_broken_dataset_or_query_says_it_could_not_be_read() {
 }
 
 /// Negative control: a valid zero-sensitivity statistic (a count under
-/// row-level replace adjacency) still says so, and a valid query still
+/// row-level replace adjacency, invalid rows clamped: none is dropped) still says so, and a valid query still
 /// shows its derivation and cost.
 #[test]
 fn valid_queries_still_show_their_numbers() {
-    let text = "plan \"z\" {\n  privacy {\n    unit row\n    adjacency replace\n    budget epsilon 1\n  }\n  dataset d {\n    column x : int in [0, 1]\n  }\n  query n {\n    count(d)\n    noise laplace scale 1\n    schedule once\n  }\n}\n";
+    let text = "plan \"z\" {\n  privacy {\n    unit row\n    adjacency replace\n    budget epsilon 1\n  }\n  dataset d {\n    column x : int in [0, 1]\n    invalid_rows clamp\n  }\n  query n {\n    count(d)\n    noise laplace scale 1\n    schedule once\n  }\n}\n";
     let md = query_hover(text, "n");
     assert!(md.contains("**Sensitivity:** L1 = 0, L2 = 0"), "{md}");
     assert!(

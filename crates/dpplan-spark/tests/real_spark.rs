@@ -75,6 +75,9 @@ fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// Shipped examples that use what the Spark engine does not run yet.
+const SPARK_REFUSES: &[&str] = &["ride-sharing"];
+
 /// Every shipped example with data: row-level (exact) and, for user-level
 /// units, the bounded aggregates.
 fn example_cases(cases: &mut Vec<Case>) {
@@ -87,6 +90,12 @@ fn example_cases(cases: &mut Vec<Case>) {
     let mut n = 0;
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        // filters, several keys and distinct counts: the Spark engine
+        // refuses this plan before any charge (crates/dpplan-cli/tests/
+        // ride_sharing.rs checks that refusal)
+        if SPARK_REFUSES.contains(&name.as_str()) {
+            continue;
+        }
         let text = std::fs::read_to_string(dir.join(format!("{name}.dpplan"))).unwrap();
         let plan = compile(&text);
         let opts = dpplan_runtime::RunOptions {

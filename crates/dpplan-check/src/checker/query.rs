@@ -525,30 +525,10 @@ fn target<'a>(
     };
     let column = match &agg.target.column {
         None => None,
-        Some(col) => match info.columns.get(col.value.as_str()) {
-            Some(ci) => Some((col, ci)),
-            None => {
-                c.error(suggest_name(
-                    Diagnostic::new(
-                        Code::Undefined,
-                        format!(
-                            "dataset `{}` has no column `{}`",
-                            info.ds.name.value, col.value
-                        ),
-                        col.span,
-                    )
-                    .label("undefined column")
-                    .help(format!(
-                        "declare it in `{}` or use one of: {}",
-                        info.ds.name.value,
-                        names(info.columns.keys().copied())
-                    )),
-                    &col.value,
-                    info.columns.keys().copied(),
-                ));
-                return Err(Reported);
-            }
-        },
+        Some(col) => {
+            let help = format!("declare it in `{}` or use one of:", info.ds.name.value);
+            Some((col, declared_column(c, info, col, &help)?))
+        }
     };
     let cells = rows::resolve_keys(c, info, &agg.keys)?;
     Ok(Target {
@@ -559,6 +539,35 @@ fn target<'a>(
     })
 }
 
+/// A column of the dataset, or DP012 with `help` followed by the declared
+/// columns, and "did you mean" for a near miss: the one check of a column
+/// name, for targets, group keys and filters alike.
+pub(super) fn declared_column<'i>(
+    c: &mut Checker,
+    info: &'i DatasetInfo,
+    col: &ast::Ident,
+    help: &str,
+) -> Result<&'i ColumnInfo<'i>, Reported> {
+    if let Some(ci) = info.columns.get(col.value.as_str()) {
+        return Ok(ci);
+    }
+    c.error(suggest_name(
+        Diagnostic::new(
+            Code::Undefined,
+            format!(
+                "dataset `{}` has no column `{}`",
+                info.ds.name.value, col.value
+            ),
+            col.span,
+        )
+        .label("undefined column")
+        .help(format!("{help} {}", names(info.columns.keys().copied()))),
+        &col.value,
+        info.columns.keys().copied(),
+    ));
+    Err(Reported)
+}
+
 /// The size of the public domain of the column a query groups by (DP002,
 /// DP012, DP017).
 pub(super) fn group_domain(
@@ -566,26 +575,7 @@ pub(super) fn group_domain(
     info: &DatasetInfo,
     by: &ast::Ident,
 ) -> Result<u64, Reported> {
-    let Some(ci) = info.columns.get(by.value.as_str()) else {
-        c.error(suggest_name(
-            Diagnostic::new(
-                Code::Undefined,
-                format!(
-                    "dataset `{}` has no column `{}`",
-                    info.ds.name.value, by.value
-                ),
-                by.span,
-            )
-            .label("undefined column")
-            .help(format!(
-                "group by one of: {}",
-                names(info.columns.keys().copied())
-            )),
-            &by.value,
-            info.columns.keys().copied(),
-        ));
-        return Err(Reported);
-    };
+    let ci = declared_column(c, info, by, "group by one of:")?;
     if !matches!(ci.ty, ColumnType::Category { .. }) {
         c.error(
             Diagnostic::new(

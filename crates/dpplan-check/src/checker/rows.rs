@@ -189,23 +189,7 @@ fn declared<'i>(
     info: &'i DatasetInfo,
     col: &ast::Ident,
 ) -> Result<&'i ColumnInfo<'i>, Reported> {
-    info.columns.get(col.value.as_str()).ok_or_else(|| {
-        let mut names: Vec<&str> = info.columns.keys().copied().collect();
-        names.sort_unstable();
-        c.error(
-            Diagnostic::new(
-                Code::Undefined,
-                format!(
-                    "dataset `{}` has no column `{}`",
-                    info.ds.name.value, col.value
-                ),
-                col.span,
-            )
-            .label("undefined column")
-            .help(format!("use one of: {}", names.join(", "))),
-        );
-        Reported
-    })
+    super::query::declared_column(c, info, col, "use one of:")
 }
 
 /// The `where` predicate, normalised ([`Filter`]); every problem in it is
