@@ -29,8 +29,10 @@ use sha2::{Digest, Sha256};
 pub const FORMAT: &str = "dpplan-executable-plan";
 /// Bumped on any incompatible change of the body.
 /// Version 2: `aggregation` gained `filter`, `keys` and `distinct`
-/// (Language v2) and a part may be a `distinct_count`.
-pub const FORMAT_VERSION: u32 = 2;
+/// (Language v2) and a part may be a `distinct_count`. Version 3: a
+/// release may carry a `window` (time windows), which a version-2 runtime
+/// must not run as if it read every row.
+pub const FORMAT_VERSION: u32 = 3;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
