@@ -156,7 +156,7 @@ impl GridPld {
             };
         }
         let mut p = vec![0.0; (kmax - kmin + 1) as usize];
-        let denom = -(-h).exp_m1();
+        let denom = -libm::expm1(-h);
         for &(l, m) in atoms {
             if m <= 0.0 {
                 continue;
@@ -166,7 +166,7 @@ impl GridPld {
             let w = if u <= 0.0 {
                 0.0
             } else {
-                ((-(-u).exp_m1()) / denom).min(1.0)
+                (-libm::expm1(-u) / denom).min(1.0)
             };
             let i = (k - kmin) as usize;
             p[i] += m * (1.0 - w);
@@ -205,14 +205,14 @@ impl GridPld {
         let ratio = 1i64 << shift;
         let h_old = h_of(self.e);
         let h_new = h_of(e_new);
-        let denom = -(-h_new).exp_m1();
+        let denom = -libm::expm1(-h_new);
         // precompute weights for each residue r = 0..ratio
         let weights: Vec<f64> = (0..ratio)
             .map(|r| {
                 if r == 0 {
                     0.0
                 } else {
-                    ((-(-(r as f64 * h_old)).exp_m1()) / denom).min(1.0)
+                    (-libm::expm1(-(r as f64 * h_old)) / denom).min(1.0)
                 }
             })
             .collect();
@@ -331,17 +331,24 @@ fn mass_up(p: &[f64]) -> f64 {
     p.iter().sum::<f64>() * (1.0 + 1.01 * (p.len() as f64 + 1.0) * U)
 }
 
-/// Multiplies every mass by 1 + 1.01(ulps + 1)u: the result of a step whose
-/// outputs are positive sums computed to ≤ ulps·u relative is then an upper
-/// bound of the step's exact result on the same input (the product's own
-/// rounding is the + 1). Subnormal round-off (≤ 2^−1074 per operation) is
-/// below every mass a δ ≥ 10⁻³⁰⁰ can see and is counted at ∞ by the
-/// convolutions that could produce it.
+/// Multiplies every mass by g ≥ 1 + 1.01(ulps + 2)u: the result of a step
+/// whose outputs are positive sums computed to ≤ ulps·u relative is then an
+/// upper bound of the step's exact result on the same input. The + 2 are the
+/// product's own rounding and the rounding of g itself (1 + x rounds to
+/// nearest, ≤ u away; `next_up` then moves it above the exact factor).
+/// Subnormal round-off (≤ 2^−1074 per operation) is below every mass a
+/// δ ≥ 10⁻³⁰⁰ can see and is counted at ∞ by the convolutions that could
+/// produce it.
 fn round_up(p: &mut [f64], ulps: f64) {
-    let g = 1.0 + 1.01 * (ulps + 1.0) * U;
+    let g = round_up_factor(ulps);
     for x in p.iter_mut() {
         *x *= g;
     }
+}
+
+/// The factor of [`round_up`]: the double above 1 + 1.01(ulps + 2)u.
+fn round_up_factor(ulps: f64) -> f64 {
+    (1.0 + 1.01 * (ulps + 2.0) * U).next_up()
 }
 
 fn target_e(ctx: &Ctx, sd: f64) -> i32 {
@@ -463,13 +470,27 @@ fn self_compose(ctx: &mut Ctx, base: GridPld, k: u64) -> GridPld {
     result.unwrap_or_else(GridPld::identity)
 }
 
-/// Randomized response RR_ε: atom 1/(1+e^{−ε}) at +ε, 1/(1+e^{ε}) at −ε.
+/// Randomized response RR_ε: atom 1/(1+e^{−ε}) at +ε, 1/(1+e^{ε}) at −ε,
+/// each mass an upper bound of the exact one (see [`rr_mass_up`]).
 fn rr_leaf(e: i32, eps: f64) -> GridPld {
     let atoms = [
-        (eps, 1.0 / (1.0 + (-eps).exp())),
-        (-eps, 1.0 / (1.0 + eps.exp())),
+        (eps, rr_mass_up(libm::exp(-eps))),
+        (-eps, rr_mass_up(libm::exp(eps))),
     ];
     GridPld::from_atoms(e, &atoms, 0.0)
+}
+
+/// 1/(1 + x) for x = e^{±ε} computed by `libm::exp` (≤ [`ELEM_ULPS`] ulps),
+/// rounded up: the relative error of x passes to 1 + x at most whole
+/// (x/(1+x) ≤ 1), the addition and the division add u each, so the computed
+/// value is within (ELEM_ULPS + 2)u of the exact one; the result is moved up
+/// by the factor 1 + 1.01(ELEM_ULPS + 3)u (the + 1 the product's rounding)
+/// and then to the next double. An overflowing x (ε > 709) gives the mass 0
+/// at −ε, whose exact value is below 2^−1022: mass at a negative loss that
+/// no δ ≥ 10⁻³⁰⁰ can see.
+fn rr_mass_up(x: f64) -> f64 {
+    let raw = 1.0 / (1.0 + x);
+    (raw * (1.0 + 1.01 * (ELEM_ULPS + 3.0) * U)).next_up()
 }
 
 fn dgauss_leaf(e: i32, dg: &DiscreteGaussian) -> GridPld {
@@ -782,4 +803,80 @@ fn error_terms(ctx: &Ctx) -> String {
         ctx.tau,
         ctx.tau_low().max(ctx.tau)
     )
+}
+
+#[cfg(test)]
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// ε from 10⁻⁸ to 700, 60 per decade, plus the exact integers 1 to 40.
+    fn rr_cases() -> Vec<f64> {
+        let mut eps: Vec<f64> = (0..=650)
+            .map(|i| 10f64.powf(-8.0 + i as f64 / 60.0))
+            .collect();
+        eps.extend((1..=40).map(f64::from));
+        eps
+    }
+
+    fn ulps_cases() -> Vec<f64> {
+        let mut u: Vec<f64> = (0..200).map(|i| i as f64 * 0.37).collect();
+        u.extend([1e3, 1e4 + 0.5, 2.0 * ELEM_ULPS + 750.0 + 8.0]);
+        u
+    }
+
+    #[test]
+    fn rr_masses_and_the_round_up_factor_are_upper_bounds() {
+        let rr: Vec<_> = rr_cases()
+            .into_iter()
+            .map(|e| {
+                let raw = |x: f64| 1.0 / (1.0 + x);
+                json!([
+                    e,
+                    rr_mass_up(libm::exp(-e)),
+                    rr_mass_up(libm::exp(e)),
+                    raw((-e).exp()),
+                    raw(e.exp())
+                ])
+            })
+            .collect();
+        let mut factors: Vec<_> = ulps_cases()
+            .into_iter()
+            .map(|u| json!([u, round_up_factor(u)]))
+            .collect();
+        // negative control: the same factor without `next_up`
+        let bare: Vec<_> = ulps_cases()
+            .into_iter()
+            .map(|u| json!([u, 1.0 + 1.01 * (u + 2.0) * U]))
+            .collect();
+        factors.extend(bare);
+        let doc = json!({ "rr": rr, "factors": factors });
+        let Some(out) = common::reference("rr_leaf/reference.py", &doc) else {
+            return;
+        };
+        let mut raw_below = 0;
+        for (e, r) in rr_cases().into_iter().zip(out["rr"].as_array().unwrap()) {
+            for side in ["up_plus", "up_minus"] {
+                let d = r[side].as_f64().unwrap();
+                assert!(d >= 0.0, "ε = {e}: {side} below the exact mass by {d:e}");
+                assert!(d <= 2.0 * 1.01 * (ELEM_ULPS + 3.0) * U + 4.0 * U);
+            }
+            for side in ["raw_plus", "raw_minus"] {
+                raw_below += usize::from(r[side].as_f64().unwrap() < 0.0);
+            }
+        }
+        // the unrounded masses fall below the exact ones: the round-up matters
+        assert!(raw_below > 50, "only {raw_below} raw masses below exact");
+        let f = out["factors"].as_array().unwrap();
+        let (ours, bare) = f.split_at(ulps_cases().len());
+        for (u, d) in ulps_cases().into_iter().zip(ours) {
+            let d = d.as_f64().unwrap();
+            assert!((0.0..=4.0).contains(&d), "ulps = {u}: factor off by {d}u");
+        }
+        assert!(bare.iter().any(|d| d.as_f64().unwrap() < 0.0));
+    }
 }

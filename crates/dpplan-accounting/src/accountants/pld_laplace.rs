@@ -218,10 +218,6 @@ fn sum_up(atoms: GridPld, cells: &Cells) -> GridPld {
 }
 
 #[cfg(test)]
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::{json, Value};
@@ -339,7 +335,10 @@ mod tests {
     }
 
     fn run(docs: Vec<Value>) -> Option<Vec<Result<(f64, f64), String>>> {
-        let out = common::reference("laplace_leaf/reference.py", &json!({ "cases": docs }))?;
+        let out = super::super::common::reference(
+            "laplace_leaf/reference.py",
+            &json!({ "cases": docs }),
+        )?;
         let res = out["cases"].as_array().unwrap();
         Some(docs.iter().zip(res).map(|(c, r)| judge(c, r)).collect())
     }
