@@ -94,11 +94,12 @@ fn hand_edits_are_refused() {
     let extra = json.replacen("\"format_version\"", "\"x\": 1, \"format_version\"", 1);
     assert!(matches!(load(&extra), Err(LoadError::NotJson(_))));
     // 5. a wrong version.
-    let v1 = json.replacen("\"format_version\": 2", "\"format_version\": 1", 1);
-    assert_ne!(v1, json);
-    assert!(matches!(load(&v1), Err(LoadError::WrongFormat(_))));
-    let v3 = json.replacen("\"format_version\": 2", "\"format_version\": 3", 1);
-    assert!(matches!(load(&v3), Err(LoadError::WrongFormat(_))));
+    let ours = format!("\"format_version\": {FORMAT_VERSION}");
+    for other in [1, FORMAT_VERSION - 1, FORMAT_VERSION + 1] {
+        let v = json.replacen(&ours, &format!("\"format_version\": {other}"), 1);
+        assert_ne!(v, json);
+        assert!(matches!(load(&v), Err(LoadError::WrongFormat(_))));
+    }
 }
 
 #[test]

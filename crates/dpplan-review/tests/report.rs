@@ -87,7 +87,7 @@ fn composing_every_release_gives_the_checkers_total() {
                 q.parts.iter().filter_map(|p| {
                     Some(dpplan_accounting::Release {
                         mechanism: p.accounted?,
-                        count: q.releases,
+                        count: q.accounted_releases,
                     })
                 })
             })

@@ -383,7 +383,7 @@ fn cumulative(
     } else {
         vec![origin]
     };
-    let at = |t: f64| releases(plan, &|i| slots[i].count_at(t), &|_| 1.0);
+    let at = |t: f64| releases(plan, &|i| slots[i].charged_at(t), &|_| 1.0);
     let by_time: Vec<Vec<acct::Release>> = times.iter().map(|&t| at(t)).collect();
     let curves = CURVE_ACCOUNTANTS
         .iter()

@@ -11,6 +11,9 @@ pub(super) struct Slots {
     pub start: f64,
     pub period: f64,
     pub n: u64,
+    /// A windowed query: its `n` releases are one vector release over
+    /// disjoint windows, charged in full at the first window.
+    pub windowed: bool,
 }
 
 impl Slots {
@@ -28,6 +31,17 @@ impl Slots {
             self.n
         } else {
             k as u64 + 1
+        }
+    }
+    /// Accounted releases by time `t`: [`Self::count_at`], except that a
+    /// windowed query's whole schedule is one release, made at its first
+    /// window.
+    pub fn charged_at(&self, t: f64) -> u64 {
+        let n = self.count_at(t);
+        if self.windowed {
+            n.min(1)
+        } else {
+            n
         }
     }
     pub fn last(&self) -> f64 {
@@ -63,11 +77,13 @@ pub(super) fn slots(plan: &CheckedPlan, first_run: Option<i64>) -> Vec<Slots> {
     plan.queries
         .iter()
         .map(|q| {
+            let windowed = q.accounted_releases != q.releases;
             let Some(spec) = q.spec.as_ref() else {
                 return Slots {
                     start: 0.0,
                     period: 0.0,
                     n: q.releases,
+                    windowed,
                 };
             };
             let s = &spec.schedule;
@@ -78,6 +94,7 @@ pub(super) fn slots(plan: &CheckedPlan, first_run: Option<i64>) -> Vec<Slots> {
                     start: 0.0,
                     period: 0.0,
                     n: q.releases,
+                    windowed,
                 },
                 ScheduleKind::Every => Slots {
                     start: match (s.start, first_run) {
@@ -86,6 +103,7 @@ pub(super) fn slots(plan: &CheckedPlan, first_run: Option<i64>) -> Vec<Slots> {
                     },
                     period: s.every_seconds.unwrap_or(0.0),
                     n: q.releases,
+                    windowed,
                 },
             }
         })
