@@ -205,6 +205,36 @@ fn a_row_lies_in_one_window_so_the_schedule_costs_one_release() {
     assert!((total(&text.replace("window 1 hour", "")) - 84.0).abs() < 1e-9);
 }
 
+/// Row-level `replace`: a replaced row may move to another window (L1 = 2
+/// over 168 slots) or, with a single slot, leave the horizon (its time in
+/// no slot) — L1 = 1, where a one-cell count that ignored it would say 0.
+/// A filter changes neither figure (the move between windows dominates).
+#[test]
+fn under_row_level_replace_a_row_can_leave_the_horizon() {
+    let ds =
+        "  dataset trips {\n    column started_at : time\n    column fare : float in [0, 100]\n  }";
+    let one = |agg: &str, schedule: &str| {
+        let text = plan(
+            "row",
+            "basic",
+            ds,
+            &format!("  query hourly {{\n    {agg}\n    noise laplace scale 2\n    schedule {schedule}\n    window 1 hour\n  }}"),
+        )
+        .replace("adjacency add_remove", "adjacency replace");
+        report(&text).queries[0].l1
+    };
+    assert_eq!(one("count(trips)", "every 1 hour for 7 days"), 2.0);
+    assert_eq!(one("count(trips)", "every 1 hour for 1 hour"), 1.0);
+    assert_eq!(
+        one("count(trips where fare > 10)", "every 1 hour for 1 hour"),
+        1.0
+    );
+    assert_eq!(
+        one("count(trips where fare > 10)", "every 1 hour for 7 days"),
+        2.0
+    );
+}
+
 #[test]
 fn the_window_rules_are_errors_with_dp021() {
     let q = |window: &str, schedule: &str| {
