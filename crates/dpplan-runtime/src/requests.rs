@@ -107,6 +107,12 @@ pub fn planned_aggregates<'p>(
         .collect())
 }
 
+/// The statistic of every part of `r`, in part order (what a run asks the
+/// engine for this release; `dpplan audit` asks the same).
+pub(crate) fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {
+    r.parts.iter().map(|p| statistic(r, p)).collect()
+}
+
 fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
     let col = || {
         r.aggregation
@@ -160,7 +166,7 @@ fn single_key(keys: &[GroupKey]) -> Option<String> {
     }
 }
 
-fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
+pub(crate) fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
     if let Some(p) = opts.data.get(&ds.name) {
         return Ok(p.clone());
     }
