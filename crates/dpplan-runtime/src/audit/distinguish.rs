@@ -33,6 +33,14 @@ pub enum Distinguisher {
 }
 
 impl Distinguisher {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distinguisher::LikelihoodRatio => "likelihood ratio",
+            Distinguisher::LowBits => "low bits (Mironov)",
+        }
+    }
+
     /// The distinguishers that apply to `r`: the likelihood ratio always;
     /// the low-bits test for a Laplace-noised release that is not a mean.
     pub fn for_release(r: &Release) -> Vec<Distinguisher> {
