@@ -202,3 +202,61 @@ fn the_shipped_build_has_no_faults() {
         "{tests}"
     );
 }
+
+/// `dpplan report --audit`: the latest audit beside the claims; an audit
+/// of another plan, or a file that is no audit, is refused.
+#[test]
+fn the_report_shows_the_audit_of_its_plan_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let audit = dir.path().join("audit.json");
+    let o = dpplan(&[
+        "audit",
+        &plan,
+        "--runs",
+        "500",
+        "--out",
+        audit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let source = root().join("examples/web-analytics/web-analytics.dpplan");
+    let source = source.to_str().unwrap();
+    let o = dpplan(&[
+        "report",
+        source,
+        "--format",
+        "md",
+        "--audit",
+        audit.to_str().unwrap(),
+    ]);
+    let md = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(md.contains("## Audit of the executed mechanism"), "{md}");
+    assert!(
+        md.contains("500 times") && md.contains("95 % confidence"),
+        "{md}"
+    );
+    assert!(md.contains("| `page_mix` | "), "{md}");
+    // another plan: the census example's source
+    let census = root().join("examples/census/census.dpplan");
+    let o = dpplan(&[
+        "report",
+        census.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("audits another plan"),
+        "{}",
+        text(&o.stderr)
+    );
+    // not an audit
+    let o = dpplan(&["report", source, "--audit", &plan]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not an audit"),
+        "{}",
+        text(&o.stderr)
+    );
+}
