@@ -90,6 +90,7 @@ const FAULT_PLAN: &str = r#"plan "audit-faults" {
   dataset t {
     source "t.csv"
     column x : float in [0, 10]
+    column g : category { "a", "b", "c" }
   }
   query lap_sum {
     sum(t.x)
@@ -101,12 +102,19 @@ const FAULT_PLAN: &str = r#"plan "audit-faults" {
     noise gaussian sigma 20
     schedule once
   }
+  query hist {
+    histogram(t by g)
+    noise laplace scale 1
+    schedule once
+  }
 }"#;
 
 fn fault_plan(dir: &Path) -> (ExecutablePlan, AuditOptions) {
-    let mut csv = String::from("x\n");
+    // no row in group `a`: the canary's group
+    let mut csv = String::from("x,g\n");
     for i in 0..200 {
-        csv.push_str(&format!("{}\n", (i % 11) as f64 * 0.73));
+        let g = if i % 2 == 0 { "b" } else { "c" };
+        csv.push_str(&format!("{},{g}\n", (i % 11) as f64 * 0.73));
     }
     std::fs::write(dir.join("t.csv"), csv).unwrap();
     let o = AuditOptions {
@@ -138,6 +146,13 @@ fn audited(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
             ))
             .collect::<Vec<_>>()
     );
+    q
+}
+
+/// The audit of `query` under `fault`, whose outputs must not differ
+/// besides their values.
+fn audited_alike(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
+    let q = audited(dir, query, fault);
     assert!(
         q.behaviour_differences.is_empty(),
         "{:?}",
@@ -151,7 +166,7 @@ fn audited(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
 #[test]
 fn the_real_samplers_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let lap = audited(dir.path(), "lap_sum", None);
+    let lap = audited_alike(dir.path(), "lap_sum", None);
     assert!(lap.passed);
     assert!(lap.measured_epsilon > 0.8 && lap.measured_epsilon <= lap.claimed_epsilon);
     // the low-bits test has some power from where the output lies (a
@@ -166,7 +181,7 @@ fn the_real_samplers_pass() {
         low_bits.epsilon_lower_bound <= lap.claimed_epsilon,
         "{low_bits:?}"
     );
-    let gauss = audited(dir.path(), "gauss_sum", None);
+    let gauss = audited_alike(dir.path(), "gauss_sum", None);
     assert!(gauss.passed);
     assert!(gauss.measured_epsilon > 1.0 && gauss.measured_epsilon <= gauss.claimed_epsilon);
 }
@@ -175,7 +190,7 @@ fn the_real_samplers_pass() {
 fn a_sensitivity_off_by_two_fails() {
     let dir = tempfile::tempdir().unwrap();
     for query in ["lap_sum", "gauss_sum"] {
-        let q = audited(dir.path(), query, Some(Fault::SensitivityOffByTwo));
+        let q = audited_alike(dir.path(), query, Some(Fault::SensitivityOffByTwo));
         assert!(
             !q.passed && q.measured_epsilon > q.claimed_epsilon,
             "{query}"
@@ -186,7 +201,7 @@ fn a_sensitivity_off_by_two_fails() {
 #[test]
 fn a_halved_sigma_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let q = audited(dir.path(), "gauss_sum", Some(Fault::HalvedSigma));
+    let q = audited_alike(dir.path(), "gauss_sum", Some(Fault::HalvedSigma));
     assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
 }
 
@@ -194,7 +209,7 @@ fn a_halved_sigma_fails() {
 fn a_skipped_clamp_fails() {
     let dir = tempfile::tempdir().unwrap();
     for query in ["lap_sum", "gauss_sum"] {
-        let q = audited(dir.path(), query, Some(Fault::SkippedClamp));
+        let q = audited_alike(dir.path(), query, Some(Fault::SkippedClamp));
         assert!(
             !q.passed && q.measured_epsilon > q.claimed_epsilon,
             "{query}"
@@ -202,12 +217,42 @@ fn a_skipped_clamp_fails() {
     }
 }
 
+/// A histogram that hides its empty cells publishes a number of cells
+/// that depends on the data: a data-dependent branch, whatever the values
+/// (negative control: the real release path publishes every cell).
+#[test]
+fn a_data_dependent_number_of_cells_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited(dir.path(), "hist", Some(Fault::SuppressEmptyCells));
+    assert!(!q.passed);
+    assert!(
+        q.behaviour_differences[0].contains("differs besides its values"),
+        "{:?}",
+        q.behaviour_differences
+    );
+    let q = audited_alike(dir.path(), "hist", None);
+    assert!(q.passed && q.measured_epsilon <= q.claimed_epsilon);
+}
+
+/// A runtime that refuses a number past its bounds instead of clamping it
+/// errs on D (the canary's numbers) and not on D′: a data-dependent error.
+#[test]
+fn a_data_dependent_error_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited(dir.path(), "lap_sum", Some(Fault::RefuseOutOfRange));
+    assert!(!q.passed && q.tests.is_empty());
+    assert_eq!(
+        q.behaviour_differences,
+        ["the engine answered differently: on D error: a value of column `x` is outside its bounds, on D′ released"]
+    );
+}
+
 /// Mironov 2012: the textbook floating-point Laplace fails, through the
 /// low-bits test (the likelihood ratio sees a correct Laplace).
 #[test]
 fn the_naive_floating_point_laplace_fails_on_its_low_bits() {
     let dir = tempfile::tempdir().unwrap();
-    let q = audited(dir.path(), "lap_sum", Some(Fault::NaiveLaplace));
+    let q = audited_alike(dir.path(), "lap_sum", Some(Fault::NaiveLaplace));
     assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
     let lr = q
         .tests

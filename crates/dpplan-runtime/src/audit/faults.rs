@@ -4,6 +4,8 @@
 
 use dpplan_plan::{Dataset, Release};
 
+use crate::engine::EngineError;
+
 /// A fault injected into the release path the audit runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -18,6 +20,12 @@ pub enum Fault {
     SensitivityOffByTwo,
     /// A Gaussian whose σ is silently halved.
     HalvedSigma,
+    /// A grouped release that leaves out its empty cells: the number of
+    /// published cells depends on the data.
+    SuppressEmptyCells,
+    /// A number past its bounds refused with an error instead of clamped:
+    /// an error that depends on the data.
+    RefuseOutOfRange,
 }
 
 /// The dataset the engine reads under `fault`: with a skipped clamp,
@@ -74,4 +82,49 @@ pub fn naive_laplace(x: f64, b: f64, next_u64: u64) -> f64 {
         (half - k, true)
     };
     x + super::distinguish::naive_noise(m, negative, b)
+}
+
+/// With `RefuseOutOfRange`: the error a runtime that refuses numbers past
+/// their bounds would give on `data`, if any.
+pub fn refusal(ds: &Dataset, data: &[u8], fault: Option<Fault>) -> Option<EngineError> {
+    if fault != Some(Fault::RefuseOutOfRange) {
+        return None;
+    }
+    let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(data);
+    let header = rd.byte_headers().ok()?.clone();
+    let bounded: Vec<(usize, &str, [f64; 2])> = ds
+        .columns
+        .iter()
+        .filter_map(|c| {
+            let i = header.iter().position(|h| h == c.name.as_bytes())?;
+            Some((i, c.name.as_str(), c.bounds?))
+        })
+        .collect();
+    for rec in rd.byte_records().map_while(Result::ok) {
+        for &(i, name, [lo, hi]) in &bounded {
+            let v = std::str::from_utf8(rec.get(i).unwrap_or_default())
+                .ok()
+                .and_then(|t| t.trim().parse::<f64>().ok());
+            if v.is_some_and(|v| v < lo || v > hi) {
+                return Some(EngineError::Schema(format!(
+                    "a value of column `{name}` is outside its bounds"
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// With `SuppressEmptyCells`: the cells whose exact count or sum is 0
+/// left out of the published release.
+pub fn suppress(x: &mut crate::ReleaseResult, exact: &[i128], fault: Option<Fault>) {
+    if fault != Some(Fault::SuppressEmptyCells) {
+        return;
+    }
+    let mut i = 0;
+    x.cells.retain(|_| {
+        let keep = exact.get(i).is_none_or(|&v| v != 0);
+        i += 1;
+        keep
+    });
 }

@@ -249,6 +249,11 @@ fn exact_pair(
     let engine = CsvEngine;
     let d = engine.aggregate_reader(ds, nb.d.as_slice(), &stats, rng);
     let dp = engine.aggregate_reader(ds, nb.dp.as_slice(), &stats, rng);
+    #[cfg(feature = "audit-faults")]
+    let (d, dp) = (
+        faults::refusal(ds, &nb.d, fault(opts)).map_or(d, Err),
+        faults::refusal(ds, &nb.dp, fault(opts)).map_or(dp, Err),
+    );
     let (d, dp) = match (d, dp) {
         (Ok(d), Ok(dp)) => (d, dp),
         (Err(a), Err(b)) if a.to_string() == b.to_string() => return Err(a.into()),
@@ -432,6 +437,10 @@ fn one_release(
 ) -> Result<crate::ReleaseResult, RunError> {
     #[allow(unused_mut)]
     let mut x = crate::draw(noisy, 0, exact, rng)?;
+    #[cfg(feature = "audit-faults")]
+    if let Some(x0) = exact.get(&(noisy.name.clone(), 0)) {
+        faults::suppress(&mut x, x0, fault(_opts));
+    }
     #[cfg(feature = "audit-faults")]
     if fault(_opts) == Some(faults::Fault::NaiveLaplace) {
         let b = distinguish::laplace_scale(noisy).ok_or_else(|| {
