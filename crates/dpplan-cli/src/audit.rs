@@ -68,10 +68,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.confidence
         ));
     }
-    if a.runs < 2 {
+    let max = dpplan_runtime::audit::MAX_RUNS;
+    if !(2..=max).contains(&a.runs) {
         return Err(miette!(
             help = "write e.g. --runs 100000",
-            "--runs {}: an audit needs at least 2 runs on each data set",
+            "--runs {}: an audit takes from 2 to {max} runs on each data set",
             a.runs
         ));
     }

@@ -122,7 +122,16 @@ fn bad_input_is_a_clear_error() {
         2,
         "not strictly between 0 and 1",
     );
-    refused(&["audit", &plan, "--runs", "1"], 2, "at least 2 runs");
+    refused(
+        &["audit", &plan, "--runs", "1"],
+        2,
+        "from 2 to 100000000 runs",
+    );
+    refused(
+        &["audit", &plan, "--runs", "1000000000000"],
+        2,
+        "from 2 to 100000000 runs",
+    );
     let source = root().join("examples/web-analytics/web-analytics.dpplan");
     refused(&["audit", source.to_str().unwrap()], 1, "dpplan compile");
     // a CSV without the declared columns

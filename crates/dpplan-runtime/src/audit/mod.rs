@@ -18,6 +18,7 @@ pub mod distinguish;
 #[cfg(feature = "audit-faults")]
 pub mod faults;
 pub mod neighbour;
+mod runs;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -37,6 +38,10 @@ use distinguish::{Centres, Distinguisher};
 /// The version of the audit's JSON (`dpplan audit --format json`, read
 /// back by `dpplan report --audit`).
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The most runs per side: the scores are kept in memory (8 bytes per run,
+/// side and distinguisher: 3.2 GB at this many).
+pub const MAX_RUNS: u64 = 100_000_000;
 
 /// What `dpplan audit` was asked to do.
 #[derive(Debug, Clone)]
@@ -162,8 +167,11 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             opts.confidence
         )));
     }
-    if opts.runs < 2 {
-        return Err(RunError::Data("an audit needs at least 2 runs".into()));
+    if !(2..=MAX_RUNS).contains(&opts.runs) {
+        return Err(RunError::Data(format!(
+            "an audit takes from 2 to {MAX_RUNS} runs on each data set, not {}",
+            opts.runs
+        )));
     }
     for q in &opts.queries {
         if plan.body.release(q).is_none() {
@@ -234,10 +242,11 @@ fn read_data(ds: &Dataset, opts: &AuditOptions) -> Result<Vec<u8>, RunError> {
     })
 }
 
-/// The exact aggregates of D and D′, or the behaviour difference when the
-/// engine answers differently on them.
+/// Exact aggregates by (release, part), as `draw` reads them.
 type Exact = BTreeMap<(String, usize), Vec<i128>>;
 
+/// The exact aggregates of D and D′, or the behaviour difference when the
+/// engine answers differently on them.
 fn exact_pair(
     ds: &Dataset,
     r: &Release,
@@ -315,22 +324,7 @@ fn audit_release(
     let data = read_data(ds, opts)?;
     let nb = neighbour::neighbours(ds, r, plan.body.privacy.adjacency, &data)?;
     let (engine_ds, noisy) = mechanism(ds, r, opts);
-    let mut q = QueryAudit {
-        query: r.name.clone(),
-        claimed_epsilon: r.cost_per_release.epsilon,
-        delta: r.cost_per_release.delta,
-        measured_epsilon: 0.0,
-        tests: Vec::new(),
-        neighbours: nb.description.clone(),
-        max_cell_change: 0.0,
-        behaviour_differences: Vec::new(),
-        notes: Vec::new(),
-        releases_per_minute: 0.0,
-        passed: true,
-    };
-    if !nb.passes_filter {
-        q.notes.push("the canary does not pass the query's filter: D and D′ give the same statistic and the audit has no power".into());
-    }
+    let mut q = new_query(r, &nb);
     let (exact_d, exact_dp) = match exact_pair(&engine_ds, r, &nb, opts, rng)? {
         Ok(x) => x,
         Err(diff) => {
@@ -354,16 +348,43 @@ fn audit_release(
         );
     }
     let started = Instant::now();
-    let runs = draw_runs(r, &noisy, &c, &exact_d, &exact_dp, opts, rng)?;
+    let drawn = runs::draw(r, &noisy, &c, (&exact_d, &exact_dp), opts, rng)?;
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     q.releases_per_minute = (2 * opts.runs) as f64 / secs * 60.0;
-    q.behaviour_differences.extend(runs.differences);
+    measure(&mut q, r, drawn, opts.confidence);
+    Ok(q)
+}
+
+/// The audit of `r` before anything ran.
+fn new_query(r: &Release, nb: &neighbour::Neighbours) -> QueryAudit {
+    let mut notes = Vec::new();
+    if !nb.passes_filter {
+        notes.push("the canary does not pass the query's filter: D and D′ give the same statistic and the audit has no power".into());
+    }
+    QueryAudit {
+        query: r.name.clone(),
+        claimed_epsilon: r.cost_per_release.epsilon,
+        delta: r.cost_per_release.delta,
+        measured_epsilon: 0.0,
+        tests: Vec::new(),
+        neighbours: nb.description.clone(),
+        max_cell_change: 0.0,
+        behaviour_differences: Vec::new(),
+        notes,
+        releases_per_minute: 0.0,
+        passed: true,
+    }
+}
+
+/// Every distinguisher's bound from the runs, at joint `confidence`
+/// (Bonferroni over two rates per distinguisher), and the verdict.
+fn measure(q: &mut QueryAudit, r: &Release, drawn: runs::Runs, confidence: f64) {
+    q.behaviour_differences.extend(drawn.differences);
     let dists = Distinguisher::for_release(r);
-    // Bonferroni: two rates per distinguisher
-    let gamma = (1.0 - opts.confidence) / (2 * dists.len()) as f64;
+    let gamma = (1.0 - confidence) / (2 * dists.len()) as f64;
     for (i, d) in dists.into_iter().enumerate() {
         q.tests
-            .push(evaluate(d, &runs.d[i], &runs.dp[i], q.delta, gamma));
+            .push(evaluate(d, &drawn.d[i], &drawn.dp[i], q.delta, gamma));
     }
     q.measured_epsilon = q
         .tests
@@ -371,7 +392,6 @@ fn audit_release(
         .map(|t| t.epsilon_lower_bound)
         .fold(0.0, f64::max);
     q.passed = q.measured_epsilon <= q.claimed_epsilon && q.behaviour_differences.is_empty();
-    Ok(q)
 }
 
 /// One distinguisher: threshold on the first half, errors on the second.
@@ -399,165 +419,4 @@ fn evaluate(d: Distinguisher, on_d: &[f64], on_dp: &[f64], delta: f64, gamma: f6
         beta_upper: b.beta_upper,
         epsilon_lower_bound: b.epsilon,
     }
-}
-
-/// The scores of every run, per distinguisher, on D and on D′, and what
-/// else differed.
-struct Runs {
-    d: Vec<Vec<f64>>,
-    dp: Vec<Vec<f64>>,
-    differences: Vec<String>,
-}
-
-/// What a user sees of a release besides its values.
-#[derive(PartialEq, Debug)]
-struct Shape {
-    groups: Vec<Option<String>>,
-    mechanism: String,
-    epsilon: f64,
-    delta: f64,
-}
-
-fn shape(x: &crate::ReleaseResult) -> Shape {
-    Shape {
-        groups: x.cells.iter().map(|c| c.group.clone()).collect(),
-        mechanism: x.mechanism.clone(),
-        epsilon: x.epsilon,
-        delta: x.delta,
-    }
-}
-
-/// One release as `dpplan run` draws it (slot 0, no ledger).
-fn one_release(
-    noisy: &Release,
-    _c: &[f64],
-    exact: &Exact,
-    _opts: &AuditOptions,
-    rng: &mut SecureRng,
-) -> Result<crate::ReleaseResult, RunError> {
-    #[allow(unused_mut)]
-    let mut x = crate::draw(noisy, 0, exact, rng)?;
-    #[cfg(feature = "audit-faults")]
-    if let Some(x0) = exact.get(&(noisy.name.clone(), 0)) {
-        faults::suppress(&mut x, x0, fault(_opts));
-    }
-    #[cfg(feature = "audit-faults")]
-    if fault(_opts) == Some(faults::Fault::NaiveLaplace) {
-        let b = distinguish::laplace_scale(noisy).ok_or_else(|| {
-            RunError::Data(
-                "the naive-Laplace fault needs a Laplace release that is not a mean".into(),
-            )
-        })?;
-        for (cell, &centre) in x.cells.iter_mut().zip(_c) {
-            cell.value = faults::naive_laplace(centre, b, rng.next_u64());
-        }
-    }
-    Ok(x)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn worker(
-    declared: &Release,
-    noisy: &Release,
-    c: &Centres,
-    exact: (&Exact, &Exact),
-    opts: &AuditOptions,
-    n: u64,
-    reference: &Shape,
-    mut rng: SecureRng,
-) -> Result<Runs, RunError> {
-    let dists = Distinguisher::for_release(declared);
-    let mut out = Runs {
-        d: vec![Vec::with_capacity(n as usize); dists.len()],
-        dp: vec![Vec::with_capacity(n as usize); dists.len()],
-        differences: Vec::new(),
-    };
-    let mut y = Vec::new();
-    for _ in 0..n {
-        for (on_d, ex, centre) in [(true, exact.0, &c.d), (false, exact.1, &c.dp)] {
-            let x = one_release(noisy, centre, ex, opts, &mut rng)?;
-            if out.differences.is_empty() && shape(&x) != *reference {
-                out.differences.push(format!(
-                    "the published release differs besides its values (cells, labels or mechanism) on {}",
-                    if on_d { "D" } else { "D′" }
-                ));
-            }
-            y.clear();
-            y.extend(x.cells.iter().map(|c| c.value));
-            for (i, d) in dists.iter().enumerate() {
-                let s = d.score(declared, c, &y);
-                if on_d { &mut out.d[i] } else { &mut out.dp[i] }.push(s);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `opts.runs` releases on D and on D′, on every thread.
-fn draw_runs(
-    declared: &Release,
-    noisy: &Release,
-    c: &Centres,
-    exact_d: &Exact,
-    exact_dp: &Exact,
-    opts: &AuditOptions,
-    rng: &mut SecureRng,
-) -> Result<Runs, RunError> {
-    let reference = shape(&one_release(noisy, &c.d, exact_d, opts, rng)?);
-    let threads = opts
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, 64) as u64;
-    let share = |i: u64| opts.runs / threads + u64::from(i < opts.runs % threads);
-    let rngs: Vec<SecureRng> = (0..threads).map(|_| rng.fork()).collect();
-    let parts: Vec<Result<Runs, RunError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = rngs
-            .into_iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let reference = &reference;
-                s.spawn(move || {
-                    worker(
-                        declared,
-                        noisy,
-                        c,
-                        (exact_d, exact_dp),
-                        opts,
-                        share(i as u64),
-                        reference,
-                        g,
-                    )
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(RunError::Data("an audit thread failed".into())))
-            })
-            .collect()
-    });
-    let mut all = Runs {
-        d: Vec::new(),
-        dp: Vec::new(),
-        differences: Vec::new(),
-    };
-    for p in parts {
-        let p = p?;
-        if all.d.is_empty() {
-            all.d = vec![Vec::new(); p.d.len()];
-            all.dp = vec![Vec::new(); p.dp.len()];
-        }
-        for (a, b) in all.d.iter_mut().zip(p.d) {
-            a.extend(b);
-        }
-        for (a, b) in all.dp.iter_mut().zip(p.dp) {
-            a.extend(b);
-        }
-        if all.differences.is_empty() {
-            all.differences.extend(p.differences);
-        }
-    }
-    Ok(all)
 }
