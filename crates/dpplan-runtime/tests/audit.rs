@@ -9,6 +9,7 @@ use dpplan_plan::ExecutablePlan;
 use dpplan_runtime::audit::distinguish::naive_reachable;
 use dpplan_runtime::audit::distinguish::Distinguisher;
 use dpplan_runtime::audit::faults::{naive_laplace, Fault};
+use dpplan_runtime::audit::neighbour::{neighbours, CANARY_ID};
 use dpplan_runtime::audit::stats::{
     clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound,
 };
@@ -360,4 +361,84 @@ fn naive_reachability_finds_every_naive_output() {
         .filter(|_| !naive_reachable(noise.release(10 << 10, -10, &mut rng), 10.0, 10.0))
         .count();
     assert!(unreachable > 100, "{unreachable}");
+}
+
+fn rows(csv: &[u8]) -> Vec<Vec<String>> {
+    csv::Reader::from_reader(csv)
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
+fn example_data(name: &str, file: &str) -> Vec<u8> {
+    std::fs::read(root().join(format!("examples/{name}/data/{file}"))).unwrap()
+}
+
+/// add/remove under a user-level unit: D′ is the data with each unit
+/// reduced to its first row, D adds the canary's 2 × rows_per_unit rows,
+/// every number past its bound.
+#[test]
+fn add_remove_plants_a_canary_over_every_bound() {
+    let (plan, _) = example("web-analytics");
+    let ds = &plan.body.datasets["visits"];
+    let r = plan.body.release("daily_visits").unwrap();
+    let data = example_data("web-analytics", "visits.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    let (d, dp) = (rows(&nb.d), rows(&nb.dp));
+    let users: std::collections::BTreeSet<String> =
+        rows(&data).into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(dp.len(), users.len(), "one row per unit in D′");
+    assert_eq!(d.len(), dp.len() + 10, "2 × rows_per_unit canary rows");
+    assert_eq!(&d[..dp.len()], &dp[..]);
+    for row in &d[dp.len()..] {
+        assert_eq!(row[0], CANARY_ID);
+        let seconds: f64 = row[2].parse().unwrap();
+        assert!(seconds > 3600.0, "past the bound: {seconds}");
+        assert!(["home", "search", "checkout"].contains(&row[1].as_str()));
+    }
+    assert!(nb.passes_filter);
+}
+
+/// replace under a row unit: D is the data, D′ replaces its first row by
+/// the canary's, with categories other than the replaced row's.
+#[test]
+fn replace_swaps_the_first_unit_for_the_canary() {
+    let (plan, _) = example("census");
+    let ds = &plan.body.datasets["persons"];
+    let r = plan.body.release("by_region").unwrap();
+    let data = example_data("census", "persons.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    let (d, dp) = (rows(&nb.d), rows(&nb.dp));
+    assert_eq!(d, rows(&data));
+    assert_eq!(dp.len(), d.len());
+    assert_eq!(
+        &dp[..dp.len() - 1],
+        &d[1..],
+        "every other row kept, in order"
+    );
+    let canary = dp.last().unwrap();
+    for (i, v) in canary.iter().enumerate().take(3) {
+        assert_ne!(v, &d[0][i], "column {i}: the replaced row's own category");
+    }
+    let rooms: f64 = canary[3].parse().unwrap();
+    assert!(rooms > 12.0, "past the bound: {rooms}");
+}
+
+/// A filtered query: the canary passes the filter (`city == "Madrid" and
+/// fare > 10`), so that it moves the statistic.
+#[test]
+fn the_canary_passes_the_query_filter() {
+    let (plan, _) = example("ride-sharing");
+    let ds = &plan.body.datasets["trips"];
+    let r = plan.body.release("madrid_paid_trips").unwrap();
+    let data = example_data("ride-sharing", "trips.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    assert!(nb.passes_filter);
+    let d = rows(&nb.d);
+    let canary: Vec<_> = d.iter().filter(|r| r[0] == CANARY_ID).collect();
+    assert_eq!(canary.len(), 20);
+    for row in canary {
+        assert_eq!(row[1], "Madrid");
+        assert!(row[4].parse::<f64>().unwrap() > 10.0);
+    }
 }
