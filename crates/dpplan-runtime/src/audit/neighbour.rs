@@ -182,6 +182,15 @@ fn canary_row(
         };
         row.insert(c.name.clone(), v);
     }
+    // the unit's id column, declared or not
+    if let Some(idc) = ds
+        .bounding
+        .id_column
+        .as_ref()
+        .filter(|_| ds.bounding.per_unit)
+    {
+        row.insert(idc.clone(), Value::Text(id.to_string()));
+    }
     row
 }
 
