@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[macro_use]
 mod out;
 mod account;
+mod audit;
 mod check;
 mod compile;
 mod diff;
@@ -106,6 +107,8 @@ enum Command {
     Diff(diff::Args),
     /// A diagnostic code's documentation (`dpplan rule DP009`), or every code (`--list`).
     Rule(rule::Args),
+    /// Measure a lower bound on ε from many runs of the real release path on neighbouring data (no ledger).
+    Audit(audit::Args),
     /// Inspect, verify, export or correct a ledger; freeze a report in it.
     #[command(subcommand)]
     Ledger(ledger::Action),
@@ -137,6 +140,7 @@ fn main() -> ExitCode {
         Command::Lsp => lsp::run(),
         Command::Compile(a) => compile::run(a),
         Command::Run(a) => run::run(a),
+        Command::Audit(a) => audit::run(a),
         Command::Ledger(a) => ledger::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Rule(a) => rule::run(a),

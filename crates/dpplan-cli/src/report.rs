@@ -48,6 +48,10 @@ pub struct Args {
     /// verifying the ledger and re-deriving its claim; its addenda follow.
     #[arg(long, value_name = "HASH", requires = "ledger", conflicts_with_all = ["path", "out", "start", "mean_count"])]
     pub frozen: Option<String>,
+    /// The latest `dpplan audit --out AUDIT.json` of this plan: its measured
+    /// lower bounds are shown beside the claims, with its runs and confidence.
+    #[arg(long, value_name = "AUDIT.json", conflicts_with = "frozen")]
+    pub audit: Option<PathBuf>,
     /// The ledger for --freeze and --frozen (created for the plan by
     /// --freeze when it does not exist).
     #[arg(long, value_name = "DB")]
@@ -106,6 +110,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         Err(e) => return Err(miette!(help = "run `dpplan check` on it", "`{path}`: {e}")),
     };
+    let mut review = review;
+    if let Some(a) = &args.audit {
+        review.audit = Some(audit_of(a, &text)?);
+    }
     let body = match args.format {
         ReportFormat::Html => report::html(&review),
         ReportFormat::Md => report::markdown(&review),
@@ -157,4 +165,30 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The audit in `path`, which must be of this plan's compiled body.
+fn audit_of(path: &std::path::Path, source: &str) -> Result<report::AuditSummary> {
+    let text = std::fs::read_to_string(path)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read the audit `{}`", path.display()))?;
+    let audit = report::AuditSummary::from_json(&text).map_err(|e| {
+        miette!(
+            help = "pass the JSON that `dpplan audit PLAN.json --out AUDIT.json` wrote",
+            "`{}`: {e}",
+            path.display()
+        )
+    })?;
+    let body = dpplan_plan::compile(source)
+        .map_err(|e| miette!("the plan does not compile, so no audit can be of it: {e}"))?
+        .body_sha256;
+    if audit.plan_sha256 != body {
+        return Err(miette!(
+            help = "audit this version of the plan: `dpplan compile` it, then `dpplan audit PLAN.json --out AUDIT.json`",
+            "`{}` audits another plan (body sha256 {}), not this one ({body})",
+            path.display(),
+            audit.plan_sha256
+        ));
+    }
+    Ok(audit)
 }

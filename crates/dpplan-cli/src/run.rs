@@ -123,27 +123,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let mut data = BTreeMap::new();
-    for d in &a.data {
-        let (name, path) = d.split_once('=').ok_or_else(|| {
-            miette!(
-                help = "write --data visits=path/to/visits.csv",
-                "`--data {d}` is not NAME=PATH"
-            )
-        })?;
-        if !plan.body.datasets.contains_key(name) {
-            return Err(miette!(
-                "the plan has no dataset `{name}` (it has: {})",
-                plan.body
-                    .datasets
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        data.insert(name.to_string(), PathBuf::from(path));
-    }
+    let data = data_paths(&plan, &a.data)?;
     let opts = RunOptions {
         data,
         base_dir: a.plan.parent().map(Path::to_path_buf),
@@ -202,6 +182,35 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--data NAME=PATH` options: each names a dataset of the plan.
+pub fn data_paths(
+    plan: &dpplan_plan::ExecutablePlan,
+    args: &[String],
+) -> Result<BTreeMap<String, PathBuf>> {
+    let mut data = BTreeMap::new();
+    for d in args {
+        let (name, path) = d.split_once('=').ok_or_else(|| {
+            miette!(
+                help = "write --data visits=path/to/visits.csv",
+                "`--data {d}` is not NAME=PATH"
+            )
+        })?;
+        if !plan.body.datasets.contains_key(name) {
+            return Err(miette!(
+                "the plan has no dataset `{name}` (it has: {})",
+                plan.body
+                    .datasets
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        data.insert(name.to_string(), PathBuf::from(path));
+    }
+    Ok(data)
 }
 
 /// `--explain`: the generated Spark SQL of every selected release, on

@@ -387,3 +387,60 @@ fn html_is_self_contained() {
         );
     }
 }
+
+/// A report with an audit (`dpplan report --audit`): the section is
+/// rendered with the measured bounds rounded down and the claims, the JSON
+/// follows the schema and reads back; an audit of another format or
+/// version is refused.
+#[test]
+fn an_audit_is_shown_beside_the_claims() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).expect("a valid schema");
+    let mut r = review(&examples()[0].1);
+    let audit = serde_json::json!({
+        "format": "dpplan-audit", "format_version": 1, "plan": "p", "plan_sha256": "ab",
+        "runs": 50000, "confidence": 0.999, "executed": {},
+        "queries": [
+            {"query": "q1", "measured_epsilon": 0.123456789, "claimed_epsilon": 0.5, "delta": 1e-9, "passed": true, "tests": []},
+            {"query": "q2", "measured_epsilon": 1.5, "claimed_epsilon": 1.0, "delta": 0.0, "passed": false}
+        ],
+        "passed": false
+    });
+    r.audit = Some(report::AuditSummary::from_json(&audit.to_string()).unwrap());
+    let md = report::markdown(&r);
+    assert!(md.contains("## Audit of the executed mechanism"), "{md}");
+    assert!(
+        md.contains("50000 times") && md.contains("99.9 % confidence"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `q1` | 0.1234 | 0.5 | 1e-9 | passed |"),
+        "{md}"
+    );
+    assert!(md.contains("| `q2` | 1.500 | 1 | 0 | FAILED |"), "{md}");
+    assert!(md.contains("**The audit failed:**"), "{md}");
+    assert!(report::html(&r).contains("Audit of the executed mechanism"));
+    let doc = serde_json::to_value(&r).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(serde_json::from_value::<Review>(doc).unwrap(), r);
+    // without an audit the section and the field are absent
+    let plain = review(&examples()[0].1);
+    assert!(!report::markdown(&plain).contains("Audit of the executed"));
+    assert!(serde_json::to_value(&plain).unwrap().get("audit").is_none());
+    // another format or version
+    let mut other = audit.clone();
+    other["format_version"] = 2.into();
+    assert_eq!(
+        report::AuditSummary::from_json(&other.to_string()),
+        Err(report::AuditError::Version(2))
+    );
+    other["format"] = "dpplan-ledger".into();
+    assert_eq!(
+        report::AuditSummary::from_json(&other.to_string()),
+        Err(report::AuditError::NotAnAudit)
+    );
+}

@@ -9,6 +9,7 @@
 //! drawn again.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod engine;
 mod requests;
 pub use requests::{planned_aggregates, Planned};

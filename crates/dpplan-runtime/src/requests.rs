@@ -107,6 +107,12 @@ pub fn planned_aggregates<'p>(
         .collect())
 }
 
+/// The statistic of every part of `r`, in part order (what a run asks the
+/// engine for this release; `dpplan audit` asks the same).
+pub(crate) fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {
+    r.parts.iter().map(|p| statistic(r, p)).collect()
+}
+
 pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> {
     let col = || {
         r.aggregation

@@ -259,6 +259,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
         controls_definition: CONTROLS_DEFINITION.into(),
         controls,
         controls_ok,
+        audit: None,
     })
 }
 

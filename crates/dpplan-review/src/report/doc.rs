@@ -6,7 +6,7 @@ use dpplan_diagnostics::num;
 
 use super::*;
 
-pub(super) enum Block {
+pub(crate) enum Block {
     Heading(u8, String),
     Para(String),
     List(Vec<String>),
@@ -55,6 +55,9 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
     calendar(&mut b, r, figures);
     averaging(&mut b, r, figures);
     controls(&mut b, r);
+    if let Some(a) = &r.audit {
+        super::audit::blocks(&mut b, a);
+    }
     b
 }
 

@@ -7,6 +7,7 @@
 //! fed exactly the mechanisms the checker accounted (`PartReport::accounted`):
 //! the cumulative ε over the calendar, the negative controls and the shares.
 
+mod audit;
 mod build;
 mod contract;
 mod doc;
@@ -17,6 +18,7 @@ mod timeline;
 
 use serde::{Deserialize, Serialize};
 
+pub use audit::{AuditError, AuditRow, AuditSummary};
 pub use build::{build, compose, ReviewError, ReviewOptions};
 pub use html::html;
 pub use markdown::markdown;
@@ -24,7 +26,8 @@ pub use markdown::markdown;
 pub use crate::averaging::{Averaging, AveragingPoint};
 
 /// The version of the report's JSON (docs/report.schema.json).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: the optional `audit` (`dpplan report --audit`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The counts at which a mean's accuracy is stated when none is given.
 pub const DEFAULT_MEAN_COUNTS: [f64; 4] = [100.0, 1_000.0, 10_000.0, 100_000.0];
@@ -50,6 +53,10 @@ pub struct Review {
     pub controls: Vec<Control>,
     /// Every control moved the claim.
     pub controls_ok: bool,
+    /// The latest `dpplan audit` of the plan, when one was given
+    /// (`--audit`): measured lower bounds beside the claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSummary>,
 }
 
 /// The contract: who is protected, against what, at what cost.

@@ -1,0 +1,314 @@
+//! `dpplan audit` through the real binary: a shipped example passes with
+//! its numbers printed and written as JSON; bad input gets a clear error
+//! and an exit code, never a panic; the shipped build knows no fault.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{dpplan, root, text};
+
+/// The web-analytics example compiled into `dir`, with its data.
+fn setup(dir: &Path) -> String {
+    let src = root().join("examples/web-analytics");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(src.join("data/visits.csv"), dir.join("data/visits.csv")).unwrap();
+    let plan = dir.join("plan.json");
+    let o = dpplan(&[
+        "compile",
+        src.join("web-analytics.dpplan").to_str().unwrap(),
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    plan.to_str().unwrap().to_string()
+}
+
+#[test]
+fn an_example_passes_with_its_bounds_and_claims_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let out = dir.path().join("audit.json");
+    let o = dpplan(&[
+        "audit",
+        &plan,
+        "--runs",
+        "4000",
+        "--confidence",
+        "0.99",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", text(&o.stderr));
+    for q in ["daily_visits", "page_mix", "mean_time"] {
+        assert!(
+            stdout.contains(&format!("ok   {q}: measured ε ≥ ")),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("(99 %), claimed ε = "), "{stdout}");
+    assert!(stdout.contains("never executed:    the ledger"), "{stdout}");
+    assert!(stdout.contains("releases per minute"), "{stdout}");
+    // no ledger was created next to the plan
+    assert!(!dir.path().join("plan.ledger.sqlite").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(json["format"], "dpplan-audit");
+    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["runs"], 4000);
+    assert_eq!(json["queries"].as_array().unwrap().len(), 3);
+    for q in json["queries"].as_array().unwrap() {
+        let (m, c) = (
+            q["measured_epsilon"].as_f64().unwrap(),
+            q["claimed_epsilon"].as_f64().unwrap(),
+        );
+        assert!(m >= 0.0 && m <= c, "{q}");
+        assert_eq!(q["tests"][0]["evaluated"], 2000);
+    }
+    // one query, JSON on stdout
+    let o = dpplan(&[
+        "audit", &plan, "--runs", "100", "--query", "page_mix", "--format", "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["queries"][0]["query"], "page_mix");
+}
+
+/// Asserts a clear error: the exit code, a message, no panic.
+fn refused(args: &[&str], code: i32, message: &str) {
+    let o = dpplan(args);
+    let err = text(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{args:?}: {err}{}",
+        text(&o.stdout)
+    );
+    assert!(err.contains(message), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let missing = dir.path().join("missing.csv");
+    let missing_arg = format!("visits={}", missing.display());
+    refused(
+        &["audit", &plan, "--runs", "100", "--data", &missing_arg],
+        2,
+        "cannot read the data of dataset `visits`",
+    );
+    refused(
+        &["audit", &plan, "--data", "nope=x.csv"],
+        2,
+        "the plan has no dataset `nope`",
+    );
+    refused(&["audit", &plan, "--data", "visits"], 2, "is not NAME=PATH");
+    refused(
+        &["audit", &plan, "--query", "nope"],
+        1,
+        "the plan has no release `nope`",
+    );
+    refused(
+        &["audit", &plan, "--confidence", "1.5"],
+        2,
+        "not strictly between 0 and 1",
+    );
+    refused(
+        &["audit", &plan, "--confidence", "NaN"],
+        2,
+        "not strictly between 0 and 1",
+    );
+    refused(
+        &["audit", &plan, "--runs", "1"],
+        2,
+        "from 2 to 100000000 runs",
+    );
+    refused(
+        &["audit", &plan, "--runs", "1000000000000"],
+        2,
+        "from 2 to 100000000 runs",
+    );
+    let source = root().join("examples/web-analytics/web-analytics.dpplan");
+    refused(&["audit", source.to_str().unwrap()], 1, "dpplan compile");
+    // a CSV without the declared columns
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "a,b\n1,2\n").unwrap();
+    let bad_arg = format!("visits={}", bad.display());
+    refused(
+        &["audit", &plan, "--runs", "100", "--data", &bad_arg],
+        1,
+        "visits",
+    );
+}
+
+/// NaN, infinite and unparsable numbers are invalid rows (dropped under the
+/// example's rule): the audit runs, on D and D′ alike.
+#[test]
+fn nan_rows_are_handled_like_a_run_handles_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let csv = std::fs::read_to_string(dir.path().join("data/visits.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    let cols = header.split(',').count();
+    let mut hostile = csv.clone();
+    for v in ["NaN", "inf", "-inf", "x", ""] {
+        hostile.push_str(&vec![v; cols].join(","));
+        hostile.push('\n');
+    }
+    let path = dir.path().join("hostile.csv");
+    std::fs::write(&path, hostile).unwrap();
+    let arg = format!("visits={}", path.display());
+    let o = dpplan(&["audit", &plan, "--runs", "200", "--data", &arg]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}{}", text(&o.stdout));
+    assert!(!err.contains("panicked"));
+}
+
+/// The faulty mechanisms exist only with the runtime's `audit-faults`
+/// feature: the command has no option for them, and the shipped build's
+/// dependency graph does not enable the feature (negative control: the
+/// runtime's own tests do).
+#[test]
+fn the_shipped_build_has_no_faults() {
+    let o = dpplan(&["audit", "--help"]);
+    assert!(o.status.success());
+    assert!(!text(&o.stdout).contains("--fault"));
+    assert!(!text(&o.stdout).to_lowercase().contains("faulty"));
+    let o = dpplan(&["audit", "plan.json", "--fault", "naive-laplace"]);
+    assert_eq!(o.status.code(), Some(2));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let tree = |edges: &str, package: &str| {
+        let o = Command::new(&cargo)
+            .current_dir(root())
+            .args([
+                "tree",
+                "--offline",
+                "-p",
+                package,
+                "-e",
+                edges,
+                "-i",
+                "dpplan-runtime",
+            ])
+            .output()
+            .expect("run cargo tree");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let shipped = tree("normal,build,features", "dpplan-cli");
+    assert!(
+        shipped.contains("dpplan-runtime feature \"default\""),
+        "{shipped}"
+    );
+    assert!(!shipped.contains("audit-faults"), "{shipped}");
+    let tests = tree("all,features", "dpplan-runtime");
+    assert!(
+        tests.contains("dpplan-runtime feature \"audit-faults\""),
+        "{tests}"
+    );
+}
+
+/// `dpplan report --audit`: the latest audit beside the claims; an audit
+/// of another plan, or a file that is no audit, is refused.
+#[test]
+fn the_report_shows_the_audit_of_its_plan_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let audit = dir.path().join("audit.json");
+    let o = dpplan(&[
+        "audit",
+        &plan,
+        "--runs",
+        "500",
+        "--out",
+        audit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let source = root().join("examples/web-analytics/web-analytics.dpplan");
+    let source = source.to_str().unwrap();
+    let o = dpplan(&[
+        "report",
+        source,
+        "--format",
+        "md",
+        "--audit",
+        audit.to_str().unwrap(),
+    ]);
+    let md = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(md.contains("## Audit of the executed mechanism"), "{md}");
+    assert!(
+        md.contains("500 times") && md.contains("95 % confidence"),
+        "{md}"
+    );
+    assert!(md.contains("| `page_mix` | "), "{md}");
+    // another plan: the census example's source
+    let census = root().join("examples/census/census.dpplan");
+    let o = dpplan(&[
+        "report",
+        census.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("audits another plan"),
+        "{}",
+        text(&o.stderr)
+    );
+    // not an audit
+    let o = dpplan(&["report", source, "--audit", &plan]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not an audit"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A windowed release is left out of the audit, listed with the reason,
+/// and naming it with `--query` is refused: the audit runs the whole-data
+/// path, not a window's.
+#[test]
+fn a_windowed_release_is_listed_as_not_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join("examples/ride-sharing");
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::copy(
+        src.join("data/trips.csv"),
+        dir.path().join("data/trips.csv"),
+    )
+    .unwrap();
+    let plan = dir.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let o = dpplan(&[
+        "compile",
+        src.join("ride-sharing.dpplan").to_str().unwrap(),
+        "-o",
+        plan,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    refused(
+        &["audit", plan, "--query", "hourly_district_trips"],
+        1,
+        "`hourly_district_trips` is not audited in this version: a windowed release",
+    );
+    let o = dpplan(&[
+        "audit",
+        plan,
+        "--runs",
+        "100",
+        "--query",
+        "daily_riders",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["not_audited"], serde_json::json!([]));
+    assert_eq!(v["queries"][0]["query"], "daily_riders");
+}

@@ -1,0 +1,147 @@
+//! The distinguishers: each turns one release's published cells into a
+//! score, larger when the run looks like D than like D′.
+//!
+//! * `likelihood_ratio`: the log-likelihood ratio log p_D(y)/p_D′(y) of the
+//!   *declared* mechanism (Laplace: Σ(|y−b|−|y−a|)/scale; Gaussian:
+//!   Σ((y−b)²−(y−a)²)/2σ²), the Neyman–Pearson test for the mechanism the
+//!   plan claims; for a mean (post-processing of two noisy parts) the
+//!   projection of the cells on the difference of the exact means.
+//! * `low_bits`: Mironov's (2012) test against the textbook floating-point
+//!   Laplace `x − b·sgn(u)·ln(1 − 2|u|)` on a 53-bit float uniform: the set
+//!   of doubles that sampler can output depends on x, so "reachable from
+//!   x_D but not from x_D′" is evidence for D. An exact sampler rounds
+//!   x + noise once, so its outputs carry no such trace and this test has
+//!   no power against it.
+
+use dpplan_plan::Release;
+use dpplan_vocab::{AggKind, NoiseKind};
+
+/// The cells' values a release would publish with no noise at all, on D
+/// and on D′ (the centres the distinguishers compare against).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Centres {
+    pub d: Vec<f64>,
+    pub dp: Vec<f64>,
+}
+
+/// Which test, by name in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distinguisher {
+    LikelihoodRatio,
+    LowBits,
+}
+
+impl Distinguisher {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distinguisher::LikelihoodRatio => "likelihood ratio",
+            Distinguisher::LowBits => "low bits (Mironov)",
+        }
+    }
+
+    /// The distinguishers that apply to `r`: the likelihood ratio always;
+    /// the low-bits test for a Laplace-noised release that is not a mean.
+    pub fn for_release(r: &Release) -> Vec<Distinguisher> {
+        let mut v = vec![Distinguisher::LikelihoodRatio];
+        if laplace_scale(r).is_some() {
+            v.push(Distinguisher::LowBits);
+        }
+        v
+    }
+
+    pub fn score(self, r: &Release, c: &Centres, y: &[f64]) -> f64 {
+        match self {
+            Distinguisher::LikelihoodRatio => likelihood_ratio(r, c, y),
+            Distinguisher::LowBits => match laplace_scale(r) {
+                Some(b) => low_bits(c, y, b),
+                None => 0.0,
+            },
+        }
+    }
+}
+
+/// The Laplace scale of a one-part release (not a mean) with Laplace noise.
+pub fn laplace_scale(r: &Release) -> Option<f64> {
+    match (r.aggregation.kind, r.parts.as_slice()) {
+        (AggKind::Mean, _) => None,
+        (_, [p]) if matches!(p.mechanism, Some(k) if !k.is_gaussian()) => p.scale,
+        _ => None,
+    }
+}
+
+fn likelihood_ratio(r: &Release, c: &Centres, y: &[f64]) -> f64 {
+    let p = &r.parts[0];
+    let cells = y.iter().zip(c.d.iter().zip(&c.dp));
+    if r.aggregation.kind == AggKind::Mean || p.scale.is_none() {
+        return cells.map(|(y, (a, b))| (y - 0.5 * (a + b)) * (a - b)).sum();
+    }
+    let s = p.scale.unwrap_or(1.0);
+    match p.mechanism {
+        Some(k) if k.is_gaussian() => cells
+            .map(|(y, (a, b))| ((y - b) * (y - b) - (y - a) * (y - a)) / (2.0 * s * s))
+            .sum(),
+        Some(NoiseKind::Laplace | NoiseKind::DiscreteLaplace) => cells
+            .map(|(y, (a, b))| ((y - b).abs() - (y - a).abs()) / s)
+            .sum(),
+        _ => 0.0,
+    }
+}
+
+/// Σ over the cells whose centres differ of reach(y, a) − reach(y, b).
+fn low_bits(c: &Centres, y: &[f64], b: f64) -> f64 {
+    let mut s = 0.0;
+    for (y, (a, bb)) in y.iter().zip(c.d.iter().zip(&c.dp)) {
+        if a != bb {
+            s += f64::from(u8::from(naive_reachable(*y, *a, b)))
+                - f64::from(u8::from(naive_reachable(*y, *bb, b)));
+        }
+    }
+    s
+}
+
+/// The textbook floating-point Laplace noise for a 53-bit uniform index
+/// `m` on one side (`negative`): −b·sgn(v)·ln(1 − 2|v|) with |v| = m·2⁻⁵³,
+/// as the `audit-faults` feature's naive sampler computes it (1 − 2|v| is exact).
+pub(crate) fn naive_noise(m: u64, negative: bool, b: f64) -> f64 {
+    let w = 1.0 - (m as f64) * f64::powi(2.0, -52);
+    let sign = if negative { -1.0 } else { 1.0 };
+    -b * sign * w.ln()
+}
+
+/// Whether the textbook sampler around `x` with scale `b` can output
+/// exactly `y`: x + noise(m) is monotone in m on each side, so a binary
+/// search finds the only candidates.
+pub fn naive_reachable(y: f64, x: f64, b: f64) -> bool {
+    if !y.is_finite() {
+        return false;
+    }
+    let half = 1u64 << 52;
+    // positive side: m in [0, 2⁵² − 1], x + g(m) nondecreasing
+    let up = |m: u64| x + naive_noise(m, false, b);
+    let (mut lo, mut hi) = (0u64, half - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if up(mid) < y {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if up(lo) == y {
+        return true;
+    }
+    // negative side: m in [1, 2⁵²], x − g(m) nonincreasing
+    let down = |m: u64| x + naive_noise(m, true, b);
+    let (mut lo, mut hi) = (1u64, half);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if down(mid) > y {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    down(lo) == y
+}

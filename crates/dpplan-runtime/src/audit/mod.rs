@@ -1,0 +1,451 @@
+//! `dpplan audit`: measures what the executed release path leaks.
+//!
+//! For each audited release, D and D′ are built the way the plan's
+//! adjacency defines neighbours ([`neighbour`]); the real engine computes
+//! their exact bounded aggregates once; then the real release path (the
+//! same samplers and post-processing as `dpplan run`, with no ledger) is
+//! run N times on each, each output is scored by every distinguisher
+//! ([`distinguish`]), a threshold is chosen on the first half of the runs
+//! and its error rates on the second half become a lower bound on ε with
+//! exact confidence ([`stats`]). Everything else a user observes (errors,
+//! the number and labels of the cells, the mechanism) must be identical on
+//! D and D′.
+//!
+//! An audit gives a *lower* bound: a passing audit is no proof of privacy
+//! and does not replace the accountant (docs/audit.md).
+
+pub mod distinguish;
+#[cfg(feature = "audit-faults")]
+pub mod faults;
+pub mod neighbour;
+mod runs;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dpplan_plan::{Dataset, ExecutablePlan, Release};
+use dpplan_vocab::AggKind;
+use serde::Serialize;
+
+use crate::engine::{CsvEngine, EngineError, IoError};
+use crate::rng::SecureRng;
+use crate::sampler::round_dyadic;
+use crate::{RunError, RunOptions};
+use distinguish::{Centres, Distinguisher};
+
+/// The version of the audit's JSON (`dpplan audit --format json`, read
+/// back by `dpplan report --audit`).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The most runs per side: the scores are kept in memory (8 bytes per run,
+/// side and distinguisher: 3.2 GB at this many).
+pub const MAX_RUNS: u64 = 100_000_000;
+
+/// What `dpplan audit` was asked to do.
+#[derive(Debug, Clone)]
+pub struct AuditOptions {
+    /// Dataset name → CSV path (overrides the plan's `source`).
+    pub data: BTreeMap<String, PathBuf>,
+    /// Where the plan's relative `source` paths are resolved.
+    pub base_dir: Option<PathBuf>,
+    /// Only these releases (default: every release of the plan).
+    pub queries: Vec<String>,
+    /// Runs on D and as many on D′.
+    pub runs: u64,
+    /// Joint confidence of each release's measured bound.
+    pub confidence: f64,
+    /// A fixed seed (reproducible tests); `None`: the operating system's.
+    pub seed: Option<u64>,
+    /// Threads drawing the runs (default: one per core).
+    pub threads: Option<usize>,
+    /// A deliberately broken mechanism (tests only).
+    #[cfg(feature = "audit-faults")]
+    pub fault: Option<faults::Fault>,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        AuditOptions {
+            data: BTreeMap::new(),
+            base_dir: None,
+            queries: Vec::new(),
+            runs: 100_000,
+            confidence: 0.95,
+            seed: None,
+            threads: None,
+            #[cfg(feature = "audit-faults")]
+            fault: None,
+        }
+    }
+}
+
+/// One distinguisher's outcome on one release.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestResult {
+    pub distinguisher: Distinguisher,
+    /// Chosen on the first half of the runs.
+    pub threshold: stats::Threshold,
+    /// Runs on D′ answered "D" and runs on D answered "D′", among
+    /// `evaluated` runs on each (the second half).
+    pub false_positives: u64,
+    pub false_negatives: u64,
+    pub evaluated: u64,
+    pub alpha_upper: f64,
+    pub beta_upper: f64,
+    /// The lower bound on ε this test gives.
+    pub epsilon_lower_bound: f64,
+}
+
+/// The audit of one release.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryAudit {
+    pub query: String,
+    /// The accountant's ε of one release, at `delta`.
+    pub claimed_epsilon: f64,
+    pub delta: f64,
+    /// The largest lower bound of the tests (0 when none could run).
+    pub measured_epsilon: f64,
+    pub tests: Vec<TestResult>,
+    /// How D and D′ were built.
+    pub neighbours: String,
+    /// The largest change of one cell's exact value between D and D′.
+    pub max_cell_change: f64,
+    /// Whatever else a user observes that differed between D and D′
+    /// (errors, cells, mechanism): each a data-dependent branch.
+    pub behaviour_differences: Vec<String>,
+    /// Notes on the audit's power (a canary the filter drops, …).
+    pub notes: Vec<String>,
+    pub releases_per_minute: f64,
+    /// measured ≤ claimed and no behaviour difference.
+    pub passed: bool,
+}
+
+/// What was executed once and what on every run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Executed {
+    pub once: Vec<String>,
+    pub every_run: Vec<String>,
+    pub never: Vec<String>,
+}
+
+/// The audit of a plan (`dpplan audit`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    pub format: String,
+    pub format_version: u32,
+    pub plan: String,
+    pub plan_sha256: String,
+    pub runs: u64,
+    pub confidence: f64,
+    pub executed: Executed,
+    pub queries: Vec<QueryAudit>,
+    /// Releases the audit leaves out, each with the reason.
+    pub not_audited: Vec<NotAudited>,
+    pub passed: bool,
+}
+
+/// A release the audit does not run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotAudited {
+    pub query: String,
+    pub why: String,
+}
+
+/// Why a windowed release is not audited.
+const WINDOWED: &str = "a windowed release: the audit runs the whole-data release path, not a window's row selection and horizon state (docs/audit.md, \"What an audit can and cannot show\")";
+
+fn executed() -> Executed {
+    Executed {
+        once: vec![
+            "reading each dataset's CSV and building D and D′".into(),
+            "the engine's bounding and exact aggregation of D and of D′ (one pass each, the same engine as `dpplan run`)".into(),
+        ],
+        every_run: vec![
+            "the noise of every part, drawn by the runtime's samplers from a fresh stream of a ChaCha20 generator".into(),
+            "the release's post-processing as `dpplan run` publishes it (rounding, a mean's quotient and clamp, the cells)".into(),
+        ],
+        never: vec!["the ledger (never opened)".into()],
+    }
+}
+
+/// Audits every selected release of `plan` (all of them without
+/// `queries`).
+pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, RunError> {
+    if !(opts.confidence > 0.0 && opts.confidence < 1.0) {
+        return Err(RunError::Data(format!(
+            "the confidence must lie strictly between 0 and 1, not {}",
+            opts.confidence
+        )));
+    }
+    if !(2..=MAX_RUNS).contains(&opts.runs) {
+        return Err(RunError::Data(format!(
+            "an audit takes from 2 to {MAX_RUNS} runs on each data set, not {}",
+            opts.runs
+        )));
+    }
+    for q in &opts.queries {
+        match plan.body.release(q) {
+            None => {
+                return Err(RunError::Data(format!(
+                    "the plan has no release `{q}` (a `publish` re-publishes a release and is audited with it)"
+                )))
+            }
+            Some(r) if r.window.is_some() => {
+                return Err(RunError::Data(format!(
+                    "`{q}` is not audited in this version: {WINDOWED}"
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let mut rng = match opts.seed {
+        Some(s) => SecureRng::from_seed_for_tests(s),
+        None => SecureRng::from_os().map_err(RunError::Rng)?,
+    };
+    let mut queries = Vec::new();
+    let mut not_audited = Vec::new();
+    for r in plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+    {
+        if r.window.is_some() {
+            not_audited.push(NotAudited {
+                query: r.name.clone(),
+                why: WINDOWED.into(),
+            });
+            continue;
+        }
+        queries.push(audit_release(plan, r, opts, &mut rng)?);
+    }
+    Ok(AuditReport {
+        format: "dpplan-audit".into(),
+        format_version: FORMAT_VERSION,
+        plan: plan.body.name.clone(),
+        plan_sha256: plan.body_sha256.clone(),
+        runs: opts.runs,
+        confidence: opts.confidence,
+        executed: executed(),
+        passed: queries.iter().all(|q| q.passed),
+        queries,
+        not_audited,
+    })
+}
+
+#[cfg(feature = "audit-faults")]
+fn fault(opts: &AuditOptions) -> Option<faults::Fault> {
+    opts.fault
+}
+
+/// The dataset the engine reads and the release whose noise is drawn: the
+/// plan's own, or a faulty one in tests.
+fn mechanism(ds: &Dataset, r: &Release, _opts: &AuditOptions) -> (Dataset, Release) {
+    #[cfg(feature = "audit-faults")]
+    return (
+        faults::dataset(ds, fault(_opts)),
+        faults::release(r, fault(_opts)),
+    );
+    #[cfg(not(feature = "audit-faults"))]
+    (ds.clone(), r.clone())
+}
+
+fn read_data(ds: &Dataset, opts: &AuditOptions) -> Result<Vec<u8>, RunError> {
+    let run = RunOptions {
+        data: opts.data.clone(),
+        base_dir: opts.base_dir.clone(),
+        ..RunOptions::default()
+    };
+    let path = crate::requests::source_path(ds, &run)?;
+    std::fs::read(&path).map_err(|e| {
+        RunError::Engine(EngineError::Io(
+            IoError::new(format!(
+                "cannot read the data of dataset `{}` at {}: {e}",
+                ds.name,
+                path.display()
+            ))
+            .with_source(e),
+        ))
+    })
+}
+
+/// Exact aggregates by (release, part), as `draw` reads them.
+type Exact = BTreeMap<(String, usize), Vec<i128>>;
+
+/// The exact aggregates of D and D′, or the behaviour difference when the
+/// engine answers differently on them.
+fn exact_pair(
+    ds: &Dataset,
+    r: &Release,
+    nb: &neighbour::Neighbours,
+    opts: &AuditOptions,
+    rng: &mut SecureRng,
+) -> Result<Result<(Exact, Exact), String>, RunError> {
+    let stats = crate::requests::release_statistics(r)?;
+    let engine = CsvEngine;
+    let d = engine.aggregate_reader(ds, nb.d.as_slice(), &stats, rng);
+    let dp = engine.aggregate_reader(ds, nb.dp.as_slice(), &stats, rng);
+    #[cfg(feature = "audit-faults")]
+    let (d, dp) = (
+        faults::refusal(ds, &nb.d, fault(opts)).map_or(d, Err),
+        faults::refusal(ds, &nb.dp, fault(opts)).map_or(dp, Err),
+    );
+    let (d, dp) = match (d, dp) {
+        (Ok(d), Ok(dp)) => (d, dp),
+        (Err(a), Err(b)) if a.to_string() == b.to_string() => return Err(a.into()),
+        (a, b) => {
+            let say = |x: &Result<Vec<Vec<i128>>, EngineError>| match x {
+                Ok(_) => "released".to_string(),
+                Err(e) => format!("error: {e}"),
+            };
+            return Ok(Err(format!(
+                "the engine answered differently: on D {}, on D′ {}",
+                say(&a),
+                say(&b)
+            )));
+        }
+    };
+    #[cfg(feature = "audit-faults")]
+    let d = faults::exact_d(d, &dp, fault(opts));
+    #[cfg(not(feature = "audit-faults"))]
+    let _ = opts;
+    let key = |v: Vec<Vec<i128>>| -> Exact {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, x)| ((r.name.clone(), i), x))
+            .collect()
+    };
+    Ok(Ok((key(d), key(dp))))
+}
+
+/// The cells a release publishes without noise.
+fn centres(r: &Release, exact: &Exact) -> Vec<f64> {
+    let part = |i: usize| exact.get(&(r.name.clone(), i)).cloned().unwrap_or_default();
+    let k = |i: usize| r.parts.get(i).map_or(0, |p| p.grid_exponent as i64);
+    let value = |x: i128, k: i64| round_dyadic(&dashu_int::IBig::from(x), k);
+    if r.aggregation.kind == AggKind::Mean {
+        let [lo, hi] = r
+            .aggregation
+            .bounds
+            .unwrap_or([f64::NEG_INFINITY, f64::INFINITY]);
+        return part(0)
+            .iter()
+            .zip(part(1))
+            .map(|(&s, c)| (value(s, k(0)) / value(c, k(1)).max(1.0)).clamp(lo, hi))
+            .collect();
+    }
+    part(0).iter().map(|&x| value(x, k(0))).collect()
+}
+
+fn audit_release(
+    plan: &ExecutablePlan,
+    r: &Release,
+    opts: &AuditOptions,
+    rng: &mut SecureRng,
+) -> Result<QueryAudit, RunError> {
+    let ds = plan
+        .body
+        .datasets
+        .get(&r.dataset)
+        .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{}`", r.dataset)))?;
+    let data = read_data(ds, opts)?;
+    let nb = neighbour::neighbours(ds, r, plan.body.privacy.adjacency, &data)?;
+    let (engine_ds, noisy) = mechanism(ds, r, opts);
+    let mut q = new_query(r, &nb);
+    let (exact_d, exact_dp) = match exact_pair(&engine_ds, r, &nb, opts, rng)? {
+        Ok(x) => x,
+        Err(diff) => {
+            q.behaviour_differences.push(diff);
+            q.passed = false;
+            return Ok(q);
+        }
+    };
+    let c = Centres {
+        d: centres(r, &exact_d),
+        dp: centres(r, &exact_dp),
+    };
+    q.max_cell_change =
+        c.d.iter()
+            .zip(&c.dp)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+    if q.max_cell_change == 0.0 {
+        q.notes.push(
+            "D and D′ give the same exact statistic: the audit has no power on this release".into(),
+        );
+    }
+    let started = Instant::now();
+    let drawn = runs::draw(r, &noisy, &c, (&exact_d, &exact_dp), opts, rng)?;
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    q.releases_per_minute = (2 * opts.runs) as f64 / secs * 60.0;
+    measure(&mut q, r, drawn, opts.confidence);
+    Ok(q)
+}
+
+/// The audit of `r` before anything ran.
+fn new_query(r: &Release, nb: &neighbour::Neighbours) -> QueryAudit {
+    let mut notes = Vec::new();
+    if !nb.passes_filter {
+        notes.push("the canary does not pass the query's filter: D and D′ give the same statistic and the audit has no power".into());
+    }
+    QueryAudit {
+        query: r.name.clone(),
+        claimed_epsilon: r.cost_per_release.epsilon,
+        delta: r.cost_per_release.delta,
+        measured_epsilon: 0.0,
+        tests: Vec::new(),
+        neighbours: nb.description.clone(),
+        max_cell_change: 0.0,
+        behaviour_differences: Vec::new(),
+        notes,
+        releases_per_minute: 0.0,
+        passed: true,
+    }
+}
+
+/// Every distinguisher's bound from the runs, at joint `confidence`
+/// (Bonferroni over two rates per distinguisher), and the verdict.
+fn measure(q: &mut QueryAudit, r: &Release, drawn: runs::Runs, confidence: f64) {
+    q.behaviour_differences.extend(drawn.differences);
+    let dists = Distinguisher::for_release(r);
+    let gamma = (1.0 - confidence) / (2 * dists.len()) as f64;
+    for (i, d) in dists.into_iter().enumerate() {
+        q.tests
+            .push(evaluate(d, &drawn.d[i], &drawn.dp[i], q.delta, gamma));
+    }
+    q.measured_epsilon = q
+        .tests
+        .iter()
+        .map(|t| t.epsilon_lower_bound)
+        .fold(0.0, f64::max);
+    q.passed = q.measured_epsilon <= q.claimed_epsilon && q.behaviour_differences.is_empty();
+}
+
+/// One distinguisher: threshold on the first half, errors on the second.
+fn evaluate(d: Distinguisher, on_d: &[f64], on_dp: &[f64], delta: f64, gamma: f64) -> TestResult {
+    let (sel_d, ev_d) = on_d.split_at(on_d.len() / 2);
+    let (sel_dp, ev_dp) = on_dp.split_at(on_dp.len() / 2);
+    let th = stats::select_threshold(sel_d, sel_dp, delta, gamma);
+    let (fp, fneg) = stats::errors(th, ev_d, ev_dp);
+    let n = ev_d.len().min(ev_dp.len()) as u64;
+    let b = stats::epsilon_lower_bound(
+        fp,
+        ev_dp.len() as u64,
+        fneg,
+        ev_d.len() as u64,
+        delta,
+        gamma,
+    );
+    TestResult {
+        distinguisher: d,
+        threshold: th,
+        false_positives: fp,
+        false_negatives: fneg,
+        evaluated: n,
+        alpha_upper: b.alpha_upper,
+        beta_upper: b.beta_upper,
+        epsilon_lower_bound: b.epsilon,
+    }
+}

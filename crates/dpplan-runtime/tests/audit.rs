@@ -1,0 +1,454 @@
+//! `dpplan audit` in the library: the real samplers pass, every
+//! deliberately broken mechanism (feature `audit-faults`, on for this
+//! crate's tests only) fails, and the numbers behind the bound are checked
+//! against independent values.
+
+use std::path::{Path, PathBuf};
+
+use dpplan_plan::ExecutablePlan;
+use dpplan_runtime::audit::distinguish::naive_reachable;
+use dpplan_runtime::audit::distinguish::Distinguisher;
+use dpplan_runtime::audit::faults::{naive_laplace, Fault};
+use dpplan_runtime::audit::neighbour::{neighbours, CANARY_ID};
+use dpplan_runtime::audit::stats::{
+    clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound,
+};
+use dpplan_runtime::audit::{audit, AuditOptions, QueryAudit};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn compiled_text(text: &str) -> ExecutablePlan {
+    let json = dpplan_plan::to_json(&dpplan_plan::compile(text).unwrap());
+    dpplan_plan::load(&json).unwrap()
+}
+
+fn example(name: &str) -> (ExecutablePlan, AuditOptions) {
+    let text =
+        std::fs::read_to_string(root().join(format!("examples/{name}/{name}.dpplan"))).unwrap();
+    let o = AuditOptions {
+        base_dir: Some(root().join(format!("examples/{name}"))),
+        ..Default::default()
+    };
+    (compiled_text(&text), o)
+}
+
+const EXAMPLES: [&str; 7] = [
+    "accuracy-targets",
+    "app-events",
+    "census",
+    "repeated-release",
+    "retail-mixed",
+    "ride-sharing",
+    "web-analytics",
+];
+
+/// Runs per side in the audit of every shipped example (the test command
+/// runs this; about 15 s on the 2-core machine of docs/benchmarks.md).
+const EXAMPLE_RUNS: u64 = 50_000;
+
+/// The probability that this test fails for a correct runtime, split
+/// evenly (Bonferroni) over every audited release of every example.
+const FALSE_FAILURE: f64 = 1e-6;
+
+/// Every shipped example passes its audit with fresh operating-system
+/// randomness: no measured bound above the claim, no behaviour that
+/// differs between D and D′. Each release is audited at confidence
+/// 1 − 10⁻⁶/(number of releases), so a correct runtime fails this test with
+/// probability at most 10⁻⁶ in all.
+#[test]
+fn every_shipped_example_passes_its_audit() {
+    let plans: Vec<_> = EXAMPLES.iter().map(|n| (n, example(n))).collect();
+    let releases: usize = plans.iter().map(|(_, (p, _))| p.body.releases.len()).sum();
+    let confidence = 1.0 - FALSE_FAILURE / releases as f64;
+    for (name, (plan, mut o)) in plans {
+        o.runs = EXAMPLE_RUNS;
+        o.confidence = confidence;
+        let rep = audit(&plan, &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // every release audited but the windowed ones, each listed with why
+        let windowed: Vec<&str> = plan
+            .body
+            .releases
+            .iter()
+            .filter(|r| r.window.is_some())
+            .map(|r| r.name.as_str())
+            .collect();
+        let left_out: Vec<&str> = rep.not_audited.iter().map(|n| n.query.as_str()).collect();
+        assert_eq!(left_out, windowed, "{name}");
+        assert_eq!(rep.queries.len() + windowed.len(), plan.body.releases.len());
+        for q in &rep.queries {
+            assert!(
+                q.passed,
+                "{name}/{}: measured ε ≥ {} > claimed {}, or {:?}",
+                q.query, q.measured_epsilon, q.claimed_epsilon, q.behaviour_differences
+            );
+            assert!(q.notes.is_empty(), "{name}/{}: {:?}", q.query, q.notes);
+        }
+    }
+}
+
+/// A plan whose releases cost ε = 1 (Laplace) and, at δ = 10⁻⁵, about 2
+/// (Gaussian, Δ/σ = ½): large enough that a factor of two shows at the
+/// default number of runs.
+const FAULT_PLAN: &str = r#"plan "audit-faults" {
+  privacy {
+    unit row
+    adjacency add_remove
+    budget epsilon 10.0 delta 1e-5
+    accountant best
+  }
+  dataset t {
+    source "t.csv"
+    column x : float in [0, 10]
+    column g : category { "a", "b", "c" }
+  }
+  query lap_sum {
+    sum(t.x)
+    noise laplace scale 10
+    schedule once
+  }
+  query gauss_sum {
+    sum(t.x)
+    noise gaussian sigma 20
+    schedule once
+  }
+  query hist {
+    histogram(t by g)
+    noise laplace scale 1
+    schedule once
+  }
+}"#;
+
+fn fault_plan(dir: &Path) -> (ExecutablePlan, AuditOptions) {
+    // no row in group `a`: the canary's group
+    let mut csv = String::from("x,g\n");
+    for i in 0..200 {
+        let g = if i % 2 == 0 { "b" } else { "c" };
+        csv.push_str(&format!("{},{g}\n", (i % 11) as f64 * 0.73));
+    }
+    std::fs::write(dir.join("t.csv"), csv).unwrap();
+    let o = AuditOptions {
+        base_dir: Some(dir.to_path_buf()),
+        seed: Some(20_260_101),
+        ..Default::default()
+    };
+    (compiled_text(FAULT_PLAN), o)
+}
+
+fn audited(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
+    let (plan, mut o) = fault_plan(dir);
+    o.queries = vec![query.to_string()];
+    o.fault = fault;
+    let rep = audit(&plan, &o).unwrap();
+    assert_eq!(o.runs, 100_000, "the default number of runs");
+    let q = rep.queries.into_iter().next().unwrap();
+    println!(
+        "{query} {fault:?}: measured {} claimed {} tests {:?}",
+        q.measured_epsilon,
+        q.claimed_epsilon,
+        q.tests
+            .iter()
+            .map(|t| (
+                t.distinguisher,
+                t.false_positives,
+                t.false_negatives,
+                t.epsilon_lower_bound
+            ))
+            .collect::<Vec<_>>()
+    );
+    q
+}
+
+/// The audit of `query` under `fault`, whose outputs must not differ
+/// besides their values.
+fn audited_alike(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
+    let q = audited(dir, query, fault);
+    assert!(
+        q.behaviour_differences.is_empty(),
+        "{:?}",
+        q.behaviour_differences
+    );
+    q
+}
+
+/// The real samplers: the measured bound stays below the claim, and is
+/// not trivially 0 (the audit has power: the Laplace bound comes close).
+#[test]
+fn the_real_samplers_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let lap = audited_alike(dir.path(), "lap_sum", None);
+    assert!(lap.passed);
+    assert!(lap.measured_epsilon > 0.8 && lap.measured_epsilon <= lap.claimed_epsilon);
+    // the low-bits test has some power from where the output lies (a
+    // tail far from x is sparse in the textbook sampler's outputs), never
+    // more than the mechanism's ε
+    let low_bits = lap
+        .tests
+        .iter()
+        .find(|t| t.distinguisher == Distinguisher::LowBits)
+        .unwrap();
+    assert!(
+        low_bits.epsilon_lower_bound <= lap.claimed_epsilon,
+        "{low_bits:?}"
+    );
+    let gauss = audited_alike(dir.path(), "gauss_sum", None);
+    assert!(gauss.passed);
+    assert!(gauss.measured_epsilon > 1.0 && gauss.measured_epsilon <= gauss.claimed_epsilon);
+}
+
+#[test]
+fn a_sensitivity_off_by_two_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    for query in ["lap_sum", "gauss_sum"] {
+        let q = audited_alike(dir.path(), query, Some(Fault::SensitivityOffByTwo));
+        assert!(
+            !q.passed && q.measured_epsilon > q.claimed_epsilon,
+            "{query}"
+        );
+    }
+}
+
+#[test]
+fn a_halved_sigma_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited_alike(dir.path(), "gauss_sum", Some(Fault::HalvedSigma));
+    assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
+}
+
+#[test]
+fn a_skipped_clamp_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    for query in ["lap_sum", "gauss_sum"] {
+        let q = audited_alike(dir.path(), query, Some(Fault::SkippedClamp));
+        assert!(
+            !q.passed && q.measured_epsilon > q.claimed_epsilon,
+            "{query}"
+        );
+    }
+}
+
+/// A histogram that hides its empty cells publishes a number of cells
+/// that depends on the data: a data-dependent branch, whatever the values
+/// (negative control: the real release path publishes every cell).
+#[test]
+fn a_data_dependent_number_of_cells_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited(dir.path(), "hist", Some(Fault::SuppressEmptyCells));
+    assert!(!q.passed);
+    assert!(
+        q.behaviour_differences[0].contains("differs besides its values"),
+        "{:?}",
+        q.behaviour_differences
+    );
+    let q = audited_alike(dir.path(), "hist", None);
+    assert!(q.passed && q.measured_epsilon <= q.claimed_epsilon);
+}
+
+/// A runtime that refuses a number past its bounds instead of clamping it
+/// errs on D (the canary's numbers) and not on D′: a data-dependent error.
+#[test]
+fn a_data_dependent_error_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited(dir.path(), "lap_sum", Some(Fault::RefuseOutOfRange));
+    assert!(!q.passed && q.tests.is_empty());
+    assert_eq!(
+        q.behaviour_differences,
+        ["the engine answered differently: on D error: a value of column `x` is outside its bounds, on D′ released"]
+    );
+}
+
+/// Mironov 2012: the textbook floating-point Laplace fails, through the
+/// low-bits test (the likelihood ratio sees a correct Laplace).
+#[test]
+fn the_naive_floating_point_laplace_fails_on_its_low_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = audited_alike(dir.path(), "lap_sum", Some(Fault::NaiveLaplace));
+    assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
+    let lr = q
+        .tests
+        .iter()
+        .find(|t| t.distinguisher == Distinguisher::LikelihoodRatio)
+        .unwrap();
+    assert!(lr.epsilon_lower_bound <= q.claimed_epsilon, "{lr:?}");
+    let lb = q
+        .tests
+        .iter()
+        .find(|t| t.distinguisher == Distinguisher::LowBits)
+        .unwrap();
+    assert!(lb.epsilon_lower_bound > q.claimed_epsilon, "{lb:?}");
+}
+
+/// The fault plan's claims, as the accountants give them (the tests above
+/// rest on them): Laplace ε = 1 (slightly less at δ = 10⁻⁵ under RDP), and
+/// the exact Gaussian at Δ/σ = ½, δ = 10⁻⁵ (Balle–Wang: ε ≈ 1.993).
+#[test]
+fn fault_plan_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, _) = fault_plan(dir.path());
+    let lap = plan.body.release("lap_sum").unwrap();
+    assert!((lap.cost_per_release.epsilon - 1.0).abs() < 1e-3);
+    let gauss = plan.body.release("gauss_sum").unwrap();
+    assert!((gauss.cost_per_release.epsilon - 1.993).abs() < 1e-2);
+}
+
+/// scipy 1.17.1, `scipy.stats.beta.ppf(1 - gamma, k + 1, n - k)`: the
+/// one-sided Clopper–Pearson upper bound, computed once and written here
+/// (k, n, gamma, bound).
+const SCIPY_CLOPPER_PEARSON: [(u64, u64, f64, f64); 9] = [
+    (0, 10, 2.5e-2, 0.3084971078187607),
+    (0, 1000, 5e-2, 0.002991249545095295),
+    (3, 50, 2.5e-2, 0.16548194660377288),
+    (50, 100, 5e-3, 0.6311385626410759),
+    (9230, 50000, 1.25e-2, 0.18852221596705582),
+    (216, 50000, 1e-8, 0.006195696508824228),
+    (0, 50000, 2.5e-9, 0.00039606104933015575),
+    (49999, 50000, 5e-2, 0.9999989741346385),
+    (1, 2, 0.3, 0.8366600265340756),
+];
+
+#[test]
+fn clopper_pearson_matches_scipy_and_never_falls_below() {
+    for (k, n, gamma, want) in SCIPY_CLOPPER_PEARSON {
+        let got = clopper_pearson_upper(k, n, gamma);
+        assert!(
+            got >= want * (1.0 - 1e-9),
+            "({k}, {n}, {gamma}): {got} < {want}"
+        );
+        assert!(
+            got <= want * (1.0 + 1e-7),
+            "({k}, {n}, {gamma}): {got} ≫ {want}"
+        );
+    }
+    // k = 0 in closed form: 1 − γ^(1/n); k = n: 1
+    for n in [1u64, 7, 100, 12_345] {
+        let want = 1.0 - 0.01f64.powf(1.0 / n as f64);
+        let got = clopper_pearson_upper(0, n, 0.01);
+        assert!((got - want).abs() <= 1e-9 * want, "{n}: {got} vs {want}");
+        assert_eq!(clopper_pearson_upper(n, n, 0.01), 1.0);
+    }
+    // negative control: more errors, a larger bound
+    assert!(clopper_pearson_upper(4, 50, 0.025) > clopper_pearson_upper(3, 50, 0.025));
+}
+
+/// The bound against the DP inequalities written out by hand.
+#[test]
+fn the_epsilon_bound_is_the_dp_inequality() {
+    let (a, b, d): (f64, f64, f64) = (0.01, 0.3, 1e-6);
+    let want = ((1.0 - d - b) / a).ln();
+    assert!((epsilon_from_rates(a, b, d) - want).abs() < 1e-12);
+    // symmetric in the two rates
+    assert_eq!(epsilon_from_rates(b, a, d), epsilon_from_rates(a, b, d));
+    // a coin flip shows nothing; δ larger than what the test sees: 0
+    assert_eq!(epsilon_from_rates(0.5, 0.5, 0.0), 0.0);
+    assert_eq!(epsilon_from_rates(0.2, 0.2, 0.7), 0.0);
+    // the counts go through Clopper–Pearson at the given level
+    let bnd = epsilon_lower_bound(10, 1000, 300, 1000, 0.0, 0.025);
+    let want = ((1.0 - bnd.beta_upper) / bnd.alpha_upper).ln();
+    assert!((bnd.epsilon - want).abs() < 1e-12);
+    assert!(bnd.alpha_upper > 0.01 && bnd.beta_upper > 0.3);
+}
+
+/// Every output of the textbook sampler is reachable from its own input
+/// (the binary search misses none), and an exact sampler's outputs are not
+/// all reachable (the test can tell them apart).
+#[test]
+fn naive_reachability_finds_every_naive_output() {
+    let mut rng = dpplan_runtime::rng::SecureRng::from_seed_for_tests(7);
+    for i in 0..20_000 {
+        let x = [0.0, 3.0, 1234.5, -7.25][i % 4];
+        let b = [1.0, 10.0, 0.3][i % 3];
+        let y = naive_laplace(x, b, rng.next_u64());
+        assert!(naive_reachable(y, x, b), "{y} from {x} at {b}");
+    }
+    let noise = dpplan_runtime::sampler::Noise::new(
+        Some(dpplan_vocab::NoiseKind::Laplace),
+        Some(10.0),
+        -10,
+    )
+    .unwrap();
+    let unreachable = (0..20_000)
+        .filter(|_| !naive_reachable(noise.release(10 << 10, -10, &mut rng), 10.0, 10.0))
+        .count();
+    assert!(unreachable > 100, "{unreachable}");
+}
+
+fn rows(csv: &[u8]) -> Vec<Vec<String>> {
+    csv::Reader::from_reader(csv)
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
+fn example_data(name: &str, file: &str) -> Vec<u8> {
+    std::fs::read(root().join(format!("examples/{name}/data/{file}"))).unwrap()
+}
+
+/// add/remove under a user-level unit: D′ is the data with each unit
+/// reduced to its first row, D adds the canary's 2 × rows_per_unit rows,
+/// every number past its bound.
+#[test]
+fn add_remove_plants_a_canary_over_every_bound() {
+    let (plan, _) = example("web-analytics");
+    let ds = &plan.body.datasets["visits"];
+    let r = plan.body.release("daily_visits").unwrap();
+    let data = example_data("web-analytics", "visits.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    let (d, dp) = (rows(&nb.d), rows(&nb.dp));
+    let users: std::collections::BTreeSet<String> =
+        rows(&data).into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(dp.len(), users.len(), "one row per unit in D′");
+    assert_eq!(d.len(), dp.len() + 10, "2 × rows_per_unit canary rows");
+    assert_eq!(&d[..dp.len()], &dp[..]);
+    for row in &d[dp.len()..] {
+        assert_eq!(row[0], CANARY_ID);
+        let seconds: f64 = row[2].parse().unwrap();
+        assert!(seconds > 3600.0, "past the bound: {seconds}");
+        assert!(["home", "search", "checkout"].contains(&row[1].as_str()));
+    }
+    assert!(nb.passes_filter);
+}
+
+/// replace under a row unit: D is the data, D′ replaces its first row by
+/// the canary's, with categories other than the replaced row's.
+#[test]
+fn replace_swaps_the_first_unit_for_the_canary() {
+    let (plan, _) = example("census");
+    let ds = &plan.body.datasets["persons"];
+    let r = plan.body.release("by_region").unwrap();
+    let data = example_data("census", "persons.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    let (d, dp) = (rows(&nb.d), rows(&nb.dp));
+    assert_eq!(d, rows(&data));
+    assert_eq!(dp.len(), d.len());
+    assert_eq!(
+        &dp[..dp.len() - 1],
+        &d[1..],
+        "every other row kept, in order"
+    );
+    let canary = dp.last().unwrap();
+    for (i, v) in canary.iter().enumerate().take(3) {
+        assert_ne!(v, &d[0][i], "column {i}: the replaced row's own category");
+    }
+    let rooms: f64 = canary[3].parse().unwrap();
+    assert!(rooms > 12.0, "past the bound: {rooms}");
+}
+
+/// A filtered query: the canary passes the filter (`city == "Madrid" and
+/// fare > 10`), so that it moves the statistic.
+#[test]
+fn the_canary_passes_the_query_filter() {
+    let (plan, _) = example("ride-sharing");
+    let ds = &plan.body.datasets["trips"];
+    let r = plan.body.release("madrid_paid_trips").unwrap();
+    let data = example_data("ride-sharing", "trips.csv");
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, &data).unwrap();
+    assert!(nb.passes_filter);
+    let d = rows(&nb.d);
+    let canary: Vec<_> = d.iter().filter(|r| r[0] == CANARY_ID).collect();
+    assert_eq!(canary.len(), 20);
+    for row in canary {
+        assert_eq!(row[1], "Madrid");
+        assert!(row[4].parse::<f64>().unwrap() > 10.0);
+    }
+}
