@@ -107,6 +107,16 @@ impl UnitKey {
         }
     }
 
+    /// A key of one process's own, never written: `dpplan audit`, which
+    /// keeps no window state.
+    pub(crate) fn ephemeral(rng: &mut SecureRng) -> UnitKey {
+        let mut key = [0u8; 32];
+        for b in key.iter_mut() {
+            *b = rng.below_u64(256) as u8;
+        }
+        UnitKey(key)
+    }
+
     /// The keyed hash of a unit id, in hex.
     pub fn hash(&self, id: &[u8]) -> String {
         let mut bytes = Vec::with_capacity(32 + id.len());

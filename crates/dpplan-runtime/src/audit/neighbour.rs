@@ -33,9 +33,9 @@ use crate::RunError;
 
 /// The id of the planted canary unit.
 pub const CANARY_ID: &str = "dpplan-audit-canary";
-/// The canary's time, for a dataset with a `time` column (read only by
-/// windowed releases, which the audit leaves out).
-const CANARY_TIME: &str = "2026-01-01T00:00:00Z";
+/// The canary's time, for a dataset with a `time` column: a windowed
+/// release is audited on the window that starts there.
+pub const CANARY_TIME: &str = "2026-01-01T00:00:00Z";
 
 /// D and D′ as CSV bytes, and what they are, in words.
 pub struct Neighbours {
@@ -178,7 +178,7 @@ fn canary_row(
                 let cycle = dom.len().min(groups).max(1);
                 Value::Text(dom.get(j % cycle).cloned().unwrap_or_default())
             }
-            // read by windowed releases only, which are not audited
+            // the audited window's first instant
             ColumnKind::Time => Value::Text(CANARY_TIME.into()),
             ColumnKind::Int | ColumnKind::Float => match binned.get(c.name.as_str()) {
                 Some(&edge) => Value::Number(edge),
