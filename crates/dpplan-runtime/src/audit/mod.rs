@@ -297,6 +297,9 @@ fn exact_pair(
     Ok(Ok((key(d), key(dp))))
 }
 
+/// The dataset bounded per window, and D's and D′'s rows in the window.
+type Windowed = (Dataset, Vec<u8>, Vec<u8>);
+
 /// A windowed release reads one window: the dataset bounded per window and
 /// the rows of D and D′ in the canary's window ([`window::CANARY_TIME`] and
 /// the window's length), selected by the run's own code ([`window::select`],
@@ -309,7 +312,7 @@ fn in_window(
     r: &Release,
     nb: &neighbour::Neighbours,
     rng: &mut SecureRng,
-) -> Result<Option<(Dataset, Vec<u8>, Vec<u8>)>, RunError> {
+) -> Result<Option<Windowed>, RunError> {
     let Some(w) = &r.window else {
         return Ok(None);
     };
