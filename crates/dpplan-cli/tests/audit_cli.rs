@@ -11,13 +11,18 @@ use support::{dpplan, root, text};
 
 /// The web-analytics example compiled into `dir`, with its data.
 fn setup(dir: &Path) -> String {
-    let src = root().join("examples/web-analytics");
+    setup_example(dir, "web-analytics", "visits.csv")
+}
+
+/// A shipped example compiled into `dir`, with its data file `csv`.
+fn setup_example(dir: &Path, name: &str, csv: &str) -> String {
+    let src = root().join("examples").join(name);
     std::fs::create_dir_all(dir.join("data")).unwrap();
-    std::fs::copy(src.join("data/visits.csv"), dir.join("data/visits.csv")).unwrap();
+    std::fs::copy(src.join("data").join(csv), dir.join("data").join(csv)).unwrap();
     let plan = dir.join("plan.json");
     let o = dpplan(&[
         "compile",
-        src.join("web-analytics.dpplan").to_str().unwrap(),
+        src.join(format!("{name}.dpplan")).to_str().unwrap(),
         "-o",
         plan.to_str().unwrap(),
     ]);
@@ -278,22 +283,8 @@ fn the_report_shows_the_audit_of_its_plan_only() {
 #[test]
 fn a_windowed_release_is_audited_on_one_window() {
     let dir = tempfile::tempdir().unwrap();
-    let src = root().join("examples/ride-sharing");
-    std::fs::create_dir_all(dir.path().join("data")).unwrap();
-    std::fs::copy(
-        src.join("data/trips.csv"),
-        dir.path().join("data/trips.csv"),
-    )
-    .unwrap();
-    let plan = dir.path().join("plan.json");
-    let plan = plan.to_str().unwrap();
-    let o = dpplan(&[
-        "compile",
-        src.join("ride-sharing.dpplan").to_str().unwrap(),
-        "-o",
-        plan,
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let plan = setup_example(dir.path(), "ride-sharing", "trips.csv");
+    let plan = plan.as_str();
     let o = dpplan(&[
         "audit",
         plan,
