@@ -236,92 +236,76 @@ fn under_row_level_replace_a_row_can_leave_the_horizon() {
 }
 
 #[test]
-fn the_window_rules_are_errors_with_dp021() {
+fn the_window_rules_are_errors_with_dp024() {
     let q = |window: &str, schedule: &str| {
         format!("  query hourly {{\n    count(trips)\n    noise gaussian sigma 40\n    schedule {schedule}\n    {window}\n  }}")
     };
     let every = "every 1 hour for 7 days";
-    // the window is not the period
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
+    let two_times = TRIPS.replace(
+        "column started_at : time\n",
+        "column started_at : time\n    column ended_at : time\n",
+    );
+    let no_time = TRIPS.replace("column started_at : time\n", "");
+    let no_w = TRIPS.replace("windows_per_unit 30\n", "");
+    let w0 = TRIPS.replace("windows_per_unit 30", "windows_per_unit 0");
+    // (what, dataset, window, schedule, the codes)
+    let cases: [(&str, &str, &str, &str, &[Code]); 8] = [
+        (
+            "not the period",
             TRIPS,
-            &q("window 2 hours", every)
-        )),
-        vec![Code::Window]
-    );
-    // near miss: the same length in other units
-    assert!(codes(&plan(
-        "user by rider_id",
-        "best",
-        TRIPS,
-        &q("window 60 minutes", every)
-    ))
-    .is_empty());
-    // no period
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
+            "window 2 hours",
+            every,
+            &[Code::Window],
+        ),
+        // near miss: the same length in other units
+        (
+            "the period in minutes",
             TRIPS,
-            &q("window 1 hour", "once")
-        )),
-        vec![Code::Window]
-    );
-    // no time column
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
-            &TRIPS.replace("column started_at : time\n", ""),
-            &q("window 1 hour", every)
-        )),
-        vec![Code::Window]
-    );
-    // two time columns
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
-            &TRIPS.replace(
-                "column started_at : time\n",
-                "column started_at : time\n    column ended_at : time\n"
-            ),
-            &q("window 1 hour", every)
-        )),
-        vec![Code::Window]
-    );
-    // no windows_per_unit under a user unit
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
-            &TRIPS.replace("windows_per_unit 30\n", ""),
-            &q("window 1 hour", every)
-        )),
-        vec![Code::Window]
-    );
-    // an invalid windows_per_unit is DP007 only
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
-            &TRIPS.replace("windows_per_unit 30", "windows_per_unit 0"),
-            &q("window 1 hour", every)
-        )),
-        vec![Code::InvalidParameter]
-    );
-    // a second window is DP013
-    assert_eq!(
-        codes(&plan(
-            "user by rider_id",
-            "best",
+            "window 60 minutes",
+            every,
+            &[],
+        ),
+        ("no period", TRIPS, "window 1 hour", "once", &[Code::Window]),
+        (
+            "no time column",
+            &no_time,
+            "window 1 hour",
+            every,
+            &[Code::Window],
+        ),
+        (
+            "two time columns",
+            &two_times,
+            "window 1 hour",
+            every,
+            &[Code::Window],
+        ),
+        (
+            "no windows_per_unit under a user unit",
+            &no_w,
+            "window 1 hour",
+            every,
+            &[Code::Window],
+        ),
+        (
+            "an invalid windows_per_unit is DP007 only",
+            &w0,
+            "window 1 hour",
+            every,
+            &[Code::InvalidParameter],
+        ),
+        (
+            "a second window is DP013",
             TRIPS,
-            &q("window 1 hour\n    window 1 hour", every)
-        )),
-        vec![Code::Duplicate]
-    );
+            "window 1 hour\n    window 1 hour",
+            every,
+            &[Code::Duplicate],
+        ),
+    ];
+    for (what, dataset, window, schedule, want) in cases {
+        let text = plan("user by rider_id", "best", dataset, &q(window, schedule));
+        assert_eq!(codes(&text), want, "{what}");
+    }
 }
 
 #[test]
