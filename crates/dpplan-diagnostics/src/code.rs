@@ -112,6 +112,7 @@ codes! {
     InvalidBins = "022", "invalid-bins", Error, "Bin edges must be at least two finite, strictly increasing numbers";
     /// A grouped query with so many cells that most will be pure noise.
     SparseCells = "023", "sparse-cells", Warning, "Most cells of a grouped query will be pure noise";
+    InvalidCandidates = "030", "invalid-candidates", Error, "A quantile needs a public grid of finite, strictly increasing candidates within the column's bounds";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -158,6 +158,26 @@ pub struct Query {
     pub schedules: Vec<Spanned<Schedule>>,
     /// `accuracy ci95 <= t` / `accuracy std <= s`.
     pub accuracies: Vec<Accuracy>,
+    /// `candidates [c1, …]` / `candidates every <step>`: a quantile's grid.
+    pub candidates: Vec<Candidates>,
+}
+
+/// `candidates [c1, c2, …]` or `candidates every <step>`: the public grid a
+/// quantile is chosen from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidates {
+    pub span: Span,
+    pub grid: CandidateGrid,
+}
+
+/// A quantile's candidate grid as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CandidateGrid {
+    /// `[c1, c2, …]`: the candidates themselves.
+    List { values: Vec<Number> },
+    /// `every <step>`: lo, lo + step, … up to the column's upper bound.
+    Every { step: Number },
 }
 
 /// `accuracy <measure> <= <value>`: the most noise each released value may
@@ -190,6 +210,8 @@ pub struct Aggregate {
     pub keys: Vec<GroupKey>,
     /// The extra argument (the quantile's level).
     pub argument: Option<Number>,
+    /// `quantiles(d.col, [q1, q2, …])`: the levels, with the list's span.
+    pub levels: Option<Spanned<Vec<Number>>>,
 }
 
 /// One key of `by`: a category column, or a numeric column cut into public

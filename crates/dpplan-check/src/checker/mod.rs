@@ -14,6 +14,7 @@ mod datasets;
 mod lints;
 mod noise;
 mod privacy;
+mod quantile;
 mod query;
 mod recover;
 mod rows;
@@ -31,6 +32,7 @@ use crate::report::*;
 use crate::sensitivity::Derived;
 
 use calibration::{calibrate_auto, calibrate_epsilon_parts};
+pub use quantile::{rank_error, QuantileSpec, MAX_CANDIDATES};
 use datasets::resolve_datasets;
 use lints::{check_names, check_publishes, check_rereleases, large_delta, per_person_guarantee};
 use privacy::{resolve_privacy, unit_report, Privacy};

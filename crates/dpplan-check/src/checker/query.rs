@@ -59,6 +59,8 @@ pub(super) struct Part {
     pub(super) derived: Derived,
     pub(super) scale: Scale,
     pub(super) resolved: Option<f64>,
+    /// The number of candidates of a quantile (0 for the other statistics).
+    pub(super) candidates: usize,
 }
 
 pub(super) struct QueryPlan<'a> {
@@ -168,7 +170,10 @@ fn plan_parts(
     adjacency: Adjacency,
     budget_delta: Option<f64>,
 ) -> Result<impl FnOnce(ScheduleSpec) -> QuerySpec, Reported> {
-    supported(c, agg)?;
+    let quantile = super::quantile::is_quantile(agg.kind.value);
+    if quantile && !super::quantile::supported(c, plan.q, agg) {
+        return Err(Reported);
+    }
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
     let unit = target.info.bound.ok_or(Reported)?;
@@ -191,13 +196,30 @@ fn plan_parts(
         Some(_) => None,
     };
     groups(c, agg, &target, unit)?;
+    let quantile_spec = match (quantile, values) {
+        (true, Some(bounds)) => Some(super::quantile::QuantileSpec {
+            levels: super::quantile::levels(c, agg)?,
+            candidates: super::quantile::candidates(c, plan.q, bounds)?,
+        }),
+        _ => None,
+    };
     let shape = Shape {
         group: target.group,
         values,
         drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
         distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
     };
-    let derived = derive_sensitivities(agg.kind.value, &shape, unit, adjacency);
+    let derived = match &quantile_spec {
+        Some(spec) => spec
+            .levels
+            .iter()
+            .map(|&l| {
+                let d = super::quantile::sensitivity(unit, adjacency, l);
+                (Statistic::Quantile, "quantile", d)
+            })
+            .collect(),
+        None => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
+    };
     plan.unit = Some(unit);
     plan.cells = target.cells.clone();
     let declared = declared_sensitivity(c, plan, noise, &derived);
@@ -206,6 +228,11 @@ fn plan_parts(
     let float_values = target
         .column
         .is_some_and(|(_, ci)| matches!(ci.ty, ColumnType::Float { .. }));
+    if !super::quantile::mechanism_fits(c, agg, noise) {
+        return Err(Reported);
+    }
+    // a quantile's values are only compared with its candidates
+    let float_values = float_values && !quantile;
     if !noise_kind(c, agg, noise, float_values, &derived, budget_delta) {
         plan.ok = false;
     }
@@ -215,6 +242,11 @@ fn plan_parts(
         scale = Scale::FromAccuracy;
     }
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
+    if let Some(spec) = &quantile_spec {
+        for p in &mut plan.parts {
+            p.candidates = spec.candidates.len();
+        }
+    }
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
     let keys = target.cells.map(|k| k.keys).unwrap_or_default();
@@ -232,6 +264,7 @@ fn plan_parts(
         filter,
         keys,
         distinct,
+        quantile: quantile_spec,
     })
 }
 
@@ -435,24 +468,12 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
         agg.argument
             .as_ref()
             .map(|a| format!(", {}", a.value))
+            .or_else(|| agg.levels.as_ref().map(|l| {
+                let v: Vec<String> = l.value.iter().map(|n| n.value.to_string()).collect();
+                format!(", [{}]", v.join(", "))
+            }))
             .unwrap_or_default()
     )
-}
-
-/// DP014 for quantiles.
-fn supported(c: &mut Checker, agg: &ast::Aggregate) -> Result<(), Reported> {
-    if agg.kind.value == AggKind::Quantile {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                "quantiles are reserved syntax, not supported in this version",
-                agg.kind.span,
-            )
-            .help("release a histogram over public bins instead, or wait for quantile support"),
-        );
-        return Err(Reported);
-    }
-    Ok(())
 }
 
 /// The dataset and column the query reads (DP012), and its groups.
@@ -620,8 +641,8 @@ fn value_bounds(
             );
             Err(Reported)
         }
-        (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => Ok(None),
-        (AggKind::Sum | AggKind::Mean, None) => {
+        (AggKind::Count | AggKind::Histogram, None) => Ok(None),
+        (AggKind::Sum | AggKind::Mean | AggKind::Quantile | AggKind::Quantiles, None) => {
             c.error(
                 Diagnostic::new(
                     Code::TypeMismatch,
@@ -828,6 +849,13 @@ fn derive_sensitivities(
                 let d = sensitivity_rows::distinct(unit, adjacency, false);
                 (s, "distinct count", d)
             }
+            // (quantiles are derived per level in `plan_parts`; the level-free
+            // bound Δ = rows holds for every level)
+            (Statistic::Quantile, _) => (
+                s,
+                "quantile",
+                super::quantile::sensitivity(unit, Adjacency::Replace, 0.5),
+            ),
         })
         .collect()
 }
@@ -976,6 +1004,7 @@ fn parts(
             derived: d,
             scale: part_scale,
             resolved: if public { None } else { resolved },
+            candidates: 0,
         });
     }
     parts

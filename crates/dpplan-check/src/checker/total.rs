@@ -366,7 +366,11 @@ fn part_report(p: &mut Part) -> PartReport {
         };
     }
     let scale = p.resolved.unwrap_or(f64::NAN);
-    let (std, ci) = crate::noise::spread(p.kind, scale);
+    let (std, ci) = match p.kind {
+        // a quantile's: its rank error (RMS bound, 95 % bound)
+        dpplan_vocab::NoiseKind::Exponential => super::quantile::rank_error(scale, p.candidates),
+        kind => crate::noise::spread(kind, scale),
+    };
     let calibration = match p.scale {
         Scale::Fixed(_) => Calibration::Declared,
         Scale::FromEpsilon { .. } => Calibration::FromEpsilon,
