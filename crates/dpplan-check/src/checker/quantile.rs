@@ -33,16 +33,16 @@ pub(super) fn is_quantile(kind: AggKind) -> bool {
 /// DP014: what quantiles do not support yet (groups, `distinct`, an
 /// `accuracy` requirement).
 pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -> bool {
-    let unsupported = |what: &str| format!("{what} is not supported for a quantile in this version");
+    let unsupported = |what: &str| format!("{what} is not supported in this version");
     let mut problems = Vec::new();
     if let Some(k) = agg.keys.first() {
         problems.push((k.span(), unsupported("a grouped quantile (`by`)"), "release one quantile query per group, each with a `where` filter"));
     }
     if let Some(d) = agg.distinct {
-        problems.push((d, unsupported("`distinct`"), "remove `distinct`"));
+        problems.push((d, unsupported("`distinct` in a quantile"), "remove `distinct`"));
     }
     if let Some(a) = q.accuracies.first() {
-        problems.push((a.span, unsupported("an `accuracy` requirement"), "remove it: the report states the rank error at 95 %"));
+        problems.push((a.span, unsupported("an `accuracy` requirement on a quantile"), "remove it: the report states the rank error at 95 %"));
     }
     let ok = problems.is_empty();
     for (span, msg, help) in problems {
