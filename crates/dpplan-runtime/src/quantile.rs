@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use dashu_int::{IBig, UBig};
 use dpplan_plan::{QuantileGrid, Release};
 use dpplan_vocab::rows::GroupKey;
-use dpplan_vocab::{AggKind, InvalidRule};
+use dpplan_vocab::InvalidRule;
 
 use crate::rng::SecureRng;
 use crate::sampler::{bernoulli_exp, dyadic, NoiseError};
@@ -168,7 +168,8 @@ pub(crate) fn draw(
         let em = ExponentialMechanism::new(&scores, &unit, scale).map_err(RunError::Noise)?;
         let value = grid.candidates[em.sample(rng)];
         cells.push(Cell {
-            group: (r.aggregation.kind == AggKind::Quantiles).then(|| level.to_string()),
+            // `quantiles`: the level's label (the plan's `groups`)
+            group: r.aggregation.groups.as_ref().and_then(|g| g.get(pi).cloned()),
             value,
             noise_std: 0.0,
             ci95_low: lo,

@@ -252,6 +252,13 @@ fn plan_parts(
     let keys = target.cells.map(|k| k.keys).unwrap_or_default();
     let by = (!keys.is_empty()).then(|| rows::describe_keys(&agg.keys));
     let groups = (!keys.is_empty()).then(|| dpplan_vocab::rows::cell_labels(&keys));
+    // `quantiles`: one output per level, labelled by the level
+    let groups = match (&quantile_spec, kind) {
+        (Some(spec), AggKind::Quantiles) => {
+            Some(spec.levels.iter().map(|l| l.to_string()).collect())
+        }
+        _ => groups,
+    };
     let distinct = distinct.is_some();
     Ok(move |schedule| QuerySpec {
         kind,
@@ -876,10 +883,14 @@ fn declared_sensitivity(
         c.error(
             Diagnostic::new(
                 Code::Unsupported,
-                "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)",
+                if parts_derived.iter().all(|(s, _, _)| *s == Statistic::Quantile) {
+                    "a declared sensitivity applies to one statistic, but `quantiles` releases one per level"
+                } else {
+                    "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)"
+                },
                 ds.span,
             )
-            .help("remove the declaration (the checker derives both), or release the sum and the count as separate queries"),
+            .help("remove the declaration (the checker derives each), or release the statistics as separate queries"),
         );
     } else if let Some((_, _, d)) = parts_derived.first() {
         for (norm, value) in &ds.items {
