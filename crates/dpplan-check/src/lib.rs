@@ -111,3 +111,6 @@ mod recover_tests;
 mod memo_tests;
 #[cfg(test)]
 mod rows_tests;
+
+#[cfg(test)]
+mod quantile_tests;

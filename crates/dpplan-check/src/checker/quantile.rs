@@ -211,12 +211,13 @@ fn larger_side(q: f64) -> f64 {
     if q >= 0.5 {
         q
     } else {
-        // 1 − q ≥ ½ is exact unless q has bits below 2^−53
+        // d = fl(1 − q) ∈ [½, 1]: 1 − d is exact (Sterbenz), and so is
+        // (1 − d) − q = (1 − q) − d, both terms within a factor 2 of q
         let d = 1.0 - q;
-        if d + q == 1.0 && 1.0 - d == q {
-            d
-        } else {
+        if (1.0 - d) - q > 0.0 {
             d.next_up()
+        } else {
+            d
         }
     }
 }
