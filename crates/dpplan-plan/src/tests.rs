@@ -94,10 +94,10 @@ fn hand_edits_are_refused() {
     let extra = json.replacen("\"format_version\"", "\"x\": 1, \"format_version\"", 1);
     assert!(matches!(load(&extra), Err(LoadError::NotJson(_))));
     // 5. a wrong version.
-    let v1 = json.replacen("\"format_version\": 2", "\"format_version\": 1", 1);
+    let v1 = json.replacen("\"format_version\": 3", "\"format_version\": 1", 1);
     assert_ne!(v1, json);
     assert!(matches!(load(&v1), Err(LoadError::WrongFormat(_))));
-    let v3 = json.replacen("\"format_version\": 2", "\"format_version\": 3", 1);
+    let v3 = json.replacen("\"format_version\": 3", "\"format_version\": 4", 1);
     assert!(matches!(load(&v3), Err(LoadError::WrongFormat(_))));
 }
 

@@ -72,7 +72,8 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::noise_stmt
         | Rule::sensitivity_stmt
         | Rule::schedule_stmt
-        | Rule::accuracy_stmt => StatementKind::Simple,
+        | Rule::accuracy_stmt
+        | Rule::candidates_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,
     })

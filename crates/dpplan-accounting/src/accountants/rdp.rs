@@ -179,13 +179,15 @@ impl RdpCurve {
         let am1 = alpha - 1.0;
         // a bounded-range term: the error of either branch of the min
         // bounds the min's (the RR branch's as below; α·ε²/8: 3u)
-        for &(eps, n) in self.rr.iter().chain(&self.br) {
+        let rr = self.rr.iter().map(|&(e, n)| (e, n, 0.0));
+        let br = self.br.iter().map(|&(e, n)| (e, n, alpha * e * e));
+        for (eps, n, other) in rr.chain(br) {
             let a = libm::log1p(libm::exp(-eps));
             let b = libm::log1p(libm::exp(-(2.0 * alpha - 1.0) * eps));
             let ea = (4.0 * e + 2.0 + 2.0 * eps) * U * a.abs();
             let eb = (4.0 * e + 2.0 + 6.0 * alpha * eps) * U * b.abs();
             let q = (a - b) / am1;
-            err += n * ((ea + eb) * 1.01 / am1 + 3.0 * U * (q.abs() + eps + alpha * eps * eps));
+            err += n * ((ea + eb) * 1.01 / am1 + 3.0 * U * (q.abs() + eps + other));
             mag += n * eps;
             m += 1.0;
         }
