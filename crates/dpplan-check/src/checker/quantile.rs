@@ -253,7 +253,7 @@ pub fn sensitivity(u: UnitBound, adj: Adjacency, q: f64) -> Derived {
             (
                 d,
                 format!(
-                    "adding or removing {who} moves #{{x < c}} by k ∈ [0, {r}] and {q}·n by {q}·k' with the same rows, so #{{x < c}} − {q}·n moves by at most {r}·max({q}, 1 − {q}) = {}, and |·| is 1-Lipschitz: Δ = {}",
+                    "adding or removing {who} moves n by its k ≤ {r} rows and #{{x < c}} by j ∈ [0, k], so #{{x < c}} − {q}·n moves by j − {q}·k ∈ [−{q}·k, (1 − {q})·k]: at most {r}·max({q}, 1 − {q}) = {}; |·| is 1-Lipschitz: Δ = {}",
                     fmt_num(d),
                     fmt_num(d),
                     r = fmt_num(r),

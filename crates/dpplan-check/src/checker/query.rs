@@ -61,6 +61,9 @@ pub(super) struct Part {
     pub(super) resolved: Option<f64>,
     /// The number of candidates of a quantile (0 for the other statistics).
     pub(super) candidates: usize,
+    /// A quantile's role with its level (`quantile 0.25`): the parts of
+    /// `quantiles` are told apart by it (report, diff).
+    pub(super) label: Option<String>,
 }
 
 pub(super) struct QueryPlan<'a> {
@@ -243,8 +246,9 @@ fn plan_parts(
     }
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
     if let Some(spec) = &quantile_spec {
-        for p in &mut plan.parts {
+        for (p, level) in plan.parts.iter_mut().zip(&spec.levels) {
             p.candidates = spec.candidates.len();
+            p.label = Some(format!("quantile {level}"));
         }
     }
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
@@ -1016,6 +1020,7 @@ fn parts(
             scale: part_scale,
             resolved: if public { None } else { resolved },
             candidates: 0,
+            label: None,
         });
     }
     parts

@@ -348,7 +348,7 @@ fn part_report(p: &mut Part) -> PartReport {
     let statistic = p.statistic;
     if p.public {
         return PartReport {
-            role: p.role.into(),
+            role: p.label.clone().unwrap_or_else(|| p.role.into()),
             statistic,
             mechanism: MechanismReport {
                 kind: None,
@@ -378,7 +378,7 @@ fn part_report(p: &mut Part) -> PartReport {
         Scale::FromAccuracy => Calibration::Accuracy,
     };
     PartReport {
-        role: p.role.into(),
+        role: p.label.clone().unwrap_or_else(|| p.role.into()),
         statistic,
         mechanism: MechanismReport {
             kind: Some(p.kind),
