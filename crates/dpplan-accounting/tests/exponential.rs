@@ -103,8 +103,9 @@ fn rdp_uses_the_smaller_curve_at_each_order() {
             // negative control: as discrete Laplace (RR curve only)
             let rr = eps_of(&plan(NoiseKind::DiscreteLaplace, eps, k), delta, Accountant::Rdp);
             // (few releases: the best order is large, where the RR curve
-            // is the smaller one, and both plans cost the same)
-            assert!(rr >= got, "RR curve {rr} below the bounded-range one {got}");
+            // is the smaller one, and both plans cost the same but for the
+            // bounded-range term's rounding allowance)
+            assert!(rr >= got * (1.0 - 1e-9), "RR curve {rr} below the bounded-range one {got}");
             if k >= 20 {
                 assert!(rr > got * 1.05, "RR curve {rr} not above the bounded-range one {got}");
             }
