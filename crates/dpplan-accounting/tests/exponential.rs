@@ -21,7 +21,9 @@ fn plan(kind: NoiseKind, eps: f64, count: u64) -> Vec<Release> {
 }
 
 fn eps_of(r: &[Release], delta: f64, a: Accountant) -> f64 {
-    acct::epsilon(r, delta, a).unwrap_or_else(|e| panic!("{a:?}: {e}")).epsilon
+    acct::epsilon(r, delta, a)
+        .unwrap_or_else(|e| panic!("{a:?}: {e}"))
+        .epsilon
 }
 
 #[test]
@@ -29,7 +31,14 @@ fn basic_composition_adds_the_pure_epsilons() {
     let r = plan(NoiseKind::Exponential, 0.25, 3);
     assert_eq!(eps_of(&r, 0.0, Accountant::Basic), 0.75);
     // negative control: one release more
-    assert_eq!(eps_of(&plan(NoiseKind::Exponential, 0.25, 4), 0.0, Accountant::Basic), 1.0);
+    assert_eq!(
+        eps_of(
+            &plan(NoiseKind::Exponential, 0.25, 4),
+            0.0,
+            Accountant::Basic
+        ),
+        1.0
+    );
 }
 
 #[test]
@@ -65,7 +74,10 @@ fn the_bounded_range_rho_is_used_only_where_it_is_smaller() {
         let m = plan(NoiseKind::Exponential, eps, 1)[0].mechanism;
         let want = (eps * (eps / 2.0f64).tanh()).min(eps * eps / 8.0);
         let got = acct::rho_tight(&m).unwrap();
-        assert!(got >= want && got <= want * (1.0 + 1e-12), "ε {eps}: {got} vs {want}");
+        assert!(
+            got >= want && got <= want * (1.0 + 1e-12),
+            "ε {eps}: {got} vs {want}"
+        );
     }
 }
 
@@ -98,16 +110,32 @@ fn rdp_uses_the_smaller_curve_at_each_order() {
             let got = eps_of(&r, delta, Accountant::Rdp);
             let want = rdp_reference(eps, k as f64, delta);
             // (the refined grid finds the optimum to far below 10⁻⁹)
-            assert!(got >= want * (1.0 - 1e-9), "RDP {got} below the reference {want}");
-            assert!(got <= want * (1.0 + 1e-3), "RDP {got} far above the reference {want}");
+            assert!(
+                got >= want * (1.0 - 1e-9),
+                "RDP {got} below the reference {want}"
+            );
+            assert!(
+                got <= want * (1.0 + 1e-3),
+                "RDP {got} far above the reference {want}"
+            );
             // negative control: as discrete Laplace (RR curve only)
-            let rr = eps_of(&plan(NoiseKind::DiscreteLaplace, eps, k), delta, Accountant::Rdp);
+            let rr = eps_of(
+                &plan(NoiseKind::DiscreteLaplace, eps, k),
+                delta,
+                Accountant::Rdp,
+            );
             // (few releases: the best order is large, where the RR curve
             // is the smaller one, and both plans cost the same but for the
             // bounded-range term's rounding allowance)
-            assert!(rr >= got * (1.0 - 1e-9), "RR curve {rr} below the bounded-range one {got}");
+            assert!(
+                rr >= got * (1.0 - 1e-9),
+                "RR curve {rr} below the bounded-range one {got}"
+            );
             if k >= 20 {
-                assert!(rr > got * 1.05, "RR curve {rr} not above the bounded-range one {got}");
+                assert!(
+                    rr > got * 1.05,
+                    "RR curve {rr} not above the bounded-range one {got}"
+                );
             }
         }
     }
@@ -117,7 +145,11 @@ fn rdp_uses_the_smaller_curve_at_each_order() {
 fn pld_treats_it_as_any_pure_mechanism_and_gdp_does_not_apply() {
     for (eps, k) in [(0.3, 4u64), (1.0, 2)] {
         let em = eps_of(&plan(NoiseKind::Exponential, eps, k), 1e-6, Accountant::Pld);
-        let dl = eps_of(&plan(NoiseKind::DiscreteLaplace, eps, k), 1e-6, Accountant::Pld);
+        let dl = eps_of(
+            &plan(NoiseKind::DiscreteLaplace, eps, k),
+            1e-6,
+            Accountant::Pld,
+        );
         assert_eq!(em, dl);
     }
     let r = plan(NoiseKind::Exponential, 0.5, 1);
@@ -128,5 +160,8 @@ fn pld_treats_it_as_any_pure_mechanism_and_gdp_does_not_apply() {
     // `best` picks the tightest: below basic composition for many releases
     let many = plan(NoiseKind::Exponential, 0.1, 200);
     let best = acct::best(&many, 1e-6).unwrap();
-    assert!(best.epsilon < 0.5 * eps_of(&many, 1e-6, Accountant::Basic), "{best:?}");
+    assert!(
+        best.epsilon < 0.5 * eps_of(&many, 1e-6, Accountant::Basic),
+        "{best:?}"
+    );
 }

@@ -25,7 +25,11 @@ fn plan(unit: &str, adjacency: &str, agg: &str, noise: &str) -> String {
 
 fn checked(text: &str) -> CheckedPlan {
     let a = analyze(text);
-    assert!(!a.diagnostics.iter().any(|d| d.is_error()), "{:?}", a.diagnostics);
+    assert!(
+        !a.diagnostics.iter().any(|d| d.is_error()),
+        "{:?}",
+        a.diagnostics
+    );
     a.report.expect("a checked plan")
 }
 
@@ -43,7 +47,12 @@ fn the_score_sensitivity_follows_unit_adjacency_and_level() {
         ("unit user by id", "replace", 0.9, 3.0),
     ];
     for (unit, adj, q, delta) in cases {
-        let text = plan(unit, adj, &format!("quantile(d.x, {q})"), "exponential epsilon 0.5");
+        let text = plan(
+            unit,
+            adj,
+            &format!("quantile(d.x, {q})"),
+            "exponential epsilon 0.5",
+        );
         let r = checked(&text);
         let p = &r.queries[0].parts[0];
         assert_eq!(p.statistic, Statistic::Quantile);
@@ -52,21 +61,41 @@ fn the_score_sensitivity_follows_unit_adjacency_and_level() {
         // ε = Δ/b: b = Δ/ε
         let b = p.scale().unwrap();
         assert!((b - delta / 0.5).abs() < 1e-12 * b, "b {b}");
-        assert!(p.derivation.iter().any(|s| s.contains("1-Lipschitz") || s.contains("each way")));
+        assert!(p
+            .derivation
+            .iter()
+            .any(|s| s.contains("1-Lipschitz") || s.contains("each way")));
         // the rank error at 95 %: 2b·ln(20m), m = 101 candidates
         let want = 2.0 * b * (20.0f64 * 101.0).ln();
-        assert!((p.ci95_half_width - want).abs() < 1e-9 * want, "{} vs {want}", p.ci95_half_width);
+        assert!(
+            (p.ci95_half_width - want).abs() < 1e-9 * want,
+            "{} vs {want}",
+            p.ci95_half_width
+        );
         let rms = 2.0 * b * ((101f64.ln() + 1.0).powi(2) + 1.0).sqrt();
         assert!((p.noise_std - rms).abs() < 1e-9 * rms);
         let cost = r.queries[0].per_release.as_ref().unwrap();
         assert!((cost.epsilon - 0.5).abs() < 1e-12, "{cost:?}");
     }
     // negative control: more rows per unit, larger Δ (and b)
-    let a = checked(&plan("unit user by id", "replace", "quantile(d.x, 0.5)", "exponential epsilon 0.5"));
-    let more = plan("unit user by id", "replace", "quantile(d.x, 0.5)", "exponential epsilon 0.5")
-        .replace("rows_per_unit 3", "rows_per_unit 4");
+    let a = checked(&plan(
+        "unit user by id",
+        "replace",
+        "quantile(d.x, 0.5)",
+        "exponential epsilon 0.5",
+    ));
+    let more = plan(
+        "unit user by id",
+        "replace",
+        "quantile(d.x, 0.5)",
+        "exponential epsilon 0.5",
+    )
+    .replace("rows_per_unit 3", "rows_per_unit 4");
     let b = checked(&more);
-    assert_eq!((a.queries[0].parts[0].l1, b.queries[0].parts[0].l1), (3.0, 4.0));
+    assert_eq!(
+        (a.queries[0].parts[0].l1, b.queries[0].parts[0].l1),
+        (3.0, 4.0)
+    );
 }
 
 #[test]
@@ -86,7 +115,10 @@ fn several_levels_split_epsilon_and_compose() {
         assert!((eps - 0.3).abs() < 1e-12, "{eps}");
     }
     let cost = q.per_release.as_ref().unwrap();
-    assert!(cost.epsilon >= 0.9 && cost.epsilon < 0.9 + 1e-12, "{cost:?}");
+    assert!(
+        cost.epsilon >= 0.9 && cost.epsilon < 0.9 + 1e-12,
+        "{cost:?}"
+    );
     // negative control: one level fewer costs less
     let two = checked(&text.replace("[0.25, 0.5, 0.9]", "[0.25, 0.5]"));
     assert_eq!(two.queries[0].parts.len(), 2);
@@ -96,20 +128,54 @@ fn several_levels_split_epsilon_and_compose() {
 fn mismatched_mechanisms_and_levels_are_errors() {
     let codes = |text: &str| -> Vec<&'static str> {
         let a = analyze(text);
-        a.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code.as_str()).collect()
+        a.diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.code.as_str())
+            .collect()
     };
-    let laplace = plan("unit row", "add_remove", "quantile(d.x, 0.5)", "laplace epsilon 0.5");
+    let laplace = plan(
+        "unit row",
+        "add_remove",
+        "quantile(d.x, 0.5)",
+        "laplace epsilon 0.5",
+    );
     assert!(codes(&laplace).contains(&"DP017"));
-    let count = plan("unit row", "add_remove", "count(d)", "exponential epsilon 0.5");
+    let count = plan(
+        "unit row",
+        "add_remove",
+        "count(d)",
+        "exponential epsilon 0.5",
+    );
     assert!(codes(&count).contains(&"DP017"));
-    let level = plan("unit row", "add_remove", "quantile(d.x, 1.5)", "exponential epsilon 0.5");
+    let level = plan(
+        "unit row",
+        "add_remove",
+        "quantile(d.x, 1.5)",
+        "exponential epsilon 0.5",
+    );
     assert!(codes(&level).contains(&"DP007"));
-    let list = plan("unit row", "add_remove", "quantile(d.x, [0.5])", "exponential epsilon 0.5");
+    let list = plan(
+        "unit row",
+        "add_remove",
+        "quantile(d.x, [0.5])",
+        "exponential epsilon 0.5",
+    );
     assert!(codes(&list).contains(&"DP017"));
-    let accuracy = plan("unit row", "add_remove", "quantile(d.x, 0.5)", "exponential epsilon 0.5")
-        .replace("schedule once", "schedule once accuracy ci95 <= 5");
+    let accuracy = plan(
+        "unit row",
+        "add_remove",
+        "quantile(d.x, 0.5)",
+        "exponential epsilon 0.5",
+    )
+    .replace("schedule once", "schedule once accuracy ci95 <= 5");
     assert!(codes(&accuracy).contains(&"DP014"));
     // near miss: all well formed
-    let ok = plan("unit row", "add_remove", "quantile(d.x, 0.5)", "exponential scale 2");
+    let ok = plan(
+        "unit row",
+        "add_remove",
+        "quantile(d.x, 0.5)",
+        "exponential scale 2",
+    );
     assert!(codes(&ok).is_empty(), "{:?}", codes(&ok));
 }

@@ -271,7 +271,10 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                         i.insert_text = Some(format!("{agg}("));
                     }
                 }
-                kw(&mut out, &["noise", "schedule", "sensitivity", "accuracy", "candidates"]);
+                kw(
+                    &mut out,
+                    &["noise", "schedule", "sensitivity", "accuracy", "candidates"],
+                );
             }
             (Some(agg), Some("(")) if stmt.len() == 2 => {
                 datasets(&mut out);

@@ -53,7 +53,9 @@ pub fn scaled_scores(bins: &[i128], level: f64) -> Result<(Vec<IBig>, UBig), Noi
         )));
     }
     if bins.len() < 2 || bins.iter().any(|&b| b < 0) {
-        return Err(NoiseError("a quantile needs non-negative bin counts".into()));
+        return Err(NoiseError(
+            "a quantile needs non-negative bin counts".into(),
+        ));
     }
     let (m_q, e_q) = dyadic(level);
     // level < 1 and m_q odd: e_q < 0
@@ -84,7 +86,9 @@ impl ExponentialMechanism {
     /// u_j = `scaled[j]`/`unit` and `scale` = b (positive, finite).
     pub fn new(scaled: &[IBig], unit: &UBig, scale: f64) -> Result<Self, NoiseError> {
         if scaled.is_empty() {
-            return Err(NoiseError("the exponential mechanism needs a candidate".into()));
+            return Err(NoiseError(
+                "the exponential mechanism needs a candidate".into(),
+            ));
         }
         if !(scale.is_finite() && scale > 0.0) || *unit == UBig::ZERO {
             return Err(NoiseError(
@@ -94,7 +98,11 @@ impl ExponentialMechanism {
         // γ_j = (u* − u_j)/(2b) = gap_j / (unit · m_b · 2^(e_b+1))
         let (m_b, e_b) = dyadic(scale);
         let e = e_b + 1;
-        let (num_shift, den_shift) = if e >= 0 { (0, e as usize) } else { ((-e) as usize, 0) };
+        let (num_shift, den_shift) = if e >= 0 {
+            (0, e as usize)
+        } else {
+            ((-e) as usize, 0)
+        };
         let den = (unit * &m_b) << den_shift;
         let best = scaled.iter().max().cloned().unwrap_or_default();
         let num = scaled
@@ -161,15 +169,19 @@ pub(crate) fn draw(
                 grid.candidates.len()
             )));
         }
-        let scale = p.scale.ok_or_else(|| {
-            RunError::Noise(NoiseError(format!("`{}` has no scale", r.name)))
-        })?;
+        let scale = p
+            .scale
+            .ok_or_else(|| RunError::Noise(NoiseError(format!("`{}` has no scale", r.name))))?;
         let (scores, unit) = scaled_scores(bins, level).map_err(RunError::Noise)?;
         let em = ExponentialMechanism::new(&scores, &unit, scale).map_err(RunError::Noise)?;
         let value = grid.candidates[em.sample(rng)];
         cells.push(Cell {
             // `quantiles`: the level's label (the plan's `groups`)
-            group: r.aggregation.groups.as_ref().and_then(|g| g.get(pi).cloned()),
+            group: r
+                .aggregation
+                .groups
+                .as_ref()
+                .and_then(|g| g.get(pi).cloned()),
             value,
             noise_std: 0.0,
             ci95_low: lo,
@@ -186,7 +198,16 @@ mod tests {
     #[test]
     fn a_values_bin_is_the_number_of_candidates_at_or_below_it() {
         let key = grid_key("x", &[1.0, 2.0, 5.0]);
-        for (x, bin) in [(-9.0, 0), (0.99, 0), (1.0, 1), (1.5, 1), (2.0, 2), (4.9, 2), (5.0, 3), (99.0, 3)] {
+        for (x, bin) in [
+            (-9.0, 0),
+            (0.99, 0),
+            (1.0, 1),
+            (1.5, 1),
+            (2.0, 2),
+            (4.9, 2),
+            (5.0, 3),
+            (99.0, 3),
+        ] {
             assert_eq!(key.bin(x), Some(bin), "x = {x}");
         }
     }
@@ -208,7 +229,8 @@ mod tests {
     #[test]
     fn gaps_are_exact_ratios_over_two_b() {
         // scores −3, 0 (unit 1), b = 0.75: γ = 3/(2·0.75) = 2
-        let em = ExponentialMechanism::new(&[IBig::from(-3), IBig::ZERO], &UBig::ONE, 0.75).unwrap();
+        let em =
+            ExponentialMechanism::new(&[IBig::from(-3), IBig::ZERO], &UBig::ONE, 0.75).unwrap();
         let (num, den) = em.gap(0);
         assert_eq!(num.clone(), den * UBig::from(2u8));
         assert_eq!(em.gap(1).0.clone(), UBig::ZERO);

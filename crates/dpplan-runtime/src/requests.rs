@@ -140,7 +140,11 @@ fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic, RunError> 
         Stat::DistinctCount => StatKind::Distinct { column: col()? },
         // the rows per bin of the candidate grid (`quantile::grid_key`)
         Stat::Quantile => {
-            let grid = r.aggregation.quantile.as_ref().filter(|g| !g.candidates.is_empty());
+            let grid = r
+                .aggregation
+                .quantile
+                .as_ref()
+                .filter(|g| !g.candidates.is_empty());
             let grid = grid.ok_or_else(|| {
                 RunError::Data(format!("`{}` has no quantile candidates", r.name))
             })?;

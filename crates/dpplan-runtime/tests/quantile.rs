@@ -71,13 +71,7 @@ fn multisets(domain: &[f64], size: usize) -> Vec<Vec<f64>> {
 /// The largest |ln P(j|D) − ln P(j|D')| over every data set of at most
 /// `max_rows` rows and its neighbours by one unit of up to `unit_rows`
 /// rows (`replace`: the unit's rows swapped for up to `unit_rows` others).
-fn max_log_ratio(
-    replace: bool,
-    unit_rows: usize,
-    level: f64,
-    candidates: &[f64],
-    b: f64,
-) -> f64 {
+fn max_log_ratio(replace: bool, unit_rows: usize, level: f64, candidates: &[f64], b: f64) -> f64 {
     worst_pair(replace, unit_rows, level, candidates, b).0
 }
 
@@ -90,7 +84,9 @@ fn worst_pair(
     b: f64,
 ) -> (f64, Vec<f64>, Vec<f64>) {
     let domain = [0.0, 1.0, 1.5, 2.0, 3.0];
-    let units: Vec<Vec<f64>> = (0..=unit_rows).flat_map(|k| multisets(&domain, k)).collect();
+    let units: Vec<Vec<f64>> = (0..=unit_rows)
+        .flat_map(|k| multisets(&domain, k))
+        .collect();
     let mut worst = (0.0f64, vec![], vec![]);
     for size in 0..=6 {
         for base in multisets(&domain, size) {
@@ -108,7 +104,10 @@ fn worst_pair(
                 if d.is_empty() || e.is_empty() {
                     continue;
                 }
-                let (p, q) = (log_probs(&d, level, candidates, b), log_probs(&e, level, candidates, b));
+                let (p, q) = (
+                    log_probs(&d, level, candidates, b),
+                    log_probs(&e, level, candidates, b),
+                );
                 for (a, c) in p.iter().zip(&q) {
                     if (a - c).abs() > worst.0 {
                         worst = ((a - c).abs(), d.clone(), e.clone());
@@ -136,10 +135,16 @@ fn the_claimed_epsilon_bounds_every_ratio_on_small_candidate_sets() {
                     let replace = adjacency == "replace";
                     let worst = max_log_ratio(replace, rows, level, grid, b);
                     let case = format!("user {user}, {adjacency}, q {level}, grid {grid:?}");
-                    assert!(worst <= claimed * (1.0 + 1e-12), "{case}: ln ratio {worst} > ε {claimed}");
+                    assert!(
+                        worst <= claimed * (1.0 + 1e-12),
+                        "{case}: ln ratio {worst} > ε {claimed}"
+                    );
                     // negative control: the sensitivity halved, b halved
                     let loose = max_log_ratio(replace, rows, level, grid, b / 2.0);
-                    assert!(loose > claimed, "{case}: halved Δ still gives {loose} ≤ ε {claimed}");
+                    assert!(
+                        loose > claimed,
+                        "{case}: halved Δ still gives {loose} ≤ ε {claimed}"
+                    );
                 }
             }
         }
@@ -176,9 +181,15 @@ fn the_runtime_scores_match_the_reference() {
         for grid in GRIDS {
             for b in [0.3, 1.0, 4.0] {
                 let got = runtime_probs(&data, level, grid, b);
-                let want: Vec<f64> = log_probs(&data, level, grid, b).iter().map(|l| l.exp()).collect();
+                let want: Vec<f64> = log_probs(&data, level, grid, b)
+                    .iter()
+                    .map(|l| l.exp())
+                    .collect();
                 for (g, w) in got.iter().zip(&want) {
-                    assert!((g - w).abs() < 1e-12, "q {level} b {b}: {got:?} vs {want:?}");
+                    assert!(
+                        (g - w).abs() < 1e-12,
+                        "q {level} b {b}: {got:?} vs {want:?}"
+                    );
                 }
             }
         }
@@ -230,14 +241,23 @@ fn the_exact_sampler_fits_the_exponential_mechanism_million() {
         bins[key.bin(x).unwrap()] += 1;
     }
     for (level, b, seed) in [(0.5, 2.0, 1u64), (0.3, 5.0, 2), (0.9, 3.7, 3)] {
-        let probs: Vec<f64> = log_probs(&data, level, &grid, b).iter().map(|l| l.exp()).collect();
+        let probs: Vec<f64> = log_probs(&data, level, &grid, b)
+            .iter()
+            .map(|l| l.exp())
+            .collect();
         let counts = draws(&bins, level, b, 1_000_000, seed);
         let (stat, crit) = chi_square(&counts, &probs);
-        assert!(stat < crit, "q {level} b {b}: χ² {stat} ≥ {crit} ({counts:?} vs {probs:?})");
+        assert!(
+            stat < crit,
+            "q {level} b {b}: χ² {stat} ≥ {crit} ({counts:?} vs {probs:?})"
+        );
         // negative control: the draws of another scale do not fit
         let wrong = draws(&bins, level, b * 1.1, 1_000_000, seed + 10);
         let (stat, crit) = chi_square(&wrong, &probs);
-        assert!(stat > crit, "q {level}: the scale ×1.1 still fits (χ² {stat})");
+        assert!(
+            stat > crit,
+            "q {level}: the scale ×1.1 still fits (χ² {stat})"
+        );
     }
 }
 
@@ -269,13 +289,25 @@ fn neighbouring_data_sets_stay_within_e_to_the_epsilon_million() {
         for &x in data {
             *out.entry(key.bin(x).unwrap()).or_insert(0i128) += 1;
         }
-        (0..=grid.len()).map(|i| out.get(&i).copied().unwrap_or(0)).collect::<Vec<_>>()
+        (0..=grid.len())
+            .map(|i| out.get(&i).copied().unwrap_or(0))
+            .collect::<Vec<_>>()
     };
     let (d, e) = (bins(&d_rows), bins(&e_rows));
     // the exact ratio here is close to e^ε
-    let (p, q) = (log_probs(&d_rows, 0.5, &grid, b), log_probs(&e_rows, 0.5, &grid, b));
-    let exact = p.iter().zip(&q).map(|(a, c)| (a - c).abs()).fold(0.0, f64::max);
-    assert!(exact > 0.5 * eps && exact <= eps, "exact ln ratio {exact}, ε {eps}");
+    let (p, q) = (
+        log_probs(&d_rows, 0.5, &grid, b),
+        log_probs(&e_rows, 0.5, &grid, b),
+    );
+    let exact = p
+        .iter()
+        .zip(&q)
+        .map(|(a, c)| (a - c).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        exact > 0.5 * eps && exact <= eps,
+        "exact ln ratio {exact}, ε {eps}"
+    );
     assert!(empirically_private(&d, &e, 0.5, b, eps, 1_000_000));
     // negative control: b halved (the sensitivity halved) is detected
     assert!(!empirically_private(&d, &e, 0.5, b / 2.0, eps, 1_000_000));
@@ -320,7 +352,10 @@ fn the_shipped_example_stays_within_its_rank_error_bound() {
             grid: 0,
         };
         let ds = &plan.body.datasets["trips"];
-        let bins = CsvEngine.aggregate(ds, csv.as_ref(), &[stat], &mut rng).unwrap().remove(0);
+        let bins = CsvEngine
+            .aggregate(ds, csv.as_ref(), &[stat], &mut rng)
+            .unwrap()
+            .remove(0);
         for (p, &level) in r.parts.iter().zip(&grid.levels) {
             let (scores, unit) = scaled_scores(&bins, level).unwrap();
             let em = ExponentialMechanism::new(&scores, &unit, p.scale.unwrap()).unwrap();
@@ -344,7 +379,11 @@ fn the_shipped_example_stays_within_its_rank_error_bound() {
                 p.ci95_half_width,
                 values[values.len() / 2]
             );
-            assert!(rank95 <= p.ci95_half_width, "{rank95} > {}", p.ci95_half_width);
+            assert!(
+                rank95 <= p.ci95_half_width,
+                "{rank95} > {}",
+                p.ci95_half_width
+            );
         }
     }
 }

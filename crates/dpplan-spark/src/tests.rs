@@ -334,7 +334,10 @@ fn quantiles_are_refused_clearly() {
         stats: st,
     }];
     let e = SparkEngine::explain(&req).unwrap_err().to_string();
-    assert!(e.contains("nor quantiles") && e.contains("--engine csv"), "{e}");
+    assert!(
+        e.contains("nor quantiles") && e.contains("--engine csv"),
+        "{e}"
+    );
     // near miss: the same dataset's plain count is accepted
     let count = [Statistic {
         kind: StatKind::Count,

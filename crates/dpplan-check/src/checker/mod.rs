@@ -32,10 +32,10 @@ use crate::report::*;
 use crate::sensitivity::Derived;
 
 use calibration::{calibrate_auto, calibrate_epsilon_parts};
-pub use quantile::{rank_error, QuantileSpec, MAX_CANDIDATES};
 use datasets::resolve_datasets;
 use lints::{check_names, check_publishes, check_rereleases, large_delta, per_person_guarantee};
 use privacy::{resolve_privacy, unit_report, Privacy};
+pub use quantile::{rank_error, QuantileSpec, MAX_CANDIDATES};
 use query::{plan_query, QueryPlan};
 use total::{account_total, budget, query_reports, releases_of, Account};
 

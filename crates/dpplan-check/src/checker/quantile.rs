@@ -36,13 +36,25 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
     let unsupported = |what: &str| format!("{what} is not supported in this version");
     let mut problems = Vec::new();
     if let Some(k) = agg.keys.first() {
-        problems.push((k.span(), unsupported("a grouped quantile (`by`)"), "release one quantile query per group, each with a `where` filter"));
+        problems.push((
+            k.span(),
+            unsupported("a grouped quantile (`by`)"),
+            "release one quantile query per group, each with a `where` filter",
+        ));
     }
     if let Some(d) = agg.distinct {
-        problems.push((d, unsupported("`distinct` in a quantile"), "remove `distinct`"));
+        problems.push((
+            d,
+            unsupported("`distinct` in a quantile"),
+            "remove `distinct`",
+        ));
     }
     if let Some(a) = q.accuracies.first() {
-        problems.push((a.span, unsupported("an `accuracy` requirement on a quantile"), "remove it: the report states the rank error at 95 %"));
+        problems.push((
+            a.span,
+            unsupported("an `accuracy` requirement on a quantile"),
+            "remove it: the report states the rank error at 95 %",
+        ));
     }
     let ok = problems.is_empty();
     for (span, msg, help) in problems {
@@ -59,9 +71,15 @@ pub(super) fn levels(c: &mut Checker, agg: &ast::Aggregate) -> Result<Vec<f64>, 
         (AggKind::Quantiles, None, Some(l)) if !l.value.is_empty() => l.value.iter().collect(),
         (kind, _, _) => {
             let (msg, help) = if kind == AggKind::Quantile {
-                ("`quantile` takes one level: `quantile(d.col, 0.5)`", "for several levels write `quantiles(d.col, [0.25, 0.5, 0.9])`")
+                (
+                    "`quantile` takes one level: `quantile(d.col, 0.5)`",
+                    "for several levels write `quantiles(d.col, [0.25, 0.5, 0.9])`",
+                )
             } else {
-                ("`quantiles` takes a list of levels: `quantiles(d.col, [0.25, 0.5, 0.9])`", "for one level write `quantile(d.col, 0.5)`")
+                (
+                    "`quantiles` takes a list of levels: `quantiles(d.col, [0.25, 0.5, 0.9])`",
+                    "for one level write `quantile(d.col, 0.5)`",
+                )
             };
             c.error(Diagnostic::new(Code::TypeMismatch, msg, agg.span).help(help));
             return Err(Reported);
@@ -73,7 +91,10 @@ pub(super) fn levels(c: &mut Checker, agg: &ast::Aggregate) -> Result<Vec<f64>, 
             c.error(
                 Diagnostic::new(
                     Code::InvalidParameter,
-                    format!("a quantile's level must lie strictly between 0 and 1, found {}", n.value),
+                    format!(
+                        "a quantile's level must lie strictly between 0 and 1, found {}",
+                        n.value
+                    ),
                     n.span,
                 )
                 .help("the median is `0.5`, the 90th percentile `0.9`"),
@@ -157,7 +178,10 @@ fn check_grid(
     let problem = if grid.is_empty() {
         Some("a candidate grid needs at least one candidate".to_string())
     } else if grid.len() > MAX_CANDIDATES {
-        Some(format!("{} candidates: at most {MAX_CANDIDATES} are allowed", grid.len()))
+        Some(format!(
+            "{} candidates: at most {MAX_CANDIDATES} are allowed",
+            grid.len()
+        ))
     } else if grid.iter().any(|x| !x.is_finite()) {
         Some("candidates must be finite numbers".into())
     } else if grid.windows(2).any(|w| w[0] >= w[1]) {
@@ -198,8 +222,12 @@ pub(super) fn mechanism_fits(c: &mut Checker, agg: &ast::Aggregate, noise: &ast:
         )
     } else {
         (
-            format!("the exponential mechanism selects a quantile; `{}` needs additive noise", agg.kind.value.as_str()),
-            "use `laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian` noise".to_string(),
+            format!(
+                "the exponential mechanism selects a quantile; `{}` needs additive noise",
+                agg.kind.value.as_str()
+            ),
+            "use `laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian` noise"
+                .to_string(),
         )
     };
     c.error(Diagnostic::new(Code::TypeMismatch, msg, noise.kind.span).help(help));
