@@ -152,9 +152,8 @@ pub(crate) fn draw(
     exact: &BTreeMap<(String, usize), Vec<i128>>,
     rng: &mut SecureRng,
 ) -> Result<Vec<Cell>, RunError> {
-    let (lo, hi) = match (grid.candidates.first(), grid.candidates.last()) {
-        (Some(&lo), Some(&hi)) => (lo, hi),
-        _ => return Err(RunError::Data(format!("`{}` has no candidates", r.name))),
+    let (Some(&lo), Some(&hi)) = (grid.candidates.first(), grid.candidates.last()) else {
+        return Err(RunError::Data(format!("`{}` has no candidates", r.name)));
     };
     let mut cells = Vec::with_capacity(r.parts.len());
     for (pi, (p, &level)) in r.parts.iter().zip(&grid.levels).enumerate() {

@@ -48,7 +48,7 @@ fn log_probs(data: &[f64], level: f64, candidates: &[f64], b: f64) -> Vec<f64> {
             -(below - level * n).abs() / (2.0 * b)
         })
         .collect();
-    let top = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let top = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let z = logits.iter().map(|l| (l - top).exp()).sum::<f64>().ln() + top;
     logits.iter().map(|l| l - z).collect()
 }

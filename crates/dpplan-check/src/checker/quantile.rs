@@ -146,7 +146,9 @@ fn stepped(
     (lo, hi): (f64, f64),
 ) -> Result<Vec<f64>, Reported> {
     let count = ((hi - lo) / step.value).floor() + 1.0;
-    if !(step.value > 0.0 && step.value.is_finite()) || !(count <= MAX_CANDIDATES as f64) {
+    // (a NaN count, from a NaN or infinite step, is no grid)
+    let fits = (1.0..=MAX_CANDIDATES as f64).contains(&count);
+    if !(step.value > 0.0 && step.value.is_finite() && fits) {
         c.error(
             Diagnostic::new(
                 Code::InvalidCandidates,
