@@ -145,6 +145,24 @@ def ride_sharing():
     write("ride-sharing", "trips.csv", header, rows)
 
 
+def trip_fares():
+    """Taxi fares for the quantile example: 2,000 trips by 400 riders with
+    1–8 trips each; fares lognormal around 12 (a few above the upper bound
+    80, clamped by the runtime). Defects: an unparsable fare, an empty
+    rider id."""
+    r = random.Random(16)
+    rows = []
+    for u in range(400):
+        rider = f"rider-{u:04d}"
+        for _ in range(r.randint(1, 8)):
+            fare = round(r.lognormvariate(2.5, 0.6), 2)
+            rows.append([rider, fare])
+    rows.append(["rider-0001", "n/a"])
+    rows.append(["", 12.0])
+    r.shuffle(rows)
+    write("trip-fares", "trips.csv", ["rider_id", "fare"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -153,3 +171,4 @@ if __name__ == "__main__":
     retail_mixed()
     accuracy_targets()
     ride_sharing()
+    trip_fares()

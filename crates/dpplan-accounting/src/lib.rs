@@ -14,7 +14,13 @@
 //!
 //! ## Conventions
 //! * Laplace kinds: density ∝ exp(−|x|/b), `scale = b`; a release is ε-DP with
-//!   ε = Δ₁/b. Gaussian kinds: `scale = σ`.
+//!   ε = Δ₁/b. Gaussian kinds: `scale = σ`. The exponential mechanism
+//!   (`NoiseKind::Exponential`, a quantile's selection): candidate c with
+//!   probability ∝ exp(score(c)/(2b)), Δ₁ the score's sensitivity, ε = Δ₁/b;
+//!   it is ε-bounded-range (Durfee & Rogers 2019), so zCDP and RDP charge it
+//!   min(ε·tanh(ε/2), ε²/8) per release (Cesar & Rogers 2021, Lemma 3.2);
+//!   the other accountants treat it as any ε-DP mechanism (PLD: the
+//!   randomized-response dominating pair, sound for every ε-DP mechanism).
 //! * Sensitivities are tightened with the norm inequalities ‖v‖₂ ≤ ‖v‖₁ ≤ √coords·‖v‖₂
 //!   (only when the other norm is given, i.e. non-zero).
 //! * Discrete kinds assume integer-valued queries; for `coords = 1` the (integer) shift
@@ -213,12 +219,16 @@ pub(crate) enum Eff {
     Laplace { eps: f64, scalar: bool },
     /// discrete Laplace, ε = Δ₁/b (treated through its RR dominating pair)
     DLaplace { eps: f64 },
+    /// the exponential mechanism, ε = Δ/b: ε-DP and ε-bounded-range
+    /// (Durfee & Rogers 2019), hence ε²/8-zCDP (Cesar & Rogers 2021);
+    /// otherwise treated as any ε-DP mechanism (the RR dominating pair)
+    Exp { eps: f64 },
 }
 
 impl Eff {
     pub(crate) fn pure_eps(&self) -> Option<f64> {
         match *self {
-            Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => Some(eps),
+            Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => Some(eps),
             _ => None,
         }
     }
@@ -239,6 +249,7 @@ impl Eff {
             ),
             Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0, None),
             Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0, None),
+            Eff::Exp { eps } => (4, eps.to_bits(), 0, 0, None),
         }
     }
 }
@@ -390,6 +401,15 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 eps: special::div_up(l1, m.scale),
             }
         }
+        // the score's sensitivity Δ over the scale b: ε = Δ/b
+        NoiseKind::Exponential => {
+            if l1 == 0.0 {
+                return Ok(None);
+            }
+            Eff::Exp {
+                eps: special::div_up(l1, m.scale),
+            }
+        }
         NoiseKind::DiscreteGaussian => {
             if scalar {
                 let d = if l1 > 0.0 && l2 > 0.0 {
@@ -443,7 +463,7 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
     let finite = match eff {
         Eff::Gauss { mu } => mu.is_finite(),
         Eff::DGauss { rho, .. } => rho.is_finite(),
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => eps.is_finite(),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => eps.is_finite(),
     };
     if !finite {
         return Err(AccountingError::InvalidParameter(
@@ -654,6 +674,8 @@ pub fn rho(m: &Mechanism) -> Option<f64> {
         Some(Eff::Gauss { mu }) => Some(mu * mu / 2.0),
         Some(Eff::DGauss { rho, .. }) => Some(rho),
         Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps }) => Some(eps * eps / 2.0),
+        // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)
+        Some(Eff::Exp { eps }) => Some(eps * eps / 8.0),
     }
 }
 

@@ -24,6 +24,7 @@ use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
 
 pub use checker::AnalysisOptions;
+pub use checker::{rank_error, QuantileSpec, MAX_CANDIDATES};
 /// The vocabulary the checked plan is written in.
 pub use dpplan_vocab::{
     Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
@@ -113,3 +114,6 @@ mod recover_tests;
 mod memo_tests;
 #[cfg(test)]
 mod rows_tests;
+
+#[cfg(test)]
+mod quantile_tests;

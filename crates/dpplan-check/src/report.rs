@@ -263,6 +263,8 @@ pub struct QuerySpec {
     pub keys: Vec<dpplan_vocab::rows::GroupKey>,
     /// `count(distinct column)`.
     pub distinct: bool,
+    /// A quantile's levels and candidate grid.
+    pub quantile: Option<crate::checker::QuantileSpec>,
 }
 
 /// A query's `window`, resolved: the runtime reads only the rows whose

@@ -85,7 +85,11 @@ pub fn windowed(
     let values = match statistic {
         Statistic::Sum | Statistic::GroupedSum => values,
         // a distinct count moves by at most what the row count does: sound, maybe loose
-        Statistic::Count | Statistic::GroupedCount | Statistic::DistinctCount => None,
+        // a windowed quantile is refused by the checker
+        Statistic::Count
+        | Statistic::GroupedCount
+        | Statistic::DistinctCount
+        | Statistic::Quantile => None,
     };
     let cells = h.slots.saturating_mul(d);
     let mut out = sensitivity_rows::grouped(horizon_unit, adjacency, cells, values, why);

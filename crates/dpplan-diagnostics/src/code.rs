@@ -115,6 +115,9 @@ codes! {
     /// A `window` whose length, schedule, time column or horizon bound is
     /// missing or does not fit.
     Window = "024", "window", Error, "A time window needs a time column, a matching schedule and a windows_per_unit bound";
+    /// A quantile's candidate grid is missing, unordered, out of bounds
+    /// or too large.
+    InvalidCandidates = "030", "invalid-candidates", Error, "A quantile needs a public grid of finite, strictly increasing candidates within the column's bounds";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -272,7 +272,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
         }
         Block::Query => match (stmt.first().copied(), last) {
             (None, _) => {
-                for agg in ["count", "sum", "mean", "histogram"] {
+                for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
                     kw(&mut out, &[agg]);
                     if let Some(i) = out.last_mut() {
                         i.insert_text = Some(format!("{agg}("));
@@ -280,7 +280,7 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 }
                 kw(
                     &mut out,
-                    &["noise", "schedule", "sensitivity", "accuracy", "window"],
+                    &["noise", "schedule", "sensitivity", "accuracy", "window", "candidates"],
                 );
             }
             (Some(agg), Some("(")) if stmt.len() == 2 => {
@@ -329,7 +329,8 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 kw(&mut out, &["and", "or", "by"]);
             }
             (Some("noise"), Some("noise")) => kw(&mut out, &names::<NoiseKind>()),
-            (Some("noise"), Some("laplace" | "discrete_laplace")) => {
+            (Some("candidates"), Some("candidates")) => kw(&mut out, &["every"]),
+            (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
                 kw(&mut out, &["scale", "epsilon", "auto"])
             }
             (Some("noise"), Some("gaussian" | "discrete_gaussian")) => {

@@ -185,6 +185,15 @@ fn query_parts(md: &mut String, r: &QueryReport) {
             level,
             m.calibration
         );
+        if m.kind == Some(dpplan_check::NoiseKind::Exponential) {
+            let _ = writeln!(
+                md,
+                "**Rank error per release:** the chosen candidate's rank is within {} rows of the best candidate's with probability ≥ 95 % (root-mean-square ≤ {}); no additive noise\n",
+                num(p.ci95_half_width),
+                num(p.noise_std)
+            );
+            continue;
+        }
         let _ = writeln!(
             md,
             "**Noise per release:** standard deviation {}, 95 % of the noise within ±{}\n",

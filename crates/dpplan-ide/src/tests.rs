@@ -137,7 +137,8 @@ fn completion_in_context() {
             "laplace",
             "gaussian",
             "discrete_laplace",
-            "discrete_gaussian"
+            "discrete_gaussian",
+            "exponential"
         ]
     );
     assert_eq!(labels("noise gaussian "), vec!["sigma", "epsilon", "auto"]);

@@ -31,7 +31,9 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// Version 2: `aggregation` gained `filter`, `keys` and `distinct`
 /// (Language v2) and a part may be a `distinct_count`. Version 3: a
 /// release may carry a `window` (time windows), which a version-2 runtime
-/// must not run as if it read every row.
+/// must not run as if it read every row; `aggregation` gained `quantile`
+/// (levels and candidates), and a part may be a `quantile` released by the
+/// `exponential` mechanism.
 pub const FORMAT_VERSION: u32 = 3;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
@@ -191,6 +193,19 @@ pub struct Aggregation {
     pub keys: Vec<dpplan_vocab::rows::GroupKey>,
     /// `count(distinct column)`: the number of distinct values of `column`.
     pub distinct: bool,
+    /// `quantile`/`quantiles`: the levels (one part each, in order) and
+    /// the public candidate grid the exponential mechanism chooses from.
+    pub quantile: Option<QuantileGrid>,
+}
+
+/// A quantile query's levels and public candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantileGrid {
+    /// One per part, each strictly between 0 and 1.
+    pub levels: Vec<f64>,
+    /// Finite, strictly increasing, within the column's bounds.
+    pub candidates: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -514,12 +529,12 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
         false => Statistic::of(spec.kind, spec.by.is_some()),
     }
     .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;
-    if !q
-        .parts
-        .iter()
-        .map(|p| p.statistic)
-        .eq(statistics.iter().copied())
-    {
+    // a quantile query has one part per level, each a `quantile`
+    let expected: Vec<Statistic> = match &spec.quantile {
+        Some(qs) => vec![Statistic::Quantile; qs.levels.len()],
+        None => statistics.to_vec(),
+    };
+    if !q.parts.iter().map(|p| p.statistic).eq(expected) {
         return Err(unsupported("has parts that do not match its aggregation"));
     }
     let parts = q
@@ -556,6 +571,10 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
             filter: spec.filter.clone(),
             keys: spec.keys.clone(),
             distinct: spec.distinct,
+            quantile: spec.quantile.as_ref().map(|qs| QuantileGrid {
+                levels: qs.levels.clone(),
+                candidates: qs.candidates.clone(),
+            }),
         },
         schedule: Schedule {
             kind: spec.schedule.kind,
@@ -595,7 +614,8 @@ fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
                 l2: m.sensitivity.l2,
                 coords: m.sensitivity.coords,
                 linf: m.sensitivity.linf,
-                grid_exponent: if m.kind.is_discrete() {
+                // a quantile's statistic is counts of rows below candidates
+                grid_exponent: if m.kind.is_discrete() || stat == Statistic::Quantile {
                     0
                 } else {
                     grid_exponent(m.scale, if stat.is_count() { None } else { bounds })

@@ -43,6 +43,10 @@ pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
         let Some(mech) = part.accounted else {
             continue;
         };
+        // a quantile's selection is not averaged: it has no additive noise
+        if mech.kind == acct::NoiseKind::Exponential {
+            continue;
+        }
         let mut rs: Vec<u64> = [1u64, 2, 4, 10, 25, 100, 365, 1000, 10_000]
             .into_iter()
             .filter(|&r| r < q.releases)

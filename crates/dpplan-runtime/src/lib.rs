@@ -14,6 +14,7 @@ pub mod engine;
 mod requests;
 pub use requests::{planned_aggregates, Planned};
 pub mod ledger;
+pub mod quantile;
 pub mod rng;
 pub mod sampler;
 pub mod window;
@@ -803,6 +804,10 @@ fn draw(
     exact: &BTreeMap<(String, usize), Vec<i128>>,
     rng: &mut SecureRng,
 ) -> Result<ReleaseResult, RunError> {
+    if let Some(grid) = &r.aggregation.quantile {
+        let cells = quantile::draw(r, grid, exact, rng)?;
+        return Ok(fresh_result(r, slot, cells, false));
+    }
     let mut noisy: Vec<Vec<f64>> = Vec::new();
     for (pi, p) in r.parts.iter().enumerate() {
         let noise = Noise::new(p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
@@ -819,16 +824,6 @@ fn draw(
         Some(g) => g.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
-    let mechanism = r
-        .parts
-        .iter()
-        .map(|p| match (p.mechanism, p.scale) {
-            (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
-            (Some(kind), Some(s)) => format!("{kind} b={s}"),
-            _ => "none (public statistic)".to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" + ");
     let mut cells = Vec::new();
     let mean = r.aggregation.kind == AggKind::Mean;
     for (gi, group) in groups.into_iter().enumerate() {
@@ -864,20 +859,43 @@ fn draw(
             });
         }
     }
-    Ok(ReleaseResult {
+    Ok(fresh_result(r, slot, cells, mean))
+}
+
+/// The parts' mechanisms in words (`laplace b=2 + laplace b=4`); a
+/// quantile's with its rank error at 95 %.
+fn mechanism_text(r: &Release) -> String {
+    r.parts
+        .iter()
+        .map(|p| match (p.mechanism, p.scale) {
+            (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
+            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => format!(
+                "exponential b={s} (rank error ≤ {} at 95 %)",
+                p.ci95_half_width
+            ),
+            (Some(kind), Some(s)) => format!("{kind} b={s}"),
+            _ => "none (public statistic)".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// One fresh release as published.
+fn fresh_result(r: &Release, slot: u64, cells: Vec<Cell>, approximate: bool) -> ReleaseResult {
+    ReleaseResult {
         query: r.name.clone(),
         slot,
         origin: "fresh".into(),
         republished_from: None,
         aggregation: r.aggregation.text.clone(),
-        mechanism,
+        mechanism: mechanism_text(r),
         epsilon: r.cost_per_release.epsilon,
         delta: r.cost_per_release.delta,
         cells,
-        approximate_interval: mean,
+        approximate_interval: approximate,
         ledger_seq: None,
         corrections: Vec::new(),
-    })
+    }
 }
 
 /// The results as CSV: one line per cell.

@@ -144,6 +144,21 @@ pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic,
             column: col()?,
         },
         Stat::DistinctCount => StatKind::Distinct { column: col()? },
+        // the rows per bin of the candidate grid (`quantile::grid_key`)
+        Stat::Quantile => {
+            let grid = r
+                .aggregation
+                .quantile
+                .as_ref()
+                .filter(|g| !g.candidates.is_empty());
+            let grid = grid.ok_or_else(|| {
+                RunError::Data(format!("`{}` has no quantile candidates", r.name))
+            })?;
+            StatKind::Cells {
+                keys: vec![crate::quantile::grid_key(&col()?, &grid.candidates)],
+                column: None,
+            }
+        }
     };
     let kind = match &r.aggregation.filter {
         None => kind,

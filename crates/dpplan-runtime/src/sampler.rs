@@ -182,6 +182,10 @@ impl Noise {
             }
             NoiseKind::Laplace => Ok(Noise::ContinuousLaplace { m, e }),
             NoiseKind::Gaussian => Ok(Noise::ContinuousGaussian { m, e }),
+            // selects a candidate (`crate::quantile`): it adds nothing
+            NoiseKind::Exponential => Err(NoiseError(
+                "the exponential mechanism selects a quantile; it is not additive noise".into(),
+            )),
         }
     }
 

@@ -34,12 +34,13 @@ fn opts(name: &str, ledger: &Path) -> RunOptions {
     }
 }
 
-const EXAMPLES: [&str; 6] = [
+const EXAMPLES: [&str; 7] = [
     "app-events",
     "census",
     "repeated-release",
     "retail-mixed",
     "ride-sharing",
+    "trip-fares",
     "web-analytics",
 ];
 

@@ -23,12 +23,13 @@ fn engine(threads: usize, block: usize) -> CsvEngine {
         .block_size(block)
 }
 
-const EXAMPLES: [&str; 6] = [
+const EXAMPLES: [&str; 7] = [
     "accuracy-targets",
     "app-events",
     "census",
     "repeated-release",
     "retail-mixed",
+    "trip-fares",
     "web-analytics",
 ];
 
@@ -55,6 +56,13 @@ fn statistics(plan: &ExecutablePlan, dataset: &str) -> Vec<Statistic> {
                     column: col(),
                 },
                 Stat::DistinctCount => StatKind::Distinct { column: col() },
+                Stat::Quantile => StatKind::Cells {
+                    keys: vec![dpplan_runtime::quantile::grid_key(
+                        &col(),
+                        &r.aggregation.quantile.as_ref().unwrap().candidates,
+                    )],
+                    column: None,
+                },
             };
             out.push(Statistic {
                 kind,
@@ -104,7 +112,7 @@ fn row_level_results_are_identical_on_the_examples() {
             assert_eq!(got, want, "{name}: the default engine");
         }
     }
-    assert_eq!(compared, 6 * 12);
+    assert_eq!(compared, 7 * 12);
 }
 
 const PLAN: &str = r#"plan "t" {

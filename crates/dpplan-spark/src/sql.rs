@@ -186,7 +186,8 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
 fn unsupported(kind: &StatKind) -> EngineError {
     let what = match kind {
         StatKind::Where { .. } => "a `where` filter",
-        StatKind::Cells { .. } => "grouping by several keys or by bins",
+        // (a quantile's statistic: its rows per bin of the candidate grid)
+        StatKind::Cells { .. } => "grouping by several keys or by bins (nor quantiles)",
         _ => "a distinct count",
     };
     schema(format!(

@@ -317,3 +317,36 @@ exit 1"#,
     assert!(e.contains("exited with status 9"), "{e}");
     kept(&e, false);
 }
+
+/// A quantile (its statistic is the rows per bin of its candidate grid) is
+/// refused before any job, with the reason and the way out.
+#[test]
+fn quantiles_are_refused_clearly() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/trip-fares");
+    let text = std::fs::read_to_string(format!("{dir}/trip-fares.dpplan")).unwrap();
+    let p = plan(&text);
+    let opts = dpplan_runtime::RunOptions::default();
+    let planned = dpplan_runtime::planned_aggregates(&p, &opts).unwrap();
+    let (ds, source, st) = &planned[0];
+    let req = [Request {
+        dataset: ds,
+        source,
+        stats: st,
+    }];
+    let e = SparkEngine::explain(&req).unwrap_err().to_string();
+    assert!(
+        e.contains("nor quantiles") && e.contains("--engine csv"),
+        "{e}"
+    );
+    // near miss: the same dataset's plain count is accepted
+    let count = [Statistic {
+        kind: StatKind::Count,
+        grid: 0,
+    }];
+    let req = [Request {
+        dataset: ds,
+        source,
+        stats: &count,
+    }];
+    assert!(SparkEngine::explain(&req).is_ok());
+}

@@ -173,6 +173,8 @@ pub struct Query {
     pub accuracies: Vec<Accuracy>,
     /// `window <duration>`: each release reads only its own slot's rows.
     pub windows: Vec<Window>,
+    /// `candidates [c1, …]` / `candidates every <step>`: a quantile's grid.
+    pub candidates: Vec<Candidates>,
 }
 
 /// `window <duration>`: tumbling windows aligned with the schedule's slots.
@@ -180,6 +182,24 @@ pub struct Query {
 pub struct Window {
     pub span: Span,
     pub length: Duration,
+}
+
+/// `candidates [c1, c2, …]` or `candidates every <step>`: the public grid a
+/// quantile is chosen from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidates {
+    pub span: Span,
+    pub grid: CandidateGrid,
+}
+
+/// A quantile's candidate grid as written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CandidateGrid {
+    /// `[c1, c2, …]`: the candidates themselves.
+    List { values: Vec<Number> },
+    /// `every <step>`: lo, lo + step, … up to the column's upper bound.
+    Every { step: Number },
 }
 
 /// `accuracy <measure> <= <value>`: the most noise each released value may
@@ -212,6 +232,8 @@ pub struct Aggregate {
     pub keys: Vec<GroupKey>,
     /// The extra argument (the quantile's level).
     pub argument: Option<Number>,
+    /// `quantiles(d.col, [q1, q2, …])`: the levels, with the list's span.
+    pub levels: Option<Spanned<Vec<Number>>>,
 }
 
 /// One key of `by`: a category column, or a numeric column cut into public

@@ -384,6 +384,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         schedules: vec![],
         accuracies: vec![],
         windows: vec![],
+        candidates: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -410,6 +411,10 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                         .map(|g| group_keys(cx, g))
                         .unwrap_or_default(),
                     argument: first(&stmt, Rule::number).map(|n| cx.number(&n)),
+                    levels: first(&stmt, Rule::level_list).map(|l| {
+                        let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
+                        Spanned::new(values, cx.span(&l))
+                    }),
                 });
             }
             Rule::noise_stmt => {
@@ -498,6 +503,20 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     continue;
                 };
                 out.windows.push(Window { span, length });
+            }
+            Rule::candidates_stmt => {
+                let grid = if let Some(l) = first(&stmt, Rule::candidate_list) {
+                    CandidateGrid::List {
+                        values: all(&l, Rule::number).iter().map(|n| cx.number(n)).collect(),
+                    }
+                } else if let Some(e) = first(&stmt, Rule::candidate_step) {
+                    CandidateGrid::Every {
+                        step: cx.number(&first(&e, Rule::number)?),
+                    }
+                } else {
+                    continue;
+                };
+                out.candidates.push(Candidates { span, grid });
             }
             Rule::accuracy_stmt => {
                 let Some(m) = first(&stmt, Rule::accuracy_measure) else {

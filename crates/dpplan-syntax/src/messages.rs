@@ -91,11 +91,15 @@ fn describe(rule: Rule) -> Option<&'static str> {
         invalid_stmt => "`invalid_rows drop` or `invalid_rows clamp`",
         invalid_rule => "`drop` or `clamp`",
         aggregate => "an aggregation such as `count(visits)`",
-        agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram` or `quantile`)",
+        agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram`, `quantile` or `quantiles`)",
+        level_list => "a list of levels such as `[0.25, 0.5, 0.9]`",
+        candidates_stmt | kw_candidates => "`candidates [c1, c2, …]` or `candidates every <step>`",
+        candidate_list => "a list of candidates such as `[0, 5, 10]`",
+        candidate_step => "`every <step>`",
         agg_target => "a dataset or a column such as `visits.seconds`",
         noise_stmt => "`noise`",
         noise_kind => {
-            "a mechanism (`laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian`)"
+            "a mechanism (`laplace`, `gaussian`, `discrete_laplace`, `discrete_gaussian` or `exponential`)"
         }
         noise_scale => "`scale <b>`",
         noise_sigma => "`sigma <σ>`",

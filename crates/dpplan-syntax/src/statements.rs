@@ -73,7 +73,8 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::sensitivity_stmt
         | Rule::schedule_stmt
         | Rule::accuracy_stmt
-        | Rule::window_stmt => StatementKind::Simple,
+        | Rule::window_stmt
+        | Rule::candidates_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,
     })

@@ -97,6 +97,10 @@ vocabulary! {
         DiscreteLaplace => "discrete_laplace",
         /// Discrete Gaussian on the integers (Canonne–Kamath–Steinke).
         DiscreteGaussian => "discrete_gaussian",
+        /// The exponential mechanism over a public candidate grid: with
+        /// scale b, candidate c is chosen with probability ∝
+        /// exp(score(c)/(2b)); pure ε-DP with ε = Δ/b, and ε-bounded-range.
+        Exponential => "exponential",
     }
 }
 
@@ -252,6 +256,7 @@ vocabulary! {
         Mean => "mean",
         Histogram => "histogram",
         Quantile => "quantile",
+        Quantiles => "quantiles",
     }
 }
 
@@ -270,14 +275,19 @@ vocabulary! {
         GroupedSum => "grouped_sum",
         /// The number of distinct values of a column (`count(distinct d.c)`).
         DistinctCount => "distinct_count",
+        /// One quantile of a clamped column, chosen from a public grid by
+        /// the exponential mechanism (`quantile`, one per level of
+        /// `quantiles`).
+        Quantile => "quantile",
     }
 }
 
 impl Statistic {
     /// The statistics that release an aggregation, in the order the
     /// executable plan lists them (a mean: the sum, then the count);
-    /// `None` for an aggregation that releases no exact statistic (a
-    /// quantile).
+    /// `None` for a combination that releases nothing (an ungrouped
+    /// histogram, a grouped quantile). A quantile's statistic is listed
+    /// once; `quantiles` releases one per level.
     pub fn of(kind: AggKind, grouped: bool) -> Option<&'static [Statistic]> {
         use Statistic::*;
         Some(match (kind, grouped) {
@@ -287,7 +297,10 @@ impl Statistic {
             (AggKind::Count | AggKind::Histogram, true) => &[GroupedCount],
             (AggKind::Sum, true) => &[GroupedSum],
             (AggKind::Mean, true) => &[GroupedSum, GroupedCount],
-            (AggKind::Histogram, false) | (AggKind::Quantile, _) => return None,
+            (AggKind::Quantile | AggKind::Quantiles, false) => &[Quantile],
+            (AggKind::Histogram, false) | (AggKind::Quantile | AggKind::Quantiles, true) => {
+                return None
+            }
         })
     }
     /// The statistics of `count(distinct d.c)`: one distinct count.
@@ -461,7 +474,11 @@ mod tests {
             Statistic::of(AggKind::Histogram, true),
             Some(&[Statistic::GroupedCount][..])
         );
-        assert_eq!(Statistic::of(AggKind::Quantile, false), None);
+        assert_eq!(Statistic::of(AggKind::Quantile, true), None);
+        assert_eq!(
+            Statistic::of(AggKind::Quantiles, false),
+            Some(&[Statistic::Quantile][..])
+        );
         assert_eq!(Statistic::of(AggKind::Histogram, false), None);
         for k in AggKind::ALL {
             for grouped in [false, true] {

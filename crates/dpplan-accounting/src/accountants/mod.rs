@@ -74,7 +74,7 @@ pub(crate) fn infinite(what: &str) -> AccountingError {
 /// tightest single-release ε of an effective mechanism at δ
 pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> {
     match *eff {
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => Ok(eps),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => Ok(eps),
         Eff::Gauss { mu } => {
             if delta <= 0.0 {
                 return Err(infinite("a Gaussian release"));
@@ -106,11 +106,18 @@ pub(crate) fn eff_rho(eff: &Eff) -> f64 {
         Eff::Gauss { mu } => 0.5 * mul_up(mu, mu),
         Eff::DGauss { rho, .. } => rho,
         // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => {
-            let v = eps * libm::tanh(eps / 2.0);
-            (v * (1.0 + (2.0 * TANH_ULPS + 2.0) * U)).next_up()
-        }
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => pure_rho(eps),
+        // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2);
+        // ε²/8 is ε² rounded up, divided exactly by 8 (one float up for
+        // the subnormal range)
+        Eff::Exp { eps } => pure_rho(eps).min((0.125 * mul_up(eps, eps)).next_up()),
     }
+}
+
+/// ε·tanh(ε/2) rounded up (Steinke 2024 Thm 5).
+fn pure_rho(eps: f64) -> f64 {
+    let v = eps * libm::tanh(eps / 2.0);
+    (v * (1.0 + (2.0 * TANH_ULPS + 2.0) * U)).next_up()
 }
 
 /// Allowance, in ulps, for `libm::tanh` (musl documents < 2.5 ulps).

@@ -559,7 +559,10 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
                 let c = lap.entry(eps.to_bits()).or_insert(0);
                 *c = c.saturating_add(it.count)
             }
-            Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } => {
+            // any ε-DP mechanism is dominated by randomized response
+            // (Kairouz et al. 2015); the exponential mechanism's
+            // bounded range is not used here
+            Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } | Eff::Exp { eps } => {
                 let c = rr.entry(eps.to_bits()).or_insert(0);
                 *c = c.saturating_add(it.count)
             }

@@ -46,6 +46,14 @@ struct RdpCurve {
     /// chord buckets: (lo, hi, n, Σε)
     lap_buckets: Vec<(f64, f64, f64, f64)>,
     rr: Vec<(f64, f64)>,
+    /// ε-bounded-range releases (the exponential mechanism): the smaller
+    /// of the RR curve and α·ε²/8 (Cesar & Rogers 2021), both valid
+    br: Vec<(f64, f64)>,
+}
+
+/// RDP of an ε-bounded-range mechanism at α: min(RR curve, α·ε²/8).
+fn rdp_br(alpha: f64, eps: f64) -> f64 {
+    rdp_rr(alpha, eps).min(alpha * eps * eps / 8.0)
 }
 
 impl RdpCurve {
@@ -55,6 +63,7 @@ impl RdpCurve {
             laplace: vec![],
             lap_buckets: vec![],
             rr: vec![],
+            br: vec![],
         };
         let mut rho_terms = vec![];
         for it in &plan.items {
@@ -63,6 +72,7 @@ impl RdpCurve {
                 Eff::Gauss { .. } | Eff::DGauss { .. } => rho_terms.push((n, eff_rho(&it.eff))),
                 Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
                 Eff::DLaplace { eps } => c.rr.push((eps, n)),
+                Eff::Exp { eps } => c.br.push((eps, n)),
             }
         }
         // ρ of the Gaussian kinds, each rounded up and summed upwards
@@ -91,16 +101,19 @@ impl RdpCurve {
             }
             c.laplace.clear();
         }
-        if c.rr.len() > 512 {
-            let grid = GeometricGrid::new(1e-3);
-            let mut map: BTreeMap<u64, f64> = BTreeMap::new();
-            for &(e, n) in &c.rr {
-                *map.entry(grid.round_up(e).1.to_bits()).or_insert(0.0) += n;
+        // both curves increase with ε: rounding ε up is sound
+        for list in [&mut c.rr, &mut c.br] {
+            if list.len() > 512 {
+                let grid = GeometricGrid::new(1e-3);
+                let mut map: BTreeMap<u64, f64> = BTreeMap::new();
+                for &(e, n) in list.iter() {
+                    *map.entry(grid.round_up(e).1.to_bits()).or_insert(0.0) += n;
+                }
+                *list = map
+                    .into_iter()
+                    .map(|(b, n)| (f64::from_bits(b), n))
+                    .collect();
             }
-            c.rr = map
-                .into_iter()
-                .map(|(b, n)| (f64::from_bits(b), n))
-                .collect();
         }
         c
     }
@@ -117,6 +130,9 @@ impl RdpCurve {
         }
         for &(e, n) in &self.rr {
             r += n * rdp_rr(alpha, e);
+        }
+        for &(e, n) in &self.br {
+            r += n * rdp_br(alpha, e);
         }
         r
     }
@@ -161,13 +177,17 @@ impl RdpCurve {
             m += 2.0;
         }
         let am1 = alpha - 1.0;
-        for &(eps, n) in &self.rr {
+        // a bounded-range term: the error of either branch of the min
+        // bounds the min's (the RR branch's as below; α·ε²/8: 3u)
+        let rr = self.rr.iter().map(|&(e, n)| (e, n, 0.0));
+        let br = self.br.iter().map(|&(e, n)| (e, n, alpha * e * e));
+        for (eps, n, other) in rr.chain(br) {
             let a = libm::log1p(libm::exp(-eps));
             let b = libm::log1p(libm::exp(-(2.0 * alpha - 1.0) * eps));
             let ea = (4.0 * e + 2.0 + 2.0 * eps) * U * a.abs();
             let eb = (4.0 * e + 2.0 + 6.0 * alpha * eps) * U * b.abs();
             let q = (a - b) / am1;
-            err += n * ((ea + eb) * 1.01 / am1 + 3.0 * U * (q.abs() + eps));
+            err += n * ((ea + eb) * 1.01 / am1 + 3.0 * U * (q.abs() + eps + other));
             mag += n * eps;
             m += 1.0;
         }
@@ -182,7 +202,10 @@ impl RdpCurve {
         (self.eval(alpha) + self.err(alpha)).next_up()
     }
     fn only_gauss(&self) -> bool {
-        self.laplace.is_empty() && self.lap_buckets.is_empty() && self.rr.is_empty()
+        self.laplace.is_empty()
+            && self.lap_buckets.is_empty()
+            && self.rr.is_empty()
+            && self.br.is_empty()
     }
 }
 

@@ -95,7 +95,10 @@ pub(super) fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]
                 p.derived.l1
             };
             let result = match p.kind {
-                NoiseKind::Laplace | NoiseKind::DiscreteLaplace => Ok(sens / epsilon),
+                // the exponential mechanism: ε = Δ/b, as for Laplace
+                NoiseKind::Laplace | NoiseKind::DiscreteLaplace | NoiseKind::Exponential => {
+                    Ok(sens / epsilon)
+                }
                 NoiseKind::Gaussian => {
                     acct::analytic_gaussian_sigma(sens, epsilon, delta.unwrap_or(0.0))
                 }

@@ -158,7 +158,9 @@ fn repeated_schedule(c: &mut Checker, q: &QueryPlan) {
         .parts
         .first()
         .and_then(|p| match p.scale {
-            Scale::Fixed(x) => Some(crate::noise::spread(p.kind, x).0),
+            Scale::Fixed(x) if p.kind != ast::NoiseKind::Exponential => {
+                Some(crate::noise::spread(p.kind, x).0)
+            }
             _ => None,
         })
         .map(|sd| {

@@ -14,6 +14,7 @@ mod datasets;
 mod lints;
 mod noise;
 mod privacy;
+mod quantile;
 mod query;
 mod recover;
 mod rows;
@@ -35,6 +36,7 @@ use calibration::{calibrate_auto, calibrate_epsilon_parts};
 use datasets::resolve_datasets;
 use lints::{check_names, check_publishes, check_rereleases, large_delta, per_person_guarantee};
 use privacy::{resolve_privacy, unit_report, Privacy};
+pub use quantile::{rank_error, QuantileSpec, MAX_CANDIDATES};
 use query::{plan_query, QueryPlan};
 use total::{account_total, budget, query_reports, releases_of, Account};
 

@@ -62,6 +62,11 @@ pub(super) struct Part {
     /// A windowed query's per-release sensitivity, composed over the whole
     /// data (for the side-by-side figure); `derived` is the horizon's.
     pub(super) without_window: Option<Derived>,
+    /// The number of candidates of a quantile (0 for the other statistics).
+    pub(super) candidates: usize,
+    /// A quantile's role with its level (`quantile 0.25`): the parts of
+    /// `quantiles` are told apart by it (report, diff).
+    pub(super) label: Option<String>,
 }
 
 pub(super) struct QueryPlan<'a> {
@@ -187,7 +192,10 @@ fn plan_parts(
     adjacency: Adjacency,
     budget_delta: Option<f64>,
 ) -> Result<impl FnOnce(ScheduleSpec) -> QuerySpec, Reported> {
-    supported(c, agg)?;
+    let quantile = super::quantile::is_quantile(agg.kind.value);
+    if quantile && !super::quantile::supported(c, plan.q, agg) {
+        return Err(Reported);
+    }
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
     let unit = target.info.bound.ok_or(Reported)?;
@@ -210,16 +218,44 @@ fn plan_parts(
         Some(_) => None,
     };
     groups(c, agg, &target, unit)?;
+    let quantile_spec = match (quantile, values) {
+        (true, Some(bounds)) => Some(super::quantile::QuantileSpec {
+            levels: super::quantile::levels(c, agg)?,
+            candidates: super::quantile::candidates(c, plan.q, bounds)?,
+        }),
+        _ => None,
+    };
     let shape = Shape {
         group: target.group,
         values,
         drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
         distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
     };
-    let mut derived = derive_sensitivities(agg.kind.value, &shape, unit, adjacency);
+    let mut derived = match &quantile_spec {
+        Some(spec) => spec
+            .levels
+            .iter()
+            .map(|&l| {
+                let d = super::quantile::sensitivity(unit, adjacency, l);
+                (Statistic::Quantile, "quantile", d)
+            })
+            .collect(),
+        None => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
+    };
     plan.unit = Some(unit);
     plan.cells = target.cells.clone();
     let window = super::window::resolve(c, plan.q, target.info, unit, plan.releases)?;
+    if let (Some(_), Some(_), Some(w)) = (&window, &quantile_spec, plan.q.windows.first()) {
+        c.error(
+            Diagnostic::new(
+                Code::Unsupported,
+                "a windowed quantile is not supported in this version: a window's releases are accounted as one vector release of counts or sums",
+                w.span,
+            )
+            .help("remove the window: each release then reads the whole data and is composed as a fresh release"),
+        );
+        return Err(Reported);
+    }
     let mut unwindowed = None;
     if let Some(w) = &window {
         let (horizon, per_release) = super::window::derive(
@@ -240,6 +276,11 @@ fn plan_parts(
     let float_values = target
         .column
         .is_some_and(|(_, ci)| matches!(ci.ty, ColumnType::Float { .. }));
+    if !super::quantile::mechanism_fits(c, agg, noise) {
+        return Err(Reported);
+    }
+    // a quantile's values are only compared with its candidates
+    let float_values = float_values && !quantile;
     if !noise_kind(c, agg, noise, float_values, &derived, budget_delta) {
         plan.ok = false;
     }
@@ -254,11 +295,24 @@ fn plan_parts(
     }
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window;
+    if let Some(spec) = &quantile_spec {
+        for (p, level) in plan.parts.iter_mut().zip(&spec.levels) {
+            p.candidates = spec.candidates.len();
+            p.label = Some(format!("quantile {level}"));
+        }
+    }
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
     let keys = target.cells.map(|k| k.keys).unwrap_or_default();
     let by = (!keys.is_empty()).then(|| rows::describe_keys(&agg.keys));
     let groups = (!keys.is_empty()).then(|| dpplan_vocab::rows::cell_labels(&keys));
+    // `quantiles`: one output per level, labelled by the level
+    let groups = match (&quantile_spec, kind) {
+        (Some(spec), AggKind::Quantiles) => {
+            Some(spec.levels.iter().map(|l| l.to_string()).collect())
+        }
+        _ => groups,
+    };
     let distinct = distinct.is_some();
     Ok(move |schedule| QuerySpec {
         kind,
@@ -272,6 +326,7 @@ fn plan_parts(
         filter,
         keys,
         distinct,
+        quantile: quantile_spec,
     })
 }
 
@@ -475,24 +530,12 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
         agg.argument
             .as_ref()
             .map(|a| format!(", {}", a.value))
+            .or_else(|| agg.levels.as_ref().map(|l| {
+                let v: Vec<String> = l.value.iter().map(|n| n.value.to_string()).collect();
+                format!(", [{}]", v.join(", "))
+            }))
             .unwrap_or_default()
     )
-}
-
-/// DP014 for quantiles.
-fn supported(c: &mut Checker, agg: &ast::Aggregate) -> Result<(), Reported> {
-    if agg.kind.value == AggKind::Quantile {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                "quantiles are reserved syntax, not supported in this version",
-                agg.kind.span,
-            )
-            .help("release a histogram over public bins instead, or wait for quantile support"),
-        );
-        return Err(Reported);
-    }
-    Ok(())
 }
 
 /// The dataset and column the query reads (DP012), and its groups.
@@ -660,8 +703,8 @@ fn value_bounds(
             );
             Err(Reported)
         }
-        (AggKind::Count | AggKind::Histogram | AggKind::Quantile, None) => Ok(None),
-        (AggKind::Sum | AggKind::Mean, None) => {
+        (AggKind::Count | AggKind::Histogram, None) => Ok(None),
+        (AggKind::Sum | AggKind::Mean | AggKind::Quantile | AggKind::Quantiles, None) => {
             c.error(
                 Diagnostic::new(
                     Code::TypeMismatch,
@@ -868,6 +911,13 @@ fn derive_sensitivities(
                 let d = sensitivity_rows::distinct(unit, adjacency, false);
                 (s, "distinct count", d)
             }
+            // (quantiles are derived per level in `plan_parts`; the level-free
+            // bound Δ = rows holds for every level)
+            (Statistic::Quantile, _) => (
+                s,
+                "quantile",
+                super::quantile::sensitivity(unit, Adjacency::Replace, 0.5),
+            ),
         })
         .collect()
 }
@@ -888,10 +938,14 @@ fn declared_sensitivity(
         c.error(
             Diagnostic::new(
                 Code::Unsupported,
-                "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)",
+                if parts_derived.iter().all(|(s, _, _)| *s == Statistic::Quantile) {
+                    "a declared sensitivity applies to one statistic, but `quantiles` releases one per level"
+                } else {
+                    "a declared sensitivity applies to one statistic, but a mean releases two (a sum and a count)"
+                },
                 ds.span,
             )
-            .help("remove the declaration (the checker derives both), or release the sum and the count as separate queries"),
+            .help("remove the declaration (the checker derives each), or release the statistics as separate queries"),
         );
     } else if let Some((_, _, d)) = parts_derived.first() {
         for (norm, value) in &ds.items {
@@ -1017,6 +1071,8 @@ fn parts(
             scale: part_scale,
             resolved: if public { None } else { resolved },
             without_window: None,
+            candidates: 0,
+            label: None,
         });
     }
     parts

@@ -356,7 +356,7 @@ fn part_report(p: &mut Part) -> PartReport {
     let statistic = p.statistic;
     if p.public {
         return PartReport {
-            role: p.role.into(),
+            role: p.label.clone().unwrap_or_else(|| p.role.into()),
             statistic,
             mechanism: MechanismReport {
                 kind: None,
@@ -374,7 +374,11 @@ fn part_report(p: &mut Part) -> PartReport {
         };
     }
     let scale = p.resolved.unwrap_or(f64::NAN);
-    let (std, ci) = crate::noise::spread(p.kind, scale);
+    let (std, ci) = match p.kind {
+        // a quantile's: its rank error (RMS bound, 95 % bound)
+        dpplan_vocab::NoiseKind::Exponential => super::quantile::rank_error(scale, p.candidates),
+        kind => crate::noise::spread(kind, scale),
+    };
     let calibration = match p.scale {
         Scale::Fixed(_) => Calibration::Declared,
         Scale::FromEpsilon { .. } => Calibration::FromEpsilon,
@@ -382,7 +386,7 @@ fn part_report(p: &mut Part) -> PartReport {
         Scale::FromAccuracy => Calibration::Accuracy,
     };
     PartReport {
-        role: p.role.into(),
+        role: p.label.clone().unwrap_or_else(|| p.role.into()),
         statistic,
         mechanism: MechanismReport {
             kind: Some(p.kind),

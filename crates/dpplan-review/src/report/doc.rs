@@ -218,6 +218,15 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
             for d in &p.derivation {
                 why.push(format!("{}: {d}", p.role));
             }
+            if p.noise == "exponential" {
+                why.push(format!(
+                    "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",
+                    p.role,
+                    num(p.ci95_half_width),
+                    num(p.noise_std),
+                    num(p.ci95_half_width)
+                ));
+            }
             if !p.cells.is_empty() {
                 why.push(format!(
                     "{}: every cell ({}) is released with noise std {} and 95 % half-width ±{}.",
