@@ -308,6 +308,19 @@ fn the_window_rules_are_errors_with_dp024() {
     }
 }
 
+/// A quantile's releases are not counts or sums: a window on one is
+/// refused (DP014), and the same quantile without it checks clean.
+#[test]
+fn a_windowed_quantile_is_refused() {
+    let q = |window: &str| {
+        format!("  query hourly {{\n    quantile(trips.fare, 0.5)\n    candidates every 10\n    noise exponential auto\n    schedule every 1 hour for 7 days\n    {window}\n  }}")
+    };
+    let with = plan("user by rider_id", "best", TRIPS, &q("window 1 hour"));
+    assert_eq!(codes(&with), vec![Code::Unsupported], "{with}");
+    let without = plan("user by rider_id", "best", TRIPS, &q(""));
+    assert!(codes(&without).is_empty(), "{:?}", analyze(&without).diagnostics);
+}
+
 #[test]
 fn windows_per_unit_equal_to_the_slots_gains_nothing_on_rows() {
     // W = N and r = rows_per_unit: the horizon vector's L2 is r·√N, the
