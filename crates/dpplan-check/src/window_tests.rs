@@ -318,7 +318,11 @@ fn a_windowed_quantile_is_refused() {
     let with = plan("user by rider_id", "best", TRIPS, &q("window 1 hour"));
     assert_eq!(codes(&with), vec![Code::Unsupported], "{with}");
     let without = plan("user by rider_id", "best", TRIPS, &q(""));
-    assert!(codes(&without).is_empty(), "{:?}", analyze(&without).diagnostics);
+    assert!(
+        codes(&without).is_empty(),
+        "{:?}",
+        analyze(&without).diagnostics
+    );
 }
 
 #[test]

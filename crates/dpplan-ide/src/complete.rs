@@ -280,7 +280,14 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 }
                 kw(
                     &mut out,
-                    &["noise", "schedule", "sensitivity", "accuracy", "window", "candidates"],
+                    &[
+                        "noise",
+                        "schedule",
+                        "sensitivity",
+                        "accuracy",
+                        "window",
+                        "candidates",
+                    ],
                 );
             }
             (Some(agg), Some("(")) if stmt.len() == 2 => {

@@ -541,3 +541,45 @@ fn windows_complete_and_hover() {
     let h = doc.hover(at(text, "trips {") + 1).expect("hover");
     assert!(h.markdown.contains("windows_per_unit 30"), "{}", h.markdown);
 }
+
+/// A quantile query: its hover gives each level's sensitivity, the
+/// exponential mechanism and the rank error (not additive noise); its inlay
+/// hint its cost; the keywords have hover docs.
+#[test]
+fn hover_and_hints_on_a_quantile_query() {
+    let text = example("trip-fares");
+    let doc = Document::new(text.clone());
+    let h = doc.hover(at(&text, "fare_quantiles {") + 3).expect("hover");
+    let md = &h.markdown;
+    assert!(md.contains("**quantile 0.9**"), "{md}");
+    assert!(md.contains("Sensitivity:** L1 = 3.6"), "{md}");
+    assert!(md.contains("`exponential`, scale b = 9.00001"), "{md}");
+    assert!(
+        md.contains("Rank error per release:** the chosen candidate's rank is within 105.95 rows"),
+        "{md}"
+    );
+    assert!(!md.contains("Noise per release"), "{md}");
+    let hints = doc.inlay_hints(Span::new(0, text.len()));
+    assert!(
+        hints.iter().any(|h| h.label == "ε 0.5 · 1 release"),
+        "{hints:?}"
+    );
+    assert!(
+        hints.iter().any(|h| h.label == "plan: ε 1.7 of 2"),
+        "{hints:?}"
+    );
+    for (word, needle) in [
+        ("candidates", "candidates every"),
+        ("exponential", "exponential epsilon"),
+        ("quantiles", "quantiles(trips"),
+    ] {
+        let k = doc.hover(at(&text, needle) + 1).expect(word);
+        assert!(k.markdown.contains(word), "{word}: {}", k.markdown);
+    }
+    // negative control: a Laplace query's hover keeps the noise line
+    let web = example("web-analytics");
+    let w = Document::new(web.clone())
+        .hover(at(&web, "daily_visits {") + 3)
+        .unwrap();
+    assert!(w.markdown.contains("Noise per release") && !w.markdown.contains("Rank error"));
+}
