@@ -264,7 +264,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
 }
 
 /// What a share is (docs/report.md).
-pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2)) times its release count, over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
+pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2), the exponential mechanism, which is ε-bounded-range, min(ε·tanh(ε/2), ε²/8)) times its accounted releases (one for a windowed query's whole schedule), over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
 
 /// What the negative controls are (docs/report.md).
 pub const CONTROLS_DEFINITION: &str = "For every query, the plan's total recomputed under the plan's own accountant rule with that query's releases removed, and with its contribution bound doubled (each of its parts' L1 and L2 sensitivity times 2, as doubling rows_per_unit does to a count or a sum), every noise kept as checked. Both must move the claim: a control that does not means the total does not depend on that query as it should.";
