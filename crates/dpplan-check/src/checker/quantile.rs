@@ -10,8 +10,9 @@
 
 use dpplan_diagnostics::{Code, Diagnostic};
 use dpplan_syntax::ast::{self, Adjacency, AggKind, CandidateGrid, NoiseKind};
+use dpplan_vocab::Statistic;
 
-use super::query::Reported;
+use super::query::{Part, Reported};
 use super::Checker;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
 
@@ -320,6 +321,33 @@ pub fn sensitivity(u: UnitBound, adj: Adjacency, q: f64) -> Derived {
 /// exponential mechanism's utility bound, Dwork & Roth 2014 Thm 3.11, with
 /// 2Δ/ε = 2b); and an upper bound on the root-mean-square rank error,
 /// 2b·√((ln m + 1)² + 1) (from the same tail bound). `(rms, ci95)`.
+/// One part per level, each with its score's sensitivity.
+pub(super) fn derived(
+    spec: &QuantileSpec,
+    unit: UnitBound,
+    adjacency: Adjacency,
+) -> Vec<(Statistic, &'static str, Derived)> {
+    spec.levels
+        .iter()
+        .map(|&l| {
+            (
+                Statistic::Quantile,
+                "quantile",
+                sensitivity(unit, adjacency, l),
+            )
+        })
+        .collect()
+}
+
+/// Each level's part carries the grid's size and its level as its label
+/// (`quantile 0.25`: how the report and the diff tell them apart).
+pub(super) fn label_parts(parts: &mut [Part], spec: &QuantileSpec) {
+    for (p, level) in parts.iter_mut().zip(&spec.levels) {
+        p.candidates = spec.candidates.len();
+        p.label = Some(format!("quantile {level}"));
+    }
+}
+
 pub fn rank_error(scale: f64, candidates: usize) -> (f64, f64) {
     let ln_m = (candidates.max(1) as f64).ln();
     let ci = 2.0 * scale * (ln_m + 20f64.ln());

@@ -231,45 +231,21 @@ fn plan_parts(
         drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
         distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
     };
-    let mut derived = match &quantile_spec {
-        Some(spec) => spec
-            .levels
-            .iter()
-            .map(|&l| {
-                let d = super::quantile::sensitivity(unit, adjacency, l);
-                (Statistic::Quantile, "quantile", d)
-            })
-            .collect(),
+    let derived = match &quantile_spec {
+        Some(spec) => super::quantile::derived(spec, unit, adjacency),
         None => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
     };
     plan.unit = Some(unit);
     plan.cells = target.cells.clone();
-    let window = super::window::resolve(c, plan.q, target.info, unit, plan.releases)?;
-    if let (Some(_), Some(_), Some(w)) = (&window, &quantile_spec, plan.q.windows.first()) {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                "a windowed quantile is not supported in this version: a window's releases are accounted as one vector release of counts or sums",
-                w.span,
-            )
-            .help("remove the window: each release then reads the whole data and is composed as a fresh release"),
-        );
-        return Err(Reported);
-    }
-    let mut unwindowed = None;
-    if let Some(w) = &window {
-        let (horizon, per_release) = super::window::derive(
-            w,
-            derived,
-            unit,
-            adjacency,
-            target.group,
-            values,
-            shape.drops,
-        );
-        derived = horizon;
-        unwindowed = Some(per_release);
-    }
+    let window = super::window::resolve(
+        c,
+        plan.q,
+        target.info,
+        unit,
+        (plan.releases, quantile_spec.is_some()),
+    )?;
+    let (derived, unwindowed) =
+        super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape);
     let declared = declared_sensitivity(c, plan, noise, &derived);
     // DP015 was reported when the query has no noise.
     let noise = noise.ok_or(Reported)?;
@@ -296,10 +272,7 @@ fn plan_parts(
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window;
     if let Some(spec) = &quantile_spec {
-        for (p, level) in plan.parts.iter_mut().zip(&spec.levels) {
-            p.candidates = spec.candidates.len();
-            p.label = Some(format!("quantile {level}"));
-        }
+        super::quantile::label_parts(&mut plan.parts, spec);
     }
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
@@ -812,13 +785,13 @@ fn groups(
 /// adjacency, the groups' domain and the values' bounds: one per statistic
 /// the aggregation releases ([`Statistic::of`]), in that order.
 /// What the sensitivity of an aggregation depends on beyond its kind.
-struct Shape {
+pub(super) struct Shape {
     /// The number of cells of a grouped aggregation.
-    group: Option<u64>,
-    values: Option<(f64, f64)>,
+    pub(super) group: Option<u64>,
+    pub(super) values: Option<(f64, f64)>,
     /// Why rows of a row-level unit can be dropped from the aggregate, if
     /// they can ([`drops_rows`]).
-    drops: Option<&'static str>,
+    pub(super) drops: Option<&'static str>,
     /// `count(distinct …)`: whether the column is the user-level unit's id.
     distinct: Option<bool>,
 }

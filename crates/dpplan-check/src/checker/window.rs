@@ -10,7 +10,7 @@ use dpplan_syntax::ast::{self, Adjacency, ColumnType};
 use dpplan_vocab::Statistic;
 
 use super::datasets::{whole, DatasetInfo};
-use super::query::{Part, QueryPlan, Reported};
+use super::query::{Part, QueryPlan, Reported, Shape};
 use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
@@ -63,13 +63,15 @@ impl Window {
 
 /// The query's window, if it has one: its length equals the schedule's
 /// period, its dataset has one `time` column, and under a user-level unit
-/// the dataset bounds the windows per unit (DP007, DP013, DP024).
+/// the dataset bounds the windows per unit (DP007, DP013, DP024); a
+/// quantile takes none (DP014). `releases`: the schedule's releases, and
+/// whether the query is a quantile.
 pub(in crate::checker) fn resolve(
     c: &mut Checker,
     q: &ast::Query,
     info: &DatasetInfo,
     unit: UnitBound,
-    releases: u64,
+    (releases, quantile): (u64, bool),
 ) -> Result<Option<Window>, Reported> {
     duplicate(
         c,
@@ -80,6 +82,17 @@ pub(in crate::checker) fn resolve(
     let Some(w) = q.windows.first() else {
         return Ok(None);
     };
+    if quantile {
+        c.error(
+            Diagnostic::new(
+                Code::Unsupported,
+                "a windowed quantile is not supported in this version: a window's releases are accounted as one vector release of counts or sums",
+                w.span,
+            )
+            .help("remove the window: each release then reads the whole data and is composed as a fresh release"),
+        );
+        return Err(Reported);
+    }
     let seconds = length(c, w)?;
     matches_schedule(c, q, w, seconds)?;
     let column = time_column(c, info, w)?;
@@ -269,34 +282,43 @@ fn rows_per_window(info: &DatasetInfo, unit: UnitBound) -> u64 {
     info.windows.rows.unwrap_or(unit.rows).min(unit.rows)
 }
 
-/// Each part's sensitivity over the whole schedule, and the per-release
-/// sensitivities it replaces (for the side-by-side figure). `drops`: why
-/// the query drops rows besides the window (a filter, invalid rows).
-pub(in crate::checker) fn derive(
-    w: &Window,
-    per_release: Vec<(Statistic, &'static str, Derived)>,
+/// A query's parts: statistic, role, sensitivity.
+type Parts = Vec<(Statistic, &'static str, Derived)>;
+
+/// With a window, each part's sensitivity over the whole schedule and the
+/// per-release sensitivities it replaces (for the side-by-side figure);
+/// without one, the parts as they are. The window drops the rows outside
+/// the horizon; a filter (or invalid rows, `shape.drops`) drops more, and
+/// is named in the derivation when the query has one.
+pub(in crate::checker) fn horizon(
+    w: Option<&Window>,
+    per_release: Parts,
     unit: UnitBound,
     adjacency: Adjacency,
-    group: Option<u64>,
-    values: Option<(f64, f64)>,
-    drops: Option<&'static str>,
-) -> (Vec<(Statistic, &'static str, Derived)>, Vec<Derived>) {
-    // the window drops the rows outside the horizon; a filter (or invalid
-    // rows) drops more, and is named in the derivation when it has one
-    let why = drops.unwrap_or(WINDOW);
+    shape: &Shape,
+) -> (Parts, Option<Vec<Derived>>) {
+    let Some(w) = w else {
+        return (per_release, None);
+    };
+    let why = shape.drops.unwrap_or(WINDOW);
     let mut unwindowed = Vec::with_capacity(per_release.len());
     let horizon = per_release
         .into_iter()
         .map(|(s, role, d)| {
             unwindowed.push(d);
-            (
+            let v = windowed(
                 s,
-                role,
-                windowed(s, unit, adjacency, w.horizon, group, values, why),
-            )
+                unit,
+                adjacency,
+                w.horizon,
+                shape.group,
+                shape.values,
+                why,
+            );
+            (s, role, v)
         })
         .collect();
-    (horizon, unwindowed)
+    (horizon, Some(unwindowed))
 }
 
 /// The part's ε with and without the window, side by side (fast
