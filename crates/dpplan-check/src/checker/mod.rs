@@ -18,6 +18,7 @@ mod quantile;
 mod query;
 mod recover;
 mod rows;
+mod shape;
 mod total;
 mod window;
 

@@ -6,20 +6,18 @@
 use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_syntax::ast::{
-    self, AccuracyMeasure, Adjacency, AggKind, ColumnType, InvalidRule, NoiseKind,
-};
+use dpplan_syntax::ast::{self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind};
 use dpplan_vocab::{ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::noise::{noise_kind, noise_scale};
 use super::recover::suggest_name;
 use super::rows::{self, Cells};
+use super::shape::{derive_sensitivities, drops_rows, Shape};
 use super::{duplicate, valid_positive, Checker};
 use crate::report::{QuerySpec, ScheduleSpec};
 use crate::schedule::{self, ScheduleError};
-use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
-use crate::sensitivity_rows;
+use crate::sensitivity::{fmt_num, Derived, UnitBound};
 
 /// How a part's noise is set before calibration.
 #[derive(Debug, Clone)]
@@ -781,118 +779,9 @@ fn groups(
     Ok(())
 }
 
-/// The sensitivity of each noisy part, derived from the unit's bound, the
-/// adjacency, the groups' domain and the values' bounds: one per statistic
-/// the aggregation releases ([`Statistic::of`]), in that order.
-/// What the sensitivity of an aggregation depends on beyond its kind.
-pub(super) struct Shape {
-    /// The number of cells of a grouped aggregation.
-    pub(super) group: Option<u64>,
-    pub(super) values: Option<(f64, f64)>,
-    /// Why rows of a row-level unit can be dropped from the aggregate, if
-    /// they can ([`drops_rows`]).
-    pub(super) drops: Option<&'static str>,
-    /// `count(distinct …)`: whether the column is the user-level unit's id.
-    distinct: Option<bool>,
-}
-
-/// Why rows can be dropped from an aggregation, which matters under
-/// row-level `replace` adjacency (a replaced row can then enter or leave
-/// the aggregate, [`sensitivity_rows`]): a `where` filter; `invalid_rows
-/// drop` on a dataset with a number column (a row whose number does not
-/// parse is dropped, a data-dependent filter of its own); a one-group
-/// histogram's domain (a row outside it is dropped). A user-level unit's
-/// rows already range over "0 to c rows": nothing to say.
-fn drops_rows(
-    info: &DatasetInfo,
-    filtered: bool,
-    group: Option<u64>,
-    adjacency: Adjacency,
-) -> Option<&'static str> {
-    if filtered {
-        return Some(sensitivity_rows::FILTER);
-    }
-    if adjacency != Adjacency::Replace || info.bound.is_some_and(|b| b.user) {
-        return None;
-    }
-    let drop_invalid = info
-        .ds
-        .invalid_rows
-        .first()
-        .is_none_or(|r| r.value == InvalidRule::Drop);
-    let numbers = info
-        .columns
-        .values()
-        .any(|c| matches!(c.ty, ColumnType::Int { .. } | ColumnType::Float { .. }));
-    if drop_invalid && numbers {
-        return Some(sensitivity_rows::INVALID_ROWS);
-    }
-    group
-        .is_some_and(|d| d < 2)
-        .then_some(sensitivity_rows::OUTSIDE_DOMAIN)
-}
-
 /// The user-level unit's id column, if the unit is user-level.
 fn unit_id<'i>(info: &'i DatasetInfo) -> Option<&'i str> {
     info.bound.filter(|b| b.user).and(info.unit_id.as_deref())
-}
-
-/// The sensitivity of each noisy part, derived from the unit's bound, the
-/// adjacency, the cells, the values' bounds and the filter: one per
-/// statistic the aggregation releases ([`Statistic::of`]), in that order.
-fn derive_sensitivities(
-    kind: AggKind,
-    shape: &Shape,
-    unit: UnitBound,
-    adjacency: Adjacency,
-) -> Vec<(Statistic, &'static str, Derived)> {
-    if let Some(keyed) = shape.distinct {
-        let d = sensitivity_rows::distinct(unit, adjacency, keyed);
-        return vec![(Statistic::DistinctCount, "distinct count", d)];
-    }
-    let statistics = Statistic::of(kind, shape.group.is_some()).unwrap_or(&[]);
-    let values = shape.values;
-    let (lo, hi) = values.unwrap_or((0.0, 0.0));
-    let domain = shape.group.unwrap_or(0);
-    statistics
-        .iter()
-        .map(|&s| match (s, shape.drops) {
-            (Statistic::Count, Some(why)) => {
-                (s, "count", sensitivity_rows::count(unit, adjacency, why))
-            }
-            (Statistic::Count, None) => (s, "count", sensitivity::count(unit, adjacency)),
-            (Statistic::Sum, Some(why)) => (
-                s,
-                "sum",
-                sensitivity_rows::sum(unit, adjacency, lo, hi, why),
-            ),
-            (Statistic::Sum, None) => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
-            (Statistic::GroupedCount | Statistic::GroupedSum, _) => {
-                let v = (s == Statistic::GroupedSum).then_some(values).flatten();
-                let role = match (s, kind) {
-                    (Statistic::GroupedSum, _) => "grouped sum",
-                    (_, AggKind::Mean) => "grouped count",
-                    _ => "histogram",
-                };
-                let d = match shape.drops {
-                    Some(why) => sensitivity_rows::grouped(unit, adjacency, domain, v, why),
-                    None => sensitivity::grouped(unit, adjacency, domain, v),
-                };
-                (s, role, d)
-            }
-            (Statistic::DistinctCount, _) => {
-                let d = sensitivity_rows::distinct(unit, adjacency, false);
-                (s, "distinct count", d)
-            }
-            // (quantiles are derived per level in `plan_parts`; the level-free
-            // bound Δ = rows holds for every level)
-            (Statistic::Quantile, _) => (
-                s,
-                "quantile",
-                super::quantile::sensitivity(unit, Adjacency::Replace, 0.5),
-            ),
-        })
-        .collect()
 }
 
 /// A declared sensitivity against the derived one (DP003, DP005, DP007,

@@ -10,7 +10,8 @@ use dpplan_syntax::ast::{self, Adjacency, ColumnType};
 use dpplan_vocab::Statistic;
 
 use super::datasets::{whole, DatasetInfo};
-use super::query::{Part, QueryPlan, Reported, Shape};
+use super::query::{Part, QueryPlan, Reported};
+use super::shape::Shape;
 use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
