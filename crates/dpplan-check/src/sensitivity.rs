@@ -280,10 +280,11 @@ pub fn grouped(u: UnitBound, adj: Adjacency, d: u64, values: Option<(f64, f64)>)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn user(rows: u64, groups: Option<u64>, per_group: Option<u64>) -> UnitBound {
+    /// A user-level unit's bound (tests of this crate).
+    pub(crate) fn user(rows: u64, groups: Option<u64>, per_group: Option<u64>) -> UnitBound {
         UnitBound {
             user: true,
             rows,
@@ -291,7 +292,8 @@ mod tests {
             rows_per_group: per_group,
         }
     }
-    const ROW: UnitBound = UnitBound {
+    /// A row-level unit's bound (tests of this crate).
+    pub(crate) const ROW: UnitBound = UnitBound {
         user: false,
         rows: 1,
         groups: None,

@@ -133,15 +133,7 @@ fn explain(user: bool, h: Horizon, w: u64, r: u64, d: u64, m: u64, g: u64, cells
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn user(rows: u64, groups: Option<u64>, per_group: Option<u64>) -> UnitBound {
-        UnitBound {
-            user: true,
-            rows,
-            groups,
-            rows_per_group: per_group,
-        }
-    }
+    use crate::sensitivity::tests::{user, ROW};
 
     /// The L2 of the worst vector, enumerated independently: `w` windows
     /// each holding `r` rows (count), so ‖v‖₂ = r·√w, ‖v‖₁ = w·r.
@@ -190,12 +182,7 @@ mod tests {
 
     #[test]
     fn a_row_lies_in_one_window() {
-        let row = UnitBound {
-            user: false,
-            rows: 1,
-            groups: Some(1),
-            rows_per_group: Some(1),
-        };
+        let row = ROW;
         let h = Horizon {
             slots: 24,
             windows: 1,
@@ -265,12 +252,7 @@ mod tests {
     /// count moves by 1 (the enumeration: {in, out} × {in, out}).
     #[test]
     fn a_row_can_leave_the_horizon_under_replace() {
-        let row = UnitBound {
-            user: false,
-            rows: 1,
-            groups: Some(1),
-            rows_per_group: Some(1),
-        };
+        let row = ROW;
         let h = Horizon {
             slots: 1,
             windows: 1,
