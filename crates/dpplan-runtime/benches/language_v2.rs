@@ -15,6 +15,10 @@
 //!
 //! Prints figures; asserts nothing about time.
 
+#[path = "support/mem.rs"]
+mod mem;
+use mem::peak_mb;
+
 use std::fs::File;
 use std::io::Write;
 use std::num::NonZeroUsize;
@@ -70,18 +74,6 @@ fn generate(path: &Path, rows: u64, riders: u64) {
         .unwrap();
     }
     f.flush().unwrap();
-}
-
-/// Peak resident memory so far (Linux), in MB.
-fn peak_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 fn env(name: &str) -> Option<u64> {

@@ -7,6 +7,10 @@
 //! e.g. `1,2`, to choose). `DPPLAN_BENCH_GENERATE=PATH` only writes the CSV
 //! (for `scripts/bench-vs-duckdb.sh`).
 
+#[path = "support/mem.rs"]
+mod mem;
+use mem::peak_mb;
+
 use std::fs::File;
 use std::io::{BufReader, Write};
 use std::num::NonZeroUsize;
@@ -77,18 +81,6 @@ fn plain_aggregate(
         }
     }
     (n, sum, hist)
-}
-
-/// Peak resident memory so far (Linux), in MB.
-fn peak_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 /// Writes the benchmark's CSV: `rows` visits of `users` users (ids

@@ -12,7 +12,7 @@ use dpplan_vocab::{ScheduleKind, Statistic};
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::noise::{noise_kind, noise_scale};
 use super::recover::suggest_name;
-use super::rows::{self, Cells};
+use super::rows::{self, wrong_type, Cells};
 use super::shape::{derive_sensitivities, drops_rows, Shape};
 use super::{duplicate, valid_positive, Checker};
 use crate::report::{QuerySpec, ScheduleSpec};
@@ -591,19 +591,16 @@ pub(super) fn group_domain(
 ) -> Result<u64, Reported> {
     let ci = declared_column(c, info, by, "group by one of:")?;
     if !matches!(ci.ty, ColumnType::Category { .. }) {
-        c.error(
-            Diagnostic::new(
-                Code::TypeMismatch,
-                format!(
-                    "`{}` is not a category: groups must come from a public domain",
-                    by.value
-                ),
-                by.span,
-            )
-            .secondary(ci.name_span, "declared here")
-            .help("group by a `category { … }` column"),
-        );
-        return Err(Reported);
+        return Err(wrong_type(
+            c,
+            by,
+            ci,
+            format!(
+                "`{}` is not a category: groups must come from a public domain",
+                by.value
+            ),
+            "group by a `category { … }` column",
+        ));
     }
     match ci.domain {
         Some(d) => Ok(d),

@@ -118,19 +118,16 @@ fn key(c: &mut Checker, info: &DatasetInfo, k: &ast::GroupKey) -> Result<GroupKe
         } => {
             let ci = declared(c, info, column)?;
             if !matches!(ci.ty, ColumnType::Int { .. } | ColumnType::Float { .. }) {
-                c.error(
-                    Diagnostic::new(
-                        Code::TypeMismatch,
-                        format!(
-                            "`{}` is not numeric: bins cut an int or float column",
-                            column.value
-                        ),
-                        column.span,
-                    )
-                    .secondary(ci.name_span, "declared here")
-                    .help(format!("group a category directly: `by {}`", column.value)),
-                );
-                return Err(Reported);
+                return Err(wrong_type(
+                    c,
+                    column,
+                    ci,
+                    format!(
+                        "`{}` is not numeric: bins cut an int or float column",
+                        column.value
+                    ),
+                    format!("group a category directly: `by {}`", column.value),
+                ));
             }
             let edges = bin_edges(c, k.span(), edges)?;
             Ok(GroupKey::Bins {
@@ -416,19 +413,16 @@ fn column<'o, 'i>(
     }
     let ci = declared(c, info, column)?;
     if matches!(ci.ty, ColumnType::Id) {
-        c.error(
-            Diagnostic::new(
-                Code::TypeMismatch,
-                format!(
-                    "`{}` is an id: ids identify units, they are never compared or aggregated",
-                    column.value
-                ),
-                column.span,
-            )
-            .secondary(ci.name_span, "declared here")
-            .help("filter on a category or a number"),
-        );
-        return Err(Reported);
+        return Err(wrong_type(
+            c,
+            column,
+            ci,
+            format!(
+                "`{}` is an id: ids identify units, they are never compared or aggregated",
+                column.value
+            ),
+            "filter on a category or a number",
+        ));
     }
     Ok((&column.value, ci))
 }
@@ -563,19 +557,16 @@ pub(super) fn check_distinct<'a>(
     }
     let ci = declared(c, info, col)?;
     if !matches!(ci.ty, ColumnType::Id) {
-        c.error(
-            Diagnostic::new(
-                Code::TypeMismatch,
-                format!(
-                    "`{}` is not an id: `distinct` counts the distinct values of an `id` column",
-                    col.value
-                ),
-                col.span,
-            )
-            .secondary(ci.name_span, "declared here")
-            .help("count rows per category with `histogram(… by …)`"),
-        );
-        return Err(Reported);
+        return Err(wrong_type(
+            c,
+            col,
+            ci,
+            format!(
+                "`{}` is not an id: `distinct` counts the distinct values of an `id` column",
+                col.value
+            ),
+            "count rows per category with `histogram(… by …)`",
+        ));
     }
     if let Some(unit) = unit_id.filter(|u| *u != col.value) {
         c.error(
@@ -589,6 +580,23 @@ pub(super) fn check_distinct<'a>(
         return Err(Reported);
     }
     Ok(col)
+}
+
+/// DP017 on a column used as the wrong type: `message` at the column,
+/// where it was declared, and `help`.
+pub(super) fn wrong_type(
+    c: &mut Checker,
+    column: &ast::Ident,
+    ci: &ColumnInfo,
+    message: String,
+    help: impl Into<String>,
+) -> Reported {
+    c.error(
+        Diagnostic::new(Code::TypeMismatch, message, column.span)
+            .secondary(ci.name_span, "declared here")
+            .help(help),
+    );
+    Reported
 }
 
 /// DP023: a grouped query whose average cell (an upper bound on its true
