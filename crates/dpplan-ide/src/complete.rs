@@ -4,7 +4,7 @@
 //! the last analysis.
 
 use dpplan_diagnostics::Span;
-use dpplan_syntax::ast::ColumnType;
+use dpplan_syntax::ast::{self, ColumnType};
 use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 use dpplan_vocab::{
     AccountantChoice, AccuracyMeasure, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind,
@@ -124,64 +124,13 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
     }
 
     let mut out = Vec::new();
-    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| {
-        for w in words {
-            out.push(CompletionItem {
-                label: (*w).to_string(),
-                kind: CompletionKind::Keyword,
-                detail: keyword_doc(w).map(first_sentence),
-                documentation: keyword_doc(w).map(str::to_string),
-                insert_text: None,
-                replace,
-            });
-        }
-    };
     let plan = doc.ast();
-    let datasets = |out: &mut Vec<CompletionItem>| {
-        for ds in &plan.datasets {
-            out.push(CompletionItem {
-                label: ds.name.value.clone(),
-                kind: CompletionKind::Dataset,
-                detail: Some(format!("dataset ({} columns)", ds.columns.len())),
-                documentation: None,
-                insert_text: None,
-                replace,
-            });
-        }
-    };
-    let columns = |out: &mut Vec<CompletionItem>,
-                   dataset: Option<&str>,
-                   want: &dyn Fn(&ColumnType) -> bool| {
-        for ds in &plan.datasets {
-            if dataset.is_some_and(|d| d != ds.name.value) {
-                continue;
-            }
-            for c in &ds.columns {
-                if !want(&c.ty.value)
-                    || out.iter().any(|i: &CompletionItem| {
-                        i.label == c.name.value && i.kind == CompletionKind::Column
-                    })
-                {
-                    continue;
-                }
-                let ty = match &c.ty.value {
-                    ColumnType::Id => "id",
-                    ColumnType::Category { .. } => "category",
-                    ColumnType::Int { .. } => "int",
-                    ColumnType::Float { .. } => "float",
-                    ColumnType::Time => "time",
-                };
-                out.push(CompletionItem {
-                    label: c.name.value.clone(),
-                    kind: CompletionKind::Column,
-                    detail: Some(format!("{}.{} : {ty}", ds.name.value, c.name.value)),
-                    documentation: None,
-                    insert_text: None,
-                    replace,
-                });
-            }
-        }
-    };
+    let items = Items { plan, replace };
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    let columns =
+        |out: &mut Vec<CompletionItem>,
+         dataset: Option<&str>,
+         want: &dyn Fn(&ColumnType) -> bool| items.columns(out, dataset, want);
     let released = |out: &mut Vec<CompletionItem>| {
         let report = doc.light_analysis().report.as_ref();
         for q in &plan.queries {
@@ -270,116 +219,194 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 );
             }
         }
-        Block::Query => match (stmt.first().copied(), last) {
-            (None, _) => {
-                for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
-                    kw(&mut out, &[agg]);
-                    if let Some(i) = out.last_mut() {
-                        i.insert_text = Some(format!("{agg}("));
-                    }
-                }
-                kw(
-                    &mut out,
-                    &[
-                        "noise",
-                        "schedule",
-                        "sensitivity",
-                        "accuracy",
-                        "window",
-                        "candidates",
-                    ],
-                );
-            }
-            (Some(agg), Some("(")) if stmt.len() == 2 => {
-                datasets(&mut out);
-                if agg == "count" {
-                    kw(&mut out, &["distinct"]);
-                }
-            }
-            (Some(_), Some("distinct")) => datasets(&mut out),
-            (Some(_), Some("by" | ",")) if stmt.len() >= 3 && stmt.contains(&"by") => {
-                let ds = aggregated_dataset(&stmt);
-                columns(&mut out, ds, &|t| matches!(t, ColumnType::Category { .. }));
-                kw(&mut out, &["bins"]);
-                if let Some(i) = out.last_mut() {
-                    i.insert_text = Some("bins(".into());
-                }
-            }
-            (Some(_), Some("bins")) | (Some(_), Some("("))
-                if stmt.iter().rev().nth(1) == Some(&"bins") =>
-            {
-                let ds = aggregated_dataset(&stmt);
-                columns(&mut out, ds, &|t| {
-                    matches!(t, ColumnType::Int { .. } | ColumnType::Float { .. })
-                });
-            }
-            (Some(_), Some("]")) if stmt.contains(&"bins") => kw(&mut out, &["outside"]),
-            (Some(_), Some("outside")) => kw(&mut out, &names::<InvalidRule>()),
-            (Some(_), Some("where" | "and" | "or" | "not" | "("))
-                if stmt.len() >= 4 && stmt.contains(&"where") =>
-            {
-                let ds = aggregated_dataset(&stmt);
-                columns(&mut out, ds, &|t| !matches!(t, ColumnType::Id));
-                kw(&mut out, &["not"]);
-            }
-            (Some("count" | "sum" | "mean" | "histogram"), Some(w))
-                if stmt.get(1) == Some(&"(")
-                    && aggregated_dataset(&stmt) == Some(w.split('.').next().unwrap_or(w)) =>
-            {
-                kw(&mut out, &["where", "by"]);
-            }
-            (Some(_), Some(w))
-                if stmt.contains(&"where")
-                    && !stmt.contains(&"by")
-                    && (is_number(w) || w.starts_with('"') || w == "}") =>
-            {
-                kw(&mut out, &["and", "or", "by"]);
-            }
-            (Some("noise"), Some("noise")) => kw(&mut out, &names::<NoiseKind>()),
-            (Some("candidates"), Some("candidates")) => kw(&mut out, &["every"]),
-            (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
-                kw(&mut out, &["scale", "epsilon", "auto"])
-            }
-            (Some("noise"), Some("gaussian" | "discrete_gaussian")) => {
-                kw(&mut out, &["sigma", "epsilon", "auto"])
-            }
-            (Some("noise"), Some(w)) if is_number(w) && stmt.get(2) == Some(&"epsilon") => {
-                kw(&mut out, &["delta"])
-            }
-            (Some("noise"), Some("auto")) => kw(&mut out, &["weight"]),
-            (Some("accuracy"), Some("accuracy")) => kw(&mut out, &names::<AccuracyMeasure>()),
-            (Some("schedule"), Some("schedule")) => kw(&mut out, &["once", "every"]),
-            (Some("schedule"), Some(w)) if w.len() >= 10 && w.contains('-') => {
-                kw(&mut out, &["until"])
-            }
-            (Some("window"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(
-                &mut out,
-                &[
-                    "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours",
-                    "days", "weeks",
-                ],
-            ),
-            (Some("schedule"), Some(w)) if is_number(w) && stmt.len() == 2 => {
-                kw(&mut out, &["times"])
-            }
-            (Some("schedule"), Some(w)) if is_number(w) => kw(
-                &mut out,
-                &[
-                    "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours",
-                    "days", "weeks",
-                ],
-            ),
-            (Some("schedule"), Some(w))
-                if stmt.len() == 4 && w.chars().all(|c| c.is_ascii_alphabetic()) =>
-            {
-                kw(&mut out, &["for", "from"])
-            }
-            (Some("sensitivity"), _) => kw(&mut out, &["l1", "l2"]),
-            _ => {}
-        },
+        Block::Query => query_items(&items, &mut out, &stmt),
         Block::Domain | Block::Other => {}
     }
     out
+}
+
+/// What can be typed in a query's block, after `stmt` on the line.
+fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    let datasets = |out: &mut Vec<CompletionItem>| items.datasets(out);
+    let columns =
+        |out: &mut Vec<CompletionItem>,
+         dataset: Option<&str>,
+         want: &dyn Fn(&ColumnType) -> bool| items.columns(out, dataset, want);
+    let is_number = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
+    let last = stmt.last().copied();
+    match (stmt.first().copied(), last) {
+        (None, _) => {
+            for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
+                kw(out, &[agg]);
+                if let Some(i) = out.last_mut() {
+                    i.insert_text = Some(format!("{agg}("));
+                }
+            }
+            kw(
+                out,
+                &[
+                    "noise",
+                    "schedule",
+                    "sensitivity",
+                    "accuracy",
+                    "window",
+                    "candidates",
+                ],
+            );
+        }
+        (Some(agg), Some("(")) if stmt.len() == 2 => {
+            datasets(out);
+            if agg == "count" {
+                kw(out, &["distinct"]);
+            }
+        }
+        (Some(_), Some("distinct")) => datasets(out),
+        (Some(_), Some("by" | ",")) if stmt.len() >= 3 && stmt.contains(&"by") => {
+            let ds = aggregated_dataset(stmt);
+            columns(out, ds, &|t| matches!(t, ColumnType::Category { .. }));
+            kw(out, &["bins"]);
+            if let Some(i) = out.last_mut() {
+                i.insert_text = Some("bins(".into());
+            }
+        }
+        (Some(_), Some("bins")) | (Some(_), Some("("))
+            if stmt.iter().rev().nth(1) == Some(&"bins") =>
+        {
+            let ds = aggregated_dataset(stmt);
+            columns(out, ds, &|t| {
+                matches!(t, ColumnType::Int { .. } | ColumnType::Float { .. })
+            });
+        }
+        (Some(_), Some("]")) if stmt.contains(&"bins") => kw(out, &["outside"]),
+        (Some(_), Some("outside")) => kw(out, &names::<InvalidRule>()),
+        (Some(_), Some("where" | "and" | "or" | "not" | "("))
+            if stmt.len() >= 4 && stmt.contains(&"where") =>
+        {
+            let ds = aggregated_dataset(stmt);
+            columns(out, ds, &|t| !matches!(t, ColumnType::Id));
+            kw(out, &["not"]);
+        }
+        (Some("count" | "sum" | "mean" | "histogram"), Some(w))
+            if stmt.get(1) == Some(&"(")
+                && aggregated_dataset(stmt) == Some(w.split('.').next().unwrap_or(w)) =>
+        {
+            kw(out, &["where", "by"]);
+        }
+        (Some(_), Some(w))
+            if stmt.contains(&"where")
+                && !stmt.contains(&"by")
+                && (is_number(w) || w.starts_with('"') || w == "}") =>
+        {
+            kw(out, &["and", "or", "by"]);
+        }
+        (Some("noise"), Some("noise")) => kw(out, &names::<NoiseKind>()),
+        (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
+        (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
+            kw(out, &["scale", "epsilon", "auto"])
+        }
+        (Some("noise"), Some("gaussian" | "discrete_gaussian")) => {
+            kw(out, &["sigma", "epsilon", "auto"])
+        }
+        (Some("noise"), Some(w)) if is_number(w) && stmt.get(2) == Some(&"epsilon") => {
+            kw(out, &["delta"])
+        }
+        (Some("noise"), Some("auto")) => kw(out, &["weight"]),
+        (Some("accuracy"), Some("accuracy")) => kw(out, &names::<AccuracyMeasure>()),
+        (Some("schedule"), Some("schedule")) => kw(out, &["once", "every"]),
+        (Some("schedule"), Some(w)) if w.len() >= 10 && w.contains('-') => kw(out, &["until"]),
+        (Some("window"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(
+            out,
+            &[
+                "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours", "days",
+                "weeks",
+            ],
+        ),
+        (Some("schedule"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(out, &["times"]),
+        (Some("schedule"), Some(w)) if is_number(w) => kw(
+            out,
+            &[
+                "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours", "days",
+                "weeks",
+            ],
+        ),
+        (Some("schedule"), Some(w))
+            if stmt.len() == 4 && w.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            kw(out, &["for", "from"])
+        }
+        (Some("sensitivity"), _) => kw(out, &["l1", "l2"]),
+        _ => {}
+    }
+}
+
+/// The names and keywords a completion offers, each replacing `replace`.
+struct Items<'a> {
+    plan: &'a ast::Plan,
+    replace: Span,
+}
+
+impl Items<'_> {
+    fn kw(&self, out: &mut Vec<CompletionItem>, words: &[&str]) {
+        for w in words {
+            out.push(CompletionItem {
+                label: (*w).to_string(),
+                kind: CompletionKind::Keyword,
+                detail: keyword_doc(w).map(first_sentence),
+                documentation: keyword_doc(w).map(str::to_string),
+                insert_text: None,
+                replace: self.replace,
+            });
+        }
+    }
+    fn datasets(&self, out: &mut Vec<CompletionItem>) {
+        for ds in &self.plan.datasets {
+            out.push(CompletionItem {
+                label: ds.name.value.clone(),
+                kind: CompletionKind::Dataset,
+                detail: Some(format!("dataset ({} columns)", ds.columns.len())),
+                documentation: None,
+                insert_text: None,
+                replace: self.replace,
+            });
+        }
+    }
+    fn columns(
+        &self,
+        out: &mut Vec<CompletionItem>,
+        dataset: Option<&str>,
+        want: &dyn Fn(&ColumnType) -> bool,
+    ) {
+        for ds in &self.plan.datasets {
+            if dataset.is_some_and(|d| d != ds.name.value) {
+                continue;
+            }
+            for c in &ds.columns {
+                if !want(&c.ty.value)
+                    || out.iter().any(|i: &CompletionItem| {
+                        i.label == c.name.value && i.kind == CompletionKind::Column
+                    })
+                {
+                    continue;
+                }
+                let ty = match &c.ty.value {
+                    ColumnType::Id => "id",
+                    ColumnType::Category { .. } => "category",
+                    ColumnType::Int { .. } => "int",
+                    ColumnType::Float { .. } => "float",
+                    ColumnType::Time => "time",
+                };
+                out.push(CompletionItem {
+                    label: c.name.value.clone(),
+                    kind: CompletionKind::Column,
+                    detail: Some(format!("{}.{} : {ty}", ds.name.value, c.name.value)),
+                    documentation: None,
+                    insert_text: None,
+                    replace: self.replace,
+                });
+            }
+        }
+    }
 }
 
 /// The dataset an aggregation reads, from the words typed so far:
