@@ -177,6 +177,58 @@ fn filters_bins_cells_and_distinct_give_the_exact_aggregates() {
     assert!(valid.len() < rows.len(), "invalid rows dropped");
 }
 
+/// Under `invalid_rows clamp` a number that does not parse is imputed (its
+/// lower bound, 0) wherever it is read — the filter and the bins read the
+/// same parsed value; nothing is dropped. Under `drop` the row leaves.
+#[test]
+fn under_clamp_filters_and_bins_read_the_imputed_value() {
+    let extra = r#"query cheap { count(trips where fare < 5) noise laplace scale 1 schedule once }
+  query fare_bins { histogram(trips by bins(fare, [0, 5, 100])) noise laplace scale 1 schedule once }
+}
+"#;
+    let with_extra = format!("{}{extra}", ROW_PLAN.trim_end().trim_end_matches('}'));
+    let clamped = with_extra.replace(
+        "column length_km : float in [0, 1000]\n",
+        "column length_km : float in [0, 1000]\n    invalid_rows clamp\n",
+    );
+    assert_ne!(clamped, with_extra);
+    let rows = rows();
+    let text = csv(&rows);
+    let invalid = |f: &str| f.parse::<f64>().map_or(true, f64::is_nan);
+    // imputed: an invalid fare reads as its lower bound, 0, everywhere
+    let fare = |f: &str| {
+        if invalid(f) {
+            0.0
+        } else {
+            f.parse::<f64>().unwrap()
+        }
+    };
+    let expect = |keep_invalid: bool| {
+        let kept: Vec<f64> = rows
+            .iter()
+            .filter(|r| keep_invalid || !invalid(&r.3))
+            .map(|r| fare(&r.3))
+            .collect();
+        let cheap = kept.iter().filter(|&&f| f < 5.0).count() as i128;
+        let bins = vec![
+            cheap,
+            kept.iter().filter(|&&f| (5.0..=100.0).contains(&f)).count() as i128,
+        ];
+        (cheap, bins)
+    };
+    for (src, keep_invalid) in [(&clamped, true), (&with_extra, false)] {
+        let (cheap, bins) = expect(keep_invalid);
+        for threads in [1, 3] {
+            let got = aggregates(src, &text, threads);
+            assert_eq!(got["cheap"], vec![cheap], "{keep_invalid} {threads}");
+            assert_eq!(got["fare_bins"], bins, "{keep_invalid} {threads}");
+        }
+    }
+    // the control: the invalid rows are there, and clamp counts them
+    assert!(rows.iter().any(|r| invalid(&r.3)));
+    assert!(expect(true).0 > expect(false).0);
+}
+
 const USER_PLAN: &str = r#"plan "rides" {
   privacy { unit user by rider_id adjacency add_remove budget epsilon 100 }
   dataset trips {

@@ -67,6 +67,7 @@ impl Filter {
 
 impl Comparison {
     /// `x <cmp> y`; every comparison with NaN is false.
+    #[inline]
     pub fn holds(self, x: f64, y: f64) -> bool {
         match self {
             Comparison::Lt => x < y,

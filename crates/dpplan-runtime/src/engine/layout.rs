@@ -1,15 +1,12 @@
 //! The schema resolved against a CSV header: which fields a row needs, how
 //! each is parsed, and what each statistic reads.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use dpplan_plan::Dataset;
 use dpplan_vocab::{ColumnKind, InvalidRule};
 
 use super::hash::IdHasher;
 use super::number::{parse_number, valid_number, Grid};
-use super::rows::{DistinctIds, Grouping, RowFilter};
+use super::rows::{DistinctIds, Grouping, NumberSlots, RowFilter};
 use super::{EngineError, StatKind, Statistic};
 use dpplan_vocab::rows::{Filter, GroupKey};
 
@@ -42,97 +39,6 @@ pub(super) struct Prepared {
 /// The category index of a value outside the public domain.
 pub(super) const OUT: u32 = u32::MAX;
 
-/// A grouping column's public domain, and a lookup of a field's index in
-/// it (a linear search up to 16 values, a hash map beyond).
-pub(super) struct Domain {
-    values: Vec<Vec<u8>>,
-    map: Option<HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>>,
-    /// The values packed ([`pack`]) when each has at most 7 bytes (and
-    /// there are at most 64): the lookup is a scan of integers.
-    packed: Option<Vec<u64>>,
-}
-
-/// FNV-1a for the domain's lookup: a few ns on a short field where SipHash
-/// costs tens. Not keyed, and it needs not be: the table holds the public
-/// domain only, so its buckets are fixed before any data is read, and a
-/// field from the data costs at most one probe sequence over them,
-/// whatever its hash.
-#[derive(Clone, Copy)]
-pub(super) struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-impl Domain {
-    pub(super) fn new(values: &[String]) -> Domain {
-        let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
-        let packed = values
-            .iter()
-            .map(|v| pack(v))
-            .collect::<Option<Vec<u64>>>()
-            .filter(|p| p.len() <= 64);
-        let map = (values.len() > 16 && packed.is_none()).then(|| {
-            values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (v.clone(), i as u32))
-                .collect()
-        });
-        Domain {
-            values,
-            map,
-            packed,
-        }
-    }
-
-    #[inline]
-    pub(super) fn index(&self, field: &[u8]) -> u32 {
-        if let Some(p) = &self.packed {
-            // every value fits 7 bytes: one integer compare per value
-            let Some(key) = pack(field) else { return OUT };
-            return p.iter().position(|&v| v == key).map_or(OUT, |i| i as u32);
-        }
-        match &self.map {
-            Some(m) => m.get(field).copied().unwrap_or(OUT),
-            None => self
-                .values
-                .iter()
-                .position(|v| v.as_slice() == field)
-                .map_or(OUT, |i| i as u32),
-        }
-    }
-}
-
-/// A field of at most 7 bytes as one integer (its bytes and its length:
-/// two fields pack equal exactly when they are equal); `None` if longer.
-#[inline]
-fn pack(field: &[u8]) -> Option<u64> {
-    if field.len() > 7 {
-        return None;
-    }
-    // no memcpy call for a handful of bytes
-    let bytes = field
-        .iter()
-        .rev()
-        .fold(0u64, |a, &x| (a << 8) | u64::from(x));
-    Some(bytes | ((field.len() as u64) << 56))
-}
-
 /// A parsed CSV record: its fields by index.
 pub(super) trait Fields {
     fn field(&self, i: usize) -> Option<&[u8]>;
@@ -148,7 +54,7 @@ impl Fields for csv::ByteRecord {
 /// The schema resolved against a CSV header.
 pub(super) struct Layout {
     pub(super) id: Option<usize>,
-    /// The numbers some statistic sums, parsed.
+    /// The numbers some filter, bin or sum reads, parsed once per row.
     pub(super) vals: Vec<NumCol>,
     /// The other declared numbers, only checked when invalid rows are
     /// dropped (under `clamp` they would be imputed, and nothing reads them).
@@ -191,12 +97,12 @@ impl Layout {
             }
         }
         if let Some(f) = &self.filter {
-            if !f.holds(rec) {
+            if !f.holds(rec, vals) {
                 return false;
             }
         }
         for (slot, g) in self.cats.iter().enumerate() {
-            cats[slot] = g.cell(rec);
+            cats[slot] = g.cell(rec, vals);
         }
         true
     }
@@ -229,8 +135,8 @@ pub(super) fn header_index(
 impl Layout {
     /// Resolves the dataset's schema and the statistics against the CSV
     /// header: every declared column must be in the header; the numbers
-    /// some statistic sums are parsed, the other declared numbers only
-    /// checked (when invalid rows are dropped).
+    /// a filter, a bin or a sum reads are parsed (once each), the other
+    /// declared numbers only checked (when invalid rows are dropped).
     pub(super) fn resolve(
         dataset: &Dataset,
         headers: &csv::ByteRecord,
@@ -238,17 +144,30 @@ impl Layout {
     ) -> Result<(Layout, Vec<Prepared>), EngineError> {
         let id = unit_id_index(dataset, headers)?;
         let (nums, num_names) = declared_numbers(dataset, headers)?;
+        // the numbers filters and bins compare take the first slots
+        let mut slots = NumberSlots {
+            csv: nums.iter().map(|c| c.index).collect(),
+            used: Vec::new(),
+        };
         let filter = common_filter(dataset, stats)?
-            .map(|f| RowFilter::resolve(dataset, headers, f))
+            .map(|f| RowFilter::resolve(dataset, headers, f, &mut slots))
             .transpose()?;
         let distinct_column = distinct_column(dataset, headers, stats, id)?;
         let mut groups = Groupings::default();
         let mut prepared = Vec::new();
         for s in stats {
-            prepared.push(prepare(dataset, headers, s, &num_names, &mut groups)?);
+            prepared.push(prepare(
+                dataset,
+                headers,
+                s,
+                &num_names,
+                &mut groups,
+                &mut slots,
+            )?);
         }
-        // Only the summed numbers are parsed; the others are checked.
-        let (used, fields) = stored_fields(&mut prepared);
+        // The numbers read are parsed (once each); the others are checked.
+        let fields = stored_fields(&mut prepared, &mut slots);
+        let used = slots.used;
         let drop_invalid = dataset.invalid_rows != InvalidRule::Clamp;
         let vals = used.iter().map(|&n| nums[n]).collect();
         let checks = match drop_invalid {
@@ -328,6 +247,7 @@ impl Groupings {
         dataset: &Dataset,
         headers: &csv::ByteRecord,
         by: &str,
+        slots: &mut NumberSlots,
     ) -> Result<(usize, usize), EngineError> {
         let col = dataset
             .columns
@@ -347,7 +267,7 @@ impl Groupings {
             column: by.to_string(),
             domain: domain.clone(),
         }];
-        self.slot_of(dataset, headers, &keys)
+        self.slot_of(dataset, headers, &keys, slots)
     }
 
     /// The slot of the grouping by `keys` (added when new) and its number
@@ -357,11 +277,12 @@ impl Groupings {
         dataset: &Dataset,
         headers: &csv::ByteRecord,
         keys: &[GroupKey],
+        slots: &mut NumberSlots,
     ) -> Result<(usize, usize), EngineError> {
         if let Some(i) = self.cats.iter().position(|g| g.keys == keys) {
             return Ok((i, self.cats[i].len()));
         }
-        let g = Grouping::resolve(dataset, headers, keys)?;
+        let g = Grouping::resolve(dataset, headers, keys, slots)?;
         let len = g.len();
         self.cats.push(g);
         Ok((self.cats.len() - 1, len))
@@ -434,21 +355,22 @@ fn prepare(
     s: &Statistic,
     num_names: &[&str],
     groups: &mut Groupings,
+    slots: &mut NumberSlots,
 ) -> Result<Prepared, EngineError> {
     let kind = s.kind.unfiltered();
     let (value, group, coords) = match kind {
         StatKind::Count | StatKind::Distinct { .. } => (None, None, 1),
         StatKind::Sum { column } => (Some(column.as_str()), None, 1),
         StatKind::GroupedCount { by } => {
-            let (slot, coords) = groups.slot(dataset, headers, by)?;
+            let (slot, coords) = groups.slot(dataset, headers, by, slots)?;
             (None, Some(slot), coords)
         }
         StatKind::GroupedSum { by, column } => {
-            let (slot, coords) = groups.slot(dataset, headers, by)?;
+            let (slot, coords) = groups.slot(dataset, headers, by, slots)?;
             (Some(column.as_str()), Some(slot), coords)
         }
         StatKind::Cells { keys, column } => {
-            let (slot, coords) = groups.slot_of(dataset, headers, keys)?;
+            let (slot, coords) = groups.slot_of(dataset, headers, keys, slots)?;
             (column.as_deref(), Some(slot), coords)
         }
         StatKind::Where { .. } => {
@@ -512,19 +434,15 @@ pub fn grid_bounds(
     Ok((grid_scale, lo, hi))
 }
 
-/// Numbers each statistic's `value` by the summed numbers actually used
-/// (the declared numbers it returns, in order of first use) and sets its
-/// `field` to the distinct (number, grid) pair user-level bounding stores
-/// per kept row (the pairs it returns).
-fn stored_fields(prepared: &mut [Prepared]) -> (Vec<usize>, Vec<(usize, Grid)>) {
-    let mut used: Vec<usize> = Vec::new();
+/// Sets each statistic's `value` to its summed number's slot among the
+/// numbers a row's parse reads (`slots`, a new slot on first use) and its
+/// `field` to the distinct (slot, grid) pair user-level bounding stores per
+/// kept row (the pairs it returns).
+fn stored_fields(prepared: &mut [Prepared], slots: &mut NumberSlots) -> Vec<(usize, Grid)> {
     let mut fields: Vec<(usize, Grid)> = Vec::new();
     for p in prepared {
         if let Some(n) = p.value {
-            let v = used.iter().position(|&u| u == n).unwrap_or_else(|| {
-                used.push(n);
-                used.len() - 1
-            });
+            let v = slots.slot_of_declared(n);
             p.value = Some(v);
             let f = (v, p.grid);
             p.field = Some(fields.iter().position(|x| *x == f).unwrap_or_else(|| {
@@ -533,5 +451,5 @@ fn stored_fields(prepared: &mut [Prepared]) -> (Vec<usize>, Vec<(usize, Grid)>) 
             }));
         }
     }
-    (used, fields)
+    fields
 }

@@ -43,6 +43,7 @@ use dpplan_vocab::rows::{Filter, GroupKey};
 use crate::rng::SecureRng;
 
 mod bounding;
+mod domain;
 mod hash;
 mod layout;
 pub use layout::grid_bounds;

@@ -18,19 +18,19 @@ use dpplan_plan::Dataset;
 use dpplan_vocab::rows::{Filter, GroupKey};
 use dpplan_vocab::{ColumnKind, Comparison};
 
+use super::domain::Domain;
 use super::hash::IdHasher;
-use super::layout::{header_index, Domain, Fields, OUT};
-use super::number::parse_number;
+use super::layout::{header_index, Fields, OUT};
 use super::EngineError;
 
-/// A numeric field as a filter or a bin reads it: parsed, or the value
-/// `invalid_rows clamp` imputes (under `drop` an invalid row was already
-/// dropped).
+/// A numeric field as a filter or a bin reads it: its slot among the
+/// row's parsed numbers (`Layout::vals`), so a
+/// number that a filter, a bin and a sum all read is parsed once. An
+/// invalid value is what `invalid_rows clamp` imputes (under `drop` the
+/// row was dropped before any filter or bin reads it).
 #[derive(Clone, Copy)]
 pub(super) struct Number {
-    index: usize,
-    int: bool,
-    impute: f64,
+    slot: usize,
 }
 
 impl Number {
@@ -38,6 +38,7 @@ impl Number {
         dataset: &Dataset,
         headers: &csv::ByteRecord,
         column: &str,
+        slots: &mut NumberSlots,
     ) -> Result<Number, EngineError> {
         let c = declared(dataset, column)?;
         if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
@@ -46,16 +47,42 @@ impl Number {
                 dataset.name
             )));
         }
-        Ok(Number {
-            index: header_index(headers, &dataset.name, column)?,
-            int: c.ty == ColumnKind::Int,
-            impute: c.bounds.map_or(0.0, |b| b[0]),
-        })
+        let index = header_index(headers, &dataset.name, column)?;
+        let slot = slots.slot(index).ok_or_else(|| {
+            EngineError::Schema(format!("column `{column}` is not a declared number"))
+        })?;
+        Ok(Number { slot })
     }
 
     #[inline]
-    fn read<F: Fields>(&self, rec: &F) -> f64 {
-        parse_number(rec.field(self.index), self.int).unwrap_or(self.impute)
+    fn read(&self, vals: &[f64]) -> f64 {
+        vals[self.slot]
+    }
+}
+
+/// Which declared numbers a row's parse reads, in slot order: the numbers
+/// filters and bins compare, then the summed ones.
+pub(super) struct NumberSlots {
+    /// The CSV index of every declared number, in declared order.
+    pub(super) csv: Vec<usize>,
+    /// Per slot, its declared number (an index into `csv`).
+    pub(super) used: Vec<usize>,
+}
+
+impl NumberSlots {
+    /// The slot of the declared number `n` (added when new).
+    pub(super) fn slot_of_declared(&mut self, n: usize) -> usize {
+        self.used.iter().position(|&u| u == n).unwrap_or_else(|| {
+            self.used.push(n);
+            self.used.len() - 1
+        })
+    }
+
+    /// The slot of the declared number in CSV column `index`; `None` when
+    /// no declared number is there.
+    fn slot(&mut self, index: usize) -> Option<usize> {
+        let n = self.csv.iter().position(|&c| c == index)?;
+        Some(self.slot_of_declared(n))
     }
 }
 
@@ -90,22 +117,25 @@ impl RowFilter {
         dataset: &Dataset,
         headers: &csv::ByteRecord,
         f: &Filter,
+        slots: &mut NumberSlots,
     ) -> Result<RowFilter, EngineError> {
-        let all = |items: &[Filter]| {
+        let mut all = |items: &[Filter]| {
             items
                 .iter()
-                .map(|i| RowFilter::resolve(dataset, headers, i))
+                .map(|i| RowFilter::resolve(dataset, headers, i, slots))
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(match f {
             Filter::And { items } => RowFilter::And(all(items)?),
             Filter::Or { items } => RowFilter::Or(all(items)?),
-            Filter::Not { inner } => {
-                RowFilter::Not(Box::new(RowFilter::resolve(dataset, headers, inner)?))
-            }
-            Filter::Compare { column, cmp, value } => {
-                RowFilter::Compare(Number::resolve(dataset, headers, column)?, *cmp, *value)
-            }
+            Filter::Not { inner } => RowFilter::Not(Box::new(RowFilter::resolve(
+                dataset, headers, inner, slots,
+            )?)),
+            Filter::Compare { column, cmp, value } => RowFilter::Compare(
+                Number::resolve(dataset, headers, column, slots)?,
+                *cmp,
+                *value,
+            ),
             Filter::In { column, values } => {
                 declared(dataset, column)?;
                 RowFilter::In(
@@ -116,17 +146,31 @@ impl RowFilter {
         })
     }
 
-    /// Whether the row passes. A comparison with NaN is false.
+    /// Whether the row (its fields, its parsed numbers `vals`) passes. A
+    /// comparison with NaN is false.
     #[inline]
-    pub(super) fn holds<F: Fields>(&self, rec: &F) -> bool {
+    pub(super) fn holds<F: Fields>(&self, rec: &F, vals: &[f64]) -> bool {
+        // the items of `and`/`or` that are comparisons or `in` sets (the
+        // usual filter) are decided in the loop, without a recursive call
+        let item = |i: &RowFilter| i.leaf(rec, vals).unwrap_or_else(|| i.holds(rec, vals));
         match self {
-            RowFilter::And(items) => items.iter().all(|i| i.holds(rec)),
-            RowFilter::Or(items) => items.iter().any(|i| i.holds(rec)),
-            RowFilter::Not(inner) => !inner.holds(rec),
-            RowFilter::Compare(n, cmp, v) => cmp.holds(n.read(rec), *v),
+            RowFilter::And(items) => items.iter().all(item),
+            RowFilter::Or(items) => items.iter().any(item),
+            RowFilter::Not(inner) => !item(inner),
+            _ => item(self),
+        }
+    }
+
+    /// A comparison's or an `in` set's verdict; `None` for `and`, `or`,
+    /// `not`.
+    #[inline(always)]
+    fn leaf<F: Fields>(&self, rec: &F, vals: &[f64]) -> Option<bool> {
+        match self {
+            RowFilter::Compare(n, cmp, v) => Some(cmp.holds(n.read(vals), *v)),
             RowFilter::In(index, values) => {
-                rec.field(*index).is_some_and(|f| values.index(f) != OUT)
+                Some(rec.field(*index).is_some_and(|f| values.index(f) != OUT))
             }
+            _ => None,
         }
     }
 }
@@ -150,6 +194,7 @@ impl Grouping {
         dataset: &Dataset,
         headers: &csv::ByteRecord,
         keys: &[GroupKey],
+        slots: &mut NumberSlots,
     ) -> Result<Grouping, EngineError> {
         let mut parts = Vec::with_capacity(keys.len());
         let mut len: usize = 1;
@@ -163,7 +208,7 @@ impl Grouping {
                     }
                 }
                 GroupKey::Bins { column, .. } => Part::Bins {
-                    number: Number::resolve(dataset, headers, column)?,
+                    number: Number::resolve(dataset, headers, column, slots)?,
                     key: k.clone(),
                 },
             };
@@ -187,16 +232,17 @@ impl Grouping {
         self.len
     }
 
-    /// The row's cell, or [`OUT`].
+    /// The row's cell (from its fields and its parsed numbers `vals`), or
+    /// [`OUT`].
     #[inline]
-    pub(super) fn cell<F: Fields>(&self, rec: &F) -> u32 {
+    pub(super) fn cell<F: Fields>(&self, rec: &F, vals: &[f64]) -> u32 {
         let mut cell = 0u32;
         for (part, stride) in &self.parts {
             let i = match part {
                 Part::Category { index, domain } => {
                     rec.field(*index).map_or(OUT, |f| domain.index(f))
                 }
-                Part::Bins { number, key } => key.bin(number.read(rec)).map_or(OUT, |b| b as u32),
+                Part::Bins { number, key } => key.bin(number.read(vals)).map_or(OUT, |b| b as u32),
             };
             if i == OUT {
                 return OUT;
