@@ -206,6 +206,74 @@ fn distinct_ids_cost_one_whatever_the_rows_per_unit() {
     assert_eq!(l1, 0.0);
 }
 
+/// The independent formula: the largest change of the number of distinct
+/// ids when one unit of `c` rows (ids from a small universe) is added,
+/// removed or replaced, over every data set of up to two other rows.
+fn brute_distinct(c: usize, replace: bool) -> usize {
+    let ids = 0..(c as u8 + 2);
+    let tuples = |n: usize| -> Vec<Vec<u8>> {
+        (0..n).fold(vec![vec![]], |acc, _| {
+            acc.iter()
+                .flat_map(|t| ids.clone().map(move |i| [t.clone(), vec![i]].concat()))
+                .collect()
+        })
+    };
+    let distinct = |rows: &[&[u8]]| -> usize {
+        let mut all: Vec<u8> = rows.concat();
+        all.sort_unstable();
+        all.dedup();
+        all.len()
+    };
+    let mut worst = 0;
+    for others in (0..=2).flat_map(tuples) {
+        for unit in tuples(c) {
+            let base = distinct(&[&others]);
+            if !replace {
+                worst = worst.max(distinct(&[&others, &unit]).abs_diff(base));
+                continue;
+            }
+            for other_unit in tuples(c) {
+                let a = distinct(&[&others, &unit]);
+                worst = worst.max(a.abs_diff(distinct(&[&others, &other_unit])));
+            }
+        }
+    }
+    worst
+}
+
+#[test]
+fn distinct_ids_of_another_column_cost_rows_per_unit() {
+    let q = "count(distinct trips.driver_id)";
+    for rows in [1u64, 2, 3, 6, 1000] {
+        let c = format!(
+            "column driver_id : id\n    {}",
+            USER.replace("rows_per_unit 6", &format!("rows_per_unit {rows}"))
+        );
+        for adj in ["add_remove", "replace"] {
+            let text = plan("user by rider_id", adj, &c, "", q);
+            let (l1, l2, eps) = l1_l2_eps(&text);
+            assert_eq!((l1, l2), (rows as f64, rows as f64), "{rows} {adj}");
+            assert!((eps - rows as f64 / 10.0).abs() < 1e-9, "{eps}");
+            if rows <= 3 {
+                let brute = brute_distinct(rows as usize, adj == "replace");
+                assert_eq!(l1, brute as f64, "{rows} {adj}");
+            }
+            let derivation = &report(&text).queries[0].parts[0].derivation;
+            assert!(
+                derivation.iter().any(|s| s.contains("not the unit's id")),
+                "{derivation:?}"
+            );
+        }
+    }
+    // negative control: the unit's own id costs 1 whatever its rows
+    let c = format!("column driver_id : id\n    {USER}");
+    let keyed = "count(distinct trips.rider_id)";
+    let (l1, _, _) = l1_l2_eps(&plan("user by rider_id", "add_remove", &c, "", keyed));
+    assert_eq!(l1, 1.0);
+    // and one row per unit: the brute force agrees that one row moves it by 1
+    assert_eq!(brute_distinct(1, false), 1);
+}
+
 #[test]
 fn bad_filters_bins_and_distinct_are_located_errors() {
     let p = |q: &str| plan("row", "replace", "", "", q);

@@ -126,19 +126,25 @@ pub fn grouped(
 }
 
 /// `count(distinct d.col)`. `keyed`: the column is the user-level unit's
-/// id, so all of a unit's rows carry one value.
+/// id, so all of a unit's rows carry one value. Under a user-level unit
+/// and another id column, a unit's kept rows (at most `rows_per_unit`)
+/// each carry one id.
 pub fn distinct(u: UnitBound, adj: Adjacency, keyed: bool) -> Derived {
+    let c = u.rows.max(1);
     let step = match (u.user, keyed, adj) {
         (true, true, Adjacency::AddRemove) => "the column is the unit's id: adding or removing a unit adds or removes its one id, whatever its rows (rows_per_unit does not enter): L1 = L2 = 1".to_string(),
         (true, true, Adjacency::Replace) => "the column is the unit's id: replacing a unit removes its id (if any of its rows was counted) and adds the other unit's (if any of its rows is): the count moves by −1, 0 or +1: L1 = L2 = 1".to_string(),
+        (true, false, Adjacency::AddRemove) => format!("the column is not the unit's id: each of the unit's kept rows (at most rows_per_unit = {c}, enforced) carries one id, so adding or removing the unit adds or removes at most {c} distinct ids: L1 = L2 = {c}"),
+        (true, false, Adjacency::Replace) => format!("the column is not the unit's id: replacing a unit removes at most {c} distinct ids (one per kept row, rows_per_unit = {c}) and adds at most {c}; the two move the count in opposite directions, so by at most {c}: L1 = L2 = {c}"),
         (_, _, Adjacency::AddRemove) => "each row carries one id: adding or removing one row adds or removes at most one distinct id: L1 = L2 = 1".to_string(),
         (_, _, Adjacency::Replace) => "replacing one row removes at most one distinct id (its old id, if no other row has it) and adds at most one (its new id): the count moves by −1, 0 or +1: L1 = L2 = 1 (unlike the row count, which is 0 under row-level replace)".to_string(),
     };
+    let d = if u.user && !keyed { c as f64 } else { 1.0 };
     Derived {
-        l1: 1.0,
-        l2: 1.0,
+        l1: d,
+        l2: d,
         coords: 1,
-        linf: 1.0,
+        linf: d,
         steps: vec![step],
     }
 }

@@ -266,3 +266,53 @@ fn under_a_user_unit_the_filter_comes_before_bounding() {
         assert_eq!(got["riders"], vec![101], "{threads}");
     }
 }
+
+const DRIVERS_PLAN: &str = r#"plan "rides" {
+  privacy { unit user by rider_id adjacency add_remove budget epsilon 10000 }
+  dataset trips {
+    column rider_id : id
+    column driver_id : id
+    column fare : float in [0, 100]
+    contribution { rows_per_unit 2 }
+  }
+  query drivers { count(distinct trips.driver_id) noise laplace scale 1 schedule once }
+  query riders { count(distinct trips.rider_id) noise laplace scale 1 schedule once }
+  query fares { sum(trips.fare) noise laplace scale 1 schedule once }
+}
+"#;
+
+/// Under a user-level unit, a distinct count of another id column counts
+/// the ids of the rows each unit keeps (at most rows_per_unit), so one
+/// unit moves it by at most rows_per_unit. Built so that the exact count
+/// does not depend on which rows the reservoirs keep: riders `loyal…` ride
+/// 5 times with one driver each; riders `many…` ride 5 times with 5 new
+/// drivers (2 kept); a row without a driver adds no id.
+#[test]
+fn under_a_user_unit_distinct_ids_of_another_column_are_the_kept_rows_ids() {
+    let mut s = String::from("rider_id,driver_id,fare\n");
+    for u in 0..200 {
+        for _ in 0..5 {
+            s.push_str(&format!("loyal{u},d{},10\n", u % 50));
+        }
+    }
+    for u in 0..300 {
+        for k in 0..5 {
+            s.push_str(&format!("many{u},m{u}-{k},10\n"));
+        }
+    }
+    s.push_str("nodriver,,10\n");
+    for threads in [1, 2, 3] {
+        let got = aggregates(DRIVERS_PLAN, &s, threads);
+        // 50 loyal drivers, then 2 kept of each of the 300 riders' 5
+        assert_eq!(got["drivers"], vec![50 + 2 * 300], "{threads}");
+        assert_eq!(got["riders"], vec![501], "{threads}");
+        // the sum in the same pass still sees 2 kept rows per unit
+        let plan = dpplan_plan::compile(DRIVERS_PLAN).unwrap();
+        let k = plan.body.release("fares").unwrap().parts[0].grid_exponent;
+        let ten = (10.0 * 2f64.powi(-k)).round() as i128;
+        assert_eq!(got["fares"], vec![ten * (2 * 500 + 1)], "{threads}");
+    }
+    // the control: without the bound every driver would count (1,550)
+    let unbounded = DRIVERS_PLAN.replace("rows_per_unit 2", "rows_per_unit 5");
+    assert_eq!(aggregates(&unbounded, &s, 1)["drivers"], vec![50 + 5 * 300]);
+}

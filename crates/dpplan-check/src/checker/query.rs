@@ -204,12 +204,7 @@ fn plan_parts(
         .transpose()?;
     let distinct = match agg.distinct {
         None => None,
-        Some(_) => Some(rows::check_distinct(
-            c,
-            agg,
-            target.info,
-            unit_id(target.info),
-        )?),
+        Some(_) => Some(rows::check_distinct(c, agg, target.info)?),
     };
     let values = match distinct {
         None => value_bounds(c, agg, &target)?,

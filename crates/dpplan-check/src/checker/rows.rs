@@ -504,13 +504,12 @@ fn wrong_literal(c: &mut Checker, name: &str, ci: &ColumnInfo, lit: &Literal) ->
     Reported
 }
 
-/// `count(distinct d.col)`: a count, ungrouped, of an `id` column; under a
-/// user-level unit, the unit's own id (DP014, DP017). Returns the column.
+/// `count(distinct d.col)`: a count, ungrouped, of an `id` column (DP014,
+/// DP017). Returns the column.
 pub(super) fn check_distinct<'a>(
     c: &mut Checker,
     agg: &'a ast::Aggregate,
     info: &DatasetInfo,
-    unit_id: Option<&str>,
 ) -> Result<&'a ast::Ident, Reported> {
     let span = agg.distinct.unwrap_or(agg.span);
     let Some(col) = &agg.target.column else {
@@ -567,17 +566,6 @@ pub(super) fn check_distinct<'a>(
             ),
             "count rows per category with `histogram(… by …)`",
         ));
-    }
-    if let Some(unit) = unit_id.filter(|u| *u != col.value) {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                format!("under `unit user by {unit}`, `distinct` counts the unit's own id; distinct `{}` is not supported in this version", col.value),
-                col.span,
-            )
-            .help(format!("count distinct units with `count(distinct {}.{unit})`", agg.target.dataset.value)),
-        );
-        return Err(Reported);
     }
     Ok(col)
 }

@@ -42,7 +42,7 @@ impl Accumulators {
     #[inline]
     pub(super) fn add_distinct(&mut self, prepared: &[Prepared], id: Option<u128>) {
         if let Some(id) = id {
-            if prepared.iter().any(|p| p.distinct) {
+            if prepared.iter().any(|p| p.of_ids) {
                 self.ids.insert(id);
             }
         }
@@ -59,7 +59,7 @@ impl Accumulators {
     ) -> Result<(), EngineError> {
         for (i, p) in prepared.iter().enumerate() {
             if p.distinct {
-                continue; // `add_distinct`
+                continue; // `add_distinct`, or the units
             }
             let slot = match p.group {
                 Some(g) => {
@@ -114,9 +114,9 @@ impl Accumulators {
                 out.push(self.values[i].clone());
             } else {
                 let distinct = [self.ids.len() as u64];
-                // a row-level distinct count is the set's size (under a
-                // user-level unit `counts` holds the units)
-                let counts = match p.distinct && !self.ids.is_empty() {
+                // a distinct count of ids is the set's size (of the units,
+                // `counts` holds them)
+                let counts = match p.of_ids {
                     true => &distinct[..],
                     false => &self.counts[i][..],
                 };
@@ -200,12 +200,25 @@ fn shuffle_prefix<T>(v: &mut [T], k: usize, draws: &mut Draws, rng: &mut SecureR
 /// Rows per batch of user-level bounding.
 const BATCH: usize = 256;
 
+/// A kept row without a distinct id (its field missing or empty): no keyed
+/// hash half reaches 2^61, so this one is never a hash.
+pub(super) const NO_ID: u128 = u128::MAX;
+
+/// A distinct id as two stored fields (high half first).
+#[inline]
+fn id_fields(id: u128) -> [u64; 2] {
+    [(id >> 64) as u64, id as u64]
+}
+
 /// Parsed rows awaiting their reservoir update: keys, and per row the
 /// summed numbers and category indexes (fixed-size rows, no allocation),
 /// then the rows' slots in the table.
 struct Batch {
     keys: Vec<u64>,
     checks: Vec<u64>,
+    /// The rows' distinct ids (keyed hashes, [`NO_ID`] for none), when a
+    /// distinct count of ids needs them.
+    ids: Vec<u128>,
     vals: Vec<f64>,
     cats: Vec<u32>,
     n_vals: usize,
@@ -218,6 +231,7 @@ impl Batch {
         Batch {
             keys: Vec::with_capacity(BATCH),
             checks: Vec::with_capacity(BATCH),
+            ids: Vec::with_capacity(BATCH),
             vals: vec![0.0; BATCH * n_vals],
             cats: vec![OUT; BATCH * n_cats],
             n_vals,
@@ -253,6 +267,7 @@ impl Batch {
         let (n_vals, n_cats) = (self.n_vals, self.n_cats);
         self.keys.clear();
         self.checks.clear();
+        self.ids.clear();
         while self.keys.len() < BATCH {
             if !records.read(rec)? {
                 return Ok(false);
@@ -264,6 +279,9 @@ impl Batch {
                 &mut self.cats[n * n_cats..(n + 1) * n_cats],
             ) {
                 continue;
+            }
+            if let Some(d) = &layout.distinct {
+                self.ids.push(d.key(rec).unwrap_or(NO_ID));
             }
             let id = &rec[id];
             self.keys.push(units.hasher.key(id));
@@ -288,7 +306,7 @@ pub(super) struct Routed {
 
 impl Routed {
     pub(super) fn new(layout: &Layout, rows: usize) -> Self {
-        let (nf, nc) = (layout.fields.len(), layout.cats.len());
+        let (nf, nc) = (layout.stored_fields(), layout.cats.len());
         Routed {
             keys: Vec::with_capacity(rows),
             checks: Vec::with_capacity(rows),
@@ -299,16 +317,17 @@ impl Routed {
         }
     }
 
-    /// Adds a parsed row (`vals`: the row's summed numbers, `cats`: its
-    /// category indexes) of the unit (`key`, `check`).
+    /// Adds a parsed row (`vals`: the row's parsed numbers, `cats`: its
+    /// category indexes, `id`: its distinct id when a distinct count of ids
+    /// needs it) of the unit (`key`, `check`).
     #[inline]
     pub(super) fn push(
         &mut self,
         layout: &Layout,
-        key: u64,
-        check: u64,
+        (key, check): (u64, u64),
         vals: &[f64],
         cats: &[u32],
+        id: Option<u128>,
     ) {
         self.keys.push(key);
         self.checks.push(check);
@@ -316,6 +335,9 @@ impl Routed {
             // as in `Reservoirs::keep`
             let x = (i128::from(grid.at(vals[*v])) - i128::from(grid.lo as i64)) as u64;
             self.fields.push(x);
+        }
+        if let Some(id) = id {
+            self.fields.extend(id_fields(id));
         }
         self.cats.extend_from_slice(cats);
     }
@@ -379,7 +401,7 @@ impl Reservoirs {
             ))
         };
         let cap_rows = usize::try_from(cap).map_err(|_| too_large())?;
-        let n_fields = layout.fields.len();
+        let n_fields = layout.stored_fields();
         let n_cats = layout.cats.len();
         // the least bytes that hold every hi − lo, and every domain index
         // plus the all-ones "outside" marker
@@ -388,7 +410,11 @@ impl Reservoirs {
             .iter()
             .map(|(_, g)| (g.hi - g.lo) as u64)
             .max();
-        let field_bytes = span.map_or(1, |s| (64 - s.leading_zeros() as usize).div_ceil(8).max(1));
+        let field_bytes = match layout.distinct {
+            // a distinct id's halves take 8 bytes each
+            Some(_) => 8,
+            None => span.map_or(1, |s| (64 - s.leading_zeros() as usize).div_ceil(8).max(1)),
+        };
         let largest_domain = layout.cats.iter().map(|g| g.len()).max();
         let cat_bytes = match largest_domain.unwrap_or(0) {
             0..=254 => 1,
@@ -467,6 +493,10 @@ impl Reservoirs {
                 // since 2^63 does not fit an i64 (bounds ±2^62)
                 *x = (i128::from(grid.at(vals[*v])) - i128::from(grid.lo as i64)) as u64;
             }
+            if let Some(&id) = batch.ids.get(n) {
+                let nf = layout.fields.len();
+                fields[nf..nf + 2].copy_from_slice(&id_fields(id));
+            }
             units.put(at, row as usize, fields, batch.cats(n));
         }
     }
@@ -540,6 +570,9 @@ impl Reservoirs {
                 rows: units.seen(at).min(cap) as usize,
             };
             unit.add_ungrouped(prepared, &mut sums, acc)?;
+            if layout.distinct.is_some() {
+                unit.add_ids(layout.fields.len(), acc);
+            }
             for g in 0..layout.cats.len() {
                 row_cats.clear();
                 row_cats.extend((0..unit.rows).map(|r| units.cat(at, r, g)));
@@ -560,6 +593,19 @@ struct KeptRows<'t> {
 }
 
 impl KeptRows<'_> {
+    /// Adds the distinct ids of the kept rows (stored after the `nf` summed
+    /// numbers) to the distinct count's set.
+    #[inline]
+    fn add_ids(self, nf: usize, acc: &mut Accumulators) {
+        for r in 0..self.rows {
+            let hi = u128::from(self.units.field(self.at, r, nf));
+            let id = (hi << 64) | u128::from(self.units.field(self.at, r, nf + 1));
+            if id != NO_ID {
+                acc.ids.insert(id);
+            }
+        }
+    }
+
     /// Ungrouped statistics see every kept row.
     #[inline]
     fn add_ungrouped(

@@ -31,9 +31,14 @@ pub(super) struct Prepared {
     pub(super) grid: Grid,
     pub(super) coords: usize,
     pub(super) count_shift: i32,
-    /// A distinct count (of the ids of [`Layout::distinct`], or of the
+    /// A distinct count (of the ids of [`Layout::distinct`] when
+    /// `of_ids`, or of the
     /// units under a user-level unit).
     pub(super) distinct: bool,
+    /// A distinct count of the ids of [`Layout::distinct`] (a row-level
+    /// unit's, or under a user-level unit another id column's), not of the
+    /// units.
+    pub(super) of_ids: bool,
 }
 
 /// The category index of a value outside the public domain.
@@ -64,8 +69,10 @@ pub(super) struct Layout {
     pub(super) cats: Vec<Grouping>,
     /// The statistics' common `where` filter, decided before bounding.
     pub(super) filter: Option<RowFilter>,
-    /// The id column of a row-level distinct count (its hashers are set
-    /// by the caller: [`Layout::set_distinct_hashers`]).
+    /// The id column of a distinct count of ids (its hashers are set by
+    /// the caller: [`Layout::set_distinct_hashers`]): any id column under a
+    /// row-level unit; under a user-level unit one other than the unit's
+    /// (a count of the unit's own ids is the number of units).
     pub(super) distinct_column: Option<usize>,
     pub(super) distinct: Option<DistinctIds>,
     /// The distinct (number, grid) pairs the sums need: what user-level
@@ -107,7 +114,14 @@ impl Layout {
         true
     }
 
-    /// Keys the row-level distinct count's ids with `hashers`.
+    /// What user-level bounding stores per kept row: the summed numbers on
+    /// their grids, then the two halves of the distinct id's keyed hash
+    /// when a distinct count of ids needs it.
+    pub(super) fn stored_fields(&self) -> usize {
+        self.fields.len() + 2 * usize::from(self.distinct.is_some())
+    }
+
+    /// Keys the distinct count's ids with `hashers`.
     pub(super) fn set_distinct_hashers(&mut self, hashers: (IdHasher, IdHasher)) {
         if let Some(index) = self.distinct_column {
             self.distinct = Some(DistinctIds { index, hashers });
@@ -310,9 +324,8 @@ fn common_filter<'s>(
     Ok(first)
 }
 
-/// The CSV index of the column of a row-level distinct count. Under a
-/// user-level unit a distinct count counts the units, and must be of the
-/// unit's id column.
+/// The CSV index of the column of a distinct count of ids (see
+/// [`Layout::distinct_column`]): one column per pass.
 fn distinct_column(
     dataset: &Dataset,
     headers: &csv::ByteRecord,
@@ -325,23 +338,17 @@ fn distinct_column(
             continue;
         };
         let index = header_index(headers, &dataset.name, column)?;
-        match id {
-            Some(unit) if unit != index => {
+        if id == Some(index) {
+            continue; // the units: counted as they are kept
+        }
+        match out {
+            Some(other) if other != index => {
                 return Err(EngineError::Schema(format!(
-                    "dataset `{}`: under a user-level unit a distinct count is of the unit's id column, not `{column}`",
+                    "dataset `{}`: distinct counts of two columns need separate passes",
                     dataset.name
                 )))
             }
-            Some(_) => {}
-            None => match out {
-                Some(other) if other != index => {
-                    return Err(EngineError::Schema(format!(
-                        "dataset `{}`: distinct counts of two columns need separate passes",
-                        dataset.name
-                    )))
-                }
-                _ => out = Some(index),
-            },
+            _ => out = Some(index),
         }
     }
     Ok(out)
@@ -405,6 +412,13 @@ fn prepare(
         coords,
         count_shift: -s.grid,
         distinct: matches!(kind, StatKind::Distinct { .. }),
+        of_ids: match kind {
+            StatKind::Distinct { column } => {
+                !dataset.bounding.per_unit
+                    || dataset.bounding.id_column.as_deref() != Some(column.as_str())
+            }
+            _ => false,
+        },
     })
 }
 

@@ -308,6 +308,7 @@ impl CsvEngine {
             // reading; 2. each unit's kept rows, bounded per group, into the
             // accumulators.
             Some(id) => {
+                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
                 let hashers = (IdHasher::new(rng), IdHasher::new(rng));
                 let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
                 reservoirs.fill(&mut records, &layout, id, rng)?;
@@ -337,6 +338,7 @@ impl CsvEngine {
                 parallel::every_row(chunks, threads, dataset, &layout, &prepared)?
             }
             Some(id) => {
+                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
                 let hashers = (IdHasher::new(rng), IdHasher::new(rng));
                 parallel::per_unit(
                     chunks, threads, dataset, &layout, &prepared, id, hashers, rng,

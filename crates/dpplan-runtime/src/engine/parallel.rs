@@ -46,7 +46,7 @@ use std::io::Read;
 use crossbeam_channel::{bounded, Receiver, Select, Sender, TrySendError};
 use dpplan_plan::{Bounding, Dataset};
 
-use super::bounding::{Accumulators, Reservoirs, Routed};
+use super::bounding::{Accumulators, Reservoirs, Routed, NO_ID};
 use super::hash::IdHasher;
 use super::layout::{Fields, Layout, Prepared};
 use super::split::{for_csv_reader, Chunks, PlainRecords};
@@ -361,7 +361,8 @@ impl OnRecord for Owner<'_> {
         let key = self.hashers.0.key(unit);
         let check = self.hashers.1.check(unit);
         let q = partition(check, self.out.len());
-        self.out[q].push(self.layout, key, check, &self.vals, &self.cats);
+        let id = (self.layout.distinct.as_ref()).map(|d| d.key(rec).unwrap_or(NO_ID));
+        self.out[q].push(self.layout, (key, check), &self.vals, &self.cats, id);
         if self.out[q].len() >= ROUTE {
             self.flush(q);
         }

@@ -151,26 +151,25 @@ impl RowFilter {
     #[inline]
     pub(super) fn holds<F: Fields>(&self, rec: &F, vals: &[f64]) -> bool {
         // the items of `and`/`or` that are comparisons or `in` sets (the
-        // usual filter) are decided in the loop, without a recursive call
-        let item = |i: &RowFilter| i.leaf(rec, vals).unwrap_or_else(|| i.holds(rec, vals));
+        // usual filter) are decided in the loop, without a call
         match self {
-            RowFilter::And(items) => items.iter().all(item),
-            RowFilter::Or(items) => items.iter().any(item),
-            RowFilter::Not(inner) => !item(inner),
-            _ => item(self),
+            RowFilter::And(items) => items.iter().all(|i| i.item(rec, vals)),
+            RowFilter::Or(items) => items.iter().any(|i| i.item(rec, vals)),
+            RowFilter::Not(inner) => !inner.item(rec, vals),
+            _ => self.item(rec, vals),
         }
     }
 
-    /// A comparison's or an `in` set's verdict; `None` for `and`, `or`,
-    /// `not`.
+    /// [`RowFilter::holds`], with a comparison or an `in` set decided
+    /// inline.
     #[inline(always)]
-    fn leaf<F: Fields>(&self, rec: &F, vals: &[f64]) -> Option<bool> {
+    fn item<F: Fields>(&self, rec: &F, vals: &[f64]) -> bool {
         match self {
-            RowFilter::Compare(n, cmp, v) => Some(cmp.holds(n.read(vals), *v)),
+            RowFilter::Compare(n, cmp, v) => cmp.holds(n.read(vals), *v),
             RowFilter::In(index, values) => {
-                Some(rec.field(*index).is_some_and(|f| values.index(f) != OUT))
+                rec.field(*index).is_some_and(|f| values.index(f) != OUT)
             }
-            _ => None,
+            _ => self.holds(rec, vals),
         }
     }
 }

@@ -1,0 +1,72 @@
+//! A distinct count of another id column under a user-level unit, through
+//! the real binary: `dpplan check` derives a sensitivity of rows_per_unit
+//! (not one), `dpplan run` releases the count of the kept rows' ids, and
+//! the ledger verifies.
+
+mod support;
+
+use support::{dpplan, text};
+
+const PLAN: &str = r#"plan "drivers" {
+  privacy { unit user by rider_id adjacency add_remove budget epsilon 1000 }
+  dataset trips {
+    column rider_id : id
+    column driver_id : id
+    contribution { rows_per_unit 2 }
+  }
+  query drivers {
+    count(distinct trips.driver_id)
+    noise laplace scale 0.01
+    schedule once
+  }
+}
+"#;
+
+#[test]
+fn distinct_drivers_cost_rows_per_unit_and_count_the_kept_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("drivers.dpplan");
+    std::fs::write(&source, PLAN).unwrap();
+    // 300 riders, each with 5 trips and 5 drivers of their own: 2 kept
+    let mut csv = String::from("rider_id,driver_id\n");
+    for u in 0..300 {
+        for k in 0..5 {
+            csv.push_str(&format!("r{u},d{u}-{k}\n"));
+        }
+    }
+    let data = dir.path().join("trips.csv");
+    std::fs::write(&data, csv).unwrap();
+    let source = source.to_str().unwrap();
+
+    let o = dpplan(&["check", source, "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let checked: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let part = &checked["files"][0]["queries"][0]["parts"][0];
+    assert_eq!(part["l1"], 2.0, "{part}");
+    // ε = L1 / b = 2 / 0.01
+    let eps = checked["files"][0]["epsilon"].as_f64().unwrap();
+    assert!((eps - 200.0).abs() < 1e-6, "{eps}");
+    let o = dpplan(&["check", source]);
+    assert!(
+        text(&o.stdout).contains("drivers") && text(&o.stdout).contains("200"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    let plan = dir.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let o = dpplan(&["compile", source, "-o", plan]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ledger = dir.path().join("ledger.sqlite");
+    let ledger = ledger.to_str().unwrap();
+    let data_arg = format!("trips={}", data.display());
+    let o = dpplan(&["run", plan, "--ledger", ledger, "--data", &data_arg]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let value = out["results"][0]["cells"][0]["value"].as_f64().unwrap();
+    // 2 kept drivers per rider (noise of scale 0.01: |noise| < 1 but with
+    // probability e^−100); a count of riders would be 300, of rows 1,500
+    assert!((value - 600.0).abs() < 1.0, "{value}");
+    let o = dpplan(&["ledger", "verify", ledger]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
