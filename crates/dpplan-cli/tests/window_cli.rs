@@ -210,6 +210,33 @@ fn running_epsilon(value: &str) -> f64 {
     v["running_totals"]["plan"]["epsilon"].as_f64().unwrap()
 }
 
+/// `dpplan check` states a windowed query's cost as one release over all
+/// its windows.
+#[test]
+fn check_states_a_windowed_cost_for_all_windows() {
+    let s = setup("2026-03-09", &trips(2, 3));
+    let path = s.dir.path().join("hourly.dpplan");
+    let o = dpplan(&["check", path.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(all windows)"), "{out}");
+    // the control: without the window the per-release cost is per release
+    let source = std::fs::read_to_string(&path).unwrap();
+    let plain = s.dir.path().join("plain.dpplan");
+    let without: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("window "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, source);
+    std::fs::write(&plain, without).unwrap();
+    let o = dpplan(&["check", plain.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains("(all windows)") && out.contains("hourly"),
+        "{out}"
+    );
+}
+
 /// The checker's total for the plan source.
 fn checked_total(s: &Setup) -> f64 {
     let o = dpplan(&[

@@ -211,11 +211,14 @@ fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
         );
         return;
     };
-    let per = r
-        .per_release
-        .as_ref()
-        .map(|c| format!(" (ε = {} per release)", num(c.epsilon)))
-        .unwrap_or_default();
+    // a windowed query's releases are one accounted release over all its
+    // windows: the cost alone is that one release's
+    let windowed = r.spec.as_ref().is_some_and(|s| s.window.is_some());
+    let per = match (&r.per_release, windowed) {
+        (Some(_), true) => " (one release over all its windows)".to_string(),
+        (Some(c), false) => format!(" (ε = {} per release)", num(c.epsilon)),
+        (None, _) => String::new(),
+    };
     let _ = write!(
         md,
         "**Cost alone:** ε = {} at δ = {} over {}{}",

@@ -540,6 +540,19 @@ fn windows_complete_and_hover() {
     assert!(h.markdown.contains("UTC timestamp"), "{}", h.markdown);
     let h = doc.hover(at(text, "trips {") + 1).expect("hover");
     assert!(h.markdown.contains("windows_per_unit 30"), "{}", h.markdown);
+    // the query's cost: one release over all its windows, not per window
+    let h = doc.hover(at(text, "hourly {") + 2).expect("hover");
+    assert!(
+        h.markdown
+            .contains("over 168 releases (one release over all its windows)"),
+        "{}",
+        h.markdown
+    );
+    assert!(!h.markdown.contains("per release)"), "{}", h.markdown);
+    // the control: the same query without its window costs per release
+    let plain = Document::new(text.replace("    window 1 hour\n", ""));
+    let h = plain.hover(at(text, "hourly {") + 2).expect("hover");
+    assert!(h.markdown.contains("per release)"), "{}", h.markdown);
 }
 
 /// A quantile query: its hover gives each level's sensitivity, the

@@ -127,6 +127,16 @@ fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
     }
 }
 
+/// A query's cost per accounted release; a windowed query's schedule is
+/// one release over all its windows, and says so.
+fn per_release_text(q: &dpplan_check::QueryReport) -> String {
+    let windowed = q.spec.as_ref().is_some_and(|s| s.window.is_some());
+    match (&q.per_release, windowed) {
+        (Some(_), true) => format!("{} (all windows)", cost_text(&q.per_release)),
+        _ => cost_text(&q.per_release),
+    }
+}
+
 /// The plan table's header and rows (one per query, then one per
 /// `publish`): what `dpplan check` prints and the GitHub job summary shows.
 /// The accuracy column only when a query states a requirement.
@@ -167,7 +177,7 @@ pub fn summary_rows(r: &CheckedPlan) -> (Vec<String>, Vec<Vec<String>>) {
             joined(q, &|p| num(p.l2)),
             joined(q, &|p| finite(p.noise_std)),
             joined(q, &|p| finite(p.ci95_half_width)),
-            cost_text(&q.per_release),
+            per_release_text(q),
             cost_text(&q.total),
         ];
         if with_accuracy {

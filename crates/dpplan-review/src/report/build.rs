@@ -172,6 +172,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                     last_offset_seconds: s.last(),
                 },
                 mean: mean_accuracy(q, &mean_counts),
+                window: window_text(q),
                 parts,
                 epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
                 epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
@@ -264,6 +265,16 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
 }
 
 /// What a share is (docs/report.md).
+/// A windowed query's window in words: its time column, and the bounds
+/// that make its schedule one release.
+fn window_text(q: &dpplan_check::QueryReport) -> Option<String> {
+    let w = q.spec.as_ref()?.window.as_ref()?;
+    Some(format!(
+        "windowed on `{}` (each release reads the rows of its own period): the {} releases read disjoint windows and are accounted as one release over all of them, a unit in at most {} windows with at most {} rows in each",
+        w.column, w.slots, w.windows_per_unit, w.rows_per_window
+    ))
+}
+
 pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2), the exponential mechanism, which is ε-bounded-range, min(ε·tanh(ε/2), ε²/8)) times its accounted releases (one for a windowed query's whole schedule), over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
 
 /// What the negative controls are (docs/report.md).

@@ -164,24 +164,36 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
     }
     for q in &r.queries {
         b.push(Heading(3, format!("`{}`", q.name)));
-        b.push(List(vec![
+        let mut items = vec![
             format!("`{}` on `{}`.", q.aggregation, q.dataset),
             format!(
                 "Schedule: {} — {} fresh release(s), the first on {}, the last on {}.",
                 q.schedule.text, q.schedule.releases, q.schedule.first, q.schedule.last
             ),
-            format!(
-                "ε alone: {} per release, {} for the whole schedule{}; share of the plan's ρ: {} (ρ = {}).",
-                opt(q.epsilon_per_release),
-                opt(q.epsilon_alone),
-                q.alone_accountant
-                    .as_ref()
-                    .map(|a| format!(" ({a})"))
-                    .unwrap_or_default(),
-                percent(q.share),
-                num(q.rho)
-            ),
-        ]));
+        ];
+        // a windowed query's releases are one accounted release: no window
+        // has an ε of its own
+        let per_release = match &q.window {
+            Some(w) => {
+                items.push(format!("Window: {w}."));
+                format!(
+                    "{} for all its windows together",
+                    opt(q.epsilon_per_release)
+                )
+            }
+            None => format!("{} per release", opt(q.epsilon_per_release)),
+        };
+        items.push(format!(
+            "ε alone: {per_release}, {} for the whole schedule{}; share of the plan's ρ: {} (ρ = {}).",
+            opt(q.epsilon_alone),
+            q.alone_accountant
+                .as_ref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default(),
+            percent(q.share),
+            num(q.rho)
+        ));
+        b.push(List(items));
         b.push(Table(
             [
                 "part",

@@ -27,7 +27,8 @@ pub use crate::averaging::{Averaging, AveragingPoint};
 
 /// The version of the report's JSON (docs/report.schema.json).
 /// 2: the optional `audit` (`dpplan report --audit`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a windowed query's optional `window`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The counts at which a mean's accuracy is stated when none is given.
 pub const DEFAULT_MEAN_COUNTS: [f64; 4] = [100.0, 1_000.0, 10_000.0, 100_000.0];
@@ -150,7 +151,13 @@ pub struct QueryReview {
     pub aggregation: String,
     pub schedule: Schedule,
     pub parts: Vec<PartReview>,
-    /// ε of one release alone, at the budget's δ (the checker's figure).
+    /// A windowed query's window, in words; its whole schedule is then one
+    /// accounted release, and `epsilon_per_release` is that release's ε
+    /// (all windows together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// ε of one accounted release alone, at the budget's δ (the checker's
+    /// figure).
     pub epsilon_per_release: Option<f64>,
     /// ε of the query's whole schedule alone, at the budget's δ.
     pub epsilon_alone: Option<f64>,
