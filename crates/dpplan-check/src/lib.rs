@@ -18,6 +18,7 @@ mod checker;
 pub mod memo;
 mod noise;
 pub mod suppress;
+pub mod tree;
 pub mod windows;
 
 use dpplan_diagnostics::Diagnostic;

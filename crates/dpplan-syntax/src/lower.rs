@@ -403,6 +403,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     span,
                     kind: Spanned::new(kind, cx.span(&k)),
                     distinct: first(&stmt, Rule::agg_distinct).map(|d| cx.span(&d)),
+                    cumulative: first(&stmt, Rule::agg_cumulative).map(|d| cx.span(&d)),
                     target: t,
                     filter: first(&stmt, Rule::filter)
                         .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
