@@ -118,3 +118,6 @@ mod rows_tests;
 
 #[cfg(test)]
 mod quantile_tests;
+
+#[cfg(test)]
+mod cumulative_tests;

@@ -69,6 +69,7 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::contribution_stmt
         | Rule::invalid_stmt
         | Rule::aggregate
+        | Rule::cumulative_aggregate
         | Rule::noise_stmt
         | Rule::sensitivity_stmt
         | Rule::schedule_stmt

@@ -88,6 +88,8 @@ pub(super) struct QueryPlan<'a> {
     pub(super) unit: Option<UnitBound>,
     /// The query's `window`, resolved: its releases are one vector release.
     pub(super) window: Option<super::window::Window>,
+    /// A `cumulative` count's tree: its nodes are one vector release.
+    pub(super) cumulative: Option<super::cumulative::Cumulative>,
 }
 
 impl QueryPlan<'_> {
@@ -95,7 +97,7 @@ impl QueryPlan<'_> {
     /// windowed query (its releases are one release over disjoint
     /// windows, with the horizon's sensitivity), else once per release.
     pub(super) fn accounted_releases(&self) -> u64 {
-        if self.window.is_some() {
+        if self.window.is_some() || self.cumulative.is_some() {
             1
         } else {
             self.releases
@@ -168,6 +170,7 @@ pub(super) fn plan_query<'a>(
         spec: None,
         accuracy,
         window: None,
+        cumulative: None,
         cells: None,
         unit: None,
     };
@@ -193,6 +196,9 @@ fn plan_parts(
     let quantile = super::quantile::is_quantile(agg.kind.value);
     if quantile && !super::quantile::supported(c, plan.q, agg) {
         return Err(Reported);
+    }
+    if agg.cumulative.is_some() {
+        super::cumulative::shape(c, plan.q, agg)?;
     }
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
@@ -242,8 +248,12 @@ fn plan_parts(
         unit,
         (plan.releases, quantile_spec.is_some()),
     )?;
-    let (derived, unwindowed) =
-        super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape);
+    let tree =
+        super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
+    let (derived, unwindowed) = match &tree {
+        Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
+        None => super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape),
+    };
     let declared = declared_sensitivity(c, plan, noise, &derived);
     // DP015 was reported when the query has no noise.
     let noise = noise.ok_or(Reported)?;
@@ -269,6 +279,8 @@ fn plan_parts(
     }
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window;
+    let cumulative_spec = tree.as_ref().map(super::cumulative::Cumulative::spec);
+    plan.cumulative = tree;
     if let Some(spec) = &quantile_spec {
         super::quantile::label_parts(&mut plan.parts, spec);
     }
@@ -298,6 +310,7 @@ fn plan_parts(
         keys,
         distinct,
         quantile: quantile_spec,
+        cumulative: cumulative_spec,
     })
 }
 

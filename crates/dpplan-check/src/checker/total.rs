@@ -266,6 +266,9 @@ fn query_report(
             report
                 .derivation
                 .extend(super::window::comparison(q, p, privacy.delta));
+            report
+                .derivation
+                .extend(super::cumulative::comparison(q, p, privacy.delta));
         }
     }
     let first = parts.first();
