@@ -494,7 +494,12 @@ fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
 /// The aggregation in words, e.g. `sum(visits.seconds by region)`.
 fn describe_aggregation(agg: &ast::Aggregate) -> String {
     format!(
-        "{}({}{}{}{}{})",
+        "{}{}({}{}{}{}{})",
+        if agg.cumulative.is_some() {
+            "cumulative "
+        } else {
+            ""
+        },
         agg.kind.value.as_str(),
         if agg.distinct.is_some() {
             "distinct "
