@@ -213,38 +213,82 @@ pub fn total_variance(v: &[f64], t: u64) -> f64 {
     decomposition(t).iter().map(|&(l, _)| v[l as usize]).sum()
 }
 
-/// The standard deviation of each running total's error, as a sentence:
-/// the formula, the best and worst slots, and the plain binary mechanism's
-/// figure for comparison.
-pub fn error_steps(s2: f64, slots: u64, gaussian: bool) -> Vec<String> {
-    let k = levels(slots);
-    let v = node_variances(s2, k);
-    let (mut worst, mut worst_t) = (0.0f64, 1u64);
-    // the worst slot is one with many set bits; at most 64 candidates
-    // (2^j − 1 and T itself) are enough for the maximum of a sum over bits
-    // of increasing v, but scanning small schedules is exact too
+/// The slot whose running total has the largest variance, and that
+/// variance, for node variances `v` over `slots` slots. Scanned exactly up
+/// to 65,536 slots; beyond, over the slots 2^j − 1 and T (the variance is
+/// a sum over set bits of an increasing v, so the maximum is at a slot
+/// with every bit below its highest one set, or at one of those whose
+/// highest bit is T's: 2^j − 1 dominates every t < 2^j).
+pub fn worst_slot(v: &[f64], slots: u64) -> (u64, f64) {
     let candidates: Vec<u64> = if slots <= 1 << 16 {
         (1..=slots).collect()
     } else {
-        (1..=k).map(|j| (1u64 << j) - 1).chain([slots]).collect()
+        let k = levels(slots);
+        let mut c: Vec<u64> = (1..=k).map(|j| (1u64 << j) - 1).collect();
+        // below T with T's highest bit: T's prefix bits then all ones
+        for j in 0..k {
+            if slots >> j & 1 == 1 {
+                c.push((slots & !((1u64 << (j + 1)) - 1)) | ((1u64 << j) - 1));
+            }
+        }
+        c.push(slots);
+        c
     };
+    let mut worst = (1, 0.0f64);
     for t in candidates.into_iter().filter(|&t| t >= 1 && t <= slots) {
-        let var = total_variance(&v, t);
-        if var > worst {
-            (worst, worst_t) = (var, t);
+        let var = total_variance(v, t);
+        if var > worst.1 {
+            worst = (t, var);
         }
     }
+    worst
+}
+
+/// The half-width of a 95 % interval around a running total of standard
+/// deviation `sd`: 1.96·sd for Gaussian noise (the estimate is Gaussian),
+/// √20·sd for Laplace noise (Chebyshev: P(|X| ≥ √20·sd) ≤ 1/20; the
+/// estimate is a weighted sum of Laplace draws, not Gaussian).
+pub fn ci95(sd: f64, gaussian: bool) -> f64 {
+    if gaussian {
+        1.959_963_984_540_054 * sd
+    } else {
+        20f64.sqrt() * sd
+    }
+}
+
+/// The noise variance of one node: σ² (Gaussian) or 2b² (Laplace).
+pub fn node_variance(scale: f64, gaussian: bool) -> f64 {
+    if gaussian {
+        scale * scale
+    } else {
+        2.0 * scale * scale
+    }
+}
+
+/// (standard deviation, 95 % half-width) of the worst running total.
+pub fn worst_spread(scale: f64, slots: u64, gaussian: bool) -> (f64, f64) {
+    let v = node_variances(node_variance(scale, gaussian), levels(slots));
+    let sd = worst_slot(&v, slots).1.sqrt();
+    (sd, ci95(sd, gaussian))
+}
+
+/// The standard deviation of each running total's error, as sentences:
+/// the formula, the first and worst slots, the plain binary mechanism's
+/// figure for comparison, and a 95 % statement.
+pub fn error_steps(s2: f64, slots: u64, gaussian: bool) -> Vec<String> {
+    let v = node_variances(s2, levels(slots));
+    let (worst_t, worst) = worst_slot(&v, slots);
     let sd = |x: f64| fmt_num(x.sqrt());
-    let plain = (worst_t.count_ones() as f64) * s2;
+    let plain = f64::from(worst_t.count_ones()) * s2;
     let ci = if gaussian {
         format!(
             "95 % of the time a running total is within 1.96 × its standard deviation of the true total (the estimate is Gaussian): within ±{} at slot {worst_t}",
-            fmt_num(1.96 * worst.sqrt())
+            fmt_num(ci95(worst.sqrt(), true))
         )
     } else {
         format!(
             "95 % of the time a running total is within √20 ≈ 4.47 × its standard deviation of the true total (Chebyshev: the estimate is a weighted sum of Laplace draws, not Gaussian; conservative): within ±{} at slot {worst_t}",
-            fmt_num(20f64.sqrt() * worst.sqrt())
+            fmt_num(ci95(worst.sqrt(), false))
         )
     };
     vec![

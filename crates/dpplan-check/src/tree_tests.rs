@@ -205,3 +205,20 @@ fn node_variances_match_the_explicit_weights() {
         assert!(honaker < plain, "t={t}");
     }
 }
+
+/// The worst slot of a long schedule, from its few candidates, against a
+/// scan of every slot.
+#[test]
+fn the_worst_slot_of_a_long_schedule_is_among_its_candidates() {
+    let v = node_variances(1.0, 20);
+    for t in [65_537u64, 70_000, 99_999, 100_000, 131_071, 131_072, 200_003] {
+        let mut scan = (1, 0.0f64);
+        for s in 1..=t {
+            let var = total_variance(&v, s);
+            if var > scan.1 {
+                scan = (s, var);
+            }
+        }
+        assert_eq!(worst_slot(&v, t), scan, "T={t}");
+    }
+}

@@ -259,11 +259,10 @@ pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Vec
             fmt_num(after)
         ));
     }
-    let s2 = if gaussian {
-        scale * scale
-    } else {
-        2.0 * scale * scale
-    };
-    out.extend(tree::error_steps(s2, n, gaussian));
+    out.extend(tree::error_steps(
+        tree::node_variance(scale, gaussian),
+        n,
+        gaussian,
+    ));
     out
 }

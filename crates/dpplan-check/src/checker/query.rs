@@ -62,6 +62,9 @@ pub(super) struct Part {
     pub(super) without_window: Option<Derived>,
     /// The number of candidates of a quantile (0 for the other statistics).
     pub(super) candidates: usize,
+    /// A cumulative count's slots: its spread is the worst running
+    /// total's, not one node's.
+    pub(super) tree_slots: Option<u64>,
     /// A quantile's role with its level (`quantile 0.25`): the parts of
     /// `quantiles` are told apart by it (report, diff).
     pub(super) label: Option<String>,
@@ -280,6 +283,9 @@ fn plan_parts(
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window;
     let cumulative_spec = tree.as_ref().map(super::cumulative::Cumulative::spec);
+    for p in &mut plan.parts {
+        p.tree_slots = cumulative_spec.as_ref().map(|t| t.slots);
+    }
     plan.cumulative = tree;
     if let Some(spec) = &quantile_spec {
         super::quantile::label_parts(&mut plan.parts, spec);
@@ -948,6 +954,7 @@ fn parts(
             scale: part_scale,
             resolved: if public { None } else { resolved },
             without_window: None,
+            tree_slots: None,
             candidates: 0,
             label: None,
         });
