@@ -178,7 +178,7 @@ fn explain(user: bool, b: TreeBounds, k: u32, m: u64) -> String {
     );
     let share = if user {
         format!(
-            "a unit has at most M = min(rows_per_unit {}, windows_per_unit {} × rows_per_window {}) = {m} rows, at most r = {} in one slot; a row lies in at most {k} released nodes (one per level)",
+            "a unit has at most M = min(rows_per_unit {}, windows_per_unit {} × rows_per_window {}) = {m} rows over the schedule, at most r = {} in one slot (undeclared, windows_per_unit is the slots and rows_per_window is rows_per_unit); a row lies in at most {k} released nodes (one per level)",
             b.rows,
             b.windows.min(b.slots),
             b.rows_per_slot,
