@@ -63,9 +63,7 @@ fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
 /// summed over the released nodes listed one by one (every [a, a + 2ˡ)
 /// ending at or before T).
 fn packed_norms(t: u64, r: u64, m: u64) -> (f64, f64) {
-    let slots: Vec<u64> = (0..t)
-        .map(|s| r.min(m.saturating_sub(s * r)))
-        .collect();
+    let slots: Vec<u64> = (0..t).map(|s| r.min(m.saturating_sub(s * r))).collect();
     let (mut l1, mut l2) = (0u64, 0u64);
     let mut len = 1;
     while len <= t {
@@ -87,7 +85,12 @@ fn codes(text: &str) -> Vec<Code> {
 
 #[test]
 fn a_gaussian_cumulative_count_is_one_release_over_the_tree() {
-    let text = plan("user by user_id", "gdp", SIGNUPS, &daily("gaussian sigma 10"));
+    let text = plan(
+        "user by user_id",
+        "gdp",
+        SIGNUPS,
+        &daily("gaussian sigma 10"),
+    );
     let r = report(&text);
     let q = &r.queries[0];
     assert_eq!(q.releases, 365);
@@ -145,12 +148,23 @@ fn a_laplace_tree_costs_l1_over_b_and_doubling_t_adds_a_level() {
 
 #[test]
 fn the_derivation_compares_with_fresh_releases_and_gives_each_slots_error() {
-    let text = plan("user by user_id", "gdp", SIGNUPS, &daily("gaussian sigma 10"));
+    let text = plan(
+        "user by user_id",
+        "gdp",
+        SIGNUPS,
+        &daily("gaussian sigma 10"),
+    );
     let r = report(&text);
     let steps = r.queries[0].parts[0].derivation.join("\n");
     assert!(steps.contains("724 dyadic nodes"), "{steps}");
-    assert!(steps.contains("as fresh releases: 365 running totals"), "{steps}");
-    assert!(steps.contains("error of the running total at slot t"), "{steps}");
+    assert!(
+        steps.contains("as fresh releases: 365 running totals"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("error of the running total at slot t"),
+        "{steps}"
+    );
     assert!(steps.contains("95 %"), "{steps}");
     // the worst slot of a year is 255 (eight set bits, the deepest)
     assert!(steps.contains("at slot 255"), "{steps}");
@@ -180,11 +194,19 @@ fn dp041_rules() {
     let time_less = SIGNUPS.replace("column signed_up_at : time\n", "");
     let cases = [
         (
-            query("cumulative sum(signups.amount)", "gaussian sigma 10", "every 1 day for 30 days"),
+            query(
+                "cumulative sum(signups.amount)",
+                "gaussian sigma 10",
+                "every 1 day for 30 days",
+            ),
             SIGNUPS.to_string(),
         ),
         (
-            query("cumulative count(signups by plan)", "gaussian sigma 10", "every 1 day for 30 days"),
+            query(
+                "cumulative count(signups by plan)",
+                "gaussian sigma 10",
+                "every 1 day for 30 days",
+            ),
             SIGNUPS.to_string(),
         ),
         (
@@ -202,7 +224,11 @@ fn dp041_rules() {
             SIGNUPS.to_string(),
         ),
         (
-            query("cumulative count(signups)", "gaussian sigma 10", "every 1 second for 30 days"),
+            query(
+                "cumulative count(signups)",
+                "gaussian sigma 10",
+                "every 1 second for 30 days",
+            ),
             SIGNUPS.to_string(),
         ),
     ];
@@ -217,7 +243,31 @@ fn dp041_rules() {
         "user by user_id",
         "gdp",
         SIGNUPS,
-        &daily("gaussian sigma 10").replace("count(signups)", "count(signups where plan == \"pro\")"),
+        &daily("gaussian sigma 10")
+            .replace("count(signups)", "count(signups where plan == \"pro\")"),
     );
     assert!(codes(&ok).is_empty(), "{:?}", codes(&ok));
+}
+
+/// Under `replace` a unit's rows are exchanged for another placement: L1
+/// doubles and L2 grows by √2 over the add/remove figures (tree.rs; the
+/// brute force there checks it over every pair of placements), and a
+/// row-level unit's moved row costs what two add/remove rows would.
+#[test]
+fn replace_doubles_l1_and_multiplies_l2_by_sqrt_2() {
+    let text = plan(
+        "user by user_id",
+        "basic",
+        SIGNUPS,
+        &daily("laplace scale 100"),
+    );
+    let ar = &report(&text).queries[0];
+    let rp = &report(&text.replace("add_remove", "replace")).queries[0];
+    assert_eq!(rp.l1, 2.0 * ar.l1);
+    assert!((rp.l2 - 2f64.sqrt() * ar.l2).abs() < 1e-12);
+    // a row-level count is public under replace without a tree (L1 = 0),
+    // but with one a replaced row can move to another slot: L1 = 2·9
+    let row =
+        plan("row", "basic", SIGNUPS, &daily("laplace scale 100")).replace("add_remove", "replace");
+    assert_eq!(report(&row).queries[0].l1, 18.0);
 }

@@ -154,7 +154,11 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
             (l1, l2)
         }
     };
-    let factor = if adjacency == Adjacency::Replace { 2 } else { 1 };
+    let factor = if adjacency == Adjacency::Replace {
+        2
+    } else {
+        1
+    };
     let touched: u64 = (0..k)
         .map(|l| nodes_at(b.slots, l).min(factor * b.windows.max(1)))
         .sum();

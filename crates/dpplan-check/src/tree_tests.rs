@@ -130,7 +130,11 @@ fn replace_is_within_the_doubled_bound_for_small_schedules() {
                     m2 = m2.max(d.map(|v| v * v).sum());
                 }
             }
-            let unit = if rows == 1 { ROW } else { user(rows, None, None) };
+            let unit = if rows == 1 {
+                ROW
+            } else {
+                user(rows, None, None)
+            };
             let d = derived(unit, Adjacency::Replace, bounds(t, r, w, rows));
             assert!(m1 as f64 <= d.l1 + 1e-9, "T={t} L1 {m1} > {}", d.l1);
             assert!((m2 as f64).sqrt() <= d.l2 + 1e-9, "T={t} L2² {m2}");
@@ -211,7 +215,9 @@ fn node_variances_match_the_explicit_weights() {
 #[test]
 fn the_worst_slot_of_a_long_schedule_is_among_its_candidates() {
     let v = node_variances(1.0, 20);
-    for t in [65_537u64, 70_000, 99_999, 100_000, 131_071, 131_072, 200_003] {
+    for t in [
+        65_537u64, 70_000, 99_999, 100_000, 131_071, 131_072, 200_003,
+    ] {
         let mut scan = (1, 0.0f64);
         for s in 1..=t {
             let var = total_variance(&v, s);

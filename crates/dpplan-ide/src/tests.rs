@@ -551,7 +551,11 @@ fn hover_and_hints_on_a_cumulative_count() {
     let doc = Document::new(text.to_string());
     assert!(doc.diagnostics().is_empty(), "{:?}", doc.diagnostics());
     let h = doc.hover(at(text, "cumulative") + 2).expect("hover");
-    assert!(h.markdown.contains("binary tree mechanism"), "{}", h.markdown);
+    assert!(
+        h.markdown.contains("binary tree mechanism"),
+        "{}",
+        h.markdown
+    );
     let h = doc.hover(at(text, "running {") + 2).expect("hover");
     let md = &h.markdown;
     assert!(md.contains("724 dyadic nodes"), "{md}");
@@ -562,7 +566,11 @@ fn hover_and_hints_on_a_cumulative_count() {
         .iter()
         .find(|h| h.kind == InlayKind::QueryCost)
         .expect("a query hint");
-    assert!(q.label.contains("365 releases · one tree of 724 nodes"), "{}", q.label);
+    assert!(
+        q.label.contains("365 releases · one tree of 724 nodes"),
+        "{}",
+        q.label
+    );
     // negative control: without `cumulative`, no tree
     let fresh = Document::new(text.replace("cumulative count", "count"));
     let hints = fresh.inlay_hints(dpplan_diagnostics::Span::new(0, text.len()));

@@ -171,6 +171,8 @@ fn a_cumulative_count_is_refused_not_run_as_fresh_counts() {
         }
         other => panic!("{:?}", other.map(|p| to_json(&p))),
     }
-    let fresh = text.replace("cumulative count", "count").replace("scale 9", "scale 400");
+    let fresh = text
+        .replace("cumulative count", "count")
+        .replace("scale 9", "scale 400");
     compile(&fresh).unwrap();
 }

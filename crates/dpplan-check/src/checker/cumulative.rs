@@ -103,7 +103,11 @@ pub(in crate::checker) fn resolve(
 /// without a `window` or an `accuracy` requirement, with Laplace or
 /// Gaussian noise. Checked first, so that a query that is not one reports
 /// DP041 alone.
-pub(in crate::checker) fn shape(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -> Result<(), Reported> {
+pub(in crate::checker) fn shape(
+    c: &mut Checker,
+    q: &ast::Query,
+    agg: &ast::Aggregate,
+) -> Result<(), Reported> {
     if agg.kind.value != AggKind::Count || !agg.keys.is_empty() || agg.distinct.is_some() {
         return Err(refuse(
             c,
@@ -183,7 +187,9 @@ fn time_column(c: &mut Checker, info: &DatasetInfo, span: Span) -> Result<String
     }
     let ds = &info.ds.name.value;
     let message = if times.is_empty() {
-        format!("`{ds}` has no time column: a cumulative count puts each row in the slot of its time")
+        format!(
+            "`{ds}` has no time column: a cumulative count puts each row in the slot of its time"
+        )
     } else {
         format!(
             "`{ds}` has {} time columns ({}): a cumulative count reads exactly one",
@@ -227,8 +233,7 @@ pub(in crate::checker) fn tree_parts(
 /// whole history (the same noise, fast accountants, the plan's δ), then
 /// the error of each running total and a 95 % statement.
 pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Vec<String> {
-    let (Some(t), Some(fresh), Some(scale)) = (&q.cumulative, &p.without_window, p.resolved)
-    else {
+    let (Some(t), Some(fresh), Some(scale)) = (&q.cumulative, &p.without_window, p.resolved) else {
         return vec![];
     };
     let n = t.bounds.slots;

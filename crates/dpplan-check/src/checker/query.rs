@@ -251,8 +251,7 @@ fn plan_parts(
         unit,
         (plan.releases, quantile_spec.is_some()),
     )?;
-    let tree =
-        super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
+    let tree = super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
     let (derived, unwindowed) = match &tree {
         Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
         None => super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape),

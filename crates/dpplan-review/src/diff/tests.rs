@@ -247,7 +247,11 @@ fn a_cumulative_counts_doubled_schedule_adds_a_tree_level() {
     let longer = t.replace("until 2027-01-01", "until 2027-12-31");
     let d = run(&t, &longer);
     assert!(d.verdict.increase);
-    let q = d.queries.iter().find(|q| q.name == "running_signups").unwrap();
+    let q = d
+        .queries
+        .iter()
+        .find(|q| q.name == "running_signups")
+        .unwrap();
     assert!(q
         .changes
         .iter()
@@ -255,8 +259,14 @@ fn a_cumulative_counts_doubled_schedule_adds_a_tree_level() {
     let p = &q.parts[0];
     let change = |f: &str| p.changes.iter().find(|c| c.field == f).unwrap().clone();
     // rows_per_unit 2 packed in one slot: 2 per level, 9 → 10 levels
-    assert_eq!((change("l1").old, change("l1").new), (json!(18.0), json!(20.0)));
-    assert_eq!((change("coords").old, change("coords").new), (json!(724), json!(1452)));
+    assert_eq!(
+        (change("l1").old, change("l1").new),
+        (json!(18.0), json!(20.0))
+    );
+    assert_eq!(
+        (change("coords").old, change("coords").new),
+        (json!(724), json!(1452))
+    );
     assert!(p.derivation_added.iter().any(|l| l.contains("10 levels")));
     assert!(p.derivation_removed.iter().any(|l| l.contains("9 levels")));
     // ε alone rises with one level, but far less than fresh releases would
