@@ -217,6 +217,32 @@ pub fn total_variance(v: &[f64], t: u64) -> f64 {
     decomposition(t).iter().map(|&(l, _)| v[l as usize]).sum()
 }
 
+/// The running total at slot `t` (1-based) from the noisy node values
+/// `noisy(level, index)` of the nodes closed by `t`, by Honaker's online
+/// estimator for a node noise variance `s2`: each node's estimate is
+/// a_l·(its noisy value) + (1 − a_l)·(its children's estimates summed),
+/// with a_l = v_l / s² the inverse-variance weight ([`node_variances`]),
+/// and the total sums the estimates of `t`'s decomposition. Reads only
+/// nodes inside [0, t): post-processing of what was released by `t`.
+pub fn running_total(noisy: &dyn Fn(u32, u64) -> f64, s2: f64, t: u64) -> f64 {
+    let v = node_variances(s2, levels(t));
+    decomposition(t)
+        .into_iter()
+        .map(|(l, j)| node_estimate(noisy, &v, s2, l, j))
+        .sum()
+}
+
+/// Honaker's estimate of node (l, j) from its subtree's noisy values.
+fn node_estimate(noisy: &dyn Fn(u32, u64) -> f64, v: &[f64], s2: f64, l: u32, j: u64) -> f64 {
+    if l == 0 {
+        return noisy(0, j);
+    }
+    let a = v[l as usize] / s2;
+    let children =
+        node_estimate(noisy, v, s2, l - 1, 2 * j) + node_estimate(noisy, v, s2, l - 1, 2 * j + 1);
+    a * noisy(l, j) + (1.0 - a) * children
+}
+
 /// The slot whose running total has the largest variance, and that
 /// variance, for node variances `v` over `slots` slots. Scanned exactly up
 /// to 65,536 slots; beyond, over the slots 2^j − 1 and T (the variance is
