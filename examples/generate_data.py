@@ -163,6 +163,32 @@ def trip_fares():
     write("trip-fares", "trips.csv", ["rider_id", "fare"], rows)
 
 
+def signups():
+    """A year of daily sign-ups (2026): about 3,000 users, a tenth of them
+    signing up twice; growth over the year, fewer on weekends."""
+    import datetime
+
+    r = random.Random(16)
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = []
+    for day in range(365):
+        weekday = (start + datetime.timedelta(days=day)).weekday()
+        rate = (4 + day / 60) * (0.6 if weekday >= 5 else 1.0)
+        for _ in range(int(rate + r.random() * 4)):
+            uid = f"s{len(rows):05d}"
+            at = start + datetime.timedelta(days=day, seconds=r.randrange(86400))
+            plan = "pro" if r.random() < 0.2 else "free"
+            rows.append([uid, at.strftime("%Y-%m-%dT%H:%M:%SZ"), plan])
+            if r.random() < 0.1 and day < 364:
+                later = at + datetime.timedelta(days=r.randint(1, 30))
+                if later.year == 2026:
+                    rows.append([uid, later.strftime("%Y-%m-%dT%H:%M:%SZ"), plan])
+    # defects: an unparsable time, an out-of-domain plan
+    rows.append(["s99998", "not-a-time", "free"])
+    rows.append(["s99999", "2026-03-02T10:00:00Z", "enterprise"])
+    write("signups", "signups.csv", ["user_id", "signed_up_at", "plan"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -172,3 +198,4 @@ if __name__ == "__main__":
     accuracy_targets()
     ride_sharing()
     trip_fares()
+    signups()

@@ -18,6 +18,7 @@ mod checker;
 pub mod memo;
 mod noise;
 pub mod suppress;
+pub mod tree;
 pub mod windows;
 
 use dpplan_diagnostics::Diagnostic;
@@ -117,3 +118,6 @@ mod rows_tests;
 
 #[cfg(test)]
 mod quantile_tests;
+
+#[cfg(test)]
+mod cumulative_tests;

@@ -265,6 +265,30 @@ pub struct QuerySpec {
     pub distinct: bool,
     /// A quantile's levels and candidate grid.
     pub quantile: Option<crate::checker::QuantileSpec>,
+    /// A `cumulative` count's tree.
+    pub cumulative: Option<CumulativeSpec>,
+}
+
+/// A `cumulative count(d)`, resolved: at slot t (1-based) the runtime
+/// releases the number of rows whose `column` lies in the first t slots
+/// [start, start + t·seconds), by the binary tree mechanism over the
+/// `slots` leaves ([`crate::tree`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CumulativeSpec {
+    /// The dataset's `time` column.
+    pub column: String,
+    /// A slot's length (= the schedule's period), in seconds.
+    pub seconds: f64,
+    /// T: the schedule's slots (the tree's leaves).
+    pub slots: u64,
+    /// W: the slots one unit may have rows in (T when not declared).
+    pub windows_per_unit: u64,
+    /// r: the rows of one unit kept in one slot.
+    pub rows_per_window: u64,
+    /// K = ⌊log₂ T⌋ + 1: the levels with a node closing within the schedule.
+    pub levels: u32,
+    /// Σ_l ⌊T / 2ˡ⌋: the nodes released over the schedule.
+    pub nodes: u64,
 }
 
 /// A query's `window`, resolved: the runtime reads only the rows whose

@@ -118,6 +118,9 @@ codes! {
     /// A quantile's candidate grid is missing, unordered, out of bounds
     /// or too large.
     InvalidCandidates = "030", "invalid-candidates", Error, "A quantile needs a public grid of finite, strictly increasing candidates within the column's bounds";
+    /// A `cumulative` query that is not a plain count, has no `every`
+    /// schedule or time column, or asks for what its tree cannot give.
+    Cumulative = "041", "cumulative", Error, "A cumulative count needs a plain count, an `every` schedule, a time column and Laplace or Gaussian noise";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

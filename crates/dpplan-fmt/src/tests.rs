@@ -182,3 +182,13 @@ fn filters_bins_keys_and_distinct() {
     );
     assert_eq!(format(&out).unwrap(), out);
 }
+
+/// `cumulative count(…)` is one statement: it stays on one line (its
+/// aggregation is not a statement of its own).
+#[test]
+fn a_cumulative_count_is_one_statement() {
+    let messy = "plan \"p\" {\nquery q { cumulative   count( d ) noise laplace scale 10\n schedule every 1 day for 7 days }\n}\n";
+    let want = "plan \"p\" {\n  query q {\n    cumulative count(d)\n    noise laplace scale 10\n    schedule every 1 day for 7 days\n  }\n}\n";
+    assert_eq!(format(messy).unwrap(), want);
+    assert_eq!(format(want).unwrap(), want);
+}

@@ -252,6 +252,7 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
                     "accuracy",
                     "window",
                     "candidates",
+                    "cumulative",
                 ],
             );
         }

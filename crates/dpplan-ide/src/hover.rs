@@ -498,10 +498,13 @@ pub(crate) fn inlay_hints(doc: &Document, range: Span) -> Vec<InlayHint> {
             continue;
         }
         let releases = plural(r.releases, "release", "releases");
-        let label = match &r.total {
+        let mut label = match &r.total {
             Some(t) => format!("ε {} · {releases}", num(t.epsilon)),
             None => releases,
         };
+        if let Some(tree) = r.spec.as_ref().and_then(|s| s.cumulative.as_ref()) {
+            label.push_str(&format!(" · one tree of {} nodes", tree.nodes));
+        }
         let tooltip = r.total.as_ref().map(|t| {
             format!(
                 "{} alone: ε = {} at δ = {} ({})",

@@ -555,6 +555,47 @@ fn windows_complete_and_hover() {
     assert!(h.markdown.contains("per release)"), "{}", h.markdown);
 }
 
+/// A cumulative count: the keyword's hover, the query's hover (the tree,
+/// the comparison with fresh releases, each slot's error), the inlay hint
+/// (one tree of 724 nodes for a daily year), the completion.
+#[test]
+fn hover_and_hints_on_a_cumulative_count() {
+    let text = "plan \"p\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset signups {\n    column uid : id\n    column signed_up_at : time\n    contribution {\n      rows_per_unit 2\n    }\n  }\n  query running {\n    cumulative count(signups)\n    noise gaussian sigma 40\n    schedule every 1 day for 365 days\n  }\n}\n";
+    let doc = Document::new(text.to_string());
+    assert!(doc.diagnostics().is_empty(), "{:?}", doc.diagnostics());
+    let h = doc.hover(at(text, "cumulative") + 2).expect("hover");
+    assert!(
+        h.markdown.contains("binary tree mechanism"),
+        "{}",
+        h.markdown
+    );
+    let h = doc.hover(at(text, "running {") + 2).expect("hover");
+    let md = &h.markdown;
+    assert!(md.contains("724 dyadic nodes"), "{md}");
+    assert!(md.contains("as fresh releases: 365 running totals"), "{md}");
+    assert!(md.contains("at slot 255"), "{md}");
+    let hints = doc.inlay_hints(dpplan_diagnostics::Span::new(0, text.len()));
+    let q = hints
+        .iter()
+        .find(|h| h.kind == InlayKind::QueryCost)
+        .expect("a query hint");
+    assert!(
+        q.label.contains("365 releases · one tree of 724 nodes"),
+        "{}",
+        q.label
+    );
+    // negative control: without `cumulative`, no tree
+    let fresh = Document::new(text.replace("cumulative count", "count"));
+    let hints = fresh.inlay_hints(dpplan_diagnostics::Span::new(0, text.len()));
+    assert!(hints.iter().all(|h| !h.label.contains("tree")));
+    let labels: Vec<String> = doc
+        .completions(at(text, "cumulative count"))
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    assert!(labels.contains(&"cumulative".to_string()), "{labels:?}");
+}
+
 /// A quantile query: its hover gives each level's sensitivity, the
 /// exponential mechanism and the rank error (not additive noise); its inlay
 /// hint its cost; the keywords have hover docs.

@@ -522,6 +522,14 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
         .spec
         .as_ref()
         .ok_or_else(|| unsupported("has no resolved aggregation and schedule"))?;
+    // The checker accounted a cumulative count as ONE release of its
+    // tree's nodes; run as fresh counts it would spend far more than the
+    // plan claims, so it is refused until the runtime runs the tree.
+    if spec.cumulative.is_some() {
+        return Err(unsupported(
+            "is a cumulative count (the binary tree mechanism): the runtime does not run the tree yet, and running it as fresh counts would spend more than the plan claims; `dpplan check`, `report` and `diff` cover it",
+        ));
+    }
     // The checker lists the statistics of a query in this order; any other
     // list is a checker bug, refused rather than compiled.
     let statistics = match spec.distinct {

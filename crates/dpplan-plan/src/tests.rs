@@ -158,3 +158,21 @@ fn error_texts() {
         assert_eq!(e.to_string(), want);
     }
 }
+
+/// A cumulative count was accounted as one release of its tree: compiled
+/// as fresh counts it would spend more than the plan claims, so it is
+/// refused (negative control: the same plan without `cumulative` compiles).
+#[test]
+fn a_cumulative_count_is_refused_not_run_as_fresh_counts() {
+    let text = "plan \"c\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset signups {\n    source \"signups.csv\"\n    column signed_up_at : time\n  }\n  query running {\n    cumulative count(signups)\n    noise laplace scale 9\n    schedule every 1 day for 365 days\n  }\n}\n";
+    match compile(text) {
+        Err(CompileError::Unsupported(why)) => {
+            assert!(why.contains("cumulative count"), "{why}");
+        }
+        other => panic!("{:?}", other.map(|p| to_json(&p))),
+    }
+    let fresh = text
+        .replace("cumulative count", "count")
+        .replace("scale 9", "scale 400");
+    compile(&fresh).unwrap();
+}

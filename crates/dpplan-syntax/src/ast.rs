@@ -225,6 +225,9 @@ pub struct Aggregate {
     pub kind: Spanned<AggKind>,
     /// `count(distinct d.col)`: the span of `distinct`.
     pub distinct: Option<Span>,
+    /// `cumulative count(d)`: the span of `cumulative` (running totals by
+    /// the tree mechanism).
+    pub cumulative: Option<Span>,
     pub target: Target,
     /// `where <predicate>`: only the rows it holds for are aggregated.
     pub filter: Option<Predicate>,

@@ -261,6 +261,7 @@ pub const KEYWORDS: &[&str] = &[
     "accuracy",
     "time",
     "window",
+    "cumulative",
     "where",
     "and",
     "or",

@@ -389,33 +389,13 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     for stmt in children(pair) {
         let span = cx.span(&stmt);
         match stmt.as_rule() {
-            Rule::aggregate => {
-                let Some(k) = first(&stmt, Rule::agg_kind) else {
-                    continue;
-                };
-                let Some(kind) = AggKind::from_name(k.as_str()) else {
-                    continue;
-                };
-                let Some(t) = first(&stmt, Rule::agg_target).and_then(|t| target(cx, t)) else {
-                    continue;
-                };
-                out.aggregates.push(Aggregate {
-                    span,
-                    kind: Spanned::new(kind, cx.span(&k)),
-                    distinct: first(&stmt, Rule::agg_distinct).map(|d| cx.span(&d)),
-                    target: t,
-                    filter: first(&stmt, Rule::filter)
-                        .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
-                        .and_then(|p| predicate(cx, p)),
-                    keys: first(&stmt, Rule::group_keys)
-                        .map(|g| group_keys(cx, g))
-                        .unwrap_or_default(),
-                    argument: first(&stmt, Rule::number).map(|n| cx.number(&n)),
-                    levels: first(&stmt, Rule::level_list).map(|l| {
-                        let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
-                        Spanned::new(values, cx.span(&l))
-                    }),
-                });
+            Rule::aggregate => out.aggregates.extend(aggregate(cx, &stmt, span, None)),
+            Rule::cumulative_aggregate => {
+                let cumulative = first(&stmt, Rule::agg_cumulative).map(|c| cx.span(&c));
+                if let Some(inner) = first(&stmt, Rule::aggregate) {
+                    out.aggregates
+                        .extend(aggregate(cx, &inner, span, cumulative));
+                }
             }
             Rule::noise_stmt => {
                 let Some(k) = first(&stmt, Rule::noise_kind) else {
@@ -702,5 +682,35 @@ fn publish(cx: &Ctx, pair: Pair<Rule>) -> Option<Publish> {
         name: cx.ident(idents.first()?),
         source: cx.ident(idents.get(1)?),
         condition,
+    })
+}
+
+/// One aggregation (`cumulative` when `cumulative` is its keyword's span).
+fn aggregate(
+    cx: &Ctx,
+    stmt: &Pair<Rule>,
+    span: Span,
+    cumulative: Option<Span>,
+) -> Option<Aggregate> {
+    let k = first(stmt, Rule::agg_kind)?;
+    let kind = AggKind::from_name(k.as_str())?;
+    let t = first(stmt, Rule::agg_target).and_then(|t| target(cx, t))?;
+    Some(Aggregate {
+        span,
+        kind: Spanned::new(kind, cx.span(&k)),
+        distinct: first(stmt, Rule::agg_distinct).map(|d| cx.span(&d)),
+        cumulative,
+        target: t,
+        filter: first(stmt, Rule::filter)
+            .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
+            .and_then(|p| predicate(cx, p)),
+        keys: first(stmt, Rule::group_keys)
+            .map(|g| group_keys(cx, g))
+            .unwrap_or_default(),
+        argument: first(stmt, Rule::number).map(|n| cx.number(&n)),
+        levels: first(stmt, Rule::level_list).map(|l| {
+            let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
+            Spanned::new(values, cx.span(&l))
+        }),
     })
 }

@@ -57,6 +57,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_accuracy => "`accuracy`",
         kw_time => "`time`",
         kw_window => "`window`",
+        agg_cumulative => "`cumulative`",
         plan_header => "`plan \"name\" {`",
         privacy => "`privacy { … }`",
         dataset => "`dataset name { … }`",

@@ -41,11 +41,20 @@ pub struct Statement {
 /// when the text is not one well-formed plan.
 pub fn statements(text: &str) -> Result<Vec<Statement>, String> {
     let pairs = DpplanParser::parse(Rule::file, text).map_err(|e| e.to_string())?;
+    // a simple statement inside another (the aggregation of `cumulative
+    // count(…)`) is part of it, not a statement of its own
+    let mut simple_end = 0;
     Ok(pairs
         .flatten()
         .filter_map(|pair| {
             let kind = kind_of(pair.as_rule())?;
             let span = pair.as_span();
+            if kind == StatementKind::Simple {
+                if span.start() < simple_end {
+                    return None;
+                }
+                simple_end = span.end();
+            }
             Some(Statement {
                 kind,
                 span: Span::new(span.start(), span.end()),
@@ -69,6 +78,7 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::contribution_stmt
         | Rule::invalid_stmt
         | Rule::aggregate
+        | Rule::cumulative_aggregate
         | Rule::noise_stmt
         | Rule::sensitivity_stmt
         | Rule::schedule_stmt

@@ -10,6 +10,7 @@
 
 mod accuracy;
 mod calibration;
+mod cumulative;
 mod datasets;
 mod lints;
 mod noise;

@@ -62,6 +62,9 @@ pub(super) struct Part {
     pub(super) without_window: Option<Derived>,
     /// The number of candidates of a quantile (0 for the other statistics).
     pub(super) candidates: usize,
+    /// A cumulative count's slots: its spread is the worst running
+    /// total's, not one node's.
+    pub(super) tree_slots: Option<u64>,
     /// A quantile's role with its level (`quantile 0.25`): the parts of
     /// `quantiles` are told apart by it (report, diff).
     pub(super) label: Option<String>,
@@ -88,6 +91,8 @@ pub(super) struct QueryPlan<'a> {
     pub(super) unit: Option<UnitBound>,
     /// The query's `window`, resolved: its releases are one vector release.
     pub(super) window: Option<super::window::Window>,
+    /// A `cumulative` count's tree: its nodes are one vector release.
+    pub(super) cumulative: Option<super::cumulative::Cumulative>,
 }
 
 impl QueryPlan<'_> {
@@ -95,7 +100,7 @@ impl QueryPlan<'_> {
     /// windowed query (its releases are one release over disjoint
     /// windows, with the horizon's sensitivity), else once per release.
     pub(super) fn accounted_releases(&self) -> u64 {
-        if self.window.is_some() {
+        if self.window.is_some() || self.cumulative.is_some() {
             1
         } else {
             self.releases
@@ -168,6 +173,7 @@ pub(super) fn plan_query<'a>(
         spec: None,
         accuracy,
         window: None,
+        cumulative: None,
         cells: None,
         unit: None,
     };
@@ -193,6 +199,9 @@ fn plan_parts(
     let quantile = super::quantile::is_quantile(agg.kind.value);
     if quantile && !super::quantile::supported(c, plan.q, agg) {
         return Err(Reported);
+    }
+    if agg.cumulative.is_some() {
+        super::cumulative::shape(c, plan.q, agg)?;
     }
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
@@ -237,8 +246,11 @@ fn plan_parts(
         unit,
         (plan.releases, quantile_spec.is_some()),
     )?;
-    let (derived, unwindowed) =
-        super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape);
+    let tree = super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
+    let (derived, unwindowed) = match &tree {
+        Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
+        None => super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape),
+    };
     let declared = declared_sensitivity(c, plan, noise, &derived);
     // DP015 was reported when the query has no noise.
     let noise = noise.ok_or(Reported)?;
@@ -264,6 +276,11 @@ fn plan_parts(
     }
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window;
+    let cumulative_spec = tree.as_ref().map(super::cumulative::Cumulative::spec);
+    for p in &mut plan.parts {
+        p.tree_slots = cumulative_spec.as_ref().map(|t| t.slots);
+    }
+    plan.cumulative = tree;
     if let Some(spec) = &quantile_spec {
         super::quantile::label_parts(&mut plan.parts, spec);
     }
@@ -293,6 +310,7 @@ fn plan_parts(
         keys,
         distinct,
         quantile: quantile_spec,
+        cumulative: cumulative_spec,
     })
 }
 
@@ -476,7 +494,12 @@ fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
 /// The aggregation in words, e.g. `sum(visits.seconds by region)`.
 fn describe_aggregation(agg: &ast::Aggregate) -> String {
     format!(
-        "{}({}{}{}{}{})",
+        "{}{}({}{}{}{}{})",
+        if agg.cumulative.is_some() {
+            "cumulative "
+        } else {
+            ""
+        },
         agg.kind.value.as_str(),
         if agg.distinct.is_some() {
             "distinct "
@@ -925,6 +948,7 @@ fn parts(
             scale: part_scale,
             resolved: if public { None } else { resolved },
             without_window: None,
+            tree_slots: None,
             candidates: 0,
             label: None,
         });

@@ -266,6 +266,9 @@ fn query_report(
             report
                 .derivation
                 .extend(super::window::comparison(q, p, privacy.delta));
+            report
+                .derivation
+                .extend(super::cumulative::comparison(q, p, privacy.delta));
         }
     }
     let first = parts.first();
@@ -374,10 +377,14 @@ fn part_report(p: &mut Part) -> PartReport {
         };
     }
     let scale = p.resolved.unwrap_or(f64::NAN);
-    let (std, ci) = match p.kind {
+    let (std, ci) = match (p.kind, p.tree_slots) {
         // a quantile's: its rank error (RMS bound, 95 % bound)
-        dpplan_vocab::NoiseKind::Exponential => super::quantile::rank_error(scale, p.candidates),
-        kind => crate::noise::spread(kind, scale),
+        (dpplan_vocab::NoiseKind::Exponential, _) => {
+            super::quantile::rank_error(scale, p.candidates)
+        }
+        // a running total's: the worst slot's (tree.rs)
+        (kind, Some(slots)) => crate::tree::worst_spread(scale, slots, kind.is_gaussian()),
+        (kind, None) => crate::noise::spread(kind, scale),
     };
     let calibration = match p.scale {
         Scale::Fixed(_) => Calibration::Declared,

@@ -233,3 +233,45 @@ fn auto_noise_absorbs_a_change_within_the_tolerance() {
     assert!(down.leave_one_in.as_ref().unwrap().change.unwrap() < 0.0);
     assert!(larger(1.0 + 2e-9, 1.0) && !larger(1.0 + 1e-10, 1.0));
 }
+
+/// A cumulative count's schedule doubled: one more level of the tree (a
+/// row in 10 nodes instead of 9), about twice the nodes, ε up — the diff
+/// shows the releases, the norms, the nodes and the derivation's levels.
+#[test]
+fn a_cumulative_counts_doubled_schedule_adds_a_tree_level() {
+    let t = std::fs::read_to_string(format!(
+        "{}/../../examples/signups/signups.dpplan",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let longer = t.replace("until 2027-01-01", "until 2027-12-31");
+    let d = run(&t, &longer);
+    assert!(d.verdict.increase);
+    let q = d
+        .queries
+        .iter()
+        .find(|q| q.name == "running_signups")
+        .unwrap();
+    assert!(q
+        .changes
+        .iter()
+        .any(|c| c.field == "releases" && c.old == json!(365) && c.new == json!(729)));
+    let p = &q.parts[0];
+    let change = |f: &str| p.changes.iter().find(|c| c.field == f).unwrap().clone();
+    // rows_per_unit 2 packed in one slot: 2 per level, 9 → 10 levels
+    assert_eq!(
+        (change("l1").old, change("l1").new),
+        (json!(18.0), json!(20.0))
+    );
+    assert_eq!(
+        (change("coords").old, change("coords").new),
+        (json!(724), json!(1452))
+    );
+    assert!(p.derivation_added.iter().any(|l| l.contains("10 levels")));
+    assert!(p.derivation_removed.iter().any(|l| l.contains("9 levels")));
+    // ε alone rises with one level, but far less than fresh releases would
+    let (o, n) = (q.epsilon_alone.old.unwrap(), q.epsilon_alone.new.unwrap());
+    assert!(n > o && n < 1.1 * o, "{o} → {n}");
+    // negative control: the same plan against itself changes nothing
+    assert!(run(&t, &t).identical);
+}
