@@ -225,6 +225,30 @@ pub struct QueryReport {
     pub accuracy: Option<AccuracyReport>,
 }
 
+/// Why a query's whole schedule is one accounted release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OneRelease {
+    /// A windowed query: its releases read disjoint windows.
+    Windows,
+    /// A `cumulative` count: its running totals are read from one tree.
+    Tree,
+}
+
+impl QueryReport {
+    /// `Some` when the query's schedule is accounted as one release (its
+    /// `per_release` cost is then that whole release's).
+    pub fn one_release(&self) -> Option<OneRelease> {
+        let spec = self.spec.as_ref()?;
+        if spec.window.is_some() {
+            Some(OneRelease::Windows)
+        } else if spec.cumulative.is_some() {
+            Some(OneRelease::Tree)
+        } else {
+            None
+        }
+    }
+}
+
 /// A query's `accuracy <measure> <= <at_most>` and what its noise achieves.
 /// The requirement applies to each value the query releases: every noisy
 /// part (a mean's sum and count each), every cell of a histogram.

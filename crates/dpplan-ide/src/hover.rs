@@ -211,12 +211,16 @@ fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
         );
         return;
     };
-    // a windowed query's releases are one accounted release over all its
-    // windows: the cost alone is that one release's
-    let windowed = r.spec.as_ref().is_some_and(|s| s.window.is_some());
-    let per = match (&r.per_release, windowed) {
-        (Some(_), true) => " (one release over all its windows)".to_string(),
-        (Some(c), false) => format!(" (ε = {} per release)", num(c.epsilon)),
+    // a windowed query's or a cumulative count's releases are one
+    // accounted release: the cost alone is that one release's
+    let per = match (&r.per_release, r.one_release()) {
+        (Some(_), Some(dpplan_check::OneRelease::Windows)) => {
+            " (one release over all its windows)".to_string()
+        }
+        (Some(_), Some(dpplan_check::OneRelease::Tree)) => {
+            " (one release: the whole tree of running totals)".to_string()
+        }
+        (Some(c), None) => format!(" (ε = {} per release)", num(c.epsilon)),
         (None, _) => String::new(),
     };
     let _ = write!(

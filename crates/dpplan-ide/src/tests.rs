@@ -574,6 +574,11 @@ fn hover_and_hints_on_a_cumulative_count() {
     assert!(md.contains("724 dyadic nodes"), "{md}");
     assert!(md.contains("as fresh releases: 365 running totals"), "{md}");
     assert!(md.contains("at slot 255"), "{md}");
+    assert!(
+        md.contains("(one release: the whole tree of running totals)")
+            && !md.contains("per release)"),
+        "{md}"
+    );
     let hints = doc.inlay_hints(dpplan_diagnostics::Span::new(0, text.len()));
     let q = hints
         .iter()

@@ -127,13 +127,14 @@ fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
     }
 }
 
-/// A query's cost per accounted release; a windowed query's schedule is
-/// one release over all its windows, and says so.
+/// A query's cost per accounted release; a windowed query's or a
+/// cumulative count's schedule is one release, and says so.
 fn per_release_text(q: &dpplan_check::QueryReport) -> String {
-    let windowed = q.spec.as_ref().is_some_and(|s| s.window.is_some());
-    match (&q.per_release, windowed) {
-        (Some(_), true) => format!("{} (all windows)", cost_text(&q.per_release)),
-        _ => cost_text(&q.per_release),
+    let cost = cost_text(&q.per_release);
+    match (&q.per_release, q.one_release()) {
+        (Some(_), Some(dpplan_check::OneRelease::Windows)) => format!("{cost} (all windows)"),
+        (Some(_), Some(dpplan_check::OneRelease::Tree)) => format!("{cost} (whole tree)"),
+        _ => cost,
     }
 }
 

@@ -172,7 +172,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                     last_offset_seconds: s.last(),
                 },
                 mean: mean_accuracy(q, &mean_counts),
-                window: window_text(q),
+                one_release: one_release_text(q),
                 parts,
                 epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
                 epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
@@ -265,13 +265,20 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
 }
 
 /// What a share is (docs/report.md).
-/// A windowed query's window in words: its time column, and the bounds
-/// that make its schedule one release.
-fn window_text(q: &dpplan_check::QueryReport) -> Option<String> {
-    let w = q.spec.as_ref()?.window.as_ref()?;
+/// Why a query's whole schedule is one accounted release, in words: a
+/// window (its time column and the bounds), or a cumulative count's tree.
+fn one_release_text(q: &dpplan_check::QueryReport) -> Option<String> {
+    let spec = q.spec.as_ref()?;
+    if let Some(w) = &spec.window {
+        return Some(format!(
+            "windowed on `{}` (each release reads the rows of its own period): the {} releases read disjoint windows and are accounted as one release over all of them, a unit in at most {} windows with at most {} rows in each",
+            w.column, w.slots, w.windows_per_unit, w.rows_per_window
+        ));
+    }
+    let t = spec.cumulative.as_ref()?;
     Some(format!(
-        "windowed on `{}` (each release reads the rows of its own period): the {} releases read disjoint windows and are accounted as one release over all of them, a unit in at most {} windows with at most {} rows in each",
-        w.column, w.slots, w.windows_per_unit, w.rows_per_window
+        "a running total by the tree mechanism on `{}`: the {} totals are estimated from one tree of {} noisy nodes ({} levels), each node drawn once, and the tree is accounted as one release",
+        t.column, t.slots, t.nodes, t.levels
     ))
 }
 

@@ -171,15 +171,12 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
                 q.schedule.text, q.schedule.releases, q.schedule.first, q.schedule.last
             ),
         ];
-        // a windowed query's releases are one accounted release: no window
-        // has an ε of its own
-        let per_release = match &q.window {
-            Some(w) => {
-                items.push(format!("Window: {w}."));
-                format!(
-                    "{} for all its windows together",
-                    opt(q.epsilon_per_release)
-                )
+        // a windowed query's (a cumulative count's) releases are one
+        // accounted release: no window (no total) has an ε of its own
+        let per_release = match &q.one_release {
+            Some(why) => {
+                items.push(format!("One accounted release: {why}."));
+                format!("{} for that one release", opt(q.epsilon_per_release))
             }
             None => format!("{} per release", opt(q.epsilon_per_release)),
         };

@@ -27,7 +27,8 @@ pub use crate::averaging::{Averaging, AveragingPoint};
 
 /// The version of the report's JSON (docs/report.schema.json).
 /// 2: the optional `audit` (`dpplan report --audit`).
-/// 3: a windowed query's optional `window`.
+/// 3: `one_release`, why a query's schedule is one accounted release (a
+/// window, a tree).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// The counts at which a mean's accuracy is stated when none is given.
@@ -151,11 +152,11 @@ pub struct QueryReview {
     pub aggregation: String,
     pub schedule: Schedule,
     pub parts: Vec<PartReview>,
-    /// A windowed query's window, in words; its whole schedule is then one
-    /// accounted release, and `epsilon_per_release` is that release's ε
-    /// (all windows together).
+    /// Why the query's whole schedule is one accounted release (a window,
+    /// a cumulative count's tree), in words; `epsilon_per_release` is then
+    /// that one release's ε.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<String>,
+    pub one_release: Option<String>,
     /// ε of one accounted release alone, at the budget's δ (the checker's
     /// figure).
     pub epsilon_per_release: Option<f64>,
