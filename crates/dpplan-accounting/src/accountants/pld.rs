@@ -546,48 +546,7 @@ impl Ord for Node {
 }
 
 pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
-    // split plan into the Gaussian part and grid leaves
-    let mut mu2 = 0.0;
-    let mut lap: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut rr: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut dgs_map: BTreeMap<(u64, i64), u64> = BTreeMap::new();
-    let mut shapes_map: BTreeMap<(u64, ShapeBound), u64> = BTreeMap::new();
-    for it in &plan.items {
-        match it.eff {
-            Eff::Gauss { mu } => mu2 += it.count as f64 * mu * mu,
-            Eff::Laplace { eps, scalar: true } => {
-                let c = lap.entry(eps.to_bits()).or_insert(0);
-                *c = c.saturating_add(it.count)
-            }
-            // any ε-DP mechanism is dominated by randomized response
-            // (Kairouz et al. 2015); the exponential mechanism's
-            // bounded range is not used here
-            Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } | Eff::Exp { eps } => {
-                let c = rr.entry(eps.to_bits()).or_insert(0);
-                *c = c.saturating_add(it.count)
-            }
-            Eff::DGauss {
-                sigma, shift: Some(s), ..
-            } if DiscreteGaussian::new(sigma, s).is_some() => {
-                let c = dgs_map.entry((sigma.to_bits(), s)).or_insert(0);
-                *c = c.saturating_add(it.count)
-            }
-            Eff::DGauss {
-                sigma,
-                shift: None,
-                shape: Some(b),
-                ..
-            } => {
-                let c = shapes_map.entry((sigma.to_bits(), b)).or_insert(0);
-                *c = c.saturating_add(it.count)
-            }
-            Eff::DGauss { .. } => {
-                return Err(AccountingError::NotApplicable(
-                    "PLD: no exact dominating pair for a discrete Gaussian with σ > 2·10⁴, or over several coordinates without an ℓ∞ sensitivity".into(),
-                ))
-            }
-        }
-    }
+    let split = Split::of(plan)?;
     if plan.items.is_empty() {
         return Ok((0.0, "empty plan".into()));
     }
@@ -604,107 +563,220 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             "PLD: more than 10^12 releases; use RDP / zCDP / GDP".into(),
         ));
     }
-    let mu = super::gdp::mu_upper(mu2, plan.items.len());
-    let bucket = |m: BTreeMap<u64, u64>| -> Vec<(f64, u64)> {
-        let v: Vec<(f64, u64)> = m.into_iter().map(|(b, c)| (f64::from_bits(b), c)).collect();
-        if v.len() <= BUCKET_ABOVE {
-            return v;
-        }
-        // round ε up onto a geometric grid: a larger-ε Laplace / RR dominates;
-        // one ε per grid point (the largest rounded member, all equal unless
-        // the round-up's check had to lift one)
-        let grid = GeometricGrid::new(BUCKET_RATIO);
-        let mut mm: BTreeMap<i64, (f64, u64)> = BTreeMap::new();
-        for (e, c) in v {
-            let (k, up) = grid.round_up(e);
-            let v = mm.entry(k).or_insert((up, 0));
-            v.0 = v.0.max(up);
-            v.1 = v.1.saturating_add(c);
-        }
-        mm.into_values().collect()
+    let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
+    let mu2 = split.mu2;
+    let leaves = split.leaves();
+    let mut ctx = Ctx::for_leaves(&leaves, mu2, delta);
+    let (g, shapes_note) = compose_leaves(&mut ctx, &leaves, mu2)?;
+    if g.inf >= delta {
+        return Err(AccountingError::InfiniteEpsilon(format!(
+            "PLD: mass at infinity {:.3e} ≥ δ",
+            g.inf
+        )));
+    }
+    let Some(eps) = epsilon_at(&g, mu, delta)? else {
+        return Ok((0.0, "δ(0) already below target".into()));
     };
-    let mut leaves: Vec<(LeafKind, u64)> = vec![];
-    for (e, c) in bucket(lap) {
-        leaves.push((LeafKind::Laplace(e), c));
-    }
-    for (e, c) in bucket(rr) {
-        leaves.push((LeafKind::Rr(e), c));
-    }
-    for ((s, d), c) in dgs_map {
-        leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
-    }
-    for ((s, b), c) in shapes_map {
-        leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
-    }
-    let mut shapes_note = String::new();
-    let var_total: f64 = leaves
-        .iter()
-        .map(|(k, c)| *c as f64 * leaf_sd(k).powi(2))
-        .sum::<f64>()
-        + mu2;
-    let sd_total = var_total.sqrt();
-    let e_global = if sd_total > 0.0 {
-        (sd_total / RES_GLOBAL).log2().floor() as i32
+    // the Gaussian releases composed exactly, when there are any
+    let gaussian = if mu > 0.0 {
+        format!(", Gaussian part μ = {mu:.6}")
     } else {
-        0
+        String::new()
     };
-    // Truncation budget. Soundness does not depend on it: truncated upper mass is added
-    // to the ∞ atom (counted in full by δ(ε)) and truncated lower mass is only moved up
-    // to the lowest kept point. It only trades tightness for speed: the total truncated
-    // mass is ≈ TRUNC_FRACTION·δ, so the final ε moves by a negligible amount, while
-    // the per-step threshold stays far above the FFT round-off floor (~1e-17 of total
-    // mass spread over the tails). With a threshold below that floor (as with 1e-9·δ)
-    // the noise stops every truncation and the grid of a k-fold self-composition grows
-    // to the full support ±k·ε instead of ±O(√k·ε).
-    let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
-    let mut ctx = Ctx {
-        conv: Convolver::new(),
-        tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
-        e_global,
-        delta,
-    };
-    let mut heap: BinaryHeap<Node> = BinaryHeap::new();
-    for (k, c) in &leaves {
-        let sd = leaf_sd(k);
-        let e = target_e(&ctx, sd);
-        let g = match *k {
-            LeafKind::Laplace(eps) => laplace_leaf(e, eps),
-            LeafKind::Rr(eps) => rr_leaf(e, eps),
-            LeafKind::DGauss(s, d) => match DiscreteGaussian::new(s, d) {
-                Some(dg) => dgauss_leaf(e, &dg),
-                None => {
+    let detail = format!(
+        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups{gaussian}, mass at ∞ {:.2e}{}; {}",
+        g.e,
+        g.p.len(),
+        leaves.len(),
+        g.inf,
+        shapes_note,
+        error_terms(&ctx)
+    );
+    Ok((eps, detail))
+}
+
+/// A plan split into its Gaussian part (Σ μ², composed exactly at the end)
+/// and the releases of each grid leaf, counted by parameters.
+#[derive(Default)]
+struct Split {
+    mu2: f64,
+    lap: BTreeMap<u64, u64>,
+    rr: BTreeMap<u64, u64>,
+    dgs: BTreeMap<(u64, i64), u64>,
+    shapes: BTreeMap<(u64, ShapeBound), u64>,
+}
+
+impl Split {
+    fn of(plan: &Plan) -> Result<Split, AccountingError> {
+        let mut s = Split::default();
+        let add = |c: &mut u64, n: u64| *c = c.saturating_add(n);
+        for it in &plan.items {
+            match it.eff {
+                Eff::Gauss { mu } => s.mu2 += it.count as f64 * mu * mu,
+                Eff::Laplace { eps, scalar: true } => {
+                    add(s.lap.entry(eps.to_bits()).or_insert(0), it.count)
+                }
+                // any ε-DP mechanism is dominated by randomized response
+                // (Kairouz et al. 2015); the exponential mechanism's
+                // bounded range is not used here
+                Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } | Eff::Exp { eps } => {
+                    add(s.rr.entry(eps.to_bits()).or_insert(0), it.count)
+                }
+                Eff::DGauss {
+                    sigma, shift: Some(d), ..
+                } if DiscreteGaussian::new(sigma, d).is_some() => {
+                    add(s.dgs.entry((sigma.to_bits(), d)).or_insert(0), it.count)
+                }
+                Eff::DGauss {
+                    sigma,
+                    shift: None,
+                    shape: Some(b),
+                    ..
+                } => add(s.shapes.entry((sigma.to_bits(), b)).or_insert(0), it.count),
+                Eff::DGauss { .. } => {
                     return Err(AccountingError::NotApplicable(
-                        "PLD: discrete Gaussian σ too large".into(),
+                        "PLD: no exact dominating pair for a discrete Gaussian with σ > 2·10⁴, or over several coordinates without an ℓ∞ sensitivity".into(),
                     ))
                 }
-            },
-            LeafKind::DGaussShapes(s, b) => {
-                let (g, n) = pld_dgauss::shapes_leaf(&mut ctx, e, s, &b, *c)?;
-                shapes_note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
-                g
             }
+        }
+        Ok(s)
+    }
+
+    /// The grid leaves and how often each is used; many distinct ε are
+    /// bucketed first ([`bucket`]).
+    fn leaves(self) -> Vec<(LeafKind, u64)> {
+        let mut leaves: Vec<(LeafKind, u64)> = vec![];
+        for (e, c) in bucket(self.lap) {
+            leaves.push((LeafKind::Laplace(e), c));
+        }
+        for (e, c) in bucket(self.rr) {
+            leaves.push((LeafKind::Rr(e), c));
+        }
+        for ((s, d), c) in self.dgs {
+            leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
+        }
+        for ((s, b), c) in self.shapes {
+            leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
+        }
+        leaves
+    }
+}
+
+/// The counts of ε (as bits); above [`BUCKET_ABOVE`] distinct values, each
+/// ε is rounded up onto a geometric grid: a larger-ε Laplace / RR
+/// dominates; one ε per grid point (the largest rounded member, all equal
+/// unless the round-up's check had to lift one).
+fn bucket(m: BTreeMap<u64, u64>) -> Vec<(f64, u64)> {
+    let v: Vec<(f64, u64)> = m.into_iter().map(|(b, c)| (f64::from_bits(b), c)).collect();
+    if v.len() <= BUCKET_ABOVE {
+        return v;
+    }
+    let grid = GeometricGrid::new(BUCKET_RATIO);
+    let mut mm: BTreeMap<i64, (f64, u64)> = BTreeMap::new();
+    for (e, c) in v {
+        let (k, up) = grid.round_up(e);
+        let v = mm.entry(k).or_insert((up, 0));
+        v.0 = v.0.max(up);
+        v.1 = v.1.saturating_add(c);
+    }
+    mm.into_values().collect()
+}
+
+impl Ctx {
+    /// The context of a composition of `leaves` and a Gaussian part of
+    /// Σ μ² = `mu2` at target `delta`: the global grid exponent from the
+    /// total spread, and the truncation budget.
+    fn for_leaves(leaves: &[(LeafKind, u64)], mu2: f64, delta: f64) -> Ctx {
+        let var_total: f64 = leaves
+            .iter()
+            .map(|(k, c)| *c as f64 * leaf_sd(k).powi(2))
+            .sum::<f64>()
+            + mu2;
+        let sd_total = var_total.sqrt();
+        let e_global = if sd_total > 0.0 {
+            (sd_total / RES_GLOBAL).log2().floor() as i32
+        } else {
+            0
         };
-        // the leaf is used *c times: scale its truncation threshold (see self_compose)
-        let tau = ctx.tau;
-        ctx.tau = (tau / (*c).max(1) as f64).max(1e-300);
-        let g = regularise(&mut ctx, g);
-        ctx.tau = tau;
-        let g = self_compose(&mut ctx, g, *c);
+        // Truncation budget. Soundness does not depend on it: truncated upper mass is added
+        // to the ∞ atom (counted in full by δ(ε)) and truncated lower mass is only moved up
+        // to the lowest kept point. It only trades tightness for speed: the total truncated
+        // mass is ≈ TRUNC_FRACTION·δ, so the final ε moves by a negligible amount, while
+        // the per-step threshold stays far above the FFT round-off floor (~1e-17 of total
+        // mass spread over the tails). With a threshold below that floor (as with 1e-9·δ)
+        // the noise stops every truncation and the grid of a k-fold self-composition grows
+        // to the full support ±k·ε instead of ±O(√k·ε).
+        let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
+        Ctx {
+            conv: Convolver::new(),
+            tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
+            e_global,
+            delta,
+        }
+    }
+}
+
+/// One leaf's grid PLD, composed with itself as often as it is used; the
+/// note names a multi-coordinate discrete Gaussian's shapes.
+fn leaf_pld(
+    ctx: &mut Ctx,
+    k: LeafKind,
+    count: u64,
+    note: &mut String,
+) -> Result<GridPld, AccountingError> {
+    let e = target_e(ctx, leaf_sd(&k));
+    let g = match k {
+        LeafKind::Laplace(eps) => laplace_leaf(e, eps),
+        LeafKind::Rr(eps) => rr_leaf(e, eps),
+        LeafKind::DGauss(s, d) => match DiscreteGaussian::new(s, d) {
+            Some(dg) => dgauss_leaf(e, &dg),
+            None => {
+                return Err(AccountingError::NotApplicable(
+                    "PLD: discrete Gaussian σ too large".into(),
+                ))
+            }
+        },
+        LeafKind::DGaussShapes(s, b) => {
+            let (g, n) = pld_dgauss::shapes_leaf(ctx, e, s, &b, count)?;
+            *note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
+            g
+        }
+    };
+    // the leaf is used `count` times: scale its truncation threshold (see
+    // self_compose)
+    let tau = ctx.tau;
+    ctx.tau = (tau / count.max(1) as f64).max(1e-300);
+    let g = regularise(ctx, g);
+    ctx.tau = tau;
+    Ok(self_compose(ctx, g, count))
+}
+
+/// Every leaf composed (Huffman-style: always the two narrowest first),
+/// then coarsened to [`RES_NODE`] of the total spread (Gaussian part
+/// `mu2` included) to make evaluation cheap; and the shapes note.
+fn compose_leaves(
+    ctx: &mut Ctx,
+    leaves: &[(LeafKind, u64)],
+    mu2: f64,
+) -> Result<(GridPld, String), AccountingError> {
+    let mut note = String::new();
+    let mut heap: BinaryHeap<Node> = BinaryHeap::new();
+    for &(k, c) in leaves {
+        let g = leaf_pld(ctx, k, c, &mut note)?;
         let (_, sd) = g.mean_sd();
         heap.push(Node { sd, g });
     }
-    // Huffman-style merging: always compose the two narrowest distributions
     while heap.len() > 1 {
         // two pops are guaranteed by the loop condition
         let (Some(a), Some(b)) = (heap.pop(), heap.pop()) else {
             break;
         };
-        let g = compose(&mut ctx, &a.g, &b.g);
+        let g = compose(ctx, &a.g, &b.g);
         let (_, sd) = g.mean_sd();
         heap.push(Node { sd, g });
     }
     let mut g = heap.pop().map(|n| n.g).unwrap_or_else(GridPld::identity);
-    // final coarsening to RES_NODE of the total spread, to make evaluation cheap
     let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / RES_NODE)
         .log2()
         .floor() as i32)
@@ -713,12 +785,12 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         g = g.coarsen(te);
         g.truncate(ctx.tau, ctx.tau_low());
     }
-    if g.inf >= delta {
-        return Err(AccountingError::InfiniteEpsilon(format!(
-            "PLD: mass at infinity {:.3e} ≥ δ",
-            g.inf
-        )));
-    }
+    Ok((g, note))
+}
+
+/// The least ε with δ(ε) ≤ `delta` for the composed grid PLD `g` and a
+/// Gaussian part μ (rounded up); `None` when δ(0) is already below.
+fn epsilon_at(g: &GridPld, mu: f64, delta: f64) -> Result<Option<f64>, AccountingError> {
     let h = h_of(g.e);
     let losses: Vec<f64> = (0..g.p.len())
         .map(|i| (g.lo + i as i64) as f64 * h)
@@ -750,7 +822,7 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         (d * grow).next_up()
     };
     if delta_of(0.0) <= delta {
-        return Ok((0.0, "δ(0) already below target".into()));
+        return Ok(None);
     }
     let lmax = losses.last().copied().unwrap_or(0.0).max(0.0);
     let hi =
@@ -769,28 +841,12 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             "PLD: could not bracket ε".into(),
         ));
     };
-    let eps = bisect(
+    Ok(Some(bisect(
         0.0,
         hi,
         &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
         |x| delta_of(x) <= delta,
-    );
-    // the Gaussian releases composed exactly, when there are any
-    let gaussian = if mu > 0.0 {
-        format!(", Gaussian part μ = {mu:.6}")
-    } else {
-        String::new()
-    };
-    let detail = format!(
-        "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups{gaussian}, mass at ∞ {:.2e}{}; {}",
-        g.e,
-        g.p.len(),
-        leaves.len(),
-        g.inf,
-        shapes_note,
-        error_terms(&ctx)
-    );
-    Ok((eps, detail))
+    )))
 }
 
 /// The error terms added on the way, for the detail string.
