@@ -108,9 +108,65 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
     let slots = timeline::slots(plan, first_run);
     let label = |t: f64| timeline::label(first_run, t);
 
-    // shares of the plan's zCDP ρ
-    let rhos: Vec<f64> = plan
+    let rhos = rho_shares(plan);
+    let rho_total: f64 = rhos.iter().sum();
+    let mean_counts = if options.mean_counts.is_empty() {
+        DEFAULT_MEAN_COUNTS.to_vec()
+    } else {
+        options.mean_counts.clone()
+    };
+    let queries: Vec<QueryReview> = plan
         .queries
+        .iter()
+        .zip(&slots)
+        .zip(&rhos)
+        .map(|((q, s), &rho)| {
+            let schedule = Schedule {
+                text: q.schedule.clone(),
+                releases: q.releases,
+                first: label(s.start),
+                last: label(s.last()),
+                first_offset_seconds: s.start,
+                last_offset_seconds: s.last(),
+            };
+            let share = if rho_total > 0.0 {
+                rho / rho_total
+            } else {
+                0.0
+            };
+            query_review(q, schedule, (rho, share), &mean_counts)
+        })
+        .collect();
+
+    let contract = contract_of(analysis, plan, total, choice);
+    let cumulative = cumulative(plan, &slots, first_run, choice, total.epsilon);
+    let controls = controls(plan, total.epsilon, choice);
+    let controls_ok = controls.iter().all(|c| c.without_moves && c.doubled_moves);
+
+    Ok(Review {
+        schema_version: SCHEMA_VERSION,
+        plan: plan.name.clone(),
+        contract,
+        calendar: Calendar {
+            first_run: first_run.map(|_| label(0.0)),
+            first_run_unix: first_run,
+            note: calendar_note,
+        },
+        queries,
+        share_definition: SHARE_DEFINITION.into(),
+        cumulative,
+        averaging: crate::averaging::averaging(plan),
+        controls_definition: CONTROLS_DEFINITION.into(),
+        controls,
+        controls_ok,
+        audit: None,
+    })
+}
+
+/// Each query's zCDP ρ over its whole schedule: the ρ of its parts times
+/// its accounted releases.
+fn rho_shares(plan: &CheckedPlan) -> Vec<f64> {
+    plan.queries
         .iter()
         .map(|q| {
             q.parts
@@ -119,74 +175,69 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                 .sum::<f64>()
                 * q.accounted_releases as f64
         })
-        .collect();
-    let rho_total: f64 = rhos.iter().sum();
+        .collect()
+}
 
-    let mean_counts = if options.mean_counts.is_empty() {
-        DEFAULT_MEAN_COUNTS.to_vec()
-    } else {
-        options.mean_counts.clone()
-    };
-
-    let queries: Vec<QueryReview> = plan
-        .queries
+/// A query's review, given its calendar and its ρ and share of the plan's
+/// (they depend on the whole plan).
+fn query_review(
+    q: &dpplan_check::QueryReport,
+    schedule: Schedule,
+    (rho, share): (f64, f64),
+    mean_counts: &[f64],
+) -> QueryReview {
+    let groups = q
+        .spec
+        .as_ref()
+        .and_then(|s| s.groups.clone())
+        .unwrap_or_default();
+    let parts: Vec<PartReview> = q
+        .parts
         .iter()
-        .zip(&slots)
-        .zip(&rhos)
-        .map(|((q, s), &rho)| {
-            let spec = q.spec.as_ref();
-            let groups = spec.and_then(|s| s.groups.clone()).unwrap_or_default();
-            let parts: Vec<PartReview> = q
-                .parts
-                .iter()
-                .map(|p| PartReview {
-                    role: p.role.clone(),
-                    statistic: p.statistic.to_string(),
-                    noise: p.mechanism.kind_name().to_string(),
-                    scale: p.mechanism.scale,
-                    sigma: p.mechanism.sigma,
-                    calibration: p.mechanism.calibration.to_string(),
-                    l1: p.l1,
-                    l2: p.l2,
-                    coords: p.coords,
-                    derivation: p.derivation.clone(),
-                    noise_std: p.noise_std,
-                    ci95_half_width: p.ci95_half_width,
-                    cells: if p.statistic.is_grouped() {
-                        groups.clone()
-                    } else {
-                        Vec::new()
-                    },
-                })
-                .collect();
-            QueryReview {
-                name: q.name.clone(),
-                dataset: q.dataset.clone(),
-                aggregation: q.aggregation.clone(),
-                schedule: Schedule {
-                    text: q.schedule.clone(),
-                    releases: q.releases,
-                    first: label(s.start),
-                    last: label(s.last()),
-                    first_offset_seconds: s.start,
-                    last_offset_seconds: s.last(),
-                },
-                mean: mean_accuracy(q, &mean_counts),
-                one_release: one_release_text(q),
-                parts,
-                epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
-                epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
-                alone_accountant: q.total.as_ref().map(|c| c.accountant.to_string()),
-                rho,
-                share: if rho_total > 0.0 {
-                    rho / rho_total
-                } else {
-                    0.0
-                },
-            }
+        .map(|p| PartReview {
+            role: p.role.clone(),
+            statistic: p.statistic.to_string(),
+            noise: p.mechanism.kind_name().to_string(),
+            scale: p.mechanism.scale,
+            sigma: p.mechanism.sigma,
+            calibration: p.mechanism.calibration.to_string(),
+            l1: p.l1,
+            l2: p.l2,
+            coords: p.coords,
+            derivation: p.derivation.clone(),
+            noise_std: p.noise_std,
+            ci95_half_width: p.ci95_half_width,
+            cells: if p.statistic.is_grouped() {
+                groups.clone()
+            } else {
+                Vec::new()
+            },
         })
         .collect();
+    QueryReview {
+        name: q.name.clone(),
+        dataset: q.dataset.clone(),
+        aggregation: q.aggregation.clone(),
+        schedule,
+        mean: mean_accuracy(q, mean_counts),
+        one_release: one_release_text(q),
+        parts,
+        epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
+        epsilon_alone: q.total.as_ref().map(|c| c.epsilon),
+        alone_accountant: q.total.as_ref().map(|c| c.accountant.to_string()),
+        rho,
+        share,
+    }
+}
 
+/// The contract: who is protected, the bounds, the budget and the claim,
+/// every accountant's figure and why the claim is the one it is.
+fn contract_of(
+    analysis: &Analysis,
+    plan: &CheckedPlan,
+    total: &dpplan_check::TotalReport,
+    choice: AccountantChoice,
+) -> Contract {
     let (protected, not_protected) = contract::protection(plan);
     let accountant_why = match choice.accountant() {
         Some(a) => format!(
@@ -197,7 +248,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
             total.accountant.title()
         ),
     };
-    let contract = Contract {
+    Contract {
         unit: plan.unit.kind.to_string(),
         unit_id: plan.unit.id.clone(),
         unit_description: plan.unit.description.clone(),
@@ -238,33 +289,9 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
             .iter()
             .map(|d| format!("{}: {}", d.code, d.message))
             .collect(),
-    };
-
-    let cumulative = cumulative(plan, &slots, first_run, choice, total.epsilon);
-    let controls = controls(plan, total.epsilon, choice);
-    let controls_ok = controls.iter().all(|c| c.without_moves && c.doubled_moves);
-
-    Ok(Review {
-        schema_version: SCHEMA_VERSION,
-        plan: plan.name.clone(),
-        contract,
-        calendar: Calendar {
-            first_run: first_run.map(|_| label(0.0)),
-            first_run_unix: first_run,
-            note: calendar_note,
-        },
-        queries,
-        share_definition: SHARE_DEFINITION.into(),
-        cumulative,
-        averaging: crate::averaging::averaging(plan),
-        controls_definition: CONTROLS_DEFINITION.into(),
-        controls,
-        controls_ok,
-        audit: None,
-    })
+    }
 }
 
-/// What a share is (docs/report.md).
 /// Why a query's whole schedule is one accounted release, in words: a
 /// window (its time column and the bounds), or a cumulative count's tree.
 fn one_release_text(q: &dpplan_check::QueryReport) -> Option<String> {
