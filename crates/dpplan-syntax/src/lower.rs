@@ -397,124 +397,22 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                         .extend(aggregate(cx, &inner, span, cumulative));
                 }
             }
-            Rule::noise_stmt => {
-                let Some(k) = first(&stmt, Rule::noise_kind) else {
-                    continue;
-                };
-                let Some(kind) = NoiseKind::from_name(k.as_str()) else {
-                    continue;
-                };
-                let param = if let Some(p) = first(&stmt, Rule::noise_scale) {
-                    NoiseParam::Scale {
-                        value: cx.number(&first(&p, Rule::number)?),
-                    }
-                } else if let Some(p) = first(&stmt, Rule::noise_sigma) {
-                    NoiseParam::Sigma {
-                        value: cx.number(&first(&p, Rule::number)?),
-                    }
-                } else if let Some(p) = first(&stmt, Rule::noise_epsilon) {
-                    let nums = all(&p, Rule::number);
-                    NoiseParam::Epsilon {
-                        epsilon: cx.number(nums.first()?),
-                        delta: nums.get(1).map(|d| cx.number(d)),
-                    }
-                } else if let Some(p) = first(&stmt, Rule::noise_auto) {
-                    NoiseParam::Auto {
-                        span: cx.span(&p),
-                        weight: first(&p, Rule::number).map(|n| cx.number(&n)),
-                    }
-                } else {
-                    continue;
-                };
-                out.noises.push(Noise {
-                    span,
-                    kind: Spanned::new(kind, cx.span(&k)),
-                    param,
-                });
-            }
-            Rule::sensitivity_stmt => {
-                let items = all(&stmt, Rule::sensitivity_item)
-                    .into_iter()
-                    .filter_map(|it| {
-                        let n = first(&it, Rule::norm)?;
-                        let v = first(&it, Rule::number)?;
-                        let norm = if n.as_str() == "l2" {
-                            Norm::L2
-                        } else {
-                            Norm::L1
-                        };
-                        Some((Spanned::new(norm, cx.span(&n)), cx.number(&v)))
-                    })
-                    .collect();
-                out.sensitivities.push(DeclaredSensitivity { span, items });
-            }
+            Rule::noise_stmt => out.noises.extend(noise(cx, &stmt, span)),
+            Rule::sensitivity_stmt => out
+                .sensitivities
+                .push(declared_sensitivity(cx, &stmt, span)),
             Rule::schedule_stmt => {
-                let sched = if first(&stmt, Rule::sched_once).is_some() {
-                    Schedule::Once
-                } else if let Some(t) = first(&stmt, Rule::sched_times) {
-                    Schedule::Times {
-                        count: cx.number(&first(&t, Rule::number)?),
-                    }
-                } else if let Some(e) = first(&stmt, Rule::sched_every) {
-                    let every = duration(cx, &first(&e, Rule::duration)?)?;
-                    if let Some(f) = first(&e, Rule::sched_for) {
-                        Schedule::EveryFor {
-                            every,
-                            window: duration(cx, &first(&f, Rule::duration)?)?,
-                        }
-                    } else {
-                        let r = first(&e, Rule::sched_range)?;
-                        let dates = all(&r, Rule::date);
-                        let d = |p: &Pair<Rule>| Spanned::new(p.as_str().to_string(), cx.span(p));
-                        Schedule::EveryRange {
-                            every,
-                            from: d(dates.first()?),
-                            until: d(dates.get(1)?),
-                        }
-                    }
-                } else {
-                    continue;
-                };
-                out.schedules.push(Spanned::new(sched, span));
+                if let Some(sched) = schedule(cx, &stmt) {
+                    out.schedules.push(Spanned::new(sched, span));
+                }
             }
             Rule::window_stmt => {
-                let Some(length) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d))
-                else {
-                    continue;
-                };
-                out.windows.push(Window { span, length });
+                if let Some(length) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d)) {
+                    out.windows.push(Window { span, length });
+                }
             }
-            Rule::candidates_stmt => {
-                let grid = if let Some(l) = first(&stmt, Rule::candidate_list) {
-                    CandidateGrid::List {
-                        values: all(&l, Rule::number).iter().map(|n| cx.number(n)).collect(),
-                    }
-                } else if let Some(e) = first(&stmt, Rule::candidate_step) {
-                    CandidateGrid::Every {
-                        step: cx.number(&first(&e, Rule::number)?),
-                    }
-                } else {
-                    continue;
-                };
-                out.candidates.push(Candidates { span, grid });
-            }
-            Rule::accuracy_stmt => {
-                let Some(m) = first(&stmt, Rule::accuracy_measure) else {
-                    continue;
-                };
-                // The grammar admits exactly the vocabulary's names.
-                let Some(measure) = AccuracyMeasure::from_name(m.as_str()) else {
-                    continue;
-                };
-                let Some(n) = first(&stmt, Rule::number) else {
-                    continue;
-                };
-                out.accuracies.push(Accuracy {
-                    span,
-                    measure: Spanned::new(measure, cx.span(&m)),
-                    value: cx.number(&n),
-                });
-            }
+            Rule::candidates_stmt => out.candidates.extend(candidates(cx, &stmt, span)),
+            Rule::accuracy_stmt => out.accuracies.extend(accuracy(cx, &stmt, span)),
             _ => {}
         }
     }
@@ -527,6 +425,114 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     out.accuracies.shrink_to_fit();
     out.windows.shrink_to_fit();
     Some(out)
+}
+
+/// `noise <kind> (scale | sigma | epsilon | auto) …`; `None` when a part
+/// did not parse (the parser reported it).
+fn noise(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Option<Noise> {
+    let k = first(stmt, Rule::noise_kind)?;
+    let kind = NoiseKind::from_name(k.as_str())?;
+    let param = if let Some(p) = first(stmt, Rule::noise_scale) {
+        NoiseParam::Scale {
+            value: cx.number(&first(&p, Rule::number)?),
+        }
+    } else if let Some(p) = first(stmt, Rule::noise_sigma) {
+        NoiseParam::Sigma {
+            value: cx.number(&first(&p, Rule::number)?),
+        }
+    } else if let Some(p) = first(stmt, Rule::noise_epsilon) {
+        let nums = all(&p, Rule::number);
+        NoiseParam::Epsilon {
+            epsilon: cx.number(nums.first()?),
+            delta: nums.get(1).map(|d| cx.number(d)),
+        }
+    } else if let Some(p) = first(stmt, Rule::noise_auto) {
+        NoiseParam::Auto {
+            span: cx.span(&p),
+            weight: first(&p, Rule::number).map(|n| cx.number(&n)),
+        }
+    } else {
+        return None;
+    };
+    Some(Noise {
+        span,
+        kind: Spanned::new(kind, cx.span(&k)),
+        param,
+    })
+}
+
+/// `sensitivity l1 <x> [l2 <y>]`.
+fn declared_sensitivity(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> DeclaredSensitivity {
+    let items = all(stmt, Rule::sensitivity_item)
+        .into_iter()
+        .filter_map(|it| {
+            let n = first(&it, Rule::norm)?;
+            let v = first(&it, Rule::number)?;
+            let norm = if n.as_str() == "l2" {
+                Norm::L2
+            } else {
+                Norm::L1
+            };
+            Some((Spanned::new(norm, cx.span(&n)), cx.number(&v)))
+        })
+        .collect();
+    DeclaredSensitivity { span, items }
+}
+
+/// `schedule once | <n> times | every <d> (for <d> | from … until …)`.
+fn schedule(cx: &Ctx, stmt: &Pair<Rule>) -> Option<Schedule> {
+    if first(stmt, Rule::sched_once).is_some() {
+        return Some(Schedule::Once);
+    }
+    if let Some(t) = first(stmt, Rule::sched_times) {
+        return Some(Schedule::Times {
+            count: cx.number(&first(&t, Rule::number)?),
+        });
+    }
+    let e = first(stmt, Rule::sched_every)?;
+    let every = duration(cx, &first(&e, Rule::duration)?)?;
+    if let Some(f) = first(&e, Rule::sched_for) {
+        return Some(Schedule::EveryFor {
+            every,
+            window: duration(cx, &first(&f, Rule::duration)?)?,
+        });
+    }
+    let r = first(&e, Rule::sched_range)?;
+    let dates = all(&r, Rule::date);
+    let d = |p: &Pair<Rule>| Spanned::new(p.as_str().to_string(), cx.span(p));
+    Some(Schedule::EveryRange {
+        every,
+        from: d(dates.first()?),
+        until: d(dates.get(1)?),
+    })
+}
+
+/// `candidates [c1, c2, …] | candidates every <step>`.
+fn candidates(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Option<Candidates> {
+    let grid = if let Some(l) = first(stmt, Rule::candidate_list) {
+        CandidateGrid::List {
+            values: all(&l, Rule::number).iter().map(|n| cx.number(n)).collect(),
+        }
+    } else {
+        let e = first(stmt, Rule::candidate_step)?;
+        CandidateGrid::Every {
+            step: cx.number(&first(&e, Rule::number)?),
+        }
+    };
+    Some(Candidates { span, grid })
+}
+
+/// `accuracy <measure> <= <x>`.
+fn accuracy(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Option<Accuracy> {
+    let m = first(stmt, Rule::accuracy_measure)?;
+    // The grammar admits exactly the vocabulary's names.
+    let measure = AccuracyMeasure::from_name(m.as_str())?;
+    let n = first(stmt, Rule::number)?;
+    Some(Accuracy {
+        span,
+        measure: Spanned::new(measure, cx.span(&m)),
+        value: cx.number(&n),
+    })
 }
 
 /// The keys of `by k1, k2, …`.
