@@ -244,104 +244,8 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                     out.sources.push(cx.string(&s));
                 }
             }
-            Rule::column_stmt => {
-                let Some(name) = first(&stmt, Rule::ident) else {
-                    continue;
-                };
-                let Some(ty_pair) = stmt.clone().into_inner().find(|c| {
-                    matches!(
-                        c.as_rule(),
-                        Rule::type_id
-                            | Rule::type_category
-                            | Rule::type_int
-                            | Rule::type_float
-                            | Rule::type_time
-                    )
-                }) else {
-                    continue;
-                };
-                let ty_span = cx.span(&ty_pair);
-                let bounds = |p: &Pair<Rule>| -> Option<Bounds> {
-                    let b = first(p, Rule::bounds)?;
-                    let mut bs = all(&b, Rule::bound).into_iter().map(|bp| {
-                        let inner = bp.into_inner().next()?;
-                        Some(match inner.as_rule() {
-                            Rule::number => Bound::Public {
-                                value: cx.number(&inner),
-                            },
-                            _ => Bound::FromData {
-                                expr: data_expr(cx, inner)?,
-                            },
-                        })
-                    });
-                    let lo = bs.next()??;
-                    let hi = bs.next()??;
-                    Some(Bounds {
-                        span: cx.span(&b),
-                        lo,
-                        hi,
-                    })
-                };
-                let ty = match ty_pair.as_rule() {
-                    Rule::type_id => ColumnType::Id,
-                    Rule::type_category => {
-                        let domain = if let Some(list) = first(&ty_pair, Rule::domain_list) {
-                            Some(Domain::List {
-                                values: all(&list, Rule::string)
-                                    .iter()
-                                    .map(|s| cx.string(s))
-                                    .collect(),
-                            })
-                        } else if let Some(e) = first(&ty_pair, Rule::domain_expr) {
-                            first(&e, Rule::data_expr)
-                                .and_then(|d| data_expr(cx, d))
-                                .map(|expr| Domain::FromData { expr })
-                        } else {
-                            None
-                        };
-                        ColumnType::Category { domain }
-                    }
-                    Rule::type_time => ColumnType::Time,
-                    Rule::type_int => ColumnType::Int {
-                        bounds: bounds(&ty_pair),
-                    },
-                    _ => ColumnType::Float {
-                        bounds: bounds(&ty_pair),
-                    },
-                };
-                out.columns.push(Column {
-                    span,
-                    name: cx.ident(&name),
-                    ty: Spanned::new(ty, ty_span),
-                });
-            }
-            Rule::contribution => {
-                let mut c = Contribution {
-                    span,
-                    rows_per_unit: vec![],
-                    groups_per_unit: vec![],
-                    rows_per_group: vec![],
-                    windows_per_unit: vec![],
-                    rows_per_window: vec![],
-                };
-                for item in all(&stmt, Rule::contribution_stmt) {
-                    let (Some(key), Some(n)) = (
-                        first(&item, Rule::contribution_key),
-                        first(&item, Rule::number),
-                    ) else {
-                        continue;
-                    };
-                    let value = Spanned::new(parse_number(n.as_str()), cx.span(&item));
-                    match key.as_str() {
-                        "rows_per_unit" => c.rows_per_unit.push(value),
-                        "groups_per_unit" => c.groups_per_unit.push(value),
-                        "windows_per_unit" => c.windows_per_unit.push(value),
-                        "rows_per_window" => c.rows_per_window.push(value),
-                        _ => c.rows_per_group.push(value),
-                    }
-                }
-                out.contributions.push(c);
-            }
+            Rule::column_stmt => out.columns.extend(column(cx, &stmt, span)),
+            Rule::contribution => out.contributions.push(contribution(cx, &stmt, span)),
             Rule::invalid_stmt => {
                 if let Some(r) = first(&stmt, Rule::invalid_rule) {
                     let rule = if r.as_str() == "clamp" {
@@ -356,6 +260,107 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
         }
     }
     Some(out)
+}
+
+/// `column <name> : <type>`; `None` when a part did not parse.
+fn column(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Option<Column> {
+    let name = first(stmt, Rule::ident)?;
+    let ty_pair = stmt.clone().into_inner().find(|c| {
+        matches!(
+            c.as_rule(),
+            Rule::type_id
+                | Rule::type_category
+                | Rule::type_int
+                | Rule::type_float
+                | Rule::type_time
+        )
+    })?;
+    let ty = match ty_pair.as_rule() {
+        Rule::type_id => ColumnType::Id,
+        Rule::type_category => ColumnType::Category {
+            domain: domain(cx, &ty_pair),
+        },
+        Rule::type_time => ColumnType::Time,
+        Rule::type_int => ColumnType::Int {
+            bounds: bounds(cx, &ty_pair),
+        },
+        _ => ColumnType::Float {
+            bounds: bounds(cx, &ty_pair),
+        },
+    };
+    Some(Column {
+        span,
+        name: cx.ident(&name),
+        ty: Spanned::new(ty, cx.span(&ty_pair)),
+    })
+}
+
+/// A category's `{ "a", "b", … }` or `from <data expression>`.
+fn domain(cx: &Ctx, ty: &Pair<Rule>) -> Option<Domain> {
+    if let Some(list) = first(ty, Rule::domain_list) {
+        return Some(Domain::List {
+            values: all(&list, Rule::string)
+                .iter()
+                .map(|s| cx.string(s))
+                .collect(),
+        });
+    }
+    let e = first(ty, Rule::domain_expr)?;
+    first(&e, Rule::data_expr)
+        .and_then(|d| data_expr(cx, d))
+        .map(|expr| Domain::FromData { expr })
+}
+
+/// A number column's `in [lo, hi]` (public numbers or data expressions).
+fn bounds(cx: &Ctx, ty: &Pair<Rule>) -> Option<Bounds> {
+    let b = first(ty, Rule::bounds)?;
+    let mut bs = all(&b, Rule::bound).into_iter().map(|bp| {
+        let inner = bp.into_inner().next()?;
+        Some(match inner.as_rule() {
+            Rule::number => Bound::Public {
+                value: cx.number(&inner),
+            },
+            _ => Bound::FromData {
+                expr: data_expr(cx, inner)?,
+            },
+        })
+    });
+    let lo = bs.next()??;
+    let hi = bs.next()??;
+    Some(Bounds {
+        span: cx.span(&b),
+        lo,
+        hi,
+    })
+}
+
+/// `contribution { rows_per_unit <n> … }`, each key's values in order.
+fn contribution(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Contribution {
+    let mut c = Contribution {
+        span,
+        rows_per_unit: vec![],
+        groups_per_unit: vec![],
+        rows_per_group: vec![],
+        windows_per_unit: vec![],
+        rows_per_window: vec![],
+    };
+    for item in all(stmt, Rule::contribution_stmt) {
+        let (Some(key), Some(n)) = (
+            first(&item, Rule::contribution_key),
+            first(&item, Rule::number),
+        ) else {
+            continue;
+        };
+        let value = Spanned::new(parse_number(n.as_str()), cx.span(&item));
+        match key.as_str() {
+            "rows_per_unit" => c.rows_per_unit.push(value),
+            "groups_per_unit" => c.groups_per_unit.push(value),
+            "windows_per_unit" => c.windows_per_unit.push(value),
+            "rows_per_window" => c.rows_per_window.push(value),
+            _ => c.rows_per_group.push(value),
+        }
+    }
+    c
 }
 
 fn duration(cx: &Ctx, pair: &Pair<Rule>) -> Option<Duration> {
