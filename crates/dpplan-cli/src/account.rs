@@ -88,6 +88,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
         report.adjacency
     );
     outln!();
+    print_accountants(report, best, &shown)?;
+    print_total(report, best, &shown)?;
+    print_averaging(report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per accountant: its ε, its ratio to the tightest, how.
+fn print_accountants(
+    report: &dpplan_check::CheckedPlan,
+    best: Option<f64>,
+    shown: &dyn Fn(f64) -> String,
+) -> Result<()> {
     let rows: Vec<[String; 4]> = report
         .accountants
         .iter()
@@ -113,22 +125,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ],
         })
         .collect();
-    let header = ["accountant", "ε", "× best", "how"];
-    let mut w = header.map(|h| h.chars().count());
+    let header = ["accountant", "ε", "× best", "how"].map(String::from);
+    let mut w = header.clone().map(|h| h.chars().count());
     for r in &rows {
         for (wi, c) in w.iter_mut().zip(r.iter()).take(3) {
             *wi = (*wi).max(c.chars().count());
         }
     }
     let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
-    outln!(
-        "  {}  {}  {}  {}",
-        pad(header[0], w[0]),
-        pad(header[1], w[1]),
-        pad(header[2], w[2]),
-        header[3]
-    );
-    for r in &rows {
+    for r in std::iter::once(&header).chain(&rows) {
         outln!(
             "  {}  {}  {}  {}",
             pad(&r[0], w[0]),
@@ -137,44 +142,61 @@ pub fn run(args: Args) -> Result<ExitCode> {
             r[3]
         );
     }
-    if let Some(t) = &report.total {
-        if report.accountant_requested == dpplan_check::AccountantChoice::Best {
-            outln!(
-                "\n  best: ε = {} at δ = {} ({})",
-                shown(t.epsilon),
-                num(t.delta),
-                t.accountant_name
-            );
-        } else {
-            outln!(
-                "\n  the plan's total: ε = {} at δ = {} ({}, as the plan asks: `accountant {}`){}",
-                shown(t.epsilon),
-                num(t.delta),
-                t.accountant_name,
-                report.accountant_requested,
-                match best {
-                    Some(b) if b < t.epsilon =>
-                        format!("; the tightest accountant gives ε = {}", shown(b)),
-                    _ => String::new(),
-                }
-            );
-        }
+    Ok(())
+}
+
+/// The plan's total, and the tightest accountant's when the plan asks for
+/// another.
+fn print_total(
+    report: &dpplan_check::CheckedPlan,
+    best: Option<f64>,
+    shown: &dyn Fn(f64) -> String,
+) -> Result<()> {
+    let Some(t) = &report.total else {
+        return Ok(());
+    };
+    if report.accountant_requested == dpplan_check::AccountantChoice::Best {
+        outln!(
+            "\n  best: ε = {} at δ = {} ({})",
+            shown(t.epsilon),
+            num(t.delta),
+            t.accountant_name
+        );
+        return Ok(());
     }
+    outln!(
+        "\n  the plan's total: ε = {} at δ = {} ({}, as the plan asks: `accountant {}`){}",
+        shown(t.epsilon),
+        num(t.delta),
+        t.accountant_name,
+        report.accountant_requested,
+        match best {
+            Some(b) if b < t.epsilon => format!("; the tightest accountant gives ε = {}", shown(b)),
+            _ => String::new(),
+        }
+    );
+    Ok(())
+}
+
+/// For each query released more than once: the std of an average of r
+/// fresh releases against its ε.
+fn print_averaging(report: &dpplan_check::CheckedPlan) -> Result<()> {
     let avg = averaging(report);
-    if !avg.is_empty() {
-        outln!("\n  averaging r fresh releases: the noise's standard deviation falls as σ/√r, the cost grows with r");
-        for q in &avg {
-            outln!("\n  {} (σ = {} per release)", q.query, num(q.sigma));
-            outln!("    {:>8}  {:>14}  {:>12}", "r", "std of mean", "ε alone");
-            for p in &q.points {
-                outln!(
-                    "    {:>8}  {:>14}  {:>12}",
-                    p.r,
-                    num(p.std_of_mean),
-                    num(p.epsilon)
-                );
-            }
+    if avg.is_empty() {
+        return Ok(());
+    }
+    outln!("\n  averaging r fresh releases: the noise's standard deviation falls as σ/√r, the cost grows with r");
+    for q in &avg {
+        outln!("\n  {} (σ = {} per release)", q.query, num(q.sigma));
+        outln!("    {:>8}  {:>14}  {:>12}", "r", "std of mean", "ε alone");
+        for p in &q.points {
+            outln!(
+                "    {:>8}  {:>14}  {:>12}",
+                p.r,
+                num(p.std_of_mean),
+                num(p.epsilon)
+            );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
