@@ -223,6 +223,10 @@ pub struct QueryReport {
     /// absent from the JSON when the query has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<AccuracyReport>,
+    /// Keys from the data: the threshold and the δ it costs; absent from
+    /// the JSON for every other query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionSpec>,
 }
 
 /// A query's `accuracy <measure> <= <at_most>` and what its noise achieves.
@@ -265,6 +269,33 @@ pub struct QuerySpec {
     pub distinct: bool,
     /// A quantile's levels and candidate grid.
     pub quantile: Option<crate::checker::QuantileSpec>,
+    /// Keys from the data: the key column and the threshold (partition
+    /// selection); `None` for every other query.
+    pub selection: Option<SelectionSpec>,
+}
+
+/// A histogram over keys taken from the data (`keys from data`): a key is
+/// released only when its noisy count is strictly above `threshold`.
+/// The δ it costs is part of the plan's total (docs/accounting.md,
+/// "Partition selection").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectionSpec {
+    /// The category column whose values seen in the data are the keys.
+    pub column: String,
+    /// τ: a key is released iff its noisy count is > τ.
+    pub threshold: f64,
+    /// τ derived from the plan's δ (`threshold auto`, the default), or
+    /// declared.
+    pub auto: bool,
+    /// k: the most keys one unit's rows fall into.
+    pub keys_per_unit: u64,
+    /// C: the most rows one unit has in one key.
+    pub rows_per_key: u64,
+    /// Upper bound on the probability that one release reveals a key only
+    /// one unit brings (1 − (1 − p)^k, p = P[C + noise > τ]).
+    pub release_probability: f64,
+    /// This query's δ over all its releases, alone.
+    pub delta: f64,
 }
 
 /// A query's `window`, resolved: the runtime reads only the rows whose

@@ -118,6 +118,10 @@ codes! {
     /// A quantile's candidate grid is missing, unordered, out of bounds
     /// or too large.
     InvalidCandidates = "030", "invalid-candidates", Error, "A quantile needs a public grid of finite, strictly increasing candidates within the column's bounds";
+    /// `keys from data` where partition selection does not apply.
+    KeysFromData = "031", "keys-from-data", Error, "Keys from the data need a histogram over one category column, additive noise and a budget δ";
+    /// A declared threshold whose δ does not fit the plan's share for it.
+    ThresholdTooLow = "032", "threshold-too-low", Error, "The threshold lets a key that only one unit has through with more probability than the budget's δ allows";
     /// The plan claims more than the policy's largest ε or δ.
     PolicyBudget = "100", "policy-budget", Error, "The plan claims more ε or δ than the policy allows";
     /// δ is not below 1/population^k, or the population is missing.

@@ -415,6 +415,12 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                         let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
                         Spanned::new(values, cx.span(&l))
                     }),
+                    keys_from_data: first(&stmt, Rule::keys_from_data).map(|k| KeysFromData {
+                        span: cx.span(&k),
+                        threshold: first(&k, Rule::threshold_clause)
+                            .and_then(|t| first(&t, Rule::number))
+                            .map(|n| cx.number(&n)),
+                    }),
                 });
             }
             Rule::noise_stmt => {
