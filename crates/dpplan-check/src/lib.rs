@@ -117,3 +117,5 @@ mod rows_tests;
 
 #[cfg(test)]
 mod quantile_tests;
+#[cfg(test)]
+mod selection_tests;
