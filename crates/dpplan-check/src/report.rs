@@ -278,7 +278,7 @@ pub struct QuerySpec {
 /// released only when its noisy count is strictly above `threshold`.
 /// The δ it costs is part of the plan's total (docs/accounting.md,
 /// "Partition selection").
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SelectionSpec {
     /// The category column whose values seen in the data are the keys.
     pub column: String,

@@ -172,6 +172,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
                     last_offset_seconds: s.last(),
                 },
                 mean: mean_accuracy(q, &mean_counts),
+                selection: q.selection.clone(),
                 parts,
                 epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
                 epsilon_alone: q.total.as_ref().map(|c| c.epsilon),

@@ -162,6 +162,10 @@ pub struct QueryReview {
     pub share: f64,
     /// A mean's own accuracy (delta method).
     pub mean: Option<MeanAccuracy>,
+    /// Keys from the data: the threshold τ and the δ it costs (absent for
+    /// every other query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<dpplan_check::SelectionSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
