@@ -23,7 +23,9 @@
 //!   δ_thr = P/(1 − P) ≥ P (Google's published δ); under replace both
 //!   neighbours have such keys, δ_thr = P + P/(1 − P).
 //!
-//! Floating point: `exp`, `expm1`, `ln_1p` are within a few ulps and
+//! Floating point: a probability is never below `f64::MIN_POSITIVE` (an
+//! underflow is bounded by it, not reported as 0); `exp`, `expm1`,
+//! `ln_1p` are within a few ulps and
 //! `norm_sf` within (2·16 + 4z² + 5) ulps (docs/accounting.md); every
 //! probability is multiplied by (1 + 10⁻⁹), far above those allowances for
 //! the arguments allowed here (shift/scale ≤ 10⁴).
@@ -40,12 +42,16 @@ pub const RESERVED_SHARE: f64 = 0.5;
 /// Relative margin added to every computed probability.
 const MARGIN: f64 = 1e-9;
 
-/// The largest shift/scale the bounds are evaluated at; beyond it the
-/// probability is below 10⁻⁴⁰⁰⁰ and is bounded by its value here.
+/// The largest shift/scale the bounds are evaluated at (a smaller shift
+/// only raises the tail, so capping is sound); the tails there are far
+/// below `f64::MIN_POSITIVE`, which bounds them.
 const MAX_Z: f64 = 1e4;
 
+/// `p` rounded up by [`MARGIN`], and never below the smallest normal
+/// float: a probability that underflows (e^{−z} for z > 708, erfc beyond
+/// 26) is bounded by it, never reported as 0.
 fn up(p: f64) -> f64 {
-    (p * (1.0 + MARGIN)).min(1.0)
+    (p * (1.0 + MARGIN)).clamp(f64::MIN_POSITIVE, 1.0)
 }
 
 /// An upper bound on P[c + Z > τ] for every count c ≤ `max_count` (the
@@ -196,6 +202,16 @@ mod tests {
         assert!(release_probability(NoiseKind::Laplace, 4.0, tau, 3, 2.0) <= target);
         // 0.02 lower already fails: the threshold is not needlessly high
         assert!(release_probability(NoiseKind::Laplace, 4.0, tau - 0.02, 3, 2.0) > target);
+    }
+
+    #[test]
+    fn an_underflowing_probability_is_bounded_not_zero() {
+        // ½·e^{−5000}: far below the smallest float, never reported as 0
+        let p = key_pass_probability(NoiseKind::Laplace, 1.0, 5001.0, 1.0);
+        assert_eq!(p, f64::MIN_POSITIVE);
+        assert!(threshold_delta(union_probability(p, 3), false).unwrap() > 0.0);
+        let g = key_pass_probability(NoiseKind::Gaussian, 1.0, 100.0, 1.0);
+        assert!(g >= f64::MIN_POSITIVE);
     }
 
     #[test]

@@ -49,6 +49,19 @@ pub struct CheckedPlan {
 }
 
 impl CheckedPlan {
+    /// The δ at which the accountants composed the plan's mechanisms: the
+    /// budget's, less the share kept for the thresholds when the plan has
+    /// keys from the data (docs/accounting.md, "Partition selection").
+    /// Whatever recomposes the plan's releases must do it at this δ.
+    pub fn accounting_delta(&self) -> f64 {
+        let keyed = self.queries.iter().any(|q| q.selection.is_some());
+        if keyed {
+            self.budget.delta * (1.0 - acct::selection::RESERVED_SHARE)
+        } else {
+            self.budget.delta
+        }
+    }
+
     /// The dataset of that name.
     pub fn dataset(&self, name: &str) -> Option<&DatasetSpec> {
         self.datasets.iter().find(|d| d.name == name)

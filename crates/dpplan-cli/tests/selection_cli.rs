@@ -34,7 +34,10 @@ fn the_site_visits_example_checks_compiles_runs_and_reports() {
         .iter()
         .map(|q| &q["selection"])
         .collect();
-    let thr_delta: f64 = selections.iter().map(|s| s["delta"].as_f64().unwrap()).sum();
+    let thr_delta: f64 = selections
+        .iter()
+        .map(|s| s["delta"].as_f64().unwrap())
+        .sum();
     // half of δ = 1e-7 is kept for the thresholds; they fit in it
     assert!(thr_delta > 0.0 && thr_delta <= 0.5e-7, "{thr_delta}");
     assert!(file["delta"].as_f64().unwrap() <= 1e-7);

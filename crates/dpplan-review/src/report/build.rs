@@ -375,7 +375,7 @@ fn cumulative(
     choice: AccountantChoice,
     total: f64,
 ) -> Cumulative {
-    let delta = plan.budget.delta;
+    let delta = plan.accounting_delta();
     let origin = slots.iter().map(|s| s.start).fold(0.0, f64::min);
     let horizon = slots.iter().map(Slots::last).fold(0.0, f64::max);
     let times: Vec<f64> = if horizon > origin {
@@ -483,7 +483,7 @@ fn cumulative(
 }
 
 fn controls(plan: &CheckedPlan, total: f64, choice: AccountantChoice) -> Vec<Control> {
-    let delta = plan.budget.delta;
+    let delta = plan.accounting_delta();
     plan.queries
         .iter()
         .enumerate()
