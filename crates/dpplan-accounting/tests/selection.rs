@@ -159,6 +159,9 @@ fn simulate(
     hits as f64 / runs as f64
 }
 
+/// A noise sampler of the Monte-Carlo.
+type Sampler = Box<dyn Fn(&mut rand::rngs::StdRng) -> f64>;
+
 /// Laplace(b) by inverse CDF on a uniform in (−½, ½).
 fn laplace(rng: &mut rand::rngs::StdRng, b: f64) -> f64 {
     let u: f64 = rng.random::<f64>() - 0.5;
@@ -182,12 +185,7 @@ fn monte_carlo_release_probability_of_a_neighbour_only_key() {
     let runs = 1_000_000;
     let tol = hoeffding(runs);
     let normal = Normal::new(0.0, 1.5).unwrap();
-    let cases: Vec<(
-        NoiseKind,
-        f64,
-        f64,
-        Box<dyn Fn(&mut rand::rngs::StdRng) -> f64>,
-    )> = vec![
+    let cases: Vec<(NoiseKind, f64, f64, Sampler)> = vec![
         (NoiseKind::Laplace, 1.0, 4.0, Box::new(|r| laplace(r, 1.0))),
         (
             NoiseKind::Gaussian,
@@ -218,14 +216,14 @@ fn monte_carlo_release_probability_of_a_neighbour_only_key() {
 }
 
 #[test]
-fn discrete_gaussian_bound_dominates_a_monte_carlo() {
+fn discrete_gaussian_bound_dominates_its_exact_tail() {
     // The discrete Gaussian bound Φ(−(m−1)/σ) is an upper bound, not
     // exact: check it against the exact tail summed directly.
     let sigma: f64 = 1.5;
     let weight = |z: i64| (-(z as f64).powi(2) / (2.0 * sigma * sigma)).exp();
     let norm: f64 = (-60..=60).map(weight).sum();
-    for (tau, count) in [(4.0, 2.0), (6.5, 1.0), (10.0, 3.0)] {
-        let m = (tau - count as f64).floor() as i64 + 1;
+    for (tau, count) in [(4.0f64, 2.0f64), (6.5, 1.0), (10.0, 3.0)] {
+        let m = (tau - count).floor() as i64 + 1;
         let exact: f64 = (m..=60).map(weight).sum::<f64>() / norm;
         let bound = key_pass_probability(NoiseKind::DiscreteGaussian, sigma, tau, count);
         assert!(bound >= exact, "τ={tau}: {bound} < {exact}");

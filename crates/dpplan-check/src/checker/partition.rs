@@ -358,7 +358,10 @@ fn threshold(
     let p = p1 * releases as f64;
     sel.release_probability = p1;
     sel.delta = selection::threshold_delta(p, replace).unwrap_or(f64::INFINITY);
-    if !sel.auto && !(sel.delta <= share) {
+    // a NaN δ counts as over the share
+    let over =
+        sel.delta.partial_cmp(&share) != Some(std::cmp::Ordering::Less) && sel.delta != share;
+    if !sel.auto && over {
         let span = threshold_span(q.q).unwrap_or(q.q.name.span);
         c.error(
             Diagnostic::new(

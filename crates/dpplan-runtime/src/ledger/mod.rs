@@ -835,7 +835,7 @@ impl Ledger {
             });
         }
         let (mut releases, charged) = history(&tx)?;
-        keyed_upgrade(&tx, plan)?;
+        totals::keyed_upgrade(&tx, plan)?;
         for r in &plan.body.releases {
             let count = match &r.window {
                 // the same vector release as the history's (the schedule
@@ -959,21 +959,4 @@ mod tests {
             .unwrap();
         assert_eq!(cause.kind(), os.kind());
     }
-}
-
-/// An upgrade to or from a plan with keys from the data is refused: the
-/// thresholds' δ of the history and of the new plan are not composed
-/// across plans yet (docs/executable-plan.md).
-fn keyed_upgrade(tx: &rusqlite::Transaction, plan: &ExecutablePlan) -> Result<(), LedgerError> {
-    let charged: i64 = tx.query_row(
-        "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND mechanism LIKE '% keys from data%'",
-        [],
-        |r| r.get(0),
-    )?;
-    if charged > 0 || totals::threshold_reserve(&plan.body) > 0.0 {
-        return Err(LedgerError::OverBudget(
-            "a ledger cannot be upgraded to or from a plan with keys from the data yet: the thresholds' δ is not composed across plans; start a new ledger".into(),
-        ));
-    }
-    Ok(())
 }

@@ -228,3 +228,23 @@ pub(super) fn threshold_reserve(body: &dpplan_plan::PlanBody) -> f64 {
         0.0
     }
 }
+
+/// An upgrade to or from a plan with keys from the data is refused: the
+/// thresholds' δ of the history and of the new plan are not composed
+/// across plans yet (docs/executable-plan.md).
+pub(super) fn keyed_upgrade(
+    conn: &Connection,
+    plan: &dpplan_plan::ExecutablePlan,
+) -> Result<(), LedgerError> {
+    let charged: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND mechanism LIKE '% keys from data%'",
+        [],
+        |r| r.get(0),
+    )?;
+    if charged > 0 || threshold_reserve(&plan.body) > 0.0 {
+        return Err(LedgerError::OverBudget(
+            "a ledger cannot be upgraded to or from a plan with keys from the data yet: the thresholds' δ is not composed across plans; start a new ledger".into(),
+        ));
+    }
+    Ok(())
+}
