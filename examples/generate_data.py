@@ -189,6 +189,31 @@ def signups():
     write("signups", "signups.csv", ["user_id", "signed_up_at", "plan"], rows)
 
 
+def site_visits():
+    """Visits by country and page for the partition-selection example:
+    3,000 users with 1–6 visits each, countries and pages Zipf-distributed
+    (60 country codes, 400 page paths) so that the tail has keys seen once
+    or twice (which the threshold must hide), plus one user whose country
+    and page no one else has."""
+    r = random.Random(1616)
+    countries = [f"C{i:02d}" for i in range(60)]
+    c_weights = [1 / (i + 1) ** 1.3 for i in range(60)]
+    pages = [f"/p/{i:03d}" for i in range(400)]
+    p_weights = [1 / (i + 1) ** 1.1 for i in range(400)]
+    rows = []
+    for u in range(3000):
+        uid = f"user-{u:05d}"
+        home = r.choices(countries, c_weights)[0]
+        for _ in range(r.randint(1, 6)):
+            country = home if r.random() < 0.8 else r.choices(countries, c_weights)[0]
+            page = r.choices(pages, p_weights)[0]
+            rows.append([uid, country, page])
+    rows.append(["user-lonely", "ZZ-ONLY-ONE-USER", "/secret-only-one-user"])
+    rows.append(["", "C00", "/p/000"])
+    r.shuffle(rows)
+    write("site-visits", "visits.csv", ["user_id", "country", "page"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -199,3 +224,4 @@ if __name__ == "__main__":
     ride_sharing()
     trip_fares()
     signups()
+    site_visits()

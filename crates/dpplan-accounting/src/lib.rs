@@ -87,6 +87,8 @@
 //!   Thm 21 (= CKS 2020 Cor 13 for zCDP), the closed form a + 2√(a ln 1/δ)
 //!   (Bun–Steinke 2016 Prop 1.3).
 //! * `gaussian.rs`: the Gaussian privacy profile (Balle–Wang 2018 Thm 8);
+//!   [`selection`]: the δ of partition selection by thresholding (Wilson
+//!   et al. 2020), added to the plan's δ outside the accountants;
 //!   `dgauss.rs`: the discrete Gaussian's (CKS 2020 Thm 7) and its normaliser
 //!   [`discrete_gaussian_normaliser`].
 //! * [`roots`]: the one bracket search and bisection (monotone predicate,
@@ -106,6 +108,7 @@ mod dgauss_shapes;
 mod gaussian;
 mod grid;
 pub mod roots;
+pub mod selection;
 mod special;
 
 pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};

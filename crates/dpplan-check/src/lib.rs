@@ -121,3 +121,5 @@ mod quantile_tests;
 
 #[cfg(test)]
 mod cumulative_tests;
+#[cfg(test)]
+mod selection_tests;

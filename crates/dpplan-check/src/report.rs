@@ -49,6 +49,19 @@ pub struct CheckedPlan {
 }
 
 impl CheckedPlan {
+    /// The δ at which the accountants composed the plan's mechanisms: the
+    /// budget's, less the share kept for the thresholds when the plan has
+    /// keys from the data (docs/accounting.md, "Partition selection").
+    /// Whatever recomposes the plan's releases must do it at this δ.
+    pub fn accounting_delta(&self) -> f64 {
+        let keyed = self.queries.iter().any(|q| q.selection.is_some());
+        if keyed {
+            self.budget.delta * (1.0 - acct::selection::RESERVED_SHARE)
+        } else {
+            self.budget.delta
+        }
+    }
+
     /// The dataset of that name.
     pub fn dataset(&self, name: &str) -> Option<&DatasetSpec> {
         self.datasets.iter().find(|d| d.name == name)
@@ -223,6 +236,10 @@ pub struct QueryReport {
     /// absent from the JSON when the query has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<AccuracyReport>,
+    /// Keys from the data: the threshold and the δ it costs; absent from
+    /// the JSON for every other query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionSpec>,
 }
 
 /// Why a query's whole schedule is one accounted release.
@@ -291,6 +308,9 @@ pub struct QuerySpec {
     pub quantile: Option<crate::checker::QuantileSpec>,
     /// A `cumulative` count's tree.
     pub cumulative: Option<CumulativeSpec>,
+    /// Keys from the data: the key column and the threshold (partition
+    /// selection); `None` for every other query.
+    pub selection: Option<SelectionSpec>,
 }
 
 /// A `cumulative count(d)`, resolved: at slot t (1-based) the runtime
@@ -313,6 +333,30 @@ pub struct CumulativeSpec {
     pub levels: u32,
     /// Σ_l ⌊T / 2ˡ⌋: the nodes released over the schedule.
     pub nodes: u64,
+}
+
+/// A histogram over keys taken from the data (`keys from data`): a key is
+/// released only when its noisy count is strictly above `threshold`.
+/// The δ it costs is part of the plan's total (docs/accounting.md,
+/// "Partition selection").
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct SelectionSpec {
+    /// The category column whose values seen in the data are the keys.
+    pub column: String,
+    /// τ: a key is released iff its noisy count is > τ.
+    pub threshold: f64,
+    /// τ derived from the plan's δ (`threshold auto`, the default), or
+    /// declared.
+    pub auto: bool,
+    /// k: the most keys one unit's rows fall into.
+    pub keys_per_unit: u64,
+    /// C: the most rows one unit has in one key.
+    pub rows_per_key: u64,
+    /// Upper bound on the probability that one release reveals a key only
+    /// one unit brings (1 − (1 − p)^k, p = P[C + noise > τ]).
+    pub release_probability: f64,
+    /// This query's δ over all its releases, alone.
+    pub delta: f64,
 }
 
 /// A query's `window`, resolved: the runtime reads only the rows whose

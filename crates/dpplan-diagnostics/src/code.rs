@@ -118,6 +118,10 @@ codes! {
     /// A quantile's candidate grid is missing, unordered, out of bounds
     /// or too large.
     InvalidCandidates = "030", "invalid-candidates", Error, "A quantile needs a public grid of finite, strictly increasing candidates within the column's bounds";
+    /// `keys from data` where partition selection does not apply.
+    KeysFromData = "031", "keys-from-data", Error, "Keys from the data need a histogram over one category column, additive noise and a budget δ";
+    /// A declared threshold whose δ does not fit the plan's share for it.
+    ThresholdTooLow = "032", "threshold-too-low", Error, "The threshold lets a key that only one unit has through with more probability than the budget's δ allows";
     /// A `cumulative` query that is not a plain count, has no `every`
     /// schedule or time column, or asks for what its tree cannot give.
     Cumulative = "041", "cumulative", Error, "A cumulative count needs a plain count, an `every` schedule, a time column and Laplace or Gaussian noise";

@@ -185,6 +185,9 @@ fn query_parts(md: &mut String, r: &QueryReport) {
             level,
             m.calibration
         );
+        if let Some(sel) = &r.selection {
+            selection(md, sel);
+        }
         if m.kind == Some(dpplan_check::NoiseKind::Exponential) {
             let _ = writeln!(
                 md,
@@ -201,6 +204,21 @@ fn query_parts(md: &mut String, r: &QueryReport) {
             num(p.ci95_half_width)
         );
     }
+}
+
+/// Keys from the data: τ and the δ it costs.
+fn selection(md: &mut String, sel: &dpplan_check::SelectionSpec) {
+    let _ = writeln!(
+        md,
+        "**Threshold:** keys of `{}` seen in the data are released when their noisy count is above τ = {} ({}); a key only one unit has (≤ k = {} keys, ≤ C = {} rows each) appears with probability ≤ {} per release; δ = {} over the schedule, added to the plan's δ\n",
+        sel.column,
+        num(sel.threshold),
+        if sel.auto { "auto" } else { "declared" },
+        sel.keys_per_unit,
+        sel.rows_per_key,
+        num(sel.release_probability),
+        num(sel.delta)
+    );
 }
 
 fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
@@ -509,6 +527,11 @@ pub(crate) fn inlay_hints(doc: &Document, range: Span) -> Vec<InlayHint> {
         if let Some(tree) = r.spec.as_ref().and_then(|s| s.cumulative.as_ref()) {
             label.push_str(&format!(" · one tree of {} nodes", tree.nodes));
         }
+        // keys from the data: the threshold and its δ
+        let label = match &r.selection {
+            Some(s) => format!("{label} · τ {} · δ {}", num(s.threshold), num(s.delta)),
+            None => label,
+        };
         let tooltip = r.total.as_ref().map(|t| {
             format!(
                 "{} alone: ε = {} at δ = {} ({})",

@@ -642,3 +642,25 @@ fn hover_and_hints_on_a_quantile_query() {
         .unwrap();
     assert!(w.markdown.contains("Noise per release") && !w.markdown.contains("Rank error"));
 }
+
+#[test]
+fn keys_from_data_show_their_threshold_and_delta() {
+    let text = example("site-visits");
+    let doc = Document::new(text.clone());
+    let h = doc.hover(at(&text, "by_country {") + 3).expect("hover");
+    let md = &h.markdown;
+    assert!(md.contains("**Threshold:**"), "{md}");
+    assert!(md.contains("τ = 71.02 (auto)"), "{md}");
+    assert!(md.contains("added to the plan's δ"), "{md}");
+    let h = doc.hover(at(&text, "by_page {") + 3).expect("hover");
+    assert!(h.markdown.contains("τ = 130 (declared)"), "{}", h.markdown);
+    let hints = doc.inlay_hints(Span::new(0, text.len()));
+    let labels: Vec<&str> = hints.iter().map(|h| h.label.as_str()).collect();
+    assert!(
+        labels.iter().any(|l| l.contains("τ 71.02 · δ 2.49848e-8")),
+        "{labels:?}"
+    );
+    // the keyword docs
+    assert!(crate::docs::keyword_doc("threshold").is_some());
+    assert!(crate::docs::keyword_doc("keys").is_some());
+}

@@ -33,8 +33,11 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// release may carry a `window` (time windows), which a version-2 runtime
 /// must not run as if it read every row; `aggregation` gained `quantile`
 /// (levels and candidates), and a part may be a `quantile` released by the
-/// `exponential` mechanism.
-pub const FORMAT_VERSION: u32 = 3;
+/// `exponential` mechanism. Version 4: `aggregation` may carry a
+/// `selection` (a histogram over keys from the data, released above a
+/// threshold), which a version-3 runtime must not run as a histogram over
+/// a public domain.
+pub const FORMAT_VERSION: u32 = 4;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -196,6 +199,27 @@ pub struct Aggregation {
     /// `quantile`/`quantiles`: the levels (one part each, in order) and
     /// the public candidate grid the exponential mechanism chooses from.
     pub quantile: Option<QuantileGrid>,
+    /// Keys from the data: the key column and the threshold (absent for
+    /// every other query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+}
+
+/// A histogram over the values of `column` seen in the data: each key's
+/// bounded count gets the part's noise and is released only when the
+/// noisy count is strictly above `threshold`; released keys are sorted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    pub column: String,
+    pub threshold: f64,
+    /// k: the most keys one unit's rows are kept in (groups_per_unit).
+    pub keys_per_unit: u64,
+    /// C: the most rows of one unit kept in one key (rows_per_group).
+    pub rows_per_key: u64,
+    /// Upper bound on the probability that one release reveals a key
+    /// only one unit has (part of `cost_per_release.delta`).
+    pub release_probability: f64,
 }
 
 /// A quantile query's levels and public candidates.
@@ -419,7 +443,7 @@ fn build_body(
     let releases = plan
         .queries
         .iter()
-        .map(release)
+        .map(|q| release(q, plan.adjacency))
         .collect::<Result<Vec<_>, _>>()?;
     let publishes = plan
         .publishes
@@ -516,7 +540,7 @@ fn dataset(ds: &DatasetSpec, user: bool, unit_id: Option<&str>) -> Dataset {
     }
 }
 
-fn release(q: &QueryReport) -> Result<Release, CompileError> {
+fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileError> {
     let unsupported = |why: &str| CompileError::Unsupported(format!("query `{}` {why}", q.name));
     let spec = q
         .spec
@@ -583,6 +607,13 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
                 levels: qs.levels.clone(),
                 candidates: qs.candidates.clone(),
             }),
+            selection: spec.selection.as_ref().map(|s| Selection {
+                column: s.column.clone(),
+                threshold: s.threshold,
+                keys_per_unit: s.keys_per_unit,
+                rows_per_key: s.rows_per_key,
+                release_probability: s.release_probability,
+            }),
         },
         schedule: Schedule {
             kind: spec.schedule.kind,
@@ -592,8 +623,8 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
             text: q.schedule.clone(),
         },
         parts,
-        cost_per_release: cost(&q.per_release),
-        cost_total: cost(&q.total),
+        cost_per_release: with_threshold(cost(&q.per_release), spec, 1, adjacency),
+        cost_total: with_threshold(cost(&q.total), spec, q.releases, adjacency),
         window: spec.window.as_ref().map(|w| Window {
             column: w.column.clone(),
             seconds: w.seconds,
@@ -601,6 +632,22 @@ fn release(q: &QueryReport) -> Result<Release, CompileError> {
             rows_per_window: w.rows_per_window,
         }),
     })
+}
+
+/// A cost with the δ of a selection's threshold over `releases` releases
+/// added (the accountants' figures leave it out, docs/accounting.md).
+fn with_threshold(
+    mut c: Cost,
+    spec: &dpplan_check::QuerySpec,
+    releases: u64,
+    adjacency: Adjacency,
+) -> Cost {
+    if let Some(s) = &spec.selection {
+        let p = s.release_probability * releases.max(1) as f64;
+        let replace = adjacency == Adjacency::Replace;
+        c.delta += dpplan_accounting::selection::threshold_delta(p, replace).unwrap_or(1.0);
+    }
+    c
 }
 
 /// One statistic of a release: its noise exactly as the checker accounted

@@ -74,6 +74,8 @@ fn one(
 ) -> (Option<SharedResult>, Vec<(usize, Diagnostic)>) {
     let mut shares = Vec::new();
     let mut all: Vec<acct::Release> = Vec::new();
+    // the thresholds' δ of the plans' keys from the data, summed
+    let mut thresholds = 0.0f64;
     let mut problem: Option<String> = None;
     let mut contract: Option<(String, String)> = None;
     let mut anchors: Vec<(usize, Span)> = Vec::new();
@@ -135,10 +137,21 @@ fn one(
             .filter(|rel| rel.count > 0)
             .collect();
         let releases = mine.iter().map(|r| r.count).sum();
+        // keys from the data: their thresholds' δ comes out of the shared
+        // δ before the mechanisms are composed (docs/accounting.md)
+        let own_thr: f64 = r
+            .queries
+            .iter()
+            .filter(|q| names.contains(&q.dataset))
+            .filter_map(|q| q.selection.as_ref().map(|s| s.delta))
+            .sum();
+        thresholds += own_thr;
         let epsilon = if mine.is_empty() {
             Some(0.0)
+        } else if own_thr >= b.delta {
+            None
         } else {
-            acct::best(&mine, b.delta).ok().map(|x| x.epsilon)
+            acct::best(&mine, b.delta - own_thr).ok().map(|x| x.epsilon)
         };
         all.extend(mine);
         shares.push(Share {
@@ -155,8 +168,15 @@ fn one(
         None
     } else if all.is_empty() {
         Some((0.0, acct::Accountant::Basic))
+    } else if thresholds >= b.delta {
+        problem = Some(format!(
+            "the thresholds of keys from the data cost δ = {} together, not below the shared δ = {}",
+            num(thresholds),
+            num(b.delta)
+        ));
+        None
     } else {
-        match acct::best(&all, b.delta) {
+        match acct::best(&all, b.delta - thresholds) {
             Ok(x) => Some((x.epsilon, x.accountant)),
             Err(e) => {
                 problem = Some(format!(

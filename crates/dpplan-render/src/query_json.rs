@@ -15,6 +15,22 @@ struct Mechanism<'a>(&'a MechanismReport);
 struct Part<'a>(&'a PartReport);
 struct Cost<'a>(&'a CostReport);
 struct Accuracy<'a>(&'a AccuracyReport);
+struct Selection<'a>(&'a dpplan_check::SelectionSpec);
+
+impl Serialize for Selection<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let x = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("auto", &x.auto)?;
+        m.serialize_entry("column", &x.column)?;
+        m.serialize_entry("delta", &x.delta)?;
+        m.serialize_entry("keys_per_unit", &x.keys_per_unit)?;
+        m.serialize_entry("release_probability", &x.release_probability)?;
+        m.serialize_entry("rows_per_key", &x.rows_per_key)?;
+        m.serialize_entry("threshold", &x.threshold)?;
+        m.end()
+    }
+}
 
 impl Serialize for SortedQuery<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -34,6 +50,11 @@ impl Serialize for SortedQuery<'_> {
         m.serialize_entry("per_release", &q.per_release.as_ref().map(Cost))?;
         m.serialize_entry("releases", &q.releases)?;
         m.serialize_entry("schedule", &q.schedule)?;
+        if let Some(sel) = &q.selection {
+            // plain data with sorted field names: serde's order is the
+            // declared one, so it is written key by key
+            m.serialize_entry("selection", &Selection(sel))?;
+        }
         m.serialize_entry("total", &q.total.as_ref().map(Cost))?;
         m.end()
     }

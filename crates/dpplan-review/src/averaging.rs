@@ -30,7 +30,7 @@ pub struct Averaging {
 /// r = 1, 2, 4, 10, 25, 100, 365, 1000, 10 000 below its release count,
 /// and at the release count itself.
 pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
-    let delta = report.budget.delta;
+    let delta = report.accounting_delta();
     let mut out = Vec::new();
     for q in &report.queries {
         let [part] = q.parts.as_slice() else { continue };

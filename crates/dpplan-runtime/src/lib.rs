@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod quantile;
 pub mod rng;
 pub mod sampler;
+mod selection;
 pub mod window;
 
 use std::collections::BTreeMap;
@@ -465,6 +466,10 @@ pub fn run(
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
     let (windowed, plain): (Vec<_>, Vec<_>) =
         due.fresh.iter().partition(|(r, _)| r.window.is_some());
+    // keys from the data: counted per key, apart from the public domains
+    let (keyed, plain): (Vec<_>, Vec<_>) = plain
+        .into_iter()
+        .partition(|(r, _)| r.aggregation.selection.is_some());
     let aggregated =
         requests::aggregates(plan, opts, engine, plain.iter().map(|(r, _)| *r), &mut rng).and_then(
             |exact| {
@@ -480,7 +485,11 @@ pub fn run(
                 Ok((exact, w))
             },
         );
-    let (mut exact, windows) = match aggregated {
+    let aggregated = aggregated.and_then(|x| {
+        let k = selection::aggregate(plan, opts, engine, keyed.iter().map(|(r, _)| *r), &mut rng)?;
+        Ok((x, k))
+    });
+    let ((mut exact, windows), keyed) = match aggregated {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
@@ -514,7 +523,7 @@ pub fn run(
             slot,
             opts,
             clock,
-            &exact,
+            (&exact, &keyed),
             &mut rng,
         )? {
             Released::Value(v) => results.push(v),
@@ -604,7 +613,7 @@ fn release(
     mut slot: u64,
     opts: &RunOptions,
     clock: Clock,
-    exact: &BTreeMap<(String, usize), Vec<i128>>,
+    (exact, keyed): (&BTreeMap<(String, usize), Vec<i128>>, &selection::Keyed),
     rng: &mut SecureRng,
 ) -> Result<Released, RunError> {
     let intent = loop {
@@ -651,7 +660,10 @@ fn release(
         Err(e) => return Err(e.into()),
     };
     test_hooks::pause_after_intent();
-    let mut result = draw(r, slot, exact, rng)?;
+    let mut result = match &r.aggregation.selection {
+        Some(sel) => fresh_result(r, slot, selection::draw(r, sel, keyed, rng)?, false),
+        None => draw(r, slot, exact, rng)?,
+    };
     // a later window of a vector release already charged charges nothing
     result.epsilon = intent.epsilon;
     result.delta = intent.delta;
@@ -804,6 +816,13 @@ fn draw(
     exact: &BTreeMap<(String, usize), Vec<i128>>,
     rng: &mut SecureRng,
 ) -> Result<ReleaseResult, RunError> {
+    if r.aggregation.selection.is_some() {
+        // drawn by `selection::draw`, from the counts per key
+        return Err(RunError::Data(format!(
+            "`{}` releases keys from the data: it is drawn by a run, not here (not audited)",
+            r.name
+        )));
+    }
     if let Some(grid) = &r.aggregation.quantile {
         let cells = quantile::draw(r, grid, exact, rng)?;
         return Ok(fresh_result(r, slot, cells, false));

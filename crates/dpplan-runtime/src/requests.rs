@@ -34,7 +34,11 @@ fn requests<'p>(
     // one pass per dataset and filter: a filter is decided before bounding,
     // so differently filtered statistics are bounded on different rows
     let mut by_dataset: BTreeMap<(&str, String), Vec<&Release>> = BTreeMap::new();
-    for r in releases {
+    // keys from the data are counted apart (`crate::selection`)
+    for r in releases
+        .into_iter()
+        .filter(|r| r.aggregation.selection.is_none())
+    {
         let filter = r.aggregation.filter.as_ref().map_or_else(String::new, |f| {
             serde_json::to_string(f).unwrap_or_default()
         });

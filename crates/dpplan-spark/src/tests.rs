@@ -350,3 +350,32 @@ fn quantiles_are_refused_clearly() {
     }];
     assert!(SparkEngine::explain(&req).is_ok());
 }
+
+/// A histogram over keys from the data is refused by the Spark engine
+/// before any job is submitted and before any charge: `dpplan run` asks
+/// for the counts per key before the ledger exists, and the run fails
+/// with the reason; nothing is charged.
+#[test]
+fn keys_from_data_are_refused_before_any_charge() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/site-visits");
+    let text = std::fs::read_to_string(format!("{dir}/site-visits.dpplan")).unwrap();
+    let p = plan(&text);
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = tmp.path().join("l.sqlite");
+    let opts = dpplan_runtime::RunOptions {
+        base_dir: Some(dir.into()),
+        ledger: ledger.clone(),
+        ..Default::default()
+    };
+    let engine = SparkEngine {
+        // never started: the refusal comes first
+        submit: "/nonexistent/spark-submit".into(),
+        master: None,
+        conf: Vec::new(),
+    };
+    let e = dpplan_runtime::run(&p, &opts, &engine)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("embedded CSV engine only"), "{e}");
+    assert!(!ledger.exists(), "a ledger was created");
+}

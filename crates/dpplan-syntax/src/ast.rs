@@ -237,6 +237,19 @@ pub struct Aggregate {
     pub argument: Option<Number>,
     /// `quantiles(d.col, [q1, q2, …])`: the levels, with the list's span.
     pub levels: Option<Spanned<Vec<Number>>>,
+    /// `by k keys from data [threshold …]`: the keys seen in the data,
+    /// released only above a threshold (partition selection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys_from_data: Option<KeysFromData>,
+}
+
+/// `keys from data [threshold auto | threshold τ]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeysFromData {
+    pub span: Span,
+    /// `threshold τ` as written; `None`: `threshold auto` or no threshold
+    /// clause (the same: τ derived from a share of the budget's δ).
+    pub threshold: Option<Number>,
 }
 
 /// One key of `by`: a category column, or a numeric column cut into public

@@ -269,6 +269,9 @@ pub const KEYWORDS: &[&str] = &[
     "bins",
     "outside",
     "distinct",
+    "keys",
+    "data",
+    "threshold",
     // fixed-alternative atomic rules
     "event",
     "row",

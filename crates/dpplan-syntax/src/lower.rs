@@ -723,5 +723,11 @@ fn aggregate(
             let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
             Spanned::new(values, cx.span(&l))
         }),
+        keys_from_data: first(stmt, Rule::keys_from_data).map(|k| KeysFromData {
+            span: cx.span(&k),
+            threshold: first(&k, Rule::threshold_clause)
+                .and_then(|t| first(&t, Rule::number))
+                .map(|n| cx.number(&n)),
+        }),
     })
 }

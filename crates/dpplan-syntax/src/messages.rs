@@ -97,6 +97,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         candidates_stmt | kw_candidates => "`candidates [c1, c2, …]` or `candidates every <step>`",
         candidate_list => "a list of candidates such as `[0, 5, 10]`",
         candidate_step => "`every <step>`",
+        keys_from_data | kw_keys | kw_data => "`keys from data`",
+        threshold_clause | kw_threshold => "`threshold auto` or `threshold <τ>`",
         agg_target => "a dataset or a column such as `visits.seconds`",
         noise_stmt => "`noise`",
         noise_kind => {

@@ -276,8 +276,14 @@ pub(super) fn per_person_guarantee(
         };
         let name = info.ds.name.value.as_str();
         let used = queries.iter().any(|q| q.dataset_name == name);
+        // keys from the data: a person's several rows may bring several
+        // one-person keys, whose δ group privacy does not bound here; no
+        // number is stated then (the statement below without one)
+        let keyed = queries
+            .iter()
+            .any(|q| q.q.aggregates.iter().any(|a| a.keys_from_data.is_some()));
         let statement = match info.declared_rows {
-            Some(k) if accounted => {
+            Some(k) if accounted && !keyed => {
                 let scaled = releases_of(queries, &|q: &QueryPlan| {
                     if q.dataset_name == name {
                         k as f64

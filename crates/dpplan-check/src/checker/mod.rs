@@ -14,6 +14,7 @@ mod cumulative;
 mod datasets;
 mod lints;
 mod noise;
+mod partition;
 mod privacy;
 mod quantile;
 mod query;
@@ -239,12 +240,24 @@ pub(crate) fn check(
     check_rereleases(&mut c, &queries);
 
     let choice = privacy.accountant.accountant();
+    // keys from the data: part of δ is kept for their thresholds, the
+    // accountants get the rest (`partition.rs`)
+    let reserve = partition::reserved_delta(&queries, privacy.delta);
+    let full = privacy.clone();
+    let privacy = Privacy {
+        delta: privacy.delta - reserve,
+        ..privacy
+    };
     calibrate_epsilon_parts(&mut c, &mut queries);
     accuracy::calibrate_accuracy(&mut c, &mut queries);
     // Always the precise calibration, so that every front end shows the
     // same noise.
     if options.accounting {
         calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+    }
+    let delta_thr = partition::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
+    if reserve > 0.0 && options.accounting {
+        partition::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
     }
 
     accuracy::check_accuracy(&mut c, &queries);
@@ -262,6 +275,15 @@ pub(crate) fn check(
         || account_total(&mut c, &releases, &privacy, choice, options, has_errors),
         || query_reports(&mut queries, &privacy, options),
     );
+    if let Some(t) = &mut account.total {
+        partition::add_to_total(t, delta_thr);
+    }
+    for a in &mut account.accountants {
+        if let Some(d) = &mut a.delta {
+            *d += delta_thr;
+        }
+    }
+    let privacy = full;
     if let Some(t) = &account.total {
         let fits = budget(&mut c, t, &reports, &privacy);
         if !fits {

@@ -8,6 +8,7 @@ use dpplan_vocab::UnitKind;
 use super::{duplicate, valid_positive, Checker};
 use crate::report::UnitReport;
 
+#[derive(Clone)]
 pub(super) struct Privacy {
     pub(super) unit: Unit,
     pub(super) unit_span: Span,

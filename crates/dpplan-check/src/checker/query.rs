@@ -113,8 +113,8 @@ pub(super) struct Reported;
 
 /// A query's resolved target: its dataset, the aggregated column and the
 /// size of the grouping column's public domain.
-struct Target<'a> {
-    info: &'a DatasetInfo<'a>,
+pub(super) struct Target<'a> {
+    pub(super) info: &'a DatasetInfo<'a>,
     column: Option<(&'a ast::Ident, &'a ColumnInfo<'a>)>,
     group: Option<u64>,
     cells: Option<Cells>,
@@ -122,7 +122,7 @@ struct Target<'a> {
 
 /// Declared sensitivities that passed the check against the derived ones.
 #[derive(Default)]
-struct Declared {
+pub(super) struct Declared {
     l1: Option<f64>,
     l2: Option<f64>,
 }
@@ -177,6 +177,23 @@ pub(super) fn plan_query<'a>(
         cells: None,
         unit: None,
     };
+    if agg.keys_from_data.is_some() {
+        // keys taken from the data: partition selection (`partition.rs`)
+        let parts = super::partition::plan_parts(
+            c,
+            &mut plan,
+            agg,
+            noise,
+            datasets,
+            adjacency,
+            budget_delta,
+        );
+        match parts {
+            Ok(spec) => plan.spec = schedule_spec.map(spec),
+            Err(Reported) => plan.ok = false,
+        }
+        return Some(plan);
+    }
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
         Ok(spec) => plan.spec = schedule_spec.map(spec),
         Err(Reported) => plan.ok = false,
@@ -311,6 +328,7 @@ fn plan_parts(
         distinct,
         quantile: quantile_spec,
         cumulative: cumulative_spec,
+        selection: None,
     })
 }
 
@@ -514,7 +532,11 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
         if agg.keys.is_empty() {
             String::new()
         } else {
-            format!(" by {}", rows::describe_keys(&agg.keys))
+            format!(
+                " by {}{}",
+                rows::describe_keys(&agg.keys),
+                super::partition::describe_keys_from_data(agg)
+            )
         },
         agg.argument
             .as_ref()
@@ -528,7 +550,7 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
 }
 
 /// The dataset and column the query reads (DP012), and its groups.
-fn target<'a>(
+pub(super) fn target<'a>(
     c: &mut Checker,
     agg: &'a ast::Aggregate,
     datasets: &'a HashMap<&str, DatasetInfo<'a>>,
@@ -801,7 +823,7 @@ fn unit_id<'i>(info: &'i DatasetInfo) -> Option<&'i str> {
 
 /// A declared sensitivity against the derived one (DP003, DP005, DP007,
 /// DP014): the declarations that may be used.
-fn declared_sensitivity(
+pub(super) fn declared_sensitivity(
     c: &mut Checker,
     plan: &mut QueryPlan,
     noise: Option<&ast::Noise>,
@@ -889,7 +911,7 @@ fn declared_sensitivity(
 
 /// The noisy parts: each derived sensitivity raised to a declared one
 /// (never below the derived), with its noise.
-fn parts(
+pub(super) fn parts(
     nk: NoiseKind,
     scale: &Scale,
     parts_derived: Vec<(Statistic, &'static str, Derived)>,

@@ -294,6 +294,7 @@ fn query_report(
         parts,
         per_release,
         total: qtotal,
+        selection: q.spec.as_ref().and_then(|s| s.selection.clone()),
         spec: q.spec.take(),
         accuracy,
     }

@@ -695,7 +695,7 @@ fn recompute(releases: &[acct::Release], delta: f64) -> Figures {
 fn checker_figures(p: &CheckedPlan) -> Figures {
     let releases = plan_releases(p);
     if releases.is_empty() || p.accountants.is_empty() {
-        return recompute(&releases, p.budget.delta);
+        return recompute(&releases, p.accounting_delta());
     }
     p.accountants
         .iter()
@@ -711,8 +711,8 @@ fn checker_figures(p: &CheckedPlan) -> Figures {
 
 /// The comparison, and (accountant, δ, old ε) for the leave-one-in runs.
 fn guarantee(old: &CheckedPlan, new: &CheckedPlan) -> (Guarantee, Option<(Accountant, f64, f64)>) {
-    let same_delta = old.budget.delta == new.budget.delta;
-    let delta = old.budget.delta.min(new.budget.delta);
+    let same_delta = old.accounting_delta() == new.accounting_delta();
+    let delta = old.accounting_delta().min(new.accounting_delta());
     let (of, nf, delta_rule) = if same_delta {
         (
             checker_figures(old),

@@ -220,6 +220,7 @@ fn query_review(
         aggregation: q.aggregation.clone(),
         schedule,
         mean: mean_accuracy(q, mean_counts),
+        selection: q.selection.clone(),
         one_release: one_release_text(q),
         parts,
         epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
@@ -419,7 +420,7 @@ fn cumulative(
     choice: AccountantChoice,
     total: f64,
 ) -> Cumulative {
-    let delta = plan.budget.delta;
+    let delta = plan.accounting_delta();
     let origin = slots.iter().map(|s| s.start).fold(0.0, f64::min);
     let horizon = slots.iter().map(Slots::last).fold(0.0, f64::max);
     let times: Vec<f64> = if horizon > origin {
@@ -527,7 +528,7 @@ fn cumulative(
 }
 
 fn controls(plan: &CheckedPlan, total: f64, choice: AccountantChoice) -> Vec<Control> {
-    let delta = plan.budget.delta;
+    let delta = plan.accounting_delta();
     plan.queries
         .iter()
         .enumerate()

@@ -227,6 +227,17 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
             for d in &p.derivation {
                 why.push(format!("{}: {d}", p.role));
             }
+            if let Some(sel) = &q.selection {
+                why.push(format!(
+                    "{}: keys from the data — a key of `{}` is released only when its noisy count is above τ = {} ({}); a key only one unit has appears with probability ≤ {} per release; δ = {} over the schedule, part of the plan's δ.",
+                    p.role,
+                    sel.column,
+                    num(sel.threshold),
+                    if sel.auto { "threshold auto" } else { "declared" },
+                    num(sel.release_probability),
+                    num(sel.delta)
+                ));
+            }
             if p.noise == "exponential" {
                 why.push(format!(
                     "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",

@@ -28,7 +28,7 @@ pub use crate::averaging::{Averaging, AveragingPoint};
 /// The version of the report's JSON (docs/report.schema.json).
 /// 2: the optional `audit` (`dpplan report --audit`).
 /// 3: `one_release`, why a query's schedule is one accounted release (a
-/// window, a tree).
+/// window, a tree); `selection` (keys from the data).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// The counts at which a mean's accuracy is stated when none is given.
@@ -170,6 +170,10 @@ pub struct QueryReview {
     pub share: f64,
     /// A mean's own accuracy (delta method).
     pub mean: Option<MeanAccuracy>,
+    /// Keys from the data: the threshold τ and the δ it costs (absent for
+    /// every other query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<dpplan_check::SelectionSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

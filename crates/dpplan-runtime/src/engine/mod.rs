@@ -45,6 +45,7 @@ use crate::rng::SecureRng;
 mod bounding;
 mod domain;
 mod hash;
+mod keys;
 mod layout;
 pub use layout::grid_bounds;
 mod number;
@@ -179,6 +180,25 @@ pub trait Engine {
     ) -> Result<Vec<Vec<i128>>, EngineError> {
         Err(EngineError::Schema(format!(
             "dataset `{}`: a windowed query runs on the embedded CSV engine only",
+            dataset.name
+        )))
+    }
+
+    /// A histogram over keys taken from the data: the exact bounded count
+    /// of every value of `column` seen (in byte order of the key), on the
+    /// rows `filter` holds for. What is returned must never be revealed
+    /// but through the threshold (`crate::selection`). An engine that
+    /// cannot count keys refuses, before any charge.
+    fn aggregate_keys(
+        &self,
+        dataset: &Dataset,
+        _source: &Path,
+        _column: &str,
+        _filter: Option<&Filter>,
+        _rng: &mut SecureRng,
+    ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
+        Err(EngineError::Schema(format!(
+            "dataset `{}`: a histogram over keys from the data runs on the embedded CSV engine only",
             dataset.name
         )))
     }
@@ -371,7 +391,38 @@ fn add_every_row<R: Read>(
     Ok(())
 }
 
+/// A dataset's CSV file, opened, or the error that names it.
+fn open_csv(dataset: &Dataset, source: &Path) -> Result<File, EngineError> {
+    let cannot = |why: &dyn std::fmt::Display| {
+        IoError::new(format!(
+            "cannot open `{}` for dataset `{}`: {why}",
+            source.display(),
+            dataset.name
+        ))
+    };
+    if source.is_dir() {
+        let why = "it is a directory, not a CSV file";
+        return Err(EngineError::Io(cannot(&why)));
+    }
+    File::open(source).map_err(|e| EngineError::Io(cannot(&e).with_source(e)))
+}
+
 impl Engine for CsvEngine {
+    fn aggregate_keys(
+        &self,
+        dataset: &Dataset,
+        source: &Path,
+        column: &str,
+        filter: Option<&Filter>,
+        rng: &mut SecureRng,
+    ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
+        let file = open_csv(dataset, source)?;
+        let reader = BufReader::with_capacity(1 << 20, file);
+        Ok(keys::count_keys(dataset, reader, column, filter, rng)?
+            .into_iter()
+            .collect())
+    }
+
     fn aggregate(
         &self,
         dataset: &Dataset,
@@ -379,18 +430,7 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        let cannot = |why: &dyn std::fmt::Display| {
-            IoError::new(format!(
-                "cannot open `{}` for dataset `{}`: {why}",
-                source.display(),
-                dataset.name
-            ))
-        };
-        if source.is_dir() {
-            let why = "it is a directory, not a CSV file";
-            return Err(EngineError::Io(cannot(&why)));
-        }
-        let file = File::open(source).map_err(|e| EngineError::Io(cannot(&e).with_source(e)))?;
+        let file = open_csv(dataset, source)?;
         self.aggregate_reader(dataset, BufReader::with_capacity(1 << 20, file), stats, rng)
     }
 

@@ -694,7 +694,7 @@ impl Ledger {
                 add_release(&mut releases, m, 1);
             }
         }
-        let totals = running_totals(&releases, n + 1, &plan.body.privacy);
+        let totals = running_totals(&releases, n + 1, &plan.body);
         let totals = serde_json::to_string(&IntentValue {
             running_totals: totals,
         })
@@ -835,6 +835,7 @@ impl Ledger {
             });
         }
         let (mut releases, charged) = history(&tx)?;
+        totals::keyed_upgrade(&tx, plan)?;
         for r in &plan.body.releases {
             let count = match &r.window {
                 // the same vector release as the history's (the schedule

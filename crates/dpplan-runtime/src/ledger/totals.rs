@@ -188,17 +188,63 @@ fn total_of(a: Option<acct::Accountant>, r: Result<acct::Bound, acct::Accounting
 pub(super) fn running_totals(
     releases: &[acct::Release],
     n: u64,
-    privacy: &dpplan_plan::Privacy,
+    body: &dpplan_plan::PlanBody,
 ) -> RunningTotals {
-    let delta = privacy.budget_delta;
+    let privacy = &body.privacy;
+    // keys from the data: the mechanisms at the budget's δ less the
+    // thresholds' reserve, which is added back (the checker keeps the
+    // thresholds' δ within it)
+    let reserve = threshold_reserve(body);
+    let delta = privacy.budget_delta - reserve;
+    let with_reserve = |mut t: TotalOf| {
+        t.delta = t.delta.map(|d| d + reserve);
+        t
+    };
     RunningTotals {
         releases: n,
-        at_delta: delta,
+        at_delta: privacy.budget_delta,
         plan_accountant: privacy.accountant,
-        plan: total_of(None, plan_bound(releases, privacy.accountant, delta)),
+        plan: with_reserve(total_of(
+            None,
+            plan_bound(releases, privacy.accountant, delta),
+        )),
         accountants: acct::all(releases, delta)
             .into_iter()
-            .map(|(a, r)| total_of(Some(a), r))
+            .map(|(a, r)| with_reserve(total_of(Some(a), r)))
             .collect(),
     }
+}
+
+/// The part of the budget's δ a plan with keys from the data keeps for
+/// its thresholds ([`acct::selection::RESERVED_SHARE`]); 0 otherwise.
+pub(super) fn threshold_reserve(body: &dpplan_plan::PlanBody) -> f64 {
+    let keyed = body
+        .releases
+        .iter()
+        .any(|r| r.aggregation.selection.is_some());
+    if keyed {
+        body.privacy.budget_delta * acct::selection::RESERVED_SHARE
+    } else {
+        0.0
+    }
+}
+
+/// An upgrade to or from a plan with keys from the data is refused: the
+/// thresholds' δ of the history and of the new plan are not composed
+/// across plans yet (docs/executable-plan.md).
+pub(super) fn keyed_upgrade(
+    conn: &Connection,
+    plan: &dpplan_plan::ExecutablePlan,
+) -> Result<(), LedgerError> {
+    let charged: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND mechanism LIKE '% keys from data%'",
+        [],
+        |r| r.get(0),
+    )?;
+    if charged > 0 || threshold_reserve(&plan.body) > 0.0 {
+        return Err(LedgerError::OverBudget(
+            "a ledger cannot be upgraded to or from a plan with keys from the data yet: the thresholds' δ is not composed across plans; start a new ledger".into(),
+        ));
+    }
+    Ok(())
 }
