@@ -1,16 +1,17 @@
 //! Cumulative counts through the real binary: `dpplan check` claims the
 //! tree's ε (one release of its nodes) and shows each slot's error;
-//! `dpplan compile` refuses the plan with a clear error (the runtime does
-//! not run the tree yet, and running the slots as fresh counts would
-//! spend more than the claim), while the same plan without `cumulative`
-//! compiles (negative control).
+//! `dpplan compile` writes the tree into the executable plan (format 5);
+//! `dpplan run` and `dpplan audit` refuse it with a clear error and leave
+//! no ledger (the runtime does not run the tree yet, and running the slots
+//! as fresh counts would spend more than the claim), while the same plan
+//! without `cumulative` runs (negative control).
 
 mod support;
 
 use support::{dpplan, root, text};
 
 #[test]
-fn the_signups_example_checks_and_compile_refuses_it_clearly() {
+fn the_signups_example_compiles_with_its_tree_and_run_refuses_it_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("signups.dpplan");
     std::fs::copy(root().join("examples/signups/signups.dpplan"), &source).unwrap();
@@ -40,14 +41,57 @@ fn the_signups_example_checks_and_compile_refuses_it_clearly() {
 
     let plan = dir.path().join("plan.json");
     let o = dpplan(&["compile", src, "-o", plan.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let compiled: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(compiled["format_version"], 5);
+    let tree = &compiled["body"]["releases"][0]["cumulative"];
+    assert_eq!(tree["slots"], 365);
+    assert_eq!(tree["levels"], 9);
+    assert_eq!(tree["nodes"], 724);
+    assert_eq!(tree["column"], "signed_up_at");
+    assert_eq!(tree["seconds"], 86_400.0);
+
+    let ledger = dir.path().join("l.sqlite");
+    let data = format!(
+        "signups={}",
+        root().join("examples/signups/data/signups.csv").display()
+    );
+    let run = |plan: &std::path::Path| {
+        dpplan(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--data",
+            &data,
+            "--at",
+            "2026-01-02T00:00:00Z",
+        ])
+    };
+    let o = run(&plan);
     assert!(!o.status.success());
     let err = text(&o.stderr);
     assert!(err.contains("running_signups"), "{err}");
-    assert!(err.contains("cumulative count"), "{err}");
-    assert!(!plan.exists());
+    assert!(err.contains("does not run the tree yet"), "{err}");
+    assert!(!ledger.exists());
+    let o = dpplan(&[
+        "audit",
+        plan.to_str().unwrap(),
+        "--data",
+        &data,
+        "--runs",
+        "2",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("cumulative count"),
+        "{}",
+        text(&o.stderr)
+    );
 
     // negative control: without `cumulative` (and with the fresh counts'
-    // far larger cost under a larger budget) the plan compiles
+    // far larger cost under a larger budget) the plan has no tree and runs
     let fresh = std::fs::read_to_string(&source)
         .unwrap()
         .replace("cumulative count", "count")
@@ -55,5 +99,10 @@ fn the_signups_example_checks_and_compile_refuses_it_clearly() {
     std::fs::write(&source, fresh).unwrap();
     let o = dpplan(&["compile", src, "-o", plan.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(plan.exists());
+    assert!(!std::fs::read_to_string(&plan)
+        .unwrap()
+        .contains("cumulative"));
+    let o = run(&plan);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(ledger.exists());
 }

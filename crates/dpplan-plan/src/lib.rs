@@ -36,8 +36,10 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// `exponential` mechanism. Version 4: `aggregation` may carry a
 /// `selection` (a histogram over keys from the data, released above a
 /// threshold), which a version-3 runtime must not run as a histogram over
-/// a public domain.
-pub const FORMAT_VERSION: u32 = 4;
+/// a public domain. Version 5: a release may carry `cumulative` (a
+/// running count by the binary tree mechanism, charged once for all its
+/// slots), which a version-4 runtime must not run as fresh counts.
+pub const FORMAT_VERSION: u32 = 5;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -159,6 +161,39 @@ pub struct Release {
     /// know the field refuses the plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
+    /// A cumulative count's tree: slot t releases the running total of the
+    /// first t slots from the tree's nodes, and the whole schedule is ONE
+    /// release of every node (absent for every other query, so their
+    /// bodies are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative: Option<Cumulative>,
+}
+
+/// A release's `cumulative`: the binary tree over `slots` leaves. Slot `t`
+/// (1-based) covers the rows whose `column` lies in
+/// [start + (t−1)·seconds, start + t·seconds); at slot t the nodes of every
+/// level `l` with 2ˡ dividing t close (node (l, t/2ˡ − 1) covers slots
+/// (t − 2ˡ, t]), each with its own noise; a unit is kept in at most
+/// `windows_per_unit` slots with at most `rows_per_window` rows in each,
+/// and in at most `rows_per_unit` rows in all (the bounds the tree's
+/// sensitivity assumes, docs/accounting.md "The binary tree mechanism").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cumulative {
+    /// The dataset's `time` column.
+    pub column: String,
+    /// A slot's length (the schedule's period), in seconds.
+    pub seconds: f64,
+    /// T: the slots (the tree's leaves).
+    pub slots: u64,
+    /// K = ⌊log₂ T⌋ + 1: the levels with a node closing within the schedule.
+    pub levels: u32,
+    /// Σ_l ⌊T/2ˡ⌋: the nodes released over the schedule.
+    pub nodes: u64,
+    /// W: the slots one unit may be kept in.
+    pub windows_per_unit: u64,
+    /// r: the rows of one unit kept in one slot.
+    pub rows_per_window: u64,
 }
 
 /// A release's `window`: slot `s` reads the rows whose `column` lies in
@@ -546,14 +581,6 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
         .spec
         .as_ref()
         .ok_or_else(|| unsupported("has no resolved aggregation and schedule"))?;
-    // The checker accounted a cumulative count as ONE release of its
-    // tree's nodes; run as fresh counts it would spend far more than the
-    // plan claims, so it is refused until the runtime runs the tree.
-    if spec.cumulative.is_some() {
-        return Err(unsupported(
-            "is a cumulative count (the binary tree mechanism): the runtime does not run the tree yet, and running it as fresh counts would spend more than the plan claims; `dpplan check`, `report` and `diff` cover it",
-        ));
-    }
     // The checker lists the statistics of a query in this order; any other
     // list is a checker bug, refused rather than compiled.
     let statistics = match spec.distinct {
@@ -630,6 +657,18 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             seconds: w.seconds,
             windows_per_unit: w.windows_per_unit,
             rows_per_window: w.rows_per_window,
+        }),
+        // The checker accounted a cumulative count as ONE release of its
+        // tree's nodes; the field tells the runtime to run the tree (a
+        // runtime without it must never run the slots as fresh counts).
+        cumulative: spec.cumulative.as_ref().map(|c| Cumulative {
+            column: c.column.clone(),
+            seconds: c.seconds,
+            slots: c.slots,
+            levels: c.levels,
+            nodes: c.nodes,
+            windows_per_unit: c.windows_per_unit,
+            rows_per_window: c.rows_per_window,
         }),
     })
 }

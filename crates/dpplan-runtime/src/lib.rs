@@ -13,6 +13,7 @@ pub mod audit;
 pub mod engine;
 mod requests;
 pub use requests::{planned_aggregates, Planned};
+pub mod cumulative;
 pub mod ledger;
 pub mod quantile;
 pub mod rng;
@@ -445,6 +446,12 @@ pub fn run(
     if let Some(s) = opts.start {
         check_time("--start", s)?;
     }
+    cumulative::refuse(
+        plan.body
+            .releases
+            .iter()
+            .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
+    )?;
     let (ledger, upgrade) = open_existing(plan, opts)?;
     let ledger_start = match &ledger {
         Some(l) => l.open_info()?.schedule_start,
