@@ -19,6 +19,7 @@ pub mod quantile;
 pub mod rng;
 pub mod sampler;
 mod selection;
+pub mod tree;
 pub mod window;
 
 use std::collections::BTreeMap;
