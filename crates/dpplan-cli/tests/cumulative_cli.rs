@@ -75,6 +75,29 @@ fn the_signups_example_compiles_with_its_tree_and_run_refuses_it_clearly() {
     assert!(err.contains("running_signups"), "{err}");
     assert!(err.contains("does not run the tree yet"), "{err}");
     assert!(!ledger.exists());
+    // the Spark engine is refused the same way, before spark-submit is
+    // looked for (and --explain shows no statement for the tree)
+    for extra in [&[][..], &["--explain"][..]] {
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--data",
+            &data,
+            "--engine",
+            "spark",
+            "--spark-submit",
+            "/nonexistent/spark-submit",
+        ];
+        args.extend_from_slice(extra);
+        let o = dpplan(&args);
+        assert!(!o.status.success());
+        let err = text(&o.stderr);
+        assert!(err.contains("does not run the tree yet"), "{err}");
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        assert!(!ledger.exists());
+    }
     let o = dpplan(&[
         "audit",
         plan.to_str().unwrap(),
