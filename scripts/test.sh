@@ -20,8 +20,9 @@ DPPLAN_BIN="$bin_dir/dpplan" scripts/test-action.sh
 scripts/test-vscode.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
-# Every fuzz target for DPPLAN_FUZZ_SECONDS (default 60) each, seeded, on the
-# committed seeds and reproducers (fuzz/README.md); 0 skips it.
+# Every fuzz target on a fixed, seeded count of inputs, capped at
+# DPPLAN_FUZZ_SECONDS (default 60) each, on the committed seeds and
+# reproducers (fuzz/README.md); 0 skips it.
 fuzz_seconds="${DPPLAN_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" != 0 ]; then
     target_dir="${CARGO_TARGET_DIR:-target}"

@@ -21,11 +21,16 @@ use dpplan_fmt::{format, meaning, FormatError};
 use dpplan_syntax::lexer;
 use libfuzzer_sys::fuzz_target;
 
+/// The text of every comment. The formatter writes every line break in the
+/// file's own line ending (docs: "the file's line endings (LF or CRLF)
+/// kept"), those inside a block comment too, so a comment is compared with
+/// its line breaks as LF: a lone LF in a CRLF file's block comment becoming
+/// CRLF is that normalisation, not a lost comment.
 fn comments(s: &str) -> Vec<String> {
     lexer::tokenize(s)
         .iter()
         .filter(|t| t.is_comment())
-        .map(|t| t.text(s).trim_end().to_string())
+        .map(|t| t.text(s).trim_end().replace("\r\n", "\n"))
         .collect()
 }
 

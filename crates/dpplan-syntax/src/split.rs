@@ -91,6 +91,9 @@ pub(crate) struct Split {
 struct Scanner<'a> {
     text: &'a str,
     pos: usize,
+    /// Where a `/*` that is never closed starts, once the cursor skipped
+    /// it (it runs to the end of the text, so there is at most one).
+    unclosed_comment: Option<usize>,
 }
 
 impl<'a> Scanner<'a> {
@@ -103,6 +106,9 @@ impl<'a> Scanner<'a> {
     fn skip_trivia(&mut self) -> bool {
         let mut newline = false;
         while let Some(t) = self.token().filter(Token::is_trivia) {
+            if t.kind == (TokenKind::BlockComment { terminated: false }) {
+                self.unclosed_comment = Some(t.start);
+            }
             newline |= match t.kind {
                 TokenKind::Newline => t.text(self.text).ends_with('\n'),
                 TokenKind::BlockComment { .. } => t.text(self.text).contains('\n'),
@@ -144,14 +150,34 @@ impl<'a> Scanner<'a> {
                     return;
                 }
                 TokenKind::LineComment => self.pos += 1,
+                TokenKind::BlockComment { terminated: false } => {
+                    // the header's parse does not name it
+                    self.unclosed_comment = Some(t.start);
+                    self.pos = t.end;
+                }
                 _ => self.pos = t.end,
             }
         }
     }
 }
 
+/// The error for a `/*` at `start` that is never closed.
+fn unclosed_comment(start: usize) -> Diagnostic {
+    Diagnostic::new(
+        Code::Syntax,
+        "this comment is never closed",
+        Span::new(start, start + 2),
+    )
+    .label("`/*` opens a comment that runs to the end of the file")
+    .help("close the comment with `*/`, or write `//` for a comment to the end of the line")
+}
+
 pub(crate) fn split(text: &str) -> Split {
-    let mut s = Scanner { text, pos: 0 };
+    let mut s = Scanner {
+        text,
+        pos: 0,
+        unclosed_comment: None,
+    };
     let mut items = Vec::new();
     let mut diagnostics = Vec::new();
     let mut has_header = false;
@@ -165,6 +191,7 @@ pub(crate) fn split(text: &str) -> Split {
                 .label("expected `plan \"name\" {`")
                 .help("start the file with `plan \"my-plan\" {` and close it with `}`"),
         );
+        diagnostics.extend(s.unclosed_comment.map(unclosed_comment));
         return Split { items, diagnostics };
     }
 
@@ -243,7 +270,14 @@ pub(crate) fn split(text: &str) -> Split {
         loop {
             end = s.pos;
             let newline = s.skip_trivia();
-            let Some(t) = s.token() else { break };
+            let Some(t) = s.token() else {
+                if depth > 0 {
+                    // The text ended inside the item's braces: its parse
+                    // reads on to the end and reports the comment itself.
+                    s.unclosed_comment = None;
+                }
+                break;
+            };
             if newline {
                 if ItemKind::from_word(s.word()).is_some() {
                     // A new item begins on this line: the current one ends
@@ -314,6 +348,10 @@ pub(crate) fn split(text: &str) -> Split {
         });
         s.pos = s.pos.max(end);
     }
+    // Skipped as trivia between items or after the plan, an unclosed
+    // comment is in no item: no item's parse reports it, and the grammar
+    // rejects the whole file at it.
+    diagnostics.extend(s.unclosed_comment.map(unclosed_comment));
     if has_header && !plan_closed && items.iter().any(|i| i.kind == ItemKind::Header) {
         let end = text.trim_end().len();
         diagnostics.push(

@@ -137,6 +137,56 @@ fn missing_header_and_trailing_text() {
         .any(|d| d.message.contains("not closed")));
 }
 
+/// A `/*` that is never closed is an error wherever it starts, said once:
+/// after the plan (found by the fuzzer: nothing was reported and `fmt`
+/// refused the file), between items, before any plan, and inside an item
+/// or the header (reported by that item's parse).
+#[test]
+fn an_unclosed_comment_is_an_error_said_once() {
+    let closed = "plan \"x\" {\n  query a { count(v) }\n}\n";
+    let unclosed = |p: &Parsed| {
+        p.diagnostics
+            .iter()
+            .filter(|d| {
+                d.message.contains("never closed") || d.message.contains("unclosed comment")
+            })
+            .count()
+    };
+    for text in [
+        format!("{closed}/*// after the plan\n"),
+        format!("{closed}/* x"),
+        "plan \"x\" {\n  query a { count(v) }\n/* y\n}\n".to_string(),
+        "/* plan \"x\" {}".to_string(),
+    ] {
+        let at = text.find("/*").expect("a comment");
+        let p = parse(&text);
+        assert_eq!(unclosed(&p), 1, "{text:?}: {:#?}", p.diagnostics);
+        let d = p
+            .diagnostics
+            .iter()
+            .find(|d| d.message.contains("never closed"))
+            .expect("the scanner's error");
+        assert_eq!(d.primary.span, Span::new(at, at + 2), "{text:?}");
+        assert!(d.is_error());
+        assert!(!p.plan.broken.is_empty(), "{text:?}: no guarantee for it");
+    }
+    for text in [
+        "plan \"x\" {\n  query a { count(v) /* z\n".to_string(),
+        "plan \"x\" /* {\n".to_string(),
+    ] {
+        let p = parse(&text);
+        assert!(!p.diagnostics.is_empty(), "{text:?}");
+        assert_eq!(unclosed(&p), 1, "{text:?}: {:#?}", p.diagnostics);
+    }
+    // the control: the same comments closed are not errors
+    for text in [
+        format!("{closed}/*// after the plan */\n"),
+        "plan \"x\" {\n  query a { count(v) }\n/* y */\n}\n".to_string(),
+    ] {
+        assert!(parse(&text).diagnostics.is_empty(), "{text:?}");
+    }
+}
+
 #[test]
 fn never_panics_on_hostile_input() {
     let mut seed = 0x2545F4914F6CDD1Du64;

@@ -163,124 +163,138 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
         }
     }
     for q in &r.queries {
-        b.push(Heading(3, format!("`{}`", q.name)));
-        let mut items = vec![
-            format!("`{}` on `{}`.", q.aggregation, q.dataset),
-            format!(
-                "Schedule: {} — {} fresh release(s), the first on {}, the last on {}.",
-                q.schedule.text, q.schedule.releases, q.schedule.first, q.schedule.last
-            ),
-        ];
-        // a windowed query's (a cumulative count's) releases are one
-        // accounted release: no window (no total) has an ε of its own
-        let per_release = match &q.one_release {
-            Some(why) => {
-                items.push(format!("One accounted release: {why}."));
-                format!("{} for that one release", opt(q.epsilon_per_release))
-            }
-            None => format!("{} per release", opt(q.epsilon_per_release)),
-        };
-        items.push(format!(
-            "ε alone: {per_release}, {} for the whole schedule{}; share of the plan's ρ: {} (ρ = {}).",
-            opt(q.epsilon_alone),
-            q.alone_accountant
-                .as_ref()
-                .map(|a| format!(" ({a})"))
-                .unwrap_or_default(),
-            percent(q.share),
-            num(q.rho)
-        ));
-        b.push(List(items));
+        query_section(b, q);
+    }
+}
+
+/// One query's section: what and when, its cost, its parts' noise, why
+/// (the derivations and what each released value carries), a mean's own
+/// accuracy.
+fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
+    use Block::*;
+    b.push(Heading(3, format!("`{}`", q.name)));
+    let mut items = vec![
+        format!("`{}` on `{}`.", q.aggregation, q.dataset),
+        format!(
+            "Schedule: {} — {} fresh release(s), the first on {}, the last on {}.",
+            q.schedule.text, q.schedule.releases, q.schedule.first, q.schedule.last
+        ),
+    ];
+    // a windowed query's (a cumulative count's) releases are one
+    // accounted release: no window (no total) has an ε of its own
+    let per_release = match &q.one_release {
+        Some(why) => {
+            items.push(format!("One accounted release: {why}."));
+            format!("{} for that one release", opt(q.epsilon_per_release))
+        }
+        None => format!("{} per release", opt(q.epsilon_per_release)),
+    };
+    items.push(format!(
+        "ε alone: {per_release}, {} for the whole schedule{}; share of the plan's ρ: {} (ρ = {}).",
+        opt(q.epsilon_alone),
+        q.alone_accountant
+            .as_ref()
+            .map(|a| format!(" ({a})"))
+            .unwrap_or_default(),
+        percent(q.share),
+        num(q.rho)
+    ));
+    b.push(List(items));
+    b.push(Table(
+        [
+            "part",
+            "noise",
+            "calibration",
+            "L1",
+            "L2",
+            "noise std",
+            "95 % half-width",
+        ]
+        .map(String::from)
+        .to_vec(),
+        q.parts
+            .iter()
+            .map(|p| {
+                vec![
+                    p.role.clone(),
+                    match (p.scale, p.sigma) {
+                        (_, Some(s)) => format!("{} σ = {}", p.noise, num(s)),
+                        (Some(s), None) => format!("{} b = {}", p.noise, num(s)),
+                        _ => p.noise.clone(),
+                    },
+                    p.calibration.clone(),
+                    num(p.l1),
+                    num(p.l2),
+                    num(p.noise_std),
+                    format!("±{}", num(p.ci95_half_width)),
+                ]
+            })
+            .collect(),
+    ));
+    b.push(List(part_notes(q)));
+    if let Some(m) = &q.mean {
+        b.push(Para(format!("The mean's own accuracy: {}.", m.assumption)));
         b.push(Table(
-            [
-                "part",
-                "noise",
-                "calibration",
-                "L1",
-                "L2",
-                "noise std",
-                "95 % half-width",
-            ]
-            .map(String::from)
-            .to_vec(),
-            q.parts
+            ["true count n", "std of the mean", "95 % half-width"]
+                .map(String::from)
+                .to_vec(),
+            m.points
                 .iter()
                 .map(|p| {
                     vec![
-                        p.role.clone(),
-                        match (p.scale, p.sigma) {
-                            (_, Some(s)) => format!("{} σ = {}", p.noise, num(s)),
-                            (Some(s), None) => format!("{} b = {}", p.noise, num(s)),
-                            _ => p.noise.clone(),
-                        },
-                        p.calibration.clone(),
-                        num(p.l1),
-                        num(p.l2),
-                        num(p.noise_std),
+                        num(p.count),
+                        num(p.std),
                         format!("±{}", num(p.ci95_half_width)),
                     ]
                 })
                 .collect(),
         ));
-        let mut why = Vec::new();
-        for p in &q.parts {
-            for d in &p.derivation {
-                why.push(format!("{}: {d}", p.role));
-            }
-            if let Some(sel) = &q.selection {
-                why.push(format!(
-                    "{}: keys from the data — a key of `{}` is released only when its noisy count is above τ = {} ({}); a key only one unit has appears with probability ≤ {} per release; δ = {} over the schedule, part of the plan's δ.",
-                    p.role,
-                    sel.column,
-                    num(sel.threshold),
-                    if sel.auto { "threshold auto" } else { "declared" },
-                    num(sel.release_probability),
-                    num(sel.delta)
-                ));
-            }
-            if p.noise == "exponential" {
-                why.push(format!(
-                    "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",
-                    p.role,
-                    num(p.ci95_half_width),
-                    num(p.noise_std),
-                    num(p.ci95_half_width)
-                ));
-            }
-            if !p.cells.is_empty() {
-                why.push(format!(
-                    "{}: every cell ({}) is released with noise std {} and 95 % half-width ±{}.",
-                    p.role,
-                    p.cells
-                        .iter()
-                        .map(|c| format!("`{c}`"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    num(p.noise_std),
-                    num(p.ci95_half_width)
-                ));
-            }
+    }
+}
+
+/// Why each part is what it is: its derivation in words, the threshold of
+/// keys from the data, a quantile's rank error, the cells it releases.
+fn part_notes(q: &QueryReview) -> Vec<String> {
+    let mut why = Vec::new();
+    for p in &q.parts {
+        for d in &p.derivation {
+            why.push(format!("{}: {d}", p.role));
         }
-        b.push(List(why));
-        if let Some(m) = &q.mean {
-            b.push(Para(format!("The mean's own accuracy: {}.", m.assumption)));
-            b.push(Table(
-                ["true count n", "std of the mean", "95 % half-width"]
-                    .map(String::from)
-                    .to_vec(),
-                m.points
+        if let Some(sel) = &q.selection {
+            why.push(format!(
+                "{}: keys from the data — a key of `{}` is released only when its noisy count is above τ = {} ({}); a key only one unit has appears with probability ≤ {} per release; δ = {} over the schedule, part of the plan's δ.",
+                p.role,
+                sel.column,
+                num(sel.threshold),
+                if sel.auto { "threshold auto" } else { "declared" },
+                num(sel.release_probability),
+                num(sel.delta)
+            ));
+        }
+        if p.noise == "exponential" {
+            why.push(format!(
+                "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",
+                p.role,
+                num(p.ci95_half_width),
+                num(p.noise_std),
+                num(p.ci95_half_width)
+            ));
+        }
+        if !p.cells.is_empty() {
+            why.push(format!(
+                "{}: every cell ({}) is released with noise std {} and 95 % half-width ±{}.",
+                p.role,
+                p.cells
                     .iter()
-                    .map(|p| {
-                        vec![
-                            num(p.count),
-                            num(p.std),
-                            format!("±{}", num(p.ci95_half_width)),
-                        ]
-                    })
-                    .collect(),
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                num(p.noise_std),
+                num(p.ci95_half_width)
             ));
         }
     }
+    why
 }
 
 /// The cumulative ε over the release calendar.
