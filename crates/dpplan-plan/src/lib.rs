@@ -194,6 +194,42 @@ pub struct Cumulative {
     pub windows_per_unit: u64,
     /// r: the rows of one unit kept in one slot.
     pub rows_per_window: u64,
+    /// W′: the slots the runtime keeps one unit in ([`Cumulative::kept_slots_for`]).
+    pub kept_slots: u64,
+}
+
+impl Cumulative {
+    /// W′, the slots a unit is kept in, so that the per-slot bounds alone
+    /// keep every bound the tree's claim assumes.
+    ///
+    /// The claim assumes a unit has at most r rows in a slot, rows in at
+    /// most W slots, and at most R = `rows_per_unit` rows in all (M =
+    /// min(R, W·r), `dpplan_check::tree`). Per-slot bounds alone give
+    /// W·r, above R when R < W·r, so the slots a unit is kept in are
+    /// capped at W′ = min(W, ⌊R/r⌋) (≥ 1, as r ≤ R): its rows are then at
+    /// most W′·r ≤ min(W·r, R) = M in all, at most r in a slot and in at
+    /// most W slots — every assumption of the claim, with no per-unit row
+    /// count kept across runs. (When r does not divide R this keeps fewer
+    /// rows than the claim allows: sound, not tight.) Without a per-unit
+    /// bound (a row- or event-level unit is one row) W′ = W.
+    pub fn kept_slots_for(&self, rows_per_unit: Option<u64>) -> u64 {
+        let r = self.rows_per_window.max(1);
+        match rows_per_unit {
+            Some(rows) => self.windows_per_unit.min(rows / r).max(1),
+            None => self.windows_per_unit.max(1),
+        }
+    }
+
+    /// The window of one slot, as the windowed runtime bounds it: at most
+    /// r rows of a unit in a slot, a unit kept in at most W′ slots.
+    pub fn slot_window(&self) -> Window {
+        Window {
+            column: self.column.clone(),
+            seconds: self.seconds,
+            windows_per_unit: self.kept_slots,
+            rows_per_window: self.rows_per_window.max(1),
+        }
+    }
 }
 
 /// A release's `window`: slot `s` reads the rows whose `column` lies in
@@ -475,11 +511,21 @@ fn build_body(
         .iter()
         .map(|d| (d.name.clone(), dataset(d, user, plan.unit.id.as_deref())))
         .collect();
-    let releases = plan
+    let mut releases = plan
         .queries
         .iter()
         .map(|q| release(q, plan.adjacency))
         .collect::<Result<Vec<_>, _>>()?;
+    // a tree's W′ depends on its dataset's per-unit row bound
+    for r in &mut releases {
+        if let Some(c) = &mut r.cumulative {
+            let rows = datasets
+                .get(&r.dataset)
+                .filter(|d| d.bounding.per_unit)
+                .and_then(|d| d.bounding.rows_per_unit);
+            c.kept_slots = c.kept_slots_for(rows);
+        }
+    }
     let publishes = plan
         .publishes
         .iter()
@@ -669,6 +715,8 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             nodes: c.nodes,
             windows_per_unit: c.windows_per_unit,
             rows_per_window: c.rows_per_window,
+            // set by `build_body`, which knows the dataset's bounds
+            kept_slots: c.windows_per_unit,
         }),
     })
 }

@@ -209,3 +209,90 @@ fn a_cumulative_count_compiles_with_its_tree_charged_once() {
         r.cost_total
     );
 }
+
+mod kept_slots {
+    use dpplan_check::tree::{add_remove, TreeBounds};
+
+    use crate::{Cumulative, Window};
+
+    fn tree(slots: u64, w: u64, r: u64) -> Cumulative {
+        Cumulative {
+            column: "t".into(),
+            seconds: 86_400.0,
+            slots,
+            levels: 64 - slots.leading_zeros(),
+            nodes: 0,
+            windows_per_unit: w,
+            rows_per_window: r,
+            kept_slots: 0,
+        }
+    }
+    fn slot_window(c: &Cumulative, rows: Option<u64>) -> Window {
+        Cumulative {
+            kept_slots: c.kept_slots_for(rows),
+            ..c.clone()
+        }
+        .slot_window()
+    }
+
+    /// Whatever a unit keeps under the enforced bounds (W′ slots, r rows
+    /// each, so W′·r rows at most) has tree norms within the claim's, for
+    /// every T ≤ 40, r ≤ 3, W ≤ T and R from r to W·r + 1 (the claim's
+    /// norms are exact for their bounds, checked by brute force in
+    /// dpplan-check). Negative control: the per-slot bounds alone (W slots
+    /// of r rows) exceed the claim whenever R < W·r.
+    #[test]
+    fn the_enforced_slot_bounds_stay_within_the_claim() {
+        let mut naive_exceeds = 0;
+        for slots in 1..=40u64 {
+            for r in 1..=3u64 {
+                for w in 1..=slots {
+                    for rows in r..=w * r + 1 {
+                        let claim = add_remove(TreeBounds {
+                            slots,
+                            windows: w,
+                            rows_per_slot: r,
+                            rows,
+                        });
+                        let win = slot_window(&tree(slots, w, r), Some(rows));
+                        assert_eq!(win.rows_per_window, r);
+                        assert!(win.windows_per_unit <= w && win.windows_per_unit * r <= rows);
+                        let enforced = add_remove(TreeBounds {
+                            slots,
+                            windows: win.windows_per_unit,
+                            rows_per_slot: r,
+                            rows: win.windows_per_unit * r,
+                        });
+                        assert!(
+                            enforced.0 <= claim.0 && enforced.1 <= claim.1,
+                            "T={slots} W={w} r={r} R={rows}: {enforced:?} > {claim:?}"
+                        );
+                        let naive = add_remove(TreeBounds {
+                            slots,
+                            windows: w,
+                            rows_per_slot: r,
+                            rows: w * r,
+                        });
+                        if rows < w * r {
+                            assert!(naive.0 > claim.0, "T={slots} W={w} r={r} R={rows}");
+                            naive_exceeds += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(naive_exceeds > 1000, "{naive_exceeds}");
+    }
+
+    /// Tight when r divides R: the enforced bounds reach the claim exactly.
+    #[test]
+    fn the_enforced_slot_bounds_are_the_claim_when_r_divides_rows() {
+        let win = slot_window(&tree(365, 365, 1), Some(2));
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (2, 1));
+        let win = slot_window(&tree(365, 10, 2), Some(6));
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (3, 2));
+        // a row-level unit: one row in one slot
+        let win = slot_window(&tree(365, 1, 1), None);
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (1, 1));
+    }
+}

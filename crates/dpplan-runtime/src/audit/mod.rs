@@ -186,6 +186,7 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             .releases
             .iter()
             .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
+        "`dpplan audit`",
     )?;
     let mut rng = match opts.seed {
         Some(s) => SecureRng::from_seed_for_tests(s),
