@@ -450,6 +450,11 @@ fn a_ledger_of_format_2_opens_and_migrates_on_a_windowed_write() {
         "SELECT value FROM meta WHERE key = 'migrated_to_3'",
     );
     assert_eq!(migrated, vec!["dpplan-ledger-3".to_string()]);
+    let migrated = query::<String>(
+        &s.ledger,
+        "SELECT value FROM meta WHERE key = 'migrated_to_4'",
+    );
+    assert_eq!(migrated, vec!["dpplan-ledger-4".to_string()]);
     assert!(
         query::<i64>(
             &s.ledger,

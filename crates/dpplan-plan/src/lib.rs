@@ -36,8 +36,10 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// `exponential` mechanism. Version 4: `aggregation` may carry a
 /// `selection` (a histogram over keys from the data, released above a
 /// threshold), which a version-3 runtime must not run as a histogram over
-/// a public domain.
-pub const FORMAT_VERSION: u32 = 4;
+/// a public domain. Version 5: a release may carry `cumulative` (a
+/// running count by the binary tree mechanism, charged once for all its
+/// slots), which a version-4 runtime must not run as fresh counts.
+pub const FORMAT_VERSION: u32 = 5;
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -159,6 +161,75 @@ pub struct Release {
     /// know the field refuses the plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
+    /// A cumulative count's tree: slot t releases the running total of the
+    /// first t slots from the tree's nodes, and the whole schedule is ONE
+    /// release of every node (absent for every other query, so their
+    /// bodies are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative: Option<Cumulative>,
+}
+
+/// A release's `cumulative`: the binary tree over `slots` leaves. Slot `t`
+/// (1-based) covers the rows whose `column` lies in
+/// [start + (t−1)·seconds, start + t·seconds); at slot t the nodes of every
+/// level `l` with 2ˡ dividing t close (node (l, t/2ˡ − 1) covers slots
+/// (t − 2ˡ, t]), each with its own noise; a unit is kept in at most
+/// `windows_per_unit` slots with at most `rows_per_window` rows in each,
+/// and in at most `rows_per_unit` rows in all (the bounds the tree's
+/// sensitivity assumes, docs/accounting.md "The binary tree mechanism").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cumulative {
+    /// The dataset's `time` column.
+    pub column: String,
+    /// A slot's length (the schedule's period), in seconds.
+    pub seconds: f64,
+    /// T: the slots (the tree's leaves).
+    pub slots: u64,
+    /// K = ⌊log₂ T⌋ + 1: the levels with a node closing within the schedule.
+    pub levels: u32,
+    /// Σ_l ⌊T/2ˡ⌋: the nodes released over the schedule.
+    pub nodes: u64,
+    /// W: the slots one unit may be kept in.
+    pub windows_per_unit: u64,
+    /// r: the rows of one unit kept in one slot.
+    pub rows_per_window: u64,
+    /// W′: the slots the runtime keeps one unit in ([`Cumulative::kept_slots_for`]).
+    pub kept_slots: u64,
+}
+
+impl Cumulative {
+    /// W′, the slots a unit is kept in, so that the per-slot bounds alone
+    /// keep every bound the tree's claim assumes.
+    ///
+    /// The claim assumes a unit has at most r rows in a slot, rows in at
+    /// most W slots, and at most R = `rows_per_unit` rows in all (M =
+    /// min(R, W·r), `dpplan_check::tree`). Per-slot bounds alone give
+    /// W·r, above R when R < W·r, so the slots a unit is kept in are
+    /// capped at W′ = min(W, ⌊R/r⌋) (≥ 1, as r ≤ R): its rows are then at
+    /// most W′·r ≤ min(W·r, R) = M in all, at most r in a slot and in at
+    /// most W slots — every assumption of the claim, with no per-unit row
+    /// count kept across runs. (When r does not divide R this keeps fewer
+    /// rows than the claim allows: sound, not tight.) Without a per-unit
+    /// bound (a row- or event-level unit is one row) W′ = W.
+    pub fn kept_slots_for(&self, rows_per_unit: Option<u64>) -> u64 {
+        let r = self.rows_per_window.max(1);
+        match rows_per_unit {
+            Some(rows) => self.windows_per_unit.min(rows / r).max(1),
+            None => self.windows_per_unit.max(1),
+        }
+    }
+
+    /// The window of one slot, as the windowed runtime bounds it: at most
+    /// r rows of a unit in a slot, a unit kept in at most W′ slots.
+    pub fn slot_window(&self) -> Window {
+        Window {
+            column: self.column.clone(),
+            seconds: self.seconds,
+            windows_per_unit: self.kept_slots,
+            rows_per_window: self.rows_per_window.max(1),
+        }
+    }
 }
 
 /// A release's `window`: slot `s` reads the rows whose `column` lies in
@@ -440,11 +511,21 @@ fn build_body(
         .iter()
         .map(|d| (d.name.clone(), dataset(d, user, plan.unit.id.as_deref())))
         .collect();
-    let releases = plan
+    let mut releases = plan
         .queries
         .iter()
         .map(|q| release(q, plan.adjacency))
         .collect::<Result<Vec<_>, _>>()?;
+    // a tree's W′ depends on its dataset's per-unit row bound
+    for r in &mut releases {
+        if let Some(c) = &mut r.cumulative {
+            let rows = datasets
+                .get(&r.dataset)
+                .filter(|d| d.bounding.per_unit)
+                .and_then(|d| d.bounding.rows_per_unit);
+            c.kept_slots = c.kept_slots_for(rows);
+        }
+    }
     let publishes = plan
         .publishes
         .iter()
@@ -546,14 +627,6 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
         .spec
         .as_ref()
         .ok_or_else(|| unsupported("has no resolved aggregation and schedule"))?;
-    // The checker accounted a cumulative count as ONE release of its
-    // tree's nodes; run as fresh counts it would spend far more than the
-    // plan claims, so it is refused until the runtime runs the tree.
-    if spec.cumulative.is_some() {
-        return Err(unsupported(
-            "is a cumulative count (the binary tree mechanism): the runtime does not run the tree yet, and running it as fresh counts would spend more than the plan claims; `dpplan check`, `report` and `diff` cover it",
-        ));
-    }
     // The checker lists the statistics of a query in this order; any other
     // list is a checker bug, refused rather than compiled.
     let statistics = match spec.distinct {
@@ -630,6 +703,20 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             seconds: w.seconds,
             windows_per_unit: w.windows_per_unit,
             rows_per_window: w.rows_per_window,
+        }),
+        // The checker accounted a cumulative count as ONE release of its
+        // tree's nodes; the field tells the runtime to run the tree (a
+        // runtime without it must never run the slots as fresh counts).
+        cumulative: spec.cumulative.as_ref().map(|c| Cumulative {
+            column: c.column.clone(),
+            seconds: c.seconds,
+            slots: c.slots,
+            levels: c.levels,
+            nodes: c.nodes,
+            windows_per_unit: c.windows_per_unit,
+            rows_per_window: c.rows_per_window,
+            // set by `build_body`, which knows the dataset's bounds
+            kept_slots: c.windows_per_unit,
         }),
     })
 }

@@ -159,20 +159,140 @@ fn error_texts() {
     }
 }
 
-/// A cumulative count was accounted as one release of its tree: compiled
-/// as fresh counts it would spend more than the plan claims, so it is
-/// refused (negative control: the same plan without `cumulative` compiles).
+/// A cumulative count compiles to a release with its tree (T, levels,
+/// nodes, column, slot length, bounds), charged once: its whole schedule
+/// costs what one release costs. Negative control: the same plan without
+/// `cumulative` has no tree and its schedule costs 365 releases.
 #[test]
-fn a_cumulative_count_is_refused_not_run_as_fresh_counts() {
+fn a_cumulative_count_compiles_with_its_tree_charged_once() {
     let text = "plan \"c\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset signups {\n    source \"signups.csv\"\n    column signed_up_at : time\n  }\n  query running {\n    cumulative count(signups)\n    noise laplace scale 9\n    schedule every 1 day for 365 days\n  }\n}\n";
-    match compile(text) {
-        Err(CompileError::Unsupported(why)) => {
-            assert!(why.contains("cumulative count"), "{why}");
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.format_version, 5);
+    let r = &plan.body.releases[0];
+    let c = r.cumulative.as_ref().expect("the tree");
+    // independent: K = ⌊log₂ 365⌋ + 1 = 9 (2⁸ = 256 ≤ 365 < 512), and the
+    // nodes Σ_l ⌊365/2ˡ⌋ = 365+182+91+45+22+11+5+2+1
+    let nodes: u64 = [365, 182, 91, 45, 22, 11, 5, 2, 1].iter().sum();
+    assert_eq!((c.slots, c.levels, c.nodes), (365, 9, nodes));
+    assert_eq!(c.column, "signed_up_at");
+    assert_eq!(c.seconds, 86_400.0);
+    assert_eq!((c.windows_per_unit, c.rows_per_window), (1, 1));
+    assert!(r.window.is_none());
+    // one row lies in one node per level: L1 = K = 9, ε = 9/9
+    assert_eq!(r.parts[0].l1, 9.0);
+    // (the best accountant may be a hair below the pure ε = 1 at δ)
+    let tree_eps = r.cost_total.epsilon;
+    assert!(
+        tree_eps <= 1.0 + 1e-12 && tree_eps > 0.99,
+        "{:?}",
+        r.cost_total
+    );
+    assert_eq!(r.cost_total.epsilon, r.cost_per_release.epsilon);
+    assert!(to_json(&plan).contains("\"cumulative\""));
+    let again = load(&to_json(&plan)).unwrap();
+    assert_eq!(again, plan);
+
+    let fresh = compile(
+        &text
+            .replace("cumulative count", "count")
+            .replace("epsilon 10", "epsilon 1000"),
+    )
+    .unwrap();
+    let r = &fresh.body.releases[0];
+    assert!(r.cumulative.is_none());
+    assert!(!to_json(&fresh).contains("\"cumulative\""));
+    // 365 fresh counts of L1 1 at b = 9: far above the tree's one release
+    assert!(r.cost_total.epsilon > 10.0 * tree_eps, "{:?}", r.cost_total);
+    assert!(
+        r.cost_total.epsilon <= 365.0 / 9.0 + 1e-9,
+        "{:?}",
+        r.cost_total
+    );
+}
+
+mod kept_slots {
+    use dpplan_check::tree::{add_remove, TreeBounds};
+
+    use crate::{Cumulative, Window};
+
+    fn tree(slots: u64, w: u64, r: u64) -> Cumulative {
+        Cumulative {
+            column: "t".into(),
+            seconds: 86_400.0,
+            slots,
+            levels: 64 - slots.leading_zeros(),
+            nodes: 0,
+            windows_per_unit: w,
+            rows_per_window: r,
+            kept_slots: 0,
         }
-        other => panic!("{:?}", other.map(|p| to_json(&p))),
     }
-    let fresh = text
-        .replace("cumulative count", "count")
-        .replace("scale 9", "scale 400");
-    compile(&fresh).unwrap();
+    fn slot_window(c: &Cumulative, rows: Option<u64>) -> Window {
+        Cumulative {
+            kept_slots: c.kept_slots_for(rows),
+            ..c.clone()
+        }
+        .slot_window()
+    }
+
+    /// Whatever a unit keeps under the enforced bounds (W′ slots, r rows
+    /// each, so W′·r rows at most) has tree norms within the claim's, for
+    /// every T ≤ 40, r ≤ 3, W ≤ T and R from r to W·r + 1 (the claim's
+    /// norms are exact for their bounds, checked by brute force in
+    /// dpplan-check). Negative control: the per-slot bounds alone (W slots
+    /// of r rows) exceed the claim whenever R < W·r.
+    #[test]
+    fn the_enforced_slot_bounds_stay_within_the_claim() {
+        let mut naive_exceeds = 0;
+        for slots in 1..=40u64 {
+            for r in 1..=3u64 {
+                for w in 1..=slots {
+                    for rows in r..=w * r + 1 {
+                        let claim = add_remove(TreeBounds {
+                            slots,
+                            windows: w,
+                            rows_per_slot: r,
+                            rows,
+                        });
+                        let win = slot_window(&tree(slots, w, r), Some(rows));
+                        assert_eq!(win.rows_per_window, r);
+                        assert!(win.windows_per_unit <= w && win.windows_per_unit * r <= rows);
+                        let enforced = add_remove(TreeBounds {
+                            slots,
+                            windows: win.windows_per_unit,
+                            rows_per_slot: r,
+                            rows: win.windows_per_unit * r,
+                        });
+                        assert!(
+                            enforced.0 <= claim.0 && enforced.1 <= claim.1,
+                            "T={slots} W={w} r={r} R={rows}: {enforced:?} > {claim:?}"
+                        );
+                        let naive = add_remove(TreeBounds {
+                            slots,
+                            windows: w,
+                            rows_per_slot: r,
+                            rows: w * r,
+                        });
+                        if rows < w * r {
+                            assert!(naive.0 > claim.0, "T={slots} W={w} r={r} R={rows}");
+                            naive_exceeds += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(naive_exceeds > 1000, "{naive_exceeds}");
+    }
+
+    /// Tight when r divides R: the enforced bounds reach the claim exactly.
+    #[test]
+    fn the_enforced_slot_bounds_are_the_claim_when_r_divides_rows() {
+        let win = slot_window(&tree(365, 365, 1), Some(2));
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (2, 1));
+        let win = slot_window(&tree(365, 10, 2), Some(6));
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (3, 2));
+        // a row-level unit: one row in one slot
+        let win = slot_window(&tree(365, 1, 1), None);
+        assert_eq!((win.windows_per_unit, win.rows_per_window), (1, 1));
+    }
 }

@@ -13,11 +13,13 @@ pub mod audit;
 pub mod engine;
 mod requests;
 pub use requests::{planned_aggregates, Planned};
+pub mod cumulative;
 pub mod ledger;
 pub mod quantile;
 pub mod rng;
 pub mod sampler;
 mod selection;
+pub mod tree;
 pub mod window;
 
 use std::collections::BTreeMap;
@@ -367,6 +369,9 @@ fn due<'a>(
         };
         match l.slot_state(&r.name, slot)? {
             SlotState::Free => d.fresh.push((r, slot)),
+            // a tree's slot charged but unpublished: completed from its
+            // stored nodes, never drawn again (`cumulative::run_due`)
+            SlotState::Charged(_) if r.cumulative.is_some() => d.fresh.push((r, slot)),
             SlotState::Released(e) => d.served.push(served(l, &e, "ledger", None)?),
             SlotState::Charged(seq) => d.refused.push(Refusal {
                 query: r.name.clone(),
@@ -464,8 +469,13 @@ pub fn run(
     // Step 3: exact bounded aggregates, one pass per dataset for every fresh
     // release, before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    let (windowed, plain): (Vec<_>, Vec<_>) =
-        due.fresh.iter().partition(|(r, _)| r.window.is_some());
+    // cumulative counts: run slot by slot after the others
+    let (trees, others): (Vec<(&Release, u64)>, Vec<_>) = due
+        .fresh
+        .iter()
+        .copied()
+        .partition(|(r, _)| r.cumulative.is_some());
+    let (windowed, plain): (Vec<_>, Vec<_>) = others.iter().partition(|(r, _)| r.window.is_some());
     // keys from the data: counted per key, apart from the public domains
     let (keyed, plain): (Vec<_>, Vec<_>) = plain
         .into_iter()
@@ -489,7 +499,15 @@ pub fn run(
         let k = selection::aggregate(plan, opts, engine, keyed.iter().map(|(r, _)| *r), &mut rng)?;
         Ok((x, k))
     });
-    let ((mut exact, windows), keyed) = match aggregated {
+    let aggregated = aggregated.and_then(|x| {
+        // a first run reads each tree's first slot before the ledger exists
+        let first = match &ledger {
+            None => cumulative::count_first(plan, opts, engine, &trees, ledger_start, &mut rng)?,
+            Some(_) => BTreeMap::new(),
+        };
+        Ok((x, first))
+    });
+    let (((mut exact, windows), keyed), first) = match aggregated {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
@@ -514,7 +532,7 @@ pub fn run(
 
     // Step 5: each fresh release, charged before its noise is drawn.
     let clock = Clock { at, ledger_start };
-    for &(r, slot) in &due.fresh {
+    for &(r, slot) in &others {
         let units = windows.units.get(&r.name);
         match release(
             &mut ledger,
@@ -530,6 +548,20 @@ pub fn run(
             Released::Refused(x) => refused.push(x),
         }
     }
+    let ran = cumulative::run_due(
+        &mut ledger,
+        plan,
+        opts,
+        &trees,
+        cumulative::Reader {
+            engine,
+            ledger_start,
+        },
+        first,
+        &mut rng,
+    )?;
+    results.extend(ran.results);
+    refused.extend(ran.refused);
     let republished = republications(&plan.body, opts, &ledger, &results)?;
     results.extend(republished);
     let mut o = output(plan, opts, results, refused, Some(&ledger), upgrade);
@@ -900,7 +932,12 @@ fn mechanism_text(r: &Release) -> String {
 }
 
 /// One fresh release as published.
-fn fresh_result(r: &Release, slot: u64, cells: Vec<Cell>, approximate: bool) -> ReleaseResult {
+pub(crate) fn fresh_result(
+    r: &Release,
+    slot: u64,
+    cells: Vec<Cell>,
+    approximate: bool,
+) -> ReleaseResult {
     ReleaseResult {
         query: r.name.clone(),
         slot,

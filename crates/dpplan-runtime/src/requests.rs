@@ -105,6 +105,8 @@ pub fn planned_aggregates<'p>(
         .releases
         .iter()
         .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
+    // a tree is run slot by slot by `dpplan run`: no statement for it
+    crate::cumulative::refuse(selected.clone(), "the Spark engine")?;
     Ok(requests(plan, opts, selected)?
         .into_iter()
         .map(|r| r.planned)

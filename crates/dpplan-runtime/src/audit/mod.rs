@@ -181,6 +181,13 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             )));
         }
     }
+    crate::cumulative::refuse(
+        plan.body
+            .releases
+            .iter()
+            .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
+        "`dpplan audit`",
+    )?;
     let mut rng = match opts.seed {
         Some(s) => SecureRng::from_seed_for_tests(s),
         None => SecureRng::from_os().map_err(RunError::Rng)?,

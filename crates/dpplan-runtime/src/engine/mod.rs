@@ -179,7 +179,7 @@ pub trait Engine {
         _rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
         Err(EngineError::Schema(format!(
-            "dataset `{}`: a windowed query runs on the embedded CSV engine only",
+            "dataset `{}`: a windowed query or a cumulative count runs on the embedded CSV engine only",
             dataset.name
         )))
     }

@@ -109,6 +109,22 @@ struct Content<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntentValue {
     pub running_totals: RunningTotals,
+    /// A cumulative count's slot: the noisy nodes of its tree that close
+    /// at this slot, drawn and stored in the intent's own transaction
+    /// (absent for every other intent, whose JSON is unchanged). Released
+    /// output of the tree's one charged release: a later slot reads them,
+    /// and never draws them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_nodes: Option<Vec<TreeNode>>,
+}
+
+/// A noisy node of a cumulative count's tree: level l, index j (it covers
+/// the 1-based slots (j·2ˡ, (j+1)·2ˡ]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TreeNode {
+    pub level: u32,
+    pub index: u64,
+    pub value: f64,
 }
 
 /// The `value` of an upgrade entry.
@@ -151,6 +167,20 @@ impl Entry {
         }
         let v: IntentValue = serde_json::from_str(self.value.as_deref()?).ok()?;
         Some(v.running_totals)
+    }
+
+    /// The tree nodes an intent of a cumulative count stored (`None` for
+    /// other entries).
+    pub fn tree_nodes(&self) -> Option<Vec<TreeNode>> {
+        if self.kind != EntryKind::Intent {
+            return None;
+        }
+        #[derive(Deserialize)]
+        struct Nodes {
+            tree_nodes: Option<Vec<TreeNode>>,
+        }
+        let v: Nodes = serde_json::from_str(self.value.as_deref()?).ok()?;
+        v.tree_nodes
     }
 
     /// The reason a correction gives (`None` for other entries).

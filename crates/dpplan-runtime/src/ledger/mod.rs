@@ -46,7 +46,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 pub use anchor::head_path;
-pub use entry::{CorrectionValue, Entry, EntryKind, IntentValue, UpgradeValue};
+pub use entry::{CorrectionValue, Entry, EntryKind, IntentValue, TreeNode, UpgradeValue};
 pub use frozen::{
     AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
     SOURCE_REVISION,
@@ -58,8 +58,14 @@ pub use totals::{MechanismRecord, PartRecord, RunningTotals, TotalOf};
 pub use verify::{Anchored, Integrity, Verification};
 
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-/// The format of a ledger created now.
-pub const LEDGER_FORMAT: &str = "dpplan-ledger-3";
+/// The format of a ledger created now: format 3 whose intents may be a
+/// cumulative count's slots (a mechanism record with `cumulative`, the
+/// nodes in the intent's value, window-state rows bounded by the tree's
+/// `kept_slots`), which a format-3 reader would compose once per slot and
+/// call damaged.
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-4";
+/// Format 3 (no cumulative counts), still read and migrated.
+pub const LEDGER_FORMAT_3: &str = "dpplan-ledger-3";
 /// Format 2 (no window state), still read and migrated.
 pub const LEDGER_FORMAT_2: &str = "dpplan-ledger-2";
 /// The previous format (no frozen reports), still read and migrated.
@@ -68,6 +74,8 @@ pub const LEDGER_FORMAT_1: &str = "dpplan-ledger-1";
 const MIGRATED_KEY: &str = "migrated_to";
 /// The `meta` key a ledger migrated to format 3 records it in.
 const MIGRATED_3_KEY: &str = "migrated_to_3";
+/// The `meta` key a ledger migrated to format 4 records it in.
+const MIGRATED_4_KEY: &str = "migrated_to_4";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -104,6 +112,17 @@ pub enum LedgerError {
     /// run meanwhile: the window is not charged; run it again.
     #[error("`{query}` slot {slot}: a unit of this window reached its windows_per_unit bound in another run since its rows were selected; nothing was charged, run again")]
     WindowBound { query: String, slot: u64 },
+    /// The noise of a cumulative count's nodes could not be drawn: nothing
+    /// was charged.
+    #[error("`{query}` slot {slot}: {why}; nothing was charged")]
+    TreeDraw {
+        query: String,
+        slot: u64,
+        why: String,
+    },
+    /// An upgrade that changes a cumulative count whose tree has begun.
+    #[error("`{0}` is a cumulative count whose tree has begun in this ledger, and the new plan changes it (its schedule, noise or bounds): the nodes released and the exact sums kept are of the old tree, so the upgrade is refused; keep the query unchanged, or give the new tree another name")]
+    TreeChanged(String),
     #[error("not a dpplan ledger: {0}")]
     NotALedger(String),
     #[error("the ledger is corrupt: {0}")]
@@ -246,7 +265,8 @@ const WINDOW_TRIGGERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// The triggers a ledger of `format` (1, 2 or 3) must have, exactly.
+/// The triggers a ledger of `format` (1 to 4; 4 adds none) must have,
+/// exactly.
 fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     let mut t = TRIGGERS.to_vec();
     if format >= 2 {
@@ -258,8 +278,8 @@ fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     t
 }
 
-/// The format of an open ledger: 3 or 2 when created so or migrated, else
-/// 1.
+/// The format of an open ledger: 4, 3 or 2 when created so or migrated,
+/// else 1.
 fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         Ok(conn
@@ -267,16 +287,18 @@ fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
             .optional()?)
     };
     Ok(match get("format")?.as_deref() {
-        Some(LEDGER_FORMAT) => 3,
-        _ if get(MIGRATED_3_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 3,
+        Some(LEDGER_FORMAT) => 4,
+        _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 4,
+        Some(LEDGER_FORMAT_3) => 3,
+        _ if get(MIGRATED_3_KEY)?.as_deref() == Some(LEDGER_FORMAT_3) => 3,
         Some(LEDGER_FORMAT_2) => 2,
         _ if get(MIGRATED_KEY)?.as_deref() == Some(LEDGER_FORMAT_2) => 2,
         _ => 1,
     })
 }
 
-/// Migrates a ledger of format 1 or 2 to format 3 inside the caller's
-/// write transaction (nothing for a ledger of format 3).
+/// Migrates a ledger of format 1, 2 or 3 to format 4 inside the caller's
+/// write transaction (nothing for a ledger of format 4).
 fn migrate(conn: &Connection) -> Result<(), LedgerError> {
     let format = format_version(conn)?;
     if format < 2 {
@@ -296,7 +318,14 @@ fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         }
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-            params![MIGRATED_3_KEY, LEDGER_FORMAT],
+            params![MIGRATED_3_KEY, LEDGER_FORMAT_3],
+        )?;
+    }
+    if format < 4 {
+        // no new table: the mark that cumulative intents may follow
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_4_KEY, LEDGER_FORMAT],
         )?;
     }
     Ok(())
@@ -426,10 +455,10 @@ impl Ledger {
             })?;
         if !matches!(
             format.as_deref(),
-            Some(LEDGER_FORMAT | LEDGER_FORMAT_2 | LEDGER_FORMAT_1)
+            Some(LEDGER_FORMAT | LEDGER_FORMAT_3 | LEDGER_FORMAT_2 | LEDGER_FORMAT_1)
         ) {
             return Err(LedgerError::NotALedger(format!(
-                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
+                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_3}, {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
                 path.display()
             )));
         }
@@ -462,7 +491,7 @@ impl Ledger {
             conn.execute_batch(TABLES)?;
             conn.execute_batch(FROZEN_TABLE)?;
             conn.execute_batch(WINDOW_TABLE)?;
-            for (_, sql) in triggers_of(3) {
+            for (_, sql) in triggers_of(4) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
             conn.execute(
@@ -608,7 +637,7 @@ impl Ledger {
         release: &Release,
         slot: u64,
     ) -> Result<Entry, LedgerError> {
-        self.begin(plan, release, slot, None)
+        self.begin(plan, release, slot, None, None)
     }
 
     /// Step 1 of a windowed release: as [`Ledger::begin_release`], and in
@@ -624,7 +653,66 @@ impl Ledger {
         slot: u64,
         units: &std::collections::BTreeSet<String>,
     ) -> Result<Entry, LedgerError> {
-        self.begin(plan, release, slot, Some(units))
+        self.begin(plan, release, slot, Some(units), None)
+    }
+
+    /// Step 1 of a cumulative count's slot: as
+    /// [`Ledger::begin_release_windowed`] (the units kept in the slot,
+    /// against the tree's W′ slots per unit; the whole tree charged by its
+    /// first intent only), and in the same transaction `draw` draws the
+    /// nodes that close at this slot, stored in the intent
+    /// ([`IntentValue::tree_nodes`]). The draw happens only once the slot
+    /// is accepted, and its nodes are durable together with the charge or
+    /// not at all: a crash before the commit leaves neither (the draw was
+    /// never output), a crash after it leaves nodes that are read, never
+    /// drawn again.
+    pub fn begin_release_cumulative(
+        &mut self,
+        plan: &ExecutablePlan,
+        release: &Release,
+        slot: u64,
+        units: &std::collections::BTreeSet<String>,
+        draw: &mut dyn FnMut() -> Result<Vec<TreeNode>, String>,
+    ) -> Result<Entry, LedgerError> {
+        if release.cumulative.is_none() {
+            return Err(LedgerError::NotInPlan(format!(
+                "{} (not a cumulative count)",
+                release.name
+            )));
+        }
+        self.begin(plan, release, slot, Some(units), Some(draw))
+    }
+
+    /// The noisy nodes every intent of `query` stored, by (level, index).
+    pub fn tree_nodes(
+        &self,
+        query: &str,
+    ) -> Result<std::collections::BTreeMap<(u32, u64), f64>, LedgerError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT value FROM entries WHERE kind = 'intent' AND query = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map(params![query], |r| r.get::<_, Option<String>>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = std::collections::BTreeMap::new();
+        for v in rows.into_iter().flatten() {
+            let v: IntentValue = serde_json::from_str(&v)
+                .map_err(|e| LedgerError::Corrupt(format!("an intent of `{query}`: {e}")))?;
+            for n in v.tree_nodes.unwrap_or_default() {
+                out.insert((n.level, n.index), n.value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many intents `query` has (its slots charged so far).
+    pub fn intents_of(&self, query: &str) -> Result<u64, LedgerError> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND query = ?1",
+            params![query],
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
     }
 
     fn begin(
@@ -633,6 +721,7 @@ impl Ledger {
         release: &Release,
         slot: u64,
         units: Option<&std::collections::BTreeSet<String>>,
+        draw: Option<&mut dyn FnMut() -> Result<Vec<TreeNode>, String>>,
     ) -> Result<Entry, LedgerError> {
         let tx = self
             .conn
@@ -686,17 +775,29 @@ impl Ledger {
         let (mut releases, n) = history(&tx)?;
         // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&record).expect("serialises");
-        // a window of a vector release already charged charges nothing
-        let charged_before =
-            release.window.is_some() && window_state::charged(&tx, &release.name, &mechanism)?;
+        // a window of a vector release already charged charges nothing,
+        // nor does a later slot of a cumulative count's tree
+        let charged_before = (release.window.is_some() || release.cumulative.is_some())
+            && window_state::charged(&tx, &release.name, &mechanism)?;
         if !charged_before {
             for m in record.accounting() {
                 add_release(&mut releases, m, 1);
             }
         }
         let totals = running_totals(&releases, n + 1, &plan.body);
+        // a cumulative slot's nodes: drawn now that the slot is accepted,
+        // committed with its charge
+        let tree_nodes = match draw {
+            Some(draw) => Some(draw().map_err(|why| LedgerError::TreeDraw {
+                query: release.name.clone(),
+                slot,
+                why,
+            })?),
+            None => None,
+        };
         let totals = serde_json::to_string(&IntentValue {
             running_totals: totals,
+            tree_nodes,
         })
         .expect("serialises");
         let e = append(
@@ -719,7 +820,11 @@ impl Ledger {
                 ..NewEntry::new(EntryKind::Intent, &plan.body_sha256)
             },
         )?;
-        if let (Some(w), Some(units)) = (&release.window, units) {
+        let window = release
+            .window
+            .clone()
+            .or_else(|| release.cumulative.as_ref().map(|c| c.slot_window()));
+        if let (Some(w), Some(units)) = (window, units) {
             migrate(&tx)?;
             window_state::record(&tx, &release.name, slot, e.seq, w.windows_per_unit, units)?;
         }
@@ -837,13 +942,27 @@ impl Ledger {
         let (mut releases, charged) = history(&tx)?;
         totals::keyed_upgrade(&tx, plan)?;
         for r in &plan.body.releases {
-            let count = match &r.window {
+            if r.cumulative.is_some() && !window_state::same_vector(&tx, r)? {
+                let n: i64 = tx.query_row(
+                    "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND query = ?1",
+                    params![r.name],
+                    |row| row.get(0),
+                )?;
+                if n > 0 {
+                    return Err(LedgerError::TreeChanged(r.name.clone()));
+                }
+            }
+            let count = match (&r.window, &r.cumulative) {
+                // a tree already begun, unchanged: nothing more to compose
+                (_, Some(_)) if window_state::same_vector(&tx, r)? => 0,
+                // a new tree is one release of all its nodes
+                (_, Some(_)) => 1,
                 // the same vector release as the history's (the schedule
                 // extended, the bounds kept): nothing more to compose
-                Some(_) if window_state::same_vector(&tx, r)? => 0,
+                (Some(_), None) if window_state::same_vector(&tx, r)? => 0,
                 // a windowed schedule is one release over its windows
-                Some(_) => 1,
-                None => r.schedule.slots,
+                (Some(_), None) => 1,
+                (None, None) => r.schedule.slots,
             };
             for m in r.mechanisms() {
                 add_release(&mut releases, m, count);

@@ -18,6 +18,11 @@ pub struct MechanismRecord {
     /// a window of ONE vector release, composed once (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<dpplan_plan::Window>,
+    /// A cumulative count: every intent of one query with this record is
+    /// a slot of ONE release of its tree's nodes, composed once (absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative: Option<dpplan_plan::Cumulative>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +65,7 @@ impl MechanismRecord {
                 })
                 .collect(),
             window: r.window.clone(),
+            cumulative: r.cumulative.clone(),
         }
     }
 
@@ -104,8 +110,9 @@ pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), Le
             .map_err(|_| {
                 LedgerError::Corrupt(format!("entry {seq} has an unreadable mechanism"))
             })?;
-        // the windows of one query's vector release are one release
-        let composed = if rec.window.is_some() {
+        // the windows of one query's vector release are one release, and
+        // the slots of one cumulative count's tree too
+        let composed = if rec.window.is_some() || rec.cumulative.is_some() {
             1
         } else {
             count as u64

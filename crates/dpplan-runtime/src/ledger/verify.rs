@@ -80,9 +80,10 @@ impl Protocol {
             EntryKind::Open => Err("a second opening entry"),
             _ if e.seq == 1 => Err("the first entry is not the opening entry"),
             EntryKind::Intent => {
-                let (Some(q), Some(s), Some(_)) = (&e.query, e.slot, &e.mechanism) else {
+                let (Some(q), Some(s), Some(m)) = (&e.query, e.slot, &e.mechanism) else {
                     return Err("an intent without its query, slot or mechanism");
                 };
+                tree_nodes_hold(e, m, s)?;
                 if self.intents.insert((q.clone(), s), e.seq).is_some() {
                     return Err("a second intent for a slot already charged");
                 }
@@ -111,6 +112,36 @@ impl Protocol {
                 Some(_) if e.query.is_none() && e.slot.is_none() && e.mechanism.is_none() => Ok(()),
                 _ => Err("a frozen report whose record is unreadable"),
             },
+        }
+    }
+}
+
+/// A cumulative count's intent stores exactly the nodes that close at its
+/// slot, each a finite number; no other intent stores any.
+fn tree_nodes_hold(e: &Entry, mechanism: &str, slot: i64) -> Result<(), &'static str> {
+    let tree = serde_json::from_str::<super::MechanismRecord>(mechanism)
+        .ok()
+        .and_then(|r| r.cumulative);
+    let nodes = e.tree_nodes();
+    match (tree, nodes) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err("an intent that is not a cumulative count's stores tree nodes"),
+        (Some(_), None) => Err("a cumulative count's intent without its tree nodes"),
+        (Some(c), Some(nodes)) => {
+            let t = u64::try_from(slot).map_or(0, |s| s + 1);
+            let want = crate::tree::closing(t, c.levels);
+            let got: Vec<(u32, u64)> = nodes.iter().map(|n| (n.level, n.index)).collect();
+            if got != want || t > c.slots {
+                return Err(
+                    "a cumulative count's intent stores other nodes than those closing at its slot",
+                );
+            }
+            if nodes.iter().any(|n| !n.value.is_finite()) {
+                return Err(
+                    "a cumulative count's intent stores a node that is not a finite number",
+                );
+            }
+            Ok(())
         }
     }
 }
@@ -377,4 +408,70 @@ impl Ledger {
 fn short(h: &str) -> String {
     let h: String = h.chars().filter(|c| !c.is_control()).take(16).collect();
     format!("{h}…")
+}
+
+#[cfg(test)]
+mod tree_node_tests {
+    use super::*;
+
+    /// An intent with this mechanism record's `cumulative` (T = 8, K = 4
+    /// levels; none when `tree` is false) and these stored nodes.
+    fn intent(tree: bool, slot: i64, nodes: Option<&[(u32, u64, f64)]>) -> Entry {
+        let cumulative = if tree {
+            r#","cumulative":{"column":"t","seconds":86400.0,"slots":8,"levels":4,"nodes":15,"windows_per_unit":1,"rows_per_window":1,"kept_slots":1}"#
+        } else {
+            ""
+        };
+        let mechanism = format!(
+            r#"{{"aggregation":"count(d)","parts":[{{"statistic":"count","mechanism":"laplace","scale":1.0,"grid_exponent":-30,"l1":4.0,"l2":2.0,"coords":15}}]{cumulative}}}"#
+        );
+        let mut value = serde_json::json!({"running_totals": {"releases": 1, "at_delta": 1e-6}});
+        if let Some(nodes) = nodes {
+            value["tree_nodes"] = nodes
+                .iter()
+                .map(|&(level, index, value)| serde_json::json!({"level": level, "index": index, "value": value}))
+                .collect();
+        }
+        serde_json::from_value(serde_json::json!({
+            "seq": 2, "kind": "intent", "plan_hash": "p", "query": "q", "slot": slot,
+            "mechanism": mechanism, "epsilon": 0.0, "delta": 0.0, "total_epsilon": 0.0,
+            "total_delta": 0.0, "value": value.to_string(), "refers_to": null,
+            "time": "t", "version": "v", "prev_hash": "h", "hash": "h"
+        }))
+        .expect("an entry")
+    }
+
+    fn holds(e: &Entry) -> Result<(), &'static str> {
+        tree_nodes_hold(
+            e,
+            e.mechanism.as_deref().expect("a mechanism"),
+            e.slot.expect("a slot"),
+        )
+    }
+
+    #[test]
+    fn a_cumulative_intent_stores_exactly_the_nodes_closing_at_its_slot() {
+        // slot index 3 is t = 4: nodes (0, 3), (1, 1), (2, 0) close
+        let ok = [(0, 3, 1.5), (1, 1, -2.0), (2, 0, 7.25)];
+        assert_eq!(holds(&intent(true, 3, Some(&ok))), Ok(()));
+        assert_eq!(holds(&intent(true, 0, Some(&[(0, 0, 0.5)]))), Ok(()));
+        assert_eq!(holds(&intent(false, 3, None)), Ok(()));
+        // controls: a node missing, one of another slot, an extra one, a
+        // non-finite value (JSON null), none at all, nodes on a plain intent
+        for bad in [
+            intent(true, 3, Some(&ok[..2])),
+            intent(true, 3, Some(&[(0, 2, 1.0), (1, 1, 1.0), (2, 0, 1.0)])),
+            intent(
+                true,
+                3,
+                Some(&[(0, 3, 1.0), (1, 1, 1.0), (2, 0, 1.0), (3, 0, 1.0)]),
+            ),
+            intent(true, 3, Some(&[(0, 3, f64::NAN), (1, 1, 1.0), (2, 0, 1.0)])),
+            intent(true, 3, None),
+            intent(false, 3, Some(&ok)),
+            intent(true, 8, Some(&[(0, 8, 1.0)])),
+        ] {
+            assert!(holds(&bad).is_err(), "{:?}", bad.value);
+        }
+    }
 }

@@ -127,7 +127,9 @@ pub(super) fn verify_all(conn: &Connection, entries: &[Entry]) -> Result<(), Led
             return None;
         }
         let rec: MechanismRecord = serde_json::from_str(e.mechanism.as_deref()?).ok()?;
-        rec.window.map(|w| w.windows_per_unit)
+        rec.window
+            .map(|w| w.windows_per_unit)
+            .or(rec.cumulative.map(|c| c.kept_slots))
     };
     let mut stmt = conn.prepare("SELECT query, unit, slot, seq FROM window_units ORDER BY seq")?;
     let rows = stmt

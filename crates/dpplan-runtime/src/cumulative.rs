@@ -1,0 +1,518 @@
+//! Cumulative counts (the binary tree mechanism, docs/language.md
+//! "Continual counting"), run slot by slot across runs.
+//!
+//! **What is charged.** The checker accounts a cumulative count as ONE
+//! release of its tree's nodes. The ledger charges it with the first
+//! slot's intent; every later slot's intent charges nothing (as the
+//! windows of one windowed release).
+//!
+//! **A slot.** At slot t (1-based; ledger slot t − 1) a run reads the rows
+//! of the slot's window through the windowed runtime (at most r rows of a
+//! unit, a unit kept in at most W′ slots: [`dpplan_plan::Cumulative::kept_slots_for`]),
+//! feeds the slot's exact count to the open nodes ([`tree::Open`]), and
+//! in the slot's intent transaction draws the nodes that close at t, with
+//! the exact samplers, and stores them in the intent
+//! ([`Ledger::begin_release_cumulative`]). The value released at t is the
+//! running total from the stored nodes only (Honaker's estimator, the
+//! checker's own): post-processing. A slot whose intent is stored but
+//! whose value is not (a run killed in between) is completed from its
+//! stored nodes, never drawn again. Slots missed by the clock (no run on
+//! a day) are run in order by the next run: a node's exact count needs
+//! every slot below it. Late rows: a row whose slot was already run is
+//! never read again, so never counted (as for windows).
+//!
+//! **The open nodes' exact sums.** Between runs the exact counts of the
+//! slots of the nodes still open must be kept: they are as private as the
+//! data, so they never go into the ledger (which may be shared with
+//! auditors), but into `<ledger>.tree-state`, written owner-only and
+//! atomically (a new file renamed over the old). Each slot is two steps:
+//! the state file first records the slot's count as *pending*, then the
+//! ledger's intent commits; a pending count is applied when the ledger
+//! has its slot's intent and dropped when it has not (the run died before
+//! the charge: nothing of that slot was released, and the next run reads
+//! it afresh). A state that does not match the ledger (lost, behind or
+//! ahead of it) stops the tree with an error: continuing would release
+//! nodes whose exact counts are not the data's. Runs of a ledger's trees
+//! are serialised by an exclusive lock on `<ledger>.tree-state.lock`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use dpplan_check::tree as math;
+use dpplan_plan::{ExecutablePlan, Release};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Engine, EngineError, IoError};
+use crate::ledger::{Entry, Ledger, SlotState, TreeNode};
+use crate::rng::SecureRng;
+use crate::sampler::Noise;
+use crate::tree::{self, Open};
+use crate::{window, Cell, Refusal, ReleaseResult, RunError, RunOptions};
+
+/// The format of `<ledger>.tree-state`.
+pub const STATE_FORMAT: &str = "dpplan-tree-state-1";
+
+/// The exact state of a ledger's trees: `<ledger>.tree-state`.
+pub fn state_path(ledger: &Path) -> PathBuf {
+    suffixed(ledger, ".tree-state")
+}
+
+fn suffixed(ledger: &Path, suffix: &str) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// What `<ledger>.tree-state` holds: per cumulative query, its open
+/// nodes' exact sums and the count of a slot whose intent may or may not
+/// have committed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct State {
+    format: String,
+    queries: BTreeMap<String, QueryState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct QueryState {
+    open: Open,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<Pending>,
+}
+
+/// Slot `slot`'s (1-based) exact count, written before its intent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct Pending {
+    slot: u64,
+    count: i128,
+}
+
+fn state_error(ledger: &Path, why: impl std::fmt::Display) -> RunError {
+    RunError::Data(format!(
+        "the exact state of the cumulative counts `{}`: {why}",
+        state_path(ledger).display()
+    ))
+}
+
+fn io(path: &Path, what: &str, e: std::io::Error) -> RunError {
+    RunError::Engine(EngineError::Io(
+        IoError::new(format!("cannot {what} `{}`", path.display())).with_source(e),
+    ))
+}
+
+/// Reads the state (`None` when there is no file yet).
+fn load(ledger: &Path) -> Result<Option<State>, RunError> {
+    let path = state_path(ledger);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path, "read", e)),
+    };
+    let state: State = serde_json::from_slice(&bytes).map_err(|e| {
+        state_error(
+            ledger,
+            format!("unreadable ({e}); the open nodes' exact sums are lost, so no tree can continue (restore the file from a backup)"),
+        )
+    })?;
+    if state.format != STATE_FORMAT {
+        return Err(state_error(
+            ledger,
+            format!("format `{}`, expected `{STATE_FORMAT}`", state.format),
+        ));
+    }
+    Ok(Some(state))
+}
+
+/// Writes the state atomically: a new owner-only file, synced, renamed
+/// over the old one, and the directory synced.
+fn save(ledger: &Path, state: &State) -> Result<(), RunError> {
+    let path = state_path(ledger);
+    let tmp = suffixed(ledger, ".tree-state.tmp");
+    // Invariant: plain data with string keys; cannot fail.
+    let bytes = serde_json::to_vec_pretty(state).expect("serialises");
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(&tmp).map_err(|e| io(&tmp, "write", e))?;
+    f.write_all(&bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io(&tmp, "write", e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| io(&path, "replace", e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io(dir, "sync", e))?;
+    }
+    Ok(())
+}
+
+/// An exclusive lock on a ledger's trees, held while a run runs them.
+pub(crate) struct Lock(#[allow(dead_code)] File);
+
+fn lock(ledger: &Path) -> Result<Lock, RunError> {
+    let path = suffixed(ledger, ".tree-state.lock");
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let f = o.open(&path).map_err(|e| io(&path, "open", e))?;
+    f.lock().map_err(|e| io(&path, "lock", e))?;
+    Ok(Lock(f))
+}
+
+/// A query's state made to agree with the ledger: a pending count is
+/// applied when the ledger has its slot's intent, dropped otherwise; then
+/// the slots fed must be exactly the slots the ledger charged.
+fn reconcile(
+    ledger_path: &Path,
+    r: &Release,
+    c: &dpplan_plan::Cumulative,
+    state: Option<QueryState>,
+    ledger: Option<&Ledger>,
+) -> Result<QueryState, RunError> {
+    let charged = match ledger {
+        Some(l) => l.intents_of(&r.name)?,
+        None => 0,
+    };
+    let mut q = match state {
+        Some(q) => q,
+        None if charged == 0 => QueryState {
+            open: Open::new(c.slots, c.levels),
+            pending: None,
+        },
+        None => {
+            return Err(state_error(
+                ledger_path,
+                format!(
+                    "`{}` has {charged} slot(s) in the ledger but no exact state; the open nodes' exact sums are lost, so its tree cannot continue (restore the file from a backup)",
+                    r.name
+                ),
+            ))
+        }
+    };
+    if q.open.slots != c.slots || q.open.levels != c.levels {
+        return Err(state_error(
+            ledger_path,
+            format!("`{}` is a tree of another shape", r.name),
+        ));
+    }
+    if let Some(p) = q.pending.take() {
+        let committed = match ledger {
+            Some(l) => p.slot >= 1 && l.slot_state(&r.name, p.slot - 1)? != SlotState::Free,
+            None => false,
+        };
+        if committed {
+            q.open
+                .close(p.slot, p.count)
+                .map_err(|e| state_error(ledger_path, format!("`{}`: {e}", r.name)))?;
+        }
+    }
+    if q.open.last != charged {
+        return Err(state_error(
+            ledger_path,
+            format!(
+                "`{}` has fed {} slot(s) but the ledger charged {charged}; the exact sums do not match the released nodes, so its tree cannot continue",
+                r.name, q.open.last
+            ),
+        ));
+    }
+    Ok(q)
+}
+
+/// A slot's exact count and the units kept in it, read before the ledger
+/// exists (a first run reads its data before creating the ledger).
+pub(crate) struct Counted {
+    slot: u64,
+    count: i128,
+    units: BTreeSet<String>,
+}
+
+/// Reads slot `slot` (0-based) of the cumulative release `r`: its
+/// window's rows, without the units already at W′ slots, bounded and
+/// counted by the engine.
+fn count_slot(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+    (r, slot): (&Release, u64),
+    ledger_start: i64,
+    ledger: Option<&Ledger>,
+    rng: &mut SecureRng,
+) -> Result<Counted, RunError> {
+    let c = tree_of(r)?;
+    let windowed = Release {
+        window: Some(c.slot_window()),
+        ..r.clone()
+    };
+    let mut w = window::aggregate_due(
+        plan,
+        opts,
+        engine,
+        &[(&windowed, slot)],
+        ledger_start,
+        ledger,
+        rng,
+    )?;
+    let count = w
+        .exact
+        .remove(&(r.name.clone(), 0))
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| RunError::Data(format!("no count for `{}` slot {slot}", r.name)))?;
+    Ok(Counted {
+        slot,
+        count,
+        units: w.units.remove(&r.name).unwrap_or_default(),
+    })
+}
+
+fn tree_of(r: &Release) -> Result<&dpplan_plan::Cumulative, RunError> {
+    r.cumulative
+        .as_ref()
+        .ok_or_else(|| RunError::Data(format!("`{}` is not a cumulative count", r.name)))
+}
+
+/// Before a first run creates the ledger: the first slot of each
+/// cumulative release due, read (so a run that cannot read its data
+/// leaves no ledger behind). A state file without a ledger is refused.
+pub(crate) fn count_first(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+    due: &[(&Release, u64)],
+    ledger_start: i64,
+    rng: &mut SecureRng,
+) -> Result<BTreeMap<String, Counted>, RunError> {
+    let mut out = BTreeMap::new();
+    if due.is_empty() {
+        return Ok(out);
+    }
+    if load(&opts.ledger)?.is_some_and(|s| s.queries.values().any(|q| q.open.last > 0)) {
+        return Err(state_error(
+            &opts.ledger,
+            "it records slots of a tree, but the ledger does not exist; a new ledger would release those nodes again (restore the ledger, or remove this file to start the trees over)",
+        ));
+    }
+    for &(r, _) in due {
+        let counted = count_slot(plan, opts, engine, (r, 0), ledger_start, None, rng)?;
+        out.insert(r.name.clone(), counted);
+    }
+    Ok(out)
+}
+
+/// What a run of the cumulative releases due produced.
+#[derive(Default)]
+pub(crate) struct Ran {
+    pub(crate) results: Vec<ReleaseResult>,
+    pub(crate) refused: Vec<Refusal>,
+}
+
+/// The engine and the times a run reads slots with.
+pub(crate) struct Reader<'a> {
+    pub(crate) engine: &'a dyn Engine,
+    pub(crate) ledger_start: i64,
+}
+
+/// Runs every cumulative release due: for each, the slot left charged
+/// but unpublished (completed from its stored nodes), then each slot not
+/// run yet up to the one due, in order.
+pub(crate) fn run_due(
+    ledger: &mut Ledger,
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    due: &[(&Release, u64)],
+    reader: Reader<'_>,
+    mut first: BTreeMap<String, Counted>,
+    rng: &mut SecureRng,
+) -> Result<Ran, RunError> {
+    let mut ran = Ran::default();
+    if due.is_empty() {
+        return Ok(ran);
+    }
+    let _lock = lock(&opts.ledger)?;
+    let mut state = load(&opts.ledger)?.unwrap_or_else(|| State {
+        format: STATE_FORMAT.into(),
+        queries: BTreeMap::new(),
+    });
+    for &(r, due_slot) in due {
+        let c = tree_of(r)?;
+        let q = reconcile(
+            &opts.ledger,
+            r,
+            c,
+            state.queries.get(&r.name).cloned(),
+            Some(ledger),
+        )?;
+        if state.queries.get(&r.name) != Some(&q) {
+            state.queries.insert(r.name.clone(), q);
+            save(&opts.ledger, &state)?;
+        }
+        let next = state.queries[&r.name].open.last;
+        // a slot charged whose value was never written: from its nodes
+        if next > 0 {
+            if let SlotState::Charged(seq) = ledger.slot_state(&r.name, next - 1)? {
+                let intent = ledger
+                    .entry(seq)?
+                    .ok_or(crate::ledger::LedgerError::NoSuchEntry(seq))?;
+                ran.results.push(publish(ledger, r, &intent)?);
+            }
+        }
+        let mut first = first.remove(&r.name);
+        for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
+            let counted = match first.take() {
+                Some(f) if f.slot == slot => f,
+                _ => count_slot(
+                    plan,
+                    opts,
+                    reader.engine,
+                    (r, slot),
+                    reader.ledger_start,
+                    Some(ledger),
+                    rng,
+                )?,
+            };
+            match run_slot(ledger, plan, opts, r, &mut state, counted, rng)? {
+                Ok(result) => ran.results.push(result),
+                Err(refusal) => {
+                    ran.refused.push(refusal);
+                    break;
+                }
+            }
+        }
+    }
+    Ok(ran)
+}
+
+/// One new slot: its count recorded as pending, its intent with the nodes
+/// that close at it, the state advanced, then its value.
+fn run_slot(
+    ledger: &mut Ledger,
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    r: &Release,
+    state: &mut State,
+    counted: Counted,
+    rng: &mut SecureRng,
+) -> Result<Result<ReleaseResult, Refusal>, RunError> {
+    let t = counted.slot + 1;
+    let q = state
+        .queries
+        .get_mut(&r.name)
+        .ok_or_else(|| state_error(&opts.ledger, format!("`{}` has no state", r.name)))?;
+    let mut after = q.open.clone();
+    let closing = after
+        .close(t, counted.count)
+        .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
+    q.pending = Some(Pending {
+        slot: t,
+        count: counted.count,
+    });
+    save(&opts.ledger, state)?;
+
+    let part = r
+        .parts
+        .first()
+        .ok_or_else(|| RunError::Data(format!("`{}` has no noisy part", r.name)))?;
+    let noise =
+        Noise::new(part.mechanism, part.scale, part.grid_exponent).map_err(RunError::Noise)?;
+    let k = part.grid_exponent;
+    let mut draw = || {
+        Ok(closing
+            .iter()
+            .map(|&((level, index), exact)| TreeNode {
+                level,
+                index,
+                value: noise.release(exact, k, rng),
+            })
+            .collect())
+    };
+    let begun = ledger.begin_release_cumulative(plan, r, counted.slot, &counted.units, &mut draw);
+    let q = state
+        .queries
+        .get_mut(&r.name)
+        .ok_or_else(|| state_error(&opts.ledger, format!("`{}` has no state", r.name)))?;
+    let intent = match begun {
+        Ok(e) => {
+            q.open = after;
+            q.pending = None;
+            save(&opts.ledger, state)?;
+            e
+        }
+        Err(e) => {
+            // nothing of the slot was charged or drawn
+            q.pending = None;
+            save(&opts.ledger, state)?;
+            return Ok(Err(Refusal {
+                query: r.name.clone(),
+                slot: Some(counted.slot),
+                reason: e.to_string(),
+            }));
+        }
+    };
+    crate::test_hooks::pause_after_intent();
+    publish(ledger, r, &intent).map(Ok)
+}
+
+/// The value of a slot whose intent (with its nodes) is stored: the
+/// running total from the stored nodes (post-processing), written as the
+/// intent's value.
+fn publish(ledger: &mut Ledger, r: &Release, intent: &Entry) -> Result<ReleaseResult, RunError> {
+    let c = tree_of(r)?;
+    let slot = intent
+        .slot
+        .and_then(|s| u64::try_from(s).ok())
+        .ok_or_else(|| RunError::Data(format!("an intent of `{}` has no slot", r.name)))?;
+    let t = slot + 1;
+    let part = r
+        .parts
+        .first()
+        .ok_or_else(|| RunError::Data(format!("`{}` has no noisy part", r.name)))?;
+    let gaussian = part.mechanism.is_some_and(|m| m.is_gaussian());
+    let scale = part.scale.unwrap_or(0.0);
+    let s2 = math::node_variance(scale, gaussian);
+    let nodes = ledger.tree_nodes(&r.name)?;
+    let total = tree::running_total(&nodes, s2, t)
+        .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
+    let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
+    let half = math::ci95(sd, gaussian);
+    let mut result = crate::fresh_result(
+        r,
+        slot,
+        vec![Cell {
+            group: None,
+            value: total,
+            noise_std: sd,
+            ci95_low: total - half,
+            ci95_high: total + half,
+        }],
+        false,
+    );
+    result.epsilon = intent.epsilon;
+    result.delta = intent.delta;
+    // Invariant: plain data with string keys; cannot fail.
+    let value = ledger.commit_value(intent, serde_json::to_string(&result).expect("serialises"))?;
+    result.ledger_seq = Some(value.seq);
+    Ok(result)
+}
+
+/// `dpplan audit` and the Spark engine's `--explain` do not run a tree:
+/// refuses the first selected release that is a cumulative count.
+pub fn refuse<'a>(
+    releases: impl IntoIterator<Item = &'a Release>,
+    what: &str,
+) -> Result<(), RunError> {
+    match releases.into_iter().find(|r| r.cumulative.is_some()) {
+        None => Ok(()),
+        Some(r) => Err(RunError::Data(format!(
+            "`{}` is a cumulative count (the binary tree mechanism): {what} does not run its tree, which `dpplan run` runs slot by slot on the embedded CSV engine; nothing was charged (leave it out with --query)",
+            r.name
+        ))),
+    }
+}
