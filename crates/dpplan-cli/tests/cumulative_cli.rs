@@ -9,7 +9,44 @@
 
 mod support;
 
+use std::path::Path;
+use std::process::{Command, Stdio};
+
 use support::{dpplan, root, text};
+
+/// `dpplan run PLAN --ledger LEDGER --data DATA --at AT EXTRA…`, with no
+/// standard input.
+fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    c.args([
+        "run",
+        plan.to_str().unwrap(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+    ])
+    .args(["--data", data, "--at", at])
+    .args(extra)
+    .stdin(Stdio::null());
+    c
+}
+
+/// The last second of January `day`, 2026 (a daily slot's end).
+fn end_of(day: u32) -> String {
+    format!("2026-01-{day:02}T23:59:59Z")
+}
+
+/// Every entry of the ledger, as `dpplan ledger show --json` prints it.
+fn entries(ledger: &Path) -> Vec<serde_json::Value> {
+    let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `dpplan ledger verify` passes.
+fn verified(ledger: &Path) {
+    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
 
 #[test]
 fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
@@ -58,19 +95,8 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
         "signups={}",
         root().join("examples/signups/data/signups.csv").display()
     );
-    let run_at = |plan: &std::path::Path, at: &str| {
-        dpplan(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "--data",
-            &data,
-            "--at",
-            at,
-        ])
-    };
-    let run = |plan: &std::path::Path| run_at(plan, "2026-01-02T00:00:00Z");
+    let run_at = |plan: &Path, at: &str| run_cmd(plan, &ledger, &data, at, &[]).output().unwrap();
+    let run = |plan: &Path| run_at(plan, "2026-01-02T00:00:00Z");
     // the Spark engine does not run a tree: refused before spark-submit is
     // looked for and before a ledger exists (--explain has no statement)
     for (extra, why) in [
@@ -78,19 +104,15 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
         (&["--explain"][..], "the Spark engine does not run its tree"),
     ] {
         let mut args = vec![
-            "run",
-            plan.to_str().unwrap(),
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "--data",
-            &data,
             "--engine",
             "spark",
             "--spark-submit",
             "/nonexistent/spark-submit",
         ];
         args.extend_from_slice(extra);
-        let o = dpplan(&args);
+        let o = run_cmd(&plan, &ledger, &data, "2026-01-02T00:00:00Z", &args)
+            .output()
+            .unwrap();
         assert!(!o.status.success());
         let err = text(&o.stderr);
         assert!(err.contains(why), "{err}");
@@ -118,7 +140,7 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
         .unwrap();
     let mut totals = Vec::new();
     for day in 1..=16 {
-        let o = run_at(&plan, &format!("2026-01-{day:02}T23:59:59Z"));
+        let o = run_at(&plan, &end_of(day));
         assert!(o.status.success(), "day {day}: {}", text(&o.stderr));
         let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let mine: Vec<&serde_json::Value> = out["results"]
@@ -138,14 +160,11 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
         }
         totals.push(mine[0]["cells"][0]["value"].as_f64().unwrap());
     }
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    verified(&ledger);
 
     // every slot's intent stores the nodes closing at it, and each total
     // is Honaker's estimate from those stored nodes (recomputed here)
-    let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let entries: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let entries = entries(&ledger);
     let mut nodes = std::collections::BTreeMap::new();
     let mut charged = 0.0;
     let intents: Vec<&serde_json::Value> = entries
@@ -208,9 +227,7 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
         .unwrap()
         .iter()
         .all(|r| r["origin"] == "ledger"));
-    let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
-    let after: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(after.len(), before);
+    assert_eq!(self::entries(&ledger).len(), before);
     std::fs::remove_file(&ledger).unwrap();
     for f in [".head", ".units-key", ".tree-state", ".tree-state.lock"] {
         let _ = std::fs::remove_file(format!("{}{f}", ledger.display()));
@@ -298,21 +315,7 @@ fn a_row_level_tree_releases_the_exact_running_counts_across_runs_and_a_kill() {
     std::fs::write(&csv, format!("at\n{}", rows(&all[..4]))).unwrap();
     let ledger = dir.path().join("l.sqlite");
     let data = format!("events={}", csv.display());
-    let cmd = |day: u32| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"));
-        c.args([
-            "run",
-            plan.to_str().unwrap(),
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "--data",
-            &data,
-            "--at",
-            &format!("2026-01-{day:02}T23:59:59Z"),
-        ])
-        .stdin(std::process::Stdio::null());
-        c
-    };
+    let cmd = |day: u32| run_cmd(&plan, &ledger, &data, &end_of(day), &[]);
     let released = |o: &std::process::Output| -> Vec<(u64, f64, String)> {
         assert!(o.status.success(), "{}", text(&o.stderr));
         let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -358,8 +361,7 @@ fn a_row_level_tree_releases_the_exact_running_counts_across_runs_and_a_kill() {
 
     // killed between slot 7's intent and its value
     let intents = || -> Vec<serde_json::Value> {
-        let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
-        let e: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+        let e = entries(&ledger);
         e.into_iter().filter(|e| e["kind"] == "intent").collect()
     };
     let mut child = cmd(7)
@@ -377,8 +379,7 @@ fn a_row_level_tree_releases_the_exact_running_counts_across_runs_and_a_kill() {
     child.wait().unwrap();
     let stored = intents()[6].clone();
     assert_eq!(stored["slot"], 6);
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    verified(&ledger);
     // the next run publishes slot 7 from its stored node, then runs slot 8
     let r = released(&cmd(8).output().unwrap());
     assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![6, 7]);
@@ -399,8 +400,7 @@ fn a_row_level_tree_releases_the_exact_running_counts_across_runs_and_a_kill() {
     let err = text(&o.stderr);
     assert!(err.contains("no exact state"), "{err}");
     assert_eq!(intents().len(), 8);
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    verified(&ledger);
 }
 
 /// A ledger of format 3 (written before cumulative counts) opens, and the
@@ -437,20 +437,10 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
     .unwrap();
     let ledger = dir.path().join("l.sqlite");
     let data = format!("events={}", dir.path().join("events.csv").display());
-    let run = |plan: &std::path::Path, day: u32, extra: &[&str]| {
-        let at = format!("2026-01-{day:02}T23:59:59Z");
-        let mut args = vec![
-            "run",
-            plan.to_str().unwrap(),
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "--data",
-            &data,
-            "--at",
-            &at,
-        ];
-        args.extend_from_slice(extra);
-        dpplan(&args)
+    let run = |plan: &Path, day: u32, extra: &[&str]| {
+        run_cmd(plan, &ledger, &data, &end_of(day), extra)
+            .output()
+            .unwrap()
     };
     let o = run(&plan, 1, &["--query", "plain"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -463,8 +453,7 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
     )
     .unwrap();
     drop(c);
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    verified(&ledger);
     let meta = |key: &str| -> Option<String> {
         let c = rusqlite::Connection::open(&ledger).unwrap();
         c.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
@@ -475,13 +464,13 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(meta("format").as_deref(), Some("dpplan-ledger-3"));
     assert_eq!(meta("migrated_to_4").as_deref(), Some("dpplan-ledger-4"));
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    verified(&ledger);
 
-    let intents = || -> usize {
-        let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
-        let e: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
-        e.iter().filter(|e| e["kind"] == "intent").count()
+    let intents = || {
+        entries(&ledger)
+            .iter()
+            .filter(|e| e["kind"] == "intent")
+            .count()
     };
     assert_eq!(intents(), 2);
     // another σ is another tree: refused, nothing charged
