@@ -31,8 +31,10 @@
 //! has its slot's intent and dropped when it has not (the run died before
 //! the charge: nothing of that slot was released, and the next run reads
 //! it afresh). A state that does not match the ledger (lost, behind or
-//! ahead of it) stops the tree with an error: continuing would release
-//! nodes whose exact counts are not the data's. Runs of a ledger's trees
+//! ahead of it) stops the tree, refused with the reason (the run's other
+//! releases stand): continuing would release nodes whose exact counts are
+//! not the data's. So does a slot whose data cannot be read: the slots run
+//! before it stand, and the next run goes on from it. Runs of a ledger's trees
 //! are serialised by an exclusive lock on `<ledger>.tree-state.lock`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -342,52 +344,90 @@ pub(crate) fn run_due(
         queries: BTreeMap::new(),
     });
     for &(r, due_slot) in due {
-        let c = tree_of(r)?;
-        let q = reconcile(
-            &opts.ledger,
+        let first = first.remove(&r.name);
+        let tree = Tree {
+            plan,
+            opts,
+            reader: &reader,
             r,
-            c,
-            state.queries.get(&r.name).cloned(),
-            Some(ledger),
-        )?;
-        if state.queries.get(&r.name) != Some(&q) {
-            state.queries.insert(r.name.clone(), q);
-            save(&opts.ledger, &state)?;
-        }
-        let next = state.queries[&r.name].open.last;
-        // a slot charged whose value was never written: from its nodes
-        if next > 0 {
-            if let SlotState::Charged(seq) = ledger.slot_state(&r.name, next - 1)? {
-                let intent = ledger
-                    .entry(seq)?
-                    .ok_or(crate::ledger::LedgerError::NoSuchEntry(seq))?;
-                ran.results.push(publish(ledger, r, &intent)?);
-            }
-        }
-        let mut first = first.remove(&r.name);
-        for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
-            let counted = match first.take() {
-                Some(f) if f.slot == slot => f,
-                _ => count_slot(
-                    plan,
-                    opts,
-                    reader.engine,
-                    (r, slot),
-                    reader.ledger_start,
-                    Some(ledger),
-                    rng,
-                )?,
-            };
-            match run_slot(ledger, plan, opts, r, &mut state, counted, rng)? {
-                Ok(result) => ran.results.push(result),
-                Err(refusal) => {
-                    ran.refused.push(refusal);
-                    break;
-                }
-            }
+        };
+        // a tree that cannot go on is refused; the run's other releases
+        // (and this tree's slots run so far) stand
+        if let Err(e) = run_tree(ledger, &tree, due_slot, first, &mut state, &mut ran, rng) {
+            ran.refused.push(Refusal {
+                query: r.name.clone(),
+                slot: Some(due_slot),
+                reason: e.to_string(),
+            });
         }
     }
     Ok(ran)
+}
+
+/// One cumulative release as a run runs it.
+struct Tree<'a> {
+    plan: &'a ExecutablePlan,
+    opts: &'a RunOptions,
+    reader: &'a Reader<'a>,
+    r: &'a Release,
+}
+
+/// One tree up to its slot due: the state reconciled with the ledger, a
+/// slot left charged but unpublished completed, then each new slot.
+fn run_tree(
+    ledger: &mut Ledger,
+    tree: &Tree<'_>,
+    due_slot: u64,
+    mut first: Option<Counted>,
+    state: &mut State,
+    ran: &mut Ran,
+    rng: &mut SecureRng,
+) -> Result<(), RunError> {
+    let (r, opts) = (tree.r, tree.opts);
+    let c = tree_of(r)?;
+    let q = reconcile(
+        &opts.ledger,
+        r,
+        c,
+        state.queries.get(&r.name).cloned(),
+        Some(ledger),
+    )?;
+    if state.queries.get(&r.name) != Some(&q) {
+        state.queries.insert(r.name.clone(), q);
+        save(&opts.ledger, state)?;
+    }
+    let next = state.queries[&r.name].open.last;
+    // a slot charged whose value was never written: from its nodes
+    if next > 0 {
+        if let SlotState::Charged(seq) = ledger.slot_state(&r.name, next - 1)? {
+            let intent = ledger
+                .entry(seq)?
+                .ok_or(crate::ledger::LedgerError::NoSuchEntry(seq))?;
+            ran.results.push(publish(ledger, r, &intent)?);
+        }
+    }
+    for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
+        let counted = match first.take() {
+            Some(f) if f.slot == slot => f,
+            _ => count_slot(
+                tree.plan,
+                opts,
+                tree.reader.engine,
+                (r, slot),
+                tree.reader.ledger_start,
+                Some(ledger),
+                rng,
+            )?,
+        };
+        match run_slot(ledger, tree.plan, opts, r, state, counted, rng)? {
+            Ok(result) => ran.results.push(result),
+            Err(refusal) => {
+                ran.refused.push(refusal);
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One new slot: its count recorded as pending, its intent with the nodes
