@@ -397,13 +397,15 @@ fn run_tree(
         save(&opts.ledger, state)?;
     }
     let next = state.queries[&r.name].open.last;
+    // the stored nodes, read once; each new slot's are added as stored
+    let mut nodes = ledger.tree_nodes(&r.name)?;
     // a slot charged whose value was never written: from its nodes
     if next > 0 {
         if let SlotState::Charged(seq) = ledger.slot_state(&r.name, next - 1)? {
             let intent = ledger
                 .entry(seq)?
                 .ok_or(crate::ledger::LedgerError::NoSuchEntry(seq))?;
-            ran.results.push(publish(ledger, r, &intent)?);
+            ran.results.push(publish(ledger, r, &intent, &nodes)?);
         }
     }
     for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
@@ -419,7 +421,7 @@ fn run_tree(
                 rng,
             )?,
         };
-        match run_slot(ledger, tree.plan, opts, r, state, counted, rng)? {
+        match run_slot(ledger, tree.plan, opts, r, state, counted, &mut nodes, rng)? {
             Ok(result) => ran.results.push(result),
             Err(refusal) => {
                 ran.refused.push(refusal);
@@ -431,7 +433,9 @@ fn run_tree(
 }
 
 /// One new slot: its count recorded as pending, its intent with the nodes
-/// that close at it, the state advanced, then its value.
+/// that close at it (added to `nodes` as stored), the state advanced, then
+/// its value.
+#[allow(clippy::too_many_arguments)]
 fn run_slot(
     ledger: &mut Ledger,
     plan: &ExecutablePlan,
@@ -439,6 +443,7 @@ fn run_slot(
     r: &Release,
     state: &mut State,
     counted: Counted,
+    nodes: &mut BTreeMap<tree::NodeId, f64>,
     rng: &mut SecureRng,
 ) -> Result<Result<ReleaseResult, Refusal>, RunError> {
     let t = counted.slot + 1;
@@ -496,14 +501,22 @@ fn run_slot(
             }));
         }
     };
+    for n in intent.tree_nodes().unwrap_or_default() {
+        nodes.insert((n.level, n.index), n.value);
+    }
     crate::test_hooks::pause_after_intent();
-    publish(ledger, r, &intent).map(Ok)
+    publish(ledger, r, &intent, nodes).map(Ok)
 }
 
 /// The value of a slot whose intent (with its nodes) is stored: the
 /// running total from the stored nodes (post-processing), written as the
 /// intent's value.
-fn publish(ledger: &mut Ledger, r: &Release, intent: &Entry) -> Result<ReleaseResult, RunError> {
+fn publish(
+    ledger: &mut Ledger,
+    r: &Release,
+    intent: &Entry,
+    nodes: &BTreeMap<tree::NodeId, f64>,
+) -> Result<ReleaseResult, RunError> {
     let c = tree_of(r)?;
     let slot = intent
         .slot
@@ -517,8 +530,7 @@ fn publish(ledger: &mut Ledger, r: &Release, intent: &Entry) -> Result<ReleaseRe
     let gaussian = part.mechanism.is_some_and(|m| m.is_gaussian());
     let scale = part.scale.unwrap_or(0.0);
     let s2 = math::node_variance(scale, gaussian);
-    let nodes = ledger.tree_nodes(&r.name)?;
-    let total = tree::running_total(&nodes, s2, t)
+    let total = tree::running_total(nodes, s2, t)
         .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
     let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
     let half = math::ci95(sd, gaussian);
