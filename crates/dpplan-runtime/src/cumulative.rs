@@ -238,15 +238,15 @@ pub(crate) struct Counted {
 }
 
 /// Reads slot `slot` (0-based) of the cumulative release `r`: its
-/// window's rows, without the units already at W′ slots, bounded and
-/// counted by the engine.
+/// window's rows, without the units of `excluded` (already kept in W′
+/// slots), bounded and counted by the engine.
 fn count_slot(
     plan: &ExecutablePlan,
     opts: &RunOptions,
     engine: &dyn Engine,
     (r, slot): (&Release, u64),
     ledger_start: i64,
-    ledger: Option<&Ledger>,
+    (ledger, excluded): (Option<&Ledger>, &BTreeSet<String>),
     rng: &mut SecureRng,
 ) -> Result<Counted, RunError> {
     let c = tree_of(r)?;
@@ -254,25 +254,60 @@ fn count_slot(
         window: Some(c.slot_window()),
         ..r.clone()
     };
-    let mut w = window::aggregate_due(
+    let (values, units) = window::aggregate_slot(
         plan,
         opts,
         engine,
-        &[(&windowed, slot)],
+        (&windowed, slot),
         ledger_start,
-        ledger,
+        (ledger, excluded),
         rng,
     )?;
-    let count = w
-        .exact
-        .remove(&(r.name.clone(), 0))
+    let count = values
+        .first()
         .and_then(|v| v.first().copied())
         .ok_or_else(|| RunError::Data(format!("no count for `{}` slot {slot}", r.name)))?;
-    Ok(Counted {
-        slot,
-        count,
-        units: w.units.remove(&r.name).unwrap_or_default(),
-    })
+    Ok(Counted { slot, count, units })
+}
+
+/// The units kept in W′ slots of a tree so far, kept up to date over a
+/// run's slots (read from the ledger once, not once per slot).
+struct Kept {
+    bound: u64,
+    slots: std::collections::HashMap<String, u64>,
+    at_bound: BTreeSet<String>,
+}
+
+impl Kept {
+    fn read(ledger: &Ledger, r: &Release, per_unit: bool) -> Result<Kept, RunError> {
+        let bound = tree_of(r)?.kept_slots.max(1);
+        let slots = if per_unit {
+            ledger.windows_of_units(&r.name)?
+        } else {
+            Default::default()
+        };
+        let at_bound = slots
+            .iter()
+            .filter(|(_, &n)| n >= bound)
+            .map(|(u, _)| u.clone())
+            .collect();
+        Ok(Kept {
+            bound,
+            slots,
+            at_bound,
+        })
+    }
+
+    /// A slot's units, recorded with its intent.
+    fn add(&mut self, units: &BTreeSet<String>) {
+        for u in units {
+            let n = self.slots.entry(u.clone()).or_default();
+            *n += 1;
+            if *n >= self.bound {
+                self.at_bound.insert(u.clone());
+            }
+        }
+    }
 }
 
 fn tree_of(r: &Release) -> Result<&dpplan_plan::Cumulative, RunError> {
@@ -303,7 +338,8 @@ pub(crate) fn count_first(
         ));
     }
     for &(r, _) in due {
-        let counted = count_slot(plan, opts, engine, (r, 0), ledger_start, None, rng)?;
+        let none = BTreeSet::new();
+        let counted = count_slot(plan, opts, engine, (r, 0), ledger_start, (None, &none), rng)?;
         out.insert(r.name.clone(), counted);
     }
     Ok(out)
@@ -408,6 +444,13 @@ fn run_tree(
             ran.results.push(publish(ledger, r, &intent, &nodes)?);
         }
     }
+    let per_unit = tree
+        .plan
+        .body
+        .datasets
+        .get(&r.dataset)
+        .is_some_and(|d| d.bounding.per_unit);
+    let mut kept = Kept::read(ledger, r, per_unit)?;
     for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
         let counted = match first.take() {
             Some(f) if f.slot == slot => f,
@@ -417,12 +460,16 @@ fn run_tree(
                 tree.reader.engine,
                 (r, slot),
                 tree.reader.ledger_start,
-                Some(ledger),
+                (Some(ledger), &kept.at_bound),
                 rng,
             )?,
         };
+        let units = counted.units.clone();
         match run_slot(ledger, tree.plan, opts, r, state, counted, &mut nodes, rng)? {
-            Ok(result) => ran.results.push(result),
+            Ok(result) => {
+                kept.add(&units);
+                ran.results.push(result);
+            }
             Err(refusal) => {
                 ran.refused.push(refusal);
                 break;

@@ -268,53 +268,85 @@ pub(crate) fn aggregate_due(
     let mut out = Windows::default();
     for &(r, slot) in due {
         let Some(w) = &r.window else { continue };
-        let ds =
-            plan.body.datasets.get(&r.dataset).ok_or_else(|| {
-                RunError::Data(format!("the plan has no dataset `{}`", r.dataset))
-            })?;
-        let start = r.schedule.start.unwrap_or(ledger_start);
-        let range = bounds(start, w.seconds, slot).ok_or_else(|| {
-            RunError::Data(format!(
-                "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
-                r.name
-            ))
-        })?;
-        let (key, excluded) = if ds.bounding.per_unit {
-            let create = ledger.map_or(Ok(0), Ledger::window_units_recorded)? == 0;
-            let key = UnitKey::load(&opts.ledger, create, rng)?;
-            let excluded = match ledger {
-                Some(l) => l.units_at_bound(&r.name, w.windows_per_unit)?,
-                None => BTreeSet::new(),
-            };
-            (Some(key), excluded)
-        } else {
-            (None, BTreeSet::new())
+        let excluded = match ledger {
+            Some(l) if dataset_of(plan, r)?.bounding.per_unit => {
+                l.units_at_bound(&r.name, w.windows_per_unit)?
+            }
+            _ => BTreeSet::new(),
         };
-        let path = requests::source_path(ds, opts)?;
-        let file = File::open(&path).map_err(|e| {
-            RunError::Engine(EngineError::Io(
-                IoError::new(format!(
-                    "cannot open `{}` for dataset `{}`: {e}",
-                    path.display(),
-                    ds.name
-                ))
-                .with_source(e),
-            ))
-        })?;
-        let selected = select(ds, r, BufReader::new(file), range, &excluded, key.as_ref())?;
-        let stats = r
-            .parts
-            .iter()
-            .map(|p| requests::statistic(r, p))
-            .collect::<Result<Vec<_>, _>>()?;
-        let values =
-            engine.aggregate_selected(&window_dataset(ds, r), &selected.csv, &stats, rng)?;
+        let (values, units) = aggregate_slot(
+            plan,
+            opts,
+            engine,
+            (r, slot),
+            ledger_start,
+            (ledger, &excluded),
+            rng,
+        )?;
         for (pi, v) in values.into_iter().enumerate() {
             out.exact.insert((r.name.clone(), pi), v);
         }
-        out.units.insert(r.name.clone(), selected.units);
+        out.units.insert(r.name.clone(), units);
     }
     Ok(out)
+}
+
+fn dataset_of<'p>(plan: &'p ExecutablePlan, r: &Release) -> Result<&'p Dataset, RunError> {
+    plan.body
+        .datasets
+        .get(&r.dataset)
+        .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{}`", r.dataset)))
+}
+
+/// One windowed release's slot: its window's rows without the units of
+/// `excluded` (those already at their bound), bounded and aggregated by
+/// the engine; the aggregates, and the keyed hashes of the units kept.
+pub(crate) fn aggregate_slot(
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    engine: &dyn Engine,
+    (r, slot): (&Release, u64),
+    ledger_start: i64,
+    (ledger, excluded): (Option<&Ledger>, &BTreeSet<String>),
+    rng: &mut SecureRng,
+) -> Result<(Vec<Vec<i128>>, BTreeSet<String>), RunError> {
+    let w = r
+        .window
+        .as_ref()
+        .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))?;
+    let ds = dataset_of(plan, r)?;
+    let start = r.schedule.start.unwrap_or(ledger_start);
+    let range = bounds(start, w.seconds, slot).ok_or_else(|| {
+        RunError::Data(format!(
+            "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
+            r.name
+        ))
+    })?;
+    let key = if ds.bounding.per_unit {
+        let create = ledger.map_or(Ok(0), Ledger::window_units_recorded)? == 0;
+        Some(UnitKey::load(&opts.ledger, create, rng)?)
+    } else {
+        None
+    };
+    let path = requests::source_path(ds, opts)?;
+    let file = File::open(&path).map_err(|e| {
+        RunError::Engine(EngineError::Io(
+            IoError::new(format!(
+                "cannot open `{}` for dataset `{}`: {e}",
+                path.display(),
+                ds.name
+            ))
+            .with_source(e),
+        ))
+    })?;
+    let selected = select(ds, r, BufReader::new(file), range, excluded, key.as_ref())?;
+    let stats = r
+        .parts
+        .iter()
+        .map(|p| requests::statistic(r, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = engine.aggregate_selected(&window_dataset(ds, r), &selected.csv, &stats, rng)?;
+    Ok((values, selected.units))
 }
 
 #[cfg(test)]

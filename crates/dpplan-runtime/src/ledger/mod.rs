@@ -545,6 +545,14 @@ impl Ledger {
         window_state::at_bound(&self.conn, query, bound)
     }
 
+    /// How many windows (a tree's slots) each unit of `query` was kept in.
+    pub fn windows_of_units(
+        &self,
+        query: &str,
+    ) -> Result<std::collections::HashMap<String, u64>, LedgerError> {
+        window_state::windows_of_units(&self.conn, query)
+    }
+
     /// How many (unit, window) pairs the windowed queries recorded.
     pub fn window_units_recorded(&self) -> Result<u64, LedgerError> {
         window_state::units_recorded(&self.conn)

@@ -73,6 +73,24 @@ pub(super) fn at_bound(
     Ok(units)
 }
 
+/// How many windows each unit of `query` was kept in.
+pub(super) fn windows_of_units(
+    conn: &Connection,
+    query: &str,
+) -> Result<std::collections::HashMap<String, u64>, LedgerError> {
+    if !has_table(conn)? {
+        return Ok(Default::default());
+    }
+    let mut stmt =
+        conn.prepare("SELECT unit, COUNT(*) FROM window_units WHERE query = ?1 GROUP BY unit")?;
+    let rows = stmt
+        .query_map(params![query], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
 /// Records the units kept in `query`'s window `slot` (intent `seq`);
 /// refused when one of them is already at `bound`.
 pub(super) fn record(
