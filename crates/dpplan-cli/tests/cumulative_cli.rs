@@ -42,6 +42,21 @@ fn entries(ledger: &Path) -> Vec<serde_json::Value> {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// Writes `text` as `DIR/NAME.dpplan` and compiles it to `DIR/NAME.json`.
+fn compiled(dir: &Path, name: &str, source_text: &str) -> std::path::PathBuf {
+    let source = dir.join(format!("{name}.dpplan"));
+    std::fs::write(&source, source_text).unwrap();
+    let plan = dir.join(format!("{name}.json"));
+    let o = dpplan(&[
+        "compile",
+        source.to_str().unwrap(),
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    plan
+}
+
 /// `dpplan ledger verify` passes.
 fn verified(ledger: &Path) {
     let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
@@ -286,20 +301,11 @@ fn honaker(nodes: &std::collections::BTreeMap<(u64, u64), f64>, s2: f64, t: u64)
 #[test]
 fn a_row_level_tree_releases_the_exact_running_counts_across_runs_and_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("exact.dpplan");
-    std::fs::write(
-        &source,
+    let plan = compiled(
+        dir.path(),
+        "exact",
         "plan \"exact\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 100000 delta 1e-6\n  }\n  dataset events {\n    source \"events.csv\"\n    column at : time\n  }\n  query running {\n    cumulative count(events)\n    noise laplace scale 0.001\n    schedule every 1 day from 2026-01-01 until 2026-01-11\n  }\n}\n",
-    )
-    .unwrap();
-    let plan = dir.path().join("plan.json");
-    let o = dpplan(&[
-        "compile",
-        source.to_str().unwrap(),
-        "-o",
-        plan.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    );
     let csv = dir.path().join("events.csv");
     let per_day = [3u32, 0, 2, 5, 1, 4, 1, 2, 1, 1];
     let rows = |days: &[(u32, u32)]| {
@@ -416,19 +422,7 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
             "plan \"m\" {{\n  privacy {{\n    unit row\n    adjacency add_remove\n    budget epsilon 50 delta 1e-6\n  }}\n  dataset events {{\n    source \"events.csv\"\n    column at : time\n  }}\n  query plain {{\n    count(events)\n    noise laplace scale 10\n    schedule once\n  }}\n  query running {{\n    cumulative count(events)\n    noise gaussian sigma {sigma}\n    schedule every 1 day from 2026-01-01 until 2026-01-11\n  }}\n}}\n"
         )
     };
-    let compile = |name: &str, sigma: &str| {
-        let src = dir.path().join(format!("{name}.dpplan"));
-        std::fs::write(&src, plan_text(sigma)).unwrap();
-        let plan = dir.path().join(format!("{name}.json"));
-        let o = dpplan(&[
-            "compile",
-            src.to_str().unwrap(),
-            "-o",
-            plan.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        plan
-    };
+    let compile = |name: &str, sigma: &str| compiled(dir.path(), name, &plan_text(sigma));
     let plan = compile("a", "5");
     std::fs::write(
         dir.path().join("events.csv"),
@@ -481,16 +475,11 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
     assert!(err.contains("whose tree has begun"), "{err}");
     assert_eq!(intents(), 2);
     // control: the same tree under a plan changed elsewhere carries on
-    let other = dir.path().join("c.dpplan");
-    std::fs::write(&other, plan_text("5").replace("scale 10", "scale 11")).unwrap();
-    let other_plan = dir.path().join("c.json");
-    let o = dpplan(&[
-        "compile",
-        other.to_str().unwrap(),
-        "-o",
-        other_plan.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let other_plan = compiled(
+        dir.path(),
+        "c",
+        &plan_text("5").replace("scale 10", "scale 11"),
+    );
     let o = run(&other_plan, 2, &["--upgrade", "--query", "running"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(intents(), 3);
@@ -505,26 +494,14 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
 #[test]
 fn a_user_is_kept_in_at_most_its_slots_across_runs_and_within_one() {
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("users.dpplan");
-    std::fs::write(
-        &source,
+    let plan = compiled(
+        dir.path(),
+        "users",
         "plan \"users\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 100000 delta 1e-6\n  }\n  dataset events {\n    source \"events.csv\"\n    column uid : id\n    column at : time\n    contribution {\n      rows_per_unit 2\n    }\n  }\n  query running {\n    cumulative count(events)\n    noise laplace scale 0.001\n    schedule every 1 day from 2026-01-01 until 2026-01-09\n  }\n}\n",
-    )
-    .unwrap();
-    let plan = dir.path().join("plan.json");
-    let o = dpplan(&[
-        "compile",
-        source.to_str().unwrap(),
-        "-o",
-        plan.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let compiled: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
-    assert_eq!(
-        compiled["body"]["releases"][0]["cumulative"]["kept_slots"],
-        1
     );
+    let body: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(body["body"]["releases"][0]["cumulative"]["kept_slots"], 1);
     let csv = dir.path().join("events.csv");
     // day 1: a once, b three times (2 kept); day 2: a again (left out),
     // c once; day 3: a and c again (left out), d once
