@@ -9,8 +9,9 @@ use dpplan_diagnostics::Code;
 use dpplan_syntax::ast::{AccuracyMeasure, NoiseKind};
 use statrs::distribution::{ContinuousCDF, Normal};
 
+use crate::analyze;
 use crate::noise::{largest_scale, measure, spread};
-use crate::{analyze, CheckedPlan};
+use crate::test_support::{codes, report};
 
 const KINDS: [NoiseKind; 4] = [
     NoiseKind::Laplace,
@@ -138,16 +139,6 @@ fn plan(budget: &str, queries: &str) -> String {
 
 fn query(name: &str, agg: &str, noise: &str, accuracy: &str, schedule: &str) -> String {
     format!("  query {name} {{\n    {agg}\n    noise {noise}\n    {accuracy}\n    schedule {schedule}\n  }}")
-}
-
-fn codes(text: &str) -> Vec<Code> {
-    analyze(text).diagnostics.iter().map(|d| d.code).collect()
-}
-
-fn report(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
-    a.report.expect("a report")
 }
 
 #[test]

@@ -5,9 +5,8 @@
 //! unit: ε rises; T doubled: one more level; the same schedule as fresh
 //! releases).
 
-use statrs::distribution::{ContinuousCDF, Normal};
-
-use crate::{analyze, CheckedPlan};
+use crate::analyze;
+use crate::test_support::{codes, gdp_epsilon, report, total};
 use dpplan_diagnostics::Code;
 
 const SIGNUPS: &str = "  dataset signups {\n    column user_id : id\n    column signed_up_at : time\n    column plan : category { \"free\", \"pro\" }\n    column amount : float in [0, 10]\n    contribution {\n      rows_per_unit 3\n    }\n  }";
@@ -30,35 +29,6 @@ fn daily(noise: &str) -> String {
     )
 }
 
-fn report(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
-    a.report.expect("a report")
-}
-
-fn total(text: &str) -> f64 {
-    report(text).total.expect("a total").epsilon
-}
-
-/// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8), with statrs.
-fn gdp_delta(mu: f64, eps: f64) -> f64 {
-    let n = Normal::new(0.0, 1.0).unwrap();
-    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
-}
-
-fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0, 1000.0);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if gdp_delta(mu, mid) > delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
-}
-
 /// The tree's (L1, L2) for `m` rows packed `r` per slot from slot 0,
 /// summed over the released nodes listed one by one (every [a, a + 2ˡ)
 /// ending at or before T).
@@ -77,10 +47,6 @@ fn packed_norms(t: u64, r: u64, m: u64) -> (f64, f64) {
         len *= 2;
     }
     (l1 as f64, (l2 as f64).sqrt())
-}
-
-fn codes(text: &str) -> Vec<Code> {
-    analyze(text).diagnostics.iter().map(|d| d.code).collect()
 }
 
 #[test]

@@ -101,6 +101,8 @@ pub fn analyze_with(text: &str, options: &AnalysisOptions) -> Analysis {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
 #[cfg(test)]

@@ -5,18 +5,13 @@
 
 use dpplan_diagnostics::Code;
 
-use crate::{analyze, CheckedPlan};
+use crate::analyze;
+use crate::test_support::report;
 
 fn plan(unit: &str, adjacency: &str, contribution: &str, population: &str, query: &str) -> String {
     format!(
         "plan \"t\" {{\n  privacy {{\n    unit {unit}\n    adjacency {adjacency}\n    budget epsilon 100 delta 1e-6\n    accountant basic\n    {population}\n  }}\n  dataset trips {{\n    column rider_id : id\n    column city : category {{ \"Madrid\", \"Lisbon\", \"Porto\" }}\n    column district : category {{ \"a\", \"b\", \"c\", \"d\" }}\n    column hour : category {{ \"0\", \"1\", \"2\", \"3\", \"4\", \"5\" }}\n    column fare : float in [2, 50]\n    column length_km : float in [0, 100]\n    {contribution}\n  }}\n  query q {{\n    {query}\n    noise laplace scale 10\n    schedule once\n  }}\n}}\n"
     )
-}
-
-fn report(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
-    a.report.expect("a report")
 }
 
 /// The one part's (L1, L2) and the query's ε alone (basic composition of

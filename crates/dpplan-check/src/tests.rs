@@ -1,9 +1,8 @@
 //! Every number the checker prints, against an independent formula, with
 //! negative controls (drop a release, loosen a bound: the claim changes).
 
-use statrs::distribution::{ContinuousCDF, Normal};
-
-use crate::{analyze, CheckedPlan};
+use crate::analyze;
+use crate::test_support::{gdp_delta, report, total};
 
 fn plan(unit: &str, budget: &str, accountant: &str, dataset: &str, queries: &str) -> String {
     format!(
@@ -11,24 +10,7 @@ fn plan(unit: &str, budget: &str, accountant: &str, dataset: &str, queries: &str
     )
 }
 
-fn report(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
-    a.report.expect("a report")
-}
-
-fn total(text: &str) -> f64 {
-    report(text).total.expect("a total").epsilon
-}
-
 const VISITS: &str = "  dataset visits {\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\" }\n    column secs : float in [0, 3600]\n    contribution {\n      rows_per_unit 5\n      groups_per_unit 3\n    }\n  }";
-
-/// Balle–Wang: δ(ε) of μ-GDP, computed here with statrs independently of
-/// the accounting crate.
-fn gdp_delta(mu: f64, eps: f64) -> f64 {
-    let n = Normal::new(0.0, 1.0).unwrap();
-    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
-}
 
 #[test]
 fn laplace_count_under_a_user_unit_costs_rows_over_scale() {

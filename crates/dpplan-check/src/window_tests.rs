@@ -4,9 +4,8 @@
 //! with negative controls (more windows per unit: ε rises; no window: the
 //! whole-data composition of the same schedule).
 
-use statrs::distribution::{ContinuousCDF, Normal};
-
-use crate::{analyze, CheckedPlan};
+use crate::analyze;
+use crate::test_support::{codes, gdp_epsilon, report, total};
 use dpplan_diagnostics::Code;
 
 const TRIPS: &str = "  dataset trips {\n    column rider_id : id\n    column started_at : time\n    column district : category { \"n\", \"s\", \"e\", \"w\" }\n    column fare : float in [0, 100]\n    contribution {\n      rows_per_unit 20\n      groups_per_unit 2\n      windows_per_unit 30\n      rows_per_window 4\n    }\n  }";
@@ -19,40 +18,6 @@ fn plan(unit: &str, accountant: &str, dataset: &str, query: &str) -> String {
 
 fn query(agg: &str, noise: &str, window: &str) -> String {
     format!("  query hourly {{\n    {agg}\n    noise {noise}\n    schedule every 1 hour for 7 days\n    {window}\n  }}")
-}
-
-fn report(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(!a.has_errors(), "{:#?}", a.diagnostics);
-    a.report.expect("a report")
-}
-
-fn total(text: &str) -> f64 {
-    report(text).total.expect("a total").epsilon
-}
-
-/// δ(ε) of μ-GDP (Balle–Wang 2018 Thm 8 / Dong–Roth–Su), with statrs.
-fn gdp_delta(mu: f64, eps: f64) -> f64 {
-    let n = Normal::new(0.0, 1.0).unwrap();
-    n.cdf(-eps / mu + mu / 2.0) - eps.exp() * n.cdf(-eps / mu - mu / 2.0)
-}
-
-/// The ε at which δ(ε) = δ, by bisection on the independent curve.
-fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0, 1000.0);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if gdp_delta(mu, mid) > delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
-}
-
-fn codes(text: &str) -> Vec<Code> {
-    analyze(text).diagnostics.iter().map(|d| d.code).collect()
 }
 
 #[test]

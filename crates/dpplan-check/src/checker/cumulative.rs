@@ -6,11 +6,12 @@
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Span};
-use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType};
-use dpplan_vocab::{NoiseKind, Statistic};
+use dpplan_syntax::ast::{self, Adjacency, AggKind};
+use dpplan_vocab::NoiseKind;
 
 use super::datasets::DatasetInfo;
 use super::query::{Part, QueryPlan, Reported};
+use super::window::{rows_per_window, time_columns, Parts};
 use super::{fast_best, mechanism, Checker};
 use crate::report::CumulativeSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
@@ -81,7 +82,7 @@ pub(in crate::checker) fn resolve(
         TreeBounds {
             slots: releases,
             windows: info.windows.per_unit.unwrap_or(releases).min(releases),
-            rows_per_slot: info.windows.rows.unwrap_or(unit.rows).min(unit.rows),
+            rows_per_slot: rows_per_window(info, unit),
             rows: unit.rows,
         }
     } else {
@@ -175,13 +176,7 @@ fn period(c: &mut Checker, q: &ast::Query, span: Span) -> Result<f64, Reported> 
 
 /// The dataset's one `time` column: the slot of each row.
 fn time_column(c: &mut Checker, info: &DatasetInfo, span: Span) -> Result<String, Reported> {
-    let mut times: Vec<&str> = info
-        .columns
-        .iter()
-        .filter(|(_, ci)| matches!(ci.ty, ColumnType::Time))
-        .map(|(name, _)| *name)
-        .collect();
-    times.sort_unstable();
+    let times = time_columns(info);
     if let [one] = times.as_slice() {
         return Ok((*one).to_string());
     }
@@ -206,9 +201,6 @@ fn time_column(c: &mut Checker, info: &DatasetInfo, span: Span) -> Result<String
     );
     Err(Reported)
 }
-
-/// A query's parts: statistic, role, sensitivity.
-type Parts = Vec<(Statistic, &'static str, Derived)>;
 
 /// With a tree, the count's sensitivity over all its nodes, and the
 /// per-release count it replaces (for the side-by-side figure).

@@ -196,8 +196,9 @@ fn matches_schedule(
     Ok(())
 }
 
-/// The dataset's one `time` column (DP024).
-fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<String, Reported> {
+/// The dataset's `time` columns, by name (a window and a cumulative count
+/// read exactly one).
+pub(in crate::checker) fn time_columns<'a>(info: &DatasetInfo<'a>) -> Vec<&'a str> {
     let mut times: Vec<&str> = info
         .columns
         .iter()
@@ -205,6 +206,12 @@ fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<S
         .map(|(name, _)| *name)
         .collect();
     times.sort_unstable();
+    times
+}
+
+/// The dataset's one `time` column (DP024).
+fn time_column(c: &mut Checker, info: &DatasetInfo, w: &ast::Window) -> Result<String, Reported> {
+    let times = time_columns(info);
     let ds = &info.ds.name.value;
     match times.as_slice() {
         [one] => Ok((*one).to_string()),
@@ -279,12 +286,12 @@ fn windows_per_unit(
 
 /// r: `rows_per_window`, at most `rows_per_unit` (the runtime keeps at most
 /// both in a window); `rows_per_unit` when not declared.
-fn rows_per_window(info: &DatasetInfo, unit: UnitBound) -> u64 {
+pub(in crate::checker) fn rows_per_window(info: &DatasetInfo, unit: UnitBound) -> u64 {
     info.windows.rows.unwrap_or(unit.rows).min(unit.rows)
 }
 
 /// A query's parts: statistic, role, sensitivity.
-type Parts = Vec<(Statistic, &'static str, Derived)>;
+pub(in crate::checker) type Parts = Vec<(Statistic, &'static str, Derived)>;
 
 /// With a window, each part's sensitivity over the whole schedule and the
 /// per-release sensitivities it replaces (for the side-by-side figure);
