@@ -1,0 +1,195 @@
+//! The ledger's schema and its formats: the tables and append-only
+//! triggers of each format, which format an open ledger has, and the
+//! migration a first write makes to the current one.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::LedgerError;
+
+/// The format of a ledger created now: format 3 whose intents may be a
+/// cumulative count's slots (a mechanism record with `cumulative`, the
+/// nodes in the intent's value, window-state rows bounded by the tree's
+/// `kept_slots`), which a format-3 reader would compose once per slot and
+/// call damaged.
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-4";
+/// Format 3 (no cumulative counts), still read and migrated.
+pub const LEDGER_FORMAT_3: &str = "dpplan-ledger-3";
+/// Format 2 (no window state), still read and migrated.
+pub const LEDGER_FORMAT_2: &str = "dpplan-ledger-2";
+/// The previous format (no frozen reports), still read and migrated.
+pub const LEDGER_FORMAT_1: &str = "dpplan-ledger-1";
+/// The `meta` key a migrated ledger of format 1 records its new format in.
+pub(super) const MIGRATED_KEY: &str = "migrated_to";
+/// The `meta` key a ledger migrated to format 3 records it in.
+pub(super) const MIGRATED_3_KEY: &str = "migrated_to_3";
+/// The `meta` key a ledger migrated to format 4 records it in.
+pub(super) const MIGRATED_4_KEY: &str = "migrated_to_4";
+
+pub(super) const TABLES: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE entries (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    query TEXT,
+    slot INTEGER,
+    mechanism TEXT,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    total_epsilon REAL NOT NULL,
+    total_delta REAL NOT NULL,
+    value TEXT,
+    refers_to INTEGER,
+    time TEXT NOT NULL,
+    version TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX entries_release ON entries (query, slot);
+";
+
+/// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is
+/// the `frozen_report` entry that records them.
+pub(super) const FROZEN_TABLE: &str = "
+CREATE TABLE frozen_reports (
+    sha256 TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    bytes BLOB NOT NULL
+);
+";
+
+/// The append-only triggers, by name, as SQLite stores them in
+/// `sqlite_master.sql`. A ledger whose triggers differ from these (dropped,
+/// altered or added) is refused at open.
+pub(super) const TRIGGERS: [(&str, &str); 4] = [
+    (
+        "entries_no_delete",
+        "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "entries_no_update",
+        "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "meta_no_delete",
+        "CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "meta_no_update",
+        "CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// The append-only triggers of the `frozen_reports` table (format 2).
+pub(super) const FROZEN_TRIGGERS: [(&str, &str); 2] = [
+    (
+        "frozen_reports_no_delete",
+        "CREATE TRIGGER frozen_reports_no_delete BEFORE DELETE ON frozen_reports BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "frozen_reports_no_update",
+        "CREATE TRIGGER frozen_reports_no_update BEFORE UPDATE ON frozen_reports BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// Format 3: the windows each unit of a windowed query was kept in, by
+/// the keyed hash of its id; written in the transaction of the release's
+/// intent (`seq`).
+pub(super) const WINDOW_TABLE: &str = "
+CREATE TABLE window_units (
+    query TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    slot INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (query, unit, slot)
+);
+";
+
+/// The append-only triggers of the `window_units` table (format 3).
+pub(super) const WINDOW_TRIGGERS: [(&str, &str); 2] = [
+    (
+        "window_units_no_delete",
+        "CREATE TRIGGER window_units_no_delete BEFORE DELETE ON window_units BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+    (
+        "window_units_no_update",
+        "CREATE TRIGGER window_units_no_update BEFORE UPDATE ON window_units BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ),
+];
+
+/// The triggers a ledger of `format` (1 to 4; 4 adds none) must have,
+/// exactly.
+pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
+    let mut t = TRIGGERS.to_vec();
+    if format >= 2 {
+        t.extend(FROZEN_TRIGGERS);
+    }
+    if format >= 3 {
+        t.extend(WINDOW_TRIGGERS);
+    }
+    t
+}
+
+/// The format of an open ledger: 4, 3 or 2 when created so or migrated,
+/// else 1.
+pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
+    let get = |key: &str| -> Result<Option<String>, LedgerError> {
+        Ok(conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    };
+    Ok(match get("format")?.as_deref() {
+        Some(LEDGER_FORMAT) => 4,
+        _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 4,
+        Some(LEDGER_FORMAT_3) => 3,
+        _ if get(MIGRATED_3_KEY)?.as_deref() == Some(LEDGER_FORMAT_3) => 3,
+        Some(LEDGER_FORMAT_2) => 2,
+        _ if get(MIGRATED_KEY)?.as_deref() == Some(LEDGER_FORMAT_2) => 2,
+        _ => 1,
+    })
+}
+
+/// Migrates a ledger of format 1, 2 or 3 to format 4 inside the caller's
+/// write transaction (nothing for a ledger of format 4).
+pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
+    let format = format_version(conn)?;
+    if format < 2 {
+        conn.execute_batch(FROZEN_TABLE)?;
+        for (_, sql) in FROZEN_TRIGGERS {
+            conn.execute_batch(&format!("{sql};"))?;
+        }
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_KEY, LEDGER_FORMAT_2],
+        )?;
+    }
+    if format < 3 {
+        conn.execute_batch(WINDOW_TABLE)?;
+        for (_, sql) in WINDOW_TRIGGERS {
+            conn.execute_batch(&format!("{sql};"))?;
+        }
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_3_KEY, LEDGER_FORMAT_3],
+        )?;
+    }
+    if format < 4 {
+        // no new table: the mark that cumulative intents may follow
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_4_KEY, LEDGER_FORMAT],
+        )?;
+    }
+    Ok(())
+}
+
+/// How many intents `query` has (its slots charged so far).
+pub(super) fn intents_of(conn: &Connection, query: &str) -> Result<u64, LedgerError> {
+    let n: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM entries WHERE kind = 'intent' AND query = ?1",
+        params![query],
+        |r| r.get(0),
+    )?;
+    Ok(n as u64)
+}
