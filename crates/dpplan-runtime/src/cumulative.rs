@@ -39,7 +39,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpplan_check::tree as math;
@@ -126,30 +125,16 @@ fn load(ledger: &Path) -> Result<Option<State>, RunError> {
     Ok(Some(state))
 }
 
-/// Writes the state atomically: a new owner-only file, synced, renamed
-/// over the old one, and the directory synced.
+/// Writes the state atomically, owner-only (`ledger::replace_file`).
 fn save(ledger: &Path, state: &State) -> Result<(), RunError> {
-    let path = state_path(ledger);
-    let tmp = suffixed(ledger, ".tree-state.tmp");
     // Invariant: plain data with string keys; cannot fail.
     let bytes = serde_json::to_vec_pretty(state).expect("serialises");
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    let mut f = o.open(&tmp).map_err(|e| io(&tmp, "write", e))?;
-    f.write_all(&bytes)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| io(&tmp, "write", e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| io(&path, "replace", e))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io(dir, "sync", e))?;
-    }
+    crate::ledger::replace_file(
+        &state_path(ledger),
+        &bytes,
+        true,
+        "the exact state of the cumulative counts",
+    )?;
     Ok(())
 }
 
@@ -178,12 +163,9 @@ fn reconcile(
     r: &Release,
     c: &dpplan_plan::Cumulative,
     state: Option<QueryState>,
-    ledger: Option<&Ledger>,
+    ledger: &Ledger,
 ) -> Result<QueryState, RunError> {
-    let charged = match ledger {
-        Some(l) => l.intents_of(&r.name)?,
-        None => 0,
-    };
+    let charged = ledger.intents_of(&r.name)?;
     let mut q = match state {
         Some(q) => q,
         None if charged == 0 => QueryState {
@@ -207,10 +189,7 @@ fn reconcile(
         ));
     }
     if let Some(p) = q.pending.take() {
-        let committed = match ledger {
-            Some(l) => p.slot >= 1 && l.slot_state(&r.name, p.slot - 1)? != SlotState::Free,
-            None => false,
-        };
+        let committed = p.slot >= 1 && ledger.slot_state(&r.name, p.slot - 1)? != SlotState::Free;
         if committed {
             q.open
                 .close(p.slot, p.count)
@@ -426,7 +405,7 @@ fn run_tree(
         r,
         c,
         state.queries.get(&r.name).cloned(),
-        Some(ledger),
+        ledger,
     )?;
     if state.queries.get(&r.name) != Some(&q) {
         state.queries.insert(r.name.clone(), q);

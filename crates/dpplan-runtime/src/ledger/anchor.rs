@@ -80,27 +80,52 @@ pub fn read_head(ledger: &Path) -> Result<Option<Head>, LedgerError> {
     Ok(Some(head))
 }
 
-/// Replaces the anchor atomically: a temporary file, written and fsynced,
-/// renamed over the old one, then the directory fsynced so the rename
-/// itself is durable.
+/// Replaces the anchor atomically ([`replace_file`]).
 pub fn write_head(ledger: &Path, head: &Head) -> Result<(), LedgerError> {
     let path = head_path(ledger);
-    let io = |what: &str, e: std::io::Error| {
-        let message = format!(
-            "cannot {what} the ledger's anchor `{}`: {e}",
-            path.display()
-        );
+    let mut body = serde_json::to_vec(head).map_err(|e| {
+        LedgerError::Io(
+            IoError::new(format!(
+                "cannot serialise the ledger's anchor `{}`: {e}",
+                path.display()
+            ))
+            .with_source(e),
+        )
+    })?;
+    body.push(b'\n');
+    replace_file(&path, &body, false, "the ledger's anchor")
+}
+
+/// Replaces `path` atomically with `body`: a temporary sibling, written
+/// and fsynced, renamed over the old file, then the directory fsynced so
+/// the rename itself is durable. `owner_only`: the file is created
+/// readable by its owner only (Unix). `what` names the file in errors.
+pub fn replace_file(
+    path: &Path,
+    body: &[u8],
+    owner_only: bool,
+    what: &str,
+) -> Result<(), LedgerError> {
+    let io = |verb: &str, e: std::io::Error| {
+        let message = format!("cannot {verb} {what} `{}`: {e}", path.display());
         LedgerError::Io(IoError::new(message).with_source(e))
     };
-    let tmp = temp_sibling(&path, "tmp")?;
-    let dir = parent_dir(&path);
-    let mut body = serde_json::to_vec(head).map_err(|e| io("serialise", e.into()))?;
-    body.push(b'\n');
+    let tmp = temp_sibling(path, "tmp")?;
+    let dir = parent_dir(path);
     let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        if owner_only {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600);
+        }
+        #[cfg(not(unix))]
+        let _ = owner_only;
+        let mut f = o.open(&tmp)?;
+        f.write_all(body)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
