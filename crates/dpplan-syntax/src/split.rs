@@ -159,6 +159,99 @@ impl<'a> Scanner<'a> {
             }
         }
     }
+
+    /// Scans an item from its first token (at the cursor) to its end: the
+    /// brace that closes it, the end of its line for a brace-less
+    /// `publish`, or — braces never balanced — the line before the next
+    /// item keyword. Returns where it ends and whether its parentheses
+    /// nest deeper than [`MAX_NESTING`] (a DP016 is pushed; braces too
+    /// deep are said once per file, `braces_reported`).
+    fn scan_item(
+        &mut self,
+        kind: ItemKind,
+        braces_reported: &mut bool,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> (usize, bool) {
+        let mut depth: usize = 0;
+        let (mut parens, mut too_deep): (usize, bool) = (0, false);
+        let mut end;
+        self.skip_token();
+        loop {
+            end = self.pos;
+            let newline = self.skip_trivia();
+            let Some(t) = self.token() else {
+                if depth > 0 {
+                    // The text ended inside the item's braces: its parse
+                    // reads on to the end and reports the comment itself.
+                    self.unclosed_comment = None;
+                }
+                break;
+            };
+            if newline {
+                if ItemKind::from_word(self.word()).is_some() {
+                    // A new item begins on this line: the current one ends
+                    // before it (broken, if its braces are still open).
+                    break;
+                }
+                if kind == ItemKind::Publish && depth == 0 {
+                    // A brace-less item ends at its line's end.
+                    break;
+                }
+            }
+            match t.kind {
+                TokenKind::Punct(b'{') => {
+                    depth += 1;
+                    if depth > MAX_NESTING && !*braces_reported {
+                        *braces_reported = true;
+                        diagnostics.push(
+                            Diagnostic::new(
+                                Code::Limit,
+                                format!("braces nest deeper than {MAX_NESTING} levels"),
+                                Span::new(self.pos, self.pos + 1),
+                            )
+                            .help(
+                                "the grammar nests at most three levels: check for unclosed braces",
+                            ),
+                        );
+                    }
+                    self.pos = t.end;
+                }
+                TokenKind::Punct(b'(') => {
+                    parens += 1;
+                    if parens > MAX_NESTING && !too_deep {
+                        too_deep = true;
+                        diagnostics.push(
+                            Diagnostic::new(
+                                Code::Limit,
+                                format!("parentheses nest deeper than {MAX_NESTING} levels"),
+                                Span::new(self.pos, self.pos + 1),
+                            )
+                            .help("a filter needs a few levels at most: check for unclosed parentheses"),
+                        );
+                    }
+                    self.pos = t.end;
+                }
+                TokenKind::Punct(b')') => {
+                    parens = parens.saturating_sub(1);
+                    self.pos = t.end;
+                }
+                TokenKind::Punct(b'}') => {
+                    if depth == 0 {
+                        // The plan's closing brace: the item ends before it.
+                        break;
+                    }
+                    depth -= 1;
+                    self.pos = t.end;
+                    if depth == 0 {
+                        end = self.pos;
+                        break;
+                    }
+                }
+                _ => self.pos = t.end,
+            }
+        }
+        (end, too_deep)
+    }
 }
 
 /// The error for a `/*` at `start` that is never closed.
@@ -262,85 +355,7 @@ pub(crate) fn split(text: &str) -> Split {
             // Record a virtual header so that the missing-header error is said once.
             has_header = true;
         }
-        // Scan the item.
-        let mut depth: usize = 0;
-        let (mut parens, mut too_deep): (usize, bool) = (0, false);
-        let mut end;
-        s.skip_token();
-        loop {
-            end = s.pos;
-            let newline = s.skip_trivia();
-            let Some(t) = s.token() else {
-                if depth > 0 {
-                    // The text ended inside the item's braces: its parse
-                    // reads on to the end and reports the comment itself.
-                    s.unclosed_comment = None;
-                }
-                break;
-            };
-            if newline {
-                if ItemKind::from_word(s.word()).is_some() {
-                    // A new item begins on this line: the current one ends
-                    // before it (broken, if its braces are still open).
-                    break;
-                }
-                if kind == ItemKind::Publish && depth == 0 {
-                    // A brace-less item ends at its line's end.
-                    break;
-                }
-            }
-            match t.kind {
-                TokenKind::Punct(b'{') => {
-                    depth += 1;
-                    if depth > MAX_NESTING && !too_deep_reported {
-                        too_deep_reported = true;
-                        diagnostics.push(
-                            Diagnostic::new(
-                                Code::Limit,
-                                format!("braces nest deeper than {MAX_NESTING} levels"),
-                                Span::new(s.pos, s.pos + 1),
-                            )
-                            .help(
-                                "the grammar nests at most three levels: check for unclosed braces",
-                            ),
-                        );
-                    }
-                    s.pos = t.end;
-                }
-                TokenKind::Punct(b'(') => {
-                    parens += 1;
-                    if parens > MAX_NESTING && !too_deep {
-                        too_deep = true;
-                        diagnostics.push(
-                            Diagnostic::new(
-                                Code::Limit,
-                                format!("parentheses nest deeper than {MAX_NESTING} levels"),
-                                Span::new(s.pos, s.pos + 1),
-                            )
-                            .help("a filter needs a few levels at most: check for unclosed parentheses"),
-                        );
-                    }
-                    s.pos = t.end;
-                }
-                TokenKind::Punct(b')') => {
-                    parens = parens.saturating_sub(1);
-                    s.pos = t.end;
-                }
-                TokenKind::Punct(b'}') => {
-                    if depth == 0 {
-                        // The plan's closing brace: the item ends before it.
-                        break;
-                    }
-                    depth -= 1;
-                    s.pos = t.end;
-                    if depth == 0 {
-                        end = s.pos;
-                        break;
-                    }
-                }
-                _ => s.pos = t.end,
-            }
-        }
+        let (end, too_deep) = s.scan_item(kind, &mut too_deep_reported, &mut diagnostics);
         items.push(RawItem {
             kind,
             span: Span::new(start, end),
