@@ -315,6 +315,11 @@ pub struct Schedule {
     /// `every … for …` schedule starts at the ledger's schedule start.
     pub start: Option<i64>,
     pub text: String,
+    /// `release after <duration>` of a windowed query or a cumulative
+    /// count: a slot is due this many seconds after its window closes
+    /// (late data within it is counted). Absent: due when it closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_after_seconds: Option<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -694,6 +699,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             every_seconds: spec.schedule.every_seconds,
             start: spec.schedule.start,
             text: q.schedule.clone(),
+            release_after_seconds: None,
         },
         parts,
         cost_per_release: with_threshold(cost(&q.per_release), spec, 1, adjacency),
