@@ -42,8 +42,17 @@ pub struct Args {
     #[arg(long, conflicts_with = "at")]
     pub slot: Option<u64>,
     /// Run what is due at this time (UTC date or Unix seconds; default: now).
+    /// A time later than this machine's clock is refused without --test-clock.
     #[arg(long)]
     pub at: Option<String>,
+    /// Accept an --at later than this machine's clock (a test clock): without it,
+    /// nothing releases the future by accident (a mistyped year would close every window).
+    #[arg(long, requires = "at")]
+    pub test_clock: bool,
+    /// Print what is due at the run's time (released, unpublished, skipped, due now,
+    /// to be skipped, next) and stop: reads no data, charges nothing, creates no ledger.
+    #[arg(long, conflicts_with_all = ["upgrade", "explain"])]
+    pub dry_run: bool,
     /// The ledger (default: PLAN.ledger.sqlite next to the plan).
     #[arg(long)]
     pub ledger: Option<PathBuf>,
@@ -135,7 +144,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         start: a.start.as_deref().map(parse_time).transpose()?,
         expect_hash: a.expect_hash.clone(),
         raise_budget: a.raise_budget,
+        test_clock: a.test_clock,
     };
+    if a.dry_run {
+        return dry_run(&plan, &opts, a.csv);
+    }
     if a.engine != EngineKind::Spark && (a.spark_master.is_some() || a.spark_submit.is_some()) {
         return Err(miette!(
             help = "add `--engine spark`, or drop the Spark options",
@@ -249,6 +262,118 @@ fn explain(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, spark: bool) -
     }
 }
 
+/// `--dry-run`: the status of the schedule at the run's time, as JSON (or
+/// a CSV table) on stdout, and in words on stderr.
+fn dry_run(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, csv: bool) -> Result<ExitCode> {
+    let status = match dpplan_runtime::status(plan, opts) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(ExitCode::from(if e.is_io() { 2 } else { 1 }));
+        }
+    };
+    let rendered = if csv {
+        status_csv(&status)
+    } else {
+        let mut s = serde_json::to_string_pretty(&status).into_diagnostic()?;
+        s.push('\n');
+        s
+    };
+    crate::out::write_bytes(rendered.as_bytes()).into_diagnostic()?;
+    errln!(
+        "at {} (schedule start {}{}): nothing was read, charged or written",
+        status.at,
+        status.schedule_start,
+        if status.ledger_exists {
+            ""
+        } else {
+            ", fixed by the first run: no ledger yet"
+        }
+    );
+    for r in &status.releases {
+        errln!("{}", status_line(r));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Slots as ranges: `0–4, 7`.
+fn ranges(slots: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < slots.len() {
+        let mut j = i;
+        while j + 1 < slots.len() && slots[j + 1] == slots[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            slots[i].to_string()
+        } else {
+            format!("{}–{}", slots[i], slots[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// One release's status in words.
+fn status_line(r: &dpplan_runtime::ReleaseStatus) -> String {
+    let mut parts = vec![format!("{} of {} released", r.released, r.slots)];
+    if !r.unpublished.is_empty() {
+        parts.push(format!("unpublished: {}", ranges(&r.unpublished)));
+    }
+    if r.skipped > 0 {
+        parts.push(format!("{} skipped", r.skipped));
+    }
+    parts.push(if r.due_now.is_empty() {
+        "nothing due now".into()
+    } else {
+        format!("due now: {}", ranges(&r.due_now))
+    });
+    if !r.would_skip.is_empty() {
+        parts.push(format!("would skip: {}", ranges(&r.would_skip)));
+    }
+    parts.push(match (&r.next_slot, &r.next_due) {
+        (Some(s), Some(t)) => format!("next: slot {s} at {t}"),
+        (Some(s), None) => format!("next: slot {s}"),
+        _ => "no slot left".into(),
+    });
+    format!("  {} ({}): {}", r.query, r.schedule, parts.join("; "))
+}
+
+/// The status as CSV: one line per release.
+fn status_csv(status: &dpplan_runtime::Status) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record([
+        "query",
+        "schedule",
+        "timing",
+        "slots",
+        "released",
+        "unpublished",
+        "skipped",
+        "due_now",
+        "would_skip",
+        "next_slot",
+        "next_due",
+    ]);
+    for r in &status.releases {
+        let _ = w.write_record([
+            r.query.clone(),
+            r.schedule.clone(),
+            r.timing.to_string(),
+            r.slots.to_string(),
+            r.released.to_string(),
+            ranges(&r.unpublished),
+            r.skipped.to_string(),
+            ranges(&r.due_now),
+            ranges(&r.would_skip),
+            r.next_slot.map(|s| s.to_string()).unwrap_or_default(),
+            r.next_due.clone().unwrap_or_default(),
+        ]);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
 /// The results, to `--out` or stdout (a closed stdout is not an error).
 fn write_results(a: &Args, out: &RunOutput) -> Result<()> {
     let csv = a.csv
@@ -288,6 +413,28 @@ fn report(out: &RunOutput) {
                 } else {
                     esc(&c.reason)
                 }
+            );
+        }
+    }
+    for s in &out.skipped {
+        let slots = if s.from == s.through {
+            format!("slot {}", s.from)
+        } else {
+            format!("slots {}–{}", s.from, s.through)
+        };
+        errln!("skipped: {} {slots}: {}", s.query, s.reason);
+    }
+    let late: Vec<&dpplan_runtime::ReleaseResult> =
+        out.results.iter().filter(|r| r.backfilled).collect();
+    if !late.is_empty() {
+        let mut by_query: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for r in late {
+            by_query.entry(&r.query).or_default().push(r.slot);
+        }
+        for (q, slots) in by_query {
+            errln!(
+                "backfilled: {q} slot(s) {} (windows that closed before the last run were released now, in order)",
+                ranges(&slots)
             );
         }
     }
@@ -368,6 +515,8 @@ mod tests {
             data: vec![],
             slot: Some(0),
             at: None,
+            test_clock: false,
+            dry_run: false,
             ledger: Some(ledger.to_path_buf()),
             out: Some(out.to_path_buf()),
             queries: vec![],

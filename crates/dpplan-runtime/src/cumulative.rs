@@ -216,76 +216,75 @@ pub(crate) struct Counted {
     units: BTreeSet<String>,
 }
 
-/// Reads slot `slot` (0-based) of the cumulative release `r`: its
-/// window's rows, without the units of `excluded` (already kept in W′
-/// slots), bounded and counted by the engine.
-fn count_slot(
-    plan: &ExecutablePlan,
-    opts: &RunOptions,
-    engine: &dyn Engine,
-    (r, slot): (&Release, u64),
-    ledger_start: i64,
-    (ledger, excluded): (Option<&Ledger>, &BTreeSet<String>),
-    rng: &mut SecureRng,
-) -> Result<Counted, RunError> {
-    let c = tree_of(r)?;
-    let windowed = Release {
-        window: Some(c.slot_window()),
+/// The cumulative release `r` as the windowed runtime reads its slots:
+/// each slot a window of r rows per unit, a unit kept in W′ slots.
+fn windowed(r: &Release) -> Result<Release, RunError> {
+    Ok(Release {
+        window: Some(tree_of(r)?.slot_window()),
         ..r.clone()
-    };
-    let (values, units) = window::aggregate_slot(
-        plan,
-        opts,
-        engine,
-        (&windowed, slot),
-        ledger_start,
-        (ledger, excluded),
-        rng,
-    )?;
-    let count = values
-        .first()
-        .and_then(|v| v.first().copied())
-        .ok_or_else(|| RunError::Data(format!("no count for `{}` slot {slot}", r.name)))?;
-    Ok(Counted { slot, count, units })
+    })
 }
 
-/// The units kept in W′ slots of a tree so far, kept up to date over a
-/// run's slots (read from the ledger once, not once per slot).
-struct Kept {
-    bound: u64,
-    slots: std::collections::HashMap<String, u64>,
-    at_bound: BTreeSet<String>,
+/// A tree's slots read in ONE pass of its data and counted in slot order,
+/// each without the units brought to W′ slots by the ledger or by an
+/// earlier slot of this run.
+struct SlotReader<'a> {
+    windowed: Release,
+    start: i64,
+    rows: BTreeMap<u64, Vec<u8>>,
+    key: Option<window::UnitKey>,
+    kept: window::Kept,
+    plan: &'a ExecutablePlan,
+    engine: &'a dyn Engine,
 }
 
-impl Kept {
-    fn read(ledger: &Ledger, r: &Release, per_unit: bool) -> Result<Kept, RunError> {
-        let bound = tree_of(r)?.kept_slots.max(1);
-        let slots = if per_unit {
-            ledger.windows_of_units(&r.name)?
-        } else {
-            Default::default()
-        };
-        let at_bound = slots
-            .iter()
-            .filter(|(_, &n)| n >= bound)
-            .map(|(u, _)| u.clone())
-            .collect();
-        Ok(Kept {
-            bound,
-            slots,
-            at_bound,
+impl<'a> SlotReader<'a> {
+    /// Reads slots `slots` of `r` (nothing is counted yet).
+    fn new(
+        (plan, opts, engine): (&'a ExecutablePlan, &RunOptions, &'a dyn Engine),
+        r: &Release,
+        slots: &[u64],
+        (ledger_start, ledger): (i64, Option<&Ledger>),
+        rng: &mut SecureRng,
+    ) -> Result<SlotReader<'a>, RunError> {
+        let c = tree_of(r)?;
+        let ds = window::dataset_of(plan, r)?;
+        let start = r.schedule.start.unwrap_or(ledger_start);
+        let rows = window::read_slots(ds, opts, r, (start, c.seconds), slots)?;
+        let key = window::unit_key(ds, opts, ledger, rng)?;
+        let kept = window::Kept::read(ledger, &r.name, c.kept_slots, ds.bounding.per_unit)?;
+        Ok(SlotReader {
+            windowed: windowed(r)?,
+            start,
+            rows,
+            key,
+            kept,
+            plan,
+            engine,
         })
     }
 
-    /// A slot's units, recorded with its intent.
-    fn add(&mut self, units: &BTreeSet<String>) {
-        for u in units {
-            let n = self.slots.entry(u.clone()).or_default();
-            *n += 1;
-            if *n >= self.bound {
-                self.at_bound.insert(u.clone());
-            }
-        }
+    /// Slot `slot`'s exact count and the units kept in it.
+    fn count(&self, slot: u64, rng: &mut SecureRng) -> Result<Counted, RunError> {
+        let name = &self.windowed.name;
+        let rows = self
+            .rows
+            .get(&slot)
+            .ok_or_else(|| RunError::Data(format!("`{name}`: slot {slot} was not read")))?;
+        let (values, units) = window::aggregate_slot(
+            self.plan,
+            self.engine,
+            (&self.windowed, slot),
+            self.start,
+            rows,
+            (&self.kept.at_bound, self.key.as_ref()),
+            rng,
+        )?;
+        let count = values
+            .first()
+            .and_then(|v| v.first().copied())
+            .ok_or_else(|| RunError::Data(format!("no count for `{name}` slot {slot}")))?;
+        Ok(Counted { slot, count, units })
     }
 }
 
@@ -317,9 +316,8 @@ pub(crate) fn count_first(
         ));
     }
     for &(r, _) in due {
-        let none = BTreeSet::new();
-        let counted = count_slot(plan, opts, engine, (r, 0), ledger_start, (None, &none), rng)?;
-        out.insert(r.name.clone(), counted);
+        let reader = SlotReader::new((plan, opts, engine), r, &[0], (ledger_start, None), rng)?;
+        out.insert(r.name.clone(), reader.count(0, rng)?);
     }
     Ok(out)
 }
@@ -423,30 +421,33 @@ fn run_tree(
             ran.results.push(publish(ledger, r, &intent, &nodes)?);
         }
     }
-    let per_unit = tree
-        .plan
-        .body
-        .datasets
-        .get(&r.dataset)
-        .is_some_and(|d| d.bounding.per_unit);
-    let mut kept = Kept::read(ledger, r, per_unit)?;
-    for slot in next..=due_slot.min(c.slots.saturating_sub(1)) {
+    let last = due_slot.min(c.slots.saturating_sub(1));
+    if next > last {
+        return Ok(());
+    }
+    // a first run counted slot 0 before the ledger existed
+    let from = match &first {
+        Some(f) if f.slot == next => next + 1,
+        _ => next,
+    };
+    let slots: Vec<u64> = (from..=last).collect();
+    let mut reader = SlotReader::new(
+        (tree.plan, opts, tree.reader.engine),
+        r,
+        &slots,
+        (tree.reader.ledger_start, Some(ledger)),
+        rng,
+    )?;
+    for slot in next..=last {
         let counted = match first.take() {
             Some(f) if f.slot == slot => f,
-            _ => count_slot(
-                tree.plan,
-                opts,
-                tree.reader.engine,
-                (r, slot),
-                tree.reader.ledger_start,
-                (Some(ledger), &kept.at_bound),
-                rng,
-            )?,
+            _ => reader.count(slot, rng)?,
         };
         let units = counted.units.clone();
         match run_slot(ledger, tree.plan, opts, r, state, counted, &mut nodes, rng)? {
-            Ok(result) => {
-                kept.add(&units);
+            Ok(mut result) => {
+                reader.kept.add(&units);
+                result.backfilled = slot < last;
                 ran.results.push(result);
             }
             Err(refusal) => {

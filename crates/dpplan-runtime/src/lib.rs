@@ -18,6 +18,7 @@ pub mod ledger;
 pub mod quantile;
 pub mod rng;
 pub mod sampler;
+pub mod schedule;
 mod selection;
 pub mod tree;
 pub mod window;
@@ -27,6 +28,8 @@ use std::path::PathBuf;
 
 use dpplan_plan::{ExecutablePlan, Release};
 use dpplan_vocab::{AggKind, Comparison, ScheduleKind};
+
+pub use schedule::{status, ReleaseStatus, Skipped, Status};
 use serde::{Deserialize, Serialize};
 
 use engine::Engine;
@@ -82,6 +85,10 @@ pub struct RunOptions {
     pub expect_hash: Option<String>,
     /// Allow an upgrade to a plan with a larger budget.
     pub raise_budget: bool,
+    /// Accept an `at` later than this machine's clock (a test clock):
+    /// without it such a time is refused, so that nothing releases the
+    /// future by accident.
+    pub test_clock: bool,
 }
 
 /// One released number (a group's, or the only one).
@@ -119,6 +126,10 @@ pub struct ReleaseResult {
     /// it.
     #[serde(default)]
     pub corrections: Vec<CorrectionNote>,
+    /// A window (or a tree's slot) that closed before the one due on time
+    /// and was released late, by this run: a backfill.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backfilled: bool,
 }
 
 /// A correction on a released value, as recorded in the ledger.
@@ -158,6 +169,10 @@ pub struct RunOutput {
     /// period for an `every` schedule, its last release for the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_ended: Option<String>,
+    /// Periods of `every` schedules of fresh releases that passed without
+    /// a run: recorded in the ledger as skipped, never released.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,56 +225,19 @@ pub fn check_time(what: &str, t: i64) -> Result<i64, RunError> {
     }
 }
 
-/// The slot of an `every` schedule that is due at `at`: ⌊(at − start) /
-/// every⌋, exact in integers when the period is a whole number of seconds.
-fn every_slot(at: i64, start: i64, every: f64) -> Option<u64> {
-    if every.is_nan() || every <= 0.0 || at < start {
-        return None;
+/// The time of a run: `--at`, or the machine's clock. A time later than
+/// the clock is refused unless the caller asked for a test clock.
+pub(crate) fn run_time(opts: &RunOptions) -> Result<i64, RunError> {
+    let now = ledger::now_unix();
+    let at = check_time("--at", opts.at.unwrap_or(now))?;
+    if at > now && !opts.test_clock {
+        return Err(RunError::Ledger(LedgerError::Time(format!(
+            "--at {} is later than this machine's clock ({}): a run never releases the future (every window that closes before that time would be released now); pass --test-clock to run on a test clock",
+            ledger::unix_rfc3339(at),
+            ledger::unix_rfc3339(now)
+        ))));
     }
-    // Both times lie in [MIN_TIME, MAX_TIME] (checked), so this cannot
-    // overflow; checked anyway so that a bug here is a refusal, not a wrap.
-    let elapsed = u64::try_from(at.checked_sub(start)?).ok()?;
-    if every.fract() == 0.0 && every < 2f64.powi(63) {
-        Some(elapsed / every as u64)
-    } else {
-        Some((elapsed as f64 / every).floor() as u64)
-    }
-}
-
-/// The slot of `r` that is due at `at`, or why none is. Without a ledger
-/// (a first run) every slot is free.
-fn due_slot(
-    r: &Release,
-    opts: &RunOptions,
-    at: i64,
-    ledger_start: i64,
-    ledger: Option<&Ledger>,
-) -> Result<Option<u64>, RunError> {
-    if let Some(s) = opts.slot {
-        return Ok(Some(s));
-    }
-    match r.schedule.kind.as_str() {
-        "every" => {
-            let start = match r.schedule.start {
-                Some(s) => check_time("the schedule's start", s)?,
-                None => ledger_start,
-            };
-            let every = r.schedule.every_seconds.unwrap_or(0.0);
-            Ok(every_slot(at, start, every).filter(|&s| s < r.schedule.slots))
-        }
-        // `once` and `N times` have no clock: the next slot never charged.
-        _ => {
-            let Some(ledger) = ledger else {
-                return Ok((r.schedule.slots > 0).then_some(0));
-            };
-            for s in 0..r.schedule.slots {
-                if ledger.slot_state(&r.name, s)? == SlotState::Free {
-                    return Ok(Some(s));
-                }
-            }
-            Ok(None)
-        }
-    }
+    Ok(at)
 }
 
 /// Nothing is charged or served from a ledger that fails
@@ -316,88 +294,6 @@ fn open_existing(
     Ok((Some(l), upgrade))
 }
 
-/// What a run does with each selected release: serve it, refuse it, or
-/// release it fresh.
-#[derive(Default)]
-struct Due<'a> {
-    served: Vec<ReleaseResult>,
-    refused: Vec<Refusal>,
-    fresh: Vec<(&'a Release, u64)>,
-}
-
-/// Step 2: the slot of every selected release that is due, and how it
-/// stands in the ledger (without a ledger, every slot is free).
-fn due<'a>(
-    plan: &'a ExecutablePlan,
-    opts: &RunOptions,
-    at: i64,
-    ledger_start: i64,
-    ledger: Option<&Ledger>,
-) -> Result<Due<'a>, RunError> {
-    let body = &plan.body;
-    for q in &opts.queries {
-        if body.release(q).is_none() && !body.publishes.iter().any(|p| &p.name == q) {
-            return Err(RunError::Ledger(LedgerError::NotInPlan(q.clone())));
-        }
-    }
-    let mut d = Due::default();
-    let mut beyond = Vec::new();
-    let selected = body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
-    for r in selected {
-        let Some(slot) = due_slot(r, opts, at, ledger_start, ledger)? else {
-            continue;
-        };
-        if slot >= r.schedule.slots {
-            beyond.push(Refusal {
-                query: r.name.clone(),
-                slot: Some(slot),
-                reason: LedgerError::SlotOutOfRange {
-                    query: r.name.clone(),
-                    slot,
-                    slots: r.schedule.slots,
-                }
-                .to_string(),
-            });
-            continue;
-        }
-        let Some(l) = ledger else {
-            d.fresh.push((r, slot));
-            continue;
-        };
-        match l.slot_state(&r.name, slot)? {
-            SlotState::Free => d.fresh.push((r, slot)),
-            // a tree's slot charged but unpublished: completed from its
-            // stored nodes, never drawn again (`cumulative::run_due`)
-            SlotState::Charged(_) if r.cumulative.is_some() => d.fresh.push((r, slot)),
-            SlotState::Released(e) => d.served.push(served(l, &e, "ledger", None)?),
-            SlotState::Charged(seq) => d.refused.push(Refusal {
-                query: r.name.clone(),
-                slot: Some(slot),
-                reason: LedgerError::Unpublished {
-                    query: r.name.clone(),
-                    slot,
-                    seq,
-                }
-                .to_string(),
-            }),
-        }
-    }
-    // `--slot N` beyond a schedule: refused when that release was named, or
-    // when no selected release has slot N (the run would do nothing);
-    // otherwise the releases that have slot N run and the others have no
-    // such slot.
-    let nothing_else = d.served.is_empty() && d.fresh.is_empty() && d.refused.is_empty();
-    for b in beyond {
-        if nothing_else || opts.queries.contains(&b.query) {
-            d.refused.push(b);
-        }
-    }
-    Ok(d)
-}
-
 /// Step 4 of a first run: creates the ledger (or opens the one another run
 /// created a moment earlier, verified like any existing ledger). `None`
 /// when that other run fixed a different schedule start "now" by its clock:
@@ -446,7 +342,7 @@ pub fn run(
     opts: &RunOptions,
     engine: &dyn Engine,
 ) -> Result<RunOutput, RunError> {
-    let at = check_time("--at", opts.at.unwrap_or_else(ledger::now_unix))?;
+    let at = run_time(opts)?;
     if let Some(s) = opts.start {
         check_time("--start", s)?;
     }
@@ -455,69 +351,39 @@ pub fn run(
         Some(l) => l.open_info()?.schedule_start,
         None => opts.start.unwrap_or(at),
     };
-    let due = due(plan, opts, at, ledger_start, ledger.as_ref())?;
+    let due = schedule::due(plan, opts, at, ledger_start, ledger.as_ref())?;
     let ended = if opts.slot.is_none()
-        && due.fresh.is_empty()
+        && due.nothing_fresh()
         && due.served.is_empty()
         && due.refused.is_empty()
     {
-        schedule_end(plan, opts, at, ledger_start, ledger.as_ref())?
+        schedule::schedule_end(plan, opts, at, ledger_start, ledger.as_ref())?
     } else {
         None
     };
 
-    // Step 3: exact bounded aggregates, one pass per dataset for every fresh
-    // release, before a new ledger exists.
+    // Step 3: exact bounded aggregates of every fresh release (one pass per
+    // dataset; a windowed release's or a tree's due slots in one pass of
+    // its data), before a new ledger exists.
     let mut rng = SecureRng::from_os().map_err(RunError::Rng)?;
-    // cumulative counts: run slot by slot after the others
-    let (trees, others): (Vec<(&Release, u64)>, Vec<_>) = due
-        .fresh
-        .iter()
-        .copied()
-        .partition(|(r, _)| r.cumulative.is_some());
-    let (windowed, plain): (Vec<_>, Vec<_>) = others.iter().partition(|(r, _)| r.window.is_some());
-    // keys from the data: counted per key, apart from the public domains
-    let (keyed, plain): (Vec<_>, Vec<_>) = plain
-        .into_iter()
-        .partition(|(r, _)| r.aggregation.selection.is_some());
-    let aggregated =
-        requests::aggregates(plan, opts, engine, plain.iter().map(|(r, _)| *r), &mut rng).and_then(
-            |exact| {
-                let w = window::aggregate_due(
-                    plan,
-                    opts,
-                    engine,
-                    &windowed,
-                    ledger_start,
-                    ledger.as_ref(),
-                    &mut rng,
-                )?;
-                Ok((exact, w))
-            },
-        );
-    let aggregated = aggregated.and_then(|x| {
-        let k = selection::aggregate(plan, opts, engine, keyed.iter().map(|(r, _)| *r), &mut rng)?;
-        Ok((x, k))
-    });
-    let aggregated = aggregated.and_then(|x| {
-        // a first run reads each tree's first slot before the ledger exists
-        let first = match &ledger {
-            None => cumulative::count_first(plan, opts, engine, &trees, ledger_start, &mut rng)?,
-            Some(_) => BTreeMap::new(),
-        };
-        Ok((x, first))
-    });
-    let (((mut exact, windows), keyed), first) = match aggregated {
+    let read = Reading {
+        plan,
+        opts,
+        engine,
+        ledger_start,
+    };
+    let (exact, windows, keyed, first) = match read.all(&due, ledger.as_ref(), &mut rng) {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
     };
-    exact.extend(windows.exact);
+    let nothing = due.nothing_fresh() && !due.fixes_start;
     let mut results = due.served;
     let mut refused = due.refused;
     let mut ledger = match ledger {
         Some(l) => l,
-        None if due.fresh.is_empty() => {
+        // nothing to charge, and no schedule whose start a ledger fixes
+        None if nothing => {
             let mut o = output(plan, opts, results, refused, None, upgrade);
             o.schedule_ended = ended;
             return Ok(o);
@@ -529,30 +395,24 @@ pub fn run(
             None => return run(plan, opts, engine),
         },
     };
+    // periods missed since the last run: recorded, never released
+    ledger.record_skips(plan, &due.skipped)?;
 
     // Step 5: each fresh release, charged before its noise is drawn.
-    let clock = Clock { at, ledger_start };
-    for &(r, slot) in &others {
-        let units = windows.units.get(&r.name);
-        match release(
-            &mut ledger,
-            plan,
-            (r, units),
-            slot,
-            opts,
-            clock,
-            (&exact, &keyed),
-            &mut rng,
-        )? {
+    for &(r, slot) in &due.fresh {
+        match release(&mut ledger, plan, (r, None), slot, opts, (&exact, &keyed), &mut rng)? {
             Released::Value(v) => results.push(v),
             Released::Refused(x) => refused.push(x),
         }
+    }
+    for (r, slots, last) in windows {
+        run_windows(&mut ledger, plan, opts, (r, slots, last), &keyed, &mut rng, (&mut results, &mut refused))?;
     }
     let ran = cumulative::run_due(
         &mut ledger,
         plan,
         opts,
-        &trees,
+        &due.trees,
         cumulative::Reader {
             engine,
             ledger_start,
@@ -566,64 +426,111 @@ pub fn run(
     results.extend(republished);
     let mut o = output(plan, opts, results, refused, Some(&ledger), upgrade);
     o.schedule_ended = ended;
+    o.skipped = due.skipped;
     Ok(o)
 }
 
-/// When every selected release's schedule is over at `at`, the time the
-/// last of them ended: an `every` schedule at the end of its last period
-/// (start + slots × period), a clock-less one at its last charged
-/// release; `None` while any release has a slot left.
-fn schedule_end(
-    plan: &ExecutablePlan,
-    opts: &RunOptions,
-    at: i64,
+/// What step 3 of a run reads with.
+struct Reading<'a> {
+    plan: &'a ExecutablePlan,
+    opts: &'a RunOptions,
+    engine: &'a dyn Engine,
     ledger_start: i64,
-    ledger: Option<&Ledger>,
-) -> Result<Option<String>, RunError> {
-    let mut end: Option<i64> = None;
-    let selected = plan
-        .body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
-    for r in selected {
-        let ended = if r.schedule.kind == ScheduleKind::Every {
-            let start = match r.schedule.start {
-                Some(s) => check_time("the schedule's start", s)?,
-                None => ledger_start,
-            };
-            let every = r.schedule.every_seconds.unwrap_or(0.0);
-            let length = r.schedule.slots as f64 * every;
-            if !(length.is_finite() && every > 0.0) {
-                return Ok(None);
-            }
-            let e = (start as f64 + length).min(MAX_TIME as f64) as i64;
-            if at < e {
-                return Ok(None);
-            }
-            e
-        } else {
-            let Some(l) = ledger else { return Ok(None) };
-            for s in 0..r.schedule.slots {
-                if l.slot_state(&r.name, s)? == SlotState::Free {
-                    return Ok(None);
-                }
-            }
-            let Some(t) = l.last_intent_time(&r.name)? else {
-                return Ok(None);
-            };
-            t
-        };
-        end = Some(end.map_or(ended, |x| x.max(ended)));
-    }
-    Ok(end.map(ledger::unix_rfc3339))
 }
 
-/// When a run runs: its time, and the ledger's schedule start.
-#[derive(Clone, Copy)]
-struct Clock {
-    at: i64,
-    ledger_start: i64,
+/// The exact aggregates of the plain releases due, keyed by (release,
+/// part).
+type Exact = BTreeMap<(String, usize), Vec<i128>>;
+
+/// Each windowed release due with its windows aggregated in slot order,
+/// and its slot due on time.
+type Windows<'a> = Vec<(&'a Release, Vec<window::SlotAggregate>, u64)>;
+
+impl Reading<'_> {
+    /// Every aggregate a run's fresh releases need: the plain releases',
+    /// each due window's, the keys from the data, and (a first run) each
+    /// tree's first slot.
+    #[allow(clippy::type_complexity)]
+    fn all<'d>(
+        &self,
+        due: &schedule::Due<'d>,
+        ledger: Option<&Ledger>,
+        rng: &mut SecureRng,
+    ) -> Result<
+        (
+            Exact,
+            Windows<'d>,
+            selection::Keyed,
+            BTreeMap<String, cumulative::Counted>,
+        ),
+        RunError,
+    > {
+        let (plan, opts, engine) = (self.plan, self.opts, self.engine);
+        // keys from the data: counted per key, apart from the public domains
+        let (keyed, plain): (Vec<_>, Vec<_>) = due
+            .fresh
+            .iter()
+            .partition(|(r, _)| r.aggregation.selection.is_some());
+        let exact = requests::aggregates(plan, opts, engine, plain.iter().map(|(r, _)| *r), rng)?;
+        let mut windows = Vec::new();
+        for &(r, ref slots, last) in &due.windows {
+            let w = window::prepare(plan, opts, engine, (r, slots), self.ledger_start, ledger, rng)?;
+            windows.push((r, w, last));
+        }
+        let keyed = selection::aggregate(plan, opts, engine, keyed.iter().map(|(r, _)| *r), rng)?;
+        // a first run reads each tree's first slot before the ledger exists
+        let first = match ledger {
+            None => cumulative::count_first(plan, opts, engine, &due.trees, self.ledger_start, rng)?,
+            Some(_) => BTreeMap::new(),
+        };
+        Ok((exact, windows, keyed, first))
+    }
+}
+
+/// A windowed release's due windows, in slot order, each charged before
+/// its noise is drawn. A window refused (another run recorded one of its
+/// units meanwhile) stops the later ones: their rows were selected
+/// assuming it was released.
+fn run_windows(
+    ledger: &mut Ledger,
+    plan: &ExecutablePlan,
+    opts: &RunOptions,
+    (r, slots, last): (&Release, Vec<window::SlotAggregate>, u64),
+    keyed: &selection::Keyed,
+    rng: &mut SecureRng,
+    (results, refused): (&mut Vec<ReleaseResult>, &mut Vec<Refusal>),
+) -> Result<(), RunError> {
+    let n = slots.len();
+    for (i, w) in slots.into_iter().enumerate() {
+        let exact: Exact = w
+            .values
+            .into_iter()
+            .enumerate()
+            .map(|(pi, v)| ((r.name.clone(), pi), v))
+            .collect();
+        match release(ledger, plan, (r, Some(&w.units)), w.slot, opts, (&exact, keyed), rng)? {
+            Released::Value(mut v) => {
+                v.backfilled = w.slot < last;
+                results.push(v);
+            }
+            Released::Refused(x) => {
+                refused.push(x);
+                if i + 1 < n {
+                    refused.push(Refusal {
+                        query: r.name.clone(),
+                        slot: None,
+                        reason: format!(
+                            "{} later window(s) not run: their rows were selected assuming slot {} was released; run again",
+                            n - i - 1,
+                            w.slot
+                        ),
+                    });
+                }
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What became of one fresh release.
@@ -637,14 +544,12 @@ enum Released {
 /// exact noise, then the value. A clock-less schedule takes the next free
 /// slot when another runtime took this one meanwhile (the ledger's
 /// exclusive transaction decides).
-#[allow(clippy::too_many_arguments)]
 fn release(
     ledger: &mut Ledger,
     plan: &ExecutablePlan,
     (r, units): (&Release, Option<&std::collections::BTreeSet<String>>),
     mut slot: u64,
     opts: &RunOptions,
-    clock: Clock,
     (exact, keyed): (&BTreeMap<(String, usize), Vec<i128>>, &selection::Keyed),
     rng: &mut SecureRng,
 ) -> Result<Released, RunError> {
@@ -657,7 +562,7 @@ fn release(
             Err(LedgerError::AlreadyReleased { .. } | LedgerError::Unpublished { .. })
                 if opts.slot.is_none() && r.schedule.kind != ScheduleKind::Every =>
             {
-                match due_slot(r, opts, clock.at, clock.ledger_start, Some(ledger))? {
+                match schedule::next_free(r, Some(ledger))? {
                     Some(s) => slot = s,
                     None => {
                         break Err(LedgerError::ScheduleExhausted {
@@ -774,6 +679,7 @@ fn output(
         upgraded: upgrade.is_some(),
         upgrade,
         schedule_ended: None,
+        skipped: Vec::new(),
     }
 }
 
@@ -951,6 +857,7 @@ pub(crate) fn fresh_result(
         approximate_interval: approximate,
         ledger_seq: None,
         corrections: Vec::new(),
+        backfilled: false,
     }
 }
 

@@ -34,7 +34,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use dpplan_plan::{Dataset, ExecutablePlan, Release};
+use dpplan_plan::{Dataset, ExecutablePlan, Release, Window};
 
 use crate::engine::{Engine, EngineError, IoError};
 use crate::ledger::Ledger;
@@ -246,88 +246,160 @@ pub fn window_dataset(dataset: &Dataset, r: &Release) -> Dataset {
     d
 }
 
-/// The exact aggregates of the windowed releases due, keyed by (release,
-/// part), and the units each keeps in its window.
-#[derive(Default)]
-pub(crate) struct Windows {
-    pub(crate) exact: BTreeMap<(String, usize), Vec<i128>>,
-    pub(crate) units: BTreeMap<String, BTreeSet<String>>,
+/// The units kept in their bound of windows so far (a windowed query's
+/// `windows_per_unit`, a tree's W′ slots), kept up to date over a run's
+/// slots: read from the ledger once, not once per slot. The ledger's own
+/// check in each intent's transaction stays authoritative.
+pub(crate) struct Kept {
+    bound: u64,
+    slots: std::collections::HashMap<String, u64>,
+    pub(crate) at_bound: BTreeSet<String>,
 }
 
-/// Each windowed release due at its slot: its window's rows (without the
-/// units at their bound), bounded and aggregated by the engine.
-pub(crate) fn aggregate_due(
+impl Kept {
+    pub(crate) fn read(
+        ledger: Option<&Ledger>,
+        query: &str,
+        bound: u64,
+        per_unit: bool,
+    ) -> Result<Kept, RunError> {
+        let bound = bound.max(1);
+        let slots = match ledger {
+            Some(l) if per_unit => l.windows_of_units(query)?,
+            _ => Default::default(),
+        };
+        let at_bound = slots
+            .iter()
+            .filter(|(_, &n)| n >= bound)
+            .map(|(u, _)| u.clone())
+            .collect();
+        Ok(Kept {
+            bound,
+            slots,
+            at_bound,
+        })
+    }
+
+    /// A slot's units, recorded with its intent.
+    pub(crate) fn add(&mut self, units: &BTreeSet<String>) {
+        for u in units {
+            let n = self.slots.entry(u.clone()).or_default();
+            *n += 1;
+            if *n >= self.bound {
+                self.at_bound.insert(u.clone());
+            }
+        }
+    }
+}
+
+/// One slot of a windowed release, aggregated: the exact bounded
+/// aggregates of its parts and the keyed hashes of the units kept in it.
+pub(crate) struct SlotAggregate {
+    pub(crate) slot: u64,
+    pub(crate) values: Vec<Vec<i128>>,
+    pub(crate) units: BTreeSet<String>,
+}
+
+/// Every due slot of a windowed release, in slot order, before anything
+/// is charged: the dataset read once and cut into the slots' windows, each
+/// window without the units at their bound (those of the ledger, and
+/// those this run's earlier slots bring to it), bounded and aggregated by
+/// the engine.
+pub(crate) fn prepare(
     plan: &ExecutablePlan,
     opts: &RunOptions,
     engine: &dyn Engine,
-    due: &[(&Release, u64)],
+    (r, slots): (&Release, &[u64]),
     ledger_start: i64,
     ledger: Option<&Ledger>,
     rng: &mut SecureRng,
-) -> Result<Windows, RunError> {
-    let mut out = Windows::default();
-    for &(r, slot) in due {
-        let Some(w) = &r.window else { continue };
-        let excluded = match ledger {
-            Some(l) if dataset_of(plan, r)?.bounding.per_unit => {
-                l.units_at_bound(&r.name, w.windows_per_unit)?
-            }
-            _ => BTreeSet::new(),
-        };
+) -> Result<Vec<SlotAggregate>, RunError> {
+    let w = window_of(r)?;
+    let ds = dataset_of(plan, r)?;
+    let start = r.schedule.start.unwrap_or(ledger_start);
+    let rows = read_slots(ds, opts, r, (start, w.seconds), slots)?;
+    let key = unit_key(ds, opts, ledger, rng)?;
+    let mut kept = Kept::read(ledger, &r.name, w.windows_per_unit, ds.bounding.per_unit)?;
+    let mut out = Vec::with_capacity(slots.len());
+    for &slot in slots {
+        let selected = rows
+            .get(&slot)
+            .ok_or_else(|| RunError::Data(format!("`{}`: slot {slot} was not read", r.name)))?;
         let (values, units) = aggregate_slot(
             plan,
-            opts,
             engine,
             (r, slot),
-            ledger_start,
-            (ledger, &excluded),
+            start,
+            selected,
+            (&kept.at_bound, key.as_ref()),
             rng,
         )?;
-        for (pi, v) in values.into_iter().enumerate() {
-            out.exact.insert((r.name.clone(), pi), v);
-        }
-        out.units.insert(r.name.clone(), units);
+        kept.add(&units);
+        out.push(SlotAggregate {
+            slot,
+            values,
+            units,
+        });
     }
     Ok(out)
 }
 
-fn dataset_of<'p>(plan: &'p ExecutablePlan, r: &Release) -> Result<&'p Dataset, RunError> {
+fn window_of(r: &Release) -> Result<&Window, RunError> {
+    r.window
+        .as_ref()
+        .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))
+}
+
+pub(crate) fn dataset_of<'p>(plan: &'p ExecutablePlan, r: &Release) -> Result<&'p Dataset, RunError> {
     plan.body
         .datasets
         .get(&r.dataset)
         .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{}`", r.dataset)))
 }
 
-/// One windowed release's slot: its window's rows without the units of
-/// `excluded` (those already at their bound), bounded and aggregated by
-/// the engine; the aggregates, and the keyed hashes of the units kept.
-pub(crate) fn aggregate_slot(
-    plan: &ExecutablePlan,
+/// The unit key of a dataset with a per-unit bound (created with the
+/// first unit recorded); `None` for a row- or event-level unit.
+pub(crate) fn unit_key(
+    ds: &Dataset,
     opts: &RunOptions,
-    engine: &dyn Engine,
-    (r, slot): (&Release, u64),
-    ledger_start: i64,
-    (ledger, excluded): (Option<&Ledger>, &BTreeSet<String>),
+    ledger: Option<&Ledger>,
     rng: &mut SecureRng,
-) -> Result<(Vec<Vec<i128>>, BTreeSet<String>), RunError> {
-    let w = r
+) -> Result<Option<UnitKey>, RunError> {
+    if !ds.bounding.per_unit {
+        return Ok(None);
+    }
+    let create = ledger.map_or(Ok(0), Ledger::window_units_recorded)? == 0;
+    UnitKey::load(&opts.ledger, create, rng).map(Some)
+}
+
+/// The rows of the slots `wanted` of `r`'s windows (of `period` seconds
+/// from `start`), from its dataset's CSV in ONE pass: each slot's rows as a
+/// CSV (header first; a slot without rows has the header only). A row
+/// whose time does not parse, or lies in no wanted slot, is left out.
+pub(crate) fn read_slots(
+    ds: &Dataset,
+    opts: &RunOptions,
+    r: &Release,
+    (start, period): (i64, f64),
+    wanted: &[u64],
+) -> Result<BTreeMap<u64, Vec<u8>>, RunError> {
+    let column = r
         .window
         .as_ref()
+        .map(|w| &w.column)
+        .or(r.cumulative.as_ref().map(|c| &c.column))
         .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))?;
-    let ds = dataset_of(plan, r)?;
-    let start = r.schedule.start.unwrap_or(ledger_start);
-    let range = bounds(start, w.seconds, slot).ok_or_else(|| {
-        RunError::Data(format!(
-            "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
+    let mut out = BTreeMap::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    if !(period.is_finite() && period >= 1.0 && period.fract() == 0.0) {
+        return Err(RunError::Data(format!(
+            "`{}`: a window of {period} s is not a whole number of seconds",
             r.name
-        ))
-    })?;
-    let key = if ds.bounding.per_unit {
-        let create = ledger.map_or(Ok(0), Ledger::window_units_recorded)? == 0;
-        Some(UnitKey::load(&opts.ledger, create, rng)?)
-    } else {
-        None
-    };
+        )));
+    }
+    let period = period as i64;
     let path = requests::source_path(ds, opts)?;
     let file = File::open(&path).map_err(|e| {
         RunError::Engine(EngineError::Io(
@@ -339,7 +411,80 @@ pub(crate) fn aggregate_slot(
             .with_source(e),
         ))
     })?;
-    let selected = select(ds, r, BufReader::new(file), range, excluded, key.as_ref())?;
+    let read_err = |e: csv::Error| {
+        RunError::Engine(EngineError::Io(
+            IoError::new(format!("cannot read the CSV of dataset `{}`: {e}", ds.name))
+                .with_source(e),
+        ))
+    };
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(true)
+        .from_reader(BufReader::with_capacity(1 << 20, file));
+    let header = rdr.byte_headers().map_err(read_err)?.clone();
+    let time = header
+        .iter()
+        .position(|h| h == column.as_bytes())
+        .ok_or_else(|| {
+            RunError::Engine(EngineError::Schema(format!(
+                "the CSV of dataset `{}` has no column `{column}`",
+                ds.name
+            )))
+        })?;
+    let write_err = |e: csv::Error| RunError::Data(format!("cannot buffer the window's rows: {e}"));
+    let wanted: BTreeSet<u64> = wanted.iter().copied().collect();
+    let mut writers: BTreeMap<u64, csv::Writer<Vec<u8>>> = BTreeMap::new();
+    for &s in &wanted {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_byte_record(&header).map_err(write_err)?;
+        writers.insert(s, w);
+    }
+    let mut rec = csv::ByteRecord::new();
+    while rdr.read_byte_record(&mut rec).map_err(read_err)? {
+        let Some(t) = rec.get(time).and_then(parse_time) else {
+            continue;
+        };
+        let Some(elapsed) = t.checked_sub(start).filter(|e| *e >= 0) else {
+            continue;
+        };
+        let Ok(slot) = u64::try_from(elapsed / period) else {
+            continue;
+        };
+        if let Some(w) = writers.get_mut(&slot) {
+            w.write_byte_record(&rec).map_err(write_err)?;
+        }
+    }
+    for (s, w) in writers {
+        let bytes = w
+            .into_inner()
+            .map_err(|e| RunError::Data(format!("cannot buffer the window's rows: {e}")))?;
+        out.insert(s, bytes);
+    }
+    Ok(out)
+}
+
+/// One windowed release's slot: the rows `rows` read for it (its window),
+/// without the units of `excluded` (those already at their bound),
+/// bounded and aggregated by the engine; the aggregates, and the keyed
+/// hashes of the units kept.
+pub(crate) fn aggregate_slot(
+    plan: &ExecutablePlan,
+    engine: &dyn Engine,
+    (r, slot): (&Release, u64),
+    start: i64,
+    rows: &[u8],
+    (excluded, key): (&BTreeSet<String>, Option<&UnitKey>),
+    rng: &mut SecureRng,
+) -> Result<(Vec<Vec<i128>>, BTreeSet<String>), RunError> {
+    let w = window_of(r)?;
+    let ds = dataset_of(plan, r)?;
+    let range = bounds(start, w.seconds, slot).ok_or_else(|| {
+        RunError::Data(format!(
+            "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
+            r.name
+        ))
+    })?;
+    let selected = select(ds, r, rows, range, excluded, key)?;
     let stats = r
         .parts
         .iter()

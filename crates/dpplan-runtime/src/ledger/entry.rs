@@ -23,16 +23,21 @@ pub enum EntryKind {
     /// inputs of its claim ([`super::FrozenValue`]); the report's bytes are
     /// kept in the `frozen_reports` table (ledger format 2).
     FrozenReport,
+    /// Periods of an `every` schedule that passed without a run: never
+    /// released, charged nothing (ledger format 5). `slot` is the first,
+    /// the value ([`SkipValue`]) the last and why.
+    Skip,
 }
 
 impl EntryKind {
-    pub const ALL: [EntryKind; 6] = [
+    pub const ALL: [EntryKind; 7] = [
         EntryKind::Open,
         EntryKind::Intent,
         EntryKind::Value,
         EntryKind::Correction,
         EntryKind::Upgrade,
         EntryKind::FrozenReport,
+        EntryKind::Skip,
     ];
 
     /// The name stored in the ledger (and hashed).
@@ -44,6 +49,7 @@ impl EntryKind {
             EntryKind::Correction => "correction",
             EntryKind::Upgrade => "upgrade",
             EntryKind::FrozenReport => "frozen_report",
+            EntryKind::Skip => "skip",
         }
     }
 
@@ -152,6 +158,15 @@ pub struct UpgradeValue {
     pub budget_raised: bool,
 }
 
+/// The `value` of a skip entry: the last slot skipped (the first is the
+/// entry's `slot`) and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipValue {
+    pub through: u64,
+    pub reason: String,
+}
+
 /// The `value` of a correction entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CorrectionValue {
@@ -181,6 +196,17 @@ impl Entry {
         }
         let v: Nodes = serde_json::from_str(self.value.as_deref()?).ok()?;
         v.tree_nodes
+    }
+
+    /// The slots a skip entry records, first and last (`None` for other
+    /// entries, or an unreadable one).
+    pub fn skipped(&self) -> Option<(u64, u64)> {
+        if self.kind != EntryKind::Skip {
+            return None;
+        }
+        let v: SkipValue = serde_json::from_str(self.value.as_deref()?).ok()?;
+        let from = u64::try_from(self.slot?).ok()?;
+        (v.through >= from).then_some((from, v.through))
     }
 
     /// The reason a correction gives (`None` for other entries).

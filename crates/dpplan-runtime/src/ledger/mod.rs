@@ -47,7 +47,9 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 pub use anchor::{head_path, replace_file};
-pub use entry::{CorrectionValue, Entry, EntryKind, IntentValue, TreeNode, UpgradeValue};
+pub use entry::{
+    CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, TreeNode, UpgradeValue,
+};
 pub use frozen::{
     AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
     SOURCE_REVISION,
@@ -55,7 +57,9 @@ pub use frozen::{
 use schema::{
     format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, TABLES, WINDOW_TABLE,
 };
-pub use schema::{LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3};
+pub use schema::{
+    LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3, LEDGER_FORMAT_4,
+};
 pub use store::SlotState;
 use store::{append, budget_in_force, current_plan, read_entries, slot_state, tail, NewEntry};
 use totals::{add_release, history, plan_bound, running_totals};
@@ -90,6 +94,10 @@ pub enum LedgerError {
         slot: u64,
         slots: u64,
     },
+    /// A period recorded as skipped (it passed without a run) is never
+    /// released afterwards.
+    #[error("`{query}` slot {slot} was recorded as skipped (its period passed without a run); a fresh release cannot be made for a past period")]
+    Skipped { query: String, slot: u64 },
     #[error("`{query}` was already released the {slots} time(s) its schedule declares")]
     ScheduleExhausted { query: String, slots: u64 },
     #[error("{0}")]
@@ -282,10 +290,16 @@ impl Ledger {
             })?;
         if !matches!(
             format.as_deref(),
-            Some(LEDGER_FORMAT | LEDGER_FORMAT_3 | LEDGER_FORMAT_2 | LEDGER_FORMAT_1)
+            Some(
+                LEDGER_FORMAT
+                    | LEDGER_FORMAT_4
+                    | LEDGER_FORMAT_3
+                    | LEDGER_FORMAT_2
+                    | LEDGER_FORMAT_1
+            )
         ) {
             return Err(LedgerError::NotALedger(format!(
-                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_3}, {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
+                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_4}, {LEDGER_FORMAT_3}, {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
                 path.display()
             )));
         }
@@ -318,7 +332,7 @@ impl Ledger {
             conn.execute_batch(TABLES)?;
             conn.execute_batch(FROZEN_TABLE)?;
             conn.execute_batch(WINDOW_TABLE)?;
-            for (_, sql) in triggers_of(4) {
+            for (_, sql) in triggers_of(5) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
             conn.execute(
@@ -458,6 +472,80 @@ impl Ledger {
             .map_err(|_| LedgerError::Corrupt(format!("entry {} has an unreadable time", e.seq)))
     }
 
+    /// Every slot of `query` charged so far: its intent's sequence number,
+    /// and its value's once committed (two indexed reads, whatever the
+    /// number of slots).
+    pub fn charged_slots(
+        &self,
+        query: &str,
+    ) -> Result<std::collections::BTreeMap<u64, (i64, Option<i64>)>, LedgerError> {
+        store::charged_slots(&self.conn, query)
+    }
+
+    /// The ranges of slots of `query` recorded as skipped, first and last.
+    pub fn skipped_ranges(&self, query: &str) -> Result<Vec<(u64, u64)>, LedgerError> {
+        store::skipped_ranges(&self.conn, query)
+    }
+
+    /// Whether slot `slot` of `query` was recorded as skipped.
+    pub fn skipped_slot(&self, query: &str, slot: u64) -> Result<bool, LedgerError> {
+        store::skipped_slot(&self.conn, query, slot)
+    }
+
+    /// Records periods that passed without a run as skipped, one entry
+    /// per range, in one transaction; a range that overlaps a slot charged
+    /// or skipped meanwhile (another run) is left out.
+    pub fn record_skips(
+        &mut self,
+        plan: &ExecutablePlan,
+        skips: &[crate::schedule::Skipped],
+    ) -> Result<Vec<Entry>, LedgerError> {
+        if skips.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = current_plan(&tx)?;
+        if current != plan.body_sha256 {
+            return Err(LedgerError::PlanMismatch {
+                ledger: current,
+                plan: plan.body_sha256.clone(),
+            });
+        }
+        migrate(&tx)?;
+        let mut out = Vec::new();
+        for s in skips {
+            let charged = store::charged_slots(&tx, &s.query)?;
+            let overlaps = charged.range(s.from..=s.through).next().is_some()
+                || store::skipped_ranges(&tx, &s.query)?
+                    .iter()
+                    .any(|&(a, b)| a <= s.through && s.from <= b);
+            if overlaps {
+                continue;
+            }
+            out.push(append(
+                &tx,
+                NewEntry {
+                    query: Some(s.query.clone()),
+                    slot: Some(s.from as i64),
+                    // Invariant: plain data with string keys; cannot fail.
+                    value: Some(
+                        serde_json::to_string(&SkipValue {
+                            through: s.through,
+                            reason: s.reason.clone(),
+                        })
+                        .expect("serialises"),
+                    ),
+                    ..NewEntry::new(EntryKind::Skip, &plan.body_sha256)
+                },
+            )?);
+        }
+        tx.commit()?;
+        self.anchor()?;
+        Ok(out)
+    }
+
     /// Whether a slot has an intent (charged), and its value if committed.
     pub fn slot_state(&self, query: &str, slot: u64) -> Result<SlotState, LedgerError> {
         slot_state(&self.conn, query, slot)
@@ -589,6 +677,12 @@ impl Ledger {
                     seq,
                 })
             }
+        }
+        if store::skipped_slot(&tx, &release.name, slot)? {
+            return Err(LedgerError::Skipped {
+                query: release.name.clone(),
+                slot,
+            });
         }
         if intents_of(&tx, &release.name)? >= slots {
             return Err(LedgerError::ScheduleExhausted {

@@ -6,12 +6,16 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::LedgerError;
 
-/// The format of a ledger created now: format 3 whose intents may be a
-/// cumulative count's slots (a mechanism record with `cumulative`, the
-/// nodes in the intent's value, window-state rows bounded by the tree's
-/// `kept_slots`), which a format-3 reader would compose once per slot and
-/// call damaged.
-pub const LEDGER_FORMAT: &str = "dpplan-ledger-4";
+/// The format of a ledger created now: format 4 with `skip` entries (the
+/// periods of an `every` schedule that passed without a run), which a
+/// format-4 reader cannot read.
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-5";
+/// Format 4: format 3 whose intents may be a cumulative count's slots (a
+/// mechanism record with `cumulative`, the nodes in the intent's value,
+/// window-state rows bounded by the tree's `kept_slots`), which a format-3
+/// reader would compose once per slot and call damaged. Still read and
+/// migrated.
+pub const LEDGER_FORMAT_4: &str = "dpplan-ledger-4";
 /// Format 3 (no cumulative counts), still read and migrated.
 pub const LEDGER_FORMAT_3: &str = "dpplan-ledger-3";
 /// Format 2 (no window state), still read and migrated.
@@ -24,6 +28,8 @@ pub(super) const MIGRATED_KEY: &str = "migrated_to";
 pub(super) const MIGRATED_3_KEY: &str = "migrated_to_3";
 /// The `meta` key a ledger migrated to format 4 records it in.
 pub(super) const MIGRATED_4_KEY: &str = "migrated_to_4";
+/// The `meta` key a ledger migrated to format 5 records it in.
+pub(super) const MIGRATED_5_KEY: &str = "migrated_to_5";
 
 pub(super) const TABLES: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,7 +124,7 @@ pub(super) const WINDOW_TRIGGERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// The triggers a ledger of `format` (1 to 4; 4 adds none) must have,
+/// The triggers a ledger of `format` (1 to 5; 4 and 5 add none) must have,
 /// exactly.
 pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     let mut t = TRIGGERS.to_vec();
@@ -131,8 +137,8 @@ pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     t
 }
 
-/// The format of an open ledger: 4, 3 or 2 when created so or migrated,
-/// else 1.
+/// The format of an open ledger: 5, 4, 3 or 2 when created so or
+/// migrated, else 1.
 pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         Ok(conn
@@ -140,8 +146,10 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
             .optional()?)
     };
     Ok(match get("format")?.as_deref() {
-        Some(LEDGER_FORMAT) => 4,
-        _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 4,
+        Some(LEDGER_FORMAT) => 5,
+        _ if get(MIGRATED_5_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 5,
+        Some(LEDGER_FORMAT_4) => 4,
+        _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT_4) => 4,
         Some(LEDGER_FORMAT_3) => 3,
         _ if get(MIGRATED_3_KEY)?.as_deref() == Some(LEDGER_FORMAT_3) => 3,
         Some(LEDGER_FORMAT_2) => 2,
@@ -150,8 +158,8 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     })
 }
 
-/// Migrates a ledger of format 1, 2 or 3 to format 4 inside the caller's
-/// write transaction (nothing for a ledger of format 4).
+/// Migrates a ledger of format 1 to 4 to format 5 inside the caller's
+/// write transaction (nothing for a ledger of format 5).
 pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
     let format = format_version(conn)?;
     if format < 2 {
@@ -178,7 +186,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         // no new table: the mark that cumulative intents may follow
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-            params![MIGRATED_4_KEY, LEDGER_FORMAT],
+            params![MIGRATED_4_KEY, LEDGER_FORMAT_4],
+        )?;
+    }
+    if format < 5 {
+        // no new table: the mark that skip entries may follow
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_5_KEY, LEDGER_FORMAT],
         )?;
     }
     Ok(())

@@ -225,3 +225,57 @@ pub(super) fn read_entries<P: rusqlite::Params>(
         None => Ok(out),
     }
 }
+
+/// Every slot of `query` charged: its intent's seq and its value's, if any.
+pub(super) fn charged_slots(
+    conn: &Connection,
+    query: &str,
+) -> Result<std::collections::BTreeMap<u64, (i64, Option<i64>)>, LedgerError> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut by_seq = std::collections::HashMap::new();
+    let mut stmt =
+        conn.prepare_cached("SELECT slot, seq FROM entries WHERE kind = 'intent' AND query = ?1")?;
+    for row in stmt.query_map(params![query], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+        let (slot, seq) = row?;
+        let slot = u64::try_from(slot)
+            .map_err(|_| LedgerError::Corrupt(format!("entry {seq} has a negative slot")))?;
+        out.entry(slot).or_insert((seq, None));
+        by_seq.insert(seq, slot);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT refers_to, seq FROM entries WHERE kind = 'value' AND query = ?1 ORDER BY seq",
+    )?;
+    for row in stmt.query_map(params![query], |r| {
+        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?))
+    })? {
+        let (refers, seq) = row?;
+        if let Some(slot) = refers.and_then(|r| by_seq.get(&r)) {
+            if let Some(e) = out.get_mut(slot) {
+                e.1.get_or_insert(seq);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The slots of `query` recorded as skipped, as (first, last) ranges.
+pub(super) fn skipped_ranges(conn: &Connection, query: &str) -> Result<Vec<(u64, u64)>, LedgerError> {
+    let e = read_entries(
+        conn,
+        "SELECT * FROM entries WHERE kind = 'skip' AND query = ?1 ORDER BY seq",
+        params![query],
+    )?;
+    e.iter()
+        .map(|e| {
+            e.skipped()
+                .ok_or_else(|| LedgerError::Corrupt(format!("skip entry {} is unreadable", e.seq)))
+        })
+        .collect()
+}
+
+/// Whether `slot` of `query` lies in a range recorded as skipped.
+pub(super) fn skipped_slot(conn: &Connection, query: &str, slot: u64) -> Result<bool, LedgerError> {
+    Ok(skipped_ranges(conn, query)?
+        .iter()
+        .any(|&(a, b)| (a..=b).contains(&slot)))
+}

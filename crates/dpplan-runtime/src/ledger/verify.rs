@@ -71,6 +71,8 @@ struct Protocol {
     intents: HashMap<(String, i64), i64>,
     intent_slot: HashMap<i64, (String, i64)>,
     valued: HashSet<i64>,
+    /// Per query, the ranges recorded as skipped.
+    skipped: HashMap<String, Vec<(u64, u64)>>,
 }
 
 impl Protocol {
@@ -84,6 +86,13 @@ impl Protocol {
                     return Err("an intent without its query, slot or mechanism");
                 };
                 tree_nodes_hold(e, m, s)?;
+                let in_skip = self.skipped.get(q).is_some_and(|r| {
+                    r.iter()
+                        .any(|&(a, b)| u64::try_from(s).is_ok_and(|s| (a..=b).contains(&s)))
+                });
+                if in_skip {
+                    return Err("an intent for a slot recorded as skipped");
+                }
                 if self.intents.insert((q.clone(), s), e.seq).is_some() {
                     return Err("a second intent for a slot already charged");
                 }
@@ -108,6 +117,24 @@ impl Protocol {
                 _ => Err("a correction of no earlier entry"),
             },
             EntryKind::Upgrade => Ok(()),
+            EntryKind::Skip => {
+                let (Some(q), Some((from, through)), None) = (&e.query, e.skipped(), &e.mechanism)
+                else {
+                    return Err("a skip entry without its query or its slots");
+                };
+                let charged = self.intents.keys().any(|(iq, s)| {
+                    iq == q && u64::try_from(*s).is_ok_and(|s| (from..=through).contains(&s))
+                });
+                if charged {
+                    return Err("a skip entry for a slot already charged");
+                }
+                let ranges = self.skipped.entry(q.clone()).or_default();
+                if ranges.iter().any(|&(a, b)| a <= through && from <= b) {
+                    return Err("a skip entry for a slot already skipped");
+                }
+                ranges.push((from, through));
+                Ok(())
+            }
             EntryKind::FrozenReport => match frozen::frozen_value(e) {
                 Some(_) if e.query.is_none() && e.slot.is_none() && e.mechanism.is_none() => Ok(()),
                 _ => Err("a frozen report whose record is unreadable"),
