@@ -147,6 +147,7 @@ pub fn freeze_bytes(
                 delta: p.body.privacy.budget_delta,
             },
             schedule_start,
+            contract: p.body.contract(),
         };
         match Ledger::open(ledger, Some(genesis)) {
             Ok(l) => {

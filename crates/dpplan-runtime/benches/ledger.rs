@@ -50,6 +50,7 @@ fn main() {
             delta: plan.body.privacy.budget_delta,
         },
         schedule_start: 0,
+        contract: plan.body.contract(),
     };
 
     // appends on a real disk (fsynced): the system's temporary directory,

@@ -285,7 +285,10 @@ fn open_existing(
         opts.expect_hash.as_deref(),
     )?;
     let mut upgrade = None;
-    if l.plan_hash()? != plan.body_sha256 {
+    if l.plan_hash()? == plan.body_sha256 {
+        // a ledger of an earlier dpplan: its state bound to the chain now
+        l.bind_state(plan)?;
+    } else {
         if !opts.upgrade {
             same_plan(&l, plan)?;
         }
@@ -313,6 +316,7 @@ fn create(
                     delta: plan.body.privacy.budget_delta,
                 },
                 schedule_start: ledger_start,
+                contract: plan.body.contract(),
             }),
         )?,
         None,

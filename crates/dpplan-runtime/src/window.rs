@@ -71,11 +71,9 @@ pub fn bounds(start: i64, period: f64, slot: u64) -> Option<(i64, i64)> {
 /// in `<ledger>.units-key`, created (owner-only) on first use.
 pub struct UnitKey([u8; 32]);
 
-/// The key file of a ledger.
+/// The key file of a ledger ([`crate::ledger::units_key_path`]).
 pub fn key_path(ledger: &Path) -> PathBuf {
-    let mut p = ledger.as_os_str().to_owned();
-    p.push(".units-key");
-    PathBuf::from(p)
+    crate::ledger::units_key_path(ledger)
 }
 
 impl UnitKey {

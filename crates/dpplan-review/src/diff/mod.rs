@@ -362,27 +362,16 @@ fn contract_changes(old: &CheckedPlan, new: &CheckedPlan) -> Vec<ContractChange>
             });
         }
     };
-    push(
-        "unit",
-        json!(old.unit.kind),
-        json!(new.unit.kind),
-        true,
-        "what one protected unit is changed (a row, an event or a whole user): the two ε protect different things",
-    );
-    push(
-        "unit_id",
-        json!(old.unit.id),
-        json!(new.unit.id),
-        true,
-        "the column that identifies a user changed: the protected unit is a different one",
-    );
-    push(
-        "adjacency",
-        json!(old.adjacency),
-        json!(new.adjacency),
-        true,
-        "the neighbouring datasets changed (add/remove one unit, or replace one): the same ε means a different guarantee",
-    );
+    // who is protected and how neighbours differ: the one definition the
+    // ledger's upgrade check uses too
+    let guarantee = |p: &CheckedPlan| dpplan_vocab::contract::Guarantee {
+        unit: p.unit.kind,
+        unit_id: p.unit.id.clone(),
+        adjacency: p.adjacency,
+    };
+    for c in guarantee(old).changes(&guarantee(new)) {
+        push(&c.field, json!(c.old), json!(c.new), true, &c.why);
+    }
     push(
         "delta",
         json!(old.budget.delta),

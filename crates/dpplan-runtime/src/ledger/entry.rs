@@ -27,10 +27,15 @@ pub enum EntryKind {
     /// released, charged nothing (ledger format 5). `slot` is the first,
     /// the value ([`SkipValue`]) the last and why.
     Skip,
+    /// State a run bound to the chain in a ledger written by an earlier
+    /// dpplan (ledger format 5): the contract in force, the unit key's
+    /// fingerprint and the digests of the window state recorded so far
+    /// ([`StateValue`]).
+    State,
 }
 
 impl EntryKind {
-    pub const ALL: [EntryKind; 7] = [
+    pub const ALL: [EntryKind; 8] = [
         EntryKind::Open,
         EntryKind::Intent,
         EntryKind::Value,
@@ -38,6 +43,7 @@ impl EntryKind {
         EntryKind::Upgrade,
         EntryKind::FrozenReport,
         EntryKind::Skip,
+        EntryKind::State,
     ];
 
     /// The name stored in the ledger (and hashed).
@@ -50,6 +56,7 @@ impl EntryKind {
             EntryKind::Upgrade => "upgrade",
             EntryKind::FrozenReport => "frozen_report",
             EntryKind::Skip => "skip",
+            EntryKind::State => "state",
         }
     }
 
@@ -122,6 +129,17 @@ pub struct IntentValue {
     /// and never draws them again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_nodes: Option<Vec<TreeNode>>,
+    /// A windowed query's or a tree's intent (ledger format 5): the
+    /// fingerprint of the unit key its units were hashed with (and a
+    /// tree's exact state is authenticated with), so that a replaced key
+    /// is found ([`super::key_fingerprint`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units_key_sha256: Option<String>,
+    /// The digest of the window-state rows this intent adds (its units'
+    /// keyed hashes, sorted; [`super::units_digest`]), so that a row
+    /// removed or added behind the runtime's back is found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_units_sha256: Option<String>,
 }
 
 /// A noisy node of a cumulative count's tree: level l, index j (it covers
@@ -156,6 +174,29 @@ pub struct UpgradeValue {
     /// True when the new budget is larger (`--raise-budget`).
     #[serde(default)]
     pub budget_raised: bool,
+    /// The new plan's contract (absent in upgrades written by an earlier
+    /// dpplan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<dpplan_vocab::contract::Contract>,
+    /// What changed in the contract besides its guarantee (which an
+    /// upgrade never changes): contribution bounds, clamps, domains,
+    /// horizons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contract_changes: Vec<dpplan_vocab::contract::ContractChange>,
+}
+
+/// The `value` of a state entry: what a ledger written by an earlier
+/// dpplan had not bound to its chain, recorded by the first run of the
+/// plan in force (trust on first use: tampering before it is not found).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateValue {
+    pub contract: dpplan_vocab::contract::Contract,
+    /// The unit key's fingerprint, when the key exists.
+    pub units_key_sha256: Option<String>,
+    /// Per intent (by sequence number) that recorded window state, the
+    /// digest of its rows.
+    pub window_units: std::collections::BTreeMap<i64, String>,
 }
 
 /// The `value` of a skip entry: the last slot skipped (the first is the
@@ -196,6 +237,33 @@ impl Entry {
         }
         let v: Nodes = serde_json::from_str(self.value.as_deref()?).ok()?;
         v.tree_nodes
+    }
+
+    /// The value of an intent (`None` for other entries, or an unreadable
+    /// one).
+    pub fn intent_value(&self) -> Option<IntentValue> {
+        if self.kind != EntryKind::Intent {
+            return None;
+        }
+        serde_json::from_str(self.value.as_deref()?).ok()
+    }
+
+    /// The value of an upgrade (`None` for other entries, or an
+    /// unreadable one).
+    pub fn upgrade_value(&self) -> Option<UpgradeValue> {
+        if self.kind != EntryKind::Upgrade {
+            return None;
+        }
+        serde_json::from_str(self.value.as_deref()?).ok()
+    }
+
+    /// The value of a state entry (`None` for other entries, or an
+    /// unreadable one).
+    pub fn state_value(&self) -> Option<StateValue> {
+        if self.kind != EntryKind::State {
+            return None;
+        }
+        serde_json::from_str(self.value.as_deref()?).ok()
     }
 
     /// The slots a skip entry records, first and last (`None` for other

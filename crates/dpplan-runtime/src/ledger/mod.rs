@@ -33,6 +33,7 @@ mod anchor;
 mod entry;
 pub mod frozen;
 mod schema;
+mod state;
 mod store;
 mod totals;
 mod verify;
@@ -48,8 +49,9 @@ use serde::{Deserialize, Serialize};
 
 pub use anchor::{head_path, replace_file};
 pub use entry::{
-    CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, TreeNode, UpgradeValue,
+    CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, StateValue, TreeNode, UpgradeValue,
 };
+pub use state::{key_fingerprint, units_digest, units_key_path};
 pub use frozen::{
     AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
     SOURCE_REVISION,
@@ -114,6 +116,17 @@ pub enum LedgerError {
         slot: u64,
         why: String,
     },
+    /// An upgrade that changes the guarantee (unit, its id column,
+    /// adjacency): the history's ε and the new plan's bound different
+    /// things, so they are not composed.
+    #[error("the new plan changes the guarantee the ledger's history was charged under ({}): its ε and the history's bound different things, so they cannot be composed in one ledger; the upgrade is refused (start a new ledger for the new plan, with its own claim, and keep this one as the record of the old)", changes.iter().map(|c| format!("{} {} → {}", c.field, c.old.as_deref().unwrap_or("none"), c.new.as_deref().unwrap_or("none"))).collect::<Vec<_>>().join("; "))]
+    GuaranteeChanged {
+        changes: Vec<dpplan_vocab::contract::ContractChange>,
+    },
+    /// An upgrade of a ledger that records no contract (written by an
+    /// earlier dpplan, never run since).
+    #[error("the ledger records no contract (it was written by an earlier dpplan): the unit and adjacency its history was charged under are not known, so an upgrade cannot be checked; run the plan in force once with this dpplan (it records its contract), then upgrade")]
+    NoContract,
     /// An upgrade that changes a cumulative count whose tree has begun.
     #[error("`{0}` is a cumulative count whose tree has begun in this ledger, and the new plan changes it (its schedule, noise or bounds): the nodes released and the exact sums kept are of the old tree, so the upgrade is refused; keep the query unchanged, or give the new tree another name")]
     TreeChanged(String),
@@ -232,6 +245,8 @@ pub struct Genesis<'a> {
     pub budget: Budget,
     /// Start (Unix seconds) of `every … for …` schedules.
     pub schedule_start: i64,
+    /// The plan's contract ([`dpplan_plan::PlanBody::contract`]).
+    pub contract: dpplan_vocab::contract::Contract,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -242,6 +257,10 @@ pub struct OpenInfo {
     /// opened by an earlier dpplan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    /// The contract of the plan the ledger was opened for (absent in
+    /// ledgers opened by an earlier dpplan: a state entry records it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<dpplan_vocab::contract::Contract>,
 }
 
 /// A plan's budget, as the ledger records it at open and at each upgrade.
@@ -343,6 +362,7 @@ impl Ledger {
                 schedule_start: g.schedule_start,
                 ledger_format: LEDGER_FORMAT.into(),
                 budget: Some(g.budget),
+                contract: Some(g.contract.clone()),
             };
             append(
                 &conn,
@@ -714,9 +734,20 @@ impl Ledger {
             })?),
             None => None,
         };
+        let vector = release.window.is_some() || release.cumulative.is_some();
+        let (units_key_sha256, window_units_sha256) = match units {
+            Some(u) if vector => (
+                key_fingerprint(&self.path)?,
+                Some(units_digest(u.iter().map(String::as_str))),
+            ),
+            _ => (None, None),
+        };
+        // Invariant: plain data with string keys; cannot fail.
         let totals = serde_json::to_string(&IntentValue {
             running_totals: totals,
             tree_nodes,
+            units_key_sha256,
+            window_units_sha256,
         })
         .expect("serialises");
         let e = append(
@@ -843,6 +874,17 @@ impl Ledger {
         if current == plan.body_sha256 {
             return Ok(None);
         }
+        // the guarantee never changes within a ledger; what else changed in
+        // the contract is recorded
+        let contract = plan.body.contract();
+        let in_force = state::contract_in_force(&tx)?.ok_or(LedgerError::NoContract)?;
+        let (guarantee, contract_changes): (Vec<_>, Vec<_>) = in_force
+            .changes(&contract)
+            .into_iter()
+            .partition(|c| c.guarantee);
+        if !guarantee.is_empty() {
+            return Err(LedgerError::GuaranteeChanged { changes: guarantee });
+        }
         let new_budget = Budget {
             epsilon: plan.body.privacy.budget_epsilon,
             delta: plan.body.privacy.budget_delta,
@@ -905,6 +947,8 @@ impl Ledger {
             budget_delta: Some(new_budget.delta),
             from_budget: old_budget,
             budget_raised: raised,
+            contract: Some(contract),
+            contract_changes,
         };
         append(
             &tx,

@@ -117,6 +117,10 @@ impl Protocol {
                 _ => Err("a correction of no earlier entry"),
             },
             EntryKind::Upgrade => Ok(()),
+            EntryKind::State => match e.state_value() {
+                Some(_) if e.query.is_none() && e.slot.is_none() && e.mechanism.is_none() => Ok(()),
+                _ => Err("a state entry whose record is unreadable"),
+            },
             EntryKind::Skip => {
                 let (Some(q), Some((from, through)), None) = (&e.query, e.skipped(), &e.mechanism)
                 else {
@@ -309,6 +313,7 @@ impl Ledger {
         self.check_triggers()?;
         frozen::verify_all(&self.conn, &entries)?;
         super::window_state::verify_all(&self.conn, &entries)?;
+        self.verify_state(&entries)?;
         let n = v.entries;
         let expected_seq = match expect_hash {
             None => None,
