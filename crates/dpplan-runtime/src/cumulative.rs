@@ -52,8 +52,13 @@ use crate::sampler::Noise;
 use crate::tree::{self, Open};
 use crate::{window, Cell, Refusal, ReleaseResult, RunError, RunOptions};
 
-/// The format of `<ledger>.tree-state`.
-pub const STATE_FORMAT: &str = "dpplan-tree-state-1";
+/// The format of `<ledger>.tree-state`: format 1 bound to its ledger (the
+/// hash of the ledger's opening entry, each tree's latest intent) under an
+/// HMAC-SHA256 with the ledger's unit key.
+pub const STATE_FORMAT: &str = "dpplan-tree-state-2";
+/// The format written by an earlier dpplan (no binding): read once, for a
+/// tree begun before the chain recorded a unit key, and rewritten bound.
+pub const STATE_FORMAT_1: &str = "dpplan-tree-state-1";
 
 /// The exact state of a ledger's trees: `<ledger>.tree-state`.
 pub fn state_path(ledger: &Path) -> PathBuf {
@@ -72,7 +77,15 @@ fn suffixed(ledger: &Path, suffix: &str) -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
     format: String,
+    /// The hash of the ledger's opening entry: the state of that ledger
+    /// and no other (absent in format 1).
+    #[serde(default)]
+    ledger: String,
     queries: BTreeMap<String, QueryState>,
+    /// HMAC-SHA256 (hex), with the ledger's unit key, over the state with
+    /// an empty `mac` (absent in format 1).
+    #[serde(default)]
+    mac: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +93,10 @@ struct QueryState {
     open: Open,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<Pending>,
+    /// The hash of the tree's latest intent the state has fed (absent
+    /// before its first slot, and in format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_intent: Option<String>,
 }
 
 /// Slot `slot`'s (1-based) exact count, written before its intent.
@@ -102,8 +119,58 @@ fn io(path: &Path, what: &str, e: std::io::Error) -> RunError {
     ))
 }
 
-/// Reads the state (`None` when there is no file yet).
-fn load(ledger: &Path) -> Result<Option<State>, RunError> {
+/// What binds a ledger's tree state to it: the hash of its opening entry
+/// and its unit key; whether an unbound state (format 1) may still be
+/// read (no tree intent recorded a unit key yet).
+pub(crate) struct Binding {
+    genesis: String,
+    key: window::UnitKey,
+    legacy_ok: bool,
+}
+
+impl Binding {
+    /// The binding of `ledger`'s tree state (the unit key created when
+    /// the chain has none recorded yet).
+    pub(crate) fn of(ledger: &Ledger, rng: &mut SecureRng) -> Result<Binding, RunError> {
+        let genesis = ledger
+            .entry(1)?
+            .ok_or(crate::ledger::LedgerError::NoSuchEntry(1))?
+            .hash;
+        let recorded = ledger.key_recorded()?;
+        let create = !recorded && ledger.window_units_recorded()? == 0;
+        let key = window::UnitKey::load(ledger.path(), create, rng)?;
+        Ok(Binding {
+            genesis,
+            key,
+            legacy_ok: !recorded,
+        })
+    }
+
+    /// The MAC of a state (its `mac` field ignored).
+    fn mac(&self, state: &State) -> String {
+        use hmac::Mac;
+        let unsigned = State {
+            mac: String::new(),
+            ..state.clone()
+        };
+        // Invariant: plain data with string keys; cannot fail.
+        let bytes = serde_json::to_vec(&unsigned).expect("serialises");
+        let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(self.key.bytes())
+            .expect("HMAC takes a key of any length");
+        m.update(b"dpplan-tree-state\n");
+        m.update(&bytes);
+        m.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// Reads the state (`None` when there is no file yet); with a binding,
+/// refuses a state of another ledger, one whose MAC does not hold, and an
+/// unbound one where the chain expects a bound one.
+fn load(ledger: &Path, binding: Option<&Binding>) -> Result<Option<State>, RunError> {
     let path = state_path(ledger);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -116,17 +183,47 @@ fn load(ledger: &Path) -> Result<Option<State>, RunError> {
             format!("unreadable ({e}); the open nodes' exact sums are lost, so no tree can continue (restore the file from a backup)"),
         )
     })?;
-    if state.format != STATE_FORMAT {
-        return Err(state_error(
-            ledger,
-            format!("format `{}`, expected `{STATE_FORMAT}`", state.format),
-        ));
+    let Some(b) = binding else {
+        return Ok(Some(state));
+    };
+    match state.format.as_str() {
+        STATE_FORMAT => {
+            if state.ledger != b.genesis {
+                return Err(state_error(
+                    ledger,
+                    "it belongs to another ledger (its opening entry's hash differs); the exact sums are not this ledger's, so no tree can continue (restore this ledger's own state from a backup)",
+                ));
+            }
+            if state.mac != b.mac(&state) {
+                return Err(state_error(
+                    ledger,
+                    "its MAC does not hold: it was modified outside dpplan (or the unit key was replaced); no tree can continue (restore it from a backup)",
+                ));
+            }
+        }
+        STATE_FORMAT_1 if b.legacy_ok => {}
+        STATE_FORMAT_1 => {
+            return Err(state_error(
+                ledger,
+                format!("format `{STATE_FORMAT_1}` carries no binding, but this ledger's trees were run with one; no tree can continue (restore it from a backup)"),
+            ))
+        }
+        other => {
+            return Err(state_error(
+                ledger,
+                format!("format `{other}`, expected `{STATE_FORMAT}`"),
+            ))
+        }
     }
     Ok(Some(state))
 }
 
-/// Writes the state atomically, owner-only (`ledger::replace_file`).
-fn save(ledger: &Path, state: &State) -> Result<(), RunError> {
+/// Writes the state atomically, owner-only (`ledger::replace_file`), bound
+/// to its ledger.
+fn save(ledger: &Path, state: &mut State, b: &Binding) -> Result<(), RunError> {
+    state.format = STATE_FORMAT.into();
+    state.ledger = b.genesis.clone();
+    state.mac = b.mac(state);
     // Invariant: plain data with string keys; cannot fail.
     let bytes = serde_json::to_vec_pretty(state).expect("serialises");
     crate::ledger::replace_file(
@@ -135,6 +232,58 @@ fn save(ledger: &Path, state: &State) -> Result<(), RunError> {
         true,
         "the exact state of the cumulative counts",
     )?;
+    Ok(())
+}
+
+/// `ledger verify` and every run's open: a tree state next to `ledger`
+/// must be bound to it (its opening entry, its MAC when the key is at
+/// hand) and, per tree, fed up to the tree's latest intent (or the one
+/// before it, with that slot still pending).
+pub(crate) fn check_bound(ledger: &Ledger) -> Result<(), crate::ledger::LedgerError> {
+    let damaged = |why: String| crate::ledger::LedgerError::Damaged {
+        seq: None,
+        why: format!(
+            "the exact state of the cumulative counts `{}`: {why}",
+            state_path(ledger.path()).display()
+        ),
+    };
+    let Ok(bytes) = std::fs::read(state_path(ledger.path())) else {
+        return Ok(());
+    };
+    let state: State = serde_json::from_slice(&bytes)
+        .map_err(|e| damaged(format!("unreadable ({e})")))?;
+    if state.format != STATE_FORMAT {
+        return Ok(());
+    }
+    let genesis = ledger.entry(1)?.map(|e| e.hash).unwrap_or_default();
+    if state.ledger != genesis {
+        return Err(damaged("it belongs to another ledger".into()));
+    }
+    if let Ok(key) = window::UnitKey::read(ledger.path()) {
+        let b = Binding {
+            genesis,
+            key,
+            legacy_ok: false,
+        };
+        if state.mac != b.mac(&state) {
+            return Err(damaged("its MAC does not hold (modified outside dpplan)".into()));
+        }
+    }
+    for (name, q) in &state.queries {
+        let intents = ledger.intent_hashes(name)?;
+        let fed_ok = match (&q.last_intent, intents.as_slice()) {
+            (None, []) => true,
+            (None, [_]) => q.pending.is_some(),
+            (Some(h), [.., last]) if h == last => true,
+            (Some(h), [.., before, _]) => h == before && q.pending.is_some(),
+            _ => false,
+        };
+        if !fed_ok {
+            return Err(damaged(format!(
+                "`{name}` was not fed up to its latest intent (a state of another moment)"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -171,6 +320,7 @@ fn reconcile(
         None if charged == 0 => QueryState {
             open: Open::new(c.slots, c.levels),
             pending: None,
+            last_intent: None,
         },
         None => {
             return Err(state_error(
@@ -194,7 +344,20 @@ fn reconcile(
             q.open
                 .close(p.slot, p.count)
                 .map_err(|e| state_error(ledger_path, format!("`{}`: {e}", r.name)))?;
+            q.last_intent = ledger.intent_hashes(&r.name)?.last().cloned();
         }
+    }
+    // fed up to the tree's latest intent, not a state of another moment
+    // (an unbound state of an earlier dpplan records none)
+    let latest = ledger.intent_hashes(&r.name)?.last().cloned();
+    if q.last_intent.is_some() && q.last_intent != latest {
+        return Err(state_error(
+            ledger_path,
+            format!(
+                "`{}` was fed up to another intent than the ledger's latest; the exact sums do not match the released nodes, so its tree cannot continue",
+                r.name
+            ),
+        ));
     }
     if q.open.last != charged {
         return Err(state_error(
@@ -309,7 +472,7 @@ pub(crate) fn count_first(
     if due.is_empty() {
         return Ok(out);
     }
-    if load(&opts.ledger)?.is_some_and(|s| s.queries.values().any(|q| q.open.last > 0)) {
+    if load(&opts.ledger, None)?.is_some_and(|s| s.queries.values().any(|q| q.open.last > 0)) {
         return Err(state_error(
             &opts.ledger,
             "it records slots of a tree, but the ledger does not exist; a new ledger would release those nodes again (restore the ledger, or remove this file to start the trees over)",
@@ -352,10 +515,26 @@ pub(crate) fn run_due(
         return Ok(ran);
     }
     let _lock = lock(&opts.ledger)?;
-    let mut state = load(&opts.ledger)?.unwrap_or_else(|| State {
-        format: STATE_FORMAT.into(),
-        queries: BTreeMap::new(),
-    });
+    let binding = Binding::of(ledger, rng)?;
+    let mut state = match load(&opts.ledger, Some(&binding)) {
+        Ok(s) => s.unwrap_or_else(|| State {
+            format: STATE_FORMAT.into(),
+            ledger: String::new(),
+            queries: BTreeMap::new(),
+            mac: String::new(),
+        }),
+        // no tree can go on; the run's other releases stand
+        Err(e) => {
+            for &(r, due_slot) in due {
+                ran.refused.push(Refusal {
+                    query: r.name.clone(),
+                    slot: Some(due_slot),
+                    reason: e.to_string(),
+                });
+            }
+            return Ok(ran);
+        }
+    };
     for &(r, due_slot) in due {
         let first = first.remove(&r.name);
         let tree = Tree {
@@ -363,6 +542,7 @@ pub(crate) fn run_due(
             opts,
             reader: &reader,
             r,
+            binding: &binding,
         };
         // a tree that cannot go on is refused; the run's other releases
         // (and this tree's slots run so far) stand
@@ -383,6 +563,7 @@ struct Tree<'a> {
     opts: &'a RunOptions,
     reader: &'a Reader<'a>,
     r: &'a Release,
+    binding: &'a Binding,
 }
 
 /// One tree up to its slot due: the state reconciled with the ledger, a
@@ -407,7 +588,7 @@ fn run_tree(
     )?;
     if state.queries.get(&r.name) != Some(&q) {
         state.queries.insert(r.name.clone(), q);
-        save(&opts.ledger, state)?;
+        save(&opts.ledger, state, tree.binding)?;
     }
     let next = state.queries[&r.name].open.last;
     // the stored nodes, read once; each new slot's are added as stored
@@ -444,7 +625,7 @@ fn run_tree(
             _ => reader.count(slot, rng)?,
         };
         let units = counted.units.clone();
-        match run_slot(ledger, tree.plan, opts, r, state, counted, &mut nodes, rng)? {
+        match run_slot(ledger, tree, state, counted, &mut nodes, rng)? {
             Ok(mut result) => {
                 reader.kept.add(&units);
                 result.backfilled = slot < last;
@@ -462,17 +643,15 @@ fn run_tree(
 /// One new slot: its count recorded as pending, its intent with the nodes
 /// that close at it (added to `nodes` as stored), the state advanced, then
 /// its value.
-#[allow(clippy::too_many_arguments)]
 fn run_slot(
     ledger: &mut Ledger,
-    plan: &ExecutablePlan,
-    opts: &RunOptions,
-    r: &Release,
+    tree: &Tree<'_>,
     state: &mut State,
     counted: Counted,
     nodes: &mut BTreeMap<tree::NodeId, f64>,
     rng: &mut SecureRng,
 ) -> Result<Result<ReleaseResult, Refusal>, RunError> {
+    let (plan, opts, r) = (tree.plan, tree.opts, tree.r);
     let t = counted.slot + 1;
     let q = state
         .queries
@@ -486,7 +665,7 @@ fn run_slot(
         slot: t,
         count: counted.count,
     });
-    save(&opts.ledger, state)?;
+    save(&opts.ledger, state, tree.binding)?;
 
     let part = r
         .parts
@@ -514,13 +693,14 @@ fn run_slot(
         Ok(e) => {
             q.open = after;
             q.pending = None;
-            save(&opts.ledger, state)?;
+            q.last_intent = Some(e.hash.clone());
+            save(&opts.ledger, state, tree.binding)?;
             e
         }
         Err(e) => {
             // nothing of the slot was charged or drawn
             q.pending = None;
-            save(&opts.ledger, state)?;
+            save(&opts.ledger, state, tree.binding)?;
             return Ok(Err(Refusal {
                 query: r.name.clone(),
                 slot: Some(counted.slot),

@@ -105,6 +105,20 @@ impl UnitKey {
         }
     }
 
+    /// Reads the key next to `ledger` (never creates one).
+    pub(crate) fn read(ledger: &Path) -> std::io::Result<UnitKey> {
+        let bytes = std::fs::read(key_path(ledger))?;
+        let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "not a 32-byte key")
+        })?;
+        Ok(UnitKey(key))
+    }
+
+    /// The key's bytes (a MAC key; never written anywhere else).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     /// A key of one process's own, never written: `dpplan audit`, which
     /// keeps no window state.
     pub(crate) fn ephemeral(rng: &mut SecureRng) -> UnitKey {
@@ -366,7 +380,12 @@ pub(crate) fn unit_key(
     if !ds.bounding.per_unit {
         return Ok(None);
     }
-    let create = ledger.map_or(Ok(0), Ledger::window_units_recorded)? == 0;
+    // a key the chain recorded is never created anew (that would restart
+    // every unit at zero windows)
+    let create = match ledger {
+        Some(l) => l.window_units_recorded()? == 0 && !l.key_recorded()?,
+        None => true,
+    };
     UnitKey::load(&opts.ledger, create, rng).map(Some)
 }
 

@@ -115,6 +115,29 @@ pub(super) fn contract_in_force(
 }
 
 impl Ledger {
+    /// Whether the chain recorded a unit key's fingerprint (an intent of a
+    /// windowed query or a tree, or a state entry): then a missing key is
+    /// lost state, never created anew.
+    pub fn key_recorded(&self) -> Result<bool, LedgerError> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM entries WHERE kind IN ('intent', 'state') AND value LIKE '%\"units_key_sha256\":\"%'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+
+    /// The hashes of `query`'s intents, oldest first.
+    pub fn intent_hashes(&self, query: &str) -> Result<Vec<String>, LedgerError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT hash FROM entries WHERE kind = 'intent' AND query = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map(rusqlite::params![query], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// The contract the ledger's history is charged under (`None`: written
     /// by an earlier dpplan, not run since).
     pub fn contract_in_force(
@@ -235,6 +258,7 @@ impl Ledger {
                 ));
             }
         }
+        crate::cumulative::check_bound(self)?;
         if let Some((first_seq, first)) = fingerprints.first() {
             if let Some((seq, _)) = fingerprints.iter().find(|(_, f)| f != first) {
                 return Err(damaged(
