@@ -267,11 +267,9 @@ pub(crate) fn due<'a>(
             }
             Timing::Period { start, every } => {
                 let current = Timing::period_slot(at, start, every);
+                // `--slot N` is the operator's explicit choice: slot N now,
+                // with the data as they are now
                 let slot = match opts.slot {
-                    Some(s) if current.is_none_or(|c| s > c) => {
-                        d.refused.push(refusal(r, s, not_begun(r, &timing, s, at)));
-                        continue;
-                    }
                     Some(s) => Some(s),
                     None => current.filter(|&c| c < slots),
                 };
@@ -419,18 +417,6 @@ fn missed(
 
 fn at_text(at: i64) -> String {
     ledger::unix_rfc3339(at)
-}
-
-/// Why a period slot asked for with `--slot` is not released.
-fn not_begun(r: &Release, t: &Timing, s: u64, at: i64) -> String {
-    let when = t
-        .due_at(s)
-        .map_or_else(|| "after the year 9999".into(), at_text);
-    format!(
-        "`{}` slot {s} is the period from {when}, which has not begun at {}: a fresh release reads the data as they are when it runs, so it is never made ahead of its period",
-        r.name,
-        at_text(at)
-    )
 }
 
 /// Why a window asked for with `--slot` is not released.

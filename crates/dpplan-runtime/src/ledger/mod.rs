@@ -30,6 +30,7 @@
 //! format the ledger was created with).
 
 mod anchor;
+mod cache;
 mod entry;
 pub mod frozen;
 mod schema;
@@ -64,7 +65,7 @@ pub use schema::{
 };
 pub use store::SlotState;
 use store::{append, budget_in_force, current_plan, read_entries, slot_state, tail, NewEntry};
-use totals::{add_release, history, plan_bound, running_totals};
+use totals::{add_release, history, plan_bound};
 pub use totals::{MechanismRecord, PartRecord, RunningTotals, TotalOf};
 pub use verify::{Anchored, Integrity, Verification};
 
@@ -177,6 +178,10 @@ fn old_budget(old: Option<(f64, f64)>) -> String {
 pub struct Ledger {
     conn: Connection,
     path: PathBuf,
+    /// The history as of the tail this process last wrote
+    /// ([`cache::History`]; checked against the tail in each intent's
+    /// transaction).
+    cache: Option<cache::History>,
 }
 
 /// The `meta` key whose presence means the ledger keeps an anchor file
@@ -330,6 +335,7 @@ impl Ledger {
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
+            cache: None,
         })
     }
 
@@ -698,32 +704,36 @@ impl Ledger {
                 })
             }
         }
-        if store::skipped_slot(&tx, &release.name, slot)? {
+        let tail_now = tail(&tx)?;
+        let mut hist = match self.cache.take() {
+            Some(h) if h.is_at(&tail_now) => h,
+            _ => cache::History::read(&tx, &tail_now)?,
+        };
+        if hist.skipped(&release.name, slot) {
             return Err(LedgerError::Skipped {
                 query: release.name.clone(),
                 slot,
             });
         }
-        if intents_of(&tx, &release.name)? >= slots {
+        if hist.intents_of(&release.name) >= slots {
             return Err(LedgerError::ScheduleExhausted {
                 query: release.name.clone(),
                 slots,
             });
         }
         let record = MechanismRecord::of(release);
-        let (mut releases, n) = history(&tx)?;
         // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&record).expect("serialises");
         // a window of a vector release already charged charges nothing,
         // nor does a later slot of a cumulative count's tree
         let charged_before = (release.window.is_some() || release.cumulative.is_some())
-            && window_state::charged(&tx, &release.name, &mechanism)?;
-        if !charged_before {
-            for m in record.accounting() {
-                add_release(&mut releases, m, 1);
-            }
-        }
-        let totals = running_totals(&releases, n + 1, &plan.body);
+            && hist.vector_charged(&release.name, &mechanism);
+        let releases = if charged_before {
+            hist.releases.clone()
+        } else {
+            cache::with_release(&hist.releases, &record)
+        };
+        let totals = hist.totals(&releases, hist.n + 1, &plan.body, &plan.body_sha256);
         // a cumulative slot's nodes: drawn now that the slot is accepted,
         // committed with its charge
         let tree_nodes = match draw {
@@ -779,6 +789,8 @@ impl Ledger {
             window_state::record(&tx, &release.name, slot, e.seq, w.windows_per_unit, units)?;
         }
         tx.commit()?;
+        hist.intent_appended(&e, releases, &record);
+        self.cache = Some(hist);
         // anchored before returning: nothing after it (a noise draw)
         // happens on an entry the anchor does not vouch for
         self.anchor()?;
@@ -805,6 +817,9 @@ impl Ledger {
             },
         )?;
         tx.commit()?;
+        if !self.cache.as_mut().is_some_and(|h| h.other_appended(&e)) {
+            self.cache = None;
+        }
         // anchored before returning: nothing after it (a noise draw)
         // happens on an entry the anchor does not vouch for
         self.anchor()?;
