@@ -57,8 +57,9 @@ open(f"{out}/hourly.dpplan", "w").write("""plan "hourly" {
 PY
 "$DPPLAN" compile "$OUT/hourly.dpplan" -o "$OUT/plan.json" >/dev/null 2>&1
 
-# the end of hour n (1-based) of 2026, as RFC 3339
-hour_end() { date -u -d "@$((1767225600 + $1 * 3600 - 1))" +%Y-%m-%dT%H:%M:%SZ; }
+# five minutes after hour n (1-based) of 2026 ends, as RFC 3339: when an
+# hourly cron run releases that hour's slot (due once it has closed)
+hour_end() { date -u -d "@$((1767225600 + $1 * 3600 + 300))" +%Y-%m-%dT%H:%M:%SZ; }
 run() { # $1 = hour; prints "wall s, peak KB, values released"
   local err="$OUT/err.txt"
   /usr/bin/time -f "%e s, %M KB" -o "$OUT/time.txt" "$DPPLAN" run "$OUT/plan.json" \

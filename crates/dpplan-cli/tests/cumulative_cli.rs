@@ -30,9 +30,10 @@ fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> 
     c
 }
 
-/// The last second of January `day`, 2026 (a daily slot's end).
+/// Five minutes after January `day`, 2026 ends: when a daily cron run
+/// releases that day's slot (due once its window has closed).
 fn end_of(day: u32) -> String {
-    format!("2026-01-{day:02}T23:59:59Z")
+    format!("2026-01-{:02}T00:05:00Z", day + 1)
 }
 
 /// Every entry of the ledger, as `dpplan ledger show --json` prints it.
@@ -234,7 +235,7 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
 
     // a day run again serves its value; nothing new is charged or drawn
     let before = entries.len();
-    let o = run_at(&plan, "2026-01-16T23:59:59Z");
+    let o = run_at(&plan, &end_of(16));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(out["results"]

@@ -733,7 +733,8 @@ fn a_run_after_the_schedule_says_it_is_over() {
     let run_at = |at: &str| {
         let mut a = vec!["run", plan.as_str()];
         a.extend_from_slice(&base);
-        a.extend_from_slice(&["--at", at]);
+        // a schedule in the future: a test clock
+        a.extend_from_slice(&["--at", at, "--test-clock"]);
         dpplan(&a)
     };
     // on the last day the daily release is still due

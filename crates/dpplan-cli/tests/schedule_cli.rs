@@ -76,7 +76,12 @@ fn setup(plan_text: &str) -> Setup {
     let path = dir.path().to_path_buf();
     std::fs::write(path.join("p.dpplan"), plan_text).unwrap();
     let plan = path.join("p.json").to_str().unwrap().to_string();
-    let o = dpplan(&["compile", path.join("p.dpplan").to_str().unwrap(), "-o", &plan]);
+    let o = dpplan(&[
+        "compile",
+        path.join("p.dpplan").to_str().unwrap(),
+        "-o",
+        &plan,
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let ledger = path.join("l.sqlite").to_str().unwrap().to_string();
     Setup {
@@ -170,7 +175,10 @@ fn a_daily_cron_at_five_past_midnight_releases_each_closed_day_whole() {
         assert_eq!((got[0].0.as_str(), got[0].1), ("daily", slot), "{got:?}");
         assert!(near(got[0].2, 10.0), "day {day}: {got:?}");
         assert_eq!((got[1].0.as_str(), got[1].1), ("total", slot), "{got:?}");
-        assert!(near(got[1].2, 10.0 * (day - 1) as f64), "day {day}: {got:?}");
+        assert!(
+            near(got[1].2, 10.0 * (day - 1) as f64),
+            "day {day}: {got:?}"
+        );
         assert!(got.iter().all(|g| !g.3), "on time, not backfilled: {got:?}");
     }
     // the schedule is over: a later run releases nothing new
@@ -229,7 +237,14 @@ fn the_future_and_open_windows_are_refused() {
     // schedule lies in the far future
     let future = setup(&PLAN.replace("2026-01-0", "9000-01-0"));
     std::fs::write(future.dir.join("ev.csv"), "t\n").unwrap();
-    let o = dpplan(&["run", &future.plan, "--ledger", &future.ledger, "--slot", "0"]);
+    let o = dpplan(&[
+        "run",
+        &future.plan,
+        "--ledger",
+        &future.ledger,
+        "--slot",
+        "0",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
     assert!(
@@ -391,7 +406,11 @@ fn users_csv(dir: &Path) {
 
 fn compile_to(dir: &Path, name: &str, source: &str) -> String {
     std::fs::write(dir.join(format!("{name}.dpplan")), source).unwrap();
-    let out = dir.join(format!("{name}.json")).to_str().unwrap().to_string();
+    let out = dir
+        .join(format!("{name}.json"))
+        .to_str()
+        .unwrap()
+        .to_string();
     let src = dir.join(format!("{name}.dpplan"));
     let o = dpplan(&["compile", src.to_str().unwrap(), "-o", &out]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -412,7 +431,12 @@ fn an_upgrade_never_changes_the_guarantee_and_an_unchanged_one_continues() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let entries = s.entries();
     for (name, from, to, says) in [
-        ("email", "unit user by uid", "unit user by email", "unit_id uid → email"),
+        (
+            "email",
+            "unit user by uid",
+            "unit user by email",
+            "unit_id uid → email",
+        ),
         ("rows", "unit user by uid", "unit row", "unit user → row"),
         (
             "replace",
@@ -474,7 +498,10 @@ fn sql(ledger: &str, batch: &str) {
 fn refused_by_verify_and_run(s: &Setup, says: &str, what: &str) {
     let v = dpplan(&["ledger", "verify", &s.ledger]);
     let verify_says = format!("{}{}", text(&v.stdout), text(&v.stderr));
-    assert!(!v.status.success(), "{what}: verify accepted it: {verify_says}");
+    assert!(
+        !v.status.success(),
+        "{what}: verify accepted it: {verify_says}"
+    );
     assert!(verify_says.contains(says), "{what}: {verify_says}");
     let before = s.entries();
     let o = run_plan(&s.plan, &s.ledger, "2026-01-04T00:05:00Z", &[]);
@@ -509,7 +536,10 @@ fn window_state_removed_behind_recreated_triggers_is_refused() {
         let mut st = c
             .prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'window_units'")
             .unwrap();
-        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     };
     assert_eq!(triggers.len(), 2);
     sql(

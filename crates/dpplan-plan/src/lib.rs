@@ -441,55 +441,54 @@ impl PlanBody {
     /// an upgrade is compared against).
     pub fn contract(&self) -> dpplan_vocab::contract::Contract {
         use dpplan_vocab::contract::{ColumnContract, Contract, DatasetContract, Horizon};
-        let datasets = self
-            .datasets
-            .iter()
-            .map(|(name, d)| {
-                let horizons = self
-                    .releases
-                    .iter()
-                    .filter(|r| &r.dataset == name)
-                    .filter_map(|r| {
-                        let w = r
-                            .window
-                            .clone()
-                            .or_else(|| r.cumulative.as_ref().map(Cumulative::slot_window))?;
-                        Some((
-                            r.name.clone(),
-                            Horizon {
-                                time_column: w.column,
-                                windows_per_unit: w.windows_per_unit,
-                                rows_per_window: w.rows_per_window,
-                            },
-                        ))
-                    })
-                    .collect();
-                let columns = d
-                    .columns
-                    .iter()
-                    .map(|c| {
-                        (
-                            c.name.clone(),
-                            ColumnContract {
-                                kind: c.ty.name().into(),
-                                bounds: c.bounds,
-                                domain: c.domain.clone(),
-                            },
-                        )
-                    })
-                    .collect();
-                (
-                    name.clone(),
-                    DatasetContract {
-                        rows_per_unit: d.bounding.rows_per_unit,
-                        groups_per_unit: d.bounding.groups_per_unit,
-                        rows_per_group: d.bounding.rows_per_group,
-                        horizons,
-                        columns,
-                    },
-                )
-            })
-            .collect();
+        let datasets =
+            self.datasets
+                .iter()
+                .map(|(name, d)| {
+                    let horizons =
+                        self.releases
+                            .iter()
+                            .filter(|r| &r.dataset == name)
+                            .filter_map(|r| {
+                                let w = r.window.clone().or_else(|| {
+                                    r.cumulative.as_ref().map(Cumulative::slot_window)
+                                })?;
+                                Some((
+                                    r.name.clone(),
+                                    Horizon {
+                                        time_column: w.column,
+                                        windows_per_unit: w.windows_per_unit,
+                                        rows_per_window: w.rows_per_window,
+                                    },
+                                ))
+                            })
+                            .collect();
+                    let columns = d
+                        .columns
+                        .iter()
+                        .map(|c| {
+                            (
+                                c.name.clone(),
+                                ColumnContract {
+                                    kind: c.ty.name().into(),
+                                    bounds: c.bounds,
+                                    domain: c.domain.clone(),
+                                },
+                            )
+                        })
+                        .collect();
+                    (
+                        name.clone(),
+                        DatasetContract {
+                            rows_per_unit: d.bounding.rows_per_unit,
+                            groups_per_unit: d.bounding.groups_per_unit,
+                            rows_per_group: d.bounding.rows_per_group,
+                            horizons,
+                            columns,
+                        },
+                    )
+                })
+                .collect();
         Contract {
             guarantee: self.guarantee(),
             datasets,

@@ -250,8 +250,8 @@ pub(crate) fn check_bound(ledger: &Ledger) -> Result<(), crate::ledger::LedgerEr
     let Ok(bytes) = std::fs::read(state_path(ledger.path())) else {
         return Ok(());
     };
-    let state: State = serde_json::from_slice(&bytes)
-        .map_err(|e| damaged(format!("unreadable ({e})")))?;
+    let state: State =
+        serde_json::from_slice(&bytes).map_err(|e| damaged(format!("unreadable ({e})")))?;
     if state.format != STATE_FORMAT {
         return Ok(());
     }
@@ -266,7 +266,9 @@ pub(crate) fn check_bound(ledger: &Ledger) -> Result<(), crate::ledger::LedgerEr
             legacy_ok: false,
         };
         if state.mac != b.mac(&state) {
-            return Err(damaged("its MAC does not hold (modified outside dpplan)".into()));
+            return Err(damaged(
+                "its MAC does not hold (modified outside dpplan)".into(),
+            ));
         }
     }
     for (name, q) in &state.queries {

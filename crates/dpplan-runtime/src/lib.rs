@@ -404,13 +404,29 @@ pub fn run(
 
     // Step 5: each fresh release, charged before its noise is drawn.
     for &(r, slot) in &due.fresh {
-        match release(&mut ledger, plan, (r, None), slot, opts, (&exact, &keyed), &mut rng)? {
+        match release(
+            &mut ledger,
+            plan,
+            (r, None),
+            slot,
+            opts,
+            (&exact, &keyed),
+            &mut rng,
+        )? {
             Released::Value(v) => results.push(v),
             Released::Refused(x) => refused.push(x),
         }
     }
     for (r, slots, last) in windows {
-        run_windows(&mut ledger, plan, opts, (r, slots, last), &keyed, &mut rng, (&mut results, &mut refused))?;
+        run_windows(
+            &mut ledger,
+            plan,
+            opts,
+            (r, slots, last),
+            &keyed,
+            &mut rng,
+            (&mut results, &mut refused),
+        )?;
     }
     let ran = cumulative::run_due(
         &mut ledger,
@@ -478,13 +494,23 @@ impl Reading<'_> {
         let exact = requests::aggregates(plan, opts, engine, plain.iter().map(|(r, _)| *r), rng)?;
         let mut windows = Vec::new();
         for &(r, ref slots, last) in &due.windows {
-            let w = window::prepare(plan, opts, engine, (r, slots), self.ledger_start, ledger, rng)?;
+            let w = window::prepare(
+                plan,
+                opts,
+                engine,
+                (r, slots),
+                self.ledger_start,
+                ledger,
+                rng,
+            )?;
             windows.push((r, w, last));
         }
         let keyed = selection::aggregate(plan, opts, engine, keyed.iter().map(|(r, _)| *r), rng)?;
         // a first run reads each tree's first slot before the ledger exists
         let first = match ledger {
-            None => cumulative::count_first(plan, opts, engine, &due.trees, self.ledger_start, rng)?,
+            None => {
+                cumulative::count_first(plan, opts, engine, &due.trees, self.ledger_start, rng)?
+            }
             Some(_) => BTreeMap::new(),
         };
         Ok((exact, windows, keyed, first))
@@ -512,7 +538,15 @@ fn run_windows(
             .enumerate()
             .map(|(pi, v)| ((r.name.clone(), pi), v))
             .collect();
-        match release(ledger, plan, (r, Some(&w.units)), w.slot, opts, (&exact, keyed), rng)? {
+        match release(
+            ledger,
+            plan,
+            (r, Some(&w.units)),
+            w.slot,
+            opts,
+            (&exact, keyed),
+            rng,
+        )? {
             Released::Value(mut v) => {
                 v.backfilled = w.slot < last;
                 results.push(v);

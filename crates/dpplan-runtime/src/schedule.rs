@@ -234,7 +234,12 @@ pub(crate) fn due<'a>(
     for r in selected(plan, opts) {
         let timing = Timing::of(r, ledger_start)?;
         let slots = r.schedule.slots;
-        if r.schedule.kind == ScheduleKind::Every && r.schedule.start.is_none() {
+        // a window's first slot is due a period after the start: a first
+        // run fixes that start even when nothing is due yet
+        if matches!(timing, Timing::Window { .. })
+            && r.schedule.start.is_none()
+            && opts.slot.is_none()
+        {
             d.fixes_start = true;
         }
         if let Some(s) = opts.slot.filter(|&s| s >= slots) {
@@ -303,8 +308,10 @@ pub(crate) fn due<'a>(
                 for s in targets {
                     match states.get(&s) {
                         None => to_run.push(s),
-                        Some((seq, None)) => d.refused.push(unpublished(r, s, *seq)),
-                        Some((_, Some(_))) => {}
+                        // said when it is the slot due (or asked for); an
+                        // earlier one stays in `--dry-run`'s `unpublished`
+                        Some((seq, None)) if s == last => d.refused.push(unpublished(r, s, *seq)),
+                        Some(_) => {}
                     }
                 }
                 if to_run.is_empty() {
@@ -391,9 +398,8 @@ fn missed(
         Some(l) => l.skipped_ranges(&r.name)?,
         None => Vec::new(),
     };
-    let done = |s: u64| {
-        states.contains_key(&s) || recorded.iter().any(|&(a, b)| (a..=b).contains(&s))
-    };
+    let done =
+        |s: u64| states.contains_key(&s) || recorded.iter().any(|&(a, b)| (a..=b).contains(&s));
     let mut s = 0;
     while s < passed {
         if done(s) {

@@ -362,7 +362,10 @@ fn window_of(r: &Release) -> Result<&Window, RunError> {
         .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))
 }
 
-pub(crate) fn dataset_of<'p>(plan: &'p ExecutablePlan, r: &Release) -> Result<&'p Dataset, RunError> {
+pub(crate) fn dataset_of<'p>(
+    plan: &'p ExecutablePlan,
+    r: &Release,
+) -> Result<&'p Dataset, RunError> {
     plan.body
         .datasets
         .get(&r.dataset)

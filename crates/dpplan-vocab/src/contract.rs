@@ -125,7 +125,8 @@ pub struct ColumnContract {
 }
 
 fn text<T: std::fmt::Debug>(x: &Option<T>) -> Option<String> {
-    x.as_ref().map(|v| format!("{v:?}").trim_matches('"').to_string())
+    x.as_ref()
+        .map(|v| format!("{v:?}").trim_matches('"').to_string())
 }
 
 impl Contract {
@@ -251,7 +252,10 @@ mod tests {
         let fields: Vec<&str> = ch.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["dataset trips: column fare: bounds", "dataset trips: rows_per_unit"]
+            [
+                "dataset trips: column fare: bounds",
+                "dataset trips: rows_per_unit"
+            ]
         );
         assert!(ch.iter().all(|c| !c.guarantee));
         assert_eq!(ch[1].old.as_deref(), Some("5"));

@@ -67,7 +67,10 @@ impl History {
             super::store::read_entries(conn, "SELECT * FROM entries WHERE kind = 'skip'", [])?;
         for e in skip_entries {
             let (Some(q), Some(range)) = (&e.query, e.skipped()) else {
-                return Err(LedgerError::Corrupt(format!("skip entry {} is unreadable", e.seq)));
+                return Err(LedgerError::Corrupt(format!(
+                    "skip entry {} is unreadable",
+                    e.seq
+                )));
             };
             skips.entry(q.clone()).or_default().push(range);
         }

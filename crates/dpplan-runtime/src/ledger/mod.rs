@@ -52,7 +52,6 @@ pub use anchor::{head_path, replace_file};
 pub use entry::{
     CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, StateValue, TreeNode, UpgradeValue,
 };
-pub use state::{key_fingerprint, units_digest, units_key_path};
 pub use frozen::{
     AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
     SOURCE_REVISION,
@@ -63,6 +62,7 @@ use schema::{
 pub use schema::{
     LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3, LEDGER_FORMAT_4,
 };
+pub use state::{key_fingerprint, units_digest, units_key_path};
 pub use store::SlotState;
 use store::{append, budget_in_force, current_plan, read_entries, slot_state, tail, NewEntry};
 use totals::{add_release, history, plan_bound};
@@ -266,6 +266,23 @@ pub struct OpenInfo {
     /// ledgers opened by an earlier dpplan: a state entry records it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contract: Option<dpplan_vocab::contract::Contract>,
+    /// 128 random bits (hex) that make this ledger's opening entry, and so
+    /// its hash, its own: state bound to it (a tree's exact state) is
+    /// never taken for another ledger's of the same plan, opened in the
+    /// same second (absent in ledgers opened by an earlier dpplan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_id: Option<String>,
+}
+
+/// 128 random bits from the operating system, in hex.
+fn ledger_id() -> Result<String, LedgerError> {
+    let mut id = [0u8; 16];
+    getrandom::fill(&mut id).map_err(|e| {
+        LedgerError::Io(IoError::new(format!(
+            "cannot draw the ledger's id from the operating system: {e}"
+        )))
+    })?;
+    Ok(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// A plan's budget, as the ledger records it at open and at each upgrade.
@@ -369,6 +386,7 @@ impl Ledger {
                 ledger_format: LEDGER_FORMAT.into(),
                 budget: Some(g.budget),
                 contract: Some(g.contract.clone()),
+                ledger_id: Some(ledger_id()?),
             };
             append(
                 &conn,

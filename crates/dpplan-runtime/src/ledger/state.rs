@@ -46,8 +46,7 @@ pub fn key_fingerprint(ledger: &Path) -> Result<Option<String>, LedgerError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(LedgerError::Io(
-            crate::engine::IoError::new(format!("cannot read `{}`", path.display()))
-                .with_source(e),
+            crate::engine::IoError::new(format!("cannot read `{}`", path.display())).with_source(e),
         )),
     }
 }
@@ -258,7 +257,6 @@ impl Ledger {
                 ));
             }
         }
-        crate::cumulative::check_bound(self)?;
         if let Some((first_seq, first)) = fingerprints.first() {
             if let Some((seq, _)) = fingerprints.iter().find(|(_, f)| f != first) {
                 return Err(damaged(
@@ -280,7 +278,8 @@ impl Ledger {
                 _ => {}
             }
         }
+        // last: a replaced key is named as such, not as a MAC that fails
+        crate::cumulative::check_bound(self)?;
         Ok(())
     }
 }
-

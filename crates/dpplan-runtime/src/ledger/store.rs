@@ -235,7 +235,9 @@ pub(super) fn charged_slots(
     let mut by_seq = std::collections::HashMap::new();
     let mut stmt =
         conn.prepare_cached("SELECT slot, seq FROM entries WHERE kind = 'intent' AND query = ?1")?;
-    for row in stmt.query_map(params![query], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+    for row in stmt.query_map(params![query], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+    })? {
         let (slot, seq) = row?;
         let slot = u64::try_from(slot)
             .map_err(|_| LedgerError::Corrupt(format!("entry {seq} has a negative slot")))?;
@@ -259,7 +261,10 @@ pub(super) fn charged_slots(
 }
 
 /// The slots of `query` recorded as skipped, as (first, last) ranges.
-pub(super) fn skipped_ranges(conn: &Connection, query: &str) -> Result<Vec<(u64, u64)>, LedgerError> {
+pub(super) fn skipped_ranges(
+    conn: &Connection,
+    query: &str,
+) -> Result<Vec<(u64, u64)>, LedgerError> {
     let e = read_entries(
         conn,
         "SELECT * FROM entries WHERE kind = 'skip' AND query = ?1 ORDER BY seq",
