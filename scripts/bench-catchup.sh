@@ -10,6 +10,9 @@
 # $TARGET/bench-catchup/N/, and times (wall clock and peak memory, GNU
 # time) the one run that releases all N slots of both queries, then prints
 # the time per slot. A linear catch-up has a constant time per slot.
+# DPPLAN_BENCH_DIR=/dev/shm/x puts the ledger and data on tmpfs: the
+# run's own work without the disk's fsyncs (each slot makes two durable
+# ledger commits and anchor writes, a tree's slot two state writes more).
 # Asserts nothing; the figures go to docs/benchmarks.md with the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +22,7 @@ DPPLAN=${DPPLAN:-$TARGET/release/dpplan}
 [ $# -gt 0 ] || set -- 1000 10000
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) core(s); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 for N in "$@"; do
-  OUT=$TARGET/bench-catchup/$N
+  OUT=${DPPLAN_BENCH_DIR:-$TARGET/bench-catchup}/$N
   rm -rf "$OUT"
   mkdir -p "$OUT"
   python3 - "$OUT" "$N" <<'PY'

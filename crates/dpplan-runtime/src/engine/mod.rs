@@ -441,7 +441,14 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        self.aggregate_reader(dataset, csv, stats, rng)
+        // a window's rows are usually a few kilobytes: starting threads for
+        // them costs more than it saves (a catch-up runs thousands)
+        let engine = if csv.len() < self.block {
+            self.threads(NonZeroUsize::MIN)
+        } else {
+            *self
+        };
+        engine.aggregate_reader(dataset, csv, stats, rng)
     }
 }
 

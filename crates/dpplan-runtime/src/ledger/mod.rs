@@ -57,7 +57,7 @@ pub use frozen::{
     SOURCE_REVISION,
 };
 use schema::{
-    format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, TABLES, WINDOW_TABLE,
+    format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, INDEXES, TABLES, WINDOW_TABLE,
 };
 pub use schema::{
     LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3, LEDGER_FORMAT_4,
@@ -374,6 +374,7 @@ impl Ledger {
             conn.execute_batch(TABLES)?;
             conn.execute_batch(FROZEN_TABLE)?;
             conn.execute_batch(WINDOW_TABLE)?;
+            conn.execute_batch(INDEXES)?;
             for (_, sql) in triggers_of(5) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
@@ -1003,6 +1004,59 @@ impl Ledger {
 mod tests {
     use super::*;
     use jiff::Timestamp;
+
+    /// The history a process keeps between its intents is the ledger's:
+    /// an intent another process appended in between is composed, and the
+    /// running totals equal those of a process that read the whole
+    /// ledger afresh (negative control: the cache's own totals without
+    /// the other process's intent are smaller).
+    #[test]
+    fn the_history_kept_between_intents_sees_another_process() {
+        let plan = dpplan_plan::compile(
+            r#"plan "c" {
+  privacy { unit row adjacency add_remove budget epsilon 100 delta 1e-6 }
+  dataset d { column v : float in [0, 1] }
+  query q { count(d) noise laplace scale 2 schedule 5 times }
+}"#,
+        )
+        .unwrap();
+        let r = plan.body.release("q").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let genesis = Genesis {
+            plan_hash: &plan.body_sha256,
+            budget: Budget {
+                epsilon: 100.0,
+                delta: 1e-6,
+            },
+            schedule_start: 0,
+            contract: plan.body.contract(),
+        };
+        let mut a = Ledger::open(&path, Some(genesis)).unwrap();
+        let mut b = Ledger::open(&path, None).unwrap();
+        let eps = |e: &Entry| e.running_totals().unwrap().plan.epsilon.unwrap();
+        let first = a.begin_release(&plan, r, 0).unwrap();
+        let alone = a.begin_release(&plan, r, 1).unwrap();
+        b.begin_release(&plan, r, 2).unwrap();
+        let after = a.begin_release(&plan, r, 3).unwrap();
+        assert_eq!(after.running_totals().unwrap().releases, 4);
+        let mut c = Ledger::open(&path, None).unwrap();
+        let fresh = c.begin_release(&plan, r, 4).unwrap();
+        assert_eq!(fresh.running_totals().unwrap().releases, 5);
+        // 1, 2, 4 and 5 Laplace releases of ε = 0.5: basic composition
+        // bounds each total (the plan's accountant is at most it)
+        for (e, n) in [(&first, 1.0), (&alone, 2.0), (&after, 4.0), (&fresh, 5.0)] {
+            assert!(eps(e) <= 0.5 * n * (1.0 + 1e-12), "{} {n}", eps(e));
+        }
+        assert!(eps(&alone) < eps(&after) && eps(&after) < eps(&fresh));
+        // a's history was rebuilt when b's intent moved the tail
+        assert_eq!(a.cache.as_ref().map(|h| h.n), Some(4));
+        // the history read afresh is the one the last intent composed
+        let d = Ledger::open(&path, None).unwrap();
+        let h = cache::History::read(&d.conn, &d.tail().unwrap()).unwrap();
+        assert_eq!(h.n, 5);
+        assert_eq!(Some(&h.releases), c.cache.as_ref().map(|x| &x.releases));
+    }
 
     /// Independently known Unix times (famous timestamps, other systems'
     /// epochs) and their text.

@@ -54,6 +54,15 @@ CREATE TABLE entries (
 CREATE INDEX entries_release ON entries (query, slot);
 ";
 
+/// Format 5's indexes (not part of the chain: an index holds no entry):
+/// the plan in force and the budget are the last `open` or `upgrade`
+/// entry, found without scanning every entry back to the first; a value's
+/// corrections and an intent's value by `refers_to`.
+pub(super) const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS entries_kind ON entries (kind, seq);
+CREATE INDEX IF NOT EXISTS entries_refers ON entries (refers_to);
+";
+
 /// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is
 /// the `frozen_report` entry that records them.
 pub(super) const FROZEN_TABLE: &str = "
@@ -190,7 +199,8 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         )?;
     }
     if format < 5 {
-        // no new table: the mark that skip entries may follow
+        conn.execute_batch(INDEXES)?;
+        // no new table: the mark that skip and state entries may follow
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
             params![MIGRATED_5_KEY, LEDGER_FORMAT],
