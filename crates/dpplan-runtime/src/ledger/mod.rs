@@ -551,13 +551,7 @@ impl Ledger {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = current_plan(&tx)?;
-        if current != plan.body_sha256 {
-            return Err(LedgerError::PlanMismatch {
-                ledger: current,
-                plan: plan.body_sha256.clone(),
-            });
-        }
+        store::plan_in_force(&tx, plan)?;
         migrate(&tx)?;
         let mut out = Vec::new();
         for s in skips {
@@ -689,13 +683,7 @@ impl Ledger {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = current_plan(&tx)?;
-        if current != plan.body_sha256 {
-            return Err(LedgerError::PlanMismatch {
-                ledger: current,
-                plan: plan.body_sha256.clone(),
-            });
-        }
+        store::plan_in_force(&tx, plan)?;
         if plan.body.release(&release.name) != Some(release) {
             return Err(LedgerError::NotInPlan(release.name.clone()));
         }

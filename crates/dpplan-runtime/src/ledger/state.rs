@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::entry::{Entry, EntryKind, StateValue};
-use super::store::{append, current_plan, read_entries, NewEntry};
+use super::store::{append, plan_in_force, read_entries, NewEntry};
 use super::{migrate, Ledger, LedgerError};
 
 /// The unit key of a ledger: `<ledger>.units-key`.
@@ -159,13 +159,7 @@ impl Ledger {
         if contract_in_force(&tx)?.is_some() {
             return Ok(None);
         }
-        let current = current_plan(&tx)?;
-        if current != plan.body_sha256 {
-            return Err(LedgerError::PlanMismatch {
-                ledger: current,
-                plan: plan.body_sha256.clone(),
-            });
-        }
+        plan_in_force(&tx, plan)?;
         migrate(&tx)?;
         let window_units = rows_by_intent(&tx)?
             .into_iter()

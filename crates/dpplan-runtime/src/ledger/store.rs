@@ -129,6 +129,21 @@ pub(super) fn budget_in_force(conn: &Connection) -> Result<Option<Budget>, Ledge
     })
 }
 
+/// Refuses a write for `plan` when another plan is in force.
+pub(super) fn plan_in_force(
+    conn: &Connection,
+    plan: &dpplan_plan::ExecutablePlan,
+) -> Result<(), LedgerError> {
+    let current = current_plan(conn)?;
+    if current != plan.body_sha256 {
+        return Err(LedgerError::PlanMismatch {
+            ledger: current,
+            plan: plan.body_sha256.clone(),
+        });
+    }
+    Ok(())
+}
+
 pub(super) fn current_plan(conn: &Connection) -> Result<String, LedgerError> {
     conn.query_row(
         "SELECT plan_hash FROM entries WHERE kind IN ('open', 'upgrade') ORDER BY seq DESC LIMIT 1",
