@@ -341,7 +341,11 @@ fn refusal(text: &str) -> (Code, String, String) {
     assert_eq!(a.diagnostics.len(), 1, "{:#?}", a.diagnostics);
     let d = &a.diagnostics[0];
     let span = d.primary.span;
-    (d.code, text[span.start..span.end].to_string(), d.message.clone())
+    (
+        d.code,
+        text[span.start..span.end].to_string(),
+        d.message.clone(),
+    )
 }
 
 #[test]

@@ -224,8 +224,14 @@ fn release_after_is_in_the_schedule_and_absent_unless_stated() {
     let text = "plan \"w\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset trips {\n    source \"trips.csv\"\n    column started_at : time\n  }\n  query hourly {\n    count(trips)\n    noise laplace scale 4\n    schedule every 1 hour for 7 days\n    window 1 hour\n  }\n  query running {\n    cumulative count(trips)\n    noise laplace scale 9\n    schedule every 1 day for 30 days\n  }\n}\n";
     let plain = compile(text).unwrap();
     let delayed_text = text
-        .replace("window 1 hour\n", "window 1 hour\n    release after 2 hours\n")
-        .replace("for 30 days\n", "for 30 days\n    release after 1.5 minutes\n");
+        .replace(
+            "window 1 hour\n",
+            "window 1 hour\n    release after 2 hours\n",
+        )
+        .replace(
+            "for 30 days\n",
+            "for 30 days\n    release after 1.5 minutes\n",
+        );
     let delayed = compile(&delayed_text).unwrap();
     let delays: Vec<Option<f64>> = delayed
         .body

@@ -682,10 +682,10 @@ fn release_after_parses_and_lowers_with_its_spans() {
     assert_eq!(r[1].delay.unit, TimeUnit::Minute);
     // one statement of the layout
     let layout = statements(DELAYED).unwrap();
-    assert!(layout
-        .iter()
-        .any(|s| &DELAYED[s.span.start..s.span.end] == "release after 2 hours"
-            && s.kind == StatementKind::Simple));
+    assert!(layout.iter().any(
+        |s| &DELAYED[s.span.start..s.span.end] == "release after 2 hours"
+            && s.kind == StatementKind::Simple
+    ));
 }
 
 #[test]
@@ -694,7 +694,12 @@ fn names_release_and_after_still_parse_where_names_go() {
     parse_strict(text).unwrap();
     let p = parse(text);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
-    let names: Vec<&str> = p.plan.queries.iter().map(|q| q.name.value.as_str()).collect();
+    let names: Vec<&str> = p
+        .plan
+        .queries
+        .iter()
+        .map(|q| q.name.value.as_str())
+        .collect();
     assert_eq!(names, ["release", "after"]);
     assert_eq!(p.plan.datasets[0].name.value, "release");
     assert_eq!(p.plan.queries[0].release_after.len(), 1);
