@@ -324,6 +324,28 @@ fn a_windowed_discrete_gaussian_records_its_shape() {
     assert_eq!(m.sensitivity.linf, 4.0);
 }
 
+/// A user-level plan of one hourly Gaussian count ending with `tail` (its
+/// window and delay statements).
+fn hourly_count(tail: &str) -> String {
+    plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &query("count(trips)", "gaussian sigma 40", tail),
+    )
+}
+
+/// A user-level plan of one daily cumulative count with `noise`, ending
+/// with `tail`.
+fn running_count(noise: &str, tail: &str) -> String {
+    plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &format!("  query running {{\n    cumulative count(trips)\n    noise {noise}\n    schedule every 1 day for 30 days\n{tail}  }}"),
+    )
+}
+
 /// The resolved delay of the first query.
 fn delay(text: &str) -> Option<f64> {
     let r = report(text);
@@ -350,18 +372,7 @@ fn refusal(text: &str) -> (Code, String, String) {
 
 #[test]
 fn release_after_is_in_the_schedule_in_whole_seconds() {
-    let windowed = |after: &str| {
-        plan(
-            "user by rider_id",
-            "best",
-            TRIPS,
-            &query(
-                "count(trips)",
-                "gaussian sigma 40",
-                &format!("window 1 hour\n    {after}"),
-            ),
-        )
-    };
+    let windowed = |after: &str| hourly_count(&format!("window 1 hour\n    {after}"));
     assert_eq!(delay(&windowed("")), None);
     assert_eq!(delay(&windowed("release after 2 hours")), Some(7200.0));
     assert_eq!(delay(&windowed("release after 0 seconds")), Some(0.0));
@@ -373,12 +384,7 @@ fn release_after_is_in_the_schedule_in_whole_seconds() {
     let zero = delay(&windowed("release after -0 days")).unwrap();
     assert!(zero == 0.0 && zero.is_sign_positive());
     // a cumulative count takes one too
-    let cumulative = plan(
-        "user by rider_id",
-        "best",
-        TRIPS,
-        "  query running {\n    cumulative count(trips)\n    noise gaussian sigma 40\n    schedule every 1 day for 30 days\n    release after 6 hours\n  }",
-    );
+    let cumulative = running_count("gaussian sigma 40", "    release after 6 hours\n");
     assert_eq!(delay(&cumulative), Some(21_600.0));
 }
 
@@ -387,19 +393,10 @@ fn release_after_is_in_the_schedule_in_whole_seconds() {
 /// with and without it but for the delay itself, for a window and a tree.
 #[test]
 fn release_after_changes_no_epsilon() {
-    let windowed = plan(
-        "user by rider_id",
-        "best",
-        TRIPS,
-        &query("count(trips)", "gaussian sigma 40", "window 1 hour"),
-    );
-    let cumulative = plan(
-        "user by rider_id",
-        "best",
-        TRIPS,
-        "  query running {\n    cumulative count(trips)\n    noise laplace scale 40\n    schedule every 1 day for 30 days\n  }",
-    );
-    for text in [windowed, cumulative] {
+    for text in [
+        hourly_count("window 1 hour"),
+        running_count("laplace scale 40", ""),
+    ] {
         let delayed = text.replacen(
             "    schedule every",
             "    release after 2 hours\n    schedule every",
@@ -428,18 +425,7 @@ fn release_after_changes_no_epsilon() {
 
 #[test]
 fn release_after_is_refused_where_it_means_nothing_or_is_not_whole_seconds() {
-    let with = |window: &str, after: &str| {
-        plan(
-            "user by rider_id",
-            "best",
-            TRIPS,
-            &query(
-                "count(trips)",
-                "gaussian sigma 40",
-                &format!("{window}\n    {after}"),
-            ),
-        )
-    };
+    let with = |window: &str, after: &str| hourly_count(&format!("{window}\n    {after}"));
     // no window, no tree: DP024 at the statement
     let (code, at, message) = refusal(&with("", "release after 2 hours"));
     assert_eq!(code, Code::Window);

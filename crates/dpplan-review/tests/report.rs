@@ -500,15 +500,17 @@ fn the_report_says_when_each_window_is_released() {
 
     // a cumulative count: each slot's running total
     let signups = std::fs::read_to_string(root().join("examples/signups/signups.dpplan")).unwrap();
-    let r = review(&signups);
-    let tree = r
-        .queries
-        .iter()
-        .find_map(|q| q.one_release.clone())
-        .unwrap();
+    let tree = |text: &str| {
+        review(text)
+            .queries
+            .iter()
+            .find_map(|q| q.one_release.clone())
+            .unwrap()
+    };
+    let on_close = tree(&signups);
     assert!(
-        tree.ends_with("; each slot's running total is released when the slot closes"),
-        "{tree}"
+        on_close.ends_with("; each slot's running total is released when the slot closes"),
+        "{on_close}"
     );
     let start = signups.find("cumulative count").unwrap();
     let end = start + signups[start..].find("  }\n").unwrap();
@@ -517,14 +519,9 @@ fn the_report_says_when_each_window_is_released() {
         &signups[..end],
         &signups[end..]
     );
-    let r = review(&delayed);
-    let tree = r
-        .queries
-        .iter()
-        .find_map(|q| q.one_release.clone())
-        .unwrap();
+    let after = tree(&delayed);
     assert!(
-        tree.ends_with("; each slot's running total is released 30 minutes after the slot closes"),
-        "{tree}"
+        after.ends_with("; each slot's running total is released 30 minutes after the slot closes"),
+        "{after}"
     );
 }

@@ -12,7 +12,7 @@ use dpplan_vocab::Statistic;
 use super::datasets::{whole, DatasetInfo};
 use super::query::{Part, QueryPlan, Reported};
 use super::shape::Shape;
-use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
+use super::{declared_once, duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
 use crate::windows::{windowed, Horizon, WINDOW};
@@ -74,13 +74,8 @@ pub(in crate::checker) fn resolve(
     unit: UnitBound,
     (releases, quantile): (u64, bool),
 ) -> Result<Option<Window>, Reported> {
-    duplicate(
-        c,
-        &q.windows,
-        |w| w.span,
-        &format!("the window of `{}`", q.name.value),
-    );
-    let Some(w) = q.windows.first() else {
+    let what = || format!("the window of `{}`", q.name.value);
+    let Some(w) = declared_once(c, &q.windows, |w| w.span, what) else {
         return Ok(None);
     };
     if quantile {
@@ -130,13 +125,8 @@ pub(in crate::checker) fn release_after(
     c: &mut Checker,
     q: &ast::Query,
 ) -> Result<Option<f64>, Reported> {
-    duplicate(
-        c,
-        &q.release_after,
-        |r| r.span,
-        &format!("the release delay of `{}`", q.name.value),
-    );
-    let Some(r) = q.release_after.first() else {
+    let what = || format!("the release delay of `{}`", q.name.value);
+    let Some(r) = declared_once(c, &q.release_after, |r| r.span, what) else {
         return Ok(None);
     };
     let cumulative = q.aggregates.first().is_some_and(|a| a.cumulative.is_some());
