@@ -385,6 +385,10 @@ pub struct ScheduleSpec {
     pub every_seconds: Option<f64>,
     /// The start (Unix seconds) of an `every … from … until …` schedule.
     pub start: Option<i64>,
+    /// `release after <duration>` of a windowed query or a cumulative
+    /// count, in whole seconds: slot s is due at start + (s+1)·period +
+    /// this. `None` when not stated (due when its window closes).
+    pub release_after_seconds: Option<f64>,
 }
 
 /// A dataset, resolved (not in the JSON).

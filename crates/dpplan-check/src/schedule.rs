@@ -33,6 +33,54 @@ fn exact_seconds(d: &Duration) -> Option<(u128, u32)> {
     Some((num.checked_mul(unit)?, u32::try_from(frac.len()).ok()?))
 }
 
+/// A duration of zero or more in whole seconds, decided on the plan's
+/// decimals (`1.1 hours` is 3960 s, though 1.1 × 3600 is not 3960 in
+/// floating point); `None` when it is negative, not finite or not a whole
+/// number of seconds. An amount too long for 128-bit fractions is whole
+/// when its floating-point product is (every float from 2⁵³ up is).
+pub fn whole_seconds(d: &Duration) -> Option<f64> {
+    let a = d.amount.value;
+    if !a.is_finite() || a < 0.0 {
+        return None;
+    }
+    if a == 0.0 {
+        // `-0` too: no negative zero in a plan
+        return Some(0.0);
+    }
+    match exact_seconds(d) {
+        Some((num, places)) => {
+            let scale = 10u128.checked_pow(places)?;
+            (num % scale == 0).then(|| (num / scale) as f64)
+        }
+        None => {
+            let s = a * d.unit.seconds();
+            (s.is_finite() && s.fract() == 0.0).then_some(s)
+        }
+    }
+}
+
+/// Whole seconds in words, in the largest unit that divides them:
+/// `2 hours`, `1 day`, `90 seconds`.
+pub fn describe_seconds(seconds: f64) -> String {
+    const UNITS: [(f64, &str); 5] = [
+        (604_800.0, "week"),
+        (86_400.0, "day"),
+        (3_600.0, "hour"),
+        (60.0, "minute"),
+        (1.0, "second"),
+    ];
+    let (n, unit) = UNITS
+        .iter()
+        .find(|(len, _)| seconds != 0.0 && (seconds / len).fract() == 0.0)
+        .map_or((seconds, "second"), |(len, unit)| (seconds / len, *unit));
+    let n = dpplan_diagnostics::num(n);
+    if n == "1" {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
 /// ⌈a / b⌉ for exact fractions a = an / 10^ap, b = bn / 10^bp (bn > 0).
 fn ceil_ratio((an, ap): (u128, u32), (bn, bp): (u128, u32)) -> Option<u128> {
     let num = an.checked_mul(10u128.checked_pow(bp)?)?;

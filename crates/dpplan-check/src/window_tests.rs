@@ -323,3 +323,165 @@ fn a_windowed_discrete_gaussian_records_its_shape() {
     assert_eq!(m.sensitivity.coords, 30);
     assert_eq!(m.sensitivity.linf, 4.0);
 }
+
+/// A user-level plan of one hourly Gaussian count ending with `tail` (its
+/// window and delay statements).
+fn hourly_count(tail: &str) -> String {
+    plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &query("count(trips)", "gaussian sigma 40", tail),
+    )
+}
+
+/// A user-level plan of one daily cumulative count with `noise`, ending
+/// with `tail`.
+fn running_count(noise: &str, tail: &str) -> String {
+    plan(
+        "user by rider_id",
+        "best",
+        TRIPS,
+        &format!("  query running {{\n    cumulative count(trips)\n    noise {noise}\n    schedule every 1 day for 30 days\n{tail}  }}"),
+    )
+}
+
+/// The resolved delay of the first query.
+fn delay(text: &str) -> Option<f64> {
+    let r = report(text);
+    r.queries[0]
+        .spec
+        .as_ref()
+        .expect("a spec")
+        .schedule
+        .release_after_seconds
+}
+
+/// The one diagnostic of `text`, its code and the text it points at.
+fn refusal(text: &str) -> (Code, String, String) {
+    let a = analyze(text);
+    assert_eq!(a.diagnostics.len(), 1, "{:#?}", a.diagnostics);
+    let d = &a.diagnostics[0];
+    let span = d.primary.span;
+    (
+        d.code,
+        text[span.start..span.end].to_string(),
+        d.message.clone(),
+    )
+}
+
+#[test]
+fn release_after_is_in_the_schedule_in_whole_seconds() {
+    let windowed = |after: &str| hourly_count(&format!("window 1 hour\n    {after}"));
+    assert_eq!(delay(&windowed("")), None);
+    assert_eq!(delay(&windowed("release after 2 hours")), Some(7200.0));
+    assert_eq!(delay(&windowed("release after 0 seconds")), Some(0.0));
+    // on the plan's decimals: 1.1 × 3600 is 3960.0000000000005 in floats
+    assert_eq!(delay(&windowed("release after 1.1 hours")), Some(3960.0));
+    assert_eq!(delay(&windowed("release after 1.5 minutes")), Some(90.0));
+    assert_eq!(delay(&windowed("release after 1e3 seconds")), Some(1000.0));
+    // `-0` is zero, not a negative zero
+    let zero = delay(&windowed("release after -0 days")).unwrap();
+    assert!(zero == 0.0 && zero.is_sign_positive());
+    // a cumulative count takes one too
+    let cumulative = running_count("gaussian sigma 40", "    release after 6 hours\n");
+    assert_eq!(delay(&cumulative), Some(21_600.0));
+}
+
+/// A delay moves when a slot is released, not what it costs: the checked
+/// plan (every accountant, every query's cost and derivation) is the same
+/// with and without it but for the delay itself, for a window and a tree.
+#[test]
+fn release_after_changes_no_epsilon() {
+    for text in [
+        hourly_count("window 1 hour"),
+        running_count("laplace scale 40", ""),
+    ] {
+        let delayed = text.replacen(
+            "    schedule every",
+            "    release after 2 hours\n    schedule every",
+            1,
+        );
+        let (a, b) = (report(&text), report(&delayed));
+        // the delay taken out, and the query's span (the text is longer)
+        let without_delay = |mut r: crate::CheckedPlan| {
+            r.queries[0].span = Default::default();
+            let spec = r.queries[0].spec.as_mut().expect("a spec");
+            let delay = spec.schedule.release_after_seconds.take();
+            (r, delay)
+        };
+        let (a, _) = without_delay(a);
+        let (b, delay) = without_delay(b);
+        assert_eq!(delay, Some(7200.0));
+        assert_eq!(a.total, b.total);
+        assert_eq!(a, b);
+        assert!(a.total.as_ref().unwrap().epsilon > 0.0);
+        // the control: the same comparison sees a change of the noise
+        let (louder, _) = without_delay(report(&delayed.replace("40", "80")));
+        assert_ne!(louder.total, b.total);
+        assert_ne!(louder, b);
+    }
+}
+
+#[test]
+fn release_after_is_refused_where_it_means_nothing_or_is_not_whole_seconds() {
+    let with = |window: &str, after: &str| hourly_count(&format!("{window}\n    {after}"));
+    // no window, no tree: DP024 at the statement
+    let (code, at, message) = refusal(&with("", "release after 2 hours"));
+    assert_eq!(code, Code::Window);
+    assert_eq!(at, "release after 2 hours");
+    assert!(
+        message.contains("has neither a `window` nor a `cumulative` count"),
+        "{message}"
+    );
+    // twice: DP013 at the second
+    let (code, at, _) = refusal(&with(
+        "window 1 hour",
+        "release after 2 hours\n    release after 3 hours",
+    ));
+    assert_eq!(code, Code::Duplicate);
+    assert_eq!(at, "release after 3 hours");
+    // negative, not finite: DP007 at the amount
+    for (after, amount, says) in [
+        ("release after -1 hours", "-1", "cannot be negative"),
+        ("release after NaN hours", "NaN", "must be finite"),
+        ("release after inf seconds", "inf", "must be finite"),
+        ("release after 1e999 seconds", "1e999", "must be finite"),
+    ] {
+        let (code, at, message) = refusal(&with("window 1 hour", after));
+        assert_eq!(code, Code::InvalidParameter, "{after}");
+        assert_eq!(at, amount, "{after}");
+        assert!(message.contains(says), "{after}: {message}");
+    }
+    // not a whole number of seconds: DP007 at the duration
+    for (after, duration) in [
+        ("release after 0.5 seconds", "0.5 seconds"),
+        ("release after 0.001 minutes", "0.001 minutes"),
+        ("release after 1e-300 weeks", "1e-300 weeks"),
+    ] {
+        let (code, at, message) = refusal(&with("window 1 hour", after));
+        assert_eq!(code, Code::InvalidParameter, "{after}");
+        assert_eq!(at, duration, "{after}");
+        assert!(message.contains("a whole number of seconds"), "{message}");
+    }
+    // the query with an error is left out of the accounting
+    let a = analyze(&with("", "release after 2 hours"));
+    assert!(a.has_errors());
+}
+
+#[test]
+fn a_delay_is_described_in_its_largest_whole_unit() {
+    use crate::schedule::describe_seconds;
+    for (seconds, words) in [
+        (7200.0, "2 hours"),
+        (3600.0, "1 hour"),
+        (1800.0, "30 minutes"),
+        (90.0, "90 seconds"),
+        (1.0, "1 second"),
+        (0.0, "0 seconds"),
+        (1_209_600.0, "2 weeks"),
+        (172_800.0, "2 days"),
+    ] {
+        assert_eq!(describe_seconds(seconds), words);
+    }
+}

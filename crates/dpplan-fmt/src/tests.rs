@@ -192,3 +192,14 @@ fn a_cumulative_count_is_one_statement() {
     assert_eq!(format(messy).unwrap(), want);
     assert_eq!(format(want).unwrap(), want);
 }
+
+/// `release after <duration>` is one statement on its own line, kept as
+/// written (no unit is rewritten), and formatting it again changes nothing;
+/// a query named `release` keeps its name.
+#[test]
+fn release_after_is_one_statement() {
+    let messy = "plan \"p\" {\nquery release { count( d ) noise laplace scale 10\n schedule every 1 hour for 7 days window 1 hour release\n   after   90  minutes }\n}\n";
+    let want = "plan \"p\" {\n  query release {\n    count(d)\n    noise laplace scale 10\n    schedule every 1 hour for 7 days\n    window 1 hour\n    release after 90 minutes\n  }\n}\n";
+    assert_eq!(format(messy).unwrap(), want);
+    assert_eq!(format(want).unwrap(), want);
+}

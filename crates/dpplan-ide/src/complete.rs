@@ -225,6 +225,11 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
     out
 }
 
+/// The time units a duration ends with.
+const TIME_UNITS: &[&str] = &[
+    "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours", "days", "weeks",
+];
+
 /// What can be typed in a query's block, after `stmt` on the line.
 fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
     let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
@@ -251,10 +256,15 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
                     "sensitivity",
                     "accuracy",
                     "window",
+                    "release",
                     "candidates",
                     "cumulative",
                 ],
             );
+            // `release after `: the statement is two keywords
+            if let Some(i) = out.iter_mut().find(|i| i.label == "release") {
+                i.insert_text = Some("release after ".into());
+            }
         }
         (Some(agg), Some("(")) if stmt.len() == 2 => {
             datasets(out);
@@ -316,21 +326,14 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
         (Some("accuracy"), Some("accuracy")) => kw(out, &names::<AccuracyMeasure>()),
         (Some("schedule"), Some("schedule")) => kw(out, &["once", "every"]),
         (Some("schedule"), Some(w)) if w.len() >= 10 && w.contains('-') => kw(out, &["until"]),
-        (Some("window"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(
-            out,
-            &[
-                "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours", "days",
-                "weeks",
-            ],
-        ),
+        (Some("release"), Some("release")) => kw(out, &["after"]),
+        // `window 2 ` and `release after 2 `: a duration's unit
+        (Some("window"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(out, TIME_UNITS),
+        (Some("release"), Some(w)) if is_number(w) && stmt[..] == ["release", "after", w] => {
+            kw(out, TIME_UNITS)
+        }
         (Some("schedule"), Some(w)) if is_number(w) && stmt.len() == 2 => kw(out, &["times"]),
-        (Some("schedule"), Some(w)) if is_number(w) => kw(
-            out,
-            &[
-                "second", "minute", "hour", "day", "week", "seconds", "minutes", "hours", "days",
-                "weeks",
-            ],
-        ),
+        (Some("schedule"), Some(w)) if is_number(w) => kw(out, TIME_UNITS),
         (Some("schedule"), Some(w))
             if stmt.len() == 4 && w.chars().all(|c| c.is_ascii_alphabetic()) =>
         {

@@ -44,6 +44,7 @@ pub fn keyword_doc(word: &str) -> Option<&'static str> {
         "rows_per_window" => "`rows_per_window R` — at most R rows of one unit in one window of a windowed query (also at most rows_per_unit); the runtime keeps R random rows.",
         "time" => "`time` — a UTC timestamp column (ISO 8601 `2026-03-02T14:05:00Z`, or unix seconds): the column a query's `window` cuts the rows by.",
         "window" => "`window <duration>` — each release of an `every` schedule reads only the rows whose time falls in its own slot [start, start + period); the window must equal the schedule's period (DP024). The whole schedule is then composed as ONE release over disjoint windows, bounded by `windows_per_unit` and `rows_per_window`.",
+        "release" | "after" => "`release after <duration>` — with a `window` or a `cumulative` count: slot s is released once its window [start + s·period, start + (s+1)·period) has closed and the delay has passed, at start + (s+1)·period + delay (without it: when the window closes). Rows that arrive within the delay are counted; a row later than that is never counted (its window was read once, when released). Zero or more whole seconds (DP007); no window and no tree: DP024. It changes no ε.",
         "invalid_rows" => "`invalid_rows drop | clamp` — what the runtime does with rows outside a column's declared type.",
         "drop" => "Rows with invalid values are dropped.",
         "clamp" => "Invalid values are clamped into the declared bounds.",

@@ -555,6 +555,56 @@ fn windows_complete_and_hover() {
     assert!(h.markdown.contains("per release)"), "{}", h.markdown);
 }
 
+/// `release after <duration>`: offered among a query's statements (as
+/// both words), `after` after `release`, the time units after the amount;
+/// both words hover the statement's doc; the plan checks clean.
+#[test]
+fn release_after_completes_and_hovers() {
+    let text = "plan \"p\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset trips {\n    column started_at : time\n  }\n  query hourly {\n    count(trips)\n    noise gaussian sigma 40\n    schedule every 1 hour for 7 days\n    window 1 hour\n    release after 2 hours\n  }\n}\n";
+    let doc = Document::new(text.to_string());
+    assert!(doc.diagnostics().is_empty(), "{:?}", doc.diagnostics());
+    let items = |before: &str, typed: &str| {
+        let with = text.replacen(before, &format!("{typed}{before}"), 1);
+        let doc = Document::new(with.clone());
+        doc.completions(at(&with, before))
+    };
+    let labels = |before: &str, typed: &str| -> Vec<String> {
+        items(before, typed).into_iter().map(|c| c.label).collect()
+    };
+    let offered = items("count(trips)", "");
+    let release = offered
+        .iter()
+        .find(|c| c.label == "release")
+        .expect("`release` offered in a query");
+    assert_eq!(release.insert_text.as_deref(), Some("release after "));
+    assert!(
+        release
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("slot s is released"),
+        "{release:?}"
+    );
+    assert_eq!(labels("count(trips)", "release "), ["after"]);
+    let units = labels("count(trips)", "release after 2 ");
+    assert!(units.contains(&"hours".to_string()), "{units:?}");
+    assert!(units.contains(&"minute".to_string()), "{units:?}");
+    // negative controls: nothing after `release after` but a number, and
+    // `release` is not offered outside a query
+    assert!(labels("count(trips)", "release after ").is_empty());
+    let top = labels("  query hourly", "");
+    assert!(!top.contains(&"release".to_string()), "{top:?}");
+    for word in ["release after 2", "after 2 hours"] {
+        let h = doc.hover(at(text, word) + 1).expect(word);
+        assert!(
+            h.markdown.contains("`release after <duration>`")
+                && h.markdown.contains("never counted"),
+            "{word}: {}",
+            h.markdown
+        );
+    }
+}
+
 /// A cumulative count: the keyword's hover, the query's hover (the tree,
 /// the comparison with fresh releases, each slot's error), the inlay hint
 /// (one tree of 724 nodes for a daily year), the completion.

@@ -768,7 +768,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             every_seconds: spec.schedule.every_seconds,
             start: spec.schedule.start,
             text: q.schedule.clone(),
-            release_after_seconds: None,
+            release_after_seconds: spec.schedule.release_after_seconds,
         },
         parts,
         cost_per_release: with_threshold(cost(&q.per_release), spec, 1, adjacency),

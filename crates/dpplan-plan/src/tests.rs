@@ -210,6 +210,57 @@ fn a_cumulative_count_compiles_with_its_tree_charged_once() {
     );
 }
 
+/// `release after <duration>` is the schedule's `release_after_seconds`,
+/// and nothing else of the plan moves: the body with the delay is the body
+/// without it but for that field and the embedded source. A plan without
+/// it (every example) has no such field at all, so it compiles to the
+/// bytes it compiled to before the field existed.
+#[test]
+fn release_after_is_in_the_schedule_and_absent_unless_stated() {
+    for name in EXAMPLES {
+        let json = to_json(&compile(&example(name)).unwrap());
+        assert!(!json.contains("release_after"), "{name}");
+    }
+    let text = "plan \"w\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset trips {\n    source \"trips.csv\"\n    column started_at : time\n  }\n  query hourly {\n    count(trips)\n    noise laplace scale 4\n    schedule every 1 hour for 7 days\n    window 1 hour\n  }\n  query running {\n    cumulative count(trips)\n    noise laplace scale 9\n    schedule every 1 day for 30 days\n  }\n}\n";
+    let plain = compile(text).unwrap();
+    let delayed_text = text
+        .replace(
+            "window 1 hour\n",
+            "window 1 hour\n    release after 2 hours\n",
+        )
+        .replace(
+            "for 30 days\n",
+            "for 30 days\n    release after 1.5 minutes\n",
+        );
+    let delayed = compile(&delayed_text).unwrap();
+    let delays: Vec<Option<f64>> = delayed
+        .body
+        .releases
+        .iter()
+        .map(|r| r.schedule.release_after_seconds)
+        .collect();
+    assert_eq!(delays, [Some(7200.0), Some(90.0)]);
+    assert!(plain
+        .body
+        .releases
+        .iter()
+        .all(|r| r.schedule.release_after_seconds.is_none()));
+    let json = to_json(&delayed);
+    assert!(json.contains("\"release_after_seconds\": 7200.0"), "{json}");
+    assert_eq!(load(&json).unwrap(), delayed);
+    // the rest of the body is the plan's without the delay
+    let mut body = delayed.body.clone();
+    for r in &mut body.releases {
+        r.schedule.release_after_seconds = None;
+    }
+    body.source = plain.body.source.clone();
+    assert_eq!(body, plain.body);
+    // a runtime that does not know the field refuses the plan: the
+    // schedule is `deny_unknown_fields` (here: an unknown one next to it)
+    let unknown = json.replace("\"release_after_seconds\"", "\"release_after_secs\"");
+    assert!(matches!(load(&unknown), Err(LoadError::NotJson(_))));
+}
+
 mod kept_slots {
     use dpplan_check::tree::{add_remove, TreeBounds};
 

@@ -451,3 +451,77 @@ fn an_audit_is_shown_beside_the_claims() {
         Err(report::AuditError::NotAnAudit)
     );
 }
+
+/// The report says when each slot of a windowed query or a cumulative
+/// count is released: when its window closes, or a `release after` delay
+/// later; it says nothing of the kind for a fresh release, and the delay
+/// changes no figure of the report.
+#[test]
+fn the_report_says_when_each_window_is_released() {
+    let text =
+        std::fs::read_to_string(root().join("examples/ride-sharing/ride-sharing.dpplan")).unwrap();
+    let delayed = text.replacen(
+        "    window 1 hour\n",
+        "    window 1 hour\n    release after 2 hours\n",
+        1,
+    );
+    assert_ne!(delayed, text);
+    let one_release = |r: &Review, q: &str| {
+        r.queries
+            .iter()
+            .find(|x| x.name == q)
+            .unwrap()
+            .one_release
+            .clone()
+    };
+    let (plain, late) = (review(&text), review(&delayed));
+    let on_close = one_release(&plain, "hourly_district_trips").unwrap();
+    assert!(
+        on_close.ends_with("; each window is released when it closes"),
+        "{on_close}"
+    );
+    let after = one_release(&late, "hourly_district_trips").unwrap();
+    assert!(
+        after.ends_with("; each window is released 2 hours after it closes"),
+        "{after}"
+    );
+    assert!(report::markdown(&late).contains("each window is released 2 hours after it closes"));
+    // a fresh release has no window to wait for
+    assert_eq!(one_release(&plain, "daily_riders"), None);
+    // the same figures otherwise
+    let mut same = late.clone();
+    for q in &mut same.queries {
+        q.one_release = one_release(&plain, &q.name);
+    }
+    assert_eq!(
+        serde_json::to_value(&same).unwrap(),
+        serde_json::to_value(&plain).unwrap()
+    );
+
+    // a cumulative count: each slot's running total
+    let signups = std::fs::read_to_string(root().join("examples/signups/signups.dpplan")).unwrap();
+    let tree = |text: &str| {
+        review(text)
+            .queries
+            .iter()
+            .find_map(|q| q.one_release.clone())
+            .unwrap()
+    };
+    let on_close = tree(&signups);
+    assert!(
+        on_close.ends_with("; each slot's running total is released when the slot closes"),
+        "{on_close}"
+    );
+    let start = signups.find("cumulative count").unwrap();
+    let end = start + signups[start..].find("  }\n").unwrap();
+    let delayed = format!(
+        "{}    release after 30 minutes\n{}",
+        &signups[..end],
+        &signups[end..]
+    );
+    let after = tree(&delayed);
+    assert!(
+        after.ends_with("; each slot's running total is released 30 minutes after the slot closes"),
+        "{after}"
+    );
+}

@@ -173,6 +173,9 @@ pub struct Query {
     pub accuracies: Vec<Accuracy>,
     /// `window <duration>`: each release reads only its own slot's rows.
     pub windows: Vec<Window>,
+    /// `release after <duration>`: a windowed query's or a cumulative
+    /// count's slot is released this long after its window closes.
+    pub release_after: Vec<ReleaseAfter>,
     /// `candidates [c1, …]` / `candidates every <step>`: a quantile's grid.
     pub candidates: Vec<Candidates>,
 }
@@ -182,6 +185,14 @@ pub struct Query {
 pub struct Window {
     pub span: Span,
     pub length: Duration,
+}
+
+/// `release after <duration>`: the delay after a window's close at which
+/// its slot is released.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReleaseAfter {
+    pub span: Span,
+    pub delay: Duration,
 }
 
 /// `candidates [c1, c2, …]` or `candidates every <step>`: the public grid a

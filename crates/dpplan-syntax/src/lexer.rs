@@ -261,6 +261,8 @@ pub const KEYWORDS: &[&str] = &[
     "accuracy",
     "time",
     "window",
+    "release",
+    "after",
     "cumulative",
     "where",
     "and",

@@ -389,6 +389,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         schedules: vec![],
         accuracies: vec![],
         windows: vec![],
+        release_after: vec![],
         candidates: vec![],
     };
     for stmt in children(pair) {
@@ -416,6 +417,11 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     out.windows.push(Window { span, length });
                 }
             }
+            Rule::release_stmt => {
+                if let Some(delay) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d)) {
+                    out.release_after.push(ReleaseAfter { span, delay });
+                }
+            }
             Rule::candidates_stmt => out.candidates.extend(candidates(cx, &stmt, span)),
             Rule::accuracy_stmt => out.accuracies.extend(accuracy(cx, &stmt, span)),
             _ => {}
@@ -429,6 +435,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     out.schedules.shrink_to_fit();
     out.accuracies.shrink_to_fit();
     out.windows.shrink_to_fit();
+    out.release_after.shrink_to_fit();
     Some(out)
 }
 

@@ -84,6 +84,7 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::schedule_stmt
         | Rule::accuracy_stmt
         | Rule::window_stmt
+        | Rule::release_stmt
         | Rule::candidates_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,

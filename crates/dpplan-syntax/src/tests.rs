@@ -645,3 +645,99 @@ fn a_word_far_from_every_keyword_allowed_there_gets_no_suggestion() {
         );
     }
 }
+
+/// A windowed query with `release after 2 hours` and the same plan with a
+/// query, a dataset and columns named `release` and `after`.
+const DELAYED: &str = "plan \"p\" {\n  dataset trips {\n    column started_at : time\n  }\n  query hourly {\n    count(trips)\n    noise gaussian sigma 40\n    schedule every 1 hour for 7 days\n    window 1 hour\n    release after 2 hours\n  }\n}\n";
+
+#[test]
+fn release_after_parses_and_lowers_with_its_spans() {
+    parse_strict(DELAYED).unwrap();
+    let p = parse(DELAYED);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let q = &p.plan.queries[0];
+    assert_eq!(q.release_after.len(), 1);
+    let r = &q.release_after[0];
+    assert_eq!(&DELAYED[r.span.start..r.span.end], "release after 2 hours");
+    assert_eq!(&DELAYED[r.delay.span.start..r.delay.span.end], "2 hours");
+    assert_eq!(
+        &DELAYED[r.delay.amount.span.start..r.delay.amount.span.end],
+        "2"
+    );
+    assert_eq!(r.delay.amount.value, 2.0);
+    assert_eq!(r.delay.unit, TimeUnit::Hour);
+    // the window is still the window
+    assert_eq!(q.windows.len(), 1);
+    // a second statement is kept for the checker (DP013), a negative or
+    // fractional amount too (DP007)
+    let twice = DELAYED.replace(
+        "    release after 2 hours\n",
+        "    release after 2 hours\n    release   after\n -1.5 minutes\n",
+    );
+    let p = parse(&twice);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let r = &p.plan.queries[0].release_after;
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[1].delay.amount.value, -1.5);
+    assert_eq!(r[1].delay.unit, TimeUnit::Minute);
+    // one statement of the layout
+    let layout = statements(DELAYED).unwrap();
+    assert!(layout.iter().any(
+        |s| &DELAYED[s.span.start..s.span.end] == "release after 2 hours"
+            && s.kind == StatementKind::Simple
+    ));
+}
+
+#[test]
+fn names_release_and_after_still_parse_where_names_go() {
+    let text = "plan \"p\" {\n  dataset release {\n    column after : time\n    column release : category { \"a\" }\n    column x : int in [0, 9]\n  }\n  query release {\n    sum(release.x where release == \"a\" by release)\n    noise laplace scale 4\n    schedule every 1 day for 2 days\n    window 1 day\n    release after 1 day\n  }\n  query after {\n    count(release where after > 3)\n    noise laplace scale 4\n    schedule once\n  }\n  publish after_copy = after\n  publish release_copy = release when release > 1\n}\n";
+    parse_strict(text).unwrap();
+    let p = parse(text);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let names: Vec<&str> = p
+        .plan
+        .queries
+        .iter()
+        .map(|q| q.name.value.as_str())
+        .collect();
+    assert_eq!(names, ["release", "after"]);
+    assert_eq!(p.plan.datasets[0].name.value, "release");
+    assert_eq!(p.plan.queries[0].release_after.len(), 1);
+    assert!(p.plan.queries[1].release_after.is_empty());
+    assert_eq!(p.plan.publishes.len(), 2);
+}
+
+#[test]
+fn a_malformed_release_after_is_one_error_at_its_place() {
+    for (bad, at, expected) in [
+        ("release after 2", "}", "a time unit"),
+        ("release after hours", "hours", "a number"),
+        ("release 2 hours", "2 hours", "`after`"),
+        ("release after 2 hourz", "hourz", "a time unit"),
+        ("release afterwards 2 hours", "afterwards", "`after`"),
+    ] {
+        let text = DELAYED.replace("release after 2 hours", bad);
+        assert!(parse_strict(&text).is_err(), "{bad}");
+        let p = parse(&text);
+        assert_eq!(p.diagnostics.len(), 1, "{bad}: {:#?}", p.diagnostics);
+        let d = &p.diagnostics[0];
+        assert_eq!(d.code, dpplan_diagnostics::Code::Syntax);
+        assert!(d.message.contains(expected), "{bad}: {}", d.message);
+        // at the token that does not fit, within or right after the statement
+        let stmt = text.find(bad).unwrap();
+        assert!(d.primary.span.start > stmt, "{bad}: {d:#?}");
+        assert!(
+            text[d.primary.span.start..].starts_with(at),
+            "{bad}: points at {:?}",
+            &text[d.primary.span.start..d.primary.span.end]
+        );
+        // the broken query is left out, the plan still parses
+        assert!(p.plan.queries.is_empty(), "{bad}");
+        assert_eq!(p.plan.broken.len(), 1, "{bad}");
+    }
+    // a near miss of the keyword is suggested
+    let text = DELAYED.replace("release after", "relase after");
+    let p = parse(&text);
+    assert_eq!(p.diagnostics.len(), 1, "{:#?}", p.diagnostics);
+    assert_eq!(p.diagnostics[0].suggestion.as_deref(), Some("release"));
+}

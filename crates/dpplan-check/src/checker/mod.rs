@@ -146,6 +146,20 @@ fn duplicate<T>(c: &mut Checker, items: &[T], span: impl Fn(&T) -> Span, what: &
     }
 }
 
+/// The first of `items`, with DP013 on each later one ([`duplicate`]);
+/// `what` is worded only when there is one.
+fn declared_once<'a, T>(
+    c: &mut Checker,
+    items: &'a [T],
+    span: impl Fn(&T) -> Span,
+    what: impl FnOnce() -> String,
+) -> Option<&'a T> {
+    if items.len() > 1 {
+        duplicate(c, items, span, &what());
+    }
+    items.first()
+}
+
 /// From this many queries on, the independent halves of a pass run on two
 /// threads; below it a thread would cost more than it saves.
 const PARALLEL_QUERIES: usize = 256;

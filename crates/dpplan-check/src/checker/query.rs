@@ -156,6 +156,14 @@ pub(super) fn plan_query<'a>(
             (0, String::new(), None)
         }
     };
+    let release_after = super::window::release_after(c, q).unwrap_or_else(|Reported| {
+        ok = false;
+        None
+    });
+    let schedule_spec = schedule_spec.map(|s| ScheduleSpec {
+        release_after_seconds: release_after,
+        ..s
+    });
     let dataset_name = agg.target.dataset.value.clone();
     let accuracy = accuracy(c, q);
     if !q.accuracies.is_empty() && accuracy.is_none() {
@@ -506,6 +514,8 @@ fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
         kind,
         every_seconds,
         start,
+        // set by `plan_query`, with its checks
+        release_after_seconds: None,
     }
 }
 

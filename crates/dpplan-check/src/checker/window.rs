@@ -12,7 +12,7 @@ use dpplan_vocab::Statistic;
 use super::datasets::{whole, DatasetInfo};
 use super::query::{Part, QueryPlan, Reported};
 use super::shape::Shape;
-use super::{duplicate, fast_best, mechanism, valid_positive, Checker};
+use super::{declared_once, duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
 use crate::windows::{windowed, Horizon, WINDOW};
@@ -74,13 +74,8 @@ pub(in crate::checker) fn resolve(
     unit: UnitBound,
     (releases, quantile): (u64, bool),
 ) -> Result<Option<Window>, Reported> {
-    duplicate(
-        c,
-        &q.windows,
-        |w| w.span,
-        &format!("the window of `{}`", q.name.value),
-    );
-    let Some(w) = q.windows.first() else {
+    let what = || format!("the window of `{}`", q.name.value);
+    let Some(w) = declared_once(c, &q.windows, |w| w.span, what) else {
         return Ok(None);
     };
     if quantile {
@@ -118,6 +113,72 @@ pub(in crate::checker) fn resolve(
             rows,
         },
     }))
+}
+
+/// The query's `release after <duration>` in whole seconds, if it states
+/// one: once (DP013), on a query with a `window` or a `cumulative` count
+/// (DP024: any other release reads the data as it is when it runs, so a
+/// delay means nothing for it), zero or more, finite and a whole number of
+/// seconds (DP007). A delay moves when a slot is released, never what it
+/// reads or costs: the accounting does not see it.
+pub(in crate::checker) fn release_after(
+    c: &mut Checker,
+    q: &ast::Query,
+) -> Result<Option<f64>, Reported> {
+    let what = || format!("the release delay of `{}`", q.name.value);
+    let Some(r) = declared_once(c, &q.release_after, |r| r.span, what) else {
+        return Ok(None);
+    };
+    let cumulative = q.aggregates.first().is_some_and(|a| a.cumulative.is_some());
+    if q.windows.is_empty() && !cumulative {
+        c.error(
+            Diagnostic::new(
+                Code::Window,
+                format!(
+                    "`release after` delays the release of a window, but `{}` has neither a `window` nor a `cumulative` count: each of its releases reads the data as it is when it runs, so a delay means nothing for it",
+                    q.name.value
+                ),
+                r.span,
+            )
+            .label("no window to wait for")
+            .help("remove `release after`, or window the query on its schedule's period (`window 1 hour` with `schedule every 1 hour …`) so that each release reads its own slot's rows"),
+        );
+        return Err(Reported);
+    }
+    let d = &r.delay;
+    let amount = d.amount.value;
+    let (message, span, label) = if !amount.is_finite() {
+        (
+            format!("a release delay must be finite, found {amount}"),
+            d.amount.span,
+            "not finite",
+        )
+    } else if amount < 0.0 {
+        (
+            format!("a release delay cannot be negative, found {amount}: a slot is never released before its window closes"),
+            d.amount.span,
+            "negative",
+        )
+    } else if let Some(seconds) = crate::schedule::whole_seconds(d) {
+        return Ok(Some(seconds));
+    } else {
+        let unit = d.unit.name();
+        let plural = if amount == 1.0 { "" } else { "s" };
+        (
+            format!(
+                "a release delay must be a whole number of seconds, found {amount} {unit}{plural} ({} s)",
+                fmt_num(amount * d.unit.seconds())
+            ),
+            d.span,
+            "not a whole number of seconds",
+        )
+    };
+    c.error(
+        Diagnostic::new(Code::InvalidParameter, message, span)
+            .label(label)
+            .help("write zero or more whole seconds, in any unit: `release after 2 hours`, `release after 90 seconds`"),
+    );
+    Err(Reported)
 }
 
 /// The window's length in seconds: positive and finite (DP007).

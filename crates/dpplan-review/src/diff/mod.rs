@@ -106,7 +106,7 @@ pub struct QueryDiff {
     pub name: String,
     pub status: Status,
     /// Query-level fields: dataset, aggregation, column, by, bounds,
-    /// groups, schedule, releases.
+    /// groups, schedule, release_after, releases.
     pub changes: Vec<Change>,
     /// Its statistics (a mean has two), matched by role.
     pub parts: Vec<PartDiff>,
@@ -550,6 +550,15 @@ fn query_fields(q: &QueryReport) -> Vec<(String, Value)> {
         f.push(("groups".into(), json!(s.groups)));
     }
     f.push(("schedule".into(), json!(q.schedule)));
+    // `release after`: when each slot is released, not what it costs
+    // (null, the same on both sides, when neither plan states one)
+    if let Some(s) = &q.spec {
+        let delay = s.schedule.release_after_seconds;
+        f.push((
+            "release_after".into(),
+            json!(delay.map(dpplan_check::schedule::describe_seconds)),
+        ));
+    }
     f.push(("releases".into(), json!(q.releases)));
     f
 }

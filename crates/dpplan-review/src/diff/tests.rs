@@ -275,3 +275,53 @@ fn a_cumulative_counts_doubled_schedule_adds_a_tree_level() {
     // negative control: the same plan against itself changes nothing
     assert!(run(&t, &t).identical);
 }
+
+/// A `release after` delay added, changed or removed is a change of the
+/// query (`release_after`, in words) and of nothing it costs: the same ε,
+/// no increase, no part changed. Negative control: the same text twice is
+/// identical.
+#[test]
+fn a_changed_release_delay_is_a_query_change_of_no_epsilon() {
+    let t = example("ride-sharing");
+    let delayed = edit(
+        &t,
+        "    window 1 hour\n",
+        "    window 1 hour\n    release after 2 hours\n",
+    );
+    let later = edit(
+        &delayed,
+        "release after 2 hours",
+        "release after 180 minutes",
+    );
+    for (old, new, was, now) in [
+        (&t, &delayed, json!(null), json!("2 hours")),
+        (&delayed, &later, json!("2 hours"), json!("3 hours")),
+        (&later, &t, json!("3 hours"), json!(null)),
+    ] {
+        let d = run(old, new);
+        assert!(!d.identical && !d.verdict.increase && !d.verdict.contract_changed);
+        assert_eq!(d.guarantee.change, Some(0.0));
+        assert_eq!(d.queries.len(), 1, "{:#?}", d.queries);
+        let q = &d.queries[0];
+        assert_eq!(q.name, "hourly_district_trips");
+        assert_eq!(q.status, Status::Changed);
+        assert_eq!(
+            q.changes,
+            [Change {
+                field: "release_after".into(),
+                old: was,
+                new: now,
+            }]
+        );
+        assert!(q.parts.is_empty() && q.leave_one_in.is_none());
+        assert_eq!(q.epsilon_alone.old, q.epsilon_alone.new);
+    }
+    // the same delay written in other units is no change
+    let same = edit(
+        &delayed,
+        "release after 2 hours",
+        "release after 7200 seconds",
+    );
+    assert!(run(&delayed, &same).identical);
+    assert!(run(&delayed, &delayed).identical);
+}

@@ -294,19 +294,30 @@ fn contract_of(
 }
 
 /// Why a query's whole schedule is one accounted release, in words: a
-/// window (its time column and the bounds), or a cumulative count's tree.
+/// window (its time column and the bounds), or a cumulative count's tree;
+/// then when each of its slots is released (when its window closes, or a
+/// `release after` delay later).
 fn one_release_text(q: &dpplan_check::QueryReport) -> Option<String> {
     let spec = q.spec.as_ref()?;
+    let when = |what: &str, it: &str| match spec.schedule.release_after_seconds {
+        Some(s) if s > 0.0 => format!(
+            "{what} {} after {it} closes",
+            dpplan_check::schedule::describe_seconds(s)
+        ),
+        _ => format!("{what} when {it} closes"),
+    };
     if let Some(w) = &spec.window {
         return Some(format!(
-            "windowed on `{}` (each release reads the rows of its own period): the {} releases read disjoint windows and are accounted as one release over all of them, a unit in at most {} windows with at most {} rows in each",
-            w.column, w.slots, w.windows_per_unit, w.rows_per_window
+            "windowed on `{}` (each release reads the rows of its own period): the {} releases read disjoint windows and are accounted as one release over all of them, a unit in at most {} windows with at most {} rows in each; {}",
+            w.column, w.slots, w.windows_per_unit, w.rows_per_window,
+            when("each window is released", "it")
         ));
     }
     let t = spec.cumulative.as_ref()?;
     Some(format!(
-        "a running total by the tree mechanism on `{}`: the {} totals are estimated from one tree of {} noisy nodes ({} levels), each node drawn once, and the tree is accounted as one release",
-        t.column, t.slots, t.nodes, t.levels
+        "a running total by the tree mechanism on `{}`: the {} totals are estimated from one tree of {} noisy nodes ({} levels), each node drawn once, and the tree is accounted as one release; {}",
+        t.column, t.slots, t.nodes, t.levels,
+        when("each slot's running total is released", "the slot")
     ))
 }
 

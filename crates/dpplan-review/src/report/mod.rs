@@ -153,8 +153,9 @@ pub struct QueryReview {
     pub schedule: Schedule,
     pub parts: Vec<PartReview>,
     /// Why the query's whole schedule is one accounted release (a window,
-    /// a cumulative count's tree), in words; `epsilon_per_release` is then
-    /// that one release's ε.
+    /// a cumulative count's tree), and when each of its slots is released
+    /// (when its window closes, or a `release after` delay later), in
+    /// words; `epsilon_per_release` is then that one release's ε.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_release: Option<String>,
     /// ε of one accounted release alone, at the budget's δ (the checker's
