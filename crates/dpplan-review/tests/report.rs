@@ -488,11 +488,33 @@ fn the_report_says_when_each_window_is_released() {
     assert!(report::markdown(&late).contains("each window is released 2 hours after it closes"));
     // a fresh release has no window to wait for
     assert_eq!(one_release(&plain, "daily_riders"), None);
-    // the same figures otherwise
+    // each window is placed on the calendar when it is released: two hours
+    // later, the first one closing an hour after the start
+    let schedule = |r: &Review, q: &str| {
+        let s = &r.queries.iter().find(|x| x.name == q).unwrap().schedule;
+        (s.first_offset_seconds, s.last_offset_seconds)
+    };
+    let (on_time, delayed_by) = (
+        schedule(&plain, "hourly_district_trips"),
+        schedule(&late, "hourly_district_trips"),
+    );
+    assert_eq!(on_time.0, 3600.0);
+    assert_eq!(delayed_by.0, on_time.0 + 7200.0);
+    assert_eq!(delayed_by.1, on_time.1 + 7200.0);
+    // the same figures otherwise (the ε-over-time curve follows the
+    // release times)
     let mut same = late.clone();
     for q in &mut same.queries {
         q.one_release = one_release(&plain, &q.name);
+        q.schedule = plain
+            .queries
+            .iter()
+            .find(|x| x.name == q.name)
+            .unwrap()
+            .schedule
+            .clone();
     }
+    same.cumulative = plain.cumulative.clone();
     assert_eq!(
         serde_json::to_value(&same).unwrap(),
         serde_json::to_value(&plain).unwrap()

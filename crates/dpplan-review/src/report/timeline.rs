@@ -96,15 +96,27 @@ pub(super) fn slots(plan: &CheckedPlan, first_run: Option<i64>) -> Vec<Slots> {
                     n: q.releases,
                     windowed,
                 },
-                ScheduleKind::Every => Slots {
-                    start: match (s.start, first_run) {
-                        (Some(a), Some(f)) => (a - f) as f64,
-                        _ => 0.0,
-                    },
-                    period: s.every_seconds.unwrap_or(0.0),
-                    n: q.releases,
-                    windowed,
-                },
+                ScheduleKind::Every => {
+                    let period = s.every_seconds.unwrap_or(0.0);
+                    // a window (a tree's slot) is released once it has
+                    // closed, plus its `release after` delay; a fresh
+                    // release during its period, at its start
+                    let closes = if spec.window.is_some() || spec.cumulative.is_some() {
+                        period + s.release_after_seconds.unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                    Slots {
+                        start: closes
+                            + match (s.start, first_run) {
+                                (Some(a), Some(f)) => (a - f) as f64,
+                                _ => 0.0,
+                            },
+                        period,
+                        n: q.releases,
+                        windowed,
+                    }
+                }
             }
         })
         .collect()
