@@ -210,3 +210,63 @@ fn keys_from_data_with_a_filter_on_a_number_release_the_filtered_counts() {
     assert_eq!(labels, ["DE", "ES", "FR"], "{cells:?}");
     assert!((cells[1].1 - 30.0).abs() < 0.01, "{cells:?}");
 }
+
+/// Whether `out` holds a control character (C0 but the line feed, DEL, or
+/// C1 encoded in UTF-8) or a byte of invalid UTF-8.
+fn raw_control(out: &[u8]) -> Option<String> {
+    let Ok(s) = std::str::from_utf8(out) else {
+        return Some("invalid UTF-8".into());
+    };
+    s.chars()
+        .find(|&c| c.is_control() && c != '\n')
+        .map(|c| format!("{c:?}"))
+}
+
+/// Keys from the data that are not valid UTF-8 (or hold a control
+/// character, or a backslash) are published under distinct, escaped
+/// labels: `\xNN` for every byte that is not part of a printable UTF-8
+/// character, `\\` for a backslash. Two invalid keys were both published
+/// as "�", and an ESC reached the terminal and the CSV raw.
+#[test]
+fn keys_from_data_get_distinct_escaped_labels() {
+    let keys: [(&[u8], &str); 9] = [
+        (b"\xff", r"\xff"),
+        (b"\xfe", r"\xfe"),
+        (br"\xff", r"\\xff"),
+        (b"\x1b[2J\x1b[31mRED", r"\x1b[2J\x1b[31mRED"),
+        (b"del\x7f", r"del\x7f"),
+        ("c1\u{9b}31m".as_bytes(), r"c1\xc2\x9b31m"),
+        (b"line\nbreak", r"line\x0abreak"),
+        ("España".as_bytes(), "España"),
+        (b"ES", "ES"),
+    ];
+    let mut csv = b"uid,country,secs\n".to_vec();
+    for (k, (key, _)) in keys.iter().enumerate() {
+        for u in 0..6 {
+            csv.extend_from_slice(format!("u{k}-{u},\"").as_bytes());
+            csv.extend_from_slice(key);
+            csv.extend_from_slice(b"\",50\n");
+        }
+    }
+    let mut expected: Vec<&str> = keys.iter().map(|(_, l)| *l).collect();
+    expected.sort_unstable();
+    let o = compile_and_run(&keys_plan(""), &csv, &[]);
+    assert_eq!(raw_control(&o.stdout), None, "{}", text(&o.stdout));
+    assert_eq!(raw_control(&o.stderr), None, "{}", text(&o.stderr));
+    let cells = released(&o);
+    let labels: Vec<&str> = cells.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(labels, expected);
+    assert!(
+        cells.iter().all(|(_, v)| (v - 6.0).abs() < 0.01),
+        "{cells:?}"
+    );
+    // the CSV output: the same labels, no control character
+    let o = compile_and_run(&keys_plan(""), &csv, &["--csv"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(raw_control(&o.stdout), None, "{}", text(&o.stdout));
+    let out = text(&o.stdout);
+    for l in &expected {
+        assert!(out.contains(&format!(",{l},")), "{l} in {out}");
+    }
+    assert_eq!(out.lines().count(), 1 + expected.len(), "{out}");
+}
