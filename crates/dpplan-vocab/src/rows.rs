@@ -180,14 +180,15 @@ pub fn cell_labels(keys: &[GroupKey]) -> Vec<String> {
     out
 }
 
-/// A value taken from the data as it is published (a key of `keys from
-/// data`): its bytes, with each backslash written `\\` and each byte that
-/// is not part of a printable UTF-8 character — bytes of invalid UTF-8, and
-/// the bytes of control characters (C0, DEL, C1) — written `\xNN` (two
-/// lowercase hex digits). The escaping can be undone, so distinct values
-/// get distinct labels, and a label holds no control character (a
-/// terminal or a CSV reader that shows it receives none from the data).
-pub fn data_label(bytes: &[u8]) -> String {
+/// Bytes from outside the plan as dpplan prints them — a key taken from
+/// the data (its published label), a data path: the bytes, with each
+/// backslash written `\\` and each byte that is not part of a printable
+/// UTF-8 character — bytes of invalid UTF-8, and the bytes of control
+/// characters (C0, DEL, C1) — written `\xNN` (two lowercase hex digits).
+/// The escaping can be undone, so distinct values get distinct labels, and
+/// the text holds no control character (a terminal or a CSV reader that
+/// shows it receives none from the data).
+pub fn escape_bytes(bytes: &[u8]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len());
     fn hex(out: &mut String, b: u8) {
@@ -218,7 +219,7 @@ pub fn data_label(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    /// [`data_label`] undone: `\\` is a backslash, `\xNN` the byte NN.
+    /// [`escape_bytes`] undone: `\\` is a backslash, `\xNN` the byte NN.
     fn unlabel(label: &str) -> Vec<u8> {
         let b = label.as_bytes();
         let (mut out, mut i) = (Vec::new(), 0);
@@ -244,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn data_labels_are_unambiguous_and_free_of_control_characters() {
+    fn escaped_bytes_are_unambiguous_and_free_of_control_characters() {
         let values: Vec<&[u8]> = vec![
             b"ES",
             "Espa\u{f1}a".as_bytes(),
@@ -260,24 +261,24 @@ mod tests {
             "\u{c3}".as_bytes(),
             b"",
         ];
-        assert_eq!(data_label(b"ES"), "ES");
-        assert_eq!(data_label("Espa\u{f1}a".as_bytes()), "Espa\u{f1}a");
-        assert_eq!(data_label(b"\xff"), "\\xff");
-        assert_eq!(data_label(b"\\xff"), "\\\\xff");
-        assert_eq!(data_label(b"\x1b[31mred"), "\\x1b[31mred");
-        assert_eq!(data_label("\u{9b}".as_bytes()), "\\xc2\\x9b");
+        assert_eq!(escape_bytes(b"ES"), "ES");
+        assert_eq!(escape_bytes("Espa\u{f1}a".as_bytes()), "Espa\u{f1}a");
+        assert_eq!(escape_bytes(b"\xff"), "\\xff");
+        assert_eq!(escape_bytes(b"\\xff"), "\\\\xff");
+        assert_eq!(escape_bytes(b"\x1b[31mred"), "\\x1b[31mred");
+        assert_eq!(escape_bytes("\u{9b}".as_bytes()), "\\xc2\\x9b");
         let labels: std::collections::BTreeSet<String> =
-            values.iter().map(|v| data_label(v)).collect();
+            values.iter().map(|v| escape_bytes(v)).collect();
         assert_eq!(labels.len(), values.len(), "{labels:?}");
         for v in &values {
-            let l = data_label(v);
+            let l = escape_bytes(v);
             assert_eq!(unlabel(&l), *v, "{l}");
             assert!(!l.chars().any(char::is_control), "{l:?}");
         }
         // every single byte and every pair round-trips
         for a in 0..=255u8 {
             for b in 0..=255u8 {
-                let l = data_label(&[a, b]);
+                let l = escape_bytes(&[a, b]);
                 assert_eq!(unlabel(&l), [a, b]);
                 assert!(!l.chars().any(char::is_control), "{l:?}");
             }
