@@ -450,12 +450,7 @@ mod tests {
             for w in 1..=u64::from(n) {
                 for (r, m, g) in [(2, 1, 2), (2, 2, 1), (3, 2, 2), (2, 2, 2)] {
                     for adj in [Adjacency::AddRemove, Adjacency::Replace] {
-                        let unit = UnitBound {
-                            user: true,
-                            rows: r,
-                            groups: Some(m),
-                            rows_per_group: Some(g),
-                        };
+                        let unit = user(r, Some(m), Some(g));
                         let mut cells = Vec::new();
                         for x in 0..=g {
                             for y in 0..=g {
@@ -487,12 +482,7 @@ mod tests {
     /// five cells of 2 (which puts 6 rows in one window).
     #[test]
     fn a_histogram_is_packed_per_window() {
-        let unit = UnitBound {
-            user: true,
-            rows: 5,
-            groups: Some(3),
-            rows_per_group: Some(2),
-        };
+        let unit = user(5, Some(3), Some(2));
         let one = per(Adjacency::AddRemove, |a| {
             sensitivity::grouped(unit, a, 3, None)
         });
@@ -522,12 +512,7 @@ mod tests {
         let d = windowed(&one, h(24, 24, 4), USER);
         assert!((d.l2 - 4.0 * 24f64.sqrt()).abs() < 1e-12, "{}", d.l2);
         assert_eq!(d.l1, 96.0);
-        let unit = UnitBound {
-            user: true,
-            rows: 4,
-            groups: Some(2),
-            rows_per_group: Some(4),
-        };
+        let unit = user(4, Some(2), Some(4));
         let one = per(Adjacency::Replace, |a| {
             sensitivity::grouped(unit, a, 1, None)
         });

@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{dpplan, root, text};
+use support::{compiled, dpplan, root, text};
 
 /// The web-analytics example compiled into `dir`, with its data.
 fn setup(dir: &Path) -> String {
@@ -313,11 +313,9 @@ fn a_windowed_release_is_audited_on_one_window() {
 /// A count under `adjacency`, `filter` on `secs`, compiled into `dir` next
 /// to `csv` (its dataset's data); the compiled plan's path.
 fn compiled_count(dir: &Path, adjacency: &str, filter: &str, csv: &str) -> String {
-    let source = dir.join("count.dpplan");
-    std::fs::write(
-        &source,
-        format!(
-            r#"plan "count" {{
+    std::fs::write(dir.join("d.csv"), csv).unwrap();
+    let text = format!(
+        r#"plan "count" {{
   privacy {{
     unit user by uid
     adjacency {adjacency}
@@ -336,18 +334,8 @@ fn compiled_count(dir: &Path, adjacency: &str, filter: &str, csv: &str) -> Strin
   }}
 }}
 "#
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("d.csv"), csv).unwrap();
-    let plan = dir.join("count.json");
-    let o = dpplan(&[
-        "compile",
-        source.to_str().unwrap(),
-        "-o",
-        plan.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    );
+    let plan = compiled(dir, "count", &text);
     plan.to_str().unwrap().to_string()
 }
 

@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{dpplan, root, text};
+use support::{compiled, dpplan, ok, root, text};
 
 #[test]
 fn the_site_visits_example_checks_compiles_runs_and_reports() {
@@ -94,17 +94,8 @@ fn the_site_visits_example_checks_compiles_runs_and_reports() {
 /// CSV with `--csv` among `extra`).
 fn compile_and_run(plan: &str, csv: &[u8], extra: &[&str]) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("p.dpplan");
-    std::fs::write(&source, plan).unwrap();
     std::fs::write(dir.path().join("data.csv"), csv).unwrap();
-    let compiled = dir.path().join("p.json");
-    let o = dpplan(&[
-        "compile",
-        source.to_str().unwrap(),
-        "-o",
-        compiled.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let compiled = compiled(dir.path(), "p", plan);
     let ledger = dir.path().join("ledger.sqlite");
     let mut args = vec![
         "run",
@@ -118,13 +109,7 @@ fn compile_and_run(plan: &str, csv: &[u8], extra: &[&str]) -> std::process::Outp
 
 /// The released cells of the run's only result: (label, value).
 fn released(o: &std::process::Output) -> Vec<(String, f64)> {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}{}",
-        o.status.code(),
-        text(&o.stdout),
-        text(&o.stderr)
-    );
+    ok(o);
     let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     out["results"][0]["cells"]
         .as_array()
