@@ -6,7 +6,12 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use dpplan_runtime::audit::{AuditOptions, AuditReport, QueryAudit};
+use dpplan_runtime::audit::{AuditOptions, AuditReport, QueryAudit, Verdict};
+
+/// The exit code of an audit that is inconclusive: nothing failed, but on
+/// some release D and D′ could not be told apart (0 passed, 1 failed or
+/// refused, 2 usage and IO errors).
+pub const INCONCLUSIVE: u8 = 3;
 
 #[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum AuditFormat {
@@ -17,6 +22,9 @@ pub enum AuditFormat {
 }
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 passed (no measured lower bound above its claim, D and D′ behave alike, and the tests could tell them apart); 1 failed (a bound above its claim, a data-dependent branch), or the plan refused or the audit unable to run; 2 usage and IO errors; 3 inconclusive (nothing failed, but on some release D and D′ give the same exact cells, so no test could tell them apart). docs/audit.md"
+)]
 pub struct Args {
     /// The executable plan (from `dpplan compile`).
     pub plan: PathBuf,
@@ -108,10 +116,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         AuditFormat::Human => human(&report),
     };
     crate::out::write_bytes(shown.as_bytes()).into_diagnostic()?;
-    Ok(if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match report.verdict {
+        Verdict::Passed => ExitCode::SUCCESS,
+        Verdict::Failed => ExitCode::from(1),
+        Verdict::Inconclusive => ExitCode::from(INCONCLUSIVE),
     })
 }
 
@@ -153,10 +161,10 @@ fn human(r: &AuditReport) -> String {
     for q in &r.queries {
         s += &query(q, r.confidence);
     }
-    s += if r.passed {
-        "passed: no measured lower bound above its claim, and D and D′ behave alike (a lower bound, not a proof of privacy)\n"
-    } else {
-        "FAILED: a measured lower bound above its claim, or a data-dependent branch\n"
+    s += match r.verdict {
+        Verdict::Passed => "passed: no measured lower bound above its claim, and D and D′ behave alike (a lower bound, not a proof of privacy)\n",
+        Verdict::Failed => "FAILED: a measured lower bound above its claim, or a data-dependent branch\n",
+        Verdict::Inconclusive => "INCONCLUSIVE: nothing failed, but on some release D and D′ give the same exact cells, so no test could tell them apart: the audit shows nothing about it (not a pass)\n",
     };
     s
 }
@@ -164,7 +172,11 @@ fn human(r: &AuditReport) -> String {
 fn query(q: &QueryAudit, confidence: f64) -> String {
     let mut s = format!(
         "\n{} {}: measured ε ≥ {} ({}), claimed ε = {} at δ = {:e}\n",
-        if q.passed { "ok  " } else { "FAIL" },
+        match q.verdict {
+            Verdict::Passed => "ok  ",
+            Verdict::Failed => "FAIL",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+        },
         q.query,
         sig3(q.measured_epsilon, false),
         percent(confidence),

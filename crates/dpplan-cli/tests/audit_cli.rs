@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{dpplan, root, text};
+use support::{compiled, dpplan, root, text};
 
 /// The web-analytics example compiled into `dir`, with its data.
 fn setup(dir: &Path) -> String {
@@ -308,4 +308,123 @@ fn a_windowed_release_is_audited_on_one_window() {
     let moved = q["max_cell_change"].as_f64().unwrap();
     assert!((1.0..=2.0).contains(&moved), "{moved}");
     assert!(q["passed"].as_bool().unwrap());
+}
+
+/// A count under `adjacency`, `filter` on `secs`, compiled into `dir` next
+/// to `csv` (its dataset's data); the compiled plan's path.
+fn compiled_count(dir: &Path, adjacency: &str, filter: &str, csv: &str) -> String {
+    std::fs::write(dir.join("d.csv"), csv).unwrap();
+    let text = format!(
+        r#"plan "count" {{
+  privacy {{
+    unit user by uid
+    adjacency {adjacency}
+    budget epsilon 10 delta 1e-6
+  }}
+  dataset d {{
+    source "d.csv"
+    column uid : id
+    column secs : float in [0, 100]
+    contribution {{ rows_per_unit 2 }}
+  }}
+  query n {{
+    count(d {filter})
+    noise laplace scale 2
+    schedule once
+  }}
+}}
+"#
+    );
+    let plan = compiled(dir, "count", &text);
+    plan.to_str().unwrap().to_string()
+}
+
+/// `dpplan audit PLAN --runs 4000` in human and in JSON form: (exit code,
+/// the text, the JSON).
+fn audit_both(plan: &str) -> (Option<i32>, String, serde_json::Value) {
+    let human = dpplan(&["audit", plan, "--runs", "4000"]);
+    let json = dpplan(&["audit", plan, "--runs", "4000", "--format", "json"]);
+    assert_eq!(human.status.code(), json.status.code());
+    assert!(!text(&human.stderr).contains("panicked"));
+    let v = serde_json::from_slice(&json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&json.stdout), text(&json.stderr)));
+    (human.status.code(), text(&human.stdout), v)
+}
+
+/// Under `replace` the audit replaced the first row's unit; a first row
+/// with an empty id is no unit's (the engine drops it), so D and D′ were
+/// the same data and the audit "passed" without having tested anything.
+/// Now the first unit with an id is replaced: the statistic moves and the
+/// audit passes with power.
+#[test]
+fn replace_never_takes_a_row_without_an_id_for_the_unit_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("uid,secs\n,15\n,15\n");
+    for i in 0..50 {
+        csv += &format!("u{i},15\n");
+    }
+    let plan = compiled_count(dir.path(), "replace", "", &csv);
+    let (code, human, v) = audit_both(&plan);
+    assert_eq!(code, Some(0), "{human}");
+    let q = &v["queries"][0];
+    assert_eq!(q["verdict"], "passed", "{q}");
+    assert_eq!(v["verdict"], "passed");
+    assert!(q["max_cell_change"].as_f64().unwrap() > 0.0, "{q}");
+    assert!(
+        q["neighbours"]
+            .as_str()
+            .unwrap()
+            .contains("the first unit's rows (the first with an id)"),
+        "{q}"
+    );
+    assert!(human.contains("ok   n: measured ε ≥ "), "{human}");
+    assert!(human.contains("\npassed: "), "{human}");
+    // only rows without an id: no unit to replace, a clear error
+    let plan = compiled_count(dir.path(), "replace", "", "uid,secs\n,15\n,20\n");
+    refused(
+        &["audit", &plan, "--runs", "100"],
+        1,
+        "has no row with a unit id",
+    );
+}
+
+/// D and D′ that give the same exact cells — the canary lies outside a
+/// filter it cannot pass (here `10 < secs < 20`: its numbers lie past the
+/// bounds on either side), and under `replace` so does the replaced unit —
+/// cannot be told apart by any test: the audit is inconclusive, with its
+/// own word and exit code 3, not passed (it was).
+#[test]
+fn identical_neighbours_make_an_inconclusive_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("uid,secs\n");
+    for i in 0..50 {
+        csv += &format!("u{i},{}\n", if i == 0 { 5 } else { 15 });
+    }
+    for adjacency in ["add_remove", "replace"] {
+        let plan = compiled_count(dir.path(), adjacency, "where secs > 10 and secs < 20", &csv);
+        let (code, human, v) = audit_both(&plan);
+        assert_eq!(code, Some(3), "{adjacency}: {human}");
+        let q = &v["queries"][0];
+        assert_eq!(q["verdict"], "inconclusive", "{adjacency}: {q}");
+        assert_eq!(q["passed"], false);
+        assert_eq!(q["max_cell_change"], 0.0);
+        assert_eq!(v["verdict"], "inconclusive");
+        assert_eq!(v["passed"], false);
+        assert!(human.contains("INCONCLUSIVE n: measured ε ≥ 0"), "{human}");
+        assert!(human.contains("\nINCONCLUSIVE: nothing failed"), "{human}");
+        assert!(!human.contains("\npassed"), "{human}");
+    }
+    // negative control: a filter the canary passes moves the count, and the
+    // same audit passes
+    let plan = compiled_count(dir.path(), "add_remove", "where secs > 10", &csv);
+    let (code, human, v) = audit_both(&plan);
+    assert_eq!(code, Some(0), "{human}");
+    assert_eq!(v["verdict"], "passed");
+    // `dpplan audit --help` documents the exit code
+    let o = dpplan(&["audit", "--help"]);
+    assert!(
+        text(&o.stdout).contains("3 inconclusive"),
+        "{}",
+        text(&o.stdout)
+    );
 }

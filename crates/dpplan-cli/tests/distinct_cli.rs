@@ -70,3 +70,76 @@ fn distinct_drivers_cost_rows_per_unit_and_count_the_kept_rows() {
     let o = dpplan(&["ledger", "verify", ledger]);
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
+
+/// Daily active users over a year of daily windows (the review's DAU): a
+/// distinct count of the unit's own id moves by at most 1 in a window,
+/// whatever its rows there, so the 365 windows give L2 = √365 (it was
+/// charged rows_per_window = 10 a window: 10·√365 ≈ 191); under replace
+/// the unit's windows and its replacement's: √min(2W, 365). Negative
+/// controls: the row count of the same windows is 10 a window, and a
+/// distinct count of another id column is too.
+#[test]
+fn a_windowed_distinct_count_of_the_unit_costs_one_a_window() {
+    let plan = |adjacency: &str, w: u32, agg: &str| {
+        format!(
+            r#"plan "dau" {{
+  privacy {{ unit user by uid adjacency {adjacency} budget epsilon 100 delta 1e-6 }}
+  dataset events {{
+    column uid : id
+    column device : id
+    column at : time
+    contribution {{ rows_per_unit 100 windows_per_unit {w} rows_per_window 10 }}
+  }}
+  query dau {{
+    {agg}
+    noise gaussian sigma 100
+    schedule every 1 day for 365 days
+    window 1 day
+  }}
+}}
+"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let l2 = |text: String| -> (f64, Vec<String>) {
+        let path = dir.path().join("dau.dpplan");
+        std::fs::write(&path, text).unwrap();
+        let o = dpplan(&["check", path.to_str().unwrap(), "--format", "json"]);
+        assert!(o.status.success(), "{}", text_of(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let part = &v["files"][0]["queries"][0]["parts"][0];
+        let steps = part["derivation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        (part["l2"].as_f64().unwrap(), steps)
+    };
+    let dau = "count(distinct events.uid)";
+    let (a, steps) = l2(plan("add_remove", 365, dau));
+    assert!((a - 365f64.sqrt()).abs() < 1e-9, "{a}");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("moves the distinct count of its own id by at most 1")),
+        "{steps:#?}"
+    );
+    for (w, windows) in [(10, 20.0), (365, 365.0), (200, 365.0)] {
+        let (r, _) = l2(plan("replace", w, dau));
+        assert!((r - f64::sqrt(windows)).abs() < 1e-9, "W = {w}: {r}");
+    }
+    for other in ["count(events)", "count(distinct events.device)"] {
+        let (c, _) = l2(plan("add_remove", 365, other));
+        assert!((c - 10.0 * 365f64.sqrt()).abs() < 1e-9, "{other}: {c}");
+    }
+    // the terminal shows it too
+    let path = dir.path().join("dau.dpplan");
+    std::fs::write(&path, plan("add_remove", 365, dau)).unwrap();
+    let o = dpplan(&["check", path.to_str().unwrap()]);
+    assert!(text(&o.stdout).contains("19.105"), "{}", text(&o.stdout));
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    format!("{}{}", text(&o.stdout), text(&o.stderr))
+}

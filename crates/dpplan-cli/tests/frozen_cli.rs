@@ -8,17 +8,7 @@ use dpplan_runtime::ledger::Entry;
 use rusqlite::{params, Connection};
 
 mod support;
-use support::{dpplan, root, text};
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
+use support::{dpplan, ok, root, text};
 
 /// SHA-256 by coreutils' `sha256sum`: not dpplan's own code.
 fn sha256sum(path: &Path) -> String {

@@ -4,39 +4,18 @@
 //! week of daily slots and the first weekly slot, `dpplan ledger verify`;
 //! and the Spark engine's refusal of these constructs before any charge.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
 
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .stdin(Stdio::null())
-        .args(args)
-        .output()
-        .expect("run dpplan")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::{compiled, dpplan, root, text};
 
 fn compile(dir: &Path) -> String {
     let src = root().join("examples/ride-sharing");
     std::fs::create_dir_all(dir.join("data")).unwrap();
     std::fs::copy(src.join("data/trips.csv"), dir.join("data/trips.csv")).unwrap();
-    let source = dir.join("ride-sharing.dpplan");
-    std::fs::copy(src.join("ride-sharing.dpplan"), &source).unwrap();
-    let plan = dir.join("plan.json");
-    let o = dpplan(&[
-        "compile",
-        source.to_str().unwrap(),
-        "-o",
-        plan.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    let text = std::fs::read_to_string(src.join("ride-sharing.dpplan")).unwrap();
+    let plan = compiled(dir, "ride-sharing", &text);
     plan.to_str().unwrap().to_string()
 }
 

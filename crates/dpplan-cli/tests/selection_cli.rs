@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{dpplan, root, text};
+use support::{compiled, dpplan, ok, root, text};
 
 #[test]
 fn the_site_visits_example_checks_compiles_runs_and_reports() {
@@ -87,4 +87,171 @@ fn the_site_visits_example_checks_compiles_runs_and_reports() {
     assert!(md.contains("keys from data"), "{md}");
     assert!(md.contains("τ = "), "{md}");
     assert!(md.contains("added to the plan's δ"), "{md}");
+}
+
+/// Compiles `plan` (a `.dpplan` text whose dataset reads `data.csv`) next
+/// to `csv` in a fresh directory and runs it; the run's output (JSON, or
+/// CSV with `--csv` among `extra`).
+fn compile_and_run(plan: &str, csv: &[u8], extra: &[&str]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.csv"), csv).unwrap();
+    let compiled = compiled(dir.path(), "p", plan);
+    let ledger = dir.path().join("ledger.sqlite");
+    let mut args = vec![
+        "run",
+        compiled.to_str().unwrap(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    dpplan(&args)
+}
+
+/// The released cells of the run's only result: (label, value).
+fn released(o: &std::process::Output) -> Vec<(String, f64)> {
+    ok(o);
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    out["results"][0]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["group"].as_str().unwrap().to_string(),
+                c["value"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A plan over keys from `data.csv`'s `country`, with noise of scale 2e-5
+/// (ε = 50,000 over L1 = 1: every released count is its exact count to
+/// within 0.01 but with probability e^−500), τ = 5, and `filter`.
+fn keys_plan(filter: &str) -> String {
+    format!(
+        r#"plan "keys" {{
+  privacy {{
+    unit user by uid
+    adjacency add_remove
+    budget epsilon 100000 delta 1e-6
+  }}
+  dataset visits {{
+    source "data.csv"
+    column uid : id
+    column country : category
+    column secs : float in [0, 100]
+    contribution {{
+      rows_per_unit 5
+      groups_per_unit 1
+      rows_per_group 1
+    }}
+  }}
+  query by_country {{
+    histogram(visits {filter} by country keys from data threshold 5)
+    noise laplace epsilon 50000
+    schedule once
+  }}
+}}
+"#
+    )
+}
+
+/// A `where` filter on a number beside keys from the data: the run
+/// released to the exact counts of the rows that pass it (it panicked,
+/// exit 101: the key pass parsed rows with no slot for the filter's
+/// number).
+#[test]
+fn keys_from_data_with_a_filter_on_a_number_release_the_filtered_counts() {
+    let mut csv = String::from("uid,country,secs\n");
+    // ES: 30 users, 20 of them with a visit over 10 s (two rows each, one
+    // short); FR: 15 users over 10 s; DE: 8 users, none over 10 s; IT: 3
+    // users over 10 s (below τ); invalid or missing secs are dropped
+    for i in 0..30 {
+        let secs = if i % 3 == 0 { 5 } else { 20 };
+        csv += &format!("es{i},ES,{secs}\nes{i},ES,1\n");
+    }
+    for i in 0..15 {
+        csv += &format!("fr{i},FR,50\n");
+    }
+    for i in 0..8 {
+        csv += &format!("de{i},DE,5\nde{i},DE,abc\nde{i},DE,\n");
+    }
+    for i in 0..3 {
+        csv += &format!("it{i},IT,99\n");
+    }
+    let cells = released(&compile_and_run(
+        &keys_plan("where secs > 10"),
+        csv.as_bytes(),
+        &[],
+    ));
+    let labels: Vec<&str> = cells.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(labels, ["ES", "FR"], "{cells:?}");
+    for ((_, v), exact) in cells.iter().zip([20.0, 15.0]) {
+        assert!((v - exact).abs() < 0.01, "{cells:?}");
+    }
+    // negative control: without the filter DE (8) passes τ and ES counts 30
+    let cells = released(&compile_and_run(&keys_plan(""), csv.as_bytes(), &[]));
+    let labels: Vec<&str> = cells.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(labels, ["DE", "ES", "FR"], "{cells:?}");
+    assert!((cells[1].1 - 30.0).abs() < 0.01, "{cells:?}");
+}
+
+/// Whether `out` holds a control character (C0 but the line feed, DEL, or
+/// C1 encoded in UTF-8) or a byte of invalid UTF-8.
+fn raw_control(out: &[u8]) -> Option<String> {
+    let Ok(s) = std::str::from_utf8(out) else {
+        return Some("invalid UTF-8".into());
+    };
+    s.chars()
+        .find(|&c| c.is_control() && c != '\n')
+        .map(|c| format!("{c:?}"))
+}
+
+/// Keys from the data that are not valid UTF-8 (or hold a control
+/// character, or a backslash) are published under distinct, escaped
+/// labels: `\xNN` for every byte that is not part of a printable UTF-8
+/// character, `\\` for a backslash. Two invalid keys were both published
+/// as "�", and an ESC reached the terminal and the CSV raw.
+#[test]
+fn keys_from_data_get_distinct_escaped_labels() {
+    let keys: [(&[u8], &str); 9] = [
+        (b"\xff", r"\xff"),
+        (b"\xfe", r"\xfe"),
+        (br"\xff", r"\\xff"),
+        (b"\x1b[2J\x1b[31mRED", r"\x1b[2J\x1b[31mRED"),
+        (b"del\x7f", r"del\x7f"),
+        ("c1\u{9b}31m".as_bytes(), r"c1\xc2\x9b31m"),
+        (b"line\nbreak", r"line\x0abreak"),
+        ("España".as_bytes(), "España"),
+        (b"ES", "ES"),
+    ];
+    let mut csv = b"uid,country,secs\n".to_vec();
+    for (k, (key, _)) in keys.iter().enumerate() {
+        for u in 0..6 {
+            csv.extend_from_slice(format!("u{k}-{u},\"").as_bytes());
+            csv.extend_from_slice(key);
+            csv.extend_from_slice(b"\",50\n");
+        }
+    }
+    let mut expected: Vec<&str> = keys.iter().map(|(_, l)| *l).collect();
+    expected.sort_unstable();
+    let o = compile_and_run(&keys_plan(""), &csv, &[]);
+    assert_eq!(raw_control(&o.stdout), None, "{}", text(&o.stdout));
+    assert_eq!(raw_control(&o.stderr), None, "{}", text(&o.stderr));
+    let cells = released(&o);
+    let labels: Vec<&str> = cells.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(labels, expected);
+    assert!(
+        cells.iter().all(|(_, v)| (v - 6.0).abs() < 0.01),
+        "{cells:?}"
+    );
+    // the CSV output: the same labels, no control character
+    let o = compile_and_run(&keys_plan(""), &csv, &["--csv"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(raw_control(&o.stdout), None, "{}", text(&o.stdout));
+    let out = text(&o.stdout);
+    for l in &expected {
+        assert!(out.contains(&format!(",{l},")), "{l} in {out}");
+    }
+    assert_eq!(out.lines().count(), 1 + expected.len(), "{out}");
 }

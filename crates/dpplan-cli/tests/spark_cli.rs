@@ -74,6 +74,38 @@ fn explain_is_deterministic_and_charges_nothing() {
     assert!(text(&o.stderr).contains("--engine spark"));
 }
 
+/// A data path is printed escaped: a line break in it cannot end the
+/// `-- source:` comment and put text of its own on a line of the SQL (it
+/// was printed raw).
+#[test]
+fn explain_escapes_the_data_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path());
+    let odd = dir.path().join("a\nDROP TABLE t;\n\x1b[2J\\.csv");
+    std::fs::copy(dir.path().join("data.csv"), &odd).unwrap();
+    let data = format!("d={}", odd.to_str().unwrap());
+    let o = dpplan(&[
+        "run",
+        "--engine",
+        "spark",
+        "--explain",
+        "--data",
+        &data,
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sql = text(&o.stdout);
+    assert!(!sql.lines().any(|l| l.starts_with("DROP")), "{sql}");
+    assert!(!sql.contains('\x1b'), "{sql}");
+    let escaped = format!(
+        "{}/a\\x0aDROP TABLE t;\\x0a\\x1b[2J\\\\.csv`",
+        dir.path().display()
+    );
+    let source = sql.lines().next().unwrap();
+    assert!(source.starts_with("-- source: csv `"), "{sql}");
+    assert!(source.ends_with(&escaped), "{source} vs {escaped}");
+}
+
 #[test]
 fn a_missing_spark_submit_is_a_clear_error_before_any_charge() {
     let dir = tempfile::tempdir().unwrap();

@@ -412,7 +412,8 @@ fn an_audit_is_shown_beside_the_claims() {
         "runs": 50000, "confidence": 0.999, "executed": {},
         "queries": [
             {"query": "q1", "measured_epsilon": 0.123456789, "claimed_epsilon": 0.5, "delta": 1e-9, "passed": true, "tests": []},
-            {"query": "q2", "measured_epsilon": 1.5, "claimed_epsilon": 1.0, "delta": 0.0, "passed": false}
+            {"query": "q2", "measured_epsilon": 1.5, "claimed_epsilon": 1.0, "delta": 0.0, "passed": false},
+            {"query": "q3", "measured_epsilon": 0.0, "claimed_epsilon": 1.0, "delta": 0.0, "passed": false, "verdict": "inconclusive"}
         ],
         "passed": false
     });
@@ -428,7 +429,17 @@ fn an_audit_is_shown_beside_the_claims() {
         "{md}"
     );
     assert!(md.contains("| `q2` | 1.500 | 1 | 0 | FAILED |"), "{md}");
+    assert!(md.contains("| `q3` | 0 | 1 | 0 | inconclusive |"), "{md}");
     assert!(md.contains("**The audit failed:**"), "{md}");
+    // an inconclusive audit (nothing failed) is not shown as passed
+    let mut inconclusive = audit.clone();
+    inconclusive["queries"] = serde_json::json!([audit["queries"][2]]);
+    inconclusive["verdict"] = "inconclusive".into();
+    let mut ri = review(&examples()[0].1);
+    ri.audit = Some(report::AuditSummary::from_json(&inconclusive.to_string()).unwrap());
+    let md_i = report::markdown(&ri);
+    assert!(md_i.contains("**The audit is inconclusive:**"), "{md_i}");
+    assert!(!md_i.contains("No measured bound exceeds"), "{md_i}");
     assert!(report::html(&r).contains("Audit of the executed mechanism"));
     let doc = serde_json::to_value(&r).unwrap();
     let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();

@@ -25,7 +25,9 @@
 //! slots of the nodes still open must be kept: they are as private as the
 //! data, so they never go into the ledger (which may be shared with
 //! auditors), but into `<ledger>.tree-state`, written owner-only and
-//! atomically (a new file renamed over the old). Each slot is two steps:
+//! atomically (a new file renamed over the old; the temporary copy a run
+//! killed before the rename leaves is removed by the next run of the
+//! trees, under their lock). Each slot is two steps:
 //! the state file first records the slot's count as *pending*, then the
 //! ledger's intent commits; a pending count is applied when the ledger
 //! has its slot's intent and dropped when it has not (the run died before
@@ -40,6 +42,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use dpplan_check::tree as math;
 use dpplan_plan::{ExecutablePlan, Release};
@@ -517,6 +520,10 @@ pub(crate) fn run_due(
         return Ok(ran);
     }
     let _lock = lock(&opts.ledger)?;
+    // The state's temporary copies (each holds exact sums) that a run
+    // killed in `save` left: under the lock no other run writes the state,
+    // so every one is a dead write's.
+    crate::ledger::remove_temp_siblings(&state_path(&opts.ledger), &["tmp"], Duration::ZERO);
     let binding = Binding::of(ledger, rng)?;
     let mut state = match load(&opts.ledger, Some(&binding)) {
         Ok(s) => s.unwrap_or_else(|| State {

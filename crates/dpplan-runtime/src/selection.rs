@@ -52,7 +52,9 @@ pub(crate) fn aggregate<'p>(
 }
 
 /// The published cells of one release: every key's count plus one fresh
-/// draw of the noise, kept when above the threshold, sorted by key.
+/// draw of the noise, kept when above the threshold, labelled by
+/// [`dpplan_vocab::rows::escape_bytes`] (distinct keys, distinct labels; no
+/// control character) and sorted by label.
 pub(crate) fn draw(
     r: &Release,
     sel: &Selection,
@@ -77,7 +79,7 @@ pub(crate) fn draw(
         // v > τ implies exact count + noise ≥ τ (rounding to nearest is
         // monotone and τ is a float): the bound the checker charged
         if v > sel.threshold {
-            kept.push((String::from_utf8_lossy(key).into_owned(), v));
+            kept.push((dpplan_vocab::rows::escape_bytes(key), v));
         }
     }
     kept.sort_by(|a, b| a.0.cmp(&b.0));

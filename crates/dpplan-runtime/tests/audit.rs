@@ -13,7 +13,7 @@ use dpplan_runtime::audit::neighbour::{neighbours, CANARY_ID};
 use dpplan_runtime::audit::stats::{
     clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound,
 };
-use dpplan_runtime::audit::{audit, AuditOptions, QueryAudit};
+use dpplan_runtime::audit::{audit, AuditOptions, QueryAudit, Verdict};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -69,9 +69,12 @@ fn every_shipped_example_passes_its_audit() {
         assert_eq!(rep.queries.len(), plan.body.releases.len());
         for q in &rep.queries {
             assert!(
-                q.passed,
+                q.passed && q.verdict == Verdict::Passed,
                 "{name}/{}: measured ε ≥ {} > claimed {}, or {:?}",
-                q.query, q.measured_epsilon, q.claimed_epsilon, q.behaviour_differences
+                q.query,
+                q.measured_epsilon,
+                q.claimed_epsilon,
+                q.behaviour_differences
             );
             assert!(q.notes.is_empty(), "{name}/{}: {:?}", q.query, q.notes);
         }
@@ -168,7 +171,7 @@ fn audited_alike(dir: &Path, query: &str, fault: Option<Fault>) -> QueryAudit {
 fn the_real_samplers_pass() {
     let dir = tempfile::tempdir().unwrap();
     let lap = audited_alike(dir.path(), "lap_sum", None);
-    assert!(lap.passed);
+    assert_eq!(lap.verdict, Verdict::Passed);
     assert!(lap.measured_epsilon > 0.8 && lap.measured_epsilon <= lap.claimed_epsilon);
     // the low-bits test has some power from where the output lies (a
     // tail far from x is sparse in the textbook sampler's outputs), never
@@ -183,7 +186,7 @@ fn the_real_samplers_pass() {
         "{low_bits:?}"
     );
     let gauss = audited_alike(dir.path(), "gauss_sum", None);
-    assert!(gauss.passed);
+    assert_eq!(gauss.verdict, Verdict::Passed);
     assert!(gauss.measured_epsilon > 1.0 && gauss.measured_epsilon <= gauss.claimed_epsilon);
 }
 
@@ -193,7 +196,7 @@ fn a_sensitivity_off_by_two_fails() {
     for query in ["lap_sum", "gauss_sum"] {
         let q = audited_alike(dir.path(), query, Some(Fault::SensitivityOffByTwo));
         assert!(
-            !q.passed && q.measured_epsilon > q.claimed_epsilon,
+            q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon,
             "{query}"
         );
     }
@@ -203,7 +206,7 @@ fn a_sensitivity_off_by_two_fails() {
 fn a_halved_sigma_fails() {
     let dir = tempfile::tempdir().unwrap();
     let q = audited_alike(dir.path(), "gauss_sum", Some(Fault::HalvedSigma));
-    assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
+    assert!(q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon);
 }
 
 #[test]
@@ -212,7 +215,7 @@ fn a_skipped_clamp_fails() {
     for query in ["lap_sum", "gauss_sum"] {
         let q = audited_alike(dir.path(), query, Some(Fault::SkippedClamp));
         assert!(
-            !q.passed && q.measured_epsilon > q.claimed_epsilon,
+            q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon,
             "{query}"
         );
     }
@@ -225,14 +228,14 @@ fn a_skipped_clamp_fails() {
 fn a_data_dependent_number_of_cells_fails() {
     let dir = tempfile::tempdir().unwrap();
     let q = audited(dir.path(), "hist", Some(Fault::SuppressEmptyCells));
-    assert!(!q.passed);
+    assert!(q.verdict == Verdict::Failed);
     assert!(
         q.behaviour_differences[0].contains("differs besides its values"),
         "{:?}",
         q.behaviour_differences
     );
     let q = audited_alike(dir.path(), "hist", None);
-    assert!(q.passed && q.measured_epsilon <= q.claimed_epsilon);
+    assert!(q.verdict == Verdict::Passed && q.measured_epsilon <= q.claimed_epsilon);
 }
 
 /// A runtime that refuses a number past its bounds instead of clamping it
@@ -241,7 +244,7 @@ fn a_data_dependent_number_of_cells_fails() {
 fn a_data_dependent_error_fails() {
     let dir = tempfile::tempdir().unwrap();
     let q = audited(dir.path(), "lap_sum", Some(Fault::RefuseOutOfRange));
-    assert!(!q.passed && q.tests.is_empty());
+    assert!(q.verdict == Verdict::Failed && q.tests.is_empty());
     assert_eq!(
         q.behaviour_differences,
         ["the engine answered differently: on D error: a value of column `x` is outside its bounds, on D′ released"]
@@ -254,7 +257,7 @@ fn a_data_dependent_error_fails() {
 fn the_naive_floating_point_laplace_fails_on_its_low_bits() {
     let dir = tempfile::tempdir().unwrap();
     let q = audited_alike(dir.path(), "lap_sum", Some(Fault::NaiveLaplace));
-    assert!(!q.passed && q.measured_epsilon > q.claimed_epsilon);
+    assert!(q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon);
     let lr = q
         .tests
         .iter()
@@ -441,4 +444,50 @@ fn the_canary_passes_the_query_filter() {
         assert_eq!(row[1], "Madrid");
         assert!(row[4].parse::<f64>().unwrap() > 10.0);
     }
+}
+
+/// replace under a user-level unit: the replaced unit is the first row's
+/// with an id; rows without one (no unit's, dropped by the engine) stay in
+/// both data sets, never replaced (negative control: the same data with
+/// the id-less rows removed replaces the same unit).
+#[test]
+fn replace_never_replaces_a_row_without_a_unit_id() {
+    let plan = compiled_text(
+        r#"plan "p" {
+  privacy { unit user by uid adjacency replace budget epsilon 10 delta 1e-6 }
+  dataset d {
+    source "d.csv"
+    column uid : id
+    column x : float in [0, 10]
+    contribution { rows_per_unit 1 }
+  }
+  query s { sum(d.x) noise laplace scale 10 schedule once }
+}"#,
+    );
+    let ds = &plan.body.datasets["d"];
+    let r = plan.body.release("s").unwrap();
+    let with_empty = b"uid,x\n,1\n,2\nu1,3\nu2,4\nu1,5\n";
+    let nb = neighbours(ds, r, plan.body.privacy.adjacency, with_empty).unwrap();
+    let (d, dp) = (rows(&nb.d), rows(&nb.dp));
+    // (each id reduced to its first row: the id-less rows to one) every
+    // row of u1 left, the canary took its id, the id-less row stays
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert_eq!(dp.iter().filter(|r| r[0].is_empty()).count(), 1, "{dp:?}");
+    assert!(dp.iter().any(|r| r == &["u2", "4"]), "{dp:?}");
+    assert!(!dp.iter().any(|r| r == &["u1", "3"]), "{dp:?}");
+    let canary: Vec<_> = dp.iter().filter(|r| r[0] == "u1").collect();
+    assert_eq!(canary.len(), 2, "{dp:?}");
+    assert!(canary.iter().all(|r| r[1].parse::<f64>().unwrap() > 10.0));
+    let without = b"uid,x\nu1,3\nu2,4\n";
+    let control = neighbours(ds, r, plan.body.privacy.adjacency, without).unwrap();
+    let non_empty = |t: &[Vec<String>]| -> Vec<Vec<String>> {
+        t.iter().filter(|r| !r[0].is_empty()).cloned().collect()
+    };
+    assert_eq!(non_empty(&dp), rows(&control.dp));
+    // only id-less rows: no unit to replace
+    let e = neighbours(ds, r, plan.body.privacy.adjacency, b"uid,x\n,1\n")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("no row with a unit id"), "{e}");
 }

@@ -168,9 +168,12 @@ impl SparkEngine {
         for r in requests {
             let source = Source::parse(&r.dataset.name, r.source)?;
             let q = sql::generate(r.dataset, r.stats, source.columns())?;
+            // a path may hold a line break (or any byte): escaped, it
+            // stays inside its comment line
             out.push_str(&format!(
                 "-- source: {} `{}`\n",
-                source.format, source.location
+                source.format,
+                dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
             ));
             out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
             for (k, v) in &q.params {

@@ -180,9 +180,115 @@ pub fn cell_labels(keys: &[GroupKey]) -> Vec<String> {
     out
 }
 
+/// Bytes from outside the plan as dpplan prints them — a key taken from
+/// the data (its published label), a data path: the bytes, with each
+/// backslash written `\\` and each byte that is not part of a printable
+/// UTF-8 character — bytes of invalid UTF-8, and the bytes of control
+/// characters (C0, DEL, C1) — written `\xNN` (two lowercase hex digits).
+/// The escaping can be undone, so distinct values get distinct labels, and
+/// the text holds no control character (a terminal or a CSV reader that
+/// shows it receives none from the data).
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len());
+    fn hex(out: &mut String, b: u8) {
+        // writing to a String cannot fail
+        let _ = write!(out, "\\x{b:02x}");
+    }
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else if c.is_control() {
+                let mut buf = [0u8; 4];
+                for &b in c.encode_utf8(&mut buf).as_bytes() {
+                    hex(&mut out, b);
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        for &b in chunk.invalid() {
+            hex(&mut out, b);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`escape_bytes`] undone: `\\` is a backslash, `\xNN` the byte NN.
+    fn unlabel(label: &str) -> Vec<u8> {
+        let b = label.as_bytes();
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < b.len() {
+            match (b[i], b.get(i + 1)) {
+                (b'\\', Some(b'\\')) => {
+                    out.push(b'\\');
+                    i += 2;
+                }
+                (b'\\', Some(b'x')) => {
+                    let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap();
+                    out.push(u8::from_str_radix(hex, 16).unwrap());
+                    i += 4;
+                }
+                (b'\\', _) => panic!("a lone backslash in {label:?}"),
+                (x, _) => {
+                    out.push(x);
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn escaped_bytes_are_unambiguous_and_free_of_control_characters() {
+        let values: Vec<&[u8]> = vec![
+            b"ES",
+            "Espa\u{f1}a".as_bytes(),
+            b"\xff",
+            b"\xfe",
+            b"\\xff",
+            b"\\\\xff",
+            b"\x1b[31mred",
+            b"a\nb",
+            b"\x7f",
+            "\u{9b}".as_bytes(),
+            b"\xc3",
+            "\u{c3}".as_bytes(),
+            b"",
+        ];
+        assert_eq!(escape_bytes(b"ES"), "ES");
+        assert_eq!(escape_bytes("Espa\u{f1}a".as_bytes()), "Espa\u{f1}a");
+        assert_eq!(escape_bytes(b"\xff"), "\\xff");
+        assert_eq!(escape_bytes(b"\\xff"), "\\\\xff");
+        assert_eq!(escape_bytes(b"\x1b[31mred"), "\\x1b[31mred");
+        assert_eq!(escape_bytes("\u{9b}".as_bytes()), "\\xc2\\x9b");
+        let labels: std::collections::BTreeSet<String> =
+            values.iter().map(|v| escape_bytes(v)).collect();
+        assert_eq!(labels.len(), values.len(), "{labels:?}");
+        for v in &values {
+            let l = escape_bytes(v);
+            assert_eq!(unlabel(&l), *v, "{l}");
+            assert!(!l.chars().any(char::is_control), "{l:?}");
+        }
+        // every single byte and every pair round-trips
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let l = escape_bytes(&[a, b]);
+                assert_eq!(unlabel(&l), [a, b]);
+                assert!(!l.chars().any(char::is_control), "{l:?}");
+            }
+        }
+        // negative control: the lossy decoding merges two keys
+        assert_eq!(
+            String::from_utf8_lossy(b"\xff"),
+            String::from_utf8_lossy(b"\xfe")
+        );
+    }
 
     fn bins(edges: &[f64], outside: InvalidRule) -> GroupKey {
         GroupKey::Bins {

@@ -274,7 +274,12 @@ fn plan_parts(
     let tree = super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
     let (derived, unwindowed) = match &tree {
         Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
-        None => super::window::horizon(window.as_ref(), derived, unit, adjacency, &shape),
+        None => super::window::horizon(
+            window.as_ref(),
+            derived,
+            (agg.kind.value, unit, adjacency),
+            &shape,
+        ),
     };
     let declared = declared_sensitivity(c, plan, noise, &derived);
     // DP015 was reported when the query has no noise.

@@ -6,16 +6,16 @@
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic};
-use dpplan_syntax::ast::{self, Adjacency, ColumnType};
+use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType};
 use dpplan_vocab::Statistic;
 
 use super::datasets::{whole, DatasetInfo};
 use super::query::{Part, QueryPlan, Reported};
-use super::shape::Shape;
+use super::shape::{derive_sensitivities, Shape};
 use super::{declared_once, duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
-use crate::windows::{windowed, Horizon, WINDOW};
+use crate::windows::{self, windowed, Horizon, PerWindow};
 
 /// `windows_per_unit` and `rows_per_window` of a dataset, as declared and
 /// valid.
@@ -356,35 +356,47 @@ pub(in crate::checker) type Parts = Vec<(Statistic, &'static str, Derived)>;
 
 /// With a window, each part's sensitivity over the whole schedule and the
 /// per-release sensitivities it replaces (for the side-by-side figure);
-/// without one, the parts as they are. The window drops the rows outside
-/// the horizon; a filter (or invalid rows, `shape.drops`) drops more, and
-/// is named in the derivation when the query has one.
+/// without one, the parts as they are. What a unit moves in one window is
+/// the per-release derivation ([`derive_sensitivities`], the same facts as
+/// without the window) of its rows in that window: `rows_per_unit` read
+/// as `rows_per_window`, under add/remove and, with `replace`, under
+/// replace; [`windowed`] composes it over the horizon.
 pub(in crate::checker) fn horizon(
     w: Option<&Window>,
     per_release: Parts,
-    unit: UnitBound,
-    adjacency: Adjacency,
+    (kind, unit, adjacency): (AggKind, UnitBound, Adjacency),
     shape: &Shape,
 ) -> (Parts, Option<Vec<Derived>>) {
     let Some(w) = w else {
         return (per_release, None);
     };
-    let why = shape.drops.unwrap_or(WINDOW);
+    let in_window = UnitBound {
+        rows: w.horizon.rows,
+        ..unit
+    };
+    let add_remove = derive_sensitivities(kind, shape, in_window, Adjacency::AddRemove);
+    let replace = (adjacency == Adjacency::Replace)
+        .then(|| derive_sensitivities(kind, shape, in_window, Adjacency::Replace));
+    let what = windows::Shape {
+        user: unit.user,
+        groups: shape.group.unwrap_or(1),
+        own_id: shape.distinct == Some(true),
+    };
     let mut unwindowed = Vec::with_capacity(per_release.len());
     let horizon = per_release
         .into_iter()
-        .map(|(s, role, d)| {
+        .enumerate()
+        .map(|(i, (s, role, d))| {
             unwindowed.push(d);
-            let v = windowed(
-                s,
-                unit,
-                adjacency,
-                w.horizon,
-                shape.group,
-                shape.values,
-                why,
-            );
-            (s, role, v)
+            // Invariant: `per_release` is `derive_sensitivities` of the same
+            // kind and shape (a quantile, the other derivation, takes no
+            // window), so the lists have the same statistics in the same
+            // order and `i` is in bounds.
+            let one = PerWindow {
+                add_remove: add_remove[i].2.clone(),
+                replace: replace.as_ref().map(|r| r[i].2.clone()),
+            };
+            (s, role, windowed(&one, w.horizon, what))
         })
         .collect();
     (horizon, Some(unwindowed))

@@ -38,3 +38,30 @@ pub fn dpplan_at_root(args: &[&str]) -> Output {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Asserts that the command succeeded, showing its exit code and output.
+pub fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+/// Writes `source_text` as `DIR/NAME.dpplan` and compiles it to
+/// `DIR/NAME.json` (asserting that it compiles); the compiled plan's path.
+pub fn compiled(dir: &Path, name: &str, source_text: &str) -> PathBuf {
+    let source = dir.join(format!("{name}.dpplan"));
+    std::fs::write(&source, source_text).unwrap();
+    let plan = dir.join(format!("{name}.json"));
+    let o = dpplan(&[
+        "compile",
+        source.to_str().unwrap(),
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    plan
+}

@@ -13,6 +13,36 @@ use super::doc::Block;
 pub const AUDIT_FORMAT: &str = "dpplan-audit";
 pub const AUDIT_FORMAT_VERSIONS: [u64; 1] = [1];
 
+/// What an audit found (`verdict` in its JSON; an audit written before
+/// the verdict has only `passed`, read as passed or failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditVerdict {
+    Passed,
+    Failed,
+    /// Nothing failed, but D and D′ could not be told apart: not a pass.
+    Inconclusive,
+}
+
+impl AuditVerdict {
+    fn or_passed(v: Option<AuditVerdict>, passed: bool) -> AuditVerdict {
+        v.unwrap_or(if passed {
+            AuditVerdict::Passed
+        } else {
+            AuditVerdict::Failed
+        })
+    }
+
+    /// The word the report's table shows.
+    fn word(self) -> &'static str {
+        match self {
+            AuditVerdict::Passed => "passed",
+            AuditVerdict::Failed => "FAILED",
+            AuditVerdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 /// What the report shows of an audit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditSummary {
@@ -23,6 +53,8 @@ pub struct AuditSummary {
     pub confidence: f64,
     pub queries: Vec<AuditRow>,
     pub passed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<AuditVerdict>,
 }
 
 /// One audited release.
@@ -35,6 +67,14 @@ pub struct AuditRow {
     pub claimed_epsilon: f64,
     pub delta: f64,
     pub passed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<AuditVerdict>,
+}
+
+impl AuditRow {
+    pub fn verdict(&self) -> AuditVerdict {
+        AuditVerdict::or_passed(self.verdict, self.passed)
+    }
 }
 
 /// Why an audit's JSON is not shown.
@@ -76,7 +116,18 @@ impl AuditSummary {
         if !AUDIT_FORMAT_VERSIONS.contains(&version) {
             return Err(AuditError::Version(version));
         }
-        serde_json::from_value(v).map_err(|e| AuditError::Json(e.to_string()))
+        let mut a: AuditSummary =
+            serde_json::from_value(v).map_err(|e| AuditError::Json(e.to_string()))?;
+        // an audit written before the verdict: passed or failed
+        a.verdict = Some(a.verdict());
+        for q in &mut a.queries {
+            q.verdict = Some(q.verdict());
+        }
+        Ok(a)
+    }
+
+    pub fn verdict(&self) -> AuditVerdict {
+        AuditVerdict::or_passed(self.verdict, self.passed)
     }
 }
 
@@ -105,10 +156,10 @@ pub(super) fn blocks(b: &mut Vec<Block>, a: &AuditSummary) {
         "`dpplan audit` ran the real release path (the runtime's engine and samplers, no ledger) {} times on a data set D and as many on a neighbour D′ for each release, and turned the best distinguishing test's error rates into a lower bound on ε at {} confidence (Clopper–Pearson). {} A measured bound is a *lower* bound: it can expose an implementation that leaks more than claimed, it never proves privacy, and the claim above rests on the accountant, not on the audit (docs/audit.md).",
         a.runs,
         percent(a.confidence),
-        if a.passed {
-            "No measured bound exceeds its claim and D and D′ behaved alike."
-        } else {
-            "**The audit failed:** a measured bound exceeds its claim, or D and D′ behaved differently. Do not sign off this plan."
+        match a.verdict() {
+            AuditVerdict::Passed => "No measured bound exceeds its claim and D and D′ behaved alike.",
+            AuditVerdict::Failed => "**The audit failed:** a measured bound exceeds its claim, or D and D′ behaved differently. Do not sign off this plan.",
+            AuditVerdict::Inconclusive => "**The audit is inconclusive:** nothing failed, but on some release D and D′ gave the same exact cells, so no test could tell them apart; it shows nothing about those releases (not a pass).",
         }
     )));
     b.push(Table(
@@ -129,7 +180,7 @@ pub(super) fn blocks(b: &mut Vec<Block>, a: &AuditSummary) {
                     down(q.measured_epsilon),
                     num(q.claimed_epsilon),
                     num(q.delta),
-                    if q.passed { "passed" } else { "FAILED" }.into(),
+                    q.verdict().word().into(),
                 ]
             })
             .collect(),

@@ -18,7 +18,7 @@ mod timeline;
 
 use serde::{Deserialize, Serialize};
 
-pub use audit::{AuditError, AuditRow, AuditSummary};
+pub use audit::{AuditError, AuditRow, AuditSummary, AuditVerdict};
 pub use build::{build, compose, ReviewError, ReviewOptions};
 pub use html::html;
 pub use markdown::markdown;

@@ -82,6 +82,34 @@ impl Default for AuditOptions {
     }
 }
 
+/// What an audit of a release (or of a plan) found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No measured bound above its claim, D and D′ behave alike, and the
+    /// tests could tell D from D′ (their exact cells differ).
+    Passed,
+    /// A measured bound above its claim, or a data-dependent branch.
+    Failed,
+    /// Nothing failed, but nothing could: D and D′ give the same exact
+    /// cells (identical neighbours, a canary the filter drops), so every
+    /// test scores them alike and the audit shows nothing about the
+    /// release.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The verdict of several audits: failed if one failed, else
+    /// inconclusive if one was, else passed.
+    pub fn of(all: impl IntoIterator<Item = Verdict>) -> Verdict {
+        all.into_iter().fold(Verdict::Passed, |a, b| match (a, b) {
+            (Verdict::Failed, _) | (_, Verdict::Failed) => Verdict::Failed,
+            (Verdict::Inconclusive, _) | (_, Verdict::Inconclusive) => Verdict::Inconclusive,
+            _ => Verdict::Passed,
+        })
+    }
+}
+
 /// One distinguisher's outcome on one release.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestResult {
@@ -119,7 +147,8 @@ pub struct QueryAudit {
     /// Notes on the audit's power (a canary the filter drops, …).
     pub notes: Vec<String>,
     pub releases_per_minute: f64,
-    /// measured ≤ claimed and no behaviour difference.
+    pub verdict: Verdict,
+    /// `verdict` is passed.
     pub passed: bool,
 }
 
@@ -142,6 +171,9 @@ pub struct AuditReport {
     pub confidence: f64,
     pub executed: Executed,
     pub queries: Vec<QueryAudit>,
+    /// [`Verdict::of`] the releases' verdicts.
+    pub verdict: Verdict,
+    /// `verdict` is passed.
     pub passed: bool,
 }
 
@@ -209,6 +241,7 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
         runs: opts.runs,
         confidence: opts.confidence,
         executed: executed(),
+        verdict: Verdict::of(queries.iter().map(|q| q.verdict)),
         passed: queries.iter().all(|q| q.passed),
         queries,
     })
@@ -390,6 +423,7 @@ fn audit_release(
         Ok(x) => x,
         Err(diff) => {
             q.behaviour_differences.push(diff);
+            q.verdict = Verdict::Failed;
             q.passed = false;
             return Ok(q);
         }
@@ -405,7 +439,7 @@ fn audit_release(
             .fold(0.0, f64::max);
     if q.max_cell_change == 0.0 {
         q.notes.push(
-            "D and D′ give the same exact statistic: the audit has no power on this release".into(),
+            "D and D′ give the same exact statistic: no test can tell them apart, so the audit is inconclusive on this release".into(),
         );
     }
     let started = Instant::now();
@@ -420,7 +454,7 @@ fn audit_release(
 fn new_query(r: &Release, nb: &neighbour::Neighbours) -> QueryAudit {
     let mut notes = Vec::new();
     if !nb.passes_filter {
-        notes.push("the canary does not pass the query's filter: D and D′ give the same statistic and the audit has no power".into());
+        notes.push("the canary does not pass the query's filter: it moves no statistic (under replace, only the removal of the replaced unit's rows tells D from D′)".into());
     }
     QueryAudit {
         query: r.name.clone(),
@@ -433,6 +467,7 @@ fn new_query(r: &Release, nb: &neighbour::Neighbours) -> QueryAudit {
         behaviour_differences: Vec::new(),
         notes,
         releases_per_minute: 0.0,
+        verdict: Verdict::Passed,
         passed: true,
     }
 }
@@ -452,7 +487,17 @@ fn measure(q: &mut QueryAudit, r: &Release, drawn: runs::Runs, confidence: f64) 
         .iter()
         .map(|t| t.epsilon_lower_bound)
         .fold(0.0, f64::max);
-    q.passed = q.measured_epsilon <= q.claimed_epsilon && q.behaviour_differences.is_empty();
+    q.verdict = if q.measured_epsilon > q.claimed_epsilon || !q.behaviour_differences.is_empty() {
+        Verdict::Failed
+    } else if q.max_cell_change == 0.0 {
+        // every distinguisher scores a run from the cells and the exact
+        // cells of D and D′: with those equal, its scores on D and on D′
+        // have one distribution, whatever the mechanism does
+        Verdict::Inconclusive
+    } else {
+        Verdict::Passed
+    };
+    q.passed = q.verdict == Verdict::Passed;
 }
 
 /// One distinguisher: threshold on the first half, errors on the second.

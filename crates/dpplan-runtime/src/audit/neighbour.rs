@@ -4,7 +4,9 @@
 //! * `add_remove`: D is the data plus the canary, D′ the data (D without
 //!   one unit);
 //! * `replace`: D is the data, D′ the data with the first unit's rows
-//!   replaced by the canary's rows (under the same unit id).
+//!   replaced by the canary's rows (under the same unit id; under a
+//!   user-level unit the first unit is the first row's with a non-empty
+//!   id: a row without one is no unit's, and the engine drops it).
 //!
 //! Under a user-level unit "the data" is the data with each unit reduced
 //! to its first row: every other unit is then within every contribution
@@ -316,13 +318,21 @@ pub fn neighbours(
             })
         }
         Adjacency::Replace => {
-            let Some(first) = t.rows.first() else {
+            let idx = id_index(ds, &t.header);
+            // the first unit: under a user-level unit the first row with an
+            // id (a row without one is no unit's, and the engine drops it:
+            // replacing "its unit" would change nothing)
+            let found = t.rows.iter().enumerate().find(|(_, row)| match idx {
+                Some(ix) => row.get(ix).is_some_and(|id| !id.is_empty()),
+                None => true,
+            });
+            let Some((at, first)) = found else {
                 return Err(RunError::Data(format!(
-                    "dataset `{}` has no rows: under replace adjacency the audit replaces one unit's rows",
-                    ds.name
+                    "dataset `{}` has no {}: under replace adjacency the audit replaces one unit's rows",
+                    ds.name,
+                    if t.rows.is_empty() { "rows" } else { "row with a unit id" }
                 )));
             };
-            let idx = id_index(ds, &t.header);
             let victim = idx.and_then(|i| first.get(i)).map(<[u8]>::to_vec);
             let id = victim.as_deref().map_or(CANARY_ID.to_string(), |v| {
                 String::from_utf8_lossy(v).into_owned()
@@ -335,15 +345,16 @@ pub fn neighbours(
                 .enumerate()
                 .filter(|(i, row)| match (idx, &victim) {
                     (Some(ix), Some(v)) => row.get(ix) != Some(v.as_slice()),
-                    _ => *i != 0,
+                    _ => *i != at,
                 });
             let dp = write_table(&t.header, kept.map(|(_, r)| r.clone()).chain(rows));
             Ok(Neighbours {
                 d: write_table(&t.header, t.rows.iter().cloned()),
                 dp,
                 description: format!(
-                    "replace: D = the data{}; D′ = the data with the first unit's rows replaced by a canary's ({n} row(s), every number 1,000 bound-widths past its bound)",
-                    reduced(ds)
+                    "replace: D = the data{}; D′ = the data with the first unit's rows{} replaced by a canary's ({n} row(s), every number 1,000 bound-widths past its bound)",
+                    reduced(ds),
+                    if idx.is_some() { " (the first with an id)" } else { "" }
                 ),
                 passes_filter,
             })

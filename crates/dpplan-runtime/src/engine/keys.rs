@@ -71,8 +71,10 @@ pub(super) fn count_keys<R: Read>(
     let mut units: HashMap<Vec<u8>, Vec<u32>> = HashMap::new();
     let mut counts: Vec<i128> = Vec::new();
     let mut rec = csv::ByteRecord::new();
+    // the numbers a filter reads are parsed into these slots
+    let (mut vals, mut cats) = layout.row_buffers();
     while records.read(&mut rec)? {
-        if !layout.parse(&rec, &mut [], &mut []) {
+        if !layout.parse(&rec, &mut vals, &mut cats) {
             continue;
         }
         let Some(key) = rec.field(key_index).filter(|k| !k.is_empty()) else {

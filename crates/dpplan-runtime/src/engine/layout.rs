@@ -82,9 +82,18 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    /// Parses the row into `vals`/`cats`; false when the row is dropped.
+    /// Zeroed buffers for [`Layout::parse`]: one row's parsed numbers and
+    /// category cells, sized for this layout (a caller that passes shorter
+    /// ones indexes past their end).
+    pub(super) fn row_buffers(&self) -> (Vec<f64>, Vec<u32>) {
+        (vec![0.0; self.vals.len()], vec![0; self.cats.len()])
+    }
+
+    /// Parses the row into `vals`/`cats` (sized as [`Layout::row_buffers`]);
+    /// false when the row is dropped.
     #[inline]
     pub(super) fn parse<F: Fields>(&self, rec: &F, vals: &mut [f64], cats: &mut [u32]) -> bool {
+        debug_assert!(vals.len() == self.vals.len() && cats.len() == self.cats.len());
         if let Some(i) = self.id {
             match rec.field(i) {
                 Some(f) if !f.is_empty() => {}

@@ -378,8 +378,7 @@ fn add_every_row<R: Read>(
     acc: &mut Accumulators,
 ) -> Result<(), EngineError> {
     let mut rec = csv::ByteRecord::new();
-    let mut vals = vec![0f64; layout.vals.len()];
-    let mut cats = vec![0u32; layout.cats.len()];
+    let (mut vals, mut cats) = layout.row_buffers();
     while records.read(&mut rec)? {
         if layout.parse(&rec, &mut vals, &mut cats) {
             acc.add(prepared, &vals, &cats)?;

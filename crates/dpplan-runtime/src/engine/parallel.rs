@@ -192,12 +192,13 @@ pub(super) fn every_row<R: Read>(
             .map(|_| {
                 let (rx, done) = (rx.clone(), done.clone());
                 s.spawn(move || {
+                    let (vals, cats) = layout.row_buffers();
                     let mut w = RowWorker {
                         layout,
                         prepared,
                         acc: Accumulators::new(prepared),
-                        vals: vec![0f64; layout.vals.len()],
-                        cats: vec![0u32; layout.cats.len()],
+                        vals,
+                        cats,
                     };
                     for chunk in rx {
                         each_record(&chunk, name, &mut w)?;
@@ -389,6 +390,7 @@ pub(super) fn per_unit<R: Read>(
     let (done, parsed) = recycling();
     let mut owners = Vec::with_capacity(threads);
     for (me, inbox) in inboxes.into_iter().enumerate() {
+        let (vals, cats) = layout.row_buffers();
         owners.push(Owner {
             me,
             reservoirs: Reservoirs::new(dataset, layout, hashers.clone())?,
@@ -402,8 +404,8 @@ pub(super) fn per_unit<R: Read>(
             layout,
             hashers: hashers.clone(),
             id,
-            vals: vec![0f64; layout.vals.len()],
-            cats: vec![0u32; layout.cats.len()],
+            vals,
+            cats,
         });
     }
     drop(senders);

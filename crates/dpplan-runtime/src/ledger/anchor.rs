@@ -167,22 +167,37 @@ pub fn temp_sibling(path: &Path, suffix: &str) -> Result<PathBuf, LedgerError> {
 /// anchors (`.NAME.head.*.tmp`) older than `min_age`, so that a creation or
 /// an anchor write still under way in another process is never touched.
 pub fn remove_leftovers(ledger: &Path, min_age: std::time::Duration) {
-    let Some(name) = ledger.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+    remove_temp_siblings(
+        ledger,
+        &["creating", "creating-wal", "creating-shm"],
+        min_age,
+    );
+    remove_temp_siblings(&head_path(ledger), &["tmp"], min_age);
+}
+
+/// Removes the temporary siblings of `path` ([`temp_sibling`]:
+/// `.NAME.<hex digits>.<suffix>`, with one of `suffixes`) older than
+/// `min_age`: what writes of `path` interrupted by a crash left behind
+/// (a [`replace_file`] killed before its rename). A caller that holds
+/// every writer of `path` off (a lock) may pass a zero age.
+pub fn remove_temp_siblings(path: &Path, suffixes: &[&str], min_age: std::time::Duration) {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return;
     };
-    let Ok(listing) = std::fs::read_dir(parent_dir(ledger)) else {
+    let Ok(listing) = std::fs::read_dir(parent_dir(path)) else {
         return;
     };
-    let creating = format!(".{name}.");
-    let head_tmp = format!(".{name}.head.");
+    let prefix = format!(".{name}.");
+    let ours = |f: &str| {
+        let Some((random, suffix)) = f.strip_prefix(&prefix).and_then(|r| r.split_once('.')) else {
+            return false;
+        };
+        !random.is_empty()
+            && random.bytes().all(|b| b.is_ascii_hexdigit())
+            && suffixes.contains(&suffix)
+    };
     for e in listing.flatten() {
-        let f = e.file_name().to_string_lossy().into_owned();
-        let ours = (f.starts_with(&creating)
-            && (f.ends_with(".creating")
-                || f.ends_with(".creating-wal")
-                || f.ends_with(".creating-shm")))
-            || (f.starts_with(&head_tmp) && f.ends_with(".tmp"));
-        if !ours {
+        if !ours(&e.file_name().to_string_lossy()) {
             continue;
         }
         let old = e

@@ -48,7 +48,7 @@ use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
-pub use anchor::{head_path, replace_file};
+pub use anchor::{head_path, remove_temp_siblings, replace_file};
 pub use entry::{
     CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, StateValue, TreeNode, UpgradeValue,
 };
