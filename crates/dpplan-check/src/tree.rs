@@ -225,22 +225,49 @@ pub fn total_variance(v: &[f64], t: u64) -> f64 {
 /// and the total sums the estimates of `t`'s decomposition. Reads only
 /// nodes inside [0, t): post-processing of what was released by `t`.
 pub fn running_total(noisy: &dyn Fn(u32, u64) -> f64, s2: f64, t: u64) -> f64 {
+    running_total_memo(noisy, s2, t, &mut std::collections::HashMap::new())
+}
+
+/// [`running_total`], keeping each node's estimate in `memo`: a closed
+/// node's estimate never changes, so the totals of every slot of a
+/// schedule cost O(T) in all instead of O(T²). The same operations in the
+/// same order: the same bits.
+pub fn running_total_memo(
+    noisy: &dyn Fn(u32, u64) -> f64,
+    s2: f64,
+    t: u64,
+    memo: &mut std::collections::HashMap<(u32, u64), f64>,
+) -> f64 {
     let v = node_variances(s2, levels(t));
     decomposition(t)
         .into_iter()
-        .map(|(l, j)| node_estimate(noisy, &v, s2, l, j))
+        .map(|(l, j)| node_estimate(noisy, &v, s2, (l, j), memo))
         .sum()
 }
 
-/// Honaker's estimate of node (l, j) from its subtree's noisy values.
-fn node_estimate(noisy: &dyn Fn(u32, u64) -> f64, v: &[f64], s2: f64, l: u32, j: u64) -> f64 {
-    if l == 0 {
-        return noisy(0, j);
+/// Honaker's estimate of node (l, j) from its subtree's noisy values (the
+/// weights v[l] do not depend on the tree's height, so an estimate kept
+/// in `memo` serves every later slot).
+fn node_estimate(
+    noisy: &dyn Fn(u32, u64) -> f64,
+    v: &[f64],
+    s2: f64,
+    (l, j): (u32, u64),
+    memo: &mut std::collections::HashMap<(u32, u64), f64>,
+) -> f64 {
+    if let Some(&e) = memo.get(&(l, j)) {
+        return e;
     }
-    let a = v[l as usize] / s2;
-    let children =
-        node_estimate(noisy, v, s2, l - 1, 2 * j) + node_estimate(noisy, v, s2, l - 1, 2 * j + 1);
-    a * noisy(l, j) + (1.0 - a) * children
+    let e = if l == 0 {
+        noisy(0, j)
+    } else {
+        let a = v[l as usize] / s2;
+        let children = node_estimate(noisy, v, s2, (l - 1, 2 * j), memo)
+            + node_estimate(noisy, v, s2, (l - 1, 2 * j + 1), memo);
+        a * noisy(l, j) + (1.0 - a) * children
+    };
+    memo.insert((l, j), e);
+    e
 }
 
 /// The slot whose running total has the largest variance, and that

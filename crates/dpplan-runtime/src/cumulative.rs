@@ -566,6 +566,13 @@ pub(crate) fn run_due(
     Ok(ran)
 }
 
+/// A tree's stored noisy nodes, read once per run and added to as each
+/// slot stores its own, and the estimates computed from them so far.
+struct Stored {
+    nodes: BTreeMap<tree::NodeId, f64>,
+    estimates: tree::Estimates,
+}
+
 /// One cumulative release as a run runs it.
 struct Tree<'a> {
     plan: &'a ExecutablePlan,
@@ -601,14 +608,17 @@ fn run_tree(
     }
     let next = state.queries[&r.name].open.last;
     // the stored nodes, read once; each new slot's are added as stored
-    let mut nodes = ledger.tree_nodes(&r.name)?;
+    let mut nodes = Stored {
+        nodes: ledger.tree_nodes(&r.name)?,
+        estimates: tree::Estimates::default(),
+    };
     // a slot charged whose value was never written: from its nodes
     if next > 0 {
         if let SlotState::Charged(seq) = ledger.slot_state(&r.name, next - 1)? {
             let intent = ledger
                 .entry(seq)?
                 .ok_or(crate::ledger::LedgerError::NoSuchEntry(seq))?;
-            ran.results.push(publish(ledger, r, &intent, &nodes)?);
+            ran.results.push(publish(ledger, r, &intent, &mut nodes)?);
         }
     }
     let last = due_slot.min(c.slots.saturating_sub(1));
@@ -657,7 +667,7 @@ fn run_slot(
     tree: &Tree<'_>,
     state: &mut State,
     counted: Counted,
-    nodes: &mut BTreeMap<tree::NodeId, f64>,
+    nodes: &mut Stored,
     rng: &mut SecureRng,
 ) -> Result<Result<ReleaseResult, Refusal>, RunError> {
     let (plan, opts, r) = (tree.plan, tree.opts, tree.r);
@@ -718,7 +728,7 @@ fn run_slot(
         }
     };
     for n in intent.tree_nodes().unwrap_or_default() {
-        nodes.insert((n.level, n.index), n.value);
+        nodes.nodes.insert((n.level, n.index), n.value);
     }
     crate::test_hooks::pause_after_intent();
     publish(ledger, r, &intent, nodes).map(Ok)
@@ -731,7 +741,7 @@ fn publish(
     ledger: &mut Ledger,
     r: &Release,
     intent: &Entry,
-    nodes: &BTreeMap<tree::NodeId, f64>,
+    nodes: &mut Stored,
 ) -> Result<ReleaseResult, RunError> {
     let c = tree_of(r)?;
     let slot = intent
@@ -746,7 +756,7 @@ fn publish(
     let gaussian = part.mechanism.is_some_and(|m| m.is_gaussian());
     let scale = part.scale.unwrap_or(0.0);
     let s2 = math::node_variance(scale, gaussian);
-    let total = tree::running_total(nodes, s2, t)
+    let total = tree::running_total_with(&nodes.nodes, s2, t, &mut nodes.estimates)
         .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
     let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
     let half = math::ci95(sd, gaussian);

@@ -105,12 +105,50 @@ impl Open {
 /// nodes, by Honaker's online estimator for a node noise variance `s2`
 /// (the checker's). Refused when a node it reads is not stored.
 pub fn running_total(stored: &BTreeMap<NodeId, f64>, s2: f64, t: u64) -> Result<f64, TreeError> {
-    let missing = needed(t).into_iter().find(|id| !stored.contains_key(id));
-    if let Some((level, index)) = missing {
-        return Err(TreeError::Missing { t, level, index });
+    running_total_with(stored, s2, t, &mut Estimates::default())
+}
+
+/// The estimates of the nodes a run has read so far, each computed once
+/// (a closed node's estimate never changes): a run's totals over T slots
+/// cost O(T), not O(T²).
+#[derive(Debug, Default)]
+pub struct Estimates(std::collections::HashMap<NodeId, f64>);
+
+/// [`running_total`], with the estimates kept in `est` across a run's
+/// slots; only nodes not estimated yet are checked for.
+pub fn running_total_with(
+    stored: &BTreeMap<NodeId, f64>,
+    s2: f64,
+    t: u64,
+    est: &mut Estimates,
+) -> Result<f64, TreeError> {
+    for (l, j) in math::decomposition(t) {
+        if let Some((level, index)) = first_missing(stored, est, (l, j)) {
+            return Err(TreeError::Missing { t, level, index });
+        }
     }
     let noisy = |l: u32, j: u64| stored[&(l, j)];
-    Ok(math::running_total(&noisy, s2, t))
+    Ok(math::running_total_memo(&noisy, s2, t, &mut est.0))
+}
+
+/// The first node of (l, j)'s subtree, top down, that is neither
+/// estimated nor stored.
+fn first_missing(
+    stored: &BTreeMap<NodeId, f64>,
+    est: &Estimates,
+    (l, j): NodeId,
+) -> Option<NodeId> {
+    if est.0.contains_key(&(l, j)) {
+        return None;
+    }
+    if !stored.contains_key(&(l, j)) {
+        return Some((l, j));
+    }
+    if l == 0 {
+        return None;
+    }
+    first_missing(stored, est, (l - 1, 2 * j))
+        .or_else(|| first_missing(stored, est, (l - 1, 2 * j + 1)))
 }
 
 /// The nodes the estimate at `t` reads: every node of the subtrees of
