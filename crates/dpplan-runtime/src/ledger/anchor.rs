@@ -175,7 +175,7 @@ pub fn remove_leftovers(ledger: &Path, min_age: std::time::Duration) {
     remove_temp_siblings(&head_path(ledger), &["tmp"], min_age);
 }
 
-/// Removes the temporary siblings of `path` ([`temp_sibling`]:
+/// Removes the temporary siblings of `path` (`temp_sibling`:
 /// `.NAME.<hex digits>.<suffix>`, with one of `suffixes`) older than
 /// `min_age`: what writes of `path` interrupted by a crash left behind
 /// (a [`replace_file`] killed before its rename). A caller that holds
