@@ -158,6 +158,7 @@ impl Binding {
         };
         // Invariant: plain data with string keys; cannot fail.
         let bytes = serde_json::to_vec(&unsigned).expect("serialises");
+        // Invariant: HMAC takes a key of any length; cannot fail.
         let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(self.key.bytes())
             .expect("HMAC takes a key of any length");
         m.update(b"dpplan-tree-state\n");
