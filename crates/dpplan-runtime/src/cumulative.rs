@@ -139,35 +139,61 @@ impl Binding {
             .entry(1)?
             .ok_or(crate::ledger::LedgerError::NoSuchEntry(1))?
             .hash;
-        let recorded = ledger.key_recorded()?;
-        let create = !recorded && ledger.window_units_recorded()? == 0;
-        let key = window::UnitKey::load(ledger.path(), create, rng)?;
+        // read before the key may be created below
+        let legacy_ok = !ledger.key_recorded()?;
         Ok(Binding {
             genesis,
-            key,
-            legacy_ok: !recorded,
+            key: window::ledger_key(ledger.path(), Some(ledger), rng)?,
+            legacy_ok,
         })
     }
+}
 
-    /// The MAC of a state (its `mac` field ignored).
-    fn mac(&self, state: &State) -> String {
-        use hmac::Mac;
-        let unsigned = State {
-            mac: String::new(),
-            ..state.clone()
-        };
-        // Invariant: plain data with string keys; cannot fail.
-        let bytes = serde_json::to_vec(&unsigned).expect("serialises");
-        // Invariant: HMAC takes a key of any length; cannot fail.
-        let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(self.key.bytes())
-            .expect("HMAC takes a key of any length");
-        m.update(b"dpplan-tree-state\n");
-        m.update(&bytes);
-        m.finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+/// The MAC of a state with the unit key `key` (its `mac` field ignored).
+fn mac(key: &window::UnitKey, state: &State) -> String {
+    use hmac::Mac;
+    let unsigned = State {
+        mac: String::new(),
+        ..state.clone()
+    };
+    // Invariant: plain data with string keys; cannot fail.
+    let bytes = serde_json::to_vec(&unsigned).expect("serialises");
+    // Invariant: HMAC takes a key of any length; cannot fail.
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key.bytes())
+        .expect("HMAC takes a key of any length");
+    m.update(b"dpplan-tree-state\n");
+    m.update(&bytes);
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Why `state` is not bound to the ledger whose opening entry hashes to
+/// `genesis`: another ledger's, a MAC that does not hold (not checked
+/// without the key: an auditor's copy), an unbound format-1 state where
+/// the chain recorded a key (`legacy_ok` false), or an unknown format.
+/// One check for every run and for `ledger verify`.
+fn bound_to(
+    state: &State,
+    genesis: &str,
+    key: Option<&window::UnitKey>,
+    legacy_ok: bool,
+) -> Result<(), String> {
+    match state.format.as_str() {
+        STATE_FORMAT => {
+            if state.ledger != genesis {
+                return Err("it belongs to another ledger (its opening entry's hash differs); the exact sums are not this ledger's, so no tree can continue (restore this ledger's own state from a backup)".into());
+            }
+            if key.is_some_and(|k| state.mac != mac(k, state)) {
+                return Err("its MAC does not hold: it was modified outside dpplan (or the unit key was replaced); no tree can continue (restore it from a backup)".into());
+            }
+            Ok(())
+        }
+        STATE_FORMAT_1 if legacy_ok => Ok(()),
+        STATE_FORMAT_1 => Err(format!("format `{STATE_FORMAT_1}` carries no binding, but this ledger's trees were run with one; no tree can continue (restore it from a backup)")),
+        other => Err(format!("format `{other}`, expected `{STATE_FORMAT}`")),
     }
 }
 
@@ -187,37 +213,9 @@ fn load(ledger: &Path, binding: Option<&Binding>) -> Result<Option<State>, RunEr
             format!("unreadable ({e}); the open nodes' exact sums are lost, so no tree can continue (restore the file from a backup)"),
         )
     })?;
-    let Some(b) = binding else {
-        return Ok(Some(state));
-    };
-    match state.format.as_str() {
-        STATE_FORMAT => {
-            if state.ledger != b.genesis {
-                return Err(state_error(
-                    ledger,
-                    "it belongs to another ledger (its opening entry's hash differs); the exact sums are not this ledger's, so no tree can continue (restore this ledger's own state from a backup)",
-                ));
-            }
-            if state.mac != b.mac(&state) {
-                return Err(state_error(
-                    ledger,
-                    "its MAC does not hold: it was modified outside dpplan (or the unit key was replaced); no tree can continue (restore it from a backup)",
-                ));
-            }
-        }
-        STATE_FORMAT_1 if b.legacy_ok => {}
-        STATE_FORMAT_1 => {
-            return Err(state_error(
-                ledger,
-                format!("format `{STATE_FORMAT_1}` carries no binding, but this ledger's trees were run with one; no tree can continue (restore it from a backup)"),
-            ))
-        }
-        other => {
-            return Err(state_error(
-                ledger,
-                format!("format `{other}`, expected `{STATE_FORMAT}`"),
-            ))
-        }
+    if let Some(b) = binding {
+        bound_to(&state, &b.genesis, Some(&b.key), b.legacy_ok)
+            .map_err(|why| state_error(ledger, why))?;
     }
     Ok(Some(state))
 }
@@ -227,7 +225,7 @@ fn load(ledger: &Path, binding: Option<&Binding>) -> Result<Option<State>, RunEr
 fn save(ledger: &Path, state: &mut State, b: &Binding) -> Result<(), RunError> {
     state.format = STATE_FORMAT.into();
     state.ledger = b.genesis.clone();
-    state.mac = b.mac(state);
+    state.mac = mac(&b.key, state);
     // Invariant: plain data with string keys; cannot fail.
     let bytes = serde_json::to_vec_pretty(state).expect("serialises");
     crate::ledger::replace_file(
@@ -256,24 +254,12 @@ pub(crate) fn check_bound(ledger: &Ledger) -> Result<(), crate::ledger::LedgerEr
     };
     let state: State =
         serde_json::from_slice(&bytes).map_err(|e| damaged(format!("unreadable ({e})")))?;
-    if state.format != STATE_FORMAT {
-        return Ok(());
-    }
     let genesis = ledger.entry(1)?.map(|e| e.hash).unwrap_or_default();
-    if state.ledger != genesis {
-        return Err(damaged("it belongs to another ledger".into()));
-    }
-    if let Ok(key) = window::UnitKey::read(ledger.path()) {
-        let b = Binding {
-            genesis,
-            key,
-            legacy_ok: false,
-        };
-        if state.mac != b.mac(&state) {
-            return Err(damaged(
-                "its MAC does not hold (modified outside dpplan)".into(),
-            ));
-        }
+    let key = window::UnitKey::read(ledger.path()).ok();
+    bound_to(&state, &genesis, key.as_ref(), !ledger.key_recorded()?).map_err(damaged)?;
+    if state.format != STATE_FORMAT {
+        // an earlier dpplan's state: it records no intents to compare
+        return Ok(());
     }
     for (name, q) in &state.queries {
         let intents = ledger.intent_hashes(name)?;

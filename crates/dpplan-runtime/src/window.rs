@@ -383,13 +383,23 @@ pub(crate) fn unit_key(
     if !ds.bounding.per_unit {
         return Ok(None);
     }
-    // a key the chain recorded is never created anew (that would restart
-    // every unit at zero windows)
+    ledger_key(&opts.ledger, ledger, rng).map(Some)
+}
+
+/// The unit key of the ledger at `path` (`ledger`, when it exists): read,
+/// or created while no unit and no key fingerprint was recorded. A key
+/// the chain recorded is never created anew: that would restart every
+/// unit at zero windows.
+pub(crate) fn ledger_key(
+    path: &Path,
+    ledger: Option<&Ledger>,
+    rng: &mut SecureRng,
+) -> Result<UnitKey, RunError> {
     let create = match ledger {
         Some(l) => l.window_units_recorded()? == 0 && !l.key_recorded()?,
         None => true,
     };
-    UnitKey::load(&opts.ledger, create, rng).map(Some)
+    UnitKey::load(path, create, rng)
 }
 
 /// The rows of the slots `wanted` of `r`'s windows (of `period` seconds
