@@ -296,23 +296,18 @@ fn dry_run(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, csv: bool) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Slots as ranges: `0–4, 7`.
-fn ranges(slots: &[u64]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < slots.len() {
-        let mut j = i;
-        while j + 1 < slots.len() && slots[j + 1] == slots[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            slots[i].to_string()
-        } else {
-            format!("{}–{}", slots[i], slots[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
+/// Ranges of slots in words: `0–4, 7`.
+fn ranges(r: &[[u64; 2]]) -> String {
+    r.iter()
+        .map(|&[a, b]| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One release's status in words.
@@ -434,7 +429,7 @@ fn report(out: &RunOutput) {
         for (q, slots) in by_query {
             errln!(
                 "backfilled: {q} slot(s) {} (windows that closed before the last run were released now, in order)",
-                ranges(&slots)
+                ranges(&dpplan_runtime::schedule::ranges(slots))
             );
         }
     }

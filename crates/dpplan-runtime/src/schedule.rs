@@ -210,8 +210,15 @@ pub(crate) fn next_free(r: &Release, ledger: Option<&Ledger>) -> Result<Option<u
     let Some(ledger) = ledger else {
         return Ok((r.schedule.slots > 0).then_some(0));
     };
-    let charged = ledger.charged_slots(&r.name)?;
-    Ok((0..r.schedule.slots).find(|s| !charged.contains_key(s)))
+    Ok(first_free(
+        r.schedule.slots,
+        &ledger.charged_slots(&r.name)?,
+    ))
+}
+
+/// The lowest of `slots` slots not charged in `states`.
+fn first_free(slots: u64, states: &BTreeMap<u64, (i64, Option<i64>)>) -> Option<u64> {
+    (0..slots).find(|s| !states.contains_key(s))
 }
 
 /// Step 2 of a run: what is due at `at` for every selected release, and
@@ -263,7 +270,7 @@ pub(crate) fn due<'a>(
             Timing::Clockless => {
                 let slot = match opts.slot {
                     Some(s) => s,
-                    None => match (0..slots).find(|s| !states.contains_key(s)) {
+                    None => match first_free(slots, &states) {
                         Some(s) => s,
                         None => continue,
                     },
@@ -394,31 +401,61 @@ fn missed(
     passed: u64,
     states: &BTreeMap<u64, (i64, Option<i64>)>,
 ) -> Result<(), RunError> {
-    let recorded: Vec<(u64, u64)> = match ledger {
+    let mut recorded: Vec<(u64, u64)> = match ledger {
         Some(l) => l.skipped_ranges(&r.name)?,
         None => Vec::new(),
     };
-    let done =
-        |s: u64| states.contains_key(&s) || recorded.iter().any(|&(a, b)| (a..=b).contains(&s));
+    recorded.sort_unstable();
+    // one pass over the periods, the recorded ranges jumped over (a
+    // minute schedule records one range a run: never a scan per period)
+    let mut next_range = recorded.into_iter().peekable();
+    let mut open: Option<u64> = None;
+    let mut close = |open: &mut Option<u64>, through: u64| {
+        if let Some(from) = open.take() {
+            d.skipped.push(Skipped {
+                query: r.name.clone(),
+                from,
+                through,
+                reason: SKIP_REASON.into(),
+            });
+        }
+    };
     let mut s = 0;
     while s < passed {
-        if done(s) {
-            s += 1;
+        while next_range.peek().is_some_and(|&(_, b)| b < s) {
+            next_range.next();
+        }
+        if let Some(&(a, b)) = next_range.peek().filter(|&&(a, _)| a <= s) {
+            debug_assert!(a <= s && s <= b);
+            if s > 0 {
+                close(&mut open, s - 1);
+            }
+            s = b.saturating_add(1);
             continue;
         }
-        let from = s;
-        while s + 1 < passed && !done(s + 1) {
-            s += 1;
+        if states.contains_key(&s) {
+            if s > 0 {
+                close(&mut open, s - 1);
+            }
+        } else {
+            open.get_or_insert(s);
         }
-        d.skipped.push(Skipped {
-            query: r.name.clone(),
-            from,
-            through: s,
-            reason: SKIP_REASON.into(),
-        });
         s += 1;
     }
+    close(&mut open, passed.saturating_sub(1));
     Ok(())
+}
+
+/// Slots as ranges of consecutive slots: [first, last] each.
+pub fn ranges(slots: impl IntoIterator<Item = u64>) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for s in slots {
+        match out.last_mut() {
+            Some(last) if last[1].checked_add(1) == Some(s) => last[1] = s,
+            _ => out.push([s, s]),
+        }
+    }
+    out
 }
 
 fn at_text(at: i64) -> String {
@@ -451,16 +488,17 @@ pub struct ReleaseStatus {
     pub slots: u64,
     /// Slots released (value in the ledger).
     pub released: u64,
-    /// Slots charged but never published (a run interrupted).
-    pub unpublished: Vec<u64>,
+    /// Slots charged but never published (a run interrupted), as ranges
+    /// [first, last].
+    pub unpublished: Vec<[u64; 2]>,
     /// Slots recorded as skipped (periods missed).
     pub skipped: u64,
-    /// What a run now would release: slots in order (a window's backfill
-    /// and the slot on time; a period's current slot; a clock-less
-    /// schedule's next slot).
-    pub due_now: Vec<u64>,
-    /// Periods a run now would record as skipped.
-    pub would_skip: Vec<u64>,
+    /// What a run now would release, as ranges [first, last] in order (a
+    /// window's backfill and the slot on time; a period's current slot; a
+    /// clock-less schedule's next slot).
+    pub due_now: Vec<[u64; 2]>,
+    /// Periods a run now would record as skipped, as ranges.
+    pub would_skip: Vec<[u64; 2]>,
     /// The next slot after those, and when it is due (UTC), if any.
     pub next_slot: Option<u64>,
     pub next_due: Option<String>,
@@ -529,18 +567,24 @@ pub fn status(plan: &ExecutablePlan, opts: &RunOptions) -> Result<Status, RunErr
                 due_now.extend(first..=last);
             }
         }
-        let would_skip: Vec<u64> = due
+        let would_skip: Vec<[u64; 2]> = due
             .skipped
             .iter()
             .filter(|s| s.query == r.name)
-            .flat_map(|s| s.from..=s.through)
+            .map(|s| [s.from, s.through])
             .collect();
+        // the next slot not charged nor due now, and not due yet: a clock-less
+        // schedule's next one; a period's after the current one; the window
+        // that closes next
         let taken: BTreeSet<u64> = states.keys().copied().chain(due_now.clone()).collect();
-        let after = due_now.last().map_or(0, |&s| s + 1);
-        let next_slot = match timing {
-            Timing::Clockless => (0..r.schedule.slots).find(|s| !taken.contains(s)),
-            _ => (after..r.schedule.slots).find(|s| !taken.contains(s)),
+        let from = match timing {
+            Timing::Clockless => 0,
+            Timing::Period { start, every } => {
+                Timing::period_slot(at, start, every).map_or(0, |c| c.saturating_add(1))
+            }
+            Timing::Window { .. } => timing.closed(at, r.schedule.slots),
         };
+        let next_slot = (from..r.schedule.slots).find(|s| !taken.contains(s));
         let next_due = next_slot
             .and_then(|s| timing.due_at(s))
             .map(ledger::unix_rfc3339);
@@ -554,13 +598,14 @@ pub fn status(plan: &ExecutablePlan, opts: &RunOptions) -> Result<Status, RunErr
             },
             slots: r.schedule.slots,
             released: states.values().filter(|(_, v)| v.is_some()).count() as u64,
-            unpublished: states
-                .iter()
-                .filter(|(_, (_, v))| v.is_none())
-                .map(|(&s, _)| s)
-                .collect(),
+            unpublished: ranges(
+                states
+                    .iter()
+                    .filter(|(_, (_, v))| v.is_none())
+                    .map(|(&s, _)| s),
+            ),
             skipped,
-            due_now,
+            due_now: ranges(due_now),
             would_skip,
             next_slot,
             next_due,
@@ -659,6 +704,14 @@ mod tests {
         assert_eq!(late.due_at(0), Some(DAY + 2 * 3600));
         assert_eq!(w.due_at(2), Some(3 * DAY));
         assert_eq!(w.window(2), Some((2 * DAY, 3 * DAY)));
+    }
+
+    #[test]
+    fn slots_group_into_ranges() {
+        assert_eq!(ranges([]), Vec::<[u64; 2]>::new());
+        assert_eq!(ranges([3]), [[3, 3]]);
+        assert_eq!(ranges([0, 1, 2, 5, 7, 8]), [[0, 2], [5, 5], [7, 8]]);
+        assert_eq!(ranges([u64::MAX - 1, u64::MAX]), [[u64::MAX - 1, u64::MAX]]);
     }
 
     #[test]
