@@ -317,6 +317,16 @@ fn a_missed_period_of_a_fresh_release_is_skipped_and_recorded() {
     assert_eq!(skips.len(), 1, "{entries:?}");
     assert_eq!(skips[0]["slot"], 1);
     assert_eq!(skips[0]["epsilon"], 0.0);
+    // a dry run later that day: nothing due, nothing to skip, and the next
+    // slot is tomorrow's, not a period already skipped
+    let (o, v) = s.run_at(unix(4, 13, 0), &["--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = &v["releases"][0];
+    assert_eq!(r["due_now"], serde_json::json!([]), "{r}");
+    assert_eq!(r["would_skip"], serde_json::json!([]), "{r}");
+    assert_eq!(r["skipped"], 2, "{r}");
+    assert_eq!(r["next_slot"], 4, "{r}");
+    assert_eq!(r["next_due"], "2026-01-05T00:00:00Z", "{r}");
     // recorded once: the next runs do not skip them again
     let (o, v) = s.run_at(unix(5, 12, 0), &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -563,4 +573,19 @@ fn another_ledgers_tree_state_is_refused() {
     )
     .unwrap();
     refused_by_verify_and_run(&a, "another ledger", "another ledger's state");
+}
+
+#[test]
+fn an_unbound_tree_state_is_refused_where_the_chain_recorded_a_key() {
+    // the earlier format carries no binding: written over a bound state,
+    // it would dodge the check if its format were taken at its word
+    let s = users_run();
+    let path = format!("{}.tree-state", s.ledger);
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    state["format"] = "dpplan-tree-state-1".into();
+    state.as_object_mut().unwrap().remove("ledger");
+    state.as_object_mut().unwrap().remove("mac");
+    std::fs::write(&path, serde_json::to_vec(&state).unwrap()).unwrap();
+    refused_by_verify_and_run(&s, "carries no binding", "a format-1 state");
 }
