@@ -11,15 +11,13 @@
 
 pub mod report;
 pub mod schedule;
-pub mod sensitivity;
-pub mod sensitivity_rows;
 
 mod checker;
 pub mod memo;
-mod noise;
 pub mod suppress;
-pub mod tree;
-pub mod windows;
+
+// The mechanism math lives below the checker (the runtime reads it too).
+use dpplan_mechanisms::{noise, sensitivity, sensitivity_rows, tree, windows};
 
 use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;

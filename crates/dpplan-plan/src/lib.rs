@@ -204,7 +204,7 @@ impl Cumulative {
     ///
     /// The claim assumes a unit has at most r rows in a slot, rows in at
     /// most W slots, and at most R = `rows_per_unit` rows in all (M =
-    /// min(R, W·r), `dpplan_check::tree`). Per-slot bounds alone give
+    /// min(R, W·r), `dpplan_mechanisms::tree`). Per-slot bounds alone give
     /// W·r, above R when R < W·r, so the slots a unit is kept in are
     /// capped at W′ = min(W, ⌊R/r⌋) (≥ 1, as r ≤ R): its rows are then at
     /// most W′·r ≤ min(W·r, R) = M in all, at most r in a slot and in at

@@ -262,7 +262,7 @@ fn release_after_is_in_the_schedule_and_absent_unless_stated() {
 }
 
 mod kept_slots {
-    use dpplan_check::tree::{add_remove, TreeBounds};
+    use dpplan_mechanisms::tree::{add_remove, TreeBounds};
 
     use crate::{Cumulative, Window};
 

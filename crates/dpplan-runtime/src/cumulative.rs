@@ -44,7 +44,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dpplan_check::tree as math;
+use dpplan_mechanisms::tree as math;
 use dpplan_plan::{ExecutablePlan, Release};
 use serde::{Deserialize, Serialize};
 

@@ -58,9 +58,6 @@ pub mod test_hooks {
     pub(crate) fn pause_after_intent() {}
 }
 
-/// z with P(|N(0,1)| ≤ z) = 0.95.
-const Z95: f64 = 1.959_963_984_540_054;
-
 /// What `dpplan run` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -834,13 +831,13 @@ fn draw(
                 .bounds
                 .unwrap_or([f64::NEG_INFINITY, f64::INFINITY]);
             let m = (s / c1).clamp(lo, hi);
-            let sd = (ss * ss + m * m * sc * sc).sqrt() / c1;
+            let sd = dpplan_mechanisms::mean_std(ss, sc, m, c1);
             cells.push(Cell {
                 group,
                 value: m,
                 noise_std: sd,
-                ci95_low: m - Z95 * sd,
-                ci95_high: m + Z95 * sd,
+                ci95_low: m - dpplan_mechanisms::Z95 * sd,
+                ci95_high: m + dpplan_mechanisms::Z95 * sd,
             });
         } else {
             let p = &r.parts[0];

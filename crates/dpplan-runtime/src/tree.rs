@@ -14,12 +14,12 @@
 //! in the one slot it was read in). These sums are as private as the data:
 //! they never go into the ledger; only the nodes' noisy values do.
 //! [`running_total`] reads only stored noisy nodes (post-processing), by
-//! the checker's own estimator (`dpplan_check::tree::running_total`), so
+//! the checker's estimator (`dpplan_mechanisms::tree::running_total`), so
 //! the error the checker claims is the error of what runs.
 
 use std::collections::BTreeMap;
 
-use dpplan_check::tree as math;
+use dpplan_mechanisms::tree as math;
 use serde::{Deserialize, Serialize};
 
 /// A node of the tree: its level and its index within the level.

@@ -338,7 +338,6 @@ fn mean_accuracy(q: &dpplan_check::QueryReport, counts: &[f64]) -> Option<MeanAc
     let count = q.parts.iter().find(|p| p.statistic.is_count())?;
     let [lo, hi] = spec.bounds?;
     let m = lo.abs().max(hi.abs());
-    let var_num = sum.noise_std.powi(2) + m * m * count.noise_std.powi(2);
     let grouped = count.statistic == Statistic::GroupedCount;
     Some(MeanAccuracy {
         assumption: format!(
@@ -353,18 +352,16 @@ fn mean_accuracy(q: &dpplan_check::QueryReport, counts: &[f64]) -> Option<MeanAc
             .iter()
             .filter(|n| n.is_finite() && **n > 0.0)
             .map(|&n| {
-                let std = var_num.sqrt() / n;
+                let std = dpplan_mechanisms::mean_std(sum.noise_std, count.noise_std, m, n);
                 MeanPoint {
                     count: n,
                     std,
-                    ci95_half_width: Z95 * std,
+                    ci95_half_width: dpplan_mechanisms::Z95 * std,
                 }
             })
             .collect(),
     })
 }
-
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// Points along the calendar at which the curves are evaluated.
 const CURVE_POINTS: usize = 50;

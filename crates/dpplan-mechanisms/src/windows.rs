@@ -242,7 +242,7 @@ mod tests {
     use crate::sensitivity::tests::{user, ROW};
     use crate::sensitivity::{self, UnitBound};
     use crate::sensitivity_rows;
-    use dpplan_syntax::ast::Adjacency;
+    use dpplan_vocab::Adjacency;
 
     const USER: Shape = Shape {
         user: true,

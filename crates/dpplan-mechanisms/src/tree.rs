@@ -53,7 +53,7 @@
 //! variance is `Σ_{l ∈ bits(t)} v_l`. It only reads nodes closed by `t`
 //! (online) and is unbiased; it is post-processing, so it costs nothing.
 
-use dpplan_syntax::ast::Adjacency;
+use dpplan_vocab::Adjacency;
 
 use crate::sensitivity::{fmt_num, Derived, UnitBound};
 
@@ -307,7 +307,7 @@ pub fn worst_slot(v: &[f64], slots: u64) -> (u64, f64) {
 /// estimate is a weighted sum of Laplace draws, not Gaussian).
 pub fn ci95(sd: f64, gaussian: bool) -> f64 {
     if gaussian {
-        1.959_963_984_540_054 * sd
+        crate::Z95 * sd
     } else {
         20f64.sqrt() * sd
     }

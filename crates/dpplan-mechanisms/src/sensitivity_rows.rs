@@ -14,7 +14,7 @@
 //! histogram (0 → 1). A user's replaced rows already range over "0 to c
 //! rows", which includes the rows the filter drops.
 
-use dpplan_syntax::ast::Adjacency;
+use dpplan_vocab::Adjacency;
 
 use crate::sensitivity::{self, fmt_num, Derived, UnitBound};
 

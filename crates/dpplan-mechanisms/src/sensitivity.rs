@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use dpplan_syntax::ast::Adjacency;
+use dpplan_vocab::Adjacency;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Derived {

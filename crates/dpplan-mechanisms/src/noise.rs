@@ -3,10 +3,9 @@
 //! noise scale whose figure meets an `accuracy` requirement.
 
 use dpplan_accounting::roots::{self, find_bracket, Bisection, Bracket, End, Midpoint};
-use dpplan_syntax::ast::{AccuracyMeasure, NoiseKind};
+use dpplan_vocab::{AccuracyMeasure, NoiseKind};
 
-/// z such that P(|N(0,1)| ≤ z) = 0.95.
-const Z95: f64 = 1.959_963_984_540_054;
+use crate::Z95;
 
 /// (standard deviation, 95 % half-width) of the noise with `scale` (b for the
 /// Laplace kinds, σ for the Gaussian kinds).
