@@ -1,7 +1,7 @@
 //! The streaming CSV engine on any file content, with real compiled plans.
 //!
 //! At first use every example plan (examples/*/*.dpplan, embedded at build
-//! time) is compiled with `dpplan_plan::compile`; each of its datasets, with
+//! time) is compiled with `dpplan_compile::compile`; each of its datasets, with
 //! the statistics of all its releases (as `dpplan run` derives them from the
 //! releases' parts), is one configuration: row- and event-level units
 //! (straight into the accumulators) and user-level units (the reservoir
@@ -64,7 +64,7 @@ fn configs() -> &'static [Config] {
     CONFIGS.get_or_init(|| {
         let mut out = Vec::new();
         for (name, text) in EXAMPLES {
-            let plan = dpplan_plan::compile(text)
+            let plan = dpplan_compile::compile(text)
                 .unwrap_or_else(|e| panic!("example {name} does not compile: {e}"));
             // the statistics exactly as `dpplan run` asks for them: one
             // pass per dataset and filter

@@ -4,7 +4,7 @@
 //! `dpplan compile` produces from the embedded source, and compiling is
 //! deterministic (byte-identical files). So:
 //!
-//! * `dpplan_plan::load` never panics, whatever the text;
+//! * `dpplan_compile::load` never panics, whatever the text;
 //! * a plan that loads re-serialises (`to_json`) to exactly the compiler's
 //!   output for its source, and that text loads back to the same plan;
 //! * the attacker of check 5 ("someone can edit the body and recompute the
@@ -15,7 +15,8 @@
 //!   compiled file loads (what `dpplan compile` writes, `dpplan run` reads).
 #![no_main]
 
-use dpplan_plan::{body_hash, compile, load, sha256_hex, to_json, ExecutablePlan};
+use dpplan_compile::{compile, load};
+use dpplan_plan::{body_hash, sha256_hex, to_json, ExecutablePlan};
 use libfuzzer_sys::fuzz_target;
 
 /// A loaded plan is the compiler's output for its source, and round-trips.

@@ -55,7 +55,7 @@ fn load(path: &Path) -> Result<std::result::Result<dpplan_plan::ExecutablePlan, 
     let text = std::fs::read_to_string(path)
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot read `{}`", path.display()))?;
-    Ok(dpplan_plan::load(&text).map_err(|e| {
+    Ok(dpplan_compile::load(&text).map_err(|e| {
         errln!("error: `{}` is refused: {e}", path.display());
         if path.extension().is_some_and(|x| x == "dpplan") {
             errln!(

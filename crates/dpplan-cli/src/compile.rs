@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use miette::{IntoDiagnostic, Result, WrapErr};
 
-use dpplan_plan::CompileError;
+use dpplan_compile::CompileError;
 use dpplan_render::FileResult;
 
 #[derive(clap::Args)]
@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let (path, out) = (a.plan.as_path(), a.out.as_ref());
     let text = crate::check::read_plan(path)?;
-    match dpplan_plan::compile(&text) {
+    match dpplan_compile::compile(&text) {
         Ok(plan) => {
             let json = dpplan_plan::to_json(&plan);
             match out {

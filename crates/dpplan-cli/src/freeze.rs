@@ -104,7 +104,7 @@ pub fn freeze_bytes(
             checked.total_missing.as_deref().unwrap_or("no release")
         ));
     };
-    let compiled = dpplan_plan::compile(&text).ok();
+    let compiled = dpplan_compile::compile(&text).ok();
     let mut l = if ledger.exists() {
         let l = crate::ledger::open(ledger)?;
         // Like a run, never append to a damaged ledger.

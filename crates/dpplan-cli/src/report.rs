@@ -179,7 +179,7 @@ fn audit_of(path: &std::path::Path, source: &str) -> Result<report::AuditSummary
             path.display()
         )
     })?;
-    let body = dpplan_plan::compile(source)
+    let body = dpplan_compile::compile(source)
         .map_err(|e| miette!("the plan does not compile, so no audit can be of it: {e}"))?
         .body_sha256;
     if audit.plan_sha256 != body {

@@ -118,7 +118,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&a.plan)
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot read `{}`", a.plan.display()))?;
-    let plan = match dpplan_plan::load(&text) {
+    let plan = match dpplan_compile::load(&text) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: `{}` is refused: {e}", a.plan.display());

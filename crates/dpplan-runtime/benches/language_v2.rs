@@ -82,7 +82,7 @@ fn env(name: &str) -> Option<u64> {
 
 /// One engine pass per (dataset, filter) of the plan's releases; seconds.
 fn time(src: &str, path: &Path, engine: &CsvEngine, rng: &mut SecureRng) -> f64 {
-    let plan = dpplan_plan::compile(src).unwrap_or_else(|e| panic!("{e}"));
+    let plan = dpplan_compile::compile(src).unwrap_or_else(|e| panic!("{e}"));
     let mut opts = RunOptions::default();
     opts.data.insert("trips".into(), path.to_path_buf());
     let t = Instant::now();

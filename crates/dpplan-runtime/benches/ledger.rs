@@ -41,7 +41,7 @@ fn main() {
         })
         .unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::tempdir_in(&base).unwrap();
-    let plan = dpplan_plan::compile(PLAN).unwrap();
+    let plan = dpplan_compile::compile(PLAN).unwrap();
     let release = plan.body.release("per_minute").unwrap().clone();
     let genesis = || Genesis {
         plan_hash: &plan.body_sha256,

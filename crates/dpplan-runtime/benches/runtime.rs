@@ -143,7 +143,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
-    let plan = dpplan_plan::compile(PLAN).unwrap();
+    let plan = dpplan_compile::compile(PLAN).unwrap();
     let ds = &plan.body.datasets["visits"];
     let grid = |q: &str| plan.body.release(q).unwrap().parts[0].grid_exponent;
     let domain: Vec<String> = ["home", "search", "checkout", "account"]
@@ -233,7 +233,7 @@ fn main() {
     }
 
     // The same file under a row-level unit: no per-unit state.
-    let row_plan = dpplan_plan::compile(
+    let row_plan = dpplan_compile::compile(
         &PLAN
             .replace("unit user by user_id", "unit row")
             .replace("contribution { rows_per_unit 5 groups_per_unit 3 }", ""),

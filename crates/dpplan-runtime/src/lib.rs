@@ -1,7 +1,7 @@
 //! # dpplan-runtime — runs a compiled plan on real data
 //!
 //! [`run`] loads nothing itself: it takes an [`ExecutablePlan`] that
-//! [`dpplan_plan::load`] verified, decides which releases are due, computes
+//! `dpplan_compile::load` verified, decides which releases are due, computes
 //! their exact bounded aggregates with an [`engine::Engine`], and for each
 //! release follows the ledger protocol: intent (charged, durable) → exact
 //! noise ([`sampler`]) → value (durable) → publish. Re-publications and

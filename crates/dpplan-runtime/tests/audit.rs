@@ -20,8 +20,8 @@ fn root() -> PathBuf {
 }
 
 fn compiled_text(text: &str) -> ExecutablePlan {
-    let json = dpplan_plan::to_json(&dpplan_plan::compile(text).unwrap());
-    dpplan_plan::load(&json).unwrap()
+    let json = dpplan_plan::to_json(&dpplan_compile::compile(text).unwrap());
+    dpplan_compile::load(&json).unwrap()
 }
 
 fn example(name: &str) -> (ExecutablePlan, AuditOptions) {

@@ -22,8 +22,8 @@ fn example_source(name: &str) -> String {
 }
 
 fn compiled(name: &str) -> ExecutablePlan {
-    let json = dpplan_plan::to_json(&dpplan_plan::compile(&example_source(name)).unwrap());
-    dpplan_plan::load(&json).unwrap()
+    let json = dpplan_plan::to_json(&dpplan_compile::compile(&example_source(name)).unwrap());
+    dpplan_compile::load(&json).unwrap()
 }
 
 fn opts(name: &str, ledger: &Path) -> RunOptions {
@@ -206,7 +206,7 @@ fn one_user_plan(rows_per_unit: u64, groups: u64, per_group: u64) -> ExecutableP
   query h {{ histogram(d by g) noise discrete_laplace scale 100 schedule once }}
 }}"#
     );
-    dpplan_plan::compile(&src).unwrap_or_else(|e| panic!("{e}"))
+    dpplan_compile::compile(&src).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Bounds of ±2^62 on the integer grid: a kept value is stored as its
@@ -223,7 +223,7 @@ fn extreme_bounds_round_trip_through_the_unit_table() {
   }
   query s { sum(d.v) noise discrete_laplace scale 1e19 schedule once }
 }"#;
-    let plan = dpplan_plan::compile(src).unwrap_or_else(|e| panic!("{e}"));
+    let plan = dpplan_compile::compile(src).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.csv");
     std::fs::write(
@@ -366,7 +366,7 @@ fn invalid_rows_clamp_rule_imputes_the_lower_bound() {
   query s { sum(d.v) noise laplace scale 1 schedule once }
   query c { count(d) noise laplace scale 1 schedule once }
 }"#;
-    let plan = dpplan_plan::compile(src).unwrap();
+    let plan = dpplan_compile::compile(src).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.csv");
     std::fs::write(&path, "v\n15\nNaN\nabc\n\n100\n-5\n").unwrap();
@@ -386,7 +386,7 @@ fn invalid_rows_clamp_rule_imputes_the_lower_bound() {
     assert_eq!(v[1][0], 5);
     // the drop rule drops NaN and abc
     let plan =
-        dpplan_plan::compile(&src.replace("invalid_rows clamp", "invalid_rows drop")).unwrap();
+        dpplan_compile::compile(&src.replace("invalid_rows clamp", "invalid_rows drop")).unwrap();
     let v = exact(&plan, "d", &path, &stats);
     assert_eq!((v[0][0], v[1][0]), (45, 3));
 }
@@ -661,7 +661,7 @@ fn another_plan_needs_an_accounted_upgrade() {
     }
     // the same plan with more noise: a different hash
     let src = example_source("repeated-release");
-    let quieter = dpplan_plan::compile(&src.replace("sigma 8", "sigma 40")).unwrap();
+    let quieter = dpplan_compile::compile(&src.replace("sigma 8", "sigma 40")).unwrap();
     let err = run(&quieter, &o, &CsvEngine).unwrap_err();
     assert!(err.to_string().contains("--upgrade"), "{err}");
     // history (10 × σ 8) + 10 × σ 40 fits ε = 2.5
@@ -669,7 +669,7 @@ fn another_plan_needs_an_accounted_upgrade() {
     let out = run(&quieter, &o, &CsvEngine).unwrap();
     assert!(out.upgraded);
     // a plan whose own schedule fits, but not on top of the history
-    let greedy = dpplan_plan::compile(&src.replace("sigma 8", "sigma 7.9")).unwrap();
+    let greedy = dpplan_compile::compile(&src.replace("sigma 8", "sigma 7.9")).unwrap();
     let err = run(&greedy, &o, &CsvEngine).unwrap_err();
     assert!(err.to_string().contains("upgrade is refused"), "{err}");
     assert_eq!(
@@ -739,7 +739,7 @@ fn child_runner() {
     let Ok(plan_path) = std::env::var("DPPLAN_CHILD_PLAN") else {
         return;
     };
-    let plan = dpplan_plan::load(&std::fs::read_to_string(plan_path).unwrap()).unwrap();
+    let plan = dpplan_compile::load(&std::fs::read_to_string(plan_path).unwrap()).unwrap();
     let name = std::env::var("DPPLAN_CHILD_EXAMPLE").unwrap();
     let mut o = opts(
         &name,
@@ -853,7 +853,7 @@ fn sigkill_between_intent_and_value_leaves_the_slot_charged() {
         SlotState::Charged(_)
     ));
     // running it again never draws fresh noise for the slot
-    let plan = dpplan_plan::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let plan = dpplan_compile::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
     let mut o = opts("web-analytics", &ledger);
     o.slot = Some(0);
     o.queries = vec!["mean_time".into()];
@@ -882,7 +882,7 @@ fn concurrent_runtimes_never_both_spend_the_last_release() {
     let plan_path = write_plan(dir.path(), "repeated-release");
     let ledger = dir.path().join("l.sqlite");
     // 9 of the 10 releases are spent…
-    let plan = dpplan_plan::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let plan = dpplan_compile::load(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
     let o = opts("repeated-release", &ledger);
     for _ in 0..9 {
         run(&plan, &o, &CsvEngine).unwrap();

@@ -36,7 +36,7 @@ const EXAMPLES: [&str; 7] = [
 fn compiled(name: &str) -> ExecutablePlan {
     let src =
         std::fs::read_to_string(root().join(format!("examples/{name}/{name}.dpplan"))).unwrap();
-    dpplan_plan::compile(&src).unwrap()
+    dpplan_compile::compile(&src).unwrap()
 }
 
 /// Every statistic the plan's releases compute on `dataset`, as the
@@ -128,7 +128,7 @@ const PLAN: &str = r#"plan "t" {
 }"#;
 
 fn dataset(bounds: &str) -> Dataset {
-    let plan = dpplan_plan::compile(&PLAN.replace("BOUNDS", bounds)).unwrap();
+    let plan = dpplan_compile::compile(&PLAN.replace("BOUNDS", bounds)).unwrap();
     plan.body.datasets["d"].clone()
 }
 

@@ -33,7 +33,7 @@ fn compiled(user: bool, adjacency: &str, level: f64, candidates: &[f64], eps: f6
         "plan \"q\" {{\n privacy {{ unit {unit} adjacency {adjacency} budget epsilon 10 }}\n dataset d {{ {contribution}\n column x : float in [0, 3] }}\n query m {{ quantile(d.x, {level}) candidates [{}] noise exponential epsilon {eps} schedule once }}\n}}\n",
         grid.join(", ")
     );
-    let plan = dpplan_plan::compile(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let plan = dpplan_compile::compile(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let part = &plan.body.releases[0].parts[0];
     (part.l1, part.scale.expect("a scale"))
 }
@@ -331,7 +331,7 @@ fn the_shipped_example_stays_within_its_rank_error_bound() {
     use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/trip-fares");
     let text = std::fs::read_to_string(format!("{dir}/trip-fares.dpplan")).unwrap();
-    let plan = dpplan_plan::compile(&text).unwrap();
+    let plan = dpplan_compile::compile(&text).unwrap();
     let csv = format!("{dir}/data/trips.csv");
     let mut fares: Vec<f64> = std::fs::read_to_string(&csv)
         .unwrap()

@@ -15,7 +15,7 @@ use dpplan_runtime::{planned_aggregates, RunOptions};
 /// The plan's exact aggregates per query (its first part) on `csv`, each
 /// query asked for alone; counts in rows (a count's grid 2^k undone).
 fn aggregates(src: &str, csv: &str, threads: usize) -> BTreeMap<String, Vec<i128>> {
-    let plan = dpplan_plan::compile(src).unwrap_or_else(|e| panic!("{e}"));
+    let plan = dpplan_compile::compile(src).unwrap_or_else(|e| panic!("{e}"));
     let engine = CsvEngine
         .threads(NonZeroUsize::new(threads).unwrap())
         .block_size(64);
@@ -152,7 +152,7 @@ fn filters_bins_cells_and_distinct_give_the_exact_aggregates() {
         .filter(|r| !r.is_empty())
         .collect();
     // the sum on the grid of its part: read the grid from the plan
-    let plan = dpplan_plan::compile(ROW_PLAN).unwrap();
+    let plan = dpplan_compile::compile(ROW_PLAN).unwrap();
     let k = plan.body.release("not_cheap_sum").unwrap().parts[0].grid_exponent;
     let sum: i128 = valid
         .iter()
@@ -307,7 +307,7 @@ fn under_a_user_unit_distinct_ids_of_another_column_are_the_kept_rows_ids() {
         assert_eq!(got["drivers"], vec![50 + 2 * 300], "{threads}");
         assert_eq!(got["riders"], vec![501], "{threads}");
         // the sum in the same pass still sees 2 kept rows per unit
-        let plan = dpplan_plan::compile(DRIVERS_PLAN).unwrap();
+        let plan = dpplan_compile::compile(DRIVERS_PLAN).unwrap();
         let k = plan.body.release("fares").unwrap().parts[0].grid_exponent;
         let ten = (10.0 * 2f64.powi(-k)).round() as i128;
         assert_eq!(got["fares"], vec![ten * (2 * 500 + 1)], "{threads}");

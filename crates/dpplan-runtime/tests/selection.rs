@@ -56,7 +56,7 @@ fn write_data(dir: &Path) {
 
 #[test]
 fn a_key_one_user_has_is_never_revealed() {
-    let plan = dpplan_plan::compile(PLAN).expect("compiles");
+    let plan = dpplan_compile::compile(PLAN).expect("compiles");
     let sel = plan.body.releases[0]
         .aggregation
         .selection
@@ -126,7 +126,7 @@ fn the_exact_samplers_pass_a_key_of_count_c_as_charged() {
         let k = if kind.is_discrete() {
             0
         } else {
-            dpplan_plan::grid_exponent(scale, None)
+            dpplan_compile::grid_exponent(scale, None)
         };
         let noise = Noise::new(Some(kind), Some(scale), k).unwrap();
         let x = c << (-k);
@@ -145,7 +145,7 @@ fn the_exact_samplers_pass_a_key_of_count_c_as_charged() {
 
 #[test]
 fn a_plan_with_keys_from_data_refuses_an_upgrade() {
-    let plan = dpplan_plan::compile(PLAN).expect("compiles");
+    let plan = dpplan_compile::compile(PLAN).expect("compiles");
     let dir = tempfile::tempdir().unwrap();
     write_data(dir.path());
     let ledger = dir.path().join("l.sqlite");
@@ -156,7 +156,7 @@ fn a_plan_with_keys_from_data_refuses_an_upgrade() {
     };
     run(&plan, &opts, &CsvEngine).expect("runs");
     let other = PLAN.replace("scale 2", "scale 3");
-    let plan2 = dpplan_plan::compile(&other).expect("compiles");
+    let plan2 = dpplan_compile::compile(&other).expect("compiles");
     let opts2 = RunOptions {
         upgrade: true,
         ..opts

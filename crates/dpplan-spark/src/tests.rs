@@ -2,7 +2,7 @@ use super::*;
 use dpplan_runtime::engine::StatKind;
 
 fn plan(src: &str) -> dpplan_plan::ExecutablePlan {
-    dpplan_plan::compile(src).unwrap_or_else(|e| panic!("{e}"))
+    dpplan_compile::compile(src).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn web() -> dpplan_plan::ExecutablePlan {

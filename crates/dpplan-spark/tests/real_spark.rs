@@ -44,7 +44,7 @@ pub fn spark() -> Option<SparkEngine> {
 }
 
 fn compile(text: &str) -> dpplan_plan::ExecutablePlan {
-    dpplan_plan::compile(text).unwrap_or_else(|e| panic!("{e}"))
+    dpplan_compile::compile(text).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn stat(kind: StatKind, grid: i32) -> Statistic {

@@ -469,7 +469,7 @@ mod tests {
   query s {{ sum(d.v) noise laplace scale 100 schedule once }}
 }}"#
         );
-        let plan = dpplan_plan::compile(&src).unwrap_or_else(|e| panic!("{e}"));
+        let plan = dpplan_compile::compile(&src).unwrap_or_else(|e| panic!("{e}"));
         plan.body.datasets["d"].clone()
     }
 

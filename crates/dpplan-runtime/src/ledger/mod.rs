@@ -890,7 +890,7 @@ mod tests {
     /// the other process's intent are smaller).
     #[test]
     fn the_history_kept_between_intents_sees_another_process() {
-        let plan = dpplan_plan::compile(
+        let plan = dpplan_compile::compile(
             r#"plan "c" {
   privacy { unit row adjacency add_remove budget epsilon 100 delta 1e-6 }
   dataset d { column v : float in [0, 1] }

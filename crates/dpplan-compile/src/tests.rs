@@ -1,4 +1,5 @@
 use super::*;
+use dpplan_vocab::NoiseKind;
 
 fn example(name: &str) -> String {
     let path = format!(
@@ -264,7 +265,7 @@ fn release_after_is_in_the_schedule_and_absent_unless_stated() {
 mod kept_slots {
     use dpplan_mechanisms::tree::{add_remove, TreeBounds};
 
-    use crate::{Cumulative, Window};
+    use dpplan_plan::{Cumulative, Window};
 
     fn tree(slots: u64, w: u64, r: u64) -> Cumulative {
         Cumulative {
