@@ -20,8 +20,8 @@
 use std::sync::OnceLock;
 
 use dpplan_plan::Dataset;
-use dpplan_runtime::engine::{CsvEngine, StatKind, Statistic};
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::{CsvEngine, StatKind, Statistic};
+use dpplan_engine::rng::SecureRng;
 use dpplan_runtime::{planned_aggregates, RunOptions};
 use libfuzzer_sys::fuzz_target;
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use dpplan_runtime::engine::{CsvEngine, Engine};
+use dpplan_engine::{CsvEngine, Engine};
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
 use dpplan_spark::{Request, SparkEngine};
 

@@ -25,8 +25,8 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::Instant;
 
-use dpplan_runtime::engine::{CsvEngine, Engine};
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, Engine};
 use dpplan_runtime::{planned_aggregates, RunOptions};
 
 const PLAN: &str = r#"plan "bench" {

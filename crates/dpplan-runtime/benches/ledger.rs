@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use dpplan_runtime::engine::CsvEngine;
+use dpplan_engine::CsvEngine;
 use dpplan_runtime::ledger::{Budget, Genesis, Ledger};
 use dpplan_runtime::{run, RunOptions};
 

@@ -17,8 +17,8 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::Instant;
 
-use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_runtime::sampler::Noise;
 use dpplan_vocab::NoiseKind;
 

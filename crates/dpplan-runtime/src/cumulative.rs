@@ -48,12 +48,12 @@ use dpplan_mechanisms::tree as math;
 use dpplan_plan::{ExecutablePlan, Release};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Engine, EngineError, IoError};
 use crate::ledger::{Entry, Ledger, SlotState, TreeNode};
-use crate::rng::SecureRng;
 use crate::sampler::Noise;
 use crate::tree::{self, Open};
 use crate::{window, Cell, Refusal, ReleaseResult, RunError, RunOptions};
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{Engine, EngineError, IoError};
 
 /// The format of `<ledger>.tree-state`: format 1 bound to its ledger (the
 /// hash of the ledger's opening entry, each tree's latest intent) under an

@@ -2,7 +2,7 @@
 //!
 //! [`run`] loads nothing itself: it takes an [`ExecutablePlan`] that
 //! `dpplan_compile::load` verified, decides which releases are due, computes
-//! their exact bounded aggregates with an [`engine::Engine`], and for each
+//! their exact bounded aggregates with an [`dpplan_engine::Engine`], and for each
 //! release follows the ledger protocol: intent (charged, durable) → exact
 //! noise ([`sampler`]) → value (durable) → publish. Re-publications and
 //! slots already released are served from the [`ledger::Ledger`], never
@@ -10,13 +10,11 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
-pub mod engine;
 mod requests;
 pub use requests::{planned_aggregates, Planned};
 pub mod cumulative;
 pub mod ledger;
 pub mod quantile;
-pub mod rng;
 pub mod sampler;
 pub mod schedule;
 mod selection;
@@ -32,9 +30,9 @@ use dpplan_vocab::{AggKind, Comparison, ScheduleKind};
 pub use schedule::{status, ReleaseStatus, Skipped, Status};
 use serde::{Deserialize, Serialize};
 
-use engine::Engine;
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::Engine;
 use ledger::{Genesis, Ledger, LedgerError, SlotState};
-use rng::SecureRng;
 use sampler::Noise;
 
 /// Hooks for fault-injection tests, compiled only with the `test-hooks`
@@ -177,11 +175,11 @@ pub enum RunError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Engine(#[from] engine::EngineError),
+    Engine(#[from] dpplan_engine::EngineError),
     #[error("{0}")]
     Data(String),
     #[error(transparent)]
-    Rng(rng::RngError),
+    Rng(dpplan_engine::rng::RngError),
     #[error(transparent)]
     Noise(sampler::NoiseError),
     /// A first run failed before anything was charged: no ledger was
@@ -199,7 +197,8 @@ impl RunError {
             RunError::NoLedgerCreated(e) => e.is_io(),
             e => matches!(
                 e,
-                RunError::Engine(engine::EngineError::Io(_)) | RunError::Ledger(LedgerError::Io(_))
+                RunError::Engine(dpplan_engine::EngineError::Io(_))
+                    | RunError::Ledger(LedgerError::Io(_))
             ),
         }
     }

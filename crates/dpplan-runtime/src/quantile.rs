@@ -23,9 +23,9 @@ use dpplan_plan::{QuantileGrid, Release};
 use dpplan_vocab::rows::GroupKey;
 use dpplan_vocab::InvalidRule;
 
-use crate::rng::SecureRng;
 use crate::sampler::{bernoulli_exp, dyadic, NoiseError};
 use crate::{Cell, RunError};
+use dpplan_engine::rng::SecureRng;
 
 /// The bins the engine counts for a candidate grid: the candidates are
 /// the inner edges, the outer edges lie just outside them and values

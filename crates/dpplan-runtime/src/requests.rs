@@ -11,9 +11,9 @@ use dpplan_plan::{Dataset, ExecutablePlan, Release};
 use dpplan_vocab::rows::GroupKey;
 use dpplan_vocab::Statistic as Stat;
 
-use crate::engine::{Engine, StatKind, Statistic};
-use crate::rng::SecureRng;
 use crate::{RunError, RunOptions};
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{Engine, StatKind, Statistic};
 
 /// One dataset's request to an engine: the dataset, its source, the
 /// statistics.

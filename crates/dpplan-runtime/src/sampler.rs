@@ -25,7 +25,7 @@ use dashu_int::{IBig, UBig};
 
 use dpplan_vocab::NoiseKind;
 
-use crate::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
 
 /// Bernoulli(num/den) for num ≤ den, den ≥ 1.
 fn bernoulli(rng: &mut SecureRng, num: &UBig, den: &UBig) -> bool {

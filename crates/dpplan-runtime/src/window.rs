@@ -36,10 +36,10 @@ use std::path::{Path, PathBuf};
 
 use dpplan_plan::{Dataset, ExecutablePlan, Release, Window};
 
-use crate::engine::{Engine, EngineError, IoError};
 use crate::ledger::Ledger;
-use crate::rng::SecureRng;
 use crate::{requests, RunError, RunOptions};
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{Engine, EngineError, IoError};
 
 /// A time of a `time` column in Unix seconds: RFC 3339 (ISO 8601 with `Z`
 /// or an offset; fractions floored to the second) or whole Unix seconds.

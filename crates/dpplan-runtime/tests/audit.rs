@@ -347,7 +347,7 @@ fn the_epsilon_bound_is_the_dp_inequality() {
 /// all reachable (the test can tell them apart).
 #[test]
 fn naive_reachability_finds_every_naive_output() {
-    let mut rng = dpplan_runtime::rng::SecureRng::from_seed_for_tests(7);
+    let mut rng = dpplan_engine::rng::SecureRng::from_seed_for_tests(7);
     for i in 0..20_000 {
         let x = [0.0, 3.0, 1234.5, -7.25][i % 4];
         let b = [1.0, 10.0, 0.3][i % 3];

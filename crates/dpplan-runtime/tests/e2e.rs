@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_plan::ExecutablePlan;
-use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_runtime::ledger::{EntryKind, Ledger, SlotState};
-use dpplan_runtime::rng::SecureRng;
 use dpplan_runtime::{run, ReleaseResult, RunError, RunOptions};
 
 fn root() -> PathBuf {

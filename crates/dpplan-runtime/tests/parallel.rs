@@ -7,9 +7,9 @@
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_plan::{Dataset, ExecutablePlan};
-use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
-use dpplan_runtime::rng::SecureRng;
 use dpplan_vocab::Statistic as Stat;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 
 use dashu_int::UBig;
+use dpplan_engine::rng::SecureRng;
 use dpplan_runtime::quantile::{grid_key, scaled_scores, ExponentialMechanism};
-use dpplan_runtime::rng::SecureRng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The compiled plan's (Δ, b) for one quantile query.
@@ -328,7 +328,7 @@ fn exact_quantile(values: &mut [f64], q: f64) -> f64 {
 /// docs/language.md quotes).
 #[test]
 fn the_shipped_example_stays_within_its_rank_error_bound() {
-    use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
+    use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/trip-fares");
     let text = std::fs::read_to_string(format!("{dir}/trip-fares.dpplan")).unwrap();
     let plan = dpplan_compile::compile(&text).unwrap();

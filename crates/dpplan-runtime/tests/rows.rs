@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::num::NonZeroUsize;
 
-use dpplan_runtime::engine::{CsvEngine, StatKind};
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, StatKind};
 use dpplan_runtime::{planned_aggregates, RunOptions};
 
 /// The plan's exact aggregates per query (its first part) on `csv`, each

@@ -8,7 +8,7 @@
 //! test profile's opt-level 1).
 
 use dashu_int::IBig;
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
 use dpplan_runtime::sampler::Noise;
 use dpplan_vocab::NoiseKind;
 use statrs::distribution::{ChiSquared, ContinuousCDF};

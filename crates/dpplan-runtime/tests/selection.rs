@@ -15,8 +15,8 @@ use std::io::Write;
 use std::path::Path;
 
 use dpplan_accounting::selection::key_pass_probability;
-use dpplan_runtime::engine::CsvEngine;
-use dpplan_runtime::rng::SecureRng;
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::CsvEngine;
 use dpplan_runtime::sampler::Noise;
 use dpplan_runtime::{run, RunOptions};
 use dpplan_vocab::NoiseKind;

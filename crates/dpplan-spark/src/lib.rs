@@ -26,9 +26,9 @@ pub mod sql;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{Engine, EngineError, IoError, Statistic};
 use dpplan_plan::Dataset;
-use dpplan_runtime::engine::{Engine, EngineError, IoError, Statistic};
-use dpplan_runtime::rng::SecureRng;
 use dpplan_vocab::ColumnKind;
 use serde::Serialize;
 use serde_json::{json, Value};

@@ -32,8 +32,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use dpplan_engine::{grid_bounds, EngineError, StatKind, Statistic};
 use dpplan_plan::Dataset;
-use dpplan_runtime::engine::{grid_bounds, EngineError, StatKind, Statistic};
 use dpplan_vocab::{ColumnKind, InvalidRule};
 use serde::Serialize;
 

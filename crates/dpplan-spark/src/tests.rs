@@ -1,5 +1,5 @@
 use super::*;
-use dpplan_runtime::engine::StatKind;
+use dpplan_engine::StatKind;
 
 fn plan(src: &str) -> dpplan_plan::ExecutablePlan {
     dpplan_compile::compile(src).unwrap_or_else(|e| panic!("{e}"))

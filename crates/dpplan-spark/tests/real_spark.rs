@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use dpplan_engine::rng::SecureRng;
+use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_plan::Dataset;
-use dpplan_runtime::engine::{CsvEngine, Engine, StatKind, Statistic};
-use dpplan_runtime::rng::SecureRng;
 use dpplan_spark::{Request, SparkEngine};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 

@@ -4,7 +4,7 @@
 
 use dpplan_plan::{Dataset, Release};
 
-use crate::engine::EngineError;
+use dpplan_engine::EngineError;
 
 /// A fault injected into the release path the audit runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use super::distinguish::{Centres, Distinguisher};
 #[cfg(feature = "audit-faults")]
 use super::{fault, faults};
 use super::{AuditOptions, Exact};
-use crate::rng::SecureRng;
 use crate::RunError;
+use dpplan_engine::rng::SecureRng;
 
 /// The scores of every run, per distinguisher, on D and on D′, and what
 /// else differed.

@@ -44,7 +44,7 @@ mod window_state;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::engine::IoError;
+use dpplan_engine::IoError;
 use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};

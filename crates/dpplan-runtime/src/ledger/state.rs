@@ -46,7 +46,7 @@ pub fn key_fingerprint(ledger: &Path) -> Result<Option<String>, LedgerError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(LedgerError::Io(
-            crate::engine::IoError::new(format!("cannot read `{}`", path.display())).with_source(e),
+            dpplan_engine::IoError::new(format!("cannot read `{}`", path.display())).with_source(e),
         )),
     }
 }

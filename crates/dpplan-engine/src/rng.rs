@@ -40,7 +40,7 @@ impl SecureRng {
 
     /// An independent generator for another thread, seeded with 256 bits
     /// drawn from this one (as secure as this one's stream).
-    pub(crate) fn fork(&mut self) -> SecureRng {
+    pub fn fork(&mut self) -> SecureRng {
         let mut seed = [0u8; 32];
         self.inner.fill_bytes(&mut seed);
         SecureRng {

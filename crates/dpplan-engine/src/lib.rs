@@ -1,4 +1,9 @@
-//! Reading and bounded aggregation behind the [`Engine`] trait.
+//! # dpplan-engine — reading and bounded aggregation behind the [`Engine`] trait
+//!
+//! The engine is what the runtime and the other engines (Spark) share:
+//! the trait, the statistics asked of it, the secure random source the
+//! bounding draws from (`rng`), and the embedded streaming CSV engine.
+//! It knows nothing of noise, ledgers or schedules.
 //!
 //! The engine computes **exact** bounded aggregates only (integers in units
 //! of each statistic's grid 2^k); noise is never the engine's business.
@@ -39,6 +44,8 @@ use std::path::Path;
 
 use dpplan_plan::Dataset;
 use dpplan_vocab::rows::{Filter, GroupKey};
+
+pub mod rng;
 
 use crate::rng::SecureRng;
 
@@ -187,7 +194,7 @@ pub trait Engine {
     /// A histogram over keys taken from the data: the exact bounded count
     /// of every value of `column` seen (in byte order of the key), on the
     /// rows `filter` holds for. What is returned must never be revealed
-    /// but through the threshold (`crate::selection`). An engine that
+    /// but through the threshold (the runtime's `selection`). An engine that
     /// cannot count keys refuses, before any charge.
     fn aggregate_keys(
         &self,
