@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
-use dpplan_runtime::sampler::Noise;
+use dpplan_noise::Noise;
 use dpplan_vocab::NoiseKind;
 
 const PLAN: &str = r#"plan "bench" {

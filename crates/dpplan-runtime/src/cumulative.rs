@@ -49,11 +49,11 @@ use dpplan_plan::{ExecutablePlan, Release};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Entry, Ledger, SlotState, TreeNode};
-use crate::sampler::Noise;
 use crate::tree::{self, Open};
 use crate::{window, Cell, Refusal, ReleaseResult, RunError, RunOptions};
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::{Engine, EngineError, IoError};
+use dpplan_noise::Noise;
 
 /// The format of `<ledger>.tree-state`: format 1 bound to its ledger (the
 /// hash of the ledger's opening entry, each tree's latest intent) under an

@@ -4,7 +4,7 @@
 //! `dpplan_compile::load` verified, decides which releases are due, computes
 //! their exact bounded aggregates with an [`dpplan_engine::Engine`], and for each
 //! release follows the ledger protocol: intent (charged, durable) → exact
-//! noise ([`sampler`]) → value (durable) → publish. Re-publications and
+//! noise (`dpplan_noise`) → value (durable) → publish. Re-publications and
 //! slots already released are served from the [`ledger::Ledger`], never
 //! drawn again.
 #![forbid(unsafe_code)]
@@ -15,7 +15,6 @@ pub use requests::{planned_aggregates, Planned};
 pub mod cumulative;
 pub mod ledger;
 pub mod quantile;
-pub mod sampler;
 pub mod schedule;
 mod selection;
 pub mod tree;
@@ -32,8 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::Engine;
+use dpplan_noise::Noise;
 use ledger::{Genesis, Ledger, LedgerError, SlotState};
-use sampler::Noise;
 
 /// Hooks for fault-injection tests, compiled only with the `test-hooks`
 /// feature (never in a release build of `dpplan`).
@@ -181,7 +180,7 @@ pub enum RunError {
     #[error(transparent)]
     Rng(dpplan_engine::rng::RngError),
     #[error(transparent)]
-    Noise(sampler::NoiseError),
+    Noise(dpplan_noise::NoiseError),
     /// A first run failed before anything was charged: no ledger was
     /// created, so the schedule's start is not fixed yet.
     #[error("{0}; no ledger was created")]

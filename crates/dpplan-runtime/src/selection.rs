@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 
 use dpplan_plan::{ExecutablePlan, Release, Selection};
 
-use crate::sampler::Noise;
 use crate::{requests, Cell, RunError, RunOptions};
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::Engine;
+use dpplan_noise::Noise;
 
 /// The exact bounded count of every key seen, per release name.
 pub(crate) type Keyed = BTreeMap<String, Vec<(Vec<u8>, i128)>>;

@@ -354,12 +354,8 @@ fn naive_reachability_finds_every_naive_output() {
         let y = naive_laplace(x, b, rng.next_u64());
         assert!(naive_reachable(y, x, b), "{y} from {x} at {b}");
     }
-    let noise = dpplan_runtime::sampler::Noise::new(
-        Some(dpplan_vocab::NoiseKind::Laplace),
-        Some(10.0),
-        -10,
-    )
-    .unwrap();
+    let noise =
+        dpplan_noise::Noise::new(Some(dpplan_vocab::NoiseKind::Laplace), Some(10.0), -10).unwrap();
     let unreachable = (0..20_000)
         .filter(|_| !naive_reachable(noise.release(10 << 10, -10, &mut rng), 10.0, 10.0))
         .count();

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 use dashu_int::UBig;
 use dpplan_engine::rng::SecureRng;
-use dpplan_runtime::quantile::{grid_key, scaled_scores, ExponentialMechanism};
+use dpplan_noise::exponential::{scaled_scores, ExponentialMechanism};
+use dpplan_runtime::quantile::grid_key;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The compiled plan's (Δ, b) for one quantile query.

@@ -17,7 +17,7 @@ use std::path::Path;
 use dpplan_accounting::selection::key_pass_probability;
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::CsvEngine;
-use dpplan_runtime::sampler::Noise;
+use dpplan_noise::Noise;
 use dpplan_runtime::{run, RunOptions};
 use dpplan_vocab::NoiseKind;
 

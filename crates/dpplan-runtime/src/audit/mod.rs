@@ -29,12 +29,12 @@ use dpplan_plan::{Dataset, ExecutablePlan, Release};
 use dpplan_vocab::AggKind;
 use serde::Serialize;
 
-use crate::sampler::round_dyadic;
 use crate::window;
 use crate::{RunError, RunOptions};
 use distinguish::{Centres, Distinguisher};
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::{CsvEngine, EngineError, IoError};
+use dpplan_noise::round_dyadic;
 
 /// The version of the audit's JSON (`dpplan audit --format json`, read
 /// back by `dpplan report --audit`).

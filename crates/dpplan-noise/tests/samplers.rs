@@ -9,7 +9,7 @@
 
 use dashu_int::IBig;
 use dpplan_engine::rng::SecureRng;
-use dpplan_runtime::sampler::Noise;
+use dpplan_noise::Noise;
 use dpplan_vocab::NoiseKind;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 

@@ -1,5 +1,7 @@
-//! Exact noise samplers, with integer arithmetic only: there is no floating
-//! point anywhere in the sampling path.
+//! # dpplan-noise — exact noise samplers, with integer arithmetic only
+//!
+//! There is no floating point anywhere in the sampling path. The
+//! exponential mechanism of quantiles is [`exponential`].
 //!
 //! * `discrete_laplace` and `discrete_gaussian` are Canonne, Kamath &
 //!   Steinke 2020 ("The Discrete Gaussian for Differential Privacy",
@@ -26,6 +28,8 @@ use dashu_int::{IBig, UBig};
 use dpplan_vocab::NoiseKind;
 
 use dpplan_engine::rng::SecureRng;
+
+pub mod exponential;
 
 /// Bernoulli(num/den) for num ≤ den, den ≥ 1.
 fn bernoulli(rng: &mut SecureRng, num: &UBig, den: &UBig) -> bool {
@@ -182,7 +186,7 @@ impl Noise {
             }
             NoiseKind::Laplace => Ok(Noise::ContinuousLaplace { m, e }),
             NoiseKind::Gaussian => Ok(Noise::ContinuousGaussian { m, e }),
-            // selects a candidate (`crate::quantile`): it adds nothing
+            // selects a candidate ([`exponential`]): it adds nothing
             NoiseKind::Exponential => Err(NoiseError(
                 "the exponential mechanism selects a quantile; it is not additive noise".into(),
             )),
