@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use dpplan_runtime::audit::{AuditOptions, AuditReport, QueryAudit, Verdict};
+use dpplan_audit::{AuditOptions, AuditReport, QueryAudit, Verdict};
 
 /// The exit code of an audit that is inconclusive: nothing failed, but on
 /// some release D and D′ could not be told apart (0 passed, 1 failed or
@@ -76,7 +76,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.confidence
         ));
     }
-    let max = dpplan_runtime::audit::MAX_RUNS;
+    let max = dpplan_audit::MAX_RUNS;
     if !(2..=max).contains(&a.runs) {
         return Err(miette!(
             help = "write e.g. --runs 100000",
@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         threads: a.threads.map(|n| n.get()),
         ..AuditOptions::default()
     };
-    let report = match dpplan_runtime::audit::audit(&plan, &opts) {
+    let report = match dpplan_audit::audit(&plan, &opts) {
         Ok(r) => r,
         Err(e) => {
             errln!("error: {e}");

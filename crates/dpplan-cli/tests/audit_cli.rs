@@ -173,10 +173,10 @@ fn nan_rows_are_handled_like_a_run_handles_them() {
     assert!(!err.contains("panicked"));
 }
 
-/// The faulty mechanisms exist only with the runtime's `audit-faults`
+/// The faulty mechanisms exist only with the audit crate's `audit-faults`
 /// feature: the command has no option for them, and the shipped build's
 /// dependency graph does not enable the feature (negative control: the
-/// runtime's own tests do).
+/// audit crate's own tests do).
 #[test]
 fn the_shipped_build_has_no_faults() {
     let o = dpplan(&["audit", "--help"]);
@@ -197,7 +197,7 @@ fn the_shipped_build_has_no_faults() {
                 "-e",
                 edges,
                 "-i",
-                "dpplan-runtime",
+                "dpplan-audit",
             ])
             .output()
             .expect("run cargo tree");
@@ -206,13 +206,13 @@ fn the_shipped_build_has_no_faults() {
     };
     let shipped = tree("normal,build,features", "dpplan-cli");
     assert!(
-        shipped.contains("dpplan-runtime feature \"default\""),
+        shipped.contains("dpplan-audit feature \"default\""),
         "{shipped}"
     );
     assert!(!shipped.contains("audit-faults"), "{shipped}");
-    let tests = tree("all,features", "dpplan-runtime");
+    let tests = tree("all,features", "dpplan-audit");
     assert!(
-        tests.contains("dpplan-runtime feature \"audit-faults\""),
+        tests.contains("dpplan-audit feature \"audit-faults\""),
         "{tests}"
     );
 }

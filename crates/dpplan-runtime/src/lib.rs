@@ -9,8 +9,7 @@
 //! drawn again.
 #![forbid(unsafe_code)]
 
-pub mod audit;
-mod requests;
+pub mod requests;
 pub use requests::{planned_aggregates, Planned};
 pub mod cumulative;
 pub mod ledger;
@@ -780,8 +779,10 @@ fn served(
     Ok(r)
 }
 
-/// Draws the noise of every part and builds the published cells.
-fn draw(
+/// Draws the noise of every part and builds the published cells: the
+/// release path itself, which `dpplan audit` (dpplan-audit) runs N times
+/// on neighbouring data sets.
+pub fn draw(
     r: &Release,
     slot: u64,
     exact: &BTreeMap<(String, usize), Vec<i128>>,

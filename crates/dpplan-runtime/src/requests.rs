@@ -115,7 +115,7 @@ pub fn planned_aggregates<'p>(
 
 /// The statistic of every part of `r`, in part order (what a run asks the
 /// engine for this release; `dpplan audit` asks the same).
-pub(crate) fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {
+pub fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {
     r.parts.iter().map(|p| statistic(r, p)).collect()
 }
 
@@ -187,7 +187,7 @@ fn single_key(keys: &[GroupKey]) -> Option<String> {
     }
 }
 
-pub(crate) fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
+pub fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError> {
     if let Some(p) = opts.data.get(&ds.name) {
         return Ok(p.clone());
     }

@@ -121,7 +121,7 @@ impl UnitKey {
 
     /// A key of one process's own, never written: `dpplan audit`, which
     /// keeps no window state.
-    pub(crate) fn ephemeral(rng: &mut SecureRng) -> UnitKey {
+    pub fn ephemeral(rng: &mut SecureRng) -> UnitKey {
         let mut key = [0u8; 32];
         for b in key.iter_mut() {
             *b = rng.below_u64(256) as u8;

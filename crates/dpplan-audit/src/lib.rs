@@ -1,4 +1,4 @@
-//! `dpplan audit`: measures what the executed release path leaks.
+//! # dpplan-audit — `dpplan audit`: measures what the executed release path leaks
 //!
 //! For each audited release, D and D′ are built the way the plan's
 //! adjacency defines neighbours ([`neighbour`]); the real engine computes
@@ -29,12 +29,12 @@ use dpplan_plan::{Dataset, ExecutablePlan, Release};
 use dpplan_vocab::AggKind;
 use serde::Serialize;
 
-use crate::window;
-use crate::{RunError, RunOptions};
 use distinguish::{Centres, Distinguisher};
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::{CsvEngine, EngineError, IoError};
 use dpplan_noise::round_dyadic;
+use dpplan_runtime::window;
+use dpplan_runtime::{RunError, RunOptions};
 
 /// The version of the audit's JSON (`dpplan audit --format json`, read
 /// back by `dpplan report --audit`).
@@ -213,7 +213,7 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             )));
         }
     }
-    crate::cumulative::refuse(
+    dpplan_runtime::cumulative::refuse(
         plan.body
             .releases
             .iter()
@@ -270,7 +270,7 @@ fn read_data(ds: &Dataset, opts: &AuditOptions) -> Result<Vec<u8>, RunError> {
         base_dir: opts.base_dir.clone(),
         ..RunOptions::default()
     };
-    let path = crate::requests::source_path(ds, &run)?;
+    let path = dpplan_runtime::requests::source_path(ds, &run)?;
     std::fs::read(&path).map_err(|e| {
         RunError::Engine(EngineError::Io(
             IoError::new(format!(
@@ -295,7 +295,7 @@ fn exact_pair(
     opts: &AuditOptions,
     rng: &mut SecureRng,
 ) -> Result<Result<(Exact, Exact), String>, RunError> {
-    let stats = crate::requests::release_statistics(r)?;
+    let stats = dpplan_runtime::requests::release_statistics(r)?;
     let engine = CsvEngine;
     let windowed = in_window(ds, r, nb, rng)?;
     let (ds, on_d, on_dp) = match &windowed {

@@ -5,15 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
+use dpplan_audit::distinguish::naive_reachable;
+use dpplan_audit::distinguish::Distinguisher;
+use dpplan_audit::faults::{naive_laplace, Fault};
+use dpplan_audit::neighbour::{neighbours, CANARY_ID};
+use dpplan_audit::stats::{clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound};
+use dpplan_audit::{audit, AuditOptions, QueryAudit, Verdict};
 use dpplan_plan::ExecutablePlan;
-use dpplan_runtime::audit::distinguish::naive_reachable;
-use dpplan_runtime::audit::distinguish::Distinguisher;
-use dpplan_runtime::audit::faults::{naive_laplace, Fault};
-use dpplan_runtime::audit::neighbour::{neighbours, CANARY_ID};
-use dpplan_runtime::audit::stats::{
-    clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound,
-};
-use dpplan_runtime::audit::{audit, AuditOptions, QueryAudit, Verdict};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -117,7 +117,7 @@ pub fn refusal(ds: &Dataset, data: &[u8], fault: Option<Fault>) -> Option<Engine
 
 /// With `SuppressEmptyCells`: the cells whose exact count or sum is 0
 /// left out of the published release.
-pub fn suppress(x: &mut crate::ReleaseResult, exact: &[i128], fault: Option<Fault>) {
+pub fn suppress(x: &mut dpplan_runtime::ReleaseResult, exact: &[i128], fault: Option<Fault>) {
     if fault != Some(Fault::SuppressEmptyCells) {
         return;
     }

@@ -31,7 +31,7 @@ use dpplan_plan::{Dataset, Release};
 use dpplan_vocab::rows::{Filter, GroupKey};
 use dpplan_vocab::{Adjacency, ColumnKind};
 
-use crate::RunError;
+use dpplan_runtime::RunError;
 
 /// The id of the planted canary unit.
 pub const CANARY_ID: &str = "dpplan-audit-canary";

@@ -8,8 +8,8 @@ use super::distinguish::{Centres, Distinguisher};
 #[cfg(feature = "audit-faults")]
 use super::{fault, faults};
 use super::{AuditOptions, Exact};
-use crate::RunError;
 use dpplan_engine::rng::SecureRng;
+use dpplan_runtime::RunError;
 
 /// The scores of every run, per distinguisher, on D and on D′, and what
 /// else differed.
@@ -28,7 +28,7 @@ struct Shape {
     delta: f64,
 }
 
-fn shape(x: &crate::ReleaseResult) -> Shape {
+fn shape(x: &dpplan_runtime::ReleaseResult) -> Shape {
     Shape {
         groups: x.cells.iter().map(|c| c.group.clone()).collect(),
         mechanism: x.mechanism.clone(),
@@ -44,9 +44,9 @@ fn one_release(
     exact: &Exact,
     _opts: &AuditOptions,
     rng: &mut SecureRng,
-) -> Result<crate::ReleaseResult, RunError> {
+) -> Result<dpplan_runtime::ReleaseResult, RunError> {
     #[allow(unused_mut)]
-    let mut x = crate::draw(noisy, 0, exact, rng)?;
+    let mut x = dpplan_runtime::draw(noisy, 0, exact, rng)?;
     #[cfg(feature = "audit-faults")]
     if let Some(x0) = exact.get(&(noisy.name.clone(), 0)) {
         faults::suppress(&mut x, x0, fault(_opts));
