@@ -21,6 +21,7 @@ mod query;
 mod recover;
 mod rows;
 mod shape;
+mod statistic;
 mod total;
 mod window;
 

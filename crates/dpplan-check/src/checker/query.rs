@@ -74,6 +74,8 @@ pub(super) struct QueryPlan<'a> {
     pub(super) q: &'a ast::Query,
     pub(super) dataset: String,
     pub(super) aggregation: String,
+    /// The statistic it releases, as written (DP009 groups by it).
+    pub(super) statistic: super::statistic::Statistic<'a>,
     pub(super) schedule: String,
     pub(super) releases: u64,
     pub(super) parts: Vec<Part>,
@@ -173,6 +175,7 @@ pub(super) fn plan_query<'a>(
         q,
         dataset: dataset_name.clone(),
         aggregation: describe_aggregation(agg),
+        statistic: super::statistic::Statistic::of(agg),
         schedule: schedule_text,
         releases,
         parts: Vec::new(),
