@@ -189,8 +189,8 @@ pub(super) fn plan_query<'a>(
         unit: None,
     };
     if agg.keys_from_data.is_some() {
-        // keys taken from the data: partition selection (`partition.rs`)
-        let parts = super::partition::plan_parts(
+        // keys taken from the data: partition selection (`selection.rs`)
+        let parts = super::selection::plan_parts(
             c,
             &mut plan,
             agg,
@@ -553,7 +553,7 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
             format!(
                 " by {}{}",
                 rows::describe_keys(&agg.keys),
-                super::partition::describe_keys_from_data(agg)
+                super::selection::describe_keys_from_data(agg)
             )
         },
         agg.argument
