@@ -63,39 +63,73 @@ fn first_sentence(doc: &str) -> String {
         .to_string()
 }
 
-pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> {
-    let text = doc.text();
-    let offset = offset.min(text.len());
-    let tokens = doc.tokens();
-    // The word being typed.
-    let mut replace = Span::new(offset, offset);
-    let mut dotted: Option<String> = None;
-    let n_before = tokens.partition_point(|t| t.end < offset);
-    let mut end = n_before;
-    if let Some(t) = tokens.get(n_before) {
-        if t.start < offset && offset <= t.end && t.is_word() {
-            let typed = &text[t.start..offset];
-            if let Some(dot) = typed.rfind('.') {
-                dotted = Some(typed[..dot].to_string());
-                replace = Span::new(t.start + dot + 1, offset);
-            } else {
-                replace = Span::new(t.start, offset);
-            }
-        } else if t.start < offset
-            && (t.is_comment() || (t.kind == LexemeKind::Str && offset < t.end))
-        {
-            // Inside a comment or a string: nothing to complete.
-            return Vec::new();
-        } else if t.end <= offset {
-            end = n_before + 1;
-        }
+/// Where the cursor is, read once from the tokens before it: the text a
+/// completion replaces, the block it is in and the statement typed so far.
+struct Site<'t> {
+    /// The part of the word being typed that a completion replaces.
+    replace: Span,
+    /// `trips.` typed before the cursor's word: the dataset named.
+    dotted: Option<&'t str>,
+    /// The innermost block around the cursor.
+    block: Block,
+    /// The statement typed so far on the cursor's line, word by word.
+    stmt: Vec<&'t str>,
+}
+
+impl<'t> Site<'t> {
+    /// The site at `offset`, or `None` inside a comment or a string
+    /// (nothing to complete there).
+    fn at(text: &'t str, tokens: &[Lexeme], offset: usize) -> Option<Site<'t>> {
+        let (replace, dotted, end) = word_at(text, tokens, offset)?;
+        let before: Vec<usize> = (0..end.min(tokens.len()))
+            .filter(|&i| !tokens[i].is_comment() && tokens[i].end <= replace.start)
+            .collect();
+        let block = enclosing_block(text, tokens, &before);
+        let stmt = statement(text, tokens, &before, replace, block);
+        Some(Site {
+            replace,
+            dotted,
+            block,
+            stmt,
+        })
     }
-    let before: Vec<usize> = (0..end.min(tokens.len()))
-        .filter(|&i| !tokens[i].is_comment() && tokens[i].end <= replace.start)
-        .collect();
-    // The enclosing block.
+}
+
+/// The word being typed at `offset`: the span a completion replaces, the
+/// dataset before a `.` in it, and the end of the tokens to read before it.
+fn word_at<'t>(
+    text: &'t str,
+    tokens: &[Lexeme],
+    offset: usize,
+) -> Option<(Span, Option<&'t str>, usize)> {
+    let n_before = tokens.partition_point(|t| t.end < offset);
+    let Some(t) = tokens.get(n_before) else {
+        return Some((Span::new(offset, offset), None, n_before));
+    };
+    if t.start < offset && offset <= t.end && t.is_word() {
+        let typed = &text[t.start..offset];
+        Some(match typed.rfind('.') {
+            Some(dot) => (
+                Span::new(t.start + dot + 1, offset),
+                Some(&typed[..dot]),
+                n_before,
+            ),
+            None => (Span::new(t.start, offset), None, n_before),
+        })
+    } else if t.start < offset && (t.is_comment() || (t.kind == LexemeKind::Str && offset < t.end))
+    {
+        None
+    } else if t.end <= offset {
+        Some((Span::new(offset, offset), None, n_before + 1))
+    } else {
+        Some((Span::new(offset, offset), None, n_before))
+    }
+}
+
+/// The innermost block the tokens `before` leave open.
+fn enclosing_block(text: &str, tokens: &[Lexeme], before: &[usize]) -> Block {
     let mut stack: Vec<Block> = Vec::new();
-    for &i in &before {
+    for &i in before {
         match tokens[i].kind {
             LexemeKind::Punct(b'{') => stack.push(block_of(tokens, i, text)),
             LexemeKind::Punct(b'}') => {
@@ -104,110 +138,65 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
             _ => {}
         }
     }
-    let block = stack.last().copied().unwrap_or(Block::TopLevel);
-    // The statement typed so far on the cursor's line.
+    stack.last().copied().unwrap_or(Block::TopLevel)
+}
+
+/// The words of the statement typed so far on the cursor's line (empty at
+/// the start of a line).
+fn statement<'t>(
+    text: &'t str,
+    tokens: &[Lexeme],
+    before: &[usize],
+    replace: Span,
+    block: Block,
+) -> Vec<&'t str> {
     let last_end = before.last().map_or(0, |&i| tokens[i].end);
-    let new_line = text[last_end..replace.start].contains('\n') || before.is_empty();
-    let mut stmt: Vec<&str> = Vec::new();
-    if !new_line {
-        for &i in before.iter().rev() {
-            let t = &tokens[i];
-            if matches!(t.kind, LexemeKind::Punct(b'{' | b'}')) && block != Block::Domain {
-                break;
-            }
-            stmt.push(t.text(text));
-            if t.newlines_before > 0 {
-                break;
-            }
-        }
-        stmt.reverse();
+    if before.is_empty() || text[last_end..replace.start].contains('\n') {
+        return Vec::new();
     }
+    let mut stmt = Vec::new();
+    for &i in before.iter().rev() {
+        let t = &tokens[i];
+        if matches!(t.kind, LexemeKind::Punct(b'{' | b'}')) && block != Block::Domain {
+            break;
+        }
+        stmt.push(t.text(text));
+        if t.newlines_before > 0 {
+            break;
+        }
+    }
+    stmt.reverse();
+    stmt
+}
 
-    let mut out = Vec::new();
-    let plan = doc.ast();
-    let items = Items { plan, replace };
-    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
-    let columns =
-        |out: &mut Vec<CompletionItem>,
-         dataset: Option<&str>,
-         want: &dyn Fn(&ColumnType) -> bool| items.columns(out, dataset, want);
-    let released = |out: &mut Vec<CompletionItem>| {
-        let report = doc.light_analysis().report.as_ref();
-        for q in &plan.queries {
-            let detail = report
-                .and_then(|r| r.queries.iter().find(|x| x.name == q.name.value))
-                .map(|r| format!("query: {}, {}", r.aggregation, r.schedule))
-                .unwrap_or_else(|| "query".into());
-            out.push(CompletionItem {
-                label: q.name.value.clone(),
-                kind: CompletionKind::Query,
-                detail: Some(detail),
-                documentation: None,
-                insert_text: None,
-                replace,
-            });
-        }
-        for p in &plan.publishes {
-            out.push(CompletionItem {
-                label: p.name.value.clone(),
-                kind: CompletionKind::Publish,
-                detail: Some(format!("publish = {}", p.source.value)),
-                documentation: None,
-                insert_text: None,
-                replace,
-            });
-        }
+pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> {
+    let text = doc.text();
+    let Some(site) = Site::at(text, doc.tokens(), offset.min(text.len())) else {
+        return Vec::new();
     };
-
+    let items = Items {
+        doc,
+        replace: site.replace,
+    };
+    let mut out = Vec::new();
     // `dataset.col`
-    if let Some(ds) = dotted {
-        columns(&mut out, Some(&ds), &|t| !matches!(t, ColumnType::Id));
+    if let Some(ds) = site.dotted {
+        items.columns(&mut out, Some(ds), &|t| !matches!(t, ColumnType::Id));
         return out;
     }
-    let last = stmt.last().copied();
-    let is_number = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
-    match block {
+    let stmt = &site.stmt[..];
+    match site.block {
         Block::TopLevel => {
             if stmt.is_empty() {
-                kw(&mut out, &["plan"]);
+                items.kw(&mut out, &["plan"]);
             }
         }
-        Block::Plan => match (stmt.first().copied(), stmt.len(), last) {
-            (None, ..) => kw(&mut out, &["privacy", "dataset", "query", "publish"]),
-            (Some("publish"), _, Some("=")) => released(&mut out),
-            (Some("publish"), 4, _) => kw(&mut out, &["when"]),
-            (Some("publish"), _, Some("when")) => released(&mut out),
-            _ => {}
-        },
-        Block::Privacy => match (stmt.first().copied(), last) {
-            (None, _) => kw(
-                &mut out,
-                &["unit", "adjacency", "budget", "accountant", "population"],
-            ),
-            (Some("unit"), Some("unit")) => kw(&mut out, &names::<UnitKind>()),
-            (Some("unit"), Some("user")) => kw(&mut out, &["by"]),
-            (Some("unit"), Some("by")) => columns(&mut out, None, &|t| matches!(t, ColumnType::Id)),
-            (Some("adjacency"), Some("adjacency")) => kw(&mut out, &names::<Adjacency>()),
-            (Some("accountant"), Some("accountant")) => kw(&mut out, &names::<AccountantChoice>()),
-            (Some("budget"), Some("budget")) => kw(&mut out, &["epsilon"]),
-            (Some("budget"), Some(w)) if is_number(w) && stmt.len() == 3 => {
-                kw(&mut out, &["delta"])
-            }
-            _ => {}
-        },
-        Block::Dataset => match (stmt.first().copied(), last) {
-            (None, _) => kw(
-                &mut out,
-                &["source", "column", "contribution", "invalid_rows"],
-            ),
-            (Some("column"), Some(":")) => kw(&mut out, &names::<ColumnKind>()),
-            (Some("column"), Some("int" | "float")) => kw(&mut out, &["in"]),
-            (Some("invalid_rows"), Some("invalid_rows")) => kw(&mut out, &names::<InvalidRule>()),
-            _ => {}
-        },
+        Block::Plan => plan_items(&items, &mut out, stmt),
+        Block::Privacy => privacy_items(&items, &mut out, stmt),
+        Block::Dataset => dataset_items(&items, &mut out, stmt),
         Block::Contribution => {
             if stmt.is_empty() {
-                kw(
+                items.kw(
                     &mut out,
                     &[
                         "rows_per_unit",
@@ -219,10 +208,56 @@ pub(crate) fn completions(doc: &Document, offset: usize) -> Vec<CompletionItem> 
                 );
             }
         }
-        Block::Query => query_items(&items, &mut out, &stmt),
+        Block::Query => query_items(&items, &mut out, stmt),
         Block::Domain | Block::Other => {}
     }
     out
+}
+
+fn is_number(w: &str) -> bool {
+    w.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// What can be typed in the plan's block, after `stmt` on the line.
+fn plan_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
+    match (stmt.first().copied(), stmt.len(), stmt.last().copied()) {
+        (None, ..) => items.kw(out, &["privacy", "dataset", "query", "publish"]),
+        (Some("publish"), _, Some("=")) => items.released(out),
+        (Some("publish"), 4, _) => items.kw(out, &["when"]),
+        (Some("publish"), _, Some("when")) => items.released(out),
+        _ => {}
+    }
+}
+
+/// What can be typed in a `privacy` block, after `stmt` on the line.
+fn privacy_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    match (stmt.first().copied(), stmt.last().copied()) {
+        (None, _) => kw(
+            out,
+            &["unit", "adjacency", "budget", "accountant", "population"],
+        ),
+        (Some("unit"), Some("unit")) => kw(out, &names::<UnitKind>()),
+        (Some("unit"), Some("user")) => kw(out, &["by"]),
+        (Some("unit"), Some("by")) => items.columns(out, None, &|t| matches!(t, ColumnType::Id)),
+        (Some("adjacency"), Some("adjacency")) => kw(out, &names::<Adjacency>()),
+        (Some("accountant"), Some("accountant")) => kw(out, &names::<AccountantChoice>()),
+        (Some("budget"), Some("budget")) => kw(out, &["epsilon"]),
+        (Some("budget"), Some(w)) if is_number(w) && stmt.len() == 3 => kw(out, &["delta"]),
+        _ => {}
+    }
+}
+
+/// What can be typed in a `dataset` block, after `stmt` on the line.
+fn dataset_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    match (stmt.first().copied(), stmt.last().copied()) {
+        (None, _) => kw(out, &["source", "column", "contribution", "invalid_rows"]),
+        (Some("column"), Some(":")) => kw(out, &names::<ColumnKind>()),
+        (Some("column"), Some("int" | "float")) => kw(out, &["in"]),
+        (Some("invalid_rows"), Some("invalid_rows")) => kw(out, &names::<InvalidRule>()),
+        _ => {}
+    }
 }
 
 /// The time units a duration ends with.
@@ -232,85 +267,100 @@ const TIME_UNITS: &[&str] = &[
 
 /// What can be typed in a query's block, after `stmt` on the line.
 fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
-    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
-    let datasets = |out: &mut Vec<CompletionItem>| items.datasets(out);
-    let columns =
-        |out: &mut Vec<CompletionItem>,
-         dataset: Option<&str>,
-         want: &dyn Fn(&ColumnType) -> bool| items.columns(out, dataset, want);
-    let is_number = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
-    let last = stmt.last().copied();
-    match (stmt.first().copied(), last) {
-        (None, _) => {
-            for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
-                kw(out, &[agg]);
-                if let Some(i) = out.last_mut() {
-                    i.insert_text = Some(format!("{agg}("));
-                }
-            }
-            kw(
-                out,
-                &[
-                    "noise",
-                    "schedule",
-                    "sensitivity",
-                    "accuracy",
-                    "window",
-                    "release",
-                    "candidates",
-                    "cumulative",
-                ],
-            );
-            // `release after `: the statement is two keywords
-            if let Some(i) = out.iter_mut().find(|i| i.label == "release") {
-                i.insert_text = Some("release after ".into());
-            }
+    if stmt.is_empty() {
+        query_statements(items, out);
+    } else if !aggregation_items(items, out, stmt) {
+        setting_items(items, out, stmt);
+    }
+}
+
+/// The statements a query's line starts with.
+fn query_statements(items: &Items, out: &mut Vec<CompletionItem>) {
+    for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
+        items.kw(out, &[agg]);
+        if let Some(i) = out.last_mut() {
+            i.insert_text = Some(format!("{agg}("));
         }
-        (Some(agg), Some("(")) if stmt.len() == 2 => {
-            datasets(out);
+    }
+    items.kw(
+        out,
+        &[
+            "noise",
+            "schedule",
+            "sensitivity",
+            "accuracy",
+            "window",
+            "release",
+            "candidates",
+            "cumulative",
+        ],
+    );
+    // `release after `: the statement is two keywords
+    if let Some(i) = out.iter_mut().find(|i| i.label == "release") {
+        i.insert_text = Some("release after ".into());
+    }
+}
+
+/// Inside an aggregation, `count(trips where … by …)`: its dataset, its
+/// filter's columns and words, its group keys. False where `stmt` is at none
+/// of them.
+fn aggregation_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) -> bool {
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    let columns = |out: &mut Vec<CompletionItem>, want: &dyn Fn(&ColumnType) -> bool| {
+        items.columns(out, aggregated_dataset(stmt), want)
+    };
+    let (Some(first), Some(last)) = (stmt.first().copied(), stmt.last().copied()) else {
+        return false;
+    };
+    match (first, last) {
+        (agg, "(") if stmt.len() == 2 => {
+            items.datasets(out);
             if agg == "count" {
                 kw(out, &["distinct"]);
             }
         }
-        (Some(_), Some("distinct")) => datasets(out),
-        (Some(_), Some("by" | ",")) if stmt.len() >= 3 && stmt.contains(&"by") => {
-            let ds = aggregated_dataset(stmt);
-            columns(out, ds, &|t| matches!(t, ColumnType::Category { .. }));
+        (_, "distinct") => items.datasets(out),
+        (_, "by" | ",") if stmt.len() >= 3 && stmt.contains(&"by") => {
+            columns(out, &|t| matches!(t, ColumnType::Category { .. }));
             kw(out, &["bins"]);
             if let Some(i) = out.last_mut() {
                 i.insert_text = Some("bins(".into());
             }
         }
-        (Some(_), Some("bins")) | (Some(_), Some("("))
-            if stmt.iter().rev().nth(1) == Some(&"bins") =>
-        {
-            let ds = aggregated_dataset(stmt);
-            columns(out, ds, &|t| {
+        (_, "bins") | (_, "(") if stmt.iter().rev().nth(1) == Some(&"bins") => {
+            columns(out, &|t| {
                 matches!(t, ColumnType::Int { .. } | ColumnType::Float { .. })
             });
         }
-        (Some(_), Some("]")) if stmt.contains(&"bins") => kw(out, &["outside"]),
-        (Some(_), Some("outside")) => kw(out, &names::<InvalidRule>()),
-        (Some(_), Some("where" | "and" | "or" | "not" | "("))
-            if stmt.len() >= 4 && stmt.contains(&"where") =>
-        {
-            let ds = aggregated_dataset(stmt);
-            columns(out, ds, &|t| !matches!(t, ColumnType::Id));
+        (_, "]") if stmt.contains(&"bins") => kw(out, &["outside"]),
+        (_, "outside") => kw(out, &names::<InvalidRule>()),
+        (_, "where" | "and" | "or" | "not" | "(") if stmt.len() >= 4 && stmt.contains(&"where") => {
+            columns(out, &|t| !matches!(t, ColumnType::Id));
             kw(out, &["not"]);
         }
-        (Some("count" | "sum" | "mean" | "histogram"), Some(w))
+        ("count" | "sum" | "mean" | "histogram", w)
             if stmt.get(1) == Some(&"(")
                 && aggregated_dataset(stmt) == Some(w.split('.').next().unwrap_or(w)) =>
         {
             kw(out, &["where", "by"]);
         }
-        (Some(_), Some(w))
+        (_, w)
             if stmt.contains(&"where")
                 && !stmt.contains(&"by")
                 && (is_number(w) || w.starts_with('"') || w == "}") =>
         {
             kw(out, &["and", "or", "by"]);
         }
+        _ => return false,
+    }
+    true
+}
+
+/// A query's settings: `noise`, `candidates`, `accuracy`, `schedule`,
+/// `release after`, `window`, `sensitivity`.
+fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
+    let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
+    match (stmt.first().copied(), stmt.last().copied()) {
         (Some("noise"), Some("noise")) => kw(out, &names::<NoiseKind>()),
         (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
         (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
@@ -346,11 +396,14 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 
 /// The names and keywords a completion offers, each replacing `replace`.
 struct Items<'a> {
-    plan: &'a ast::Plan,
+    doc: &'a Document,
     replace: Span,
 }
 
 impl Items<'_> {
+    fn plan(&self) -> &ast::Plan {
+        self.doc.ast()
+    }
     fn kw(&self, out: &mut Vec<CompletionItem>, words: &[&str]) {
         for w in words {
             out.push(CompletionItem {
@@ -363,8 +416,37 @@ impl Items<'_> {
             });
         }
     }
+    /// The queries and publications, what a `publish` can release.
+    fn released(&self, out: &mut Vec<CompletionItem>) {
+        let plan = self.plan();
+        let report = self.doc.light_analysis().report.as_ref();
+        for q in &plan.queries {
+            let detail = report
+                .and_then(|r| r.queries.iter().find(|x| x.name == q.name.value))
+                .map(|r| format!("query: {}, {}", r.aggregation, r.schedule))
+                .unwrap_or_else(|| "query".into());
+            out.push(CompletionItem {
+                label: q.name.value.clone(),
+                kind: CompletionKind::Query,
+                detail: Some(detail),
+                documentation: None,
+                insert_text: None,
+                replace: self.replace,
+            });
+        }
+        for p in &plan.publishes {
+            out.push(CompletionItem {
+                label: p.name.value.clone(),
+                kind: CompletionKind::Publish,
+                detail: Some(format!("publish = {}", p.source.value)),
+                documentation: None,
+                insert_text: None,
+                replace: self.replace,
+            });
+        }
+    }
     fn datasets(&self, out: &mut Vec<CompletionItem>) {
-        for ds in &self.plan.datasets {
+        for ds in &self.plan().datasets {
             out.push(CompletionItem {
                 label: ds.name.value.clone(),
                 kind: CompletionKind::Dataset,
@@ -381,7 +463,7 @@ impl Items<'_> {
         dataset: Option<&str>,
         want: &dyn Fn(&ColumnType) -> bool,
     ) {
-        for ds in &self.plan.datasets {
+        for ds in &self.plan().datasets {
             if dataset.is_some_and(|d| d != ds.name.value) {
                 continue;
             }

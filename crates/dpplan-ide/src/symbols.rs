@@ -56,123 +56,155 @@ impl Builder {
         self.index
             .contains_key(&(kind, container.map(str::to_string), name.to_string()))
     }
+    /// A released name refers to a query, or else to a publish.
+    fn released_kind(&self, name: &str) -> SymbolKind {
+        if self.has(SymbolKind::Publish, None, name) && !self.has(SymbolKind::Query, None, name) {
+            SymbolKind::Publish
+        } else {
+            SymbolKind::Query
+        }
+    }
 }
 
 pub(crate) fn collect(plan: &ast::Plan) -> Vec<Symbol> {
-    let mut b = Builder::default();
     let unit_id: Option<&ast::Ident> = plan.privacy.first().and_then(|p| {
         p.units.iter().find_map(|u| match &u.value {
             Unit::User { id } => Some(id),
             _ => None,
         })
     });
-    let id_name = unit_id.map(|i| i.value.as_str());
-    // Which container a column of `dataset` named `col` lives in.
-    let container = |ds: &str, col: &str| -> Option<String> {
-        if Some(col) == id_name {
-            None
-        } else {
-            Some(ds.to_string())
-        }
+    let mut c = Collector {
+        b: Builder::default(),
+        id_name: unit_id.map(|i| i.value.as_str()),
     };
     if let Some(id) = unit_id {
-        b.get(SymbolKind::Column, None, &id.value)
+        c.b.get(SymbolKind::Column, None, &id.value)
             .refs
             .push(id.span);
     }
-    for ds in &plan.datasets {
-        b.get(SymbolKind::Dataset, None, &ds.name.value)
-            .defs
-            .push(ds.name.span);
-        for col in &ds.columns {
-            let c = container(&ds.name.value, &col.name.value);
-            b.get(SymbolKind::Column, c.as_deref(), &col.name.value)
+    c.definitions(plan);
+    c.column_type_refs(plan);
+    c.query_refs(plan);
+    c.publish_refs(plan);
+    c.b.symbols
+}
+
+/// The symbols of one plan, collected definitions first, then references.
+struct Collector<'p> {
+    b: Builder,
+    /// The privacy unit's id column: one symbol across every dataset.
+    id_name: Option<&'p str>,
+}
+
+impl Collector<'_> {
+    /// The symbol of the column `col` of dataset `ds` (the unit's id
+    /// column has no dataset).
+    fn column(&mut self, ds: &str, col: &str) -> &mut Symbol {
+        let container = (Some(col) != self.id_name).then_some(ds);
+        self.b.get(SymbolKind::Column, container, col)
+    }
+
+    /// Datasets and their columns, queries, publishes.
+    fn definitions(&mut self, plan: &ast::Plan) {
+        for ds in &plan.datasets {
+            self.b
+                .get(SymbolKind::Dataset, None, &ds.name.value)
                 .defs
-                .push(col.name.span);
+                .push(ds.name.span);
+            for col in &ds.columns {
+                self.column(&ds.name.value, &col.name.value)
+                    .defs
+                    .push(col.name.span);
+            }
+        }
+        for q in &plan.queries {
+            self.b
+                .get(SymbolKind::Query, None, &q.name.value)
+                .defs
+                .push(q.name.span);
+        }
+        for p in &plan.publishes {
+            let kind = if self.b.has(SymbolKind::Query, None, &p.name.value) {
+                SymbolKind::Query
+            } else {
+                SymbolKind::Publish
+            };
+            self.b.get(kind, None, &p.name.value).defs.push(p.name.span);
         }
     }
-    // A released name refers to a query, or else to a publish.
-    let released_kind = |b: &Builder, name: &str| -> SymbolKind {
-        if b.has(SymbolKind::Publish, None, name) && !b.has(SymbolKind::Query, None, name) {
-            SymbolKind::Publish
-        } else {
-            SymbolKind::Query
-        }
-    };
-    for q in &plan.queries {
-        b.get(SymbolKind::Query, None, &q.name.value)
-            .defs
-            .push(q.name.span);
-    }
-    for p in &plan.publishes {
-        let kind = if b.has(SymbolKind::Query, None, &p.name.value) {
-            SymbolKind::Query
-        } else {
-            SymbolKind::Publish
-        };
-        b.get(kind, None, &p.name.value).defs.push(p.name.span);
-    }
-    let target = |b: &mut Builder, t: &ast::Target| {
-        b.get(SymbolKind::Dataset, None, &t.dataset.value)
+
+    /// A dataset and column read, `dataset[.column]`.
+    fn target(&mut self, t: &ast::Target) {
+        self.b
+            .get(SymbolKind::Dataset, None, &t.dataset.value)
             .refs
             .push(t.dataset.span);
         if let Some(col) = &t.column {
-            let c = container(&t.dataset.value, &col.value);
-            b.get(SymbolKind::Column, c.as_deref(), &col.value)
+            self.column(&t.dataset.value, &col.value)
                 .refs
                 .push(col.span);
         }
-    };
-    for ds in &plan.datasets {
-        for col in &ds.columns {
-            let bounds = match &col.ty.value {
-                ColumnType::Int { bounds } | ColumnType::Float { bounds } => bounds.as_ref(),
-                ColumnType::Category {
-                    domain: Some(Domain::FromData { expr }),
-                } => {
-                    target(&mut b, &expr.target);
-                    None
-                }
-                _ => None,
-            };
-            if let Some(bs) = bounds {
-                for bound in [&bs.lo, &bs.hi] {
+    }
+
+    /// What the columns' types read from the data: a category's domain,
+    /// a number's bounds.
+    fn column_type_refs(&mut self, plan: &ast::Plan) {
+        for ds in &plan.datasets {
+            for col in &ds.columns {
+                let bounds = match &col.ty.value {
+                    ColumnType::Int { bounds } | ColumnType::Float { bounds } => bounds.as_ref(),
+                    ColumnType::Category {
+                        domain: Some(Domain::FromData { expr }),
+                    } => {
+                        self.target(&expr.target);
+                        None
+                    }
+                    _ => None,
+                };
+                for bound in bounds.into_iter().flat_map(|bs| [&bs.lo, &bs.hi]) {
                     if let Bound::FromData { expr } = bound {
-                        target(&mut b, &expr.target);
+                        self.target(&expr.target);
                     }
                 }
             }
         }
     }
-    for q in &plan.queries {
-        for agg in &q.aggregates {
-            target(&mut b, &agg.target);
+
+    /// What the aggregations read: their target, keys and filter columns.
+    fn query_refs(&mut self, plan: &ast::Plan) {
+        for agg in plan.queries.iter().flat_map(|q| &q.aggregates) {
+            self.target(&agg.target);
             let mut columns: Vec<&Ident> = agg.keys.iter().map(|k| k.column()).collect();
             if let Some(f) = &agg.filter {
                 filter_columns(f, &mut columns);
             }
             for col in columns {
-                let c = container(&agg.target.dataset.value, &col.value);
-                b.get(SymbolKind::Column, c.as_deref(), &col.value)
+                self.column(&agg.target.dataset.value, &col.value)
                     .refs
                     .push(col.span);
             }
         }
     }
-    for p in &plan.publishes {
-        let k = released_kind(&b, &p.source.value);
-        b.get(k, None, &p.source.value).refs.push(p.source.span);
-        if let Some(cond) = &p.condition {
-            match &cond.operand {
-                Operand::Released { name } => {
-                    let k = released_kind(&b, &name.value);
-                    b.get(k, None, &name.value).refs.push(name.span);
+
+    /// What the publishes release and their conditions read.
+    fn publish_refs(&mut self, plan: &ast::Plan) {
+        for p in &plan.publishes {
+            let k = self.b.released_kind(&p.source.value);
+            self.b
+                .get(k, None, &p.source.value)
+                .refs
+                .push(p.source.span);
+            if let Some(cond) = &p.condition {
+                match &cond.operand {
+                    Operand::Released { name } => {
+                        let k = self.b.released_kind(&name.value);
+                        self.b.get(k, None, &name.value).refs.push(name.span);
+                    }
+                    Operand::Data { expr } => self.target(&expr.target),
                 }
-                Operand::Data { expr } => target(&mut b, &expr.target),
             }
         }
     }
-    b.symbols
 }
 
 /// The columns a filter reads, as written.

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use dpplan_accounting as acct;
-use dpplan_check::Analysis;
+use dpplan_check::{Analysis, CheckedPlan};
 use dpplan_diagnostics::{num, Code, Diagnostic, Span};
 use dpplan_syntax::ast::Dataset;
 
@@ -72,24 +72,67 @@ fn one(
     b: &SharedBudget,
     plans: &[(&Path, &Analysis)],
 ) -> (Option<SharedResult>, Vec<(usize, Diagnostic)>) {
-    let mut shares = Vec::new();
-    let mut all: Vec<acct::Release> = Vec::new();
-    // the thresholds' δ of the plans' keys from the data, summed
-    let mut thresholds = 0.0f64;
-    let mut problem: Option<String> = None;
-    let mut contract: Option<(String, String)> = None;
-    let mut anchors: Vec<(usize, Span)> = Vec::new();
+    let mut tally = Tally::new(b);
     for (i, (path, a)) in plans.iter().enumerate() {
+        tally.add(i, path, a);
+    }
+    let Some((result, anchors)) = tally.finish() else {
+        return (None, Vec::new());
+    };
+    let diags = if result.within {
+        Vec::new()
+    } else {
+        diagnostics(policy, &result, plans, &anchors)
+    };
+    (Some(result), diags)
+}
+
+/// One shared budget's plans, counted in order.
+struct Tally<'b> {
+    budget: &'b SharedBudget,
+    shares: Vec<Share>,
+    /// Every share's releases, composed together at the end.
+    releases: Vec<acct::Release>,
+    /// The thresholds' δ of the plans' keys from the data, summed.
+    thresholds: f64,
+    /// The first reason there is no sound total.
+    problem: Option<String>,
+    /// The unit and adjacency of the first plan counted.
+    contract: Option<(String, String)>,
+    /// Where each reading plan's diagnostic points: its first dataset that
+    /// reads the source.
+    anchors: Vec<(usize, Span)>,
+}
+
+impl<'b> Tally<'b> {
+    fn new(budget: &'b SharedBudget) -> Self {
+        Tally {
+            budget,
+            shares: Vec::new(),
+            releases: Vec::new(),
+            thresholds: 0.0,
+            problem: None,
+            contract: None,
+            anchors: Vec::new(),
+        }
+    }
+
+    /// Plan `i`'s share, if it reads the source.
+    fn add(&mut self, i: usize, path: &Path, a: &Analysis) {
         let reading: Vec<&Dataset> = a
             .ast
             .datasets
             .iter()
-            .filter(|d| d.sources.iter().any(|s| resolved(path, &s.value) == b.path))
+            .filter(|d| {
+                d.sources
+                    .iter()
+                    .any(|s| resolved(path, &s.value) == self.budget.path)
+            })
             .collect();
-        if reading.is_empty() {
-            continue;
-        }
-        anchors.push((i, reading[0].name.span));
+        let Some(first) = reading.first() else {
+            return;
+        };
+        self.anchors.push((i, first.name.span));
         let names: Vec<String> = reading.iter().map(|d| d.name.value.clone()).collect();
         // the policy's own errors (DP1xx) do not stop the counting; the
         // checker's do: then no sound total exists
@@ -97,110 +140,124 @@ fn one(
             .diagnostics
             .iter()
             .any(|d| d.is_error() && !is_policy(d.code));
-        let report = a.report.as_ref().filter(|_| !checker_errors);
-        let Some(r) = report else {
-            problem.get_or_insert(format!(
+        let Some(r) = a.report.as_ref().filter(|_| !checker_errors) else {
+            self.problem.get_or_insert(format!(
                 "`{}` has errors: its releases cannot be counted",
                 path.display()
             ));
-            shares.push(Share {
+            self.shares.push(Share {
                 plan: i,
                 datasets: names,
                 epsilon: None,
                 releases: 0,
             });
-            continue;
+            return;
         };
-        let this = (r.unit.kind.to_string(), r.adjacency.to_string());
-        match &contract {
-            None => contract = Some(this),
-            Some(c) if *c != this => {
-                problem.get_or_insert(format!(
-                    "the plans protect different units or use different adjacency ({} / {} and {} / {}): their guarantees do not compose into one",
-                    c.0, c.1, this.0, this.1
-                ));
-            }
-            Some(_) => {}
-        }
-        let mine: Vec<acct::Release> = r
-            .queries
-            .iter()
-            .filter(|q| names.contains(&q.dataset))
-            .flat_map(|q| {
-                q.parts.iter().filter_map(move |p| {
-                    p.accounted.map(|m| acct::Release {
-                        mechanism: m,
-                        count: q.accounted_releases,
-                    })
-                })
-            })
-            .filter(|rel| rel.count > 0)
-            .collect();
+        self.agree((r.unit.kind.to_string(), r.adjacency.to_string()));
+        let (mine, own_thr) = on_source(r, &names);
         let releases = mine.iter().map(|r| r.count).sum();
-        // keys from the data: their thresholds' δ comes out of the shared
-        // δ before the mechanisms are composed (docs/accounting.md)
-        let own_thr: f64 = r
-            .queries
-            .iter()
-            .filter(|q| names.contains(&q.dataset))
-            .filter_map(|q| q.selection.as_ref().map(|s| s.delta))
-            .sum();
-        thresholds += own_thr;
+        self.thresholds += own_thr;
         let epsilon = if mine.is_empty() {
             Some(0.0)
-        } else if own_thr >= b.delta {
+        } else if own_thr >= self.budget.delta {
             None
         } else {
-            acct::best(&mine, b.delta - own_thr).ok().map(|x| x.epsilon)
+            acct::best(&mine, self.budget.delta - own_thr)
+                .ok()
+                .map(|x| x.epsilon)
         };
-        all.extend(mine);
-        shares.push(Share {
+        self.releases.extend(mine);
+        self.shares.push(Share {
             plan: i,
             datasets: names,
             epsilon,
             releases,
         });
     }
-    if shares.is_empty() {
-        return (None, Vec::new());
-    }
-    let total = if problem.is_some() {
-        None
-    } else if all.is_empty() {
-        Some((0.0, acct::Accountant::Basic))
-    } else if thresholds >= b.delta {
-        problem = Some(format!(
-            "the thresholds of keys from the data cost δ = {} together, not below the shared δ = {}",
-            num(thresholds),
-            num(b.delta)
-        ));
-        None
-    } else {
-        match acct::best(&all, b.delta - thresholds) {
-            Ok(x) => Some((x.epsilon, x.accountant)),
-            Err(e) => {
-                problem = Some(format!(
-                    "the composed releases cannot be bounded at δ = {}: {e}",
-                    num(b.delta)
+
+    /// Every plan protects the first one's unit under its adjacency, or
+    /// their guarantees do not compose.
+    fn agree(&mut self, this: (String, String)) {
+        match &self.contract {
+            None => self.contract = Some(this),
+            Some(c) if *c != this => {
+                self.problem.get_or_insert(format!(
+                    "the plans protect different units or use different adjacency ({} / {} and {} / {}): their guarantees do not compose into one",
+                    c.0, c.1, this.0, this.1
                 ));
-                None
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Every share's releases composed at the shared δ less the
+    /// thresholds' (docs/accounting.md), or the reason there is no total.
+    fn total(&mut self) -> Option<(f64, acct::Accountant)> {
+        let b = self.budget;
+        if self.problem.is_some() {
+            None
+        } else if self.releases.is_empty() {
+            Some((0.0, acct::Accountant::Basic))
+        } else if self.thresholds >= b.delta {
+            self.problem = Some(format!(
+                "the thresholds of keys from the data cost δ = {} together, not below the shared δ = {}",
+                num(self.thresholds),
+                num(b.delta)
+            ));
+            None
+        } else {
+            match acct::best(&self.releases, b.delta - self.thresholds) {
+                Ok(x) => Some((x.epsilon, x.accountant)),
+                Err(e) => {
+                    self.problem = Some(format!(
+                        "the composed releases cannot be bounded at δ = {}: {e}",
+                        num(b.delta)
+                    ));
+                    None
+                }
             }
         }
-    };
-    let within = total.is_some_and(|(e, _)| e <= b.epsilon);
-    let result = SharedResult {
-        budget: b.clone(),
-        shares,
-        total,
-        problem,
-        within,
-    };
-    let diags = if within {
-        Vec::new()
-    } else {
-        diagnostics(policy, &result, plans, &anchors)
-    };
-    (Some(result), diags)
+    }
+
+    /// The result and where its diagnostics point, or `None` when no plan
+    /// reads the source.
+    fn finish(mut self) -> Option<(SharedResult, Vec<(usize, Span)>)> {
+        if self.shares.is_empty() {
+            return None;
+        }
+        let total = self.total();
+        let within = total.is_some_and(|(e, _)| e <= self.budget.epsilon);
+        let result = SharedResult {
+            budget: self.budget.clone(),
+            shares: self.shares,
+            total,
+            problem: self.problem,
+            within,
+        };
+        Some((result, self.anchors))
+    }
+}
+
+/// A checked plan's releases from its datasets `names`, and the δ of their
+/// thresholds of keys from the data, which comes out of the shared δ before
+/// the mechanisms are composed (docs/accounting.md).
+fn on_source(r: &CheckedPlan, names: &[String]) -> (Vec<acct::Release>, f64) {
+    let queries = || r.queries.iter().filter(move |q| names.contains(&q.dataset));
+    let releases = queries()
+        .flat_map(|q| {
+            q.parts.iter().filter_map(move |p| {
+                p.accounted.map(|m| acct::Release {
+                    mechanism: m,
+                    count: q.accounted_releases,
+                })
+            })
+        })
+        .filter(|rel| rel.count > 0)
+        .collect();
+    let thresholds = queries()
+        .filter_map(|q| q.selection.as_ref().map(|s| s.delta))
+        .sum();
+    (releases, thresholds)
 }
 
 fn diagnostics(

@@ -12,14 +12,13 @@ mod junit;
 mod machine;
 mod query_array;
 mod query_json;
+mod sarif;
 mod shared;
 
 pub use human::{human, summary_rows, summary_table};
 pub use junit::junit;
-pub use machine::{
-    github, github_summary, json, json_value, sarif, sarif_with, write_json, write_json_with,
-    SarifOptions,
-};
+pub use machine::{github, github_summary, json, json_value, write_json, write_json_with};
+pub use sarif::{sarif, sarif_with, SarifOptions};
 
 pub use shared::{shared_budgets_human, shared_budgets_json, SharedBudget};
 

@@ -13,6 +13,7 @@ use super::datasets::DatasetInfo;
 use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
 use super::recover::suggest_name;
+use super::statistic::Statistic;
 use super::total::releases_of;
 use super::{data_dependent, fast_best, Checker};
 use crate::sensitivity::fmt_num;
@@ -131,12 +132,12 @@ pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
     }
     // Queries by statistic, in the order each statistic first appears.
     let mut groups: Vec<Vec<&QueryPlan>> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut index: HashMap<&Statistic, usize> = HashMap::new();
     for q in queries {
-        match index.get(q.aggregation.as_str()) {
+        match index.get(&q.statistic) {
             Some(&i) => groups[i].push(q),
             None => {
-                index.insert(&q.aggregation, groups.len());
+                index.insert(&q.statistic, groups.len());
                 groups.push(vec![q]);
             }
         }

@@ -14,13 +14,14 @@ mod cumulative;
 mod datasets;
 mod lints;
 mod noise;
-mod partition;
 mod privacy;
 mod quantile;
 mod query;
 mod recover;
 mod rows;
+mod selection;
 mod shape;
+mod statistic;
 mod total;
 mod window;
 
@@ -255,8 +256,8 @@ pub(crate) fn check(
 
     let choice = privacy.accountant.accountant();
     // keys from the data: part of δ is kept for their thresholds, the
-    // accountants get the rest (`partition.rs`)
-    let reserve = partition::reserved_delta(&queries, privacy.delta);
+    // accountants get the rest (`selection.rs`)
+    let reserve = selection::reserved_delta(&queries, privacy.delta);
     let full = privacy.clone();
     let privacy = Privacy {
         delta: privacy.delta - reserve,
@@ -269,9 +270,9 @@ pub(crate) fn check(
     if options.accounting {
         calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
     }
-    let delta_thr = partition::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
+    let delta_thr = selection::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
     if reserve > 0.0 && options.accounting {
-        partition::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
+        selection::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
     }
 
     accuracy::check_accuracy(&mut c, &queries);
@@ -290,7 +291,7 @@ pub(crate) fn check(
         || query_reports(&mut queries, &privacy, options),
     );
     if let Some(t) = &mut account.total {
-        partition::add_to_total(t, delta_thr);
+        selection::add_to_total(t, delta_thr);
     }
     for a in &mut account.accountants {
         if let Some(d) = &mut a.delta {

@@ -74,6 +74,8 @@ pub(super) struct QueryPlan<'a> {
     pub(super) q: &'a ast::Query,
     pub(super) dataset: String,
     pub(super) aggregation: String,
+    /// The statistic it releases, as written (DP009 groups by it).
+    pub(super) statistic: super::statistic::Statistic<'a>,
     pub(super) schedule: String,
     pub(super) releases: u64,
     pub(super) parts: Vec<Part>,
@@ -173,6 +175,7 @@ pub(super) fn plan_query<'a>(
         q,
         dataset: dataset_name.clone(),
         aggregation: describe_aggregation(agg),
+        statistic: super::statistic::Statistic::of(agg),
         schedule: schedule_text,
         releases,
         parts: Vec::new(),
@@ -186,8 +189,8 @@ pub(super) fn plan_query<'a>(
         unit: None,
     };
     if agg.keys_from_data.is_some() {
-        // keys taken from the data: partition selection (`partition.rs`)
-        let parts = super::partition::plan_parts(
+        // keys taken from the data: partition selection (`selection.rs`)
+        let parts = super::selection::plan_parts(
             c,
             &mut plan,
             agg,
@@ -550,7 +553,7 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
             format!(
                 " by {}{}",
                 rows::describe_keys(&agg.keys),
-                super::partition::describe_keys_from_data(agg)
+                super::selection::describe_keys_from_data(agg)
             )
         },
         agg.argument
