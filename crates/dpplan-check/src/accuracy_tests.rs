@@ -10,8 +10,8 @@ use dpplan_syntax::ast::{AccuracyMeasure, NoiseKind};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::analyze;
-use crate::noise::{largest_scale, measure, spread};
 use crate::test_support::{codes, report};
+use dpplan_mechanisms::noise::{largest_scale, measure, spread};
 
 const KINDS: [NoiseKind; 4] = [
     NoiseKind::Laplace,

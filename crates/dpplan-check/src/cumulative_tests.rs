@@ -139,8 +139,8 @@ fn the_derivation_compares_with_fresh_releases_and_gives_each_slots_error() {
     // the table's figures are the worst running total's, not one node's:
     // between σ and the plain binary mechanism's √8·σ at slot 255
     let p = &r.queries[0].parts[0];
-    let v = crate::tree::node_variances(100.0, 9);
-    let want = crate::tree::total_variance(&v, 255).sqrt();
+    let v = dpplan_mechanisms::tree::node_variances(100.0, 9);
+    let want = dpplan_mechanisms::tree::total_variance(&v, 255).sqrt();
     assert_eq!(p.noise_std, want);
     assert!(p.noise_std > 10.0 && p.noise_std < 8f64.sqrt() * 10.0);
     assert!((p.ci95_half_width - 1.959_963_984_540_054 * want).abs() < 1e-12);

@@ -16,9 +16,6 @@ mod checker;
 pub mod memo;
 pub mod suppress;
 
-// The mechanism math lives below the checker (the runtime reads it too).
-use dpplan_mechanisms::{noise, sensitivity, sensitivity_rows, tree, windows};
-
 use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
 

@@ -316,7 +316,7 @@ pub struct QuerySpec {
 /// A `cumulative count(d)`, resolved: at slot t (1-based) the runtime
 /// releases the number of rows whose `column` lies in the first t slots
 /// [start, start + t·seconds), by the binary tree mechanism over the
-/// `slots` leaves ([`crate::tree`]).
+/// `slots` leaves ([`dpplan_mechanisms::tree`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CumulativeSpec {
     /// The dataset's `time` column.

@@ -156,14 +156,17 @@ fn a_one_cell_filtered_histogram_under_row_replace_is_not_public() {
     let one = "histogram(trips by bins(fare, [0, 100]))";
     let (l1, _, _) = l1_l2_eps(&plan("row", "replace", "invalid_rows clamp", "", one));
     assert_eq!(l1, 1.0);
-    let row = crate::sensitivity::UnitBound {
+    let row = dpplan_mechanisms::sensitivity::UnitBound {
         user: false,
         rows: 1,
         groups: Some(1),
         rows_per_group: Some(1),
     };
     let adj = dpplan_syntax::ast::Adjacency::Replace;
-    assert_eq!(crate::sensitivity::grouped(row, adj, 1, None).l1, 0.0);
+    assert_eq!(
+        dpplan_mechanisms::sensitivity::grouped(row, adj, 1, None).l1,
+        0.0
+    );
 }
 
 #[test]

@@ -16,9 +16,9 @@ use dpplan_syntax::ast::{AccuracyMeasure, NoiseKind};
 use super::privacy::Privacy;
 use super::query::{Accuracy, Part, QueryPlan, Scale};
 use super::Checker;
-use crate::noise;
 use crate::report::TotalReport;
-use crate::sensitivity::fmt_num;
+use dpplan_mechanisms::noise;
+use dpplan_mechanisms::sensitivity::fmt_num;
 
 /// `b` or `σ`, as the noise kind names its scale.
 fn scale_name(kind: NoiseKind) -> &'static str {

@@ -10,7 +10,7 @@ use dpplan_syntax::ast::NoiseKind;
 use super::privacy::Privacy;
 use super::query::{QueryPlan, Scale};
 use super::{fast_best, mechanism, Checker};
-use crate::sensitivity::{fmt_num, Derived};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived};
 
 /// The smallest multiplier t in [lo, hi] that fits (ε falls as the noise
 /// grows), by bisection at geometric midpoints until hi/lo < 1 + 10⁻⁹, at

@@ -1,6 +1,6 @@
 //! `cumulative count(d)` (DP041): running totals at every slot of an
 //! `every` schedule, released by the binary tree mechanism
-//! ([`crate::tree`]). The whole tree is one vector release, composed once;
+//! ([`dpplan_mechanisms::tree`]). The whole tree is one vector release, composed once;
 //! the derivation compares its ε with the same schedule as fresh releases
 //! over the whole history and gives the error of each running total.
 
@@ -14,8 +14,8 @@ use super::query::{Part, QueryPlan, Reported};
 use super::window::{rows_per_window, time_columns, Parts};
 use super::{fast_best, mechanism, Checker};
 use crate::report::CumulativeSpec;
-use crate::sensitivity::{fmt_num, Derived, UnitBound};
-use crate::tree::{self, TreeBounds};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived, UnitBound};
+use dpplan_mechanisms::tree::{self, TreeBounds};
 
 /// The most slots a cumulative count may have: the runtime keeps every
 /// released node (about 2T) in the ledger.

@@ -9,7 +9,7 @@ use dpplan_syntax::ast::{self, ColumnType, Unit};
 
 use super::privacy::Privacy;
 use super::{data_dependent, duplicate, Checker};
-use crate::sensitivity::{fmt_num, UnitBound};
+use dpplan_mechanisms::sensitivity::{fmt_num, UnitBound};
 
 pub(super) struct ColumnInfo<'a> {
     pub(super) name_span: Span,

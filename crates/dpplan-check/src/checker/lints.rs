@@ -16,7 +16,7 @@ use super::recover::suggest_name;
 use super::statistic::Statistic;
 use super::total::releases_of;
 use super::{data_dependent, fast_best, Checker};
-use crate::sensitivity::fmt_num;
+use dpplan_mechanisms::sensitivity::fmt_num;
 
 /// Names defined twice across queries and publishes, and publish sources.
 pub(super) fn check_names(c: &mut Checker, plan: &ast::Plan) {
@@ -160,7 +160,7 @@ fn repeated_schedule(c: &mut Checker, q: &QueryPlan) {
         .first()
         .and_then(|p| match p.scale {
             Scale::Fixed(x) if p.kind != ast::NoiseKind::Exponential => {
-                Some(crate::noise::spread(p.kind, x).0)
+                Some(dpplan_mechanisms::noise::spread(p.kind, x).0)
             }
             _ => None,
         })

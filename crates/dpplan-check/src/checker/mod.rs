@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use datasets::DatasetInfo;
 
 use crate::report::*;
-use crate::sensitivity::Derived;
+use dpplan_mechanisms::sensitivity::Derived;
 
 use calibration::{calibrate_auto, calibrate_epsilon_parts};
 use datasets::resolve_datasets;

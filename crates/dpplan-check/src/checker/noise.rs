@@ -8,7 +8,7 @@ use dpplan_vocab::Statistic;
 
 use super::query::{describe_target, Reported, Scale};
 use super::{valid_positive, Checker};
-use crate::sensitivity::{fmt_num, Derived};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived};
 
 /// Whether the noise kind suits the statistic and the budget: discrete
 /// noise needs integer values and sensitivities, Gaussian noise a δ > 0

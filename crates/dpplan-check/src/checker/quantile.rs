@@ -14,7 +14,7 @@ use dpplan_vocab::Statistic;
 
 use super::query::{Part, Reported};
 use super::Checker;
-use crate::sensitivity::{fmt_num, Derived, UnitBound};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived, UnitBound};
 
 /// The most candidates a grid may have: the runtime's sampler keeps one
 /// big-integer score per candidate.

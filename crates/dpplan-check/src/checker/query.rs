@@ -17,7 +17,7 @@ use super::shape::{derive_sensitivities, drops_rows, Shape};
 use super::{duplicate, valid_positive, Checker};
 use crate::report::{QuerySpec, ScheduleSpec};
 use crate::schedule::{self, ScheduleError};
-use crate::sensitivity::{fmt_num, Derived, UnitBound};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived, UnitBound};
 
 /// How a part's noise is set before calibration.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use dpplan_vocab::{AccuracyMeasure, InvalidRule};
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::query::{group_domain, QueryPlan, Reported};
 use super::{data_dependent, Checker};
-use crate::noise;
-use crate::sensitivity::{fmt_num, UnitBound};
+use dpplan_mechanisms::noise;
+use dpplan_mechanisms::sensitivity::{fmt_num, UnitBound};
 
 /// The most cells a grouped query may release (DP016).
 pub(super) const MAX_CELLS: u64 = 1_000_000;

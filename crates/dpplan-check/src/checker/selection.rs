@@ -25,7 +25,7 @@ use super::query::{declared_column, parts, target, QueryPlan, Reported, Scale};
 use super::shape::{derive_sensitivities, drops_rows, Shape};
 use super::{rows, Checker};
 use crate::report::{QuerySpec, ScheduleSpec, SelectionSpec, TotalReport};
-use crate::sensitivity::{fmt_num, UnitBound};
+use dpplan_mechanisms::sensitivity::{fmt_num, UnitBound};
 
 use selection::RESERVED_SHARE;
 

@@ -6,8 +6,8 @@ use dpplan_syntax::ast::{Adjacency, AggKind, ColumnType, InvalidRule};
 use dpplan_vocab::Statistic;
 
 use super::datasets::DatasetInfo;
-use crate::sensitivity::{self, Derived, UnitBound};
-use crate::sensitivity_rows;
+use dpplan_mechanisms::sensitivity::{self, Derived, UnitBound};
+use dpplan_mechanisms::sensitivity_rows;
 
 /// What the sensitivity of an aggregation depends on beyond its kind.
 pub(super) struct Shape {

@@ -10,7 +10,7 @@ use super::privacy::Privacy;
 use super::query::{Part, QueryPlan, Scale};
 use super::{fast_best, mechanism, AnalysisOptions, Checker};
 use crate::report::*;
-use crate::sensitivity::fmt_num;
+use dpplan_mechanisms::sensitivity::fmt_num;
 
 /// The plan's total and every accountant's figure, or why there is none.
 pub(super) struct Account {
@@ -384,8 +384,10 @@ fn part_report(p: &mut Part) -> PartReport {
             super::quantile::rank_error(scale, p.candidates)
         }
         // a running total's: the worst slot's (tree.rs)
-        (kind, Some(slots)) => crate::tree::worst_spread(scale, slots, kind.is_gaussian()),
-        (kind, None) => crate::noise::spread(kind, scale),
+        (kind, Some(slots)) => {
+            dpplan_mechanisms::tree::worst_spread(scale, slots, kind.is_gaussian())
+        }
+        (kind, None) => dpplan_mechanisms::noise::spread(kind, scale),
     };
     let calibration = match p.scale {
         Scale::Fixed(_) => Calibration::Declared,

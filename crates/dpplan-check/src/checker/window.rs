@@ -2,7 +2,7 @@
 //! against the schedule's period, the horizon bounds of its dataset
 //! (`windows_per_unit`, `rows_per_window`), the sensitivity of the whole
 //! schedule as one vector release over disjoint windows
-//! ([`crate::windows`]), and the ε with and without the window side by side.
+//! ([`dpplan_mechanisms::windows`]), and the ε with and without the window side by side.
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic};
@@ -14,8 +14,8 @@ use super::query::{Part, QueryPlan, Reported};
 use super::shape::{derive_sensitivities, Shape};
 use super::{declared_once, duplicate, fast_best, mechanism, valid_positive, Checker};
 use crate::report::WindowSpec;
-use crate::sensitivity::{fmt_num, Derived, UnitBound};
-use crate::windows::{self, windowed, Horizon, PerWindow};
+use dpplan_mechanisms::sensitivity::{fmt_num, Derived, UnitBound};
+use dpplan_mechanisms::windows::{self, windowed, Horizon, PerWindow};
 
 /// `windows_per_unit` and `rows_per_window` of a dataset, as declared and
 /// valid.
