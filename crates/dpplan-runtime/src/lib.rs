@@ -370,7 +370,12 @@ pub fn run(
         engine,
         ledger_start,
     };
-    let (exact, windows, keyed, first) = match read.all(&due, ledger.as_ref(), &mut rng) {
+    let Aggregates {
+        exact,
+        windows,
+        keyed,
+        first,
+    } = match read.all(&due, ledger.as_ref(), &mut rng) {
         Ok(x) => x,
         Err(e) if ledger.is_none() => return Err(RunError::NoLedgerCreated(Box::new(e))),
         Err(e) => return Err(e),
@@ -460,25 +465,28 @@ type Exact = BTreeMap<(String, usize), Vec<i128>>;
 /// and its slot due on time.
 type Windows<'a> = Vec<(&'a Release, Vec<window::SlotAggregate>, u64)>;
 
+/// Everything step 3 read: what the releases of step 5 draw from.
+struct Aggregates<'d> {
+    /// The plain releases'.
+    exact: Exact,
+    /// Each due window's.
+    windows: Windows<'d>,
+    /// The counts per key seen of the histograms over keys from the data.
+    keyed: selection::Keyed,
+    /// A first run's: each tree's first slot, read before the ledger exists.
+    first: BTreeMap<String, cumulative::Counted>,
+}
+
 impl Reading<'_> {
     /// Every aggregate a run's fresh releases need: the plain releases',
     /// each due window's, the keys from the data, and (a first run) each
     /// tree's first slot.
-    #[allow(clippy::type_complexity)]
     fn all<'d>(
         &self,
         due: &schedule::Due<'d>,
         ledger: Option<&Ledger>,
         rng: &mut SecureRng,
-    ) -> Result<
-        (
-            Exact,
-            Windows<'d>,
-            selection::Keyed,
-            BTreeMap<String, cumulative::Counted>,
-        ),
-        RunError,
-    > {
+    ) -> Result<Aggregates<'d>, RunError> {
         let (plan, opts, engine) = (self.plan, self.opts, self.engine);
         // keys from the data: counted per key, apart from the public domains
         let (keyed, plain): (Vec<_>, Vec<_>) = due
@@ -507,7 +515,12 @@ impl Reading<'_> {
             }
             Some(_) => BTreeMap::new(),
         };
-        Ok((exact, windows, keyed, first))
+        Ok(Aggregates {
+            exact,
+            windows,
+            keyed,
+            first,
+        })
     }
 }
 
