@@ -33,6 +33,7 @@ mod anchor;
 mod cache;
 mod entry;
 pub mod frozen;
+mod remaining;
 mod schema;
 mod state;
 mod store;
@@ -57,6 +58,7 @@ pub use frozen::{
     AccountantInputs, AccountedRelease, Addendum, Claim, Frozen, FrozenReport, FrozenValue,
     SOURCE_REVISION,
 };
+pub use remaining::{remaining_budget, Remaining};
 use schema::{
     format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, INDEXES, TABLES, WINDOW_TABLE,
 };
