@@ -1,7 +1,8 @@
 //! Renderers: one per output format, each a pure function from plain data
 //! (diagnostics and plan reports) to a `String`. Only the CLI prints.
 //!
-//! - [`human`]: rustc-style diagnostics (codespan-reporting) and a summary table.
+//! - [`human`]: rustc-style diagnostics (codespan-reporting) and a summary table;
+//!   [`policy_error`]: a policy file that cannot be used, the same way.
 //! - [`json`]: the documented, stable schema of docs/json-output.md.
 //! - [`sarif`]: SARIF 2.1.0, as GitHub code scanning accepts it.
 //! - [`github`]: GitHub Actions workflow annotations.
@@ -14,7 +15,7 @@ mod query_array;
 mod query_json;
 mod shared;
 
-pub use human::{human, summary_rows, summary_table};
+pub use human::{human, policy_diagnostic, policy_error, summary_rows, summary_table};
 pub use junit::junit;
 pub use machine::{
     github, github_summary, json, json_value, sarif, sarif_with, write_json, write_json_with,
