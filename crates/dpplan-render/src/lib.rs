@@ -12,7 +12,6 @@ mod human;
 mod junit;
 mod machine;
 mod query_array;
-mod query_json;
 mod shared;
 
 pub use human::{human, policy_diagnostic, policy_error, summary_rows, summary_table};
