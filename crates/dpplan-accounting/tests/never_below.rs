@@ -239,8 +239,38 @@ fn old_gdp_epsilon(mu: f64, delta: f64) -> f64 {
         0.0,
         hi,
         &Bisection::arithmetic(1e-14, 1e-300, End::Upper),
-        |e| gdp_delta(mu, e) <= delta,
+        |e| old_gdp_delta(mu, e) <= delta,
     )
+}
+
+/// The nearest δ_μ(ε) as the old search evaluated it: `gdp_delta`'s
+/// formula with statrs' erfc, which its Φ used then (the crate's Φ is
+/// libm's now, a few ulps away, which moves the old search's result: the
+/// control models the old code, so it keeps the old erfc). Below −20 the
+/// crate's ln Φ is a series without erfc, as it was.
+fn old_gdp_delta(mu: f64, eps: f64) -> f64 {
+    use statrs::function::erf::erfc;
+    let phi = |x: f64| 0.5 * erfc(-x / std::f64::consts::SQRT_2);
+    let ln_phi = |x: f64| {
+        if x > 0.0 {
+            (-phi(-x)).ln_1p()
+        } else if x > -20.0 {
+            phi(x).ln()
+        } else {
+            log_norm_cdf(x)
+        }
+    };
+    if mu <= 0.0 || eps == f64::INFINITY {
+        return gdp_delta(mu, eps);
+    }
+    let a = -eps / mu + 0.5 * mu;
+    let b = -eps / mu - 0.5 * mu;
+    let (la, lb) = (ln_phi(a), ln_phi(b));
+    let r = eps + lb - la;
+    if r >= 0.0 {
+        return 0.0;
+    }
+    (la.exp() * (-r.exp_m1())).clamp(0.0, 1.0)
 }
 
 #[test]

@@ -124,7 +124,23 @@ pub fn run(
         let analysis = analyze(&text);
         loaded.push((name, text, analysis));
     }
-    let shared = crate::policy::apply(&mut loaded, config)?;
+    let shared = match crate::policy::apply(&mut loaded, config) {
+        Ok(shared) => shared,
+        Err(e) => {
+            // Located in the policy file and rendered as a plan's
+            // diagnostics are, on standard error in every format (no
+            // plan's result is written: none was checked under its policy).
+            let color = match color {
+                ColorChoice::Always => true,
+                ColorChoice::Never => false,
+                ColorChoice::Auto => {
+                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                }
+            };
+            err!("{}", dpplan_render::policy_error(&e, color));
+            return Ok(ExitCode::from(2));
+        }
+    };
     let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
     let results: Vec<FileResult> = loaded
         .iter()

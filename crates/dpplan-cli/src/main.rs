@@ -148,8 +148,21 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            errln!("{report:?}");
+            errln!("{}", error_text(&report));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error that is not about a plan's text (those are diagnostics): its
+/// message, each cause under it, and the help line when there is one.
+fn error_text(report: &miette::Report) -> String {
+    let mut s = format!("error: {report}");
+    for cause in report.chain().skip(1) {
+        s.push_str(&format!("\n  caused by: {cause}"));
+    }
+    if let Some(help) = report.help() {
+        s.push_str(&format!("\n  help: {help}"));
+    }
+    s
 }

@@ -2,26 +2,14 @@
 //! found for each plan (the nearest one up from it, or `--config`), applied
 //! (rule levels, the organisation's rules) and the budgets shared across
 //! the checked plans composed. A policy file that cannot be used is an
-//! error located in it (miette), exit 2.
+//! error located in it (`dpplan check` renders it as it renders a plan's
+//! diagnostics, DP108 in the policy file's text), exit 2.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, Result};
-
 use dpplan_check::Analysis;
 use dpplan_policy::{ConfigError, Policy, SharedResult};
-
-fn located(e: ConfigError) -> Report {
-    let mut d = MietteDiagnostic::new(format!("{}: {}", e.file.display(), e.message));
-    if let Some(span) = e.span {
-        d = d.with_label(LabeledSpan::at(span, "here"));
-    }
-    if let Some(h) = e.help {
-        d = d.with_help(h);
-    }
-    Report::new(d).with_source_code(NamedSource::new(e.file.display().to_string(), e.text))
-}
 
 /// The shared budgets checked, with the policy file that declares them.
 pub struct Shared {
@@ -33,15 +21,15 @@ pub struct Shared {
 /// shared budgets' results. `explicit`: the `--config` file for every plan;
 /// otherwise each plan's nearest `dpplan.toml` (a plan read from standard
 /// input is placed at its `--stdin-filename`, else in the current
-/// directory).
+/// directory). The first policy file that cannot be used is the error.
 pub fn apply(
     plans: &mut [(String, String, Analysis)],
     explicit: Option<&Path>,
-) -> Result<Vec<Shared>> {
+) -> Result<Vec<Shared>, Box<ConfigError>> {
     let mut policies: BTreeMap<PathBuf, Policy> = BTreeMap::new();
     let mut governed: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
     if let Some(file) = explicit {
-        policies.insert(file.to_path_buf(), Policy::load(file).map_err(located)?);
+        policies.insert(file.to_path_buf(), Policy::load(file).map_err(Box::new)?);
     }
     for (i, (name, _, _)) in plans.iter().enumerate() {
         let place = if name == "<stdin>" {
@@ -57,7 +45,7 @@ pub fn apply(
             },
         };
         if !policies.contains_key(&file) {
-            let p = Policy::load(&file).map_err(located)?;
+            let p = Policy::load(&file).map_err(Box::new)?;
             policies.insert(file.clone(), p);
         }
         governed.entry(file).or_default().push(i);

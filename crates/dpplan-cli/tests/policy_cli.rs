@@ -302,14 +302,27 @@ fn a_policy_file_that_cannot_be_used_is_located() {
             &file,
         ]);
         assert_eq!(o.status.code(), Some(2), "{name}");
-        let err = String::from_utf8_lossy(&o.stderr).replace('\n', " ");
-        let err: String = err
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .replace("│ ", "");
-        assert!(err.contains(&format!("[{file}:{at}]")), "{name}: {err}");
+        // rendered as a plan's diagnostics are: DP108, located in the file
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with("error[DP108]: "), "{name}: {err}");
+        assert!(err.contains(&format!("┌─ {file}:{at}\n")), "{name}: {err}");
         assert!(err.contains(message), "{name}: {err}");
+        assert!(o.stdout.is_empty(), "{name}: no plan's result is written");
+        // and the same on standard error in the machine formats, whose
+        // output would otherwise claim a check under no policy
+        for format in ["json", "sarif", "github"] {
+            let m = dpplan(&[
+                "check",
+                "tests/policy/org/near-miss.dpplan",
+                "--config",
+                &file,
+                "--format",
+                format,
+            ]);
+            assert_eq!(m.status.code(), Some(2), "{name} {format}");
+            assert!(m.stdout.is_empty(), "{name} {format}");
+            assert_eq!(m.stderr, o.stderr, "{name} {format}");
+        }
     }
 }
 

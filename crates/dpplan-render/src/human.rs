@@ -4,7 +4,8 @@ use codespan_reporting::diagnostic::{
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor, Config, Styles, StylesWriter};
 use dpplan_check::CheckedPlan;
-use dpplan_diagnostics::{Diagnostic, Severity};
+use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
+use dpplan_policy::ConfigError;
 
 use crate::{num, FileResult};
 
@@ -35,47 +36,88 @@ fn to_codespan(d: &Diagnostic, text_len: usize) -> CsDiagnostic<()> {
         .with_notes(notes)
 }
 
-/// Renders one file's diagnostics rustc-style, then its summary table.
-pub fn human(file: &FileResult, color: bool) -> String {
-    let files = SimpleFile::new(file.path, file.text);
+/// Renders diagnostics rustc-style (codespan-reporting) against the text
+/// they point into: a plan's, or a policy file's.
+fn emit(path: &str, text: &str, diagnostics: &[CsDiagnostic<()>], color: bool) -> String {
+    let files = SimpleFile::new(path, text);
     let config = Config::default();
     let mut out = String::new();
+    // Rendering into memory cannot fail for an in-range span; a failure
+    // falls back to the plain message.
+    let plain = |d: &CsDiagnostic<()>| {
+        format!(
+            "{}[{}]: {}\n",
+            match d.severity {
+                CsSeverity::Error | CsSeverity::Bug => "error",
+                CsSeverity::Warning => "warning",
+                CsSeverity::Help | CsSeverity::Note => "hint",
+            },
+            d.code.as_deref().unwrap_or_default(),
+            d.message
+        )
+    };
     if color {
         let mut buffer = termcolor::Buffer::ansi();
         let styles = Styles::default();
-        for d in &file.analysis.diagnostics {
-            let cs = to_codespan(d, file.text.len());
+        for cs in diagnostics {
             let mut writer = StylesWriter::new(&mut buffer, &styles);
-            // Rendering into memory cannot fail for an in-range span; a
-            // failure falls back to the plain message.
-            if term::emit_to_write_style(&mut writer, &config, &files, &cs).is_err() {
-                out.push_str(&format!(
-                    "{}[{}]: {}\n",
-                    d.severity.as_str(),
-                    d.code,
-                    d.message
-                ));
+            if term::emit_to_write_style(&mut writer, &config, &files, cs).is_err() {
+                out.push_str(&plain(cs));
             }
         }
         out.push_str(&String::from_utf8_lossy(buffer.as_slice()));
     } else {
-        for d in &file.analysis.diagnostics {
-            let cs = to_codespan(d, file.text.len());
-            match term::emit_into_string(&config, &files, &cs) {
+        for cs in diagnostics {
+            match term::emit_into_string(&config, &files, cs) {
                 Ok(s) => out.push_str(&s),
-                Err(_) => out.push_str(&format!(
-                    "{}[{}]: {}\n",
-                    d.severity.as_str(),
-                    d.code,
-                    d.message
-                )),
+                Err(_) => out.push_str(&plain(cs)),
             }
         }
     }
+    out
+}
+
+/// Renders one file's diagnostics rustc-style, then its summary table.
+pub fn human(file: &FileResult, color: bool) -> String {
+    let diagnostics: Vec<CsDiagnostic<()>> = file
+        .analysis
+        .diagnostics
+        .iter()
+        .map(|d| to_codespan(d, file.text.len()))
+        .collect();
+    let mut out = emit(file.path, file.text, &diagnostics, color);
     if let Some(report) = &file.analysis.report {
         out.push_str(&summary_table(file.path, report));
     }
     out
+}
+
+/// A policy file that cannot be used as a diagnostic (DP108, the code the
+/// language server reports it under) located in the policy file's text.
+/// Without a place (the file cannot be read) the message names the file.
+pub fn policy_diagnostic(e: &ConfigError) -> Diagnostic {
+    let (message, span) = match &e.span {
+        Some(r) => (e.message.clone(), Span::new(r.start, r.end)),
+        None => (
+            format!("{}: {}", e.file.display(), e.message),
+            Span::new(0, 0),
+        ),
+    };
+    let d = Diagnostic::new(Code::PolicyFile, message, span).label("here");
+    match &e.help {
+        Some(h) => d.help(h.clone()),
+        None => d,
+    }
+}
+
+/// A policy file that cannot be used, rendered as the plans' diagnostics
+/// are (codespan-reporting), against the policy file's text.
+pub fn policy_error(e: &ConfigError, color: bool) -> String {
+    let mut cs = to_codespan(&policy_diagnostic(e), e.text.len());
+    if e.span.is_none() {
+        cs.labels.clear();
+    }
+    emit(&e.file.display().to_string(), &e.text, &[cs], color)
 }
 
 fn pad(s: &str, width: usize) -> String {

@@ -11,11 +11,10 @@ mod human;
 mod junit;
 mod machine;
 mod query_array;
-mod query_json;
 mod sarif;
 mod shared;
 
-pub use human::{human, summary_rows, summary_table};
+pub use human::{human, policy_diagnostic, policy_error, summary_rows, summary_table};
 pub use junit::junit;
 pub use machine::{github, github_summary, json, json_value, write_json, write_json_with};
 pub use sarif::{sarif, sarif_with, SarifOptions};

@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 use crate::{counts, FileResult};
 
 /// The JSON schema's version (docs/json-output.md). Bumped on any
-/// incompatible change.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+/// incompatible change (2: a query's keys in the checked plan's field order,
+/// its own `Serialize`, where 1 had them sorted).
+pub const JSON_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Position {
@@ -78,9 +79,9 @@ enum Field<'a> {
 impl Serialize for Field<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        // Keys in sorted order, as the whole document's `Value` had them:
-        // each query written directly (`query_json`), each diagnostic
-        // through a small `Value` of its own.
+        // Each query is the checked plan's `QueryReport` serialised by its
+        // own `Serialize` (its keys in field order); the file's own fields
+        // and each diagnostic go through a small `Value` (sorted keys).
         match self {
             Field::Value(v) => v.serialize(s),
             Field::Queries { queries: None, .. } => s.serialize_none(),
@@ -90,7 +91,7 @@ impl Serialize for Field<'_> {
             } => {
                 let mut seq = s.serialize_seq(Some(qs.len()))?;
                 for q in *qs {
-                    seq.serialize_element(&crate::query_json::SortedQuery(q))?;
+                    seq.serialize_element(q)?;
                 }
                 seq.end()
             }

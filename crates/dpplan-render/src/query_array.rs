@@ -23,8 +23,6 @@ use std::sync::mpsc::sync_channel;
 
 use dpplan_check::QueryReport;
 
-use crate::query_json::SortedQuery;
-
 /// From this many queries on, a file's array is rendered on two threads.
 pub(crate) const PARALLEL_QUERIES: usize = 4096;
 
@@ -184,7 +182,7 @@ fn render_block(queries: &[QueryReport], first_index: usize, indent: usize) -> V
         push_spaces(&mut out, indent);
         one.clear();
         // writing to a Vec cannot fail, and a report always serializes
-        let _ = serde_json::to_writer_pretty(&mut one, &SortedQuery(q));
+        let _ = serde_json::to_writer_pretty(&mut one, q);
         for (j, line) in one.split(|&b| b == b'\n').enumerate() {
             if j > 0 {
                 out.push(b'\n');

@@ -7,7 +7,7 @@
 use dpplan_diagnostics::num;
 use serde::{Deserialize, Serialize};
 
-use super::doc::Block;
+use super::doc::{Block, Text};
 
 /// The audit's JSON format and the versions of it this report reads.
 pub const AUDIT_FORMAT: &str = "dpplan-audit";
@@ -152,16 +152,29 @@ fn percent(c: f64) -> String {
 pub(super) fn blocks(b: &mut Vec<Block>, a: &AuditSummary) {
     use Block::*;
     b.push(Heading(2, "Audit of the executed mechanism".into()));
-    b.push(Para(format!(
-        "`dpplan audit` ran the real release path (the runtime's engine and samplers, no ledger) {} times on a data set D and as many on a neighbour D′ for each release, and turned the best distinguishing test's error rates into a lower bound on ε at {} confidence (Clopper–Pearson). {} A measured bound is a *lower* bound: it can expose an implementation that leaks more than claimed, it never proves privacy, and the claim above rests on the accountant, not on the audit (docs/audit.md).",
+    let verdict = Text::default();
+    let verdict = match a.verdict() {
+        AuditVerdict::Passed => {
+            verdict.t("No measured bound exceeds its claim and D and D′ behaved alike.")
+        }
+        AuditVerdict::Failed => verdict.b("The audit failed:").t(
+            " a measured bound exceeds its claim, or D and D′ behaved differently. Do not sign off this plan.",
+        ),
+        AuditVerdict::Inconclusive => verdict.b("The audit is inconclusive:").t(
+            " nothing failed, but on some release D and D′ gave the same exact cells, so no test could tell them apart; it shows nothing about those releases (not a pass).",
+        ),
+    };
+    let mut para = Text::code("dpplan audit").t(format!(
+        " ran the real release path (the runtime's engine and samplers, no ledger) {} times on a data set D and as many on a neighbour D′ for each release, and turned the best distinguishing test's error rates into a lower bound on ε at {} confidence (Clopper–Pearson). ",
         a.runs,
         percent(a.confidence),
-        match a.verdict() {
-            AuditVerdict::Passed => "No measured bound exceeds its claim and D and D′ behaved alike.",
-            AuditVerdict::Failed => "**The audit failed:** a measured bound exceeds its claim, or D and D′ behaved differently. Do not sign off this plan.",
-            AuditVerdict::Inconclusive => "**The audit is inconclusive:** nothing failed, but on some release D and D′ gave the same exact cells, so no test could tell them apart; it shows nothing about those releases (not a pass).",
-        }
-    )));
+    ));
+    para.0.extend(verdict.0);
+    b.push(Para(
+        para.t(" A measured bound is a ")
+            .e("lower")
+            .t(" bound: it can expose an implementation that leaks more than claimed, it never proves privacy, and the claim above rests on the accountant, not on the audit (docs/audit.md)."),
+    ));
     b.push(Table(
         [
             "release",
@@ -170,16 +183,16 @@ pub(super) fn blocks(b: &mut Vec<Block>, a: &AuditSummary) {
             "δ",
             "result",
         ]
-        .map(String::from)
+        .map(Text::from)
         .to_vec(),
         a.queries
             .iter()
             .map(|q| {
                 vec![
-                    format!("`{}`", q.query),
-                    down(q.measured_epsilon),
-                    num(q.claimed_epsilon),
-                    num(q.delta),
+                    Text::code(&q.query),
+                    down(q.measured_epsilon).into(),
+                    num(q.claimed_epsilon).into(),
+                    num(q.delta).into(),
                     q.verdict().word().into(),
                 ]
             })

@@ -1,16 +1,18 @@
 //! The report as a sequence of blocks, written once and rendered by the
-//! Markdown and HTML renderers (text uses `code` spans; figures are
-//! dropped by Markdown, whose tables carry their numbers).
+//! Markdown and HTML renderers (text as typed spans, [`Text`]: code, strong,
+//! emphasis; figures are dropped by Markdown, whose tables carry their
+//! numbers).
 
 use dpplan_diagnostics::num;
 
+pub(crate) use super::text::Text;
 use super::*;
 
 pub(crate) enum Block {
-    Heading(u8, String),
-    Para(String),
-    List(Vec<String>),
-    Table(Vec<String>, Vec<Vec<String>>),
+    Heading(u8, Text),
+    Para(Text),
+    List(Vec<Text>),
+    Table(Vec<Text>, Vec<Vec<Text>>),
     /// An inline SVG (HTML only).
     Figure(String),
 }
@@ -26,28 +28,33 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
     let mut b = Vec::new();
     b.push(Heading(
         1,
-        format!(
-            "Privacy review: `{}`",
-            r.plan.as_deref().unwrap_or("(unnamed plan)")
-        ),
+        Text::plain("Privacy review: ").c(r.plan.as_deref().unwrap_or("(unnamed plan)")),
     ));
-    b.push(Para(format!(
-        "**Claim:** the whole schedule ({} fresh releases) is (ε = {}, δ = {})-differentially private for one `{}` under `{}` adjacency, by {}; the budget is (ε = {}, δ = {}): {}.",
-        c.releases,
-        num(c.total.epsilon),
-        num(c.total.delta),
-        c.unit,
-        c.adjacency,
-        c.accountant_name,
-        num(c.budget.epsilon),
-        num(c.budget.delta),
-        if c.within_budget { "within budget" } else { "OVER BUDGET" }
-    )));
+    b.push(Para(
+        Text::default()
+            .b("Claim:")
+            .t(format!(
+                " the whole schedule ({} fresh releases) is (ε = {}, δ = {})-differentially private for one ",
+                c.releases,
+                num(c.total.epsilon),
+                num(c.total.delta),
+            ))
+            .c(&c.unit)
+            .t(" under ")
+            .c(&c.adjacency)
+            .t(" adjacency, by ")
+            .m(&c.accountant_name)
+            .t(format!(
+                "; the budget is (ε = {}, δ = {}): {}.",
+                num(c.budget.epsilon),
+                num(c.budget.delta),
+                if c.within_budget { "within budget" } else { "OVER BUDGET" }
+            )),
+    ));
     if !r.controls_ok {
-        b.push(Para(
-            "**The negative controls failed:** at least one query's removal or doubled bound does not move the claim (see “Negative controls”). Do not sign off this plan."
-                .into(),
-        ));
+        b.push(Para(Text::default().b("The negative controls failed:").t(
+            " at least one query's removal or doubled bound does not move the claim (see “Negative controls”). Do not sign off this plan.",
+        )));
     }
 
     contract(&mut b, r);
@@ -67,63 +74,78 @@ fn contract(b: &mut Vec<Block>, r: &Review) {
     let c = &r.contract;
     b.push(Heading(2, "The contract".into()));
     b.push(Heading(3, "Who is protected".into()));
-    let mut unit = vec![format!("Unit: `{}` — {}.", c.unit, c.unit_description)];
-    unit.push(format!("Adjacency: `{}`.", c.adjacency));
-    unit.extend(c.protected.iter().cloned());
+    let mut unit = vec![Text::plain("Unit: ")
+        .c(&c.unit)
+        .t(" — ")
+        .m(&c.unit_description)
+        .t(".")];
+    unit.push(Text::plain("Adjacency: ").c(&c.adjacency).t("."));
+    unit.extend(c.protected.iter().map(|s| Text::marked(s)));
     b.push(List(unit));
     b.push(Heading(3, "What is not protected".into()));
-    b.push(List(c.not_protected.clone()));
+    b.push(List(marked(&c.not_protected)));
     b.push(Heading(3, "Contribution bounds".into()));
     b.push(Table(
         vec!["dataset".into(), "bounds".into()],
         c.datasets
             .iter()
-            .map(|d| vec![format!("`{}`", d.name), d.summary.clone()])
+            .map(|d| vec![Text::code(&d.name), Text::marked(&d.summary)])
             .collect(),
     ));
     b.push(Heading(3, "Budget and accountants".into()));
-    b.push(Para(format!(
-        "Budget ε = {}, δ = {}. The total ε = {} at δ = {} comes from {} (`{}`: {}). Why this accountant: {}.",
-        num(c.budget.epsilon),
-        num(c.budget.delta),
-        num(c.total.epsilon),
-        num(c.total.delta),
-        c.accountant_name,
-        c.accountant,
-        c.accountant_detail,
-        c.accountant_why
-    )));
+    b.push(Para(
+        Text::plain(format!(
+            "Budget ε = {}, δ = {}. The total ε = {} at δ = {} comes from ",
+            num(c.budget.epsilon),
+            num(c.budget.delta),
+            num(c.total.epsilon),
+            num(c.total.delta),
+        ))
+        .m(&c.accountant_name)
+        .t(" (")
+        .c(&c.accountant)
+        .t(": ")
+        .m(&c.accountant_detail)
+        .t("). Why this accountant: ")
+        .m(&c.accountant_why)
+        .t("."),
+    ));
     b.push(Table(
         vec!["accountant".into(), "ε".into(), "δ".into(), "how".into()],
         c.accountants
             .iter()
             .map(|a| {
                 vec![
-                    a.name.clone(),
-                    opt(a.epsilon),
-                    opt(a.delta),
+                    Text::marked(&a.name),
+                    opt(a.epsilon).into(),
+                    opt(a.delta).into(),
                     match (&a.detail, &a.error) {
-                        (Some(d), _) => d.clone(),
-                        (None, Some(e)) => e.clone(),
-                        (None, None) => String::new(),
+                        (Some(d), _) => Text::marked(d),
+                        (None, Some(e)) => Text::marked(e),
+                        (None, None) => Text::default(),
                     },
                 ]
             })
             .collect(),
     ));
     b.push(Heading(3, "What ε and δ mean".into()));
-    b.push(List(c.delta_meaning.clone()));
+    b.push(List(marked(&c.delta_meaning)));
     if !c.checker_notes.is_empty() {
         b.push(Heading(3, "What the checker notes".into()));
-        b.push(List(c.checker_notes.clone()));
+        b.push(List(marked(&c.checker_notes)));
     }
+}
+
+/// Strings of the review's data, each read as [`Text::marked`].
+fn marked(items: &[String]) -> Vec<Text> {
+    items.iter().map(|s| Text::marked(s)).collect()
 }
 
 /// One section per query: what it releases, its sensitivity, its noise and its cost.
 fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
     use Block::*;
     b.push(Heading(2, "Queries".into()));
-    b.push(Para(format!("Calendar: {}.", r.calendar.note)));
+    b.push(Para(Text::plain("Calendar: ").m(&r.calendar.note).t(".")));
     b.push(Table(
         [
             "query",
@@ -135,28 +157,28 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
             "ε alone",
             "share",
         ]
-        .map(String::from)
+        .map(Text::from)
         .to_vec(),
         r.queries
             .iter()
             .map(|q| {
                 vec![
-                    format!("`{}`", q.name),
-                    format!("`{}`", q.aggregation),
-                    q.schedule.text.clone(),
-                    q.schedule.releases.to_string(),
-                    q.schedule.first.clone(),
-                    q.schedule.last.clone(),
-                    opt(q.epsilon_alone),
-                    percent(q.share),
+                    Text::code(&q.name),
+                    Text::code(&q.aggregation),
+                    Text::marked(&q.schedule.text),
+                    q.schedule.releases.to_string().into(),
+                    Text::marked(&q.schedule.first),
+                    Text::marked(&q.schedule.last),
+                    opt(q.epsilon_alone).into(),
+                    percent(q.share).into(),
                 ]
             })
             .collect(),
     ));
-    b.push(Para(format!(
-        "“ε alone” is the query's whole schedule accounted by itself at the budget's δ (the fast accountants' best); the ε of queries do not add up to the total. {}",
-        r.share_definition
-    )));
+    b.push(Para(
+        Text::plain("“ε alone” is the query's whole schedule accounted by itself at the budget's δ (the fast accountants' best); the ε of queries do not add up to the total. ")
+            .m(&r.share_definition),
+    ));
     if figures {
         if let Ok(svg) = figures::shares(r) {
             b.push(Figure(svg));
@@ -172,33 +194,45 @@ fn queries(b: &mut Vec<Block>, r: &Review, figures: bool) {
 /// accuracy.
 fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
     use Block::*;
-    b.push(Heading(3, format!("`{}`", q.name)));
+    b.push(Heading(3, Text::code(&q.name)));
     let mut items = vec![
-        format!("`{}` on `{}`.", q.aggregation, q.dataset),
-        format!(
-            "Schedule: {} — {} fresh release(s), the first on {}, the last on {}.",
-            q.schedule.text, q.schedule.releases, q.schedule.first, q.schedule.last
-        ),
+        Text::code(&q.aggregation).t(" on ").c(&q.dataset).t("."),
+        Text::plain("Schedule: ")
+            .m(&q.schedule.text)
+            .t(format!(
+                " — {} fresh release(s), the first on ",
+                q.schedule.releases
+            ))
+            .m(&q.schedule.first)
+            .t(", the last on ")
+            .m(&q.schedule.last)
+            .t("."),
     ];
     // a windowed query's (a cumulative count's) releases are one
     // accounted release: no window (no total) has an ε of its own
     let per_release = match &q.one_release {
         Some(why) => {
-            items.push(format!("One accounted release: {why}."));
+            items.push(Text::plain("One accounted release: ").m(why).t("."));
             format!("{} for that one release", opt(q.epsilon_per_release))
         }
         None => format!("{} per release", opt(q.epsilon_per_release)),
     };
-    items.push(format!(
-        "ε alone: {per_release}, {} for the whole schedule{}; share of the plan's ρ: {} (ρ = {}).",
-        opt(q.epsilon_alone),
-        q.alone_accountant
+    items.push(
+        Text::plain(format!(
+            "ε alone: {per_release}, {} for the whole schedule",
+            opt(q.epsilon_alone)
+        ))
+        .m(&q
+            .alone_accountant
             .as_ref()
             .map(|a| format!(" ({a})"))
-            .unwrap_or_default(),
-        percent(q.share),
-        num(q.rho)
-    ));
+            .unwrap_or_default())
+        .t(format!(
+            "; share of the plan's ρ: {} (ρ = {}).",
+            percent(q.share),
+            num(q.rho)
+        )),
+    );
     b.push(List(items));
     b.push(Table(
         [
@@ -210,41 +244,45 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
             "noise std",
             "95 % half-width",
         ]
-        .map(String::from)
+        .map(Text::from)
         .to_vec(),
         q.parts
             .iter()
             .map(|p| {
                 vec![
-                    p.role.clone(),
-                    match (p.scale, p.sigma) {
+                    Text::marked(&p.role),
+                    Text::marked(&match (p.scale, p.sigma) {
                         (_, Some(s)) => format!("{} σ = {}", p.noise, num(s)),
                         (Some(s), None) => format!("{} b = {}", p.noise, num(s)),
                         _ => p.noise.clone(),
-                    },
-                    p.calibration.clone(),
-                    num(p.l1),
-                    num(p.l2),
-                    num(p.noise_std),
-                    format!("±{}", num(p.ci95_half_width)),
+                    }),
+                    Text::marked(&p.calibration),
+                    num(p.l1).into(),
+                    num(p.l2).into(),
+                    num(p.noise_std).into(),
+                    format!("±{}", num(p.ci95_half_width)).into(),
                 ]
             })
             .collect(),
     ));
     b.push(List(part_notes(q)));
     if let Some(m) = &q.mean {
-        b.push(Para(format!("The mean's own accuracy: {}.", m.assumption)));
+        b.push(Para(
+            Text::plain("The mean's own accuracy: ")
+                .m(&m.assumption)
+                .t("."),
+        ));
         b.push(Table(
             ["true count n", "std of the mean", "95 % half-width"]
-                .map(String::from)
+                .map(Text::from)
                 .to_vec(),
             m.points
                 .iter()
                 .map(|p| {
                     vec![
-                        num(p.count),
-                        num(p.std),
-                        format!("±{}", num(p.ci95_half_width)),
+                        num(p.count).into(),
+                        num(p.std).into(),
+                        format!("±{}", num(p.ci95_half_width)).into(),
                     ]
                 })
                 .collect(),
@@ -254,44 +292,48 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
 
 /// Why each part is what it is: its derivation in words, the threshold of
 /// keys from the data, a quantile's rank error, the cells it releases.
-fn part_notes(q: &QueryReview) -> Vec<String> {
+fn part_notes(q: &QueryReview) -> Vec<Text> {
     let mut why = Vec::new();
     for p in &q.parts {
         for d in &p.derivation {
-            why.push(format!("{}: {d}", p.role));
+            why.push(Text::marked(&p.role).t(": ").m(d));
         }
         if let Some(sel) = &q.selection {
-            why.push(format!(
-                "{}: keys from the data — a key of `{}` is released only when its noisy count is above τ = {} ({}); a key only one unit has appears with probability ≤ {} per release; δ = {} over the schedule, part of the plan's δ.",
-                p.role,
-                sel.column,
-                num(sel.threshold),
-                if sel.auto { "threshold auto" } else { "declared" },
-                num(sel.release_probability),
-                num(sel.delta)
-            ));
+            why.push(
+                Text::marked(&p.role)
+                    .t(": keys from the data — a key of ")
+                    .c(&sel.column)
+                    .t(format!(
+                        " is released only when its noisy count is above τ = {} ({}); a key only one unit has appears with probability ≤ {} per release; δ = {} over the schedule, part of the plan's δ.",
+                        num(sel.threshold),
+                        if sel.auto { "threshold auto" } else { "declared" },
+                        num(sel.release_probability),
+                        num(sel.delta)
+                    )),
+            );
         }
         if p.noise == "exponential" {
-            why.push(format!(
+            why.push(Text::marked(&format!(
                 "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",
                 p.role,
                 num(p.ci95_half_width),
                 num(p.noise_std),
                 num(p.ci95_half_width)
-            ));
+            )));
         }
         if !p.cells.is_empty() {
-            why.push(format!(
-                "{}: every cell ({}) is released with noise std {} and 95 % half-width ±{}.",
-                p.role,
-                p.cells
-                    .iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+            let mut t = Text::marked(&p.role).t(": every cell (");
+            for (i, c) in p.cells.iter().enumerate() {
+                if i > 0 {
+                    t = t.t(", ");
+                }
+                t = t.c(c);
+            }
+            why.push(t.t(format!(
+                ") is released with noise std {} and 95 % half-width ±{}.",
                 num(p.noise_std),
                 num(p.ci95_half_width)
-            ));
+            )));
         }
     }
     why
@@ -301,7 +343,7 @@ fn part_notes(q: &QueryReview) -> Vec<String> {
 fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
     use Block::*;
     b.push(Heading(2, "Cumulative ε over the calendar".into()));
-    b.push(Para(r.cumulative.note.clone()));
+    b.push(Para(Text::marked(&r.cumulative.note)));
     if figures {
         if let Ok(svg) = figures::cumulative(r) {
             b.push(Figure(svg));
@@ -309,7 +351,7 @@ fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
     }
     b.push(Table(
         ["fraction of the budget", "reached on", "ε then"]
-            .map(String::from)
+            .map(Text::from)
             .to_vec(),
         r.cumulative
             .fractions
@@ -320,9 +362,10 @@ fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
                         "{:.0} % (ε = {})",
                         f.fraction * 100.0,
                         num(f.fraction * r.cumulative.budget_epsilon)
-                    ),
-                    f.at.clone().unwrap_or_else(|| "never".into()),
-                    opt(f.epsilon),
+                    )
+                    .into(),
+                    Text::marked(f.at.as_deref().unwrap_or("never")),
+                    opt(f.epsilon).into(),
                 ]
             })
             .collect(),
@@ -334,24 +377,22 @@ fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
         } else {
             (0..6).map(|i| i * (n - 1) / 5).collect()
         };
-        let mut header = vec!["date".to_string()];
-        header.extend(r.cumulative.curves.iter().map(|c| c.name.clone()));
-        let rows = picks
-            .iter()
-            .map(|&i| {
-                let mut row = vec![timeline::label(
-                    r.calendar.first_run_unix,
-                    first.points[i].t,
-                )];
-                row.extend(
-                    r.cumulative
-                        .curves
-                        .iter()
-                        .map(|c| c.points.get(i).map_or("—".into(), |p| num(p.epsilon))),
-                );
-                row
-            })
-            .collect();
+        let mut header = vec![Text::plain("date")];
+        header.extend(r.cumulative.curves.iter().map(|c| Text::marked(&c.name)));
+        let rows =
+            picks
+                .iter()
+                .map(|&i| {
+                    let mut row = vec![Text::plain(timeline::label(
+                        r.calendar.first_run_unix,
+                        first.points[i].t,
+                    ))];
+                    row.extend(r.cumulative.curves.iter().map(|c| {
+                        Text::plain(c.points.get(i).map_or("—".into(), |p| num(p.epsilon)))
+                    }));
+                    row
+                })
+                .collect();
         b.push(Table(header, rows));
     }
 }
@@ -373,13 +414,19 @@ fn averaging(b: &mut Vec<Block>, r: &Review, figures: bool) {
             }
             b.push(Table(
                 vec![
-                    format!("`{}`: r", a.query),
+                    Text::code(&a.query).t(": r"),
                     "std of the average".into(),
                     "ε of r releases".into(),
                 ],
                 a.points
                     .iter()
-                    .map(|p| vec![p.r.to_string(), num(p.std_of_mean), num(p.epsilon)])
+                    .map(|p| {
+                        vec![
+                            p.r.to_string().into(),
+                            num(p.std_of_mean).into(),
+                            num(p.epsilon).into(),
+                        ]
+                    })
                     .collect(),
             ));
         }
@@ -391,11 +438,10 @@ fn controls(b: &mut Vec<Block>, r: &Review) {
     use Block::*;
     let c = &r.contract;
     b.push(Heading(2, "Negative controls".into()));
-    b.push(Para(format!(
-        "{} The plan's total is ε = {}.",
-        r.controls_definition,
+    b.push(Para(Text::marked(&r.controls_definition).t(format!(
+        " The plan's total is ε = {}.",
         num(c.total.epsilon)
-    )));
+    ))));
     b.push(Table(
         [
             "query",
@@ -403,15 +449,15 @@ fn controls(b: &mut Vec<Block>, r: &Review) {
             "total with its bound doubled",
             "moves the claim",
         ]
-        .map(String::from)
+        .map(Text::from)
         .to_vec(),
         r.controls
             .iter()
             .map(|k| {
                 vec![
-                    format!("`{}`", k.query),
-                    num(k.without),
-                    num(k.doubled),
+                    Text::code(&k.query),
+                    num(k.without).into(),
+                    num(k.doubled).into(),
                     match (k.without_moves, k.doubled_moves) {
                         (true, true) => "yes".into(),
                         (false, true) => "NO: removing it does not lower the total".into(),

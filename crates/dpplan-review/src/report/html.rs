@@ -5,24 +5,8 @@ use super::doc::{blocks, Block};
 use super::figures::escape;
 use super::Review;
 
-/// Escaped text with `code` spans and **bold** turned into elements.
-fn inline(s: &str) -> String {
-    let mut out = String::new();
-    for (i, piece) in escape(s).split('`').enumerate() {
-        if i % 2 == 1 {
-            out.push_str(&format!("<code>{piece}</code>"));
-        } else {
-            for (j, p) in piece.split("**").enumerate() {
-                if j % 2 == 1 {
-                    out.push_str(&format!("<strong>{p}</strong>"));
-                } else {
-                    out.push_str(p);
-                }
-            }
-        }
-    }
-    out
-}
+// Each block's text is typed spans (`super::text`), rendered to elements with
+// every span escaped.
 
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45;color:#111}
 table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.92rem}th,td{border:1px solid #bbb;padding:.25rem .5rem;text-align:left;vertical-align:top}th{background:#eee}
@@ -41,29 +25,29 @@ pub fn html(review: &Review) -> String {
     for b in blocks(review, true) {
         match b {
             Block::Heading(level, text) => {
-                out.push_str(&format!("<h{level}>{}</h{level}>\n", inline(&text)))
+                out.push_str(&format!("<h{level}>{}</h{level}>\n", text.html()))
             }
-            Block::Para(text) => out.push_str(&format!("<p>{}</p>\n", inline(&text))),
+            Block::Para(text) => out.push_str(&format!("<p>{}</p>\n", text.html())),
             Block::List(items) => {
                 if items.is_empty() {
                     continue;
                 }
                 out.push_str("<ul>\n");
                 for i in items {
-                    out.push_str(&format!("<li>{}</li>\n", inline(&i)));
+                    out.push_str(&format!("<li>{}</li>\n", i.html()));
                 }
                 out.push_str("</ul>\n");
             }
             Block::Table(header, rows) => {
                 out.push_str("<table>\n<thead><tr>");
                 for h in header {
-                    out.push_str(&format!("<th>{}</th>", inline(&h)));
+                    out.push_str(&format!("<th>{}</th>", h.html()));
                 }
                 out.push_str("</tr></thead>\n<tbody>\n");
                 for r in rows {
                     out.push_str("<tr>");
                     for c in r {
-                        out.push_str(&format!("<td>{}</td>", inline(&c)));
+                        out.push_str(&format!("<td>{}</td>", c.html()));
                     }
                     out.push_str("</tr>\n");
                 }

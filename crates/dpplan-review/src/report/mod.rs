@@ -14,6 +14,7 @@ mod doc;
 pub mod figures;
 mod html;
 mod markdown;
+mod text;
 mod timeline;
 
 use serde::{Deserialize, Serialize};
