@@ -459,7 +459,11 @@ fn report(out: &RunOutput) {
             u.accountant
         );
     }
-    let fresh = out.results.iter().filter(|r| r.origin == "fresh").count();
+    let fresh = out
+        .results
+        .iter()
+        .filter(|r| r.origin == dpplan_runtime::Origin::Fresh)
+        .count();
     if let (Some(ended), true) = (&out.schedule_ended, out.results.is_empty()) {
         errln!(
             "the schedule of {} ended on {ended}: nothing left to release",

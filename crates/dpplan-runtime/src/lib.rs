@@ -96,14 +96,36 @@ pub struct Cell {
     pub ci95_high: f64,
 }
 
+/// Where a published value comes from; serialised as its name (`fresh`,
+/// `ledger`, `republished`), in the JSON output, the CSV and the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Drawn by this run.
+    Fresh,
+    /// Served from the ledger (released by an earlier run).
+    Ledger,
+    /// A `publish` of a released value: post-processing, free.
+    Republished,
+}
+
+impl Origin {
+    /// The name, as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Fresh => "fresh",
+            Origin::Ledger => "ledger",
+            Origin::Republished => "republished",
+        }
+    }
+}
+
 /// One release as published (and as stored in the ledger).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseResult {
     pub query: String,
     pub slot: u64,
-    /// `fresh` (drawn now), `ledger` (served from the ledger) or
-    /// `republished` (a `publish` of a released value).
-    pub origin: String,
+    pub origin: Origin,
     pub republished_from: Option<String>,
     pub aggregation: String,
     pub mechanism: String,
@@ -631,7 +653,9 @@ fn release(
             // Another runtime took the slot between our look and our
             // exclusive transaction: serve its value if it has one.
             return Ok(match ledger.slot_state(&r.name, slot)? {
-                SlotState::Released(v) => Released::Value(served(ledger, &v, "ledger", None)?),
+                SlotState::Released(v) => {
+                    Released::Value(served(ledger, &v, Origin::Ledger, None)?)
+                }
                 _ => Released::Refused(Refusal {
                     query: r.name.clone(),
                     slot: Some(slot),
@@ -699,7 +723,12 @@ fn republications(
                 continue;
             }
         }
-        out.push(served(ledger, &e, "republished", Some(p.name.clone()))?);
+        out.push(served(
+            ledger,
+            &e,
+            Origin::Republished,
+            Some(p.name.clone()),
+        )?);
     }
     Ok(out)
 }
@@ -761,7 +790,7 @@ fn compare(v: f64, cmp: Comparison, t: f64) -> bool {
 fn served(
     ledger: &Ledger,
     e: &ledger::Entry,
-    origin: &str,
+    origin: Origin,
     publish: Option<String>,
 ) -> Result<ReleaseResult, RunError> {
     let mut r: ReleaseResult =
@@ -771,7 +800,7 @@ fn served(
                 e.seq
             )))
         })?;
-    r.origin = origin.into();
+    r.origin = origin;
     r.epsilon = 0.0;
     r.delta = 0.0;
     r.ledger_seq = Some(e.seq);
@@ -894,7 +923,7 @@ pub(crate) fn fresh_result(
     ReleaseResult {
         query: r.name.clone(),
         slot,
-        origin: "fresh".into(),
+        origin: Origin::Fresh,
         republished_from: None,
         aggregation: r.aggregation.text.clone(),
         mechanism: mechanism_text(r),
@@ -931,7 +960,7 @@ pub fn results_csv(out: &RunOutput) -> String {
             let _ = w.write_record([
                 r.query.clone(),
                 r.slot.to_string(),
-                r.origin.clone(),
+                r.origin.name().to_string(),
                 r.republished_from.clone().unwrap_or_default(),
                 c.group.clone().unwrap_or_default(),
                 c.value.to_string(),

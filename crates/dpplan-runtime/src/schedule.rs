@@ -348,7 +348,7 @@ pub(crate) fn due<'a>(
 fn served_seq(ledger: Option<&Ledger>, seq: i64) -> Result<ReleaseResult, RunError> {
     let l = ledger.ok_or(LedgerError::NoSuchEntry(seq))?;
     let e = l.entry(seq)?.ok_or(LedgerError::NoSuchEntry(seq))?;
-    served(l, &e, "ledger", None)
+    served(l, &e, crate::Origin::Ledger, None)
 }
 
 fn unpublished(r: &Release, slot: u64, seq: i64) -> Refusal {
