@@ -6,7 +6,7 @@
 #   - mpmath 1.3.0 from PyPI in target/test-deps/mpmath-venv (the accounting
 #     crate's 60-digit reference);
 #   - Debian's `chromium`, the headless browser in which the HTML report is
-#     opened (crates/dpplan-cli/tests/report_browser.rs), unless one is on
+#     opened (crates/dpplan-cli/tests/it/report_browser.rs), unless one is on
 #     the PATH or named by DPPLAN_CHROMIUM.
 #   - Java (Debian's openjdk-17-jre-headless, unless `java` is on the PATH)
 #     and PySpark 4.3.0 from the Python package index in a virtual

@@ -5,9 +5,7 @@
 //! the ledger charges the claimed ε and verifies, and `dpplan report`
 //! states τ and the δ it costs.
 
-mod support;
-
-use support::{compiled, dpplan, ok, root, text};
+use crate::support::{compiled, dpplan, ok, root, text};
 
 #[test]
 fn the_site_visits_example_checks_compiles_runs_and_reports() {

@@ -3,9 +3,7 @@
 //! (not one), `dpplan run` releases the count of the kept rows' ids, and
 //! the ledger verifies.
 
-mod support;
-
-use support::{dpplan, text};
+use crate::support::{dpplan, text};
 
 const PLAN: &str = r#"plan "drivers" {
   privacy { unit user by rider_id adjacency add_remove budget epsilon 1000 }

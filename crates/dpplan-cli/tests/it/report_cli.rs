@@ -4,8 +4,7 @@
 
 use serde_json::Value;
 
-mod support;
-use support::{dpplan_at_root as dpplan, root};
+use crate::support::{dpplan_at_root as dpplan, root};
 
 fn examples() -> Vec<String> {
     let mut out = Vec::new();

@@ -8,11 +8,9 @@
 //! nothing. Each figure is checked against the data's exact counts (Laplace
 //! noise of scale 0.0001).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
-use support::{dpplan, text};
+use crate::support::{dpplan, sql, text};
 
 const PLAN: &str = r#"plan "cron" {
   privacy {
@@ -497,11 +495,6 @@ fn users_run() -> Setup {
         assert!(o.status.success(), "{}", text(&o.stderr));
     }
     s
-}
-
-fn sql(ledger: &str, batch: &str) {
-    let c = rusqlite::Connection::open(ledger).unwrap();
-    c.execute_batch(batch).unwrap();
 }
 
 /// `verify` and the next day's run both refuse; the run charges nothing.

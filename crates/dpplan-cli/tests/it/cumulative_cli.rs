@@ -7,12 +7,10 @@
 //! and `dpplan audit` refuse it and leave no ledger; the same plan
 //! without `cumulative` has no tree (negative control).
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::{compiled, dpplan, root, text};
+use crate::support::{compiled, dpplan, root, text};
 
 /// `dpplan run PLAN --ledger LEDGER --data DATA --at AT EXTRA…`, with no
 /// standard input.

@@ -4,11 +4,9 @@
 //! week of daily slots and the first weekly slot, `dpplan ledger verify`;
 //! and the Spark engine's refusal of these constructs before any charge.
 
-mod support;
-
 use std::path::Path;
 
-use support::{compiled, dpplan, root, text};
+use crate::support::{compiled, dpplan, root, text};
 
 fn compile(dir: &Path) -> String {
     let src = root().join("examples/ride-sharing");

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-mod support;
-use support::{dpplan, text};
+use crate::support::{dpplan, text};
 
 const PLAN: &str = r#"plan "spark-cli" {
   privacy { unit user by uid adjacency add_remove budget epsilon 5 delta 1e-6 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+use crate::support::{dpplan, ok};
+
 /// 2026-03-02T00:00:00Z
 const START: i64 = 1_772_409_600;
 const HOUR: i64 = 3600;
@@ -48,23 +50,6 @@ fn plan_text(until: &str) -> String {
 }}
 "#
     )
-}
-
-fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run dpplan")
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 /// One trip row: rider, time.

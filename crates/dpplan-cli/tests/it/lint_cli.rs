@@ -3,30 +3,12 @@
 //! under the name `--stdin-filename` gives).
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn dpplan(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run dpplan");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or_default()).unwrap();
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::support::{dpplan_piped as dpplan, root, text};
 
 fn docs() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md"))
-        .unwrap()
+    std::fs::read_to_string(root().join("docs/diagnostics.md")).unwrap()
 }
 
 #[test]
@@ -78,7 +60,7 @@ fn rule_refuses_an_unknown_code_and_lists_every_code() {
 
 #[test]
 fn check_reads_standard_input_under_the_name_given() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let plan = std::fs::read(root.join("examples/census/census.dpplan")).unwrap();
     let o = dpplan(
         &[
@@ -167,7 +149,7 @@ fn prints(sarif: &serde_json::Value) -> Vec<(String, u64)> {
 
 #[test]
 fn sarif_fingerprints_survive_edits_elsewhere_and_rules_carry_their_docs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let plan =
         std::fs::read_to_string(root.join("tests/corpus/dp009-fresh-rerelease.dpplan")).unwrap();
     let before = prints(&sarif_of(&plan, &[]));
@@ -244,7 +226,7 @@ print(json.dumps(out))
 
 #[test]
 fn junit_report_fails_what_check_fails() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let p = |f: &str| root.join(f).to_str().unwrap().to_string();
     let (good, bad, warn) = (
         p("examples/census/census.dpplan"),
@@ -297,7 +279,7 @@ fn junit_report_fails_what_check_fails() {
 /// with their reasons, in JSON (`suppressed`) and SARIF (`suppressions`).
 #[test]
 fn suppressions_are_listed_with_their_reasons() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root();
     let near = root.join("tests/corpus/dp020-near-miss.dpplan");
     let path = near.to_str().unwrap();
     let o = dpplan(&["check", path, "--format", "json"], None);

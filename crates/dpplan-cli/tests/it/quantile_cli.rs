@@ -4,9 +4,7 @@
 //! ledger charges the claimed ε and verifies, and `dpplan report` states
 //! the mechanism.
 
-mod support;
-
-use support::{dpplan, root, text};
+use crate::support::{dpplan, root, text};
 
 #[test]
 fn the_trip_fares_example_checks_compiles_runs_and_reports() {

@@ -7,8 +7,7 @@ use std::process::{Command, Output};
 use dpplan_runtime::ledger::Entry;
 use rusqlite::{params, Connection};
 
-mod support;
-use support::{dpplan, ok, root, text};
+use crate::support::{dpplan, exported, ok, root, sql, text};
 
 /// SHA-256 by coreutils' `sha256sum`: not dpplan's own code.
 fn sha256sum(path: &Path) -> String {
@@ -80,18 +79,7 @@ fn plan_json(s: &Setup) -> String {
 }
 
 fn entries(ledger: &str) -> Vec<Entry> {
-    let o = dpplan(&["ledger", "export", ledger]);
-    text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn sql(ledger: &str, batch: &str) {
-    Connection::open(ledger)
-        .unwrap()
-        .execute_batch(batch)
-        .unwrap();
+    exported(ledger)
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! taken, every figure is drawn (not blank), and the page makes no network
 //! request. The harness itself is checked first with pages built to fail.
 
-mod browser;
+use crate::browser;
+use crate::support::root;
 
 use std::path::Path;
 
@@ -47,10 +48,6 @@ fn the_harness_sees_requests_and_ink() {
         "{:?}",
         leaky.page_requests
     );
-}
-
-fn root() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn examples() -> Vec<std::path::PathBuf> {

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-mod support;
-use support::{dpplan, root, text};
+use crate::support::{dpplan, exported, root, sql, text};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -38,11 +37,7 @@ fn latest_hash(stderr: &str) -> String {
 }
 
 fn entries(ledger: &str) -> Vec<serde_json::Value> {
-    let o = dpplan(&["ledger", "export", ledger]);
-    text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    exported(ledger)
 }
 
 fn count_rows(ledger: &str) -> i64 {
@@ -50,13 +45,6 @@ fn count_rows(ledger: &str) -> i64 {
         .unwrap()
         .query_row("SELECT COUNT(*) FROM entries", [], |r| r.get(0))
         .unwrap()
-}
-
-fn sql(ledger: &str, batch: &str) {
-    Connection::open(ledger)
-        .unwrap()
-        .execute_batch(batch)
-        .unwrap();
 }
 
 const DROP: &str = "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;";

@@ -4,25 +4,15 @@
 //! re-publication serves, refusals that used to exit 0, budget raises).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::support::{dpplan, root, text};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_dpplan"));
     c.stdin(Stdio::null());
     c
-}
-
-fn dpplan(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run dpplan")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The web-analytics example compiled into `dir` with its data (or, with

@@ -2,12 +2,10 @@
 //! its numbers printed and written as JSON; bad input gets a clear error
 //! and an exit code, never a panic; the shipped build knows no fault.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
-use support::{compiled, dpplan, root, text};
+use crate::support::{compiled, dpplan, root, text};
 
 /// The web-analytics example compiled into `dir`, with its data.
 fn setup(dir: &Path) -> String {

@@ -12,8 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod support;
-use support::{dpplan_at_root as dpplan, root};
+use crate::support::{dpplan_at_root as dpplan, root};
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)

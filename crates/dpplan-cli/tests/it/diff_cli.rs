@@ -3,17 +3,12 @@
 //! every number against `dpplan check --format json` of each side, exit
 //! codes with negative controls, and `--git` against a real repository.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use crate::support::{dpplan_in, root};
 
 fn example(name: &str) -> String {
     std::fs::read_to_string(root().join(format!("examples/{name}/{name}.dpplan"))).unwrap()
@@ -42,15 +37,6 @@ fn pair(old: &str, new: &str) -> Pair {
     std::fs::write(dir.path().join("old.dpplan"), old).unwrap();
     std::fs::write(dir.path().join("new.dpplan"), new).unwrap();
     Pair { dir }
-}
-
-fn dpplan_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run dpplan")
 }
 
 impl Pair {

@@ -3,8 +3,7 @@
 //! has the delay in the release's schedule, and the same claim as without
 //! it) and refuse it, with its location, on a query without a window.
 
-mod support;
-use support::{dpplan, text};
+use crate::support::{dpplan, text};
 
 fn plan_text(window: &str) -> String {
     format!(
