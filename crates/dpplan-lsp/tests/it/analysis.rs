@@ -4,9 +4,7 @@
 //! published twice. The tests assert the order and content of messages,
 //! never durations.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const BIG: &str = "file:///big.dpplan";

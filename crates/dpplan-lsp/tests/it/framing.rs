@@ -5,9 +5,7 @@
 //! the bad message with a JSON-RPC error where the protocol allows, and keep
 //! its logs and error messages short whatever the input.
 
-mod common;
-
-use common::process::{frame, notification, request, Output, Server};
+use crate::common::process::{frame, notification, request, Output, Server};
 use serde_json::{json, Value};
 
 const URI: &str = "file:///framing.dpplan";

@@ -3,9 +3,8 @@
 //! document, and `shutdown`, are answered before that analysis publishes its
 //! full diagnostics. The test asserts the order of messages, not durations.
 
-mod common;
-
-use common::process::{notification, request, Server};
+use crate::common;
+use crate::common::process::{notification, request, Server};
 use serde_json::{json, Value};
 
 const SMALL: &str = "file:///small.dpplan";

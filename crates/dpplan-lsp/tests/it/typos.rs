@@ -2,9 +2,7 @@
 //! cascade), "did you mean" as a quick fix, and a hover that says what is
 //! unknown instead of a number.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const URI: &str = "file:///typos.dpplan";

@@ -3,11 +3,9 @@
 //! overrides and organisation rules; a broken policy file is one DP108
 //! diagnostic; a changed file is read again.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const PLAN: &str = "plan \"p\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 3\n  }\n  dataset visits {\n    column uid : id\n    column n : int in [0, 5]\n  }\n  query total {\n    sum(visits.n)\n    noise laplace scale 50\n    schedule once\n  }\n}\n";

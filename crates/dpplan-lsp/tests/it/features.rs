@@ -1,8 +1,6 @@
 //! Every feature of the server, in process, over `Connection::memory()`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const URI: &str = "file:///work/plan.dpplan";

@@ -3,12 +3,12 @@
 //! documents and hundreds of random edits. The server answers every request
 //! and exits only when asked.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use crate::common;
 
 struct Wire {
     to_server: std::io::PipeWriter,
