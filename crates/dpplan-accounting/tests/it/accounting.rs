@@ -182,7 +182,7 @@ fn gdp_published_values() {
             // the proven bound and the nearest value (statrs' erfc, off by up
             // to ~1e-10 itself: that is why it no longer drives a search)
             // agree closely; that the bound is above the truth is checked
-            // against 60 digits in tests/never_below.rs
+            // against 60 digits in tests/it/never_below.rs
             let (near, up) = (gdp_delta(mu, e), gdp_delta_upper(mu, e));
             assert!((up - near).abs() <= 1e-6 * near, "{near} {up}");
             let below = e * (1.0 - 1e-9) - 1e-300;

@@ -8,10 +8,10 @@
 //! test; elsewhere it says it skipped. `scripts/test-deps.sh` installs the
 //! pinned mpmath in `target/test-deps/mpmath-venv`.
 
-mod common;
-
 use dpplan_accounting::*;
 use serde_json::{json, Value};
+
+use crate::common;
 
 fn laplace(b: f64, count: u64) -> Vec<Release> {
     vec![Release {

@@ -19,12 +19,12 @@
 //! test; elsewhere the test says it skipped. `scripts/test-deps.sh`
 //! installs the pinned mpmath in `target/test-deps/mpmath-venv`.
 
-mod common;
-
 use dpplan_accounting::roots::{bisect, Bisection, End};
 use dpplan_accounting::*;
 use serde_json::{json, Value};
 use std::time::Instant;
+
+use crate::common;
 
 /// splitmix64: a seeded, reproducible stream (no dependency on rand's
 /// algorithm choices across versions)
@@ -308,7 +308,7 @@ fn no_accountant_prints_an_epsilon_below_the_60_digit_reference() {
                 // is a 10⁻⁴ sliver of Φ(a) and the bound's slack is amplified
                 // by that cancellation), within 1e-12 absolute; the advanced
                 // one within 1e-8 of KOV (accountants/kov.rs; its rounding
-                // allowance grows with √k, tests/kov_long.rs goes to 10¹²), far
+                // allowance grows with √k, tests/it/kov_long.rs goes to 10¹²), far
                 // inside the 0.1 %
                 let tol = if *a == Accountant::Advanced {
                     1e-8
