@@ -6,7 +6,7 @@
 #   - mpmath 1.3.0 from PyPI in target/test-deps/mpmath-venv (the accounting
 #     crate's 60-digit reference);
 #   - Debian's `chromium`, the headless browser in which the HTML report is
-#     opened (crates/dpplan-cli/tests/report_browser.rs), unless one is on
+#     opened (crates/dpplan-cli/tests/it/report_browser.rs), unless one is on
 #     the PATH or named by DPPLAN_CHROMIUM.
 #   - Java (Debian's openjdk-17-jre-headless, unless `java` is on the PATH)
 #     and PySpark 4.3.0 from the Python package index in a virtual
@@ -49,7 +49,7 @@ if ! "$venv/bin/python" -c 'import pyspark, sys; sys.exit(pyspark.__version__ !=
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyspark==4.3.0
 fi
 # mpmath (PyPI, pinned) in a venv: the 60-digit reference of the accounting
-# crate's never-below property test (crates/dpplan-accounting/tests/never_below.rs)
+# crate's never-below property test (crates/dpplan-accounting/tests/it/never_below.rs)
 mpmath_py="$deps/mpmath-venv/bin/python"
 if ! { [ -x "$mpmath_py" ] && "$mpmath_py" -c 'import mpmath, sys; sys.exit(mpmath.__version__ != "1.3.0")' 2>/dev/null; }; then
   python3 -m venv "$deps/mpmath-venv"

@@ -146,7 +146,7 @@ fn every_did_you_mean_is_expected_and_every_expected_one_is_given() {
 fn every_code_has_a_trigger_and_a_near_miss() {
     let files = corpus_files();
     // the policy's codes (DP100 and up) need a policy file: their triggers
-    // and near misses are in tests/policy/ (crates/dpplan-cli/tests/policy_cli.rs)
+    // and near misses are in tests/policy/ (crates/dpplan-cli/tests/it/policy_cli.rs)
     for code in Code::ALL.iter().filter(|c| !c.is_policy()) {
         let prefix = code.as_str().to_ascii_lowercase();
         let triggers: Vec<&PathBuf> = files

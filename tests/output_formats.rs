@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-#[path = "../crates/dpplan-cli/tests/support/mod.rs"]
-mod support;
-use support::{dpplan_at_root as dpplan, root};
+use crate::support::{dpplan_at_root as dpplan, root};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("UTF-8 output")

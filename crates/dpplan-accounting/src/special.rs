@@ -15,7 +15,7 @@
 //! [`ELEM_ULPS`] = 4 ulps for the elementary functions and [`ERFC_ULPS`] =
 //! 16 ulps for erfc — 4× the documented or measured figures — and an
 //! ulp is at most 2u relative. The property test
-//! (`tests/never_below.rs`) checks erfc against 50-digit values over the
+//! (`tests/it/never_below.rs`) checks erfc against 50-digit values over the
 //! arguments it uses and fails above 8 ulps, so the assumption is tested,
 //! not only cited.
 

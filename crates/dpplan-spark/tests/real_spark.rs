@@ -80,7 +80,7 @@ fn examples() -> PathBuf {
 /// keys from the data, refused as tested in src/tests.rs
 /// `keys_from_data_are_refused_before_any_charge`; signups: a cumulative count,
 /// which `dpplan compile` refuses until the runtime runs the tree,
-/// crates/dpplan-cli/tests/cumulative_cli.rs)
+/// crates/dpplan-cli/tests/it/cumulative_cli.rs)
 const SPARK_REFUSES: &[&str] = &["ride-sharing", "signups", "site-visits", "trip-fares"];
 
 /// Every shipped example with data: row-level (exact) and, for user-level

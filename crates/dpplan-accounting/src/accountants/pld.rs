@@ -865,7 +865,7 @@ fn error_terms(ctx: &Ctx) -> String {
 }
 
 #[cfg(test)]
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/it/common/mod.rs"]
 mod common;
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""High-precision reference for crates/dpplan-accounting/tests/kov_long.rs.
+"""High-precision reference for crates/dpplan-accounting/tests/it/kov_long.rs.
 
 The exact privacy profile of k-fold randomized response RR_e0 (Kairouz-Oh-
 Viswanath 2015 Thm 3.3: the optimal composition of k e0-DP mechanisms):

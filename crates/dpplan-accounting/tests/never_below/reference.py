@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""50-digit reference for crates/dpplan-accounting/tests/never_below.rs.
+"""50-digit reference for crates/dpplan-accounting/tests/it/never_below.rs.
 
 Reads a JSON document of cases on stdin and writes one JSON verdict per case
 on stdout. Every float arrives as Rust's shortest round-trip repr, so

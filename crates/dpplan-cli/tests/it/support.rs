@@ -1,0 +1,106 @@
+//! What the binary's tests share: running the real `dpplan` and reading
+//! its output. (Each test module uses part of it.)
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root")
+}
+
+/// `dpplan ARGS…` in the test's working directory, with no standard input.
+pub fn dpplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpplan"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dpplan")
+}
+
+/// `dpplan ARGS…` with `STDIN` (none: an empty one) on a pipe.
+pub fn dpplan_piped(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run dpplan");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// `dpplan ARGS…` in `dir` (so that the paths it prints are relative to
+/// it), without colours and with no standard input.
+pub fn dpplan_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpplan"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dpplan")
+}
+
+/// `dpplan ARGS…` from the repository root (so that the paths it prints are
+/// relative to it), without colours and with no standard input.
+pub fn dpplan_at_root(args: &[&str]) -> Output {
+    dpplan_in(&root(), args)
+}
+
+/// Output bytes as text (invalid UTF-8 replaced).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Asserts that the command succeeded, showing its exit code and output.
+pub fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+/// Writes `source_text` as `DIR/NAME.dpplan` and compiles it to
+/// `DIR/NAME.json` (asserting that it compiles); the compiled plan's path.
+pub fn compiled(dir: &Path, name: &str, source_text: &str) -> PathBuf {
+    let source = dir.join(format!("{name}.dpplan"));
+    std::fs::write(&source, source_text).unwrap();
+    let plan = dir.join(format!("{name}.json"));
+    let o = dpplan(&[
+        "compile",
+        source.to_str().unwrap(),
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    plan
+}
+
+/// The entries of `dpplan ledger export LEDGER`, one JSON document a line.
+pub fn exported<T: serde::de::DeserializeOwned>(ledger: &str) -> Vec<T> {
+    let o = dpplan(&["ledger", "export", ledger]);
+    text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Runs the SQL `batch` on the ledger's SQLite database behind the
+/// binary's back (tests that damage or forge a ledger).
+pub fn sql(ledger: &str, batch: &str) {
+    rusqlite::Connection::open(ledger)
+        .unwrap()
+        .execute_batch(batch)
+        .unwrap();
+}
