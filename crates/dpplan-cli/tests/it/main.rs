@@ -8,12 +8,12 @@
 mod browser;
 mod support;
 
+#[path = "../../../../tests/architecture.rs"]
+mod architecture;
 #[path = "../../../../tests/corpus.rs"]
 mod corpus;
 #[path = "../../../../tests/output_formats.rs"]
 mod output_formats;
-#[path = "../../../../tests/architecture.rs"]
-mod architecture;
 
 mod account_cli;
 mod audit_cli;
