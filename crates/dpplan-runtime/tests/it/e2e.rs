@@ -57,7 +57,11 @@ fn every_example_runs_on_its_data() {
         o.start = Some(dpplan_runtime::ledger::now_unix() - 7 * 86_400);
         let out = run(&plan, &o, &CsvEngine).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(out.refused.is_empty(), "{name}: {:?}", out.refused);
-        let fresh: Vec<_> = out.results.iter().filter(|r| r.origin == "fresh").collect();
+        let fresh: Vec<_> = out
+            .results
+            .iter()
+            .filter(|r| r.origin == dpplan_runtime::Origin::Fresh)
+            .collect();
         assert_eq!(
             fresh.len(),
             plan.body.releases.len(),
@@ -105,14 +109,18 @@ fn every_example_runs_on_its_data() {
             again
                 .results
                 .iter()
-                .all(|r| r.origin != "fresh" && r.epsilon == 0.0),
+                .all(|r| r.origin != dpplan_runtime::Origin::Fresh && r.epsilon == 0.0),
             "{name}"
         );
-        for r in again.results.iter().filter(|r| r.origin == "ledger") {
+        for r in again
+            .results
+            .iter()
+            .filter(|r| r.origin == dpplan_runtime::Origin::Ledger)
+        {
             let first = out
                 .results
                 .iter()
-                .find(|x| x.query == r.query && x.origin == "fresh")
+                .find(|x| x.query == r.query && x.origin == dpplan_runtime::Origin::Fresh)
                 .unwrap();
             assert_eq!(
                 first.cells, r.cells,
@@ -415,7 +423,7 @@ fn republication_is_served_from_the_ledger_for_free() {
     let out = run(&plan, &o, &CsvEngine).unwrap();
     let fresh = result(&out, "daily_visits");
     let copy = result(&out, "dashboard_copy");
-    assert_eq!(copy.origin, "republished");
+    assert_eq!(copy.origin, dpplan_runtime::Origin::Republished);
     assert_eq!(copy.republished_from.as_deref(), Some("daily_visits"));
     assert_eq!(copy.cells, fresh.cells);
     assert_eq!(copy.epsilon, 0.0);
@@ -475,7 +483,10 @@ fn a_corrected_value_is_served_with_its_correction() {
             r.query
         );
     }
-    assert!(served.results.iter().any(|r| r.origin == "republished"));
+    assert!(served
+        .results
+        .iter()
+        .any(|r| r.origin == dpplan_runtime::Origin::Republished));
     let csv = dpplan_runtime::results_csv(&served);
     assert!(csv.lines().next().unwrap().ends_with(",corrected_by"));
     assert!(csv.contains(&format!("{} {}", c1.seq, c2.seq)));
@@ -628,12 +639,18 @@ fn times_schedule_cannot_be_overspent() {
     let o = opts("repeated-release", &dir.path().join("l.sqlite"));
     for i in 0..10 {
         let out = run(&plan, &o, &CsvEngine).unwrap();
-        let r = out.results.iter().find(|r| r.origin == "fresh").unwrap();
+        let r = out
+            .results
+            .iter()
+            .find(|r| r.origin == dpplan_runtime::Origin::Fresh)
+            .unwrap();
         assert_eq!(r.slot, i);
     }
     let out = run(&plan, &o, &CsvEngine).unwrap();
     assert!(
-        out.results.iter().all(|r| r.origin != "fresh"),
+        out.results
+            .iter()
+            .all(|r| r.origin != dpplan_runtime::Origin::Fresh),
         "an 11th release of a 10-times schedule"
     );
     let l = Ledger::open(&o.ledger, None).unwrap();
@@ -648,7 +665,10 @@ fn times_schedule_cannot_be_overspent() {
     let mut o2 = o.clone();
     o2.slot = Some(10);
     let out = run(&plan, &o2, &CsvEngine).unwrap();
-    assert!(out.results.iter().all(|r| r.origin != "fresh"));
+    assert!(out
+        .results
+        .iter()
+        .all(|r| r.origin != dpplan_runtime::Origin::Fresh));
 }
 
 #[test]
