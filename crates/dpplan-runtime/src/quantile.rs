@@ -11,7 +11,7 @@
 //! sampled by rejection: draw j uniformly among the m candidates and accept
 //! it with probability exp(−(u* − u_j)/(2b)) ≤ 1 (u* the best score), a
 //! Bernoulli(exp(−γ)) with γ a ratio of big integers (Canonne–Kamath–
-//! Steinke 2020, Algorithm 1, [`bernoulli_exp`]). The accepted j has
+//! Steinke 2020, Algorithm 1, [`dpplan_noise::bernoulli_exp`]). The accepted j has
 //! probability exactly exp(u_j/(2b))/Σ exp(u_i/(2b)): no floating point,
 //! no softmax. The expected number of proposals is m/Σ exp(−(u* − u_i)/(2b))
 //! ≤ m.

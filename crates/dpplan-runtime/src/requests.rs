@@ -1,7 +1,7 @@
 //! What a run asks its engine for: per dataset, the dataset, where its
 //! data is, and the exact statistic of every part of the releases asked,
 //! with the (release, part) each answer belongs to. One grouping serves
-//! the run ([`aggregates`]) and `dpplan run --explain`
+//! the run (`aggregates`) and `dpplan run --explain`
 //! ([`planned_aggregates`]).
 
 use std::collections::BTreeMap;
