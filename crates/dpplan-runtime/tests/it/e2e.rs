@@ -791,7 +791,7 @@ fn spawn_child(
 ) -> std::process::Child {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([
-        "child_runner",
+        "e2e::child_runner",
         "--exact",
         "--ignored",
         "--nocapture",
