@@ -127,12 +127,8 @@ pub struct Sensitivity {
     /// ℓ∞ sensitivity: the most one coordinate can move (0 = not given).
     /// With it, a multi-coordinate discrete Gaussian gets the PLD
     /// accountant's shape analysis (`dgauss_shapes.rs`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 impl Sensitivity {

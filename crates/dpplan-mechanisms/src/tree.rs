@@ -360,6 +360,22 @@ pub fn error_steps(s2: f64, slots: u64, gaussian: bool) -> Vec<String> {
     ]
 }
 
+/// A node of the tree: its level and its index within the level.
+pub type NodeId = (u32, u64);
+
+/// The nodes that close at slot `t` (1-based), lowest level first, among
+/// the `levels` released levels (slots are 1-based: slot t covers
+/// (t − 1, t] of the schedule's periods): (l, t/2ˡ − 1) for each l with 2ˡ | t.
+pub fn closing(t: u64, levels: u32) -> Vec<NodeId> {
+    if t == 0 {
+        return Vec::new();
+    }
+    (0..levels.min(64))
+        .take_while(|&l| t.trailing_zeros() >= l)
+        .map(|l| (l, (t >> l) - 1))
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "tree_tests.rs"]
 mod tests;

@@ -323,10 +323,6 @@ pub struct Schedule {
     pub release_after_seconds: Option<f64>,
 }
 
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
@@ -342,7 +338,7 @@ pub struct Part {
     pub coords: u64,
     /// ℓ∞ sensitivity (the most one coordinate moves), recorded for a
     /// discrete Gaussian over several coordinates (absent: not given).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
     /// The statistic is computed exactly in units of 2^grid_exponent (0
     /// for the discrete kinds and for `none`); continuous noise is added

@@ -142,16 +142,7 @@ impl Timing {
     }
 }
 
-/// Fresh slots of a period schedule that passed without a run: recorded
-/// in the ledger as skipped, never released.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Skipped {
-    pub query: String,
-    /// The first and the last slot skipped.
-    pub from: u64,
-    pub through: u64,
-    pub reason: String,
-}
+pub use crate::ledger::Skipped;
 
 /// Why a missed period is skipped.
 pub const SKIP_REASON: &str = "its period passed without a run: a fresh release reads the data as they are when it runs, so it cannot be made for a past period";

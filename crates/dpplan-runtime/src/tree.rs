@@ -22,20 +22,7 @@ use std::collections::BTreeMap;
 use dpplan_mechanisms::tree as math;
 use serde::{Deserialize, Serialize};
 
-/// A node of the tree: its level and its index within the level.
-pub type NodeId = (u32, u64);
-
-/// The nodes that close at slot `t` (1-based), lowest level first, among
-/// the `levels` released levels: (l, t/2ˡ − 1) for each l with 2ˡ | t.
-pub fn closing(t: u64, levels: u32) -> Vec<NodeId> {
-    if t == 0 {
-        return Vec::new();
-    }
-    (0..levels.min(64))
-        .take_while(|&l| t.trailing_zeros() >= l)
-        .map(|l| (l, (t >> l) - 1))
-        .collect()
-}
+pub use dpplan_mechanisms::tree::{closing, NodeId};
 
 /// Why a slot's count was refused by [`Open::close`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

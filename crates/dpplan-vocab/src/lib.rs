@@ -491,6 +491,14 @@ mod tests {
     }
 }
 
+/// `skip_serializing_if` of an f64 field that is absent when 0 (a
+/// mechanism's ℓ∞ sensitivity, not given): one helper for the accounting
+/// crate's mechanism and the records made of it (the executable plan's
+/// part, the ledger's records).
+pub fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// Serde for an `Option` of a vocabulary: `None` is the string `"none"`
 /// (`#[serde(with = "dpplan_vocab::or_none")]`). The executable plan's
 /// mechanism of a public statistic and the accountant of a free release are

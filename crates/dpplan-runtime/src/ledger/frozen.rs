@@ -53,14 +53,10 @@ pub struct AccountedRelease {
     pub coords: u64,
     /// ℓ∞ sensitivity of a discrete Gaussian over several coordinates
     /// (absent: not given).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
     /// The query's release count over its whole schedule.
     pub releases: u64,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// A claim: the (ε, δ) and the accountant that produced it.

@@ -287,6 +287,17 @@ fn ledger_id() -> Result<String, LedgerError> {
     Ok(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Fresh slots of a period schedule that passed without a run: recorded
+/// in the ledger as skipped, never released.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    pub query: String,
+    /// The first and the last slot skipped.
+    pub from: u64,
+    pub through: u64,
+    pub reason: String,
+}
+
 /// A plan's budget, as the ledger records it at open and at each upgrade.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
@@ -545,7 +556,7 @@ impl Ledger {
     pub fn record_skips(
         &mut self,
         plan: &ExecutablePlan,
-        skips: &[crate::schedule::Skipped],
+        skips: &[Skipped],
     ) -> Result<Vec<Entry>, LedgerError> {
         if skips.is_empty() {
             return Ok(Vec::new());

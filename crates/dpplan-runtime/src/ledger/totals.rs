@@ -38,12 +38,8 @@ pub struct PartRecord {
     pub coords: u64,
     /// ℓ∞ sensitivity of a discrete Gaussian over several coordinates
     /// (absent in records written before it was recorded: not given)
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 impl MechanismRecord {

@@ -160,7 +160,7 @@ fn tree_nodes_hold(e: &Entry, mechanism: &str, slot: i64) -> Result<(), &'static
         (Some(_), None) => Err("a cumulative count's intent without its tree nodes"),
         (Some(c), Some(nodes)) => {
             let t = u64::try_from(slot).map_or(0, |s| s + 1);
-            let want = crate::tree::closing(t, c.levels);
+            let want = dpplan_mechanisms::tree::closing(t, c.levels);
             let got: Vec<(u32, u64)> = nodes.iter().map(|n| (n.level, n.index)).collect();
             if got != want || t > c.slots {
                 return Err(
