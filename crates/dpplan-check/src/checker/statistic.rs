@@ -24,20 +24,33 @@ pub(super) struct Statistic<'a> {
 
 impl<'a> Statistic<'a> {
     pub(super) fn of(agg: &'a ast::Aggregate) -> Self {
+        // Every field named: a field added to the AST must be placed in
+        // the key (or dropped here on purpose), never left out silently —
+        // two queries differing only there would be reported as one.
+        let ast::Aggregate {
+            span: _,
+            kind,
+            distinct,
+            cumulative,
+            target,
+            filter,
+            keys,
+            argument,
+            levels,
+            keys_from_data,
+        } = agg;
         Statistic {
-            cumulative: agg.cumulative.is_some(),
-            kind: agg.kind.value,
-            distinct: agg.distinct.is_some(),
-            target: Target::of(&agg.target),
-            filter: agg.filter.as_ref().map(Filter::of),
-            keys: agg.keys.iter().map(Key::of).collect(),
-            keys_from_data: agg
-                .keys_from_data
+            cumulative: cumulative.is_some(),
+            kind: kind.value,
+            distinct: distinct.is_some(),
+            target: Target::of(target),
+            filter: filter.as_ref().map(Filter::of),
+            keys: keys.iter().map(Key::of).collect(),
+            keys_from_data: keys_from_data
                 .as_ref()
                 .map(|k| k.threshold.as_ref().map(Num::of)),
-            argument: agg.argument.as_ref().map(Num::of),
-            levels: agg
-                .levels
+            argument: argument.as_ref().map(Num::of),
+            levels: levels
                 .as_ref()
                 .map(|l| l.value.iter().map(Num::of).collect()),
         }
