@@ -45,8 +45,9 @@ pub fn apply(
             },
         };
         if !policies.contains_key(&file) {
-            let p = Policy::load(&file).map_err(Box::new)?;
-            policies.insert(file.clone(), p);
+            if let Some(p) = dpplan_policy::in_force(place, Some(&file)).map_err(Box::new)? {
+                policies.insert(file.clone(), p);
+            }
         }
         governed.entry(file).or_default().push(i);
     }

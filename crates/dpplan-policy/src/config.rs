@@ -148,6 +148,9 @@ pub struct Policy {
     pub limits: Limits,
     pub overrides: Vec<Override>,
     pub budgets: Vec<SharedBudget>,
+    /// SHA-256 (hex) of the policy's text: what an executable plan records
+    /// as the policy it was compiled under.
+    pub hash: String,
 }
 
 /// A policy file that cannot be used, located in its text.
@@ -220,6 +223,30 @@ pub fn discover(plan: &Path) -> Option<PathBuf> {
     None
 }
 
+/// SHA-256 of `bytes`, lower-case hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The policy that governs the plan at `plan`: the one named by `explicit`
+/// (`--config`) or else the nearest `dpplan.toml` up from the plan
+/// ([`discover`]); `None` when there is none. Every command that touches a
+/// plan (check, compile, run, report, freeze) finds its policy here.
+pub fn in_force(plan: &Path, explicit: Option<&Path>) -> Result<Option<Policy>, ConfigError> {
+    let file = match explicit {
+        Some(f) => f.to_path_buf(),
+        None => match discover(plan) {
+            Some(f) => f,
+            None => return Ok(None),
+        },
+    };
+    Policy::load(&file).map(Some)
+}
+
 impl Policy {
     /// Reads and validates a policy from its text.
     pub fn parse(file: &Path, text: &str) -> Result<Policy, ConfigError> {
@@ -280,6 +307,7 @@ impl Policy {
             limits: raw.limits,
             overrides,
             budgets,
+            hash: sha256_hex(text.as_bytes()),
         })
     }
 
