@@ -9,9 +9,43 @@ use miette::{miette, IntoDiagnostic, Result, WrapErr};
 use dpplan_check::{analyze, CheckedPlan};
 use dpplan_runtime::ledger::{
     AccountantInputs, AccountedRelease, Budget, Claim, FrozenReport, Genesis, Ledger, LedgerError,
+    ReviewerKey,
 };
 
 use crate::out::escape_control as esc;
+use crate::report::{Derivation, ReportFormat};
+
+/// The derivation's options in words.
+fn derivation_text(d: &Derivation) -> String {
+    let mut parts = Vec::new();
+    parts.push(match &d.start {
+        Some(s) => format!("start {}", esc(s)),
+        None => "no --start".into(),
+    });
+    if !d.mean_counts.is_empty() {
+        let n: Vec<String> = d.mean_counts.iter().map(|n| n.to_string()).collect();
+        parts.push(format!("mean counts {}", n.join(", ")));
+    }
+    if let Some(a) = &d.audit {
+        parts.push(format!("audit `{}`", a.display()));
+    }
+    parts.join(", ")
+}
+
+/// The derivation's options as `dpplan report` flags.
+fn derivation_flags(d: &Derivation) -> String {
+    let mut s = String::new();
+    if let Some(x) = &d.start {
+        s.push_str(&format!(" --start {}", esc(x)));
+    }
+    for n in &d.mean_counts {
+        s.push_str(&format!(" --mean-count {n}"));
+    }
+    if let Some(a) = &d.audit {
+        s.push_str(&format!(" --audit {}", a.display()));
+    }
+    s
+}
 
 /// The exact inputs of a checked plan's claim: every part the accountants
 /// composed (`part.accounted`), with its query's release count, the
@@ -61,7 +95,8 @@ pub fn freeze(
     report: &Path,
     plan_path: &Path,
     format: Option<String>,
-    start: Option<&str>,
+    derivation: &Derivation,
+    upgrade: bool,
 ) -> Result<ExitCode> {
     let bytes = std::fs::read(report)
         .into_diagnostic()
@@ -72,19 +107,34 @@ pub fn freeze(
             .map(|x| x.to_string_lossy().to_ascii_lowercase())
             .unwrap_or_else(|| "unknown".into())
     });
-    freeze_bytes(ledger, bytes, &format, plan_path, start)
+    freeze_bytes(ledger, bytes, &format, plan_path, derivation, upgrade)
+}
+
+/// The first line at which `got` and `want` differ (1-based).
+fn first_difference(got: &[u8], want: &[u8]) -> usize {
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    1 + got[..at].iter().filter(|b| **b == b'\n').count()
 }
 
 /// Freezes `bytes` (a report of `plan_path` in `format`) into the ledger,
 /// creating it for the plan when it does not exist; `dpplan report
-/// --freeze` and `dpplan ledger freeze` both end here.
+/// --freeze` and `dpplan ledger freeze` both end here. Only a report that
+/// dpplan derives again, byte for byte, from the plan with `derivation` is
+/// stored, and only in the ledger of that plan (or, with `upgrade`, of the
+/// plan the ledger is to be upgraded to).
 pub fn freeze_bytes(
     ledger: &Path,
     bytes: Vec<u8>,
     format: &str,
     plan_path: &Path,
-    start: Option<&str>,
+    derivation: &Derivation,
+    upgrade: bool,
 ) -> Result<ExitCode> {
+    let start = derivation.start.as_deref();
     let text = crate::check::read_plan(plan_path)?;
     let analysis = analyze(&text);
     if analysis.has_errors() {
@@ -104,12 +154,65 @@ pub fn freeze_bytes(
             checked.total_missing.as_deref().unwrap_or("no release")
         ));
     };
+    // The report must be the one dpplan derives from this plan: a sign-off
+    // of bytes nobody can re-derive signs nothing checkable.
+    let Some(kind) = ReportFormat::from_name(format) else {
+        return refuse(format!(
+            "a report in format `{}` cannot be frozen: only dpplan's own reports (html, md, json) are, since a sign-off stores only a report dpplan derives again from the plan",
+            esc(format)
+        ));
+    };
+    match crate::report::derive(plan_path, &text, kind, derivation)? {
+        Err(code) => return Ok(code),
+        Ok((review, _)) if !review.controls_ok => {
+            return refuse(format!(
+                "the negative controls of `{}` do not move its claim (`dpplan report {}` says which): it is not frozen",
+                plan_path.display(),
+                plan_path.display()
+            ))
+        }
+        Ok((_, want)) if want.as_bytes() != bytes.as_slice() => {
+            return refuse(format!(
+                "the report is not the one dpplan derives from `{}` ({} report, {}): they differ from line {}; only a report dpplan re-derives byte for byte is frozen (make it with `dpplan report {} --format {}{}`, or pass the options it was made with)",
+                plan_path.display(),
+                kind.name(),
+                derivation_text(derivation),
+                first_difference(&bytes, want.as_bytes()),
+                plan_path.display(),
+                kind.name(),
+                derivation_flags(derivation)
+            ))
+        }
+        Ok(_) => {}
+    }
     let compiled = dpplan_compile::compile(&text).ok();
     let mut l = if ledger.exists() {
         let l = crate::ledger::open(ledger)?;
         // Like a run, never append to a damaged ledger.
         if let Err(e) = l.integrity(None) {
             return refuse(e);
+        }
+        // A sign-off is of the plan the ledger runs, nothing else.
+        let runs = l.plan_hash().map_err(|e| miette!("{e}"))?;
+        match compiled.as_ref() {
+            Some(p) if p.body_sha256 == runs || upgrade => {}
+            Some(p) => {
+                return refuse(format!(
+                    "the ledger `{}` runs plan {}, not `{}` (plan {}): only a report of the ledger's own plan is frozen in it (or, with --upgrade, of the plan its next `dpplan run --upgrade` moves it to)",
+                    ledger.display(),
+                    runs,
+                    plan_path.display(),
+                    p.body_sha256
+                ))
+            }
+            None => {
+                return refuse(format!(
+                    "the ledger `{}` runs plan {}, and `{}` does not compile to an executable plan, so it cannot be that plan: only a report of the ledger's own plan is frozen in it",
+                    ledger.display(),
+                    runs,
+                    plan_path.display()
+                ))
+            }
         }
         l
     } else {
@@ -220,6 +323,18 @@ pub fn frozen(ledger: &Path, hash: &str) -> Result<ExitCode> {
             n => format!("; {n} addendum(s) follow it"),
         }
     );
+    for so in &f.signoffs {
+        errln!(
+            "signed: by {} (key {}, ledger entry {}, {}): the signature verifies",
+            esc(&so.value.reviewer),
+            so.value.public_key,
+            so.seq,
+            so.time
+        );
+    }
+    if f.signoffs.is_empty() {
+        errln!("signed: by nobody (`dpplan ledger sign` adds a reviewer's signature)");
+    }
     crate::out::write_bytes(&f.bytes).into_diagnostic()?;
     if f.addenda.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -244,5 +359,66 @@ pub fn frozen(ledger: &Path, hash: &str) -> Result<ExitCode> {
             _ => outln!("\n---\n{}:\n{}", esc(&head), esc(&a.text)),
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dpplan ledger sign`: a reviewer's signature of a frozen report.
+pub fn sign(ledger: &Path, report: &str, key: &Path, reviewer: &str) -> Result<ExitCode> {
+    let pem = std::fs::read_to_string(key)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read the key `{}`", key.display()))?;
+    let key = ReviewerKey::from_pem(&pem).map_err(|e| {
+        miette!(
+            help = "make one with `dpplan ledger keygen --out KEY.pem` or `openssl genpkey -algorithm ed25519 -out KEY.pem`",
+            "`{}` is {e}",
+            key.display()
+        )
+    })?;
+    let mut l = crate::ledger::open(ledger)?;
+    // an entry is signed only in a ledger that verifies
+    let signed = l.integrity(None).and_then(|_| l.sign(report, &key, reviewer));
+    let s = match signed {
+        Ok(s) => s,
+        Err(e @ LedgerError::Io(_)) => return Err(miette!("{e}")),
+        Err(e) => return refuse(e),
+    };
+    outln!(
+        "signed frozen report {} (ledger entry {}) as {} with key {}: sign-off entry {}",
+        s.value.report_sha256,
+        s.frozen_seq,
+        esc(&s.value.reviewer),
+        s.value.public_key,
+        s.seq
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dpplan ledger keygen`: a new reviewer key, its public half printed.
+pub fn keygen(out: &Path) -> Result<ExitCode> {
+    let key = ReviewerKey::generate().map_err(|e| miette!("{e}"))?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(out).into_diagnostic().wrap_err_with(|| {
+        format!(
+            "cannot create `{}` (an existing key is never overwritten)",
+            out.display()
+        )
+    })?;
+    use std::io::Write;
+    f.write_all(key.to_pem().as_bytes())
+        .and_then(|_| f.sync_all())
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot write `{}`", out.display()))?;
+    outln!("{}", key.public_hex());
+    errln!(
+        "wrote the private key `{}` (keep it secret); its public key is above: name it in the policy's [signoff] reviewers, e.g. {{ name = \"…\", public-key = \"{}\" }}",
+        out.display(),
+        key.public_hex()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,4 @@
-//! `dpplan ledger show|verify|export|correct|freeze|frozen`.
+//! `dpplan ledger show|verify|export|correct|freeze|sign|keygen|frozen`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,13 +58,49 @@ pub enum Action {
         /// What the report is (default: the file's extension).
         #[arg(long)]
         format: Option<String>,
-        /// When freezing creates the ledger: the start of `every … for …`
-        /// schedules (UTC date or Unix seconds), as a first run would fix it.
+        /// The report's `--start` (the calendar it shows), and when freezing
+        /// creates the ledger, the start of `every … for …` schedules, as a
+        /// first run would fix it.
         #[arg(long)]
         start: Option<String>,
+        /// The report's `--mean-count` options (repeatable), to derive it again.
+        #[arg(long = "mean-count", value_name = "N")]
+        mean_count: Vec<f64>,
+        /// The report's `--audit` file, to derive it again.
+        #[arg(long, value_name = "AUDIT.json")]
+        audit: Option<PathBuf>,
+        /// The plan is not the one the ledger runs but the one its next
+        /// `dpplan run --upgrade` moves it to (so that it can be signed off
+        /// before that run).
+        #[arg(long)]
+        upgrade: bool,
+    },
+    /// Sign a frozen report as a reviewer (ed25519): the signature names the
+    /// ledger, the report's entry and hash, the plan and the reviewer, and is
+    /// appended as a `signoff` entry.
+    Sign {
+        #[arg(long)]
+        ledger: PathBuf,
+        /// The frozen report's hash (or a prefix of at least 8 hex digits).
+        #[arg(long, value_name = "HASH")]
+        report: String,
+        /// The reviewer's private key, PKCS#8 PEM (`dpplan ledger keygen`, or
+        /// `openssl genpkey -algorithm ed25519`).
+        #[arg(long, value_name = "KEY.pem")]
+        key: PathBuf,
+        /// The reviewer's name, as the policy's `[signoff]` names them.
+        #[arg(long)]
+        reviewer: String,
+    },
+    /// Make a reviewer's signing key (PKCS#8 PEM, readable by its owner only)
+    /// and print its public key, for the policy's `[signoff]` reviewers.
+    Keygen {
+        /// Where to write the private key (never overwritten).
+        #[arg(long, value_name = "KEY.pem")]
+        out: PathBuf,
     },
     /// Print a frozen report exactly as frozen, then its addenda, after
-    /// verifying the ledger, the report's hash and its claim.
+    /// verifying the ledger, the report's hash, its claim and its sign-offs.
     Frozen {
         /// The report's hash (or a prefix of at least 8 hex digits).
         hash: String,
@@ -93,8 +129,29 @@ pub fn run(a: Action) -> Result<ExitCode> {
             plan,
             format,
             start,
-        } => crate::freeze::freeze(&ledger, &report, &plan, format, start.as_deref()),
+            mean_count,
+            audit,
+            upgrade,
+        } => crate::freeze::freeze(
+            &ledger,
+            &report,
+            &plan,
+            format,
+            &crate::report::Derivation {
+                start,
+                mean_counts: mean_count,
+                audit,
+            },
+            upgrade,
+        ),
         Action::Frozen { hash, ledger } => crate::freeze::frozen(&ledger, &hash),
+        Action::Sign {
+            ledger,
+            report,
+            key,
+            reviewer,
+        } => crate::freeze::sign(&ledger, &report, &key, &reviewer),
+        Action::Keygen { out } => crate::freeze::keygen(&out),
     }
 }
 

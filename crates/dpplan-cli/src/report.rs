@@ -1,7 +1,7 @@
 //! `dpplan report`: the reviewer's report of a plan (HTML, Markdown or
 //! JSON), from the same analysis as `dpplan check`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
@@ -58,6 +58,94 @@ pub struct Args {
     pub ledger: Option<PathBuf>,
 }
 
+/// What a report is derived from besides its plan and format: the same
+/// options give the same bytes (`ledger freeze` re-derives a report with
+/// them before it is stored).
+#[derive(Clone, Debug, Default)]
+pub struct Derivation {
+    pub start: Option<String>,
+    pub mean_counts: Vec<f64>,
+    pub audit: Option<PathBuf>,
+}
+
+impl ReportFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportFormat::Html => "html",
+            ReportFormat::Md => "md",
+            ReportFormat::Json => "json",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ReportFormat> {
+        [ReportFormat::Html, ReportFormat::Md, ReportFormat::Json]
+            .into_iter()
+            .find(|f| f.name() == name)
+    }
+}
+
+/// The report of the plan at `plan_path` (source `text`) in `format`, and
+/// whether its negative controls move the claim; `Err(code)` when the plan
+/// has errors (printed) and there is nothing to review.
+pub fn derive(
+    plan_path: &Path,
+    text: &str,
+    format: ReportFormat,
+    d: &Derivation,
+) -> Result<std::result::Result<(report::Review, String), ExitCode>> {
+    let start = match &d.start {
+        Some(s) => Some(dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+            miette!(
+                help = "write a date as YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)",
+                "--start `{s}` is not a valid date"
+            )
+        })?),
+        None => None,
+    };
+    if let Some(n) = d.mean_counts.iter().find(|n| !(n.is_finite() && **n > 0.0)) {
+        return Err(miette!(
+            help = "a mean's accuracy is stated at a positive count of rows",
+            "--mean-count {n} is not a positive number"
+        ));
+    }
+    let analysis = analyze(text);
+    let path = plan_path.display().to_string();
+    let mut review = match report::build(
+        &analysis,
+        &ReviewOptions {
+            start,
+            mean_counts: d.mean_counts.clone(),
+        },
+    ) {
+        Ok(r) => r,
+        Err(ReviewError::PlanHasErrors) => {
+            let file = dpplan_render::FileResult {
+                path: &path,
+                text,
+                analysis: &analysis,
+            };
+            err!("{}", dpplan_render::human(&file, false));
+            errln!("error: `{path}` has errors: no guarantee is claimed, so there is nothing to review");
+            errln!("help: run `dpplan check` and fix the errors first");
+            return Ok(Err(ExitCode::from(1)));
+        }
+        Err(e) => return Err(miette!(help = "run `dpplan check` on it", "`{path}`: {e}")),
+    };
+    if let Some(a) = &d.audit {
+        review.audit = Some(audit_of(a, text)?);
+    }
+    let body = match format {
+        ReportFormat::Html => report::html(&review),
+        ReportFormat::Md => report::markdown(&review),
+        ReportFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&review).into_diagnostic()?;
+            s.push('\n');
+            s
+        }
+    };
+    Ok(Ok((review, body)))
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     if let (Some(hash), Some(ledger)) = (&args.frozen, &args.ledger) {
         return crate::freeze::frozen(ledger, hash);
@@ -67,61 +155,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "a plan file is needed (or --frozen HASH --ledger DB)"
         ));
     };
-    let start = match &args.start {
-        Some(s) => Some(dpplan_check::schedule::parse_date(s).ok_or_else(|| {
-            miette!(
-                help = "write a date as YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)",
-                "--start `{s}` is not a valid date"
-            )
-        })?),
-        None => None,
-    };
-    if let Some(n) = args
-        .mean_count
-        .iter()
-        .find(|n| !(n.is_finite() && **n > 0.0))
-    {
-        return Err(miette!(
-            help = "a mean's accuracy is stated at a positive count of rows",
-            "--mean-count {n} is not a positive number"
-        ));
-    }
     let text = crate::check::read_plan(plan_path)?;
-    let analysis = analyze(&text);
-    let path = plan_path.display().to_string();
-    let review = match report::build(
-        &analysis,
-        &ReviewOptions {
-            start,
-            mean_counts: args.mean_count.clone(),
-        },
-    ) {
-        Ok(r) => r,
-        Err(ReviewError::PlanHasErrors) => {
-            let file = dpplan_render::FileResult {
-                path: &path,
-                text: &text,
-                analysis: &analysis,
-            };
-            err!("{}", dpplan_render::human(&file, false));
-            errln!("error: `{path}` has errors: no guarantee is claimed, so there is nothing to review");
-            errln!("help: run `dpplan check` and fix the errors first");
-            return Ok(ExitCode::from(1));
-        }
-        Err(e) => return Err(miette!(help = "run `dpplan check` on it", "`{path}`: {e}")),
+    let derivation = Derivation {
+        start: args.start.clone(),
+        mean_counts: args.mean_count.clone(),
+        audit: args.audit.clone(),
     };
-    let mut review = review;
-    if let Some(a) = &args.audit {
-        review.audit = Some(audit_of(a, &text)?);
-    }
-    let body = match args.format {
-        ReportFormat::Html => report::html(&review),
-        ReportFormat::Md => report::markdown(&review),
-        ReportFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&review).into_diagnostic()?;
-            s.push('\n');
-            s
-        }
+    let (review, body) = match derive(plan_path, &text, args.format, &derivation)? {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
     };
     match &args.out {
         Some(out) => std::fs::write(out, &body)
@@ -133,17 +175,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.freeze && review.controls_ok {
         if let Some(ledger) = &args.ledger {
-            let format = match args.format {
-                ReportFormat::Html => "html",
-                ReportFormat::Md => "md",
-                ReportFormat::Json => "json",
-            };
             return crate::freeze::freeze_bytes(
                 ledger,
                 body.into_bytes(),
-                format,
+                args.format.name(),
                 plan_path,
-                args.start.as_deref(),
+                &derivation,
+                false,
             );
         }
     }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
 use dpplan_engine::{CsvEngine, Engine};
+use dpplan_runtime::ledger::SignoffRule;
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
 use dpplan_spark::{Request, SparkEngine};
 
@@ -133,6 +134,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     };
     let data = data_paths(&plan, &a.data)?;
+    let signoff = match signoff_rule(&a.plan) {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
     let opts = RunOptions {
         data,
         base_dir: a.plan.parent().map(Path::to_path_buf),
@@ -145,6 +150,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         expect_hash: a.expect_hash.clone(),
         raise_budget: a.raise_budget,
         test_clock: a.test_clock,
+        signoff,
     };
     if a.dry_run {
         return dry_run(&plan, &opts, a.csv);
@@ -195,6 +201,31 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The sign-offs the policy in force for the plan at `plan` requires
+/// (`[signoff]`, docs/policy.md), if any; a policy that cannot be used is
+/// printed, located in its file, and exits 2.
+fn signoff_rule(plan: &Path) -> std::result::Result<Option<SignoffRule>, ExitCode> {
+    let policy = match dpplan_policy::in_force(plan, None) {
+        Ok(p) => p,
+        Err(e) => {
+            err!("{}", dpplan_render::policy_error(&e, false));
+            return Err(ExitCode::from(2));
+        }
+    };
+    Ok(policy.and_then(|p| {
+        let s = p.signoff.as_ref()?;
+        Some(SignoffRule {
+            policy: p.file.display().to_string(),
+            required: s.required,
+            reviewers: s
+                .reviewers
+                .iter()
+                .map(|r| (r.name.clone(), r.public_key.clone()))
+                .collect(),
+        })
+    }))
 }
 
 /// `--data NAME=PATH` options: each names a dataset of the plan.

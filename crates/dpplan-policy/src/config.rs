@@ -95,6 +95,23 @@ struct RawPolicy {
     overrides: Vec<RawOverride>,
     #[serde(default)]
     budgets: Vec<RawBudget>,
+    #[serde(default)]
+    signoff: Option<RawSignoff>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawSignoff {
+    required: Spanned<u64>,
+    #[serde(default)]
+    reviewers: Vec<RawReviewer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawReviewer {
+    name: Spanned<String>,
+    public_key: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +154,22 @@ pub struct SharedBudget {
     pub delta: f64,
 }
 
+/// A reviewer a policy trusts to sign off frozen reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reviewer {
+    pub name: String,
+    /// The ed25519 public key, 64 lower-case hex digits.
+    pub public_key: String,
+}
+
+/// `[signoff]`: how many of the named reviewers must sign a frozen report
+/// of a plan (`dpplan ledger sign`) before `dpplan run` releases anything.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignoffPolicy {
+    pub required: usize,
+    pub reviewers: Vec<Reviewer>,
+}
+
 /// A policy, validated.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -148,6 +181,7 @@ pub struct Policy {
     pub limits: Limits,
     pub overrides: Vec<Override>,
     pub budgets: Vec<SharedBudget>,
+    pub signoff: Option<SignoffPolicy>,
     /// SHA-256 (hex) of the policy's text: what an executable plan records
     /// as the policy it was compiled under.
     pub hash: String,
@@ -307,6 +341,12 @@ impl Policy {
             limits: raw.limits,
             overrides,
             budgets,
+            signoff: raw
+                .signoff
+                .as_ref()
+                .map(signoff_of)
+                .transpose()
+                .map_err(|(s, m, h)| err(Some(s), m, Some(h)))?,
             hash: sha256_hex(text.as_bytes()),
         })
     }
@@ -411,6 +451,63 @@ fn check_limits(l: &Limits) -> Result<(), (Range<usize>, String)> {
     )?;
     positive(&l.min_noise_multiplier, "min-noise-multiplier", None)?;
     Ok(())
+}
+
+/// `[signoff]` validated: every key an ed25519 public key, no key or name
+/// twice, at least one signature required and no more than the reviewers.
+fn signoff_of(raw: &RawSignoff) -> Result<SignoffPolicy, (Range<usize>, String, &'static str)> {
+    const HELP: &str = "a reviewer's key is the 64 hex digits `dpplan ledger keygen` prints (docs/policy.md, sign-off)";
+    let mut reviewers: Vec<Reviewer> = Vec::new();
+    for r in &raw.reviewers {
+        let name = r.name.get_ref().trim();
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err((r.name.span(), "a reviewer's `name` is one line of text".into(), HELP));
+        }
+        let key = r.public_key.get_ref().trim().to_ascii_lowercase();
+        let bytes: Option<[u8; 32]> = (key.len() == 64 && key.is_ascii())
+            .then(|| {
+                let mut b = [0u8; 32];
+                for (i, o) in b.iter_mut().enumerate() {
+                    *o = u8::from_str_radix(&key[2 * i..2 * i + 2], 16).ok()?;
+                }
+                Some(b)
+            })
+            .flatten();
+        let valid = bytes.is_some_and(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).is_ok());
+        if !valid {
+            return Err((
+                r.public_key.span(),
+                format!("`{name}`'s `public-key` is not an ed25519 public key"),
+                HELP,
+            ));
+        }
+        if let Some(other) = reviewers.iter().find(|o| o.public_key == key || o.name == name) {
+            return Err((
+                r.name.span(),
+                format!("`{name}` repeats the reviewer `{}` (a name or a key twice would count one reviewer twice)", other.name),
+                HELP,
+            ));
+        }
+        reviewers.push(Reviewer {
+            name: name.to_string(),
+            public_key: key,
+        });
+    }
+    let required = *raw.required.get_ref();
+    if required == 0 || required > reviewers.len() as u64 {
+        return Err((
+            raw.required.span(),
+            format!(
+                "`required` must be between 1 and the {} reviewer(s) named, not {required}",
+                reviewers.len()
+            ),
+            HELP,
+        ));
+    }
+    Ok(SignoffPolicy {
+        required: required as usize,
+        reviewers,
+    })
 }
 
 fn shared(dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range<usize>, String)> {

@@ -82,6 +82,10 @@ pub struct RunOptions {
     /// without it such a time is refused, so that nothing releases the
     /// future by accident.
     pub test_clock: bool,
+    /// The sign-offs the policy in force requires before anything is
+    /// released (checked on the verified ledger, before any entry is
+    /// written).
+    pub signoff: Option<ledger::SignoffRule>,
 }
 
 /// One released number (a group's, or the only one).
@@ -294,12 +298,26 @@ fn open_existing(
             }));
         }
         ledger::refuse_orphan_anchor(&opts.ledger)?;
+        if let Some(rule) = &opts.signoff {
+            return Err(RunError::Ledger(LedgerError::Signoff(format!(
+                "the policy `{}` requires {} sign-off(s) by its reviewers of a frozen report of this plan before anything is released, and the ledger `{}` does not exist yet: freeze the plan's report into it (`dpplan report PLAN.dpplan --freeze --ledger {} --start …`), have it signed (`dpplan ledger sign`), then run",
+                rule.policy,
+                rule.required,
+                opts.ledger.display(),
+                opts.ledger.display()
+            ))));
+        }
         return Ok((None, None));
     }
     let mut l = verified(
         Ledger::open(&opts.ledger, None)?,
         opts.expect_hash.as_deref(),
     )?;
+    // Before anything is written (an upgrade entry included): the sign-offs
+    // the policy requires, of this very plan.
+    if let Some(rule) = &opts.signoff {
+        l.signed_by(rule, &plan.body_sha256)?;
+    }
     let mut upgrade = None;
     if l.plan_hash()? == plan.body_sha256 {
         // a ledger of an earlier dpplan: its state bound to the chain now

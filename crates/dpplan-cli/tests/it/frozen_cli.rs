@@ -18,14 +18,33 @@ fn sha256sum(path: &Path) -> String {
 
 const WEB: &str = "examples/web-analytics/web-analytics.dpplan";
 
-/// A report that no text processing would leave unchanged: invalid UTF-8,
-/// CRLF, a NUL, no final newline.
-const REPORT: &[u8] = b"<html>\r\n<p>\xff\xfe claim \x00 ok</p>\r\n</html>";
+/// Bytes that no text processing would leave unchanged (invalid UTF-8,
+/// CRLF, a NUL, no final newline), and that dpplan never derives from a plan.
+const NOT_A_REPORT: &[u8] = b"<html>\r\n<p>\xff\xfe claim \x00 ok</p>\r\n</html>";
+
+/// `dpplan report PLAN --format FORMAT [--start START]` written to `out`.
+fn render(plan: &Path, format: &str, start: Option<&str>, out: &Path) -> Vec<u8> {
+    let mut args = vec![
+        "report",
+        "--format",
+        format,
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if let Some(s) = start {
+        args.extend(["--start", s]);
+    }
+    ok(&dpplan(&args));
+    std::fs::read(out).unwrap()
+}
 
 struct Setup {
     dir: tempfile::TempDir,
     ledger: String,
     report: PathBuf,
+    /// The report's bytes, as `dpplan report` rendered them.
+    bytes: Vec<u8>,
     hash: String,
 }
 
@@ -49,7 +68,7 @@ fn frozen_setup() -> Setup {
         plan_json.to_str().unwrap(),
     ]));
     let report = dir.path().join("report.html");
-    std::fs::write(&report, REPORT).unwrap();
+    let bytes = render(&root().join(WEB), "html", Some("2030-01-01"), &report);
     let ledger = dir.path().join("l.sqlite").to_str().unwrap().to_string();
     let o = dpplan(&[
         "ledger",
@@ -70,6 +89,7 @@ fn frozen_setup() -> Setup {
         dir,
         ledger,
         report,
+        bytes,
         hash,
     }
 }
@@ -87,12 +107,12 @@ fn a_frozen_report_is_served_byte_for_byte_with_its_exact_inputs() {
     let s = frozen_setup();
     let o = dpplan(&["ledger", "frozen", &s.hash, "--ledger", &s.ledger]);
     ok(&o);
-    assert_eq!(o.stdout, REPORT, "the bytes as frozen");
+    assert_eq!(o.stdout, s.bytes, "the bytes as frozen");
     assert!(text(&o.stderr).contains("verified"), "{}", text(&o.stderr));
     // a unique prefix names it too
     let o = dpplan(&["ledger", "frozen", &s.hash[..12], "--ledger", &s.ledger]);
     ok(&o);
-    assert_eq!(o.stdout, REPORT);
+    assert_eq!(o.stdout, s.bytes);
 
     // The entry records the report's hash and the claim that `dpplan check
     // --format json` makes for the same plan, with its inputs.
@@ -103,7 +123,7 @@ fn a_frozen_report_is_served_byte_for_byte_with_its_exact_inputs() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(f.value.as_deref().unwrap()).unwrap();
     assert_eq!(v["report_sha256"], s.hash.as_str());
-    assert_eq!(v["size"], REPORT.len());
+    assert_eq!(v["size"], s.bytes.len());
     assert_eq!(v["format"], "html");
     let check = dpplan(&[
         "check",
@@ -170,6 +190,8 @@ fn a_frozen_report_is_served_byte_for_byte_with_its_exact_inputs() {
         s.report.to_str().unwrap(),
         "--plan",
         root().join(WEB).to_str().unwrap(),
+        "--start",
+        "2030-01-01",
     ]);
     assert_eq!(again.status.code(), Some(1));
     assert!(
@@ -191,7 +213,7 @@ fn a_frozen_report_is_served_byte_for_byte_with_its_exact_inputs() {
 fn freezing_a_new_ledger_asks_for_the_schedule_start() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.md");
-    std::fs::write(&report, "# report\n").unwrap();
+    render(&root().join(WEB), "md", None, &report);
     let ledger = dir.path().join("l.sqlite");
     let o = dpplan(&[
         "ledger",
@@ -207,6 +229,8 @@ fn freezing_a_new_ledger_asks_for_the_schedule_start() {
     assert!(text(&o.stderr).contains("--start"), "{}", text(&o.stderr));
     assert!(!ledger.exists());
     // a plan without `every … for …` needs none
+    let census = root().join("examples/census/census.dpplan");
+    let want = render(&census, "md", None, &report);
     let o = dpplan(&[
         "ledger",
         "freeze",
@@ -229,7 +253,7 @@ fn freezing_a_new_ledger_asks_for_the_schedule_start() {
         ledger.to_str().unwrap(),
     ]);
     ok(&o);
-    assert_eq!(o.stdout, b"# report\n");
+    assert_eq!(o.stdout, want);
 }
 
 #[test]
@@ -274,8 +298,8 @@ fn addenda_follow_the_original_in_order() {
     let o = dpplan(&["ledger", "frozen", &s.hash, "--ledger", &s.ledger]);
     ok(&o);
     // the original first, unchanged, then the addenda in order
-    assert!(o.stdout.starts_with(REPORT));
-    let rest = text(&o.stdout[REPORT.len()..]);
+    assert!(o.stdout.starts_with(&s.bytes));
+    let rest = text(&o.stdout[s.bytes.len()..]);
     let first = rest.find("first: the weekly figure").unwrap();
     let second = rest.find("second: δ").unwrap();
     assert!(first < second, "{rest}");
@@ -537,7 +561,7 @@ fn a_ledger_of_format_1_verifies_runs_and_migrates_on_its_first_write() {
     ok(&dpplan(&["ledger", "verify", &ledger]));
     // and now keeps frozen reports
     let report = dir.path().join("r.json");
-    std::fs::write(&report, "{\"claim\": 1}").unwrap();
+    let want = render(&root().join(WEB), "json", None, &report);
     ok(&dpplan(&[
         "ledger",
         "freeze",
@@ -550,7 +574,7 @@ fn a_ledger_of_format_1_verifies_runs_and_migrates_on_its_first_write() {
     ]));
     let o = dpplan(&["ledger", "frozen", &sha256sum(&report), "--ledger", &ledger]);
     ok(&o);
-    assert_eq!(o.stdout, b"{\"claim\": 1}");
+    assert_eq!(o.stdout, want);
     ok(&dpplan(&["ledger", "verify", &ledger]));
     // a freeze into a ledger of format 1 migrates it first
     let o = dpplan(&[

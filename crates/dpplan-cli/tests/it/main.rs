@@ -32,5 +32,6 @@ mod ride_sharing;
 mod run_cli;
 mod schedule_cli;
 mod selection_cli;
+mod signoff_cli;
 mod spark_cli;
 mod window_cli;

@@ -32,10 +32,13 @@ pub enum EntryKind {
     /// fingerprint and the digests of the window state recorded so far
     /// ([`StateValue`]).
     State,
+    /// A reviewer's ed25519 signature over a frozen report (ledger format
+    /// 6; [`super::SignoffValue`]); `refers_to` is the report's entry.
+    Signoff,
 }
 
 impl EntryKind {
-    pub const ALL: [EntryKind; 8] = [
+    pub const ALL: [EntryKind; 9] = [
         EntryKind::Open,
         EntryKind::Intent,
         EntryKind::Value,
@@ -44,6 +47,7 @@ impl EntryKind {
         EntryKind::FrozenReport,
         EntryKind::Skip,
         EntryKind::State,
+        EntryKind::Signoff,
     ];
 
     /// The name stored in the ledger (and hashed).
@@ -57,6 +61,7 @@ impl EntryKind {
             EntryKind::FrozenReport => "frozen_report",
             EntryKind::Skip => "skip",
             EntryKind::State => "state",
+            EntryKind::Signoff => "signoff",
         }
     }
 

@@ -187,6 +187,8 @@ pub struct Frozen {
     pub value: FrozenValue,
     /// Oldest first; shown after the report.
     pub addenda: Vec<Addendum>,
+    /// The reviewers' sign-offs, verified, oldest first.
+    pub signoffs: Vec<super::Signoff>,
 }
 
 /// A stored report's row.
@@ -351,6 +353,7 @@ impl Ledger {
             entry,
             value,
             addenda: Vec::new(),
+            signoffs: Vec::new(),
         })
     }
 
@@ -403,11 +406,13 @@ impl Ledger {
             time: c.time,
         })
         .collect();
+        let signoffs = self.signoffs_of(e.seq)?;
         Ok(Frozen {
             bytes,
             entry: e.clone(),
             value,
             addenda,
+            signoffs,
         })
     }
 

@@ -35,6 +35,7 @@ mod entry;
 pub mod frozen;
 mod remaining;
 mod schema;
+mod signoff;
 mod state;
 mod store;
 mod totals;
@@ -64,6 +65,10 @@ use schema::{
 };
 pub use schema::{
     LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3, LEDGER_FORMAT_4,
+    LEDGER_FORMAT_5,
+};
+pub use signoff::{
+    public_key, ReviewerKey, Signoff, SignoffRule, SignoffValue, SIGNOFF_MESSAGE, SIGNOFF_SCHEME,
 };
 pub use state::{key_fingerprint, units_digest, units_key_path};
 pub use store::SlotState;
@@ -168,6 +173,10 @@ pub enum LedgerError {
     AlreadyFrozen { sha256: String, seq: i64 },
     #[error("{0}")]
     NoSuchReport(String),
+    /// A sign-off that cannot be made, or one a policy requires and the
+    /// ledger does not hold.
+    #[error("{0}")]
+    Signoff(String),
 }
 
 fn old_budget(old: Option<(f64, f64)>) -> String {
@@ -457,8 +466,8 @@ impl Ledger {
         window_state::units_recorded(&self.conn)
     }
 
-    /// The ledger's format: 1 (no frozen reports) or 2 (no window state),
-    /// both migrated on their next write, or 3.
+    /// The ledger's format, 1 to 6 (schema.rs); an older one is migrated on
+    /// its next write.
     pub fn format_version(&self) -> Result<u32, LedgerError> {
         format_version(&self.conn)
     }

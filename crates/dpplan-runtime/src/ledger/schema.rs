@@ -6,10 +6,14 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::LedgerError;
 
-/// The format of a ledger created now: format 4 with `skip` entries (the
-/// periods of an `every` schedule that passed without a run), which a
-/// format-4 reader cannot read.
-pub const LEDGER_FORMAT: &str = "dpplan-ledger-5";
+/// The format of a ledger created now: format 5 with `signoff` entries (a
+/// reviewer's signature over a frozen report), which a format-5 reader
+/// cannot read.
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-6";
+/// Format 5: format 4 with `skip` and `state` entries (the periods of an
+/// `every` schedule that passed without a run; state bound to the chain),
+/// which a format-4 reader cannot read. Still read and migrated.
+pub const LEDGER_FORMAT_5: &str = "dpplan-ledger-5";
 /// Format 4: format 3 whose intents may be a cumulative count's slots (a
 /// mechanism record with `cumulative`, the nodes in the intent's value,
 /// window-state rows bounded by the tree's `kept_slots`), which a format-3
@@ -30,6 +34,8 @@ pub(super) const MIGRATED_3_KEY: &str = "migrated_to_3";
 pub(super) const MIGRATED_4_KEY: &str = "migrated_to_4";
 /// The `meta` key a ledger migrated to format 5 records it in.
 pub(super) const MIGRATED_5_KEY: &str = "migrated_to_5";
+/// The `meta` key a ledger migrated to format 6 records it in.
+pub(super) const MIGRATED_6_KEY: &str = "migrated_to_6";
 
 pub(super) const TABLES: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -146,8 +152,8 @@ pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     t
 }
 
-/// The format of an open ledger: 5, 4, 3 or 2 when created so or
-/// migrated, else 1.
+/// The format of an open ledger: 6 to 2 when created so or migrated,
+/// else 1.
 pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         Ok(conn
@@ -155,8 +161,10 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
             .optional()?)
     };
     Ok(match get("format")?.as_deref() {
-        Some(LEDGER_FORMAT) => 5,
-        _ if get(MIGRATED_5_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 5,
+        Some(LEDGER_FORMAT) => 6,
+        _ if get(MIGRATED_6_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 6,
+        Some(LEDGER_FORMAT_5) => 5,
+        _ if get(MIGRATED_5_KEY)?.as_deref() == Some(LEDGER_FORMAT_5) => 5,
         Some(LEDGER_FORMAT_4) => 4,
         _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT_4) => 4,
         Some(LEDGER_FORMAT_3) => 3,
@@ -167,8 +175,8 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     })
 }
 
-/// Migrates a ledger of format 1 to 4 to format 5 inside the caller's
-/// write transaction (nothing for a ledger of format 5).
+/// Migrates a ledger of format 1 to 5 to format 6 inside the caller's
+/// write transaction (nothing for a ledger of format 6).
 pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
     let format = format_version(conn)?;
     if format < 2 {
@@ -203,7 +211,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         // no new table: the mark that skip and state entries may follow
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-            params![MIGRATED_5_KEY, LEDGER_FORMAT],
+            params![MIGRATED_5_KEY, LEDGER_FORMAT_5],
+        )?;
+    }
+    if format < 6 {
+        // no new table: the mark that signoff entries may follow
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_6_KEY, LEDGER_FORMAT],
         )?;
     }
     Ok(())

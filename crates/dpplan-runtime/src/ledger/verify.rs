@@ -139,6 +139,13 @@ impl Protocol {
                 ranges.push((from, through));
                 Ok(())
             }
+            // its signature and its report: signoff::verify_all
+            EntryKind::Signoff => match e.refers_to {
+                Some(r) if r >= 1 && r < e.seq && e.query.is_none() && e.mechanism.is_none() => {
+                    Ok(())
+                }
+                _ => Err("a sign-off of no earlier entry"),
+            },
             EntryKind::FrozenReport => match frozen::frozen_value(e) {
                 Some(_) if e.query.is_none() && e.slot.is_none() && e.mechanism.is_none() => Ok(()),
                 _ => Err("a frozen report whose record is unreadable"),
@@ -312,6 +319,7 @@ impl Ledger {
         }
         self.check_triggers()?;
         frozen::verify_all(&self.conn, &entries)?;
+        super::signoff::verify_all(&self.conn, &entries)?;
         super::window_state::verify_all(&self.conn, &entries)?;
         self.verify_state(&entries)?;
         let n = v.entries;
