@@ -376,7 +376,9 @@ pub fn sign(ledger: &Path, report: &str, key: &Path, reviewer: &str) -> Result<E
     })?;
     let mut l = crate::ledger::open(ledger)?;
     // an entry is signed only in a ledger that verifies
-    let signed = l.integrity(None).and_then(|_| l.sign(report, &key, reviewer));
+    let signed = l
+        .integrity(None)
+        .and_then(|_| l.sign(report, &key, reviewer));
     let s = match signed {
         Ok(s) => s,
         Err(e @ LedgerError::Io(_)) => return Err(miette!("{e}")),

@@ -461,7 +461,11 @@ fn signoff_of(raw: &RawSignoff) -> Result<SignoffPolicy, (Range<usize>, String, 
     for r in &raw.reviewers {
         let name = r.name.get_ref().trim();
         if name.is_empty() || name.chars().any(char::is_control) {
-            return Err((r.name.span(), "a reviewer's `name` is one line of text".into(), HELP));
+            return Err((
+                r.name.span(),
+                "a reviewer's `name` is one line of text".into(),
+                HELP,
+            ));
         }
         let key = r.public_key.get_ref().trim().to_ascii_lowercase();
         let bytes: Option<[u8; 32]> = (key.len() == 64 && key.is_ascii())
@@ -481,7 +485,10 @@ fn signoff_of(raw: &RawSignoff) -> Result<SignoffPolicy, (Range<usize>, String, 
                 HELP,
             ));
         }
-        if let Some(other) = reviewers.iter().find(|o| o.public_key == key || o.name == name) {
+        if let Some(other) = reviewers
+            .iter()
+            .find(|o| o.public_key == key || o.name == name)
+        {
             return Err((
                 r.name.span(),
                 format!("`{name}` repeats the reviewer `{}` (a name or a key twice would count one reviewer twice)", other.name),

@@ -20,8 +20,8 @@ use std::path::Path;
 use dpplan_check::Analysis;
 
 pub use config::{
-    discover, in_force, is_policy, normalise, ConfigError, Effective, Level, Limits, Policy, Reviewer, SharedBudget, SignoffPolicy,
-    FILE_NAME,
+    discover, in_force, is_policy, normalise, ConfigError, Effective, Level, Limits, Policy,
+    Reviewer, SharedBudget, SignoffPolicy, FILE_NAME,
 };
 pub use shared::{shared_budgets, Share, SharedResult};
 

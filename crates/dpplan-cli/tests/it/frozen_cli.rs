@@ -18,10 +18,6 @@ fn sha256sum(path: &Path) -> String {
 
 const WEB: &str = "examples/web-analytics/web-analytics.dpplan";
 
-/// Bytes that no text processing would leave unchanged (invalid UTF-8,
-/// CRLF, a NUL, no final newline), and that dpplan never derives from a plan.
-const NOT_A_REPORT: &[u8] = b"<html>\r\n<p>\xff\xfe claim \x00 ok</p>\r\n</html>";
-
 /// `dpplan report PLAN --format FORMAT [--start START]` written to `out`.
 fn render(plan: &Path, format: &str, start: Option<&str>, out: &Path) -> Vec<u8> {
     let mut args = vec![

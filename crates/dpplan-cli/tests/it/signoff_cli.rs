@@ -37,7 +37,12 @@ impl Dir {
             std::fs::write(dir.path().join("dpplan.toml"), p).unwrap();
         }
         let d = Dir { dir };
-        ok(&dpplan(&["compile", &d.s("web.dpplan"), "-o", &d.s("web.json")]));
+        ok(&dpplan(&[
+            "compile",
+            &d.s("web.dpplan"),
+            "-o",
+            &d.s("web.json"),
+        ]));
         d
     }
 
@@ -105,7 +110,14 @@ impl Dir {
     }
 
     fn run(&self) -> std::process::Output {
-        dpplan(&["run", &self.s("web.json"), "--ledger", &self.s("l.db"), "--slot", "0"])
+        dpplan(&[
+            "run",
+            &self.s("web.json"),
+            "--ledger",
+            &self.s("l.db"),
+            "--slot",
+            "0",
+        ])
     }
 }
 
@@ -154,12 +166,20 @@ fn only_a_report_dpplan_derives_from_the_ledgers_plan_is_frozen() {
     std::fs::write(d.p("edited.md"), &bytes).unwrap();
     let o = d.freeze("edited.md", &plan, &[]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("differ from line"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("differ from line"),
+        "{}",
+        text(&o.stderr)
+    );
     // a format dpplan does not derive
     std::fs::copy(d.p("r.md"), d.p("r.txt")).unwrap();
     let o = d.freeze("r.txt", &plan, &[]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("format `txt`"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("format `txt`"),
+        "{}",
+        text(&o.stderr)
+    );
     // made with another --start: refused under this one, frozen under its own
     ok(&dpplan(&[
         "report",
@@ -193,7 +213,10 @@ fn only_a_report_dpplan_derives_from_the_ledgers_plan_is_frozen() {
     let o = d.freeze("census.md", &census, &[]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
-    assert!(err.contains("runs plan") && err.contains("census.dpplan"), "{err}");
+    assert!(
+        err.contains("runs plan") && err.contains("census.dpplan"),
+        "{err}"
+    );
     let frozen = |l: &str| {
         entries(l)
             .iter()
@@ -230,16 +253,26 @@ fn a_policy_holds_every_run_back_until_its_reviewers_signed() {
     let ben = keys.keygen("ben");
     let eve = keys.keygen("eve");
     assert_eq!(ana.len(), 64);
-    assert_ne!(ana, ben);
-    let d = Dir::new(Some(&policy(2, &[("Ana Ruiz", &ana), ("Ben Okafor", &ben)])));
+    assert!(ana != ben && ben != eve && ana != eve);
+    let d = Dir::new(Some(&policy(
+        2,
+        &[("Ana Ruiz", &ana), ("Ben Okafor", &ben)],
+    )));
     for k in ["ana", "ben", "eve"] {
         std::fs::copy(keys.p(&format!("{k}.pem")), d.p(&format!("{k}.pem"))).unwrap();
     }
     // a first run under the policy creates no ledger
     let o = d.run();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("requires 2 sign-off(s)"), "{}", text(&o.stderr));
-    assert!(!d.p("l.db").exists(), "a refused first run creates no ledger");
+    assert!(
+        text(&o.stderr).contains("requires 2 sign-off(s)"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        !d.p("l.db").exists(),
+        "a refused first run creates no ledger"
+    );
 
     d.report("r.md");
     let hash = hash_of(&d.freeze("r.md", &d.p("web.dpplan"), &[]));
@@ -261,7 +294,11 @@ fn a_policy_holds_every_run_back_until_its_reviewers_signed() {
     // the same key twice is refused
     let again = d.sign(&hash, "ana", "Ana R.");
     assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("already signed"), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("already signed"),
+        "{}",
+        text(&again.stderr)
+    );
     ok(&d.sign(&hash, "ben", "Ben Okafor"));
     // two trusted sign-offs: the run releases
     assert_eq!(intents(&ledger), 0);
@@ -343,7 +380,8 @@ fn a_forged_signoff_makes_the_ledger_damaged() {
         (
             "another key (the signature stays)",
             Box::new(move |v| {
-                v["public_key"] = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()
+                v["public_key"] =
+                    "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()
             }),
         ),
     ];
@@ -373,7 +411,10 @@ fn a_signoff_policy_that_cannot_be_used_is_located() {
     let keys = Dir::new(None);
     let ana = keys.keygen("ana");
     let cases = [
-        (policy(2, &[("Ana", &ana)]), "between 1 and the 1 reviewer(s)"),
+        (
+            policy(2, &[("Ana", &ana)]),
+            "between 1 and the 1 reviewer(s)",
+        ),
         (policy(1, &[("Ana", "00ff")]), "not an ed25519 public key"),
         (
             policy(1, &[("Ana", &ana), ("Ana B", &ana)]),
@@ -392,4 +433,87 @@ fn a_signoff_policy_that_cannot_be_used_is_located() {
         assert_eq!(r.status.code(), Some(2), "{}", text(&r.stderr));
         assert!(!d.p("l.db").exists());
     }
+}
+
+fn openssl(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl (Debian's `openssl` package) runs")
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// dpplan's sign-offs are ed25519 as OpenSSL knows it, over the message
+/// docs/executable-plan.md gives: a key made by `openssl genpkey` signs
+/// with `dpplan ledger sign`, the entry's public key is OpenSSL's, and the
+/// signature verifies with `openssl pkeyutl -verify` over the documented
+/// message, not over the message with another reviewer's name.
+#[test]
+fn signoffs_are_ed25519_as_openssl_verifies_them() {
+    let d = Dir::new(None);
+    let key = d.s("olu.pem");
+    let o = openssl(&["genpkey", "-algorithm", "ed25519", "-out", &key]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let pubpem = d.s("olu.pub.pem");
+    assert!(openssl(&["pkey", "-in", &key, "-pubout", "-out", &pubpem])
+        .status
+        .success());
+    let der = openssl(&["pkey", "-in", &key, "-pubout", "-outform", "DER"]);
+    assert!(der.status.success());
+    let raw: String = der.stdout[der.stdout.len() - 32..]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+
+    d.report("r.md");
+    let hash = hash_of(&d.freeze("r.md", &d.p("web.dpplan"), &[]));
+    ok(&d.sign(&hash, "olu", "Olu Adé"));
+    let all = entries(&d.s("l.db"));
+    let s = all.iter().find(|e| e.kind.as_str() == "signoff").unwrap();
+    let f = all.iter().find(|e| Some(e.seq) == s.refers_to).unwrap();
+    assert_eq!(f.kind.as_str(), "frozen_report");
+    let v: serde_json::Value = serde_json::from_str(s.value.as_deref().unwrap()).unwrap();
+    let fv: serde_json::Value = serde_json::from_str(f.value.as_deref().unwrap()).unwrap();
+    assert_eq!(v["public_key"], raw.as_str(), "OpenSSL's public key");
+    std::fs::write(d.p("sig.bin"), unhex(v["signature"].as_str().unwrap())).unwrap();
+    let verify = |reviewer: &str| {
+        let msg = format!(
+            "dpplan-signoff-1\nledger {}\nentry {} {}\nreport {}\nplan {}\nreviewer {}\n",
+            all[0].hash,
+            f.seq,
+            f.hash,
+            hash,
+            fv["plan_sha256"].as_str().unwrap(),
+            reviewer
+        );
+        std::fs::write(d.p("msg"), msg).unwrap();
+        openssl(&[
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            &pubpem,
+            "-rawin",
+            "-in",
+            &d.s("msg"),
+            "-sigfile",
+            &d.s("sig.bin"),
+        ])
+    };
+    let good = verify("Olu Adé");
+    assert!(
+        good.status.success() && text(&good.stdout).contains("Signature Verified Successfully"),
+        "{}{}",
+        text(&good.stdout),
+        text(&good.stderr)
+    );
+    assert!(
+        !verify("Olu Ade").status.success(),
+        "another name does not verify"
+    );
 }

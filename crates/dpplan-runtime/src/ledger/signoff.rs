@@ -26,8 +26,8 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    append, current_plan, format_version, frozen, migrate, read_entries, Entry, EntryKind, Ledger, LedgerError,
-    NewEntry,
+    append, current_plan, format_version, frozen, migrate, read_entries, Entry, EntryKind, Ledger,
+    LedgerError, NewEntry,
 };
 
 /// The domain tag of the signed message (its version).
@@ -136,7 +136,7 @@ pub fn message(genesis: &str, frozen: &Entry, v: &frozen::FrozenValue, reviewer:
         frozen.hash,
         v.report_sha256,
         v.plan_sha256.as_deref().unwrap_or("-"),
-        reviewer.escape_default()
+        reviewer
     )
     .into_bytes()
 }
@@ -333,7 +333,10 @@ impl Ledger {
             let mut names: Vec<String> = Vec::new();
             let mut keys: Vec<&str> = Vec::new();
             for s in signoffs.iter().filter(|s| s.frozen_seq == e.seq) {
-                let trusted = rule.reviewers.iter().find(|(_, k)| *k == s.value.public_key);
+                let trusted = rule
+                    .reviewers
+                    .iter()
+                    .find(|(_, k)| *k == s.value.public_key);
                 if let Some((name, k)) = trusted {
                     if !keys.contains(&k.as_str()) {
                         keys.push(k);
