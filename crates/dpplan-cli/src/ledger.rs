@@ -62,6 +62,9 @@ pub enum Action {
         /// schedules (UTC date or Unix seconds), as a first run would fix it.
         #[arg(long)]
         start: Option<String>,
+        /// The policy in force and an operator's explicit override of it.
+        #[command(flatten)]
+        gate: crate::policy::GateArgs,
     },
     /// Print a frozen report exactly as frozen, then its addenda, after
     /// verifying the ledger, the report's hash and its claim.
@@ -93,7 +96,11 @@ pub fn run(a: Action) -> Result<ExitCode> {
             plan,
             format,
             start,
-        } => crate::freeze::freeze(&ledger, &report, &plan, format, start.as_deref()),
+            gate,
+        } => match crate::policy::gate_source(&plan, &gate) {
+            Some(code) => Ok(code),
+            None => crate::freeze::freeze(&ledger, &report, &plan, format, start.as_deref()),
+        },
         Action::Frozen { hash, ledger } => crate::freeze::frozen(&ledger, &hash),
     }
 }

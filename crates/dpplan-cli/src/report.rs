@@ -56,6 +56,10 @@ pub struct Args {
     /// --freeze when it does not exist).
     #[arg(long, value_name = "DB")]
     pub ledger: Option<PathBuf>,
+    /// With --freeze: the policy in force and an operator's explicit
+    /// override of it.
+    #[command(flatten)]
+    pub gate: crate::policy::GateArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -85,6 +89,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             help = "a mean's accuracy is stated at a positive count of rows",
             "--mean-count {n} is not a positive number"
         ));
+    }
+    if args.freeze {
+        if let Some(code) = crate::policy::gate_source(plan_path, &args.gate) {
+            return Ok(code);
+        }
     }
     let text = crate::check::read_plan(plan_path)?;
     let analysis = analyze(&text);

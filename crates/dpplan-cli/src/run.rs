@@ -95,6 +95,9 @@ pub struct Args {
     /// Threads of the CSV engine (default: one per core; 1 reads on one thread).
     #[arg(long, value_name = "N")]
     pub threads: Option<std::num::NonZeroUsize>,
+    /// The policy in force and an operator's explicit override of it.
+    #[command(flatten)]
+    pub gate: crate::policy::GateArgs,
 }
 
 /// The engines `dpplan run` can use.
@@ -132,6 +135,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    if let Some(code) = crate::policy::gate_compiled(&a.plan, &plan, &a.gate) {
+        return Ok(code);
+    }
     let data = data_paths(&plan, &a.data)?;
     let opts = RunOptions {
         data,
@@ -529,6 +535,7 @@ mod tests {
             spark_submit: None,
             explain: false,
             threads: None,
+            gate: Default::default(),
         }
     }
 
@@ -570,6 +577,7 @@ mod tests {
         let code = crate::compile::run(crate::compile::Args {
             plan: example("census"),
             out: Some(plan.clone()),
+            config: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
@@ -630,6 +638,7 @@ mod tests {
         let code = crate::compile::run(crate::compile::Args {
             plan: broken,
             out: Some(dir.path().join("never.json")),
+            config: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::from(1));
@@ -655,6 +664,7 @@ mod tests {
         crate::compile::run(crate::compile::Args {
             plan: example("census"),
             out: Some(plan.clone()),
+            config: None,
         })
         .unwrap();
         std::fs::create_dir_all(dir.path().join("data")).unwrap();
