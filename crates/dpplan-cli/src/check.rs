@@ -223,9 +223,7 @@ pub fn run(
         Format::Github => {
             dpplan_render::github_policies(&chains) + &dpplan_render::github(&results)
         }
-        Format::Junit => {
-            dpplan_render::junit_with(&results, deny == Some(Deny::Warnings), &chains)
-        }
+        Format::Junit => dpplan_render::junit_with(&results, deny == Some(Deny::Warnings), &chains),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
     if format == Format::Github {
@@ -245,12 +243,13 @@ fn exit_code(
     deny: Option<Deny>,
 ) -> ExitCode {
     let over = shared.iter().any(|s| !s.result.within && !s.accepted);
-    let failed = over || results.iter().any(|r| {
-        r.analysis.diagnostics.iter().any(|d| {
-            d.severity == Severity::Error
-                || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
-        }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
-    });
+    let failed = over
+        || results.iter().any(|r| {
+            r.analysis.diagnostics.iter().any(|d| {
+                d.severity == Severity::Error
+                    || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
+            }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
+        });
     if failed {
         ExitCode::from(1)
     } else {

@@ -34,7 +34,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     };
     if let Some(policy) = &policy {
-        let (analysis, failed) = match crate::policy::check_source(path, &text, a.config.as_deref()) {
+        let (analysis, failed) = match crate::policy::check_source(path, &text, a.config.as_deref())
+        {
             Ok(x) => x,
             Err(e) => {
                 err!("{}", dpplan_render::policy_error(&e, false));

@@ -156,7 +156,10 @@ fn one_budget(
         pushed.push((k, d.primary.span, d.message.clone()));
         analysis.diagnostics.push(d);
         if let Some(p) = policy_of[k] {
-            dpplan_policy::set_levels(&p.effective(Path::new(name.as_str())), &mut analysis.diagnostics);
+            dpplan_policy::set_levels(
+                &p.effective(Path::new(name.as_str())),
+                &mut analysis.diagnostics,
+            );
         } else {
             dpplan_diagnostics::sort(&mut analysis.diagnostics);
         }
@@ -233,7 +236,10 @@ pub struct GateArgs {
 /// `path` relative to the directory `from` (both made absolute first):
 /// `../dpplan.toml`.
 fn relative(from: &Path, path: &Path) -> String {
-    let (from, path) = (dpplan_policy::normalise(from), dpplan_policy::normalise(path));
+    let (from, path) = (
+        dpplan_policy::normalise(from),
+        dpplan_policy::normalise(path),
+    );
     let common = from
         .components()
         .zip(path.components())
@@ -302,7 +308,12 @@ pub fn check_source(
 }
 
 /// Prints an override or a refusal: `None` to go on, else the exit code.
-fn decide(what: &str, problem: &str, reason: Option<&str>) -> Option<std::process::ExitCode> {
+fn decide(
+    what: &str,
+    problem: &str,
+    help: &str,
+    reason: Option<&str>,
+) -> Option<std::process::ExitCode> {
     use crate::out::escape_control as esc;
     match reason {
         Some(r) => {
@@ -314,7 +325,7 @@ fn decide(what: &str, problem: &str, reason: Option<&str>) -> Option<std::proces
         }
         None => {
             errln!("error: {what} is refused: {problem}");
-            errln!("help: recompile the plan under the policy in force (`dpplan compile PLAN.dpplan -o PLAN.json`), or, as an explicit decision, pass --policy-override \"why\"");
+            errln!("help: {help}, or, as an explicit decision, pass --policy-override \"why\"");
             Some(std::process::ExitCode::from(1))
         }
     }
@@ -381,7 +392,12 @@ pub fn gate_compiled(
         }
     };
     match problem {
-        Some(p) => decide(&what, &p, gate.policy_override.as_deref()),
+        Some(p) => decide(
+            &what,
+            &p,
+            "recompile the plan under the policy in force (`dpplan compile PLAN.dpplan -o PLAN.json`)",
+            gate.policy_override.as_deref(),
+        ),
         None => {
             if gate.policy_override.is_some() {
                 errln!("note: `{}` was compiled under the policy in force; --policy-override changes nothing", file.display());
@@ -396,10 +412,9 @@ pub fn gate_compiled(
 /// report it (a report of a plan the policy refuses is no sign-off),
 /// unless `--policy-override` says otherwise. `None`: go on.
 pub fn gate_source(path: &Path, gate: &GateArgs) -> Option<std::process::ExitCode> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        // reading is the freeze's own error to report
-        Err(_) => return None,
+    // reading is the freeze's own error to report
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return None;
     };
     let policy = match in_force(path, gate.config.as_deref()) {
         Ok(p) => p?,
@@ -431,6 +446,7 @@ pub fn gate_source(path: &Path, gate: &GateArgs) -> Option<std::process::ExitCod
             policy.chain_text(),
             policy.hash
         ),
+        "fix what the policy reports (`dpplan check` shows it), then make and freeze the report again",
         gate.policy_override.as_deref(),
     )
 }

@@ -103,14 +103,27 @@ fn hand_edits_are_refused() {
     }
     // 6. a version-5 file (no `policy`) is still read, as compiled under
     // no policy; a version-5 file with a `policy` is not one.
-    let v5 = json
-        .replacen(&ours, "\"format_version\": 5", 1)
-        .replacen(",\n  \"policy\": null", "", 1);
+    let v5 =
+        json.replacen(&ours, "\"format_version\": 5", 1)
+            .replacen(",\n  \"policy\": null", "", 1);
     assert!(!v5.contains("\"policy\""), "{v5}");
     let old = load(&v5).unwrap();
     assert_eq!((old.format_version, old.policy), (5, None));
-    let v5_with = json.replacen(&ours, "\"format_version\": 5", 1);
-    assert!(matches!(load(&v5_with), Err(LoadError::WrongFormat(_))));
+    let mut with: ExecutablePlan = serde_json::from_str(&json).unwrap();
+    with.format_version = 5;
+    with.policy = Some(PolicyRecord {
+        sha256: "ab".repeat(32),
+        files: vec!["dpplan.toml".into()],
+        rules: vec!["DP100".into()],
+        plan: "p.dpplan".into(),
+    });
+    assert!(matches!(
+        load(&to_json(&with)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // the same record in version 6 is read back as written
+    with.format_version = FORMAT_VERSION;
+    assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
 }
 
 #[test]

@@ -593,8 +593,7 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
     if !READS.contains(&plan.format_version) {
         return Err(LoadError::WrongFormat(format!(
             "format version {} (this runtime reads versions {} and {FORMAT_VERSION})",
-            plan.format_version,
-            READS[0]
+            plan.format_version, READS[0]
         )));
     }
     if plan.format_version < 6 && plan.policy.is_some() {

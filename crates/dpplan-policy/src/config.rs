@@ -402,7 +402,9 @@ impl Effective {
     fn extended_by(&self, child: &Effective, child_allows: bool) -> Effective {
         let mut rules = self.rules.clone();
         for &(code, level) in &child.rules {
-            let floor = self.level(code).or_else(|| code.is_policy().then(|| Level::default_of(code)));
+            let floor = self
+                .level(code)
+                .or_else(|| code.is_policy().then(|| Level::default_of(code)));
             rules.push((code, floor.map_or(level, |f| f.stricter(level))));
         }
         let allow_suppression = if child_allows {
@@ -507,7 +509,12 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// anything but empty, `0` or `false` (GitHub Actions, GitLab CI, CircleCI,
 /// Travis, Buildkite and Azure Pipelines set it to `true`).
 pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+    is_ci(std::env::var("CI").ok().as_deref())
+}
+
+/// Whether a value of `CI` says CI.
+fn is_ci(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
 }
 
 /// The policy that governs the plan at `plan`: the one named by `explicit`
@@ -564,7 +571,11 @@ pub fn ci_config(named: &Policy, plan: &Path) -> Result<(), ConfigError> {
     }
     if let Some(own) = discover(plan) {
         let own = Policy::load(&own)?;
-        let root = own.chain().first().map(|p| canonical(p)).unwrap_or_default();
+        let root = own
+            .chain()
+            .first()
+            .map(|p| canonical(p))
+            .unwrap_or_default();
         if root != canonical(&named.file) {
             return Err(refuse(
                 format!(
@@ -916,4 +927,133 @@ fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range
         policy: file.to_path_buf(),
         plans: b.plans.iter().map(|p| p.get_ref().clone()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(dir: &Path, rel: &str, text: &str) -> PathBuf {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("dpplan-policy-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A nested policy extends its parent and only tightens; `root = true`
+    /// stops the chain; the chain's hash covers every file, and a policy of
+    /// one file hashes to its text's SHA-256.
+    #[test]
+    fn a_chain_tightens_and_hashes_every_file() {
+        let d = scratch("chain");
+        let root_text = "[limits]\nmax-epsilon = 2\nallowed-units = [\"user\", \"row\"]\n[suppressions]\nallow = [\"DP106\", \"DP104\"]\n[[budgets]]\nsource = \"v.csv\"\nepsilon = 3\n";
+        at(&d, "dpplan.toml", root_text);
+        let team = at(
+            &d,
+            "team/dpplan.toml",
+            "[limits]\nmax-epsilon = 10\nallowed-units = [\"user\"]\nmin-noise-multiplier = 1\n[rules]\nDP100 = \"off\"\nDP009 = \"off\"\n[suppressions]\nallow = [\"DP106\", \"DP100\"]\n",
+        );
+        let p = Policy::load(&team).unwrap();
+        assert_eq!(p.chain().len(), 2);
+        assert_eq!(p.budgets.len(), 1, "the parent's budgets hold below");
+        let e = p.effective(&d.join("team/x.dpplan"));
+        assert_eq!(*e.limits.max_epsilon.as_ref().unwrap().get_ref(), 2.0);
+        assert_eq!(e.limits.allowed_units, Some(vec![UnitKind::User]));
+        assert_eq!(
+            *e.limits.min_noise_multiplier.as_ref().unwrap().get_ref(),
+            1.0
+        );
+        assert_eq!(
+            e.level(Code::PolicyBudget),
+            Some(Level::Error),
+            "DP100 cannot be turned off below"
+        );
+        assert_eq!(
+            e.level(Code::FreshRerelease),
+            Some(Level::Off),
+            "a checker hint is the team's"
+        );
+        assert_eq!(
+            e.allow_suppression,
+            vec![Code::PolicyAccuracy],
+            "both must allow"
+        );
+        let parent = sha256_hex(root_text.as_bytes());
+        assert_eq!(Policy::load(&d.join("dpplan.toml")).unwrap().hash, parent);
+        let own = sha256_hex(std::fs::read(&team).unwrap().as_slice());
+        assert_eq!(p.hash, sha256_hex(format!("{parent}\n{own}\n").as_bytes()));
+        // root = true: a policy of its own
+        at(&d, "team/dpplan.toml", "root = true\n");
+        let p = Policy::load(&team).unwrap();
+        assert_eq!(p.chain(), vec![team.clone()]);
+        assert!(p
+            .effective(&d.join("team/x.dpplan"))
+            .limits
+            .max_epsilon
+            .is_none());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn suppressions_list_policy_codes_only() {
+        let e = Policy::parse(Path::new("p.toml"), "[suppressions]\nallow = [\"DP009\"]\n")
+            .unwrap_err();
+        assert!(e.message.contains("not a policy code"), "{}", e.message);
+        assert!(e.span.is_some());
+        let p = Policy::parse(
+            Path::new("p.toml"),
+            "[suppressions]\nallow = [\"policy-accuracy\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.allow_suppression, Some(vec![Code::PolicyAccuracy]));
+        let e = Policy::parse(
+            Path::new("p.toml"),
+            "[[budgets]]\nsource = \"v\"\nepsilon = 1\nplans = [\"a/[b\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("is not a glob"), "{}", e.message);
+    }
+
+    #[test]
+    fn canonical_paths_follow_links_where_the_file_exists() {
+        let d = scratch("canon");
+        let real = at(&d, "data/visits.csv", "x\n");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("visits.csv", d.join("data/alias.csv")).unwrap();
+            assert_eq!(canonical(&d.join("data/alias.csv")), canonical(&real));
+        }
+        assert_eq!(
+            canonical(&d.join("data/../data/visits.csv")),
+            canonical(&real)
+        );
+        // lexical where the file does not exist
+        assert_eq!(
+            canonical(&d.join("no/../none.csv")),
+            normalise(&d.join("none.csv"))
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn ci_is_the_ci_variable_set_and_not_false() {
+        for (v, ci) in [
+            (Some("true"), true),
+            (Some("1"), true),
+            (Some("yes"), true),
+            (Some("FALSE"), false),
+            (Some("0"), false),
+            (Some(" "), false),
+            (None, false),
+        ] {
+            assert_eq!(is_ci(v), ci, "{v:?}");
+        }
+    }
 }

@@ -343,7 +343,11 @@ fn diagnostics(r: &SharedResult, anchors: &[Span]) -> Vec<(usize, Diagnostic)> {
                 "{} ε = {}{}",
                 s.path,
                 s.epsilon.map_or("—".to_string(), num),
-                if s.excluded.is_some() { " (left out)" } else { "" }
+                if s.excluded.is_some() {
+                    " (left out)"
+                } else {
+                    ""
+                }
             )
         })
         .collect();

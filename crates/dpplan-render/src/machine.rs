@@ -455,7 +455,8 @@ pub fn github_summary_with(
                 md_cell(&sh.policy.display().to_string()),
                 num(r.budget.epsilon),
                 num(r.budget.delta),
-                r.total.map_or("—".into(), |(e, a)| format!("{} ({a})", num(e))),
+                r.total
+                    .map_or("—".into(), |(e, a)| format!("{} ({a})", num(e))),
                 md_cell(&crate::shared::verdict(sh)),
                 shares.join("<br>")
             ));

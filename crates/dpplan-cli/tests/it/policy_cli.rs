@@ -399,7 +399,10 @@ fn one_plan_that_cannot_be_composed_is_left_out_alone() {
     write_all(
         dir.path(),
         &[
-            ("dpplan.toml", &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap()),
+            (
+                "dpplan.toml",
+                &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap(),
+            ),
             ("a.dpplan", &shared_plan("a")),
             ("b.dpplan", &rows),
             ("c.dpplan", &broken),
@@ -412,7 +415,9 @@ fn one_plan_that_cannot_be_composed_is_left_out_alone() {
     let s = shared_of(&v);
     // a and e (user-level) are composed: two Gaussian counts, μ = √2/3
     let two = dpplan_accounting::gdp_epsilon(2f64.sqrt() / 3.0, 1e-8);
-    let e = s["epsilon"].as_f64().expect("the others are still composed");
+    let e = s["epsilon"]
+        .as_f64()
+        .expect("the others are still composed");
     assert!((e / two - 1.0).abs() < 1e-9, "{e} vs {two}: {s}");
     assert_eq!(s["within_budget"], true, "{s}");
     let excluded: Vec<&str> = s["shares"]
@@ -425,7 +430,11 @@ fn one_plan_that_cannot_be_composed_is_left_out_alone() {
     // reported once each, on the plan itself, with its own reason and help
     let d = dp107(&v);
     assert_eq!(d.len(), 2, "{d:?}");
-    let on = |p: &str| d.iter().filter(|(f, _, _)| f.ends_with(p)).collect::<Vec<_>>();
+    let on = |p: &str| {
+        d.iter()
+            .filter(|(f, _, _)| f.ends_with(p))
+            .collect::<Vec<_>>()
+    };
     let b = on("b.dpplan");
     assert_eq!(b.len(), 1, "{d:?}");
     assert!(b[0].1.contains("protects the unit `row`"), "{d:?}");
@@ -434,12 +443,19 @@ fn one_plan_that_cannot_be_composed_is_left_out_alone() {
     assert_eq!(c.len(), 1, "{d:?}");
     assert!(c[0].1.contains("has errors"), "{d:?}");
     assert!(c[0].2.contains("fix its errors"), "{d:?}");
-    assert!(on("a.dpplan").is_empty() && on("e.dpplan").is_empty(), "{d:?}");
+    assert!(
+        on("a.dpplan").is_empty() && on("e.dpplan").is_empty(),
+        "{d:?}"
+    );
     // negative control: with the row-level plan user-level again, and the
     // broken one fixed, four plans are composed and exceed ε = 3
     std::fs::write(dir.path().join("b.dpplan"), shared_plan("b")).unwrap();
     std::fs::write(dir.path().join("c.dpplan"), shared_plan("c")).unwrap();
-    let v = json(&dpplan_env(dir.path(), &["check", ".", "--format", "json"], &[]));
+    let v = json(&dpplan_env(
+        dir.path(),
+        &["check", ".", "--format", "json"],
+        &[],
+    ));
     assert_eq!(shared_of(&v)["within_budget"], false);
     assert_eq!(dp107(&v).len(), 4);
 }
@@ -459,7 +475,10 @@ fn an_inline_allow_of_a_policy_code_needs_the_policy_key() {
         "    budget epsilon 2.5",
         "    // dpplan: allow DP100 reason \"x\"\n    budget epsilon 2.5",
     );
-    write_all(dir.path(), &[("dpplan.toml", STRICT), ("a.dpplan", &allow100)]);
+    write_all(
+        dir.path(),
+        &[("dpplan.toml", STRICT), ("a.dpplan", &allow100)],
+    );
     let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--format", "json"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let got = found(&json(&o));
@@ -478,7 +497,10 @@ fn an_inline_allow_of_a_policy_code_needs_the_policy_key() {
     // the key allows it: suppressed, exit 0
     write_all(
         dir.path(),
-        &[("dpplan.toml", &format!("[suppressions]\nallow = [\"DP100\"]\n{STRICT}"))],
+        &[(
+            "dpplan.toml",
+            &format!("[suppressions]\nallow = [\"DP100\"]\n{STRICT}"),
+        )],
     );
     let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--format", "json"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -508,22 +530,36 @@ fn an_inline_allow_of_a_policy_code_needs_the_policy_key() {
     // allowed by the policy: exit 0, and the verdict is not OVER
     write_all(
         dir.path(),
-        &[("dpplan.toml", &format!("[suppressions]\nallow = [\"DP107\"]\n{relaxed}"))],
+        &[(
+            "dpplan.toml",
+            &format!("[suppressions]\nallow = [\"DP107\"]\n{relaxed}"),
+        )],
     );
     let o = dpplan_env(dir.path(), &["check", "."], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(!stdout(&o).contains("OVER"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("over, accepted by the policy"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("over, accepted by the policy"),
+        "{}",
+        stdout(&o)
+    );
     // a nested policy cannot allow what its parent does not
     write_all(
         dir.path(),
         &[
             ("dpplan.toml", &relaxed),
             ("team/dpplan.toml", "[suppressions]\nallow = [\"DP107\"]\n"),
-            ("team/a.dpplan", &allow107("a").replace("data/visits.csv", "../data/visits.csv")),
+            (
+                "team/a.dpplan",
+                &allow107("a").replace("data/visits.csv", "../data/visits.csv"),
+            ),
         ],
     );
-    let o = dpplan_env(dir.path(), &["check", "team/a.dpplan", "--format", "json"], &[]);
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "team/a.dpplan", "--format", "json"],
+        &[],
+    );
     let got = found(&json(&o));
     assert!(got.contains(&(11, "error[DP020]".to_string())), "{got:?}");
 }
@@ -541,12 +577,20 @@ fn a_nested_policy_extends_its_parent() {
         &[
             ("dpplan.toml", STRICT),
             ("growth/dpplan.toml", "# the growth team's policy\n"),
-            ("a.dpplan", &shared_plan("a").replace("epsilon 2.5", "epsilon 2")),
-            ("b.dpplan", &shared_plan("b").replace("epsilon 2.5", "epsilon 2")),
+            (
+                "a.dpplan",
+                &shared_plan("a").replace("epsilon 2.5", "epsilon 2"),
+            ),
+            (
+                "b.dpplan",
+                &shared_plan("b").replace("epsilon 2.5", "epsilon 2"),
+            ),
             ("growth/c.dpplan", &sub("c")),
         ],
     );
-    let all = ["check", "a.dpplan", "b.dpplan", "growth", "--format", "json"];
+    let all = [
+        "check", "a.dpplan", "b.dpplan", "growth", "--format", "json",
+    ];
     let o = dpplan_env(dir.path(), &all, &[]);
     assert_eq!(o.status.code(), Some(1));
     let v = json(&o);
@@ -558,7 +602,11 @@ fn a_nested_policy_extends_its_parent() {
         .find(|f| f["path"] == "growth/c.dpplan")
         .unwrap();
     assert!(
-        c["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "DP100"),
+        c["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "DP100"),
         "{c}"
     );
     // and the root's budget composes all three plans (over ε = 3)
@@ -570,11 +618,23 @@ fn a_nested_policy_extends_its_parent() {
     let policies = v["policies"].as_array().unwrap();
     let chain = policies
         .iter()
-        .find(|p| p["plans"].as_array().unwrap().iter().any(|x| x == "growth/c.dpplan"))
+        .find(|p| {
+            p["plans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == "growth/c.dpplan")
+        })
         .unwrap();
-    assert_eq!(chain["files"], serde_json::json!(["dpplan.toml", "growth/dpplan.toml"]));
+    assert_eq!(
+        chain["files"],
+        serde_json::json!(["dpplan.toml", "growth/dpplan.toml"])
+    );
     let human = stdout(&dpplan_env(dir.path(), &all[..4], &[]));
-    assert!(human.contains("policy: dpplan.toml → growth/dpplan.toml (sha256 "), "{human}");
+    assert!(
+        human.contains("policy: dpplan.toml → growth/dpplan.toml (sha256 "),
+        "{human}"
+    );
     // a nested file cannot loosen: neither a larger ε nor DP100 off
     std::fs::write(
         dir.path().join("growth/dpplan.toml"),
@@ -589,10 +649,17 @@ fn a_nested_policy_extends_its_parent() {
     assert!(got.contains(&(7, "error[DP100]".to_string())), "{got:?}");
     // negative control: `root = true` is a policy of its own
     std::fs::write(dir.path().join("growth/dpplan.toml"), "root = true\n").unwrap();
-    let o = dpplan_env(dir.path(), &["check", "growth/c.dpplan", "--format", "json"], &[]);
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "growth/c.dpplan", "--format", "json"],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let v = json(&o);
-    assert_eq!(v["policies"][0]["files"], serde_json::json!(["growth/dpplan.toml"]));
+    assert_eq!(
+        v["policies"][0]["files"],
+        serde_json::json!(["growth/dpplan.toml"])
+    );
 }
 
 /// In CI (`CI` set, as GitHub Actions sets it), `--config` may only name a
@@ -614,18 +681,38 @@ fn in_ci_only_the_root_may_be_named_by_config() {
     let args = ["check", "a.dpplan", "--config", "empty.toml"];
     let o = dpplan_env(dir.path(), &args, &[("CI", "true")]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
-    assert!(stderr(&o).contains("would replace the policy that governs"), "{}", stderr(&o));
-    let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--config", "team/dpplan.toml"], &[("CI", "true")]);
+    assert!(
+        stderr(&o).contains("would replace the policy that governs"),
+        "{}",
+        stderr(&o)
+    );
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "a.dpplan", "--config", "team/dpplan.toml"],
+        &[("CI", "true")],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
-    assert!(stderr(&o).contains("must name a root policy"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("must name a root policy"),
+        "{}",
+        stderr(&o)
+    );
     // the root itself is fine in CI
-    let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--config", "dpplan.toml"], &[("CI", "true")]);
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "a.dpplan", "--config", "dpplan.toml"],
+        &[("CI", "true")],
+    );
     assert_eq!(o.status.code(), Some(1), "DP100: {}", stdout(&o));
     // outside CI (and with CI=false) --config is the operator's choice
     for env in [&[][..], &[("CI", "false")][..]] {
         let o = dpplan_env(dir.path(), &args, env);
         assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-        assert!(stdout(&o).contains("policy: empty.toml (sha256 "), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("policy: empty.toml (sha256 "),
+            "{}",
+            stdout(&o)
+        );
     }
 }
 
@@ -638,11 +725,17 @@ fn a_symlinked_source_is_the_same_source() {
     write_all(
         dir.path(),
         &[
-            ("dpplan.toml", &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap()),
+            (
+                "dpplan.toml",
+                &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap(),
+            ),
             ("data/visits.csv", "user_id\n1\n"),
             ("a.dpplan", &shared_plan("a")),
             ("b.dpplan", &shared_plan("b")),
-            ("c.dpplan", &shared_plan("c").replace("data/visits.csv", "data/alias.csv")),
+            (
+                "c.dpplan",
+                &shared_plan("c").replace("data/visits.csv", "data/alias.csv"),
+            ),
         ],
     );
     std::os::unix::fs::symlink("visits.csv", dir.path().join("data/alias.csv")).unwrap();
@@ -714,9 +807,19 @@ fn the_job_summary_shows_the_shared_budgets() {
     assert!(md.contains("### Budgets shared across plans"), "{md}");
     assert!(md.contains("| `data/visits.csv` |"), "{md}");
     assert!(md.contains(": OVER |"), "{md}");
-    assert!(md.contains("`tests/policy/shared/a.dpplan` ε = 1.75429"), "{md}");
-    assert!(md.contains("Policy: `tests/policy/shared/dpplan.toml`"), "{md}");
-    assert!(stdout(&o).contains("::notice title=dpplan policy::"), "{}", stdout(&o));
+    assert!(
+        md.contains("`tests/policy/shared/a.dpplan` ε = 1.75429"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Policy: `tests/policy/shared/dpplan.toml`"),
+        "{md}"
+    );
+    assert!(
+        stdout(&o).contains("::notice title=dpplan policy::"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// A plan and its data for `compile`/`run`: team a's count under STRICT
@@ -727,7 +830,10 @@ fn policed(dir: &Path, epsilon: &str) {
         &[
             ("dpplan.toml", STRICT),
             ("data/visits.csv", "user_id\n1\n2\n3\n"),
-            ("a.dpplan", &shared_plan("a").replace("epsilon 2.5", &format!("epsilon {epsilon}"))),
+            (
+                "a.dpplan",
+                &shared_plan("a").replace("epsilon 2.5", &format!("epsilon {epsilon}")),
+            ),
         ],
     );
 }
@@ -741,7 +847,11 @@ fn compile_refuses_a_plan_the_policy_refuses_and_records_the_one_it_passed() {
     let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("error[DP100]"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("fails the policy in force (dpplan.toml, sha256 "), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fails the policy in force (dpplan.toml, sha256 "),
+        "{}",
+        stderr(&o)
+    );
     assert!(!dir.path().join("a.json").exists());
     policed(dir.path(), "2");
     let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
@@ -752,7 +862,10 @@ fn compile_refuses_a_plan_the_policy_refuses_and_records_the_one_it_passed() {
     let sha = dpplan_plan::sha256_hex(STRICT.as_bytes());
     assert_eq!(plan["policy"]["sha256"], sha);
     assert_eq!(plan["policy"]["files"], serde_json::json!(["dpplan.toml"]));
-    assert_eq!(plan["policy"]["rules"], serde_json::json!(["DP100", "DP107"]));
+    assert_eq!(
+        plan["policy"]["rules"],
+        serde_json::json!(["DP100", "DP107"])
+    );
     assert_eq!(plan["policy"]["plan"], "a.dpplan");
 }
 
@@ -765,14 +878,28 @@ fn run_and_freeze_refuse_a_plan_outside_the_policy_in_force() {
     let dir = tempfile::tempdir().unwrap();
     policed(dir.path(), "2.5");
     // compiled where no policy is in force, then brought under one
-    std::fs::rename(dir.path().join("dpplan.toml"), dir.path().join("later.toml")).unwrap();
+    std::fs::rename(
+        dir.path().join("dpplan.toml"),
+        dir.path().join("later.toml"),
+    )
+    .unwrap();
     let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    std::fs::rename(dir.path().join("later.toml"), dir.path().join("dpplan.toml")).unwrap();
-    let run = ["run", "a.json", "--ledger", "a.sqlite", "--slot", "0", "--out", "r.json"];
+    std::fs::rename(
+        dir.path().join("later.toml"),
+        dir.path().join("dpplan.toml"),
+    )
+    .unwrap();
+    let run = [
+        "run", "a.json", "--ledger", "a.sqlite", "--slot", "0", "--out", "r.json",
+    ];
     let o = dpplan_env(dir.path(), &run, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("compiled under no policy"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("compiled under no policy"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!dir.path().join("a.sqlite").exists(), "nothing charged");
     assert!(!dir.path().join("r.json").exists(), "nothing released");
     // the operator's explicit decision, printed
@@ -789,26 +916,50 @@ fn run_and_freeze_refuse_a_plan_outside_the_policy_in_force() {
     policed(dir.path(), "2");
     let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "b.json"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let runb = ["run", "b.json", "--ledger", "b.sqlite", "--slot", "0", "--out", "rb.json"];
+    let runb = [
+        "run", "b.json", "--ledger", "b.sqlite", "--slot", "0", "--out", "rb.json",
+    ];
     let o = dpplan_env(dir.path(), &runb, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    std::fs::write(dir.path().join("dpplan.toml"), STRICT.replace("max-epsilon = 2", "max-epsilon = 2.2")).unwrap();
-    let o = dpplan_env(dir.path(), &["run", "b.json", "--ledger", "c.sqlite", "--slot", "0", "--out", "rc.json"], &[]);
+    std::fs::write(
+        dir.path().join("dpplan.toml"),
+        STRICT.replace("max-epsilon = 2", "max-epsilon = 2.2"),
+    )
+    .unwrap();
+    let o = dpplan_env(
+        dir.path(),
+        &[
+            "run", "b.json", "--ledger", "c.sqlite", "--slot", "0", "--out", "rc.json",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("it was compiled under policy dpplan.toml (sha256 "), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("it was compiled under policy dpplan.toml (sha256 "),
+        "{}",
+        stderr(&o)
+    );
     // report --freeze and ledger freeze: a plan failing DP100 is no sign-off
     policed(dir.path(), "2.5");
     std::fs::write(dir.path().join("r.md"), "# a report\n").unwrap();
     let o = dpplan_env(
         dir.path(),
-        &["report", "a.dpplan", "--format", "md", "--freeze", "--ledger", "f.sqlite"],
+        &[
+            "report", "a.dpplan", "--format", "md", "--freeze", "--ledger", "f.sqlite",
+        ],
         &[],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("freezing a report of `a.dpplan` is refused"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("freezing a report of `a.dpplan` is refused"),
+        "{}",
+        stderr(&o)
+    );
     let o = dpplan_env(
         dir.path(),
-        &["ledger", "freeze", "--ledger", "f.sqlite", "--report", "r.md", "--plan", "a.dpplan"],
+        &[
+            "ledger", "freeze", "--ledger", "f.sqlite", "--report", "r.md", "--plan", "a.dpplan",
+        ],
         &[],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
