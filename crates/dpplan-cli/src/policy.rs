@@ -399,9 +399,17 @@ pub fn gate_compiled(
             gate.policy_override.as_deref(),
         ),
         None => {
-            if gate.policy_override.is_some() {
-                errln!("note: `{}` was compiled under the policy in force; --policy-override changes nothing", file.display());
-            }
+            errln!(
+                "policy: {} (sha256 {}), in force and the one `{}` was compiled under{}",
+                policy.chain_text(),
+                policy.hash,
+                file.display(),
+                if gate.policy_override.is_some() {
+                    "; --policy-override changes nothing"
+                } else {
+                    ""
+                }
+            );
             None
         }
     }
@@ -428,6 +436,12 @@ pub fn gate_source(path: &Path, gate: &GateArgs) -> Option<std::process::ExitCod
         }
     };
     if !failed {
+        errln!(
+            "policy: {} (sha256 {}), in force; `{}` passes it",
+            policy.chain_text(),
+            policy.hash,
+            path.display()
+        );
         return None;
     }
     let shown = path.display().to_string();

@@ -921,6 +921,11 @@ fn run_and_freeze_refuse_a_plan_outside_the_policy_in_force() {
     ];
     let o = dpplan_env(dir.path(), &runb, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("policy: dpplan.toml (sha256 "),
+        "the run names the policy: {}",
+        stderr(&o)
+    );
     std::fs::write(
         dir.path().join("dpplan.toml"),
         STRICT.replace("max-epsilon = 2", "max-epsilon = 2.2"),
