@@ -635,6 +635,25 @@ fn a_nested_policy_extends_its_parent() {
         human.contains("policy: dpplan.toml → growth/dpplan.toml (sha256 "),
         "{human}"
     );
+    let sarif: serde_json::Value = serde_json::from_slice(
+        &dpplan_env(dir.path(), &["check", "growth", "--format", "sarif"], &[]).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        sarif["runs"][0]["properties"]["policies"][0]["files"],
+        serde_json::json!(["dpplan.toml", "growth/dpplan.toml"])
+    );
+    let junit = stdout(&dpplan_env(
+        dir.path(),
+        &["check", "growth", "--format", "junit"],
+        &[],
+    ));
+    assert!(
+        junit.contains(
+            "<property name=\"dpplan.policy\" value=\"dpplan.toml → growth/dpplan.toml\"/>"
+        ),
+        "{junit}"
+    );
     // a nested file cannot loosen: neither a larger ε nor DP100 off
     std::fs::write(
         dir.path().join("growth/dpplan.toml"),
