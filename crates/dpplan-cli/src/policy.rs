@@ -289,9 +289,11 @@ fn in_force(at: &Path, config: Option<&Path>) -> Result<Option<Policy>, std::pro
     })
 }
 
-/// The errors of the plan source `text` (at `path`) under `policy`, as
-/// `dpplan check` reports them (its rules, the suppressions it allows,
-/// its shared budgets): the analysis, and whether it fails.
+/// The plan source `text` (at `path`) under the policy in force, as
+/// `dpplan check` reports it (its rules, the suppressions it allows, its
+/// shared budgets): the analysis, and whether it fails the policy (an
+/// error that is not the checker's, or a shared budget over and not
+/// accepted).
 pub fn check_source(
     path: &Path,
     text: &str,
@@ -303,7 +305,16 @@ pub fn check_source(
         .iter()
         .any(|s| !s.result.within && !s.accepted);
     let (_, _, analysis) = loaded.pop().expect("one plan");
-    let failed = over || analysis.has_errors();
+    // the policy's own errors, a suppression it refused, a level it raised
+    // to an error; the checker's errors are the compiler's to report
+    // (a plan with checker errors is refused for those first)
+    let error = |checker: bool| {
+        analysis
+            .diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.code.is_checker_error() == checker)
+    };
+    let failed = !error(true) && (over || error(false));
     Ok((analysis, failed))
 }
 

@@ -872,6 +872,22 @@ fn compile_refuses_a_plan_the_policy_refuses_and_records_the_one_it_passed() {
         stderr(&o)
     );
     assert!(!dir.path().join("a.json").exists());
+    // a checker error is the compiler's own refusal, not the policy's
+    std::fs::write(
+        dir.path().join("a.dpplan"),
+        shared_plan("a")
+            .replace("epsilon 2.5", "epsilon 2")
+            .replace("sigma 3", "sigma -1"),
+    )
+    .unwrap();
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has errors: not compiled"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("fails the policy"), "{}", stderr(&o));
     policed(dir.path(), "2");
     let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
