@@ -11,7 +11,9 @@
 //! Errors of the checker (DP000–DP019 at their default severity) cannot be
 //! suppressed: each means no sound guarantee can be claimed. Naming one is
 //! reported (DP020) and the error stays. The policy's own errors (DP1xx) are
-//! organisational and can be suppressed with a reason.
+//! organisational: they can be suppressed with a reason only where the
+//! policy allows it (`[suppressions] allow`; dpplan-policy refuses the
+//! others, DP020 as an error).
 
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::lexer::{lex, TokenKind};

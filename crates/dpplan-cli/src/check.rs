@@ -124,8 +124,8 @@ pub fn run(
         let analysis = analyze(&text);
         loaded.push((name, text, analysis));
     }
-    let shared = match crate::policy::apply(&mut loaded, config) {
-        Ok(shared) => shared,
+    let applied = match crate::policy::apply(&mut loaded, config) {
+        Ok(applied) => applied,
         Err(e) => {
             // Located in the policy file and rendered as a plan's
             // diagnostics are, on standard error in every format (no
@@ -142,6 +142,8 @@ pub fn run(
         }
     };
     let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
+    let shared = crate::policy::rendered(&applied.shared);
+    let chains = crate::policy::chains(&applied, &names);
     let results: Vec<FileResult> = loaded
         .iter()
         .map(|(path, text, analysis)| FileResult {
@@ -183,22 +185,25 @@ pub fn run(
                     n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
                 }
             ));
-            s.push_str(&dpplan_render::shared_budgets_human(
-                &crate::policy::rendered(&shared),
-                &names,
-            ));
+            s.push_str(&dpplan_render::shared_budgets_human(&shared));
+            s.push_str(&dpplan_render::policies_human(&chains, &names));
             s
         }
         Format::Json => {
             // Streamed: at 10⁵ queries the document is 10⁸ bytes.
-            let shared = (!shared.is_empty()).then(|| {
-                dpplan_render::shared_budgets_json(&crate::policy::rendered(&shared), &names)
-            });
+            let shared_json =
+                (!shared.is_empty()).then(|| dpplan_render::shared_budgets_json(&shared));
+            let policies = dpplan_render::policies_json(&chains);
             crate::out::write_stream(|w| {
-                dpplan_render::write_json_with(w, &results, shared.as_ref())
+                dpplan_render::write_json_with_policies(
+                    w,
+                    &results,
+                    shared_json.as_ref(),
+                    Some(&policies),
+                )
             })
             .into_diagnostic()?;
-            let code = exit_code(&results, deny);
+            let code = exit_code(&results, &shared, deny);
             // The process ends here: freeing 10⁵ queries' analyses one
             // allocation at a time would only delay the exit.
             std::mem::forget(results);
@@ -206,27 +211,45 @@ pub fn run(
             return Ok(code);
         }
         Format::Sarif => {
-            dpplan_render::sarif_with(&results, &dpplan_render::SarifOptions { docs_url })
+            let policies = dpplan_render::policies_json(&chains);
+            dpplan_render::sarif_with(
+                &results,
+                &dpplan_render::SarifOptions {
+                    docs_url,
+                    policies: Some(&policies),
+                },
+            )
         }
-        Format::Github => dpplan_render::github(&results),
-        Format::Junit => dpplan_render::junit(&results, deny == Some(Deny::Warnings)),
+        Format::Github => {
+            dpplan_render::github_policies(&chains) + &dpplan_render::github(&results)
+        }
+        Format::Junit => dpplan_render::junit_with(&results, deny == Some(Deny::Warnings), &chains),
     };
     crate::out::write_bytes(output.as_bytes()).into_diagnostic()?;
     if format == Format::Github {
-        write_job_summary(&results)?;
+        write_job_summary(&dpplan_render::github_summary_with(
+            &results, &shared, &chains,
+        ))?;
     }
-    Ok(exit_code(&results, deny))
+    Ok(exit_code(&results, &shared, deny))
 }
 
 /// 1 when a plan has an error (or, with `--deny warnings`, a warning) or
-/// is over its budget.
-fn exit_code(results: &[FileResult], deny: Option<Deny>) -> ExitCode {
-    let failed = results.iter().any(|r| {
-        r.analysis.diagnostics.iter().any(|d| {
-            d.severity == Severity::Error
-                || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
-        }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
-    });
+/// is over its budget, or a shared budget is over and not accepted by the
+/// policy (its summary then says OVER: the check cannot pass with it).
+fn exit_code(
+    results: &[FileResult],
+    shared: &[dpplan_render::SharedBudget],
+    deny: Option<Deny>,
+) -> ExitCode {
+    let over = shared.iter().any(|s| !s.result.within && !s.accepted);
+    let failed = over
+        || results.iter().any(|r| {
+            r.analysis.diagnostics.iter().any(|d| {
+                d.severity == Severity::Error
+                    || (deny == Some(Deny::Warnings) && d.severity == Severity::Warning)
+            }) || r.analysis.report.as_ref().and_then(|p| p.within_budget) == Some(false)
+        });
     if failed {
         ExitCode::from(1)
     } else {
@@ -236,7 +259,7 @@ fn exit_code(results: &[FileResult], deny: Option<Deny>) -> ExitCode {
 
 /// In a GitHub Actions job (`GITHUB_STEP_SUMMARY` set), appends the
 /// check's summary in Markdown to the job's summary page.
-fn write_job_summary(results: &[FileResult]) -> Result<()> {
+fn write_job_summary(summary: &str) -> Result<()> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
         return Ok(());
     };
@@ -247,7 +270,7 @@ fn write_job_summary(results: &[FileResult]) -> Result<()> {
         .open(&path)
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot open the job summary `{}`", path.display()))?;
-    std::io::Write::write_all(&mut file, dpplan_render::github_summary(results).as_bytes())
+    std::io::Write::write_all(&mut file, summary.as_bytes())
         .into_diagnostic()
         .wrap_err_with(|| format!("cannot write the job summary `{}`", path.display()))
 }

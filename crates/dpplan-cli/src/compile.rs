@@ -15,13 +15,53 @@ pub struct Args {
     /// Write the executable plan here (default: stdout).
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// The policy file (default: the nearest `dpplan.toml` up from the plan,
+    /// with the chain it extends; in CI only a root: docs/policy.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let (path, out) = (a.plan.as_path(), a.out.as_ref());
     let text = crate::check::read_plan(path)?;
+    // The policy in force first: a plan that fails it, as `dpplan check`
+    // reports it, is not compiled; one that passes records it.
+    let policy = match dpplan_policy::in_force(path, a.config.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            err!("{}", dpplan_render::policy_error(&e, false));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Some(policy) = &policy {
+        let (analysis, failed) = match crate::policy::check_source(path, &text, a.config.as_deref())
+        {
+            Ok(x) => x,
+            Err(e) => {
+                err!("{}", dpplan_render::policy_error(&e, false));
+                return Ok(ExitCode::from(2));
+            }
+        };
+        if failed {
+            let shown = path.display().to_string();
+            let file = FileResult {
+                path: &shown,
+                text: &text,
+                analysis: &analysis,
+            };
+            err!("{}", dpplan_render::human(&file, false));
+            errln!(
+                "error: `{}` fails the policy in force ({}, sha256 {}): not compiled",
+                path.display(),
+                policy.chain_text(),
+                policy.hash
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
     match dpplan_compile::compile(&text) {
-        Ok(plan) => {
+        Ok(mut plan) => {
+            plan.policy = policy.as_ref().map(|p| crate::policy::record(p, path));
             let json = dpplan_plan::to_json(&plan);
             match out {
                 Some(o) => {
@@ -29,13 +69,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         .into_diagnostic()
                         .wrap_err_with(|| format!("cannot write `{}`", o.display()))?;
                     errln!(
-                        "compiled `{}` → `{}` ({} release(s), ε = {} at δ = {}, plan sha256 {})",
+                        "compiled `{}` → `{}` ({} release(s), ε = {} at δ = {}, plan sha256 {}), {}",
                         path.display(),
                         o.display(),
                         plan.body.releases.len(),
                         plan.body.privacy.total.epsilon,
                         plan.body.privacy.total.delta,
-                        plan.body_sha256
+                        plan.body_sha256,
+                        match (&policy, &plan.policy) {
+                            (Some(p), Some(r)) => format!(
+                                "under policy {} (sha256 {}; rules checked: {})",
+                                p.chain_text(),
+                                r.sha256,
+                                if r.rules.is_empty() { "none".to_string() } else { r.rules.join(", ") }
+                            ),
+                            _ => "under no policy (no dpplan.toml above it)".to_string(),
+                        }
                     );
                 }
                 None => out!("{json}"),

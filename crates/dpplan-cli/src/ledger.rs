@@ -74,6 +74,9 @@ pub enum Action {
         /// before that run).
         #[arg(long)]
         upgrade: bool,
+        /// The policy in force and an operator's explicit override of it.
+        #[command(flatten)]
+        gate: crate::policy::GateArgs,
     },
     /// Sign a frozen report as a reviewer (ed25519): the signature names the
     /// ledger, the report's entry and hash, the plan and the reviewer, and is
@@ -132,18 +135,22 @@ pub fn run(a: Action) -> Result<ExitCode> {
             mean_count,
             audit,
             upgrade,
-        } => crate::freeze::freeze(
-            &ledger,
-            &report,
-            &plan,
-            format,
-            &crate::report::Derivation {
-                start,
-                mean_counts: mean_count,
-                audit,
-            },
-            upgrade,
-        ),
+            gate,
+        } => match crate::policy::gate_source(&plan, &gate) {
+            Some(code) => Ok(code),
+            None => crate::freeze::freeze(
+                &ledger,
+                &report,
+                &plan,
+                format,
+                &crate::report::Derivation {
+                    start,
+                    mean_counts: mean_count,
+                    audit,
+                },
+                upgrade,
+            ),
+        },
         Action::Frozen { hash, ledger } => crate::freeze::frozen(&ledger, &hash),
         Action::Sign {
             ledger,

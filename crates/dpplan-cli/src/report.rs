@@ -56,6 +56,10 @@ pub struct Args {
     /// --freeze when it does not exist).
     #[arg(long, value_name = "DB")]
     pub ledger: Option<PathBuf>,
+    /// With --freeze: the policy in force and an operator's explicit
+    /// override of it.
+    #[command(flatten)]
+    pub gate: crate::policy::GateArgs,
 }
 
 /// What a report is derived from besides its plan and format: the same
@@ -155,6 +159,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "a plan file is needed (or --frozen HASH --ledger DB)"
         ));
     };
+    if args.freeze {
+        if let Some(code) = crate::policy::gate_source(plan_path, &args.gate) {
+            return Ok(code);
+        }
+    }
     let text = crate::check::read_plan(plan_path)?;
     let derivation = Derivation {
         start: args.start.clone(),

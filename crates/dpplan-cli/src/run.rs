@@ -96,6 +96,9 @@ pub struct Args {
     /// Threads of the CSV engine (default: one per core; 1 reads on one thread).
     #[arg(long, value_name = "N")]
     pub threads: Option<std::num::NonZeroUsize>,
+    /// The policy in force and an operator's explicit override of it.
+    #[command(flatten)]
+    pub gate: crate::policy::GateArgs,
 }
 
 /// The engines `dpplan run` can use.
@@ -133,8 +136,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    if let Some(code) = crate::policy::gate_compiled(&a.plan, &plan, &a.gate) {
+        return Ok(code);
+    }
     let data = data_paths(&plan, &a.data)?;
-    let signoff = match signoff_rule(&a.plan) {
+    let signoff = match signoff_rules(&a.plan, a.gate.config.as_deref()) {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
@@ -204,20 +210,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 /// The sign-offs the policy in force for the plan at `plan` requires
-/// (`[signoff]`, docs/policy.md), if any; a policy that cannot be used is
-/// printed, located in its file, and exits 2.
-fn signoff_rule(plan: &Path) -> std::result::Result<Option<SignoffRule>, ExitCode> {
-    let policy = match dpplan_policy::in_force(plan, None) {
+/// (every `[signoff]` of its chain, docs/policy.md; `--policy-override`
+/// does not lift them); a policy that cannot be used is printed, located in
+/// its file, and exits 2.
+fn signoff_rules(
+    plan: &Path,
+    config: Option<&Path>,
+) -> std::result::Result<Vec<SignoffRule>, ExitCode> {
+    let policy = match dpplan_policy::in_force(plan, config) {
         Ok(p) => p,
         Err(e) => {
             err!("{}", dpplan_render::policy_error(&e, false));
             return Err(ExitCode::from(2));
         }
     };
-    Ok(policy.and_then(|p| {
-        let s = p.signoff.as_ref()?;
-        Some(SignoffRule {
-            policy: p.file.display().to_string(),
+    let Some(p) = policy else {
+        return Ok(Vec::new());
+    };
+    Ok(p.signoffs()
+        .into_iter()
+        .map(|(file, s)| SignoffRule {
+            policy: file.display().to_string(),
             required: s.required,
             reviewers: s
                 .reviewers
@@ -225,7 +238,7 @@ fn signoff_rule(plan: &Path) -> std::result::Result<Option<SignoffRule>, ExitCod
                 .map(|r| (r.name.clone(), r.public_key.clone()))
                 .collect(),
         })
-    }))
+        .collect())
 }
 
 /// `--data NAME=PATH` options: each names a dataset of the plan.
@@ -560,6 +573,7 @@ mod tests {
             spark_submit: None,
             explain: false,
             threads: None,
+            gate: Default::default(),
         }
     }
 
@@ -601,6 +615,7 @@ mod tests {
         let code = crate::compile::run(crate::compile::Args {
             plan: example("census"),
             out: Some(plan.clone()),
+            config: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
@@ -661,6 +676,7 @@ mod tests {
         let code = crate::compile::run(crate::compile::Args {
             plan: broken,
             out: Some(dir.path().join("never.json")),
+            config: None,
         })
         .unwrap();
         assert_eq!(code, ExitCode::from(1));
@@ -686,6 +702,7 @@ mod tests {
         crate::compile::run(crate::compile::Args {
             plan: example("census"),
             out: Some(plan.clone()),
+            config: None,
         })
         .unwrap();
         std::fs::create_dir_all(dir.path().join("data")).unwrap();

@@ -55,6 +55,7 @@ pub fn compile(text: &str) -> Result<ExecutablePlan, CompileError> {
         format_version: FORMAT_VERSION,
         body_sha256: body_hash(&body),
         body,
+        policy: None,
     })
 }
 

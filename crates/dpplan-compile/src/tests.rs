@@ -96,11 +96,34 @@ fn hand_edits_are_refused() {
     assert!(matches!(load(&extra), Err(LoadError::NotJson(_))));
     // 5. a wrong version.
     let ours = format!("\"format_version\": {FORMAT_VERSION}");
-    for other in [1, FORMAT_VERSION - 1, FORMAT_VERSION + 1] {
+    for other in [1, READS[0] - 1, FORMAT_VERSION + 1] {
         let v = json.replacen(&ours, &format!("\"format_version\": {other}"), 1);
         assert_ne!(v, json);
         assert!(matches!(load(&v), Err(LoadError::WrongFormat(_))));
     }
+    // 6. a version-5 file (no `policy`) is still read, as compiled under
+    // no policy; a version-5 file with a `policy` is not one.
+    let v5 =
+        json.replacen(&ours, "\"format_version\": 5", 1)
+            .replacen(",\n  \"policy\": null", "", 1);
+    assert!(!v5.contains("\"policy\""), "{v5}");
+    let old = load(&v5).unwrap();
+    assert_eq!((old.format_version, old.policy), (5, None));
+    let mut with: ExecutablePlan = serde_json::from_str(&json).unwrap();
+    with.format_version = 5;
+    with.policy = Some(PolicyRecord {
+        sha256: "ab".repeat(32),
+        files: vec!["dpplan.toml".into()],
+        rules: vec!["DP100".into()],
+        plan: "p.dpplan".into(),
+    });
+    assert!(matches!(
+        load(&to_json(&with)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // the same record in version 6 is read back as written
+    with.format_version = FORMAT_VERSION;
+    assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
 }
 
 #[test]
@@ -168,7 +191,7 @@ fn error_texts() {
 fn a_cumulative_count_compiles_with_its_tree_charged_once() {
     let text = "plan \"c\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset signups {\n    source \"signups.csv\"\n    column signed_up_at : time\n  }\n  query running {\n    cumulative count(signups)\n    noise laplace scale 9\n    schedule every 1 day for 365 days\n  }\n}\n";
     let plan = compile(text).unwrap();
-    assert_eq!(plan.format_version, 5);
+    assert_eq!(plan.format_version, 6);
     let r = &plan.body.releases[0];
     let c = r.cumulative.as_ref().expect("the tree");
     // independent: K = ⌊log₂ 365⌋ + 1 = 9 (2⁸ = 256 ≤ 365 < 512), and the

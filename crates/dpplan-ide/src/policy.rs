@@ -86,12 +86,17 @@ fn stamp(file: &Path) -> Option<Stamp> {
     })
 }
 
-/// Policy files by path, read again when their modification time or
-/// length changes (checked at every analysis: one `stat` per directory up
-/// from the plan, and one for the file).
+/// Every file of a chain, with what it was when read.
+type Stamps = Vec<(PathBuf, Option<Stamp>)>;
+
+/// Policy files by path, read again when the modification time or length
+/// of any file of the chain they extend changes (checked at every
+/// analysis: one `stat` per directory up from the plan, and one per file
+/// of the chain).
 #[derive(Default)]
 pub struct PolicyCache {
-    files: Mutex<HashMap<PathBuf, (Stamp, Loaded)>>,
+    /// By the nearest file: what every file of its chain was when read.
+    files: Mutex<HashMap<PathBuf, (Stamps, Loaded)>>,
 }
 
 impl PolicyCache {
@@ -103,18 +108,23 @@ impl PolicyCache {
     /// `None` when no `dpplan.toml` is above it.
     pub fn for_plan(&self, plan: &Path) -> Option<PolicyContext> {
         let file = dpplan_policy::discover(plan)?;
-        let now = stamp(&file);
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        // valid while no file of the chain it extends changed
         let cached = files
             .get(&file)
-            .filter(|(s, _)| Some(s) == now.as_ref())
+            .filter(|(stamps, _)| stamps.iter().all(|(f, s)| stamp(f) == *s))
             .map(|(_, p)| p.clone());
         let policy = match cached {
             Some(p) => p,
             None => {
                 let p = Policy::load(&file).map(Arc::new).map_err(Arc::new);
-                if let Some(s) = now {
-                    files.insert(file, (s, p.clone()));
+                let chain = match &p {
+                    Ok(policy) => policy.chain(),
+                    Err(_) => vec![file.clone()],
+                };
+                let stamps: Stamps = chain.into_iter().map(|f| (f.clone(), stamp(&f))).collect();
+                if stamps.iter().all(|(_, s)| s.is_some()) {
+                    files.insert(file, (stamps, p.clone()));
                 }
                 p
             }
@@ -131,5 +141,33 @@ impl PolicyCache {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A nested policy's cached chain is read again when its parent
+    /// changes (the parent's rules reach the plan below it).
+    #[test]
+    fn a_change_of_the_parent_is_seen_below() {
+        let d = std::env::temp_dir().join(format!("dpplan-ide-chain-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("team")).unwrap();
+        std::fs::write(d.join("dpplan.toml"), "[limits]\nmax-epsilon = 2\n").unwrap();
+        std::fs::write(d.join("team/dpplan.toml"), "# the team's\n").unwrap();
+        let cache = PolicyCache::new();
+        let plan = d.join("team/p.dpplan");
+        let max = |c: &PolicyCache| {
+            let ctx = c.for_plan(&plan).unwrap();
+            let p = ctx.policy.as_ref().ok().unwrap().clone();
+            p.effective(&plan).limits.max_epsilon.map(|m| *m.get_ref())
+        };
+        assert_eq!(max(&cache), Some(2.0));
+        // another length: seen whatever the clock's resolution
+        std::fs::write(d.join("dpplan.toml"), "[limits]\nmax-epsilon = 1.5\n").unwrap();
+        assert_eq!(max(&cache), Some(1.5));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

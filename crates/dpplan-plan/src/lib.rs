@@ -40,7 +40,14 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// a public domain. Version 5: a release may carry `cumulative` (a
 /// running count by the binary tree mechanism, charged once for all its
 /// slots), which a version-4 runtime must not run as fresh counts.
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6: the file records the policy it was compiled under
+/// (`policy`, outside the body: the body and its hash, the plan's identity
+/// in a ledger, do not change with the policy), which `dpplan run` and
+/// `report --freeze` compare with the policy in force; a version-5 file is
+/// still read, as compiled under no policy.
+pub const FORMAT_VERSION: u32 = 6;
+/// The versions [`parse`] reads: a version-5 file has no `policy`.
+pub const READS: [u32; 2] = [5, 6];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -53,6 +60,28 @@ pub struct ExecutablePlan {
     /// SHA-256 (hex) of the canonical JSON of `body` ([`canonical_json`]).
     pub body_sha256: String,
     pub body: PlanBody,
+    /// The organisation policy the plan was compiled under and passed
+    /// (`None`: no policy was in force, or a version-5 file).
+    #[serde(default)]
+    pub policy: Option<PolicyRecord>,
+}
+
+/// The policy a plan was compiled under: what `dpplan compile` checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRecord {
+    /// The policy's hash (dpplan-policy's `Policy.hash`: the SHA-256 of the
+    /// file's text, or of its chain's).
+    pub sha256: String,
+    /// The chain's files, root first, relative to the plan source's
+    /// directory.
+    pub files: Vec<String>,
+    /// The policy codes whose rules were checked (DP100–DP107), each
+    /// without an error.
+    pub rules: Vec<String>,
+    /// The plan source's path relative to the root policy's directory:
+    /// where the policy's per-path overrides were matched.
+    pub plan: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -561,9 +590,15 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
             plan.format
         )));
     }
-    if plan.format_version != FORMAT_VERSION {
+    if !READS.contains(&plan.format_version) {
         return Err(LoadError::WrongFormat(format!(
-            "format version {} (this runtime reads version {FORMAT_VERSION})",
+            "format version {} (this runtime reads versions {} and {FORMAT_VERSION})",
+            plan.format_version, READS[0]
+        )));
+    }
+    if plan.format_version < 6 && plan.policy.is_some() {
+        return Err(LoadError::WrongFormat(format!(
+            "format version {} has no `policy` (it came with version 6)",
             plan.format_version
         )));
     }

@@ -27,6 +27,34 @@ pub enum Level {
 }
 
 impl Level {
+    /// How strict a level is: `off` < `info` < `warning` < `error`.
+    fn rank(self) -> u8 {
+        match self {
+            Level::Off => 0,
+            Level::Info => 1,
+            Level::Warning => 2,
+            Level::Error => 3,
+        }
+    }
+
+    /// The stricter of two levels.
+    pub fn stricter(self, other: Level) -> Level {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// The level a code has when no policy sets it.
+    pub fn default_of(code: Code) -> Level {
+        match code.default_severity() {
+            Severity::Error => Level::Error,
+            Severity::Warning => Level::Warning,
+            Severity::Hint => Level::Info,
+        }
+    }
+
     /// The severity a diagnostic gets; `None` for `off`.
     pub fn severity(self) -> Option<Severity> {
         match self {
@@ -82,13 +110,115 @@ impl Limits {
     }
 }
 
+/// The smaller of two optional values (keeping the span of the one kept).
+fn lower(a: &Option<Spanned<f64>>, b: &Option<Spanned<f64>>) -> Option<Spanned<f64>> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.get_ref() < x.get_ref() { y } else { x }.clone()),
+        _ => a.clone().or_else(|| b.clone()),
+    }
+}
+
+fn higher(a: &Option<Spanned<f64>>, b: &Option<Spanned<f64>>) -> Option<Spanned<f64>> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.get_ref() > x.get_ref() { y } else { x }.clone()),
+        _ => a.clone().or_else(|| b.clone()),
+    }
+}
+
+fn both<T: PartialEq + Clone>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> Option<Vec<T>> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.iter().filter(|v| y.contains(v)).cloned().collect()),
+        _ => a.clone().or_else(|| b.clone()),
+    }
+}
+
+fn any_true(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x || y),
+        _ => a.or(b),
+    }
+}
+
+fn least(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        _ => a.or(b),
+    }
+}
+
+impl Limits {
+    /// The limits of a parent policy and of a nested one together: each key
+    /// at the stricter of the two (a nested policy can tighten, never
+    /// loosen: the smaller ε, δ and release counts, the larger exponent and
+    /// noise multiplier, a requirement if either asks for it, the
+    /// intersection of the allowed lists).
+    pub fn tightest(&self, other: &Limits) -> Limits {
+        Limits {
+            max_epsilon: lower(&self.max_epsilon, &other.max_epsilon),
+            max_delta: lower(&self.max_delta, &other.max_delta),
+            delta_population_exponent: higher(
+                &self.delta_population_exponent,
+                &other.delta_population_exponent,
+            ),
+            require_population: any_true(self.require_population, other.require_population),
+            allowed_units: both(&self.allowed_units, &other.allowed_units),
+            allowed_adjacency: both(&self.allowed_adjacency, &other.allowed_adjacency),
+            user_unit_for_id_columns: any_true(
+                self.user_unit_for_id_columns,
+                other.user_unit_for_id_columns,
+            ),
+            allowed_mechanisms: both(&self.allowed_mechanisms, &other.allowed_mechanisms),
+            allowed_accountants: both(&self.allowed_accountants, &other.allowed_accountants),
+            max_releases: least(self.max_releases, other.max_releases),
+            max_plan_releases: least(self.max_plan_releases, other.max_plan_releases),
+            min_noise_multiplier: higher(&self.min_noise_multiplier, &other.min_noise_multiplier),
+            require_accuracy: any_true(self.require_accuracy, other.require_accuracy),
+        }
+    }
+
+    /// The policy codes whose rules these limits switch on.
+    pub fn codes(&self) -> Vec<Code> {
+        let mut out = Vec::new();
+        if self.max_epsilon.is_some() || self.max_delta.is_some() {
+            out.push(Code::PolicyBudget);
+        }
+        if self.delta_population_exponent.is_some() || self.require_population == Some(true) {
+            out.push(Code::PolicyDelta);
+        }
+        if self.allowed_units.is_some()
+            || self.allowed_adjacency.is_some()
+            || self.user_unit_for_id_columns == Some(true)
+        {
+            out.push(Code::PolicyUnit);
+        }
+        if self.allowed_mechanisms.is_some() || self.allowed_accountants.is_some() {
+            out.push(Code::PolicyMechanism);
+        }
+        if self.max_releases.is_some() || self.max_plan_releases.is_some() {
+            out.push(Code::PolicyReleases);
+        }
+        if self.min_noise_multiplier.is_some() {
+            out.push(Code::PolicyNoise);
+        }
+        if self.require_accuracy == Some(true) {
+            out.push(Code::PolicyAccuracy);
+        }
+        out
+    }
+}
+
 type RawRules = BTreeMap<Spanned<String>, Spanned<Level>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawPolicy {
+    /// This file does not extend the policies above it.
+    #[serde(default)]
+    root: bool,
     #[serde(default)]
     rules: RawRules,
+    #[serde(default)]
+    suppressions: Option<RawSuppressions>,
     #[serde(default)]
     limits: Limits,
     #[serde(default)]
@@ -121,7 +251,16 @@ struct RawOverride {
     #[serde(default)]
     rules: RawRules,
     #[serde(default)]
+    suppressions: Option<RawSuppressions>,
+    #[serde(default)]
     limits: Limits,
+}
+
+/// `[suppressions]`: the policy codes a plan may suppress inline.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawSuppressions {
+    allow: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +270,10 @@ struct RawBudget {
     epsilon: Spanned<f64>,
     #[serde(default)]
     delta: Option<Spanned<f64>>,
+    /// Globs (relative to the policy file) of every plan that reads the
+    /// source, composed whichever plans are checked.
+    #[serde(default)]
+    plans: Vec<Spanned<String>>,
 }
 
 /// A per-path exception: globs (relative to the policy file's directory)
@@ -141,6 +284,8 @@ pub struct Override {
     pub patterns: Vec<String>,
     pub rules: Vec<(Code, Level)>,
     pub limits: Limits,
+    /// `suppressions = { allow = [...] }`: replaces the global list.
+    pub allow_suppression: Option<Vec<Code>>,
 }
 
 /// One data source's budget, shared by every plan that reads it.
@@ -148,10 +293,16 @@ pub struct Override {
 pub struct SharedBudget {
     /// As written in the policy file.
     pub source: String,
-    /// Resolved against the policy file's directory, lexically normalised.
+    /// Resolved against the policy file's directory: the canonical path
+    /// where the file exists ([`canonical`]), lexically normalised otherwise.
     pub path: PathBuf,
     pub epsilon: f64,
     pub delta: f64,
+    /// The policy file that declares it.
+    pub policy: PathBuf,
+    /// `plans`: globs, relative to the declaring file's directory, of the
+    /// plans that read the source ([`SharedBudget::named_plans`]).
+    pub plans: Vec<String>,
 }
 
 /// A reviewer a policy trusts to sign off frozen reports.
@@ -170,21 +321,90 @@ pub struct SignoffPolicy {
     pub reviewers: Vec<Reviewer>,
 }
 
-/// A policy, validated.
+impl SharedBudget {
+    /// Every `*.dpplan` file under the declaring policy's directory whose
+    /// path relative to it matches one of the `plans` globs, in path order
+    /// (hidden directories and `target` skipped).
+    pub fn named_plans(&self) -> Vec<PathBuf> {
+        let mut b = GlobSetBuilder::new();
+        for p in &self.plans {
+            // validated when the policy was read
+            if let Ok(g) = Glob::new(p) {
+                b.add(g);
+            }
+        }
+        let Ok(globs) = b.build() else {
+            return Vec::new();
+        };
+        if self.plans.is_empty() {
+            return Vec::new();
+        }
+        let dir = normalise(&self.policy)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        walk(&dir, &dir, &globs, &mut out, 0);
+        out.sort();
+        out
+    }
+}
+
+fn walk(root: &Path, dir: &Path, globs: &GlobSet, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            if !name.starts_with('.') && name != "target" {
+                walk(root, &p, globs, out, depth + 1);
+            }
+        } else if p.extension().is_some_and(|x| x == "dpplan") {
+            let rel = p.strip_prefix(root).unwrap_or(&p);
+            if globs.is_match(rel) {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// A policy, validated: one file, and the policy it extends.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// The file it was read from.
+    /// The file it was read from (the nearest one, for a chain).
     pub file: PathBuf,
     /// Its directory: globs and sources are relative to it.
     pub dir: PathBuf,
+    /// `root = true`: it extends no policy above it.
+    pub root: bool,
     pub rules: Vec<(Code, Level)>,
     pub limits: Limits,
+    /// `[suppressions] allow`: the policy codes a plan may suppress inline
+    /// (`None`: the key is absent).
+    pub allow_suppression: Option<Vec<Code>>,
     pub overrides: Vec<Override>,
+    /// Every shared budget of the chain: the parent's first, then this
+    /// file's own.
     pub budgets: Vec<SharedBudget>,
+    /// This file's own `[signoff]` (the chain's: [`Policy::signoffs`]).
     pub signoff: Option<SignoffPolicy>,
-    /// SHA-256 (hex) of the policy's text: what an executable plan records
-    /// as the policy it was compiled under.
+    /// The policy this one extends (the nearest `dpplan.toml` above its
+    /// directory), unless it is a root.
+    pub parent: Option<Box<Policy>>,
+    /// SHA-256 (hex) of the policy: of the file's text for a policy of one
+    /// file; for a chain, of the lines `<sha256 of a file's text>\n`, root
+    /// first. What an executable plan records as the policy it was
+    /// compiled under.
     pub hash: String,
+    /// For a chain: the SHA-256 of this file's own text.
+    own: Option<String>,
 }
 
 /// A policy file that cannot be used, located in its text.
@@ -198,15 +418,57 @@ pub struct ConfigError {
     pub help: Option<String>,
 }
 
-/// What applies to one plan: the rule levels (later entries win) and the
-/// merged limits.
+/// What applies to one plan: the rule levels (later entries win), the
+/// merged limits and the policy codes a plan may suppress inline.
 #[derive(Debug, Clone, Default)]
 pub struct Effective {
     pub rules: Vec<(Code, Level)>,
     pub limits: Limits,
+    /// The policy codes (DP100–DP108) whose inline suppression the policy
+    /// allows (`[suppressions] allow`); every other one is refused.
+    pub allow_suppression: Vec<Code>,
 }
 
 impl Effective {
+    /// What a nested policy's own `child` adds to its parent's `self`: each
+    /// rule at the stricter of the two levels (a policy code the parent
+    /// leaves at its default cannot be lowered below it), each limit at the
+    /// stricter value, and only suppressions both allow.
+    fn extended_by(&self, child: &Effective, child_allows: bool) -> Effective {
+        let mut rules = self.rules.clone();
+        for &(code, level) in &child.rules {
+            let floor = self
+                .level(code)
+                .or_else(|| code.is_policy().then(|| Level::default_of(code)));
+            rules.push((code, floor.map_or(level, |f| f.stricter(level))));
+        }
+        let allow_suppression = if child_allows {
+            self.allow_suppression
+                .iter()
+                .copied()
+                .filter(|c| child.allow_suppression.contains(c))
+                .collect()
+        } else {
+            self.allow_suppression.clone()
+        };
+        Effective {
+            rules,
+            limits: self.limits.tightest(&child.limits),
+            allow_suppression,
+        }
+    }
+
+    /// The policy codes whose rules ran with a level other than `off`: what
+    /// an executable plan records as checked.
+    pub fn checked(&self, budgets: bool) -> Vec<Code> {
+        let mut codes = self.limits.codes();
+        if budgets {
+            codes.push(Code::SharedBudget);
+        }
+        codes.retain(|&c| self.level(c) != Some(Level::Off));
+        codes
+    }
+
     /// The level configured for a code, if any.
     pub fn level(&self, code: Code) -> Option<Level> {
         self.rules
@@ -238,10 +500,22 @@ pub fn normalise(path: &Path) -> PathBuf {
     out
 }
 
+/// `path` normalised ([`normalise`]), then resolved by the file system
+/// (`std::fs::canonicalize`: symbolic links followed) where it exists: two
+/// names of one file are one path.
+pub fn canonical(path: &Path) -> PathBuf {
+    let n = normalise(path);
+    std::fs::canonicalize(&n).unwrap_or(n)
+}
+
 /// The nearest `dpplan.toml` in the plan's directory or above.
 pub fn discover(plan: &Path) -> Option<PathBuf> {
     let plan = normalise(plan);
-    let mut dir = plan.parent();
+    above(plan.parent())
+}
+
+/// The nearest `dpplan.toml` in `dir` or above.
+fn above(mut dir: Option<&Path>) -> Option<PathBuf> {
     while let Some(d) = dir {
         let candidate = d.join(FILE_NAME);
         if candidate.is_file() {
@@ -266,11 +540,34 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Whether this process runs in CI: the `CI` environment variable set to
+/// anything but empty, `0` or `false` (GitHub Actions, GitLab CI, CircleCI,
+/// Travis, Buildkite and Azure Pipelines set it to `true`).
+pub fn in_ci() -> bool {
+    is_ci(std::env::var("CI").ok().as_deref())
+}
+
+/// Whether a value of `CI` says CI.
+fn is_ci(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+}
+
 /// The policy that governs the plan at `plan`: the one named by `explicit`
 /// (`--config`) or else the nearest `dpplan.toml` up from the plan
-/// ([`discover`]); `None` when there is none. Every command that touches a
-/// plan (check, compile, run, report, freeze) finds its policy here.
+/// ([`discover`]), with the chain it extends ([`Policy::load`]); `None`
+/// when there is none. Every command that touches a plan (check, compile,
+/// run, report, freeze) finds its policy here. In CI ([`in_ci`]) a
+/// `--config` file must be a root ([`ci_config`]).
 pub fn in_force(plan: &Path, explicit: Option<&Path>) -> Result<Option<Policy>, ConfigError> {
+    in_force_with(plan, explicit, in_ci())
+}
+
+/// [`in_force`] with CI said explicitly.
+pub fn in_force_with(
+    plan: &Path,
+    explicit: Option<&Path>,
+    ci: bool,
+) -> Result<Option<Policy>, ConfigError> {
     let file = match explicit {
         Some(f) => f.to_path_buf(),
         None => match discover(plan) {
@@ -278,7 +575,55 @@ pub fn in_force(plan: &Path, explicit: Option<&Path>) -> Result<Option<Policy>, 
             None => return Ok(None),
         },
     };
-    Policy::load(&file).map(Some)
+    let policy = Policy::load(&file)?;
+    if ci && explicit.is_some() {
+        ci_config(&policy, plan)?;
+    }
+    Ok(Some(policy))
+}
+
+/// In CI, `--config FILE` may only name a root policy (`root = true`, or
+/// no `dpplan.toml` above it), and, for a plan that a `dpplan.toml` above
+/// it governs, the root of that plan's own chain: a CI job cannot swap the
+/// organisation's policy for another file, nor start below its root.
+pub fn ci_config(named: &Policy, plan: &Path) -> Result<(), ConfigError> {
+    let refuse = |message: String, help: &str| ConfigError {
+        file: named.file.clone(),
+        text: String::new(),
+        span: None,
+        message,
+        help: Some(help.to_string()),
+    };
+    if named.parent.is_some() {
+        return Err(refuse(
+            format!(
+                "in CI (the `CI` environment variable is set), --config must name a root policy; `{}` extends {}",
+                named.file.display(),
+                named.chain_text()
+            ),
+            "name the root of the chain (or drop --config: each plan's own chain applies)",
+        ));
+    }
+    if let Some(own) = discover(plan) {
+        let own = Policy::load(&own)?;
+        let root = own
+            .chain()
+            .first()
+            .map(|p| canonical(p))
+            .unwrap_or_default();
+        if root != canonical(&named.file) {
+            return Err(refuse(
+                format!(
+                    "in CI (the `CI` environment variable is set), --config `{}` would replace the policy that governs `{}` ({})",
+                    named.file.display(),
+                    plan.display(),
+                    own.chain_text()
+                ),
+                "drop --config in CI: the plan's own chain applies (docs/policy.md)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Policy {
@@ -303,6 +648,12 @@ impl Policy {
             .map(Path::to_path_buf)
             .unwrap_or_default();
         let rules = rules_of(&raw.rules).map_err(|(s, m, h)| err(Some(s), m, Some(h)))?;
+        let allow_suppression = raw
+            .suppressions
+            .as_ref()
+            .map(allowed_codes)
+            .transpose()
+            .map_err(|(s, m, h)| err(Some(s), m, Some(h)))?;
         check_limits(&raw.limits).map_err(|(s, m)| err(Some(s), m, None))?;
         let mut overrides = Vec::new();
         for o in &raw.overrides {
@@ -326,19 +677,27 @@ impl Policy {
                 patterns: o.paths.iter().map(|p| p.get_ref().clone()).collect(),
                 rules: rules_of(&o.rules).map_err(|(s, m, h)| err(Some(s), m, Some(h)))?,
                 limits: o.limits.clone(),
+                allow_suppression: o
+                    .suppressions
+                    .as_ref()
+                    .map(allowed_codes)
+                    .transpose()
+                    .map_err(|(s, m, h)| err(Some(s), m, Some(h)))?,
             });
         }
         let budgets = raw
             .budgets
             .iter()
-            .map(|b| shared(&dir, b))
+            .map(|b| shared(file, &dir, b))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|(s, m)| err(Some(s), m, None))?;
         Ok(Policy {
             file: file.to_path_buf(),
             dir,
+            root: raw.root,
             rules,
             limits: raw.limits,
+            allow_suppression,
             overrides,
             budgets,
             signoff: raw
@@ -347,12 +706,70 @@ impl Policy {
                 .map(signoff_of)
                 .transpose()
                 .map_err(|(s, m, h)| err(Some(s), m, Some(h)))?,
+            parent: None,
             hash: sha256_hex(text.as_bytes()),
+            own: None,
         })
     }
 
-    /// Reads a policy file.
+    /// Reads a policy file and, unless it says `root = true`, the chain of
+    /// policies it extends: the nearest `dpplan.toml` above its directory,
+    /// and so on up.
     pub fn load(file: &Path) -> Result<Policy, ConfigError> {
+        let mut p = Policy::load_one(file)?;
+        if !p.root {
+            let dir = normalise(file);
+            if let Some(up) = above(dir.parent().and_then(Path::parent)) {
+                if canonical(&up) != canonical(file) {
+                    let parent = Policy::load(&up)?;
+                    p.extend(parent);
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// Every `[signoff]` of the chain, with the file that declares it,
+    /// nearest first: each one must hold (a nested file cannot lower its
+    /// parent's requirement by naming other reviewers).
+    pub fn signoffs(&self) -> Vec<(&Path, &SignoffPolicy)> {
+        let mut out = Vec::new();
+        let mut at = Some(self);
+        while let Some(p) = at {
+            if let Some(s) = &p.signoff {
+                out.push((p.file.as_path(), s));
+            }
+            at = p.parent.as_deref();
+        }
+        out
+    }
+
+    /// `self` as a nested policy of `parent`: its budgets after the
+    /// parent's, its hash over the chain.
+    fn extend(&mut self, parent: Policy) {
+        let mut budgets = parent.budgets.clone();
+        budgets.append(&mut self.budgets);
+        self.budgets = budgets;
+        let own = self.hash.clone();
+        let mut lines = String::new();
+        let mut chain: Vec<&Policy> = Vec::new();
+        let mut at = Some(&parent);
+        while let Some(p) = at {
+            chain.push(p);
+            at = p.parent.as_deref();
+        }
+        for p in chain.iter().rev() {
+            lines.push_str(&p.own_hash());
+            lines.push('\n');
+        }
+        lines.push_str(&own);
+        lines.push('\n');
+        self.own = Some(own);
+        self.hash = sha256_hex(lines.as_bytes());
+        self.parent = Some(Box::new(parent));
+    }
+
+    fn load_one(file: &Path) -> Result<Policy, ConfigError> {
         let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
             file: file.to_path_buf(),
             text: String::new(),
@@ -363,24 +780,82 @@ impl Policy {
         Policy::parse(file, &text)
     }
 
-    /// The rules and limits that apply to the plan at `plan` (the global
+    /// The SHA-256 of this file's own text.
+    fn own_hash(&self) -> String {
+        self.own.clone().unwrap_or_else(|| self.hash.clone())
+    }
+
+    /// The files of the chain, root first.
+    pub fn chain(&self) -> Vec<PathBuf> {
+        let mut out = match &self.parent {
+            Some(p) => p.chain(),
+            None => Vec::new(),
+        };
+        out.push(self.file.clone());
+        out
+    }
+
+    /// The chain in words: `a/dpplan.toml → a/b/dpplan.toml`.
+    pub fn chain_text(&self) -> String {
+        self.chain()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+
+    /// The rules and limits that apply to the plan at `plan`: the parent's
+    /// (for a chain), extended by this file's own ([`Effective`]: a nested
+    /// policy only tightens).
+    pub fn effective(&self, plan: &Path) -> Effective {
+        let own = self.own_effective(plan);
+        match &self.parent {
+            None => Effective {
+                rules: own.rules,
+                limits: own.limits,
+                allow_suppression: own.allow_suppression.unwrap_or_default(),
+            },
+            Some(p) => {
+                let allows = own.allow_suppression.is_some();
+                let child = Effective {
+                    rules: own.rules,
+                    limits: own.limits,
+                    allow_suppression: own.allow_suppression.unwrap_or_default(),
+                };
+                p.effective(plan).extended_by(&child, allows)
+            }
+        }
+    }
+
+    /// This file's own rules and limits for the plan at `plan` (the global
     /// ones, then every override whose globs match the plan's path relative
     /// to the policy's directory, in file order).
-    pub fn effective(&self, plan: &Path) -> Effective {
+    fn own_effective(&self, plan: &Path) -> Own {
         let plan = normalise(plan);
         let rel = plan.strip_prefix(&self.dir).unwrap_or(&plan);
-        let mut e = Effective {
+        let mut e = Own {
             rules: self.rules.clone(),
             limits: self.limits.clone(),
+            allow_suppression: self.allow_suppression.clone(),
         };
         for o in &self.overrides {
             if o.globs.is_match(rel) {
                 e.rules.extend(o.rules.iter().copied());
                 e.limits = e.limits.merged(&o.limits);
+                if o.allow_suppression.is_some() {
+                    e.allow_suppression = o.allow_suppression.clone();
+                }
             }
         }
         e
     }
+}
+
+/// One file's own part of an [`Effective`].
+struct Own {
+    rules: Vec<(Code, Level)>,
+    limits: Limits,
+    allow_suppression: Option<Vec<Code>>,
 }
 
 /// A rule table: keys are codes (`DP009`) or names (`fresh-rerelease`). A
@@ -413,6 +888,34 @@ fn rules_of(raw: &RawRules) -> Result<Vec<(Code, Level)>, Located> {
             ));
         }
         out.push((code, level));
+    }
+    Ok(out)
+}
+
+/// `[suppressions] allow`: policy codes only.
+fn allowed_codes(raw: &RawSuppressions) -> Result<Vec<Code>, Located> {
+    let mut out = Vec::new();
+    for k in &raw.allow {
+        let key = k.get_ref();
+        let code = Code::parse(key).ok_or_else(|| {
+            (
+                k.span(),
+                format!("`{key}` is not a dpplan diagnostic code or name"),
+                "`dpplan rule --list` lists every code",
+            )
+        })?;
+        if !code.is_policy() {
+            return Err((
+                k.span(),
+                format!(
+                    "{} ({}) is not a policy code: `[suppressions] allow` lists the policy codes (DP100–DP108) a plan may suppress inline",
+                    code.as_str(),
+                    code.name()
+                ),
+                "a checker warning is suppressed inline without a policy key; a checker error cannot be",
+            ));
+        }
+        out.push(code);
     }
     Ok(out)
 }
@@ -517,7 +1020,11 @@ fn signoff_of(raw: &RawSignoff) -> Result<SignoffPolicy, (Range<usize>, String, 
     })
 }
 
-fn shared(dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range<usize>, String)> {
+fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range<usize>, String)> {
+    for p in &b.plans {
+        Glob::new(p.get_ref())
+            .map_err(|e| (p.span(), format!("`{}` is not a glob: {e}", p.get_ref())))?;
+    }
     positive(&Some(b.epsilon.clone()), "epsilon", None)?;
     let delta = match &b.delta {
         Some(d) => {
@@ -534,8 +1041,139 @@ fn shared(dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range<usize>, Stri
     }
     Ok(SharedBudget {
         source: b.source.get_ref().clone(),
-        path: normalise(&dir.join(b.source.get_ref())),
+        path: canonical(&dir.join(b.source.get_ref())),
         epsilon: *b.epsilon.get_ref(),
         delta,
+        policy: file.to_path_buf(),
+        plans: b.plans.iter().map(|p| p.get_ref().clone()).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(dir: &Path, rel: &str, text: &str) -> PathBuf {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("dpplan-policy-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A nested policy extends its parent and only tightens; `root = true`
+    /// stops the chain; the chain's hash covers every file, and a policy of
+    /// one file hashes to its text's SHA-256.
+    #[test]
+    fn a_chain_tightens_and_hashes_every_file() {
+        let d = scratch("chain");
+        let root_text = "[limits]\nmax-epsilon = 2\nallowed-units = [\"user\", \"row\"]\n[suppressions]\nallow = [\"DP106\", \"DP104\"]\n[[budgets]]\nsource = \"v.csv\"\nepsilon = 3\n";
+        at(&d, "dpplan.toml", root_text);
+        let team = at(
+            &d,
+            "team/dpplan.toml",
+            "[limits]\nmax-epsilon = 10\nallowed-units = [\"user\"]\nmin-noise-multiplier = 1\n[rules]\nDP100 = \"off\"\nDP009 = \"off\"\n[suppressions]\nallow = [\"DP106\", \"DP100\"]\n",
+        );
+        let p = Policy::load(&team).unwrap();
+        assert_eq!(p.chain().len(), 2);
+        assert_eq!(p.budgets.len(), 1, "the parent's budgets hold below");
+        let e = p.effective(&d.join("team/x.dpplan"));
+        assert_eq!(*e.limits.max_epsilon.as_ref().unwrap().get_ref(), 2.0);
+        assert_eq!(e.limits.allowed_units, Some(vec![UnitKind::User]));
+        assert_eq!(
+            *e.limits.min_noise_multiplier.as_ref().unwrap().get_ref(),
+            1.0
+        );
+        assert_eq!(
+            e.level(Code::PolicyBudget),
+            Some(Level::Error),
+            "DP100 cannot be turned off below"
+        );
+        assert_eq!(
+            e.level(Code::FreshRerelease),
+            Some(Level::Off),
+            "a checker hint is the team's"
+        );
+        assert_eq!(
+            e.allow_suppression,
+            vec![Code::PolicyAccuracy],
+            "both must allow"
+        );
+        let parent = sha256_hex(root_text.as_bytes());
+        assert_eq!(Policy::load(&d.join("dpplan.toml")).unwrap().hash, parent);
+        let own = sha256_hex(std::fs::read(&team).unwrap().as_slice());
+        assert_eq!(p.hash, sha256_hex(format!("{parent}\n{own}\n").as_bytes()));
+        // root = true: a policy of its own
+        at(&d, "team/dpplan.toml", "root = true\n");
+        let p = Policy::load(&team).unwrap();
+        assert_eq!(p.chain(), vec![team.clone()]);
+        assert!(p
+            .effective(&d.join("team/x.dpplan"))
+            .limits
+            .max_epsilon
+            .is_none());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn suppressions_list_policy_codes_only() {
+        let e = Policy::parse(Path::new("p.toml"), "[suppressions]\nallow = [\"DP009\"]\n")
+            .unwrap_err();
+        assert!(e.message.contains("not a policy code"), "{}", e.message);
+        assert!(e.span.is_some());
+        let p = Policy::parse(
+            Path::new("p.toml"),
+            "[suppressions]\nallow = [\"policy-accuracy\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.allow_suppression, Some(vec![Code::PolicyAccuracy]));
+        let e = Policy::parse(
+            Path::new("p.toml"),
+            "[[budgets]]\nsource = \"v\"\nepsilon = 1\nplans = [\"a/[b\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("is not a glob"), "{}", e.message);
+    }
+
+    #[test]
+    fn canonical_paths_follow_links_where_the_file_exists() {
+        let d = scratch("canon");
+        let real = at(&d, "data/visits.csv", "x\n");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("visits.csv", d.join("data/alias.csv")).unwrap();
+            assert_eq!(canonical(&d.join("data/alias.csv")), canonical(&real));
+        }
+        assert_eq!(
+            canonical(&d.join("data/../data/visits.csv")),
+            canonical(&real)
+        );
+        // lexical where the file does not exist
+        assert_eq!(
+            canonical(&d.join("no/../none.csv")),
+            normalise(&d.join("none.csv"))
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn ci_is_the_ci_variable_set_and_not_false() {
+        for (v, ci) in [
+            (Some("true"), true),
+            (Some("1"), true),
+            (Some("yes"), true),
+            (Some("FALSE"), false),
+            (Some("0"), false),
+            (Some(" "), false),
+            (None, false),
+        ] {
+            assert_eq!(is_ci(v), ci, "{v:?}");
+        }
+    }
 }

@@ -104,6 +104,16 @@ fn cases(f: &FileResult, deny_warnings: bool) -> Vec<Case> {
 
 /// The JUnit XML report of a check.
 pub fn junit(files: &[FileResult], deny_warnings: bool) -> String {
+    junit_with(files, deny_warnings, &[])
+}
+
+/// [`junit`] with each suite's policy chain as a `dpplan.policy` property
+/// (and its hash as `dpplan.policy.sha256`).
+pub fn junit_with(
+    files: &[FileResult],
+    deny_warnings: bool,
+    policies: &[crate::AppliedPolicy],
+) -> String {
     let mut suites = String::new();
     let (mut total, mut failed) = (0, 0);
     for f in files {
@@ -116,6 +126,13 @@ pub fn junit(files: &[FileResult], deny_warnings: bool) -> String {
             esc(f.path),
             cases.len()
         ));
+        if let Some(p) = crate::policy_of(policies, f.path) {
+            suites.push_str(&format!(
+                "    <properties>\n      <property name=\"dpplan.policy\" value=\"{}\"/>\n      <property name=\"dpplan.policy.sha256\" value=\"{}\"/>\n    </properties>\n",
+                esc(&p.chain()),
+                esc(p.sha256)
+            ));
+        }
         for c in &cases {
             suites.push_str(&format!(
                 "    <testcase classname=\"{}\" name=\"{}\"",

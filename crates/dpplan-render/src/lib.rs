@@ -10,13 +10,18 @@
 mod human;
 mod junit;
 mod machine;
+mod policy;
 mod query_array;
 mod sarif;
 mod shared;
 
 pub use human::{human, policy_diagnostic, policy_error, summary_rows, summary_table};
-pub use junit::junit;
-pub use machine::{github, github_summary, json, json_value, write_json, write_json_with};
+pub use junit::{junit, junit_with};
+pub use machine::{
+    github, github_summary, github_summary_with, json, json_value, write_json, write_json_with,
+    write_json_with_policies,
+};
+pub use policy::{github_policies, policies_human, policies_json, policy_of, AppliedPolicy};
 pub use sarif::{sarif, sarif_with, SarifOptions};
 
 pub use shared::{shared_budgets_human, shared_budgets_json, SharedBudget};

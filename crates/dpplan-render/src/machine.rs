@@ -173,6 +173,8 @@ struct Document<'a> {
     splice: bool,
     /// `shared_budgets` (a policy's budgets shared across plans), when any.
     shared: Option<&'a Value>,
+    /// `policies`: the policy chains applied, when a policy was looked for.
+    policies: Option<&'a Value>,
 }
 
 impl Serialize for Document<'_> {
@@ -184,9 +186,14 @@ impl Serialize for Document<'_> {
             .iter()
             .map(|f| file_fields(f, self.splice))
             .collect();
-        let mut m = s.serialize_map(Some(4 + usize::from(self.shared.is_some())))?;
-        // sorted: files, schema_version, summary, tool
+        let mut m = s.serialize_map(Some(
+            4 + usize::from(self.shared.is_some()) + usize::from(self.policies.is_some()),
+        ))?;
+        // sorted: files, policies, schema_version, shared_budgets, summary, tool
         m.serialize_entry("files", &files)?;
+        if let Some(policies) = self.policies {
+            m.serialize_entry("policies", policies)?;
+        }
         m.serialize_entry("schema_version", &JSON_SCHEMA_VERSION)?;
         if let Some(shared) = self.shared {
             m.serialize_entry("shared_budgets", shared)?;
@@ -216,6 +223,7 @@ pub fn json_value(files: &[FileResult]) -> Value {
         files,
         splice: false,
         shared: None,
+        policies: None,
     })
     .unwrap_or_default()
 }
@@ -242,7 +250,18 @@ pub fn write_json_with<W: std::io::Write>(
     files: &[FileResult],
     shared: Option<&Value>,
 ) -> std::io::Result<()> {
-    write_document(w, files, shared, true)
+    write_document(w, files, shared, None, true)
+}
+
+/// [`write_json_with`] with the `policies` field: which policy chain
+/// governed which plans (docs/json-output.md).
+pub fn write_json_with_policies<W: std::io::Write>(
+    w: W,
+    files: &[FileResult],
+    shared: Option<&Value>,
+    policies: Option<&Value>,
+) -> std::io::Result<()> {
+    write_document(w, files, shared, policies, true)
 }
 
 /// The queries arrays [`write_json_with`] splices in: those of
@@ -257,6 +276,7 @@ pub(crate) fn write_document<W: std::io::Write>(
     w: W,
     files: &[FileResult],
     shared: Option<&Value>,
+    policies: Option<&Value>,
     splice: bool,
 ) -> std::io::Result<()> {
     use std::io::Write as _;
@@ -275,13 +295,14 @@ pub(crate) fn write_document<W: std::io::Write>(
             files,
             splice,
             shared,
+            policies,
         },
     )?;
     w.write_all(b"\n")?;
     w.finish().map(drop)
 }
 
-fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -336,7 +357,26 @@ fn md_cell(s: &str) -> String {
 /// rows a plan, the rest counted), so the summary stays proportional to
 /// what a reviewer reads.
 pub fn github_summary(files: &[FileResult]) -> String {
+    github_summary_with(files, &[], &[])
+}
+
+/// [`github_summary`] with the policy chains that applied and the budgets
+/// shared across plans (each with its total, verdict and every plan's
+/// share, a plan left out named with its reason).
+pub fn github_summary_with(
+    files: &[FileResult],
+    shared: &[crate::SharedBudget],
+    policies: &[crate::AppliedPolicy],
+) -> String {
     let mut out = String::from("## dpplan check\n\n");
+    for p in policies {
+        out.push_str(&format!(
+            "Policy: `{}` (sha256 `{}`) for {} plan(s)\n\n",
+            md_cell(&p.chain()),
+            p.sha256,
+            p.plans.len()
+        ));
+    }
     out.push_str("| plan | ε | δ | accountant | budget | verdict | errors | warnings | hints |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for f in files {
@@ -390,6 +430,37 @@ pub fn github_summary(files: &[FileResult]) -> String {
             ));
         }
         out.push_str("\n</details>\n");
+    }
+    if !shared.is_empty() {
+        out.push_str("\n### Budgets shared across plans\n\n");
+        out.push_str("| source | policy | budget | ε composed | verdict | plans (each alone) |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        for sh in shared {
+            let r = sh.result;
+            let shares: Vec<String> = r
+                .shares
+                .iter()
+                .map(|x| match &x.excluded {
+                    Some(e) => format!("`{}` left out: {}", md_cell(&x.path), md_cell(&e.reason)),
+                    None => format!(
+                        "`{}` ε = {}",
+                        md_cell(&x.path),
+                        x.epsilon.map_or("—".into(), num)
+                    ),
+                })
+                .collect();
+            out.push_str(&format!(
+                "| `{}` | `{}` | ε = {}, δ = {} | {} | {} | {} |\n",
+                md_cell(&r.budget.source),
+                md_cell(&sh.policy.display().to_string()),
+                num(r.budget.epsilon),
+                num(r.budget.delta),
+                r.total
+                    .map_or("—".into(), |(e, a)| format!("{} ({a})", num(e))),
+                md_cell(&crate::shared::verdict(sh)),
+                shares.join("<br>")
+            ));
+        }
     }
     out
 }

@@ -236,7 +236,7 @@ mod tests {
 
     fn document(files: &[FileResult], splice: bool) -> Vec<u8> {
         let mut out = Vec::new();
-        write_document(&mut out, files, None, splice).expect("written");
+        write_document(&mut out, files, None, None, splice).expect("written");
         out
     }
 

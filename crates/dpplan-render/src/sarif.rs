@@ -23,6 +23,9 @@ pub struct SarifOptions<'a> {
     /// plus `#dp009`. `None`: no `helpUri` (never a guessed host); the rule's
     /// help carries the documentation itself.
     pub docs_url: Option<&'a str>,
+    /// The policy chains applied (`policies_json`): the run's `policies`
+    /// property.
+    pub policies: Option<&'a Value>,
 }
 
 /// SARIF 2.1.0 with one run, every diagnostic code as a rule.
@@ -114,7 +117,10 @@ pub fn sarif_with(files: &[FileResult], opts: &SarifOptions) -> String {
             }},
             "columnKind": "unicodeCodePoints",
             "results": results,
-            "properties": {"plans": plan_claims(files)},
+            "properties": match opts.policies {
+                Some(p) => json!({"plans": plan_claims(files), "policies": p}),
+                None => json!({"plans": plan_claims(files)}),
+            },
         }],
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

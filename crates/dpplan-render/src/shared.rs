@@ -12,52 +12,87 @@ use crate::num;
 pub struct SharedBudget<'a> {
     pub policy: &'a Path,
     pub result: &'a SharedResult,
+    /// Over the budget, but no checked plan keeps its DP107 as an error
+    /// (the policy lowered it, or allows its suppression and every plan
+    /// suppressed it): the check passes, so the verdict does not say OVER.
+    pub accepted: bool,
 }
 
-/// The shared budgets in words, after the human format's summary line;
-/// `names[i]` is the path of the i-th checked plan.
-pub fn shared_budgets_human(shared: &[SharedBudget], names: &[&str]) -> String {
+/// The verdict in words: `within`, `OVER` (the check fails), `over,
+/// accepted by the policy`, or why the plans could not be composed.
+pub fn verdict(sh: &SharedBudget) -> String {
+    let r = sh.result;
+    let left = r.shares.iter().filter(|s| s.excluded.is_some()).count();
+    let left = match left {
+        0 => String::new(),
+        n => format!(
+            " ({n} plan{} left out, not counted)",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    match (&r.total, r.within) {
+        (Some((e, a)), within) => format!(
+            "ε = {} of {} ({a}): {}{left}",
+            num(*e),
+            num(r.budget.epsilon),
+            if within {
+                "within"
+            } else if sh.accepted {
+                "over, accepted by the policy (DP107 lowered or its suppression allowed)"
+            } else {
+                "OVER"
+            }
+        ),
+        (None, _) => format!(
+            "not composed: {}{left}",
+            r.problem.as_deref().unwrap_or("no total")
+        ),
+    }
+}
+
+/// The shared budgets in words, after the human format's summary line.
+pub fn shared_budgets_human(shared: &[SharedBudget]) -> String {
     let mut s = String::new();
     for sh in shared {
         let r = sh.result;
         let shares: Vec<String> = r
             .shares
             .iter()
+            .filter(|x| x.excluded.is_none())
             .map(|x| {
                 format!(
-                    "{} ε = {} ({} releases)",
-                    names[x.plan],
+                    "{} ε = {} ({} releases){}",
+                    x.path,
                     x.epsilon.map_or("—".into(), num),
-                    x.releases
+                    x.releases,
+                    if x.checked { "" } else { " [named by `plans`]" }
                 )
             })
             .collect();
-        let verdict = match (&r.total, r.within) {
-            (Some((e, a)), within) => format!(
-                "ε = {} of {} ({a}): {}",
-                num(*e),
-                num(r.budget.epsilon),
-                if within { "within" } else { "OVER" }
-            ),
-            (None, _) => format!(
-                "not composed: {}",
-                r.problem.as_deref().unwrap_or("no total")
-            ),
-        };
         s.push_str(&format!(
-            "\nshared budget `{}` ({}), δ = {}: {verdict}\n  each plan alone: {}\n",
+            "\nshared budget `{}` ({}), δ = {}: {}\n  each plan alone: {}\n",
             r.budget.source,
             sh.policy.display(),
             num(r.budget.delta),
-            shares.join(", ")
+            verdict(sh),
+            if shares.is_empty() {
+                "—".to_string()
+            } else {
+                shares.join(", ")
+            }
         ));
+        for x in r.shares.iter() {
+            if let Some(e) = &x.excluded {
+                s.push_str(&format!("  left out: {}\n", e.reason));
+            }
+        }
     }
     s
 }
 
 /// The shared budgets as JSON: the `shared_budgets` field of
 /// `--format json` (docs/json-output.md).
-pub fn shared_budgets_json(shared: &[SharedBudget], names: &[&str]) -> Value {
+pub fn shared_budgets_json(shared: &[SharedBudget]) -> Value {
     Value::Array(
         shared
             .iter()
@@ -70,12 +105,15 @@ pub fn shared_budgets_json(shared: &[SharedBudget], names: &[&str]) -> Value {
                     "epsilon": r.total.map(|t| t.0),
                     "accountant": r.total.map(|t| t.1.name()),
                     "within_budget": r.within,
+                    "accepted": sh.accepted,
                     "problem": r.problem,
                     "shares": r.shares.iter().map(|x| json!({
-                        "path": names[x.plan],
+                        "path": x.path,
                         "datasets": x.datasets,
                         "epsilon": x.epsilon,
                         "releases": x.releases,
+                        "checked": x.checked,
+                        "excluded": x.excluded.as_ref().map(|e| &e.reason),
                     })).collect::<Vec<_>>(),
                 })
             })

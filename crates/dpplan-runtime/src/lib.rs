@@ -83,9 +83,9 @@ pub struct RunOptions {
     /// future by accident.
     pub test_clock: bool,
     /// The sign-offs the policy in force requires before anything is
-    /// released (checked on the verified ledger, before any entry is
-    /// written).
-    pub signoff: Option<ledger::SignoffRule>,
+    /// released, every one of them (checked on the verified ledger, before
+    /// any entry is written).
+    pub signoff: Vec<ledger::SignoffRule>,
 }
 
 /// One released number (a group's, or the only one).
@@ -298,7 +298,7 @@ fn open_existing(
             }));
         }
         ledger::refuse_orphan_anchor(&opts.ledger)?;
-        if let Some(rule) = &opts.signoff {
+        if let Some(rule) = opts.signoff.first() {
             return Err(RunError::Ledger(LedgerError::Signoff(format!(
                 "the policy `{}` requires {} sign-off(s) by its reviewers of a frozen report of this plan before anything is released, and the ledger `{}` does not exist yet: freeze the plan's report into it (`dpplan report PLAN.dpplan --freeze --ledger {} --start …`), have it signed (`dpplan ledger sign`), then run",
                 rule.policy,
@@ -315,7 +315,7 @@ fn open_existing(
     )?;
     // Before anything is written (an upgrade entry included): the sign-offs
     // the policy requires, of this very plan.
-    if let Some(rule) = &opts.signoff {
+    for rule in &opts.signoff {
         l.signed_by(rule, &plan.body_sha256)?;
     }
     let mut upgrade = None;

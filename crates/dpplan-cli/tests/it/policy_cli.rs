@@ -325,35 +325,684 @@ fn a_policy_file_that_cannot_be_used_is_located() {
     }
 }
 
-/// Plans that protect different units on one source cannot be composed
-/// into one guarantee: DP107 says so instead of printing a total.
-#[test]
-fn plans_with_different_units_are_not_composed() {
-    let dir = tempfile::tempdir().unwrap();
-    let shared = root().join("tests/policy/shared");
-    std::fs::copy(shared.join("dpplan.toml"), dir.path().join("dpplan.toml")).unwrap();
-    std::fs::copy(shared.join("a.dpplan"), dir.path().join("a.dpplan")).unwrap();
-    let rows = std::fs::read_to_string(shared.join("b.dpplan"))
-        .unwrap()
-        .replace("unit user by user_id", "unit row");
-    std::fs::write(dir.path().join("b.dpplan"), rows).unwrap();
-    let o = dpplan(&["check", dir.path().to_str().unwrap(), "--format", "json"]);
-    assert_eq!(o.status.code(), Some(1));
-    let v = json(&o);
-    let s = shared_of(&v);
-    assert!(s["epsilon"].is_null(), "{s}");
-    assert!(
-        s["problem"].as_str().unwrap().contains("different units"),
-        "{s}"
-    );
-    let messages: Vec<&str> = v["files"]
+/// The text of a fixture of tests/policy/shared/.
+fn shared_plan(name: &str) -> String {
+    std::fs::read_to_string(root().join(format!("tests/policy/shared/{name}.dpplan"))).unwrap()
+}
+
+/// Writes `files` (relative path, text) under `dir`.
+fn write_all(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+/// `dpplan ARGS…` in `dir`, with `env` set (and `CI` removed unless set).
+fn dpplan_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    c.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CI")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The DP107 messages of every file of a JSON output.
+fn dp107(v: &serde_json::Value) -> Vec<(String, String, String)> {
+    v["files"]
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|f| f["diagnostics"].as_array().unwrap())
-        .filter(|d| d["code"] == "DP107")
-        .map(|d| d["message"].as_str().unwrap())
+        .flat_map(|f| {
+            f["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["code"] == "DP107")
+                .map(move |d| {
+                    (
+                        f["path"].as_str().unwrap().to_string(),
+                        d["message"].as_str().unwrap().to_string(),
+                        d["help"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// One plan that cannot be composed (another unit, or checker errors)
+/// does not switch the shared budget off for the others: it is left out
+/// and reported once, on itself, with its own reason and the help for that
+/// cause; the others are still composed and compared. (Before: "not
+/// composed: the plans protect different units", on every plan, with a
+/// help about spending less.)
+#[test]
+fn one_plan_that_cannot_be_composed_is_left_out_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = shared_plan("b").replace("unit user by user_id", "unit row");
+    let broken = shared_plan("c").replace("sigma 3", "sigma -1");
+    write_all(
+        dir.path(),
+        &[
+            (
+                "dpplan.toml",
+                &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap(),
+            ),
+            ("a.dpplan", &shared_plan("a")),
+            ("b.dpplan", &rows),
+            ("c.dpplan", &broken),
+            ("e.dpplan", &shared_plan("c").replace("team-c", "team-e")),
+        ],
+    );
+    let o = dpplan_env(dir.path(), &["check", ".", "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json(&o);
+    let s = shared_of(&v);
+    // a and e (user-level) are composed: two Gaussian counts, μ = √2/3
+    let two = dpplan_accounting::gdp_epsilon(2f64.sqrt() / 3.0, 1e-8);
+    let e = s["epsilon"]
+        .as_f64()
+        .expect("the others are still composed");
+    assert!((e / two - 1.0).abs() < 1e-9, "{e} vs {two}: {s}");
+    assert_eq!(s["within_budget"], true, "{s}");
+    let excluded: Vec<&str> = s["shares"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["excluded"].as_str())
         .collect();
-    assert_eq!(messages.len(), 2, "{messages:?}");
-    assert!(messages[0].contains("cannot be checked"), "{messages:?}");
+    assert_eq!(excluded.len(), 2, "{s}");
+    // reported once each, on the plan itself, with its own reason and help
+    let d = dp107(&v);
+    assert_eq!(d.len(), 2, "{d:?}");
+    let on = |p: &str| {
+        d.iter()
+            .filter(|(f, _, _)| f.ends_with(p))
+            .collect::<Vec<_>>()
+    };
+    let b = on("b.dpplan");
+    assert_eq!(b.len(), 1, "{d:?}");
+    assert!(b[0].1.contains("protects the unit `row`"), "{d:?}");
+    assert!(b[0].2.contains("`unit user …`"), "{d:?}");
+    let c = on("c.dpplan");
+    assert_eq!(c.len(), 1, "{d:?}");
+    assert!(c[0].1.contains("has errors"), "{d:?}");
+    assert!(c[0].2.contains("fix its errors"), "{d:?}");
+    assert!(
+        on("a.dpplan").is_empty() && on("e.dpplan").is_empty(),
+        "{d:?}"
+    );
+    // negative control: with the row-level plan user-level again, and the
+    // broken one fixed, four plans are composed and exceed ε = 3
+    std::fs::write(dir.path().join("b.dpplan"), shared_plan("b")).unwrap();
+    std::fs::write(dir.path().join("c.dpplan"), shared_plan("c")).unwrap();
+    let v = json(&dpplan_env(
+        dir.path(),
+        &["check", ".", "--format", "json"],
+        &[],
+    ));
+    assert_eq!(shared_of(&v)["within_budget"], false);
+    assert_eq!(dp107(&v).len(), 4);
+}
+
+/// The policy text with max-epsilon 2 that the suppression tests use.
+const STRICT: &str = "[limits]\nmax-epsilon = 2\n\n[[budgets]]\nsource = \"data/visits.csv\"\nepsilon = 3\ndelta = 1e-8\n";
+
+/// `// dpplan: allow DP100 reason "x"` (or DP107 on the dataset line) no
+/// longer switches the organisation's rule off: refused (DP020, an error)
+/// unless the policy's `[suppressions] allow` lists the code. And the
+/// shared budget's line never says OVER while the check exits 0. (Before:
+/// exit 0, the summary saying OVER.)
+#[test]
+fn an_inline_allow_of_a_policy_code_needs_the_policy_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow100 = shared_plan("a").replace(
+        "    budget epsilon 2.5",
+        "    // dpplan: allow DP100 reason \"x\"\n    budget epsilon 2.5",
+    );
+    write_all(
+        dir.path(),
+        &[("dpplan.toml", STRICT), ("a.dpplan", &allow100)],
+    );
+    let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let got = found(&json(&o));
+    assert!(got.contains(&(8, "error[DP100]".to_string())), "{got:?}");
+    assert!(got.contains(&(7, "error[DP020]".to_string())), "{got:?}");
+    let msg = json(&o)["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "DP020")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("`[suppressions] allow`"), "{msg}");
+    // the key allows it: suppressed, exit 0
+    write_all(
+        dir.path(),
+        &[(
+            "dpplan.toml",
+            &format!("[suppressions]\nallow = [\"DP100\"]\n{STRICT}"),
+        )],
+    );
+    let o = dpplan_env(dir.path(), &["check", "a.dpplan", "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(found(&json(&o)).is_empty());
+    // DP107 on the dataset lines of three plans over their shared budget
+    let dir = tempfile::tempdir().unwrap();
+    let allow107 = |n: &str| {
+        shared_plan(n).replace(
+            "  dataset visits {",
+            "  // dpplan: allow DP107 reason \"x\"\n  dataset visits {",
+        )
+    };
+    let relaxed = STRICT.replace("max-epsilon = 2", "max-epsilon = 3");
+    write_all(
+        dir.path(),
+        &[
+            ("dpplan.toml", &relaxed),
+            ("a.dpplan", &allow107("a")),
+            ("b.dpplan", &allow107("b")),
+            ("c.dpplan", &allow107("c")),
+        ],
+    );
+    let o = dpplan_env(dir.path(), &["check", "."], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains(": OVER"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("is refused"), "{}", stdout(&o));
+    // allowed by the policy: exit 0, and the verdict is not OVER
+    write_all(
+        dir.path(),
+        &[(
+            "dpplan.toml",
+            &format!("[suppressions]\nallow = [\"DP107\"]\n{relaxed}"),
+        )],
+    );
+    let o = dpplan_env(dir.path(), &["check", "."], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("OVER"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("over, accepted by the policy"),
+        "{}",
+        stdout(&o)
+    );
+    // a nested policy cannot allow what its parent does not
+    write_all(
+        dir.path(),
+        &[
+            ("dpplan.toml", &relaxed),
+            ("team/dpplan.toml", "[suppressions]\nallow = [\"DP107\"]\n"),
+            (
+                "team/a.dpplan",
+                &allow107("a").replace("data/visits.csv", "../data/visits.csv"),
+            ),
+        ],
+    );
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "team/a.dpplan", "--format", "json"],
+        &[],
+    );
+    let got = found(&json(&o));
+    assert!(got.contains(&(11, "error[DP020]".to_string())), "{got:?}");
+}
+
+/// A nested `dpplan.toml` extends its parent unless it says `root = true`:
+/// a comment-only one no longer turns off the organisation's rules below
+/// it, nor takes its plans out of the root's `[[budgets]]`; it can only
+/// tighten. Every output names the chain that applied.
+#[test]
+fn a_nested_policy_extends_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = |n: &str| shared_plan(n).replace("\"data/visits.csv\"", "\"../data/visits.csv\"");
+    write_all(
+        dir.path(),
+        &[
+            ("dpplan.toml", STRICT),
+            ("growth/dpplan.toml", "# the growth team's policy\n"),
+            (
+                "a.dpplan",
+                &shared_plan("a").replace("epsilon 2.5", "epsilon 2"),
+            ),
+            (
+                "b.dpplan",
+                &shared_plan("b").replace("epsilon 2.5", "epsilon 2"),
+            ),
+            ("growth/c.dpplan", &sub("c")),
+        ],
+    );
+    let all = [
+        "check", "a.dpplan", "b.dpplan", "growth", "--format", "json",
+    ];
+    let o = dpplan_env(dir.path(), &all, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    // the root's max-epsilon reaches growth/c.dpplan (ε = 2.5 > 2)
+    let c = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "growth/c.dpplan")
+        .unwrap();
+    assert!(
+        c["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "DP100"),
+        "{c}"
+    );
+    // and the root's budget composes all three plans (over ε = 3)
+    let s = shared_of(&v);
+    assert_eq!(s["shares"].as_array().unwrap().len(), 3, "{s}");
+    assert_eq!(s["within_budget"], false, "{s}");
+    assert_eq!(v["shared_budgets"].as_array().unwrap().len(), 1);
+    // the chain that applied
+    let policies = v["policies"].as_array().unwrap();
+    let chain = policies
+        .iter()
+        .find(|p| {
+            p["plans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == "growth/c.dpplan")
+        })
+        .unwrap();
+    assert_eq!(
+        chain["files"],
+        serde_json::json!(["dpplan.toml", "growth/dpplan.toml"])
+    );
+    let human = stdout(&dpplan_env(dir.path(), &all[..4], &[]));
+    assert!(
+        human.contains("policy: dpplan.toml → growth/dpplan.toml (sha256 "),
+        "{human}"
+    );
+    let sarif: serde_json::Value = serde_json::from_slice(
+        &dpplan_env(dir.path(), &["check", "growth", "--format", "sarif"], &[]).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        sarif["runs"][0]["properties"]["policies"][0]["files"],
+        serde_json::json!(["dpplan.toml", "growth/dpplan.toml"])
+    );
+    let junit = stdout(&dpplan_env(
+        dir.path(),
+        &["check", "growth", "--format", "junit"],
+        &[],
+    ));
+    assert!(
+        junit.contains(
+            "<property name=\"dpplan.policy\" value=\"dpplan.toml → growth/dpplan.toml\"/>"
+        ),
+        "{junit}"
+    );
+    // a nested file cannot loosen: neither a larger ε nor DP100 off
+    std::fs::write(
+        dir.path().join("growth/dpplan.toml"),
+        "[limits]\nmax-epsilon = 10\n[rules]\nDP100 = \"off\"\n",
+    )
+    .unwrap();
+    let got = found(&json(&dpplan_env(
+        dir.path(),
+        &["check", "growth/c.dpplan", "--format", "json"],
+        &[],
+    )));
+    assert!(got.contains(&(7, "error[DP100]".to_string())), "{got:?}");
+    // negative control: `root = true` is a policy of its own
+    std::fs::write(dir.path().join("growth/dpplan.toml"), "root = true\n").unwrap();
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "growth/c.dpplan", "--format", "json"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v = json(&o);
+    assert_eq!(
+        v["policies"][0]["files"],
+        serde_json::json!(["growth/dpplan.toml"])
+    );
+}
+
+/// In CI (`CI` set, as GitHub Actions sets it), `--config` may only name a
+/// root policy, the root of the chain that governs the plan: a job cannot
+/// swap the organisation's policy for an empty file. Outside CI it can
+/// (negative control), and says which policy applied.
+#[test]
+fn in_ci_only_the_root_may_be_named_by_config() {
+    let dir = tempfile::tempdir().unwrap();
+    write_all(
+        dir.path(),
+        &[
+            ("dpplan.toml", STRICT),
+            ("empty.toml", ""),
+            ("team/dpplan.toml", "# nested\n"),
+            ("a.dpplan", &shared_plan("a")),
+        ],
+    );
+    let args = ["check", "a.dpplan", "--config", "empty.toml"];
+    let o = dpplan_env(dir.path(), &args, &[("CI", "true")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("would replace the policy that governs"),
+        "{}",
+        stderr(&o)
+    );
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "a.dpplan", "--config", "team/dpplan.toml"],
+        &[("CI", "true")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("must name a root policy"),
+        "{}",
+        stderr(&o)
+    );
+    // the root itself is fine in CI
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "a.dpplan", "--config", "dpplan.toml"],
+        &[("CI", "true")],
+    );
+    assert_eq!(o.status.code(), Some(1), "DP100: {}", stdout(&o));
+    // outside CI (and with CI=false) --config is the operator's choice
+    for env in [&[][..], &[("CI", "false")][..]] {
+        let o = dpplan_env(dir.path(), &args, env);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("policy: empty.toml (sha256 "),
+            "{}",
+            stdout(&o)
+        );
+    }
+}
+
+/// Sources are compared by canonical path: a symbolic link to a source is
+/// the same source (before: `alias.csv` escaped the shared budget).
+#[cfg(unix)]
+#[test]
+fn a_symlinked_source_is_the_same_source() {
+    let dir = tempfile::tempdir().unwrap();
+    write_all(
+        dir.path(),
+        &[
+            (
+                "dpplan.toml",
+                &std::fs::read_to_string(root().join("tests/policy/shared/dpplan.toml")).unwrap(),
+            ),
+            ("data/visits.csv", "user_id\n1\n"),
+            ("a.dpplan", &shared_plan("a")),
+            ("b.dpplan", &shared_plan("b")),
+            (
+                "c.dpplan",
+                &shared_plan("c").replace("data/visits.csv", "data/alias.csv"),
+            ),
+        ],
+    );
+    std::os::unix::fs::symlink("visits.csv", dir.path().join("data/alias.csv")).unwrap();
+    let o = dpplan_env(dir.path(), &["check", ".", "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let s = shared_of(&json(&o)).clone();
+    assert_eq!(s["shares"].as_array().unwrap().len(), 3, "{s}");
+    assert_eq!(s["within_budget"], false);
+    // negative control: another file is another source
+    std::fs::remove_file(dir.path().join("data/alias.csv")).unwrap();
+    std::fs::write(dir.path().join("data/alias.csv"), "user_id\n1\n").unwrap();
+    let o = dpplan_env(dir.path(), &["check", ".", "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+/// `dpplan check FILE` composes a shared budget with every plan the
+/// policy's `plans` globs name for that source, not with the checked file
+/// alone (a pre-commit hook on one changed file saw it within).
+#[test]
+fn checking_one_file_composes_every_plan_the_budget_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |n: &str| shared_plan(n).replace("\"data/visits.csv\"", "\"../../data/visits.csv\"");
+    let policy = "[[budgets]]\nsource = \"data/visits.csv\"\nepsilon = 3\ndelta = 1e-8\nplans = [\"plans/**/*.dpplan\"]\n";
+    write_all(
+        dir.path(),
+        &[
+            ("dpplan.toml", policy),
+            ("plans/growth/growth.dpplan", &at("a")),
+            ("plans/ads/ads.dpplan", &at("b")),
+            ("plans/search/search.dpplan", &at("c")),
+            ("plans/orders/orders.dpplan", &shared_plan("d")),
+        ],
+    );
+    let o = dpplan_env(
+        dir.path(),
+        &["check", "plans/growth/growth.dpplan", "--format", "json"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v = json(&o);
+    let s = shared_of(&v);
+    let shares = s["shares"].as_array().unwrap();
+    assert_eq!(shares.len(), 3, "{s}");
+    assert_eq!(shares.iter().filter(|x| x["checked"] == true).count(), 1);
+    assert_eq!(s["within_budget"], false);
+    assert_eq!(dp107(&v).len(), 1, "reported on the checked file only");
+    // negative control: without the glob the file alone fits
+    std::fs::write(
+        dir.path().join("dpplan.toml"),
+        policy.replace("plans = [\"plans/**/*.dpplan\"]\n", ""),
+    )
+    .unwrap();
+    let o = dpplan_env(dir.path(), &["check", "plans/growth/growth.dpplan"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+/// The GitHub job summary shows the shared budgets (and the policy).
+#[test]
+fn the_job_summary_shows_the_shared_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.md");
+    let o = dpplan_env(
+        &root(),
+        &["check", "tests/policy/shared", "--format", "github"],
+        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("### Budgets shared across plans"), "{md}");
+    assert!(md.contains("| `data/visits.csv` |"), "{md}");
+    assert!(md.contains(": OVER |"), "{md}");
+    assert!(
+        md.contains("`tests/policy/shared/a.dpplan` ε = 1.75429"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Policy: `tests/policy/shared/dpplan.toml`"),
+        "{md}"
+    );
+    assert!(
+        stdout(&o).contains("::notice title=dpplan policy::"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A plan and its data for `compile`/`run`: team a's count under STRICT
+/// (ε = 2.5 > max-epsilon 2: fails DP100) or with ε = 2 (passes).
+fn policed(dir: &Path, epsilon: &str) {
+    write_all(
+        dir,
+        &[
+            ("dpplan.toml", STRICT),
+            ("data/visits.csv", "user_id\n1\n2\n3\n"),
+            (
+                "a.dpplan",
+                &shared_plan("a").replace("epsilon 2.5", &format!("epsilon {epsilon}")),
+            ),
+        ],
+    );
+}
+
+/// `compile` refuses a plan that fails the policy in force (before: it
+/// compiled a plan failing DP100), and records the policy it passed.
+#[test]
+fn compile_refuses_a_plan_the_policy_refuses_and_records_the_one_it_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    policed(dir.path(), "2.5");
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("error[DP100]"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fails the policy in force (dpplan.toml, sha256 "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("a.json").exists());
+    // a checker error is the compiler's own refusal, not the policy's
+    std::fs::write(
+        dir.path().join("a.dpplan"),
+        shared_plan("a")
+            .replace("epsilon 2.5", "epsilon 2")
+            .replace("sigma 3", "sigma -1"),
+    )
+    .unwrap();
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has errors: not compiled"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("fails the policy"), "{}", stderr(&o));
+    policed(dir.path(), "2");
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("a.json")).unwrap()).unwrap();
+    assert_eq!(plan["format_version"], 6);
+    let sha = dpplan_plan::sha256_hex(STRICT.as_bytes());
+    assert_eq!(plan["policy"]["sha256"], sha);
+    assert_eq!(plan["policy"]["files"], serde_json::json!(["dpplan.toml"]));
+    assert_eq!(
+        plan["policy"]["rules"],
+        serde_json::json!(["DP100", "DP107"])
+    );
+    assert_eq!(plan["policy"]["plan"], "a.dpplan");
+}
+
+/// `run` refuses a plan compiled under no policy or another one when a
+/// policy is in force, unless the operator says so (`--policy-override`),
+/// which is printed; `report --freeze` and `ledger freeze` refuse a plan
+/// that fails the policy in force. (Before: all accepted.)
+#[test]
+fn run_and_freeze_refuse_a_plan_outside_the_policy_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    policed(dir.path(), "2.5");
+    // compiled where no policy is in force, then brought under one
+    std::fs::rename(
+        dir.path().join("dpplan.toml"),
+        dir.path().join("later.toml"),
+    )
+    .unwrap();
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "a.json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::rename(
+        dir.path().join("later.toml"),
+        dir.path().join("dpplan.toml"),
+    )
+    .unwrap();
+    let run = [
+        "run", "a.json", "--ledger", "a.sqlite", "--slot", "0", "--out", "r.json",
+    ];
+    let o = dpplan_env(dir.path(), &run, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("compiled under no policy"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("a.sqlite").exists(), "nothing charged");
+    assert!(!dir.path().join("r.json").exists(), "nothing released");
+    // the operator's explicit decision, printed
+    let mut over = run.to_vec();
+    over.extend(["--policy-override", "incident 42: approved by the DPO"]);
+    let o = dpplan_env(dir.path(), &over, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: policy override (\"incident 42: approved by the DPO\")"),
+        "{}",
+        stderr(&o)
+    );
+    // compiled under the policy in force: runs; under an older text of it: refused
+    policed(dir.path(), "2");
+    let o = dpplan_env(dir.path(), &["compile", "a.dpplan", "-o", "b.json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let runb = [
+        "run", "b.json", "--ledger", "b.sqlite", "--slot", "0", "--out", "rb.json",
+    ];
+    let o = dpplan_env(dir.path(), &runb, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("policy: dpplan.toml (sha256 "),
+        "the run names the policy: {}",
+        stderr(&o)
+    );
+    std::fs::write(
+        dir.path().join("dpplan.toml"),
+        STRICT.replace("max-epsilon = 2", "max-epsilon = 2.2"),
+    )
+    .unwrap();
+    let o = dpplan_env(
+        dir.path(),
+        &[
+            "run", "b.json", "--ledger", "c.sqlite", "--slot", "0", "--out", "rc.json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("it was compiled under policy dpplan.toml (sha256 "),
+        "{}",
+        stderr(&o)
+    );
+    // report --freeze and ledger freeze: a plan failing DP100 is no sign-off
+    policed(dir.path(), "2.5");
+    std::fs::write(dir.path().join("r.md"), "# a report\n").unwrap();
+    let o = dpplan_env(
+        dir.path(),
+        &[
+            "report", "a.dpplan", "--format", "md", "--freeze", "--ledger", "f.sqlite",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("freezing a report of `a.dpplan` is refused"),
+        "{}",
+        stderr(&o)
+    );
+    let o = dpplan_env(
+        dir.path(),
+        &[
+            "ledger", "freeze", "--ledger", "f.sqlite", "--report", "r.md", "--plan", "a.dpplan",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("error[DP100]"), "{}", stderr(&o));
+    assert!(!dir.path().join("f.sqlite").exists());
 }
