@@ -517,3 +517,78 @@ fn signoffs_are_ed25519_as_openssl_verifies_them() {
         "another name does not verify"
     );
 }
+
+/// A nested `dpplan.toml` extends its parent: its own `[signoff]` (another
+/// reviewer, one signature) does not lift the parent's; both must hold.
+#[test]
+fn a_nested_policy_cannot_lower_its_parents_signoff() {
+    let keys = Dir::new(None);
+    let ana = keys.keygen("ana");
+    let eve = keys.keygen("eve");
+    let d = Dir::new(Some(&policy(1, &[("Ana Ruiz", &ana)])));
+    let team = d.p("team");
+    std::fs::create_dir_all(team.join("data")).unwrap();
+    std::fs::copy(d.p("data/visits.csv"), team.join("data/visits.csv")).unwrap();
+    std::fs::copy(d.p("web.dpplan"), team.join("web.dpplan")).unwrap();
+    std::fs::write(team.join("dpplan.toml"), policy(1, &[("Eve", &eve)])).unwrap();
+    for k in ["ana", "eve"] {
+        std::fs::copy(keys.p(&format!("{k}.pem")), d.p(&format!("{k}.pem"))).unwrap();
+    }
+    let s = |p: PathBuf| p.to_str().unwrap().to_string();
+    let (plan, json, ledger) = (
+        s(team.join("web.dpplan")),
+        s(team.join("web.json")),
+        s(team.join("l.db")),
+    );
+    ok(&dpplan(&["compile", &plan, "-o", &json]));
+    ok(&dpplan(&[
+        "report",
+        &plan,
+        "--format",
+        "md",
+        "--start",
+        "2030-01-01",
+        "--out",
+        &d.s("r.md"),
+    ]));
+    let o = dpplan(&[
+        "ledger",
+        "freeze",
+        "--ledger",
+        &ledger,
+        "--report",
+        &d.s("r.md"),
+        "--plan",
+        &plan,
+        "--start",
+        "2030-01-01",
+    ]);
+    let hash = hash_of(&o);
+    let sign = |key: &str, who: &str| {
+        dpplan(&[
+            "ledger",
+            "sign",
+            "--ledger",
+            &ledger,
+            "--report",
+            &hash,
+            "--key",
+            &d.s(&format!("{key}.pem")),
+            "--reviewer",
+            who,
+        ])
+    };
+    let run = || dpplan(&["run", &json, "--ledger", &ledger, "--slot", "0"]);
+    ok(&sign("eve", "Eve"));
+    let r = run();
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    let err = text(&r.stderr);
+    assert!(
+        err.contains(&format!("{}", d.p("dpplan.toml").display())) && err.contains("requires 1"),
+        "the parent's requirement, named by its file: {err}"
+    );
+    assert_eq!(intents(&ledger), 0);
+    ok(&sign("ana", "Ana Ruiz"));
+    ok(&run());
+    assert!(intents(&ledger) > 0);
+}
