@@ -171,6 +171,9 @@ pub(crate) fn open(path: &Path) -> Result<Ledger> {
 }
 
 pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
+    if dpplan_runtime::ledger::budget::BudgetLedger::is_budget_ledger(path) {
+        return crate::budget::show(path, json);
+    }
     let l = open(path)?;
     warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;
@@ -252,6 +255,9 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
 /// anything: triggers, chain and invariants, anchor, expected hash.
 pub fn verify(path: &Path, expect: Option<&str>) -> Result<ExitCode> {
     use dpplan_runtime::ledger::Anchored;
+    if dpplan_runtime::ledger::budget::BudgetLedger::is_budget_ledger(path) && expect.is_none() {
+        return crate::budget::verify(path);
+    }
     let l = open(path)?;
     let v = match l.integrity(expect) {
         Ok(v) => v,

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod out;
 mod account;
 mod audit;
+mod budget;
 mod check;
 mod compile;
 mod diff;

@@ -157,6 +157,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         raise_budget: a.raise_budget,
         test_clock: a.test_clock,
         signoff,
+        budgets: crate::budget::in_force(&a.plan, a.gate.config.as_deref())?,
     };
     if a.dry_run {
         return dry_run(&plan, &opts, a.csv);

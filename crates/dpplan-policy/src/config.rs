@@ -274,6 +274,10 @@ struct RawBudget {
     /// source, composed whichever plans are checked.
     #[serde(default)]
     plans: Vec<Spanned<String>>,
+    /// The budget ledger every run of a plan reading the source charges
+    /// (relative to the policy file).
+    #[serde(default)]
+    ledger: Option<Spanned<String>>,
 }
 
 /// A per-path exception: globs (relative to the policy file's directory)
@@ -303,6 +307,11 @@ pub struct SharedBudget {
     /// `plans`: globs, relative to the declaring file's directory, of the
     /// plans that read the source ([`SharedBudget::named_plans`]).
     pub plans: Vec<String>,
+    /// The budget ledger `dpplan run` charges each release on the source
+    /// to, before its noise is drawn (`ledger = "…"`, resolved against the
+    /// policy file's directory); `None`: the budget is checked by `dpplan
+    /// check` only.
+    pub ledger: Option<PathBuf>,
 }
 
 /// A reviewer a policy trusts to sign off frozen reports.
@@ -1039,6 +1048,13 @@ fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range
     if b.source.get_ref().is_empty() {
         return Err((b.source.span(), "`source` is empty".into()));
     }
+    let ledger = match &b.ledger {
+        Some(l) if l.get_ref().is_empty() => {
+            return Err((l.span(), "`ledger` is empty".into()));
+        }
+        Some(l) => Some(normalise(&dir.join(l.get_ref()))),
+        None => None,
+    };
     Ok(SharedBudget {
         source: b.source.get_ref().clone(),
         path: canonical(&dir.join(b.source.get_ref())),
@@ -1046,6 +1062,7 @@ fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range
         delta,
         policy: file.to_path_buf(),
         plans: b.plans.iter().map(|p| p.get_ref().clone()).collect(),
+        ledger,
     })
 }
 

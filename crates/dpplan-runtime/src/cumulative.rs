@@ -494,7 +494,7 @@ pub(crate) struct Reader<'a> {
 /// but unpublished (completed from its stored nodes), then each slot not
 /// run yet up to the one due, in order.
 pub(crate) fn run_due(
-    ledger: &mut Ledger,
+    (ledger, charges): (&mut Ledger, &mut crate::budgets::Charges<'_>),
     plan: &ExecutablePlan,
     opts: &RunOptions,
     due: &[(&Release, u64)],
@@ -542,7 +542,15 @@ pub(crate) fn run_due(
         };
         // a tree that cannot go on is refused; the run's other releases
         // (and this tree's slots run so far) stand
-        if let Err(e) = run_tree(ledger, &tree, due_slot, first, &mut state, &mut ran, rng) {
+        if let Err(e) = run_tree(
+            (&mut *ledger, &mut *charges),
+            &tree,
+            due_slot,
+            first,
+            &mut state,
+            &mut ran,
+            rng,
+        ) {
             ran.refused.push(Refusal {
                 query: r.name.clone(),
                 slot: Some(due_slot),
@@ -572,7 +580,7 @@ struct Tree<'a> {
 /// One tree up to its slot due: the state reconciled with the ledger, a
 /// slot left charged but unpublished completed, then each new slot.
 fn run_tree(
-    ledger: &mut Ledger,
+    (ledger, charges): (&mut Ledger, &mut crate::budgets::Charges<'_>),
     tree: &Tree<'_>,
     due_slot: u64,
     mut first: Option<Counted>,
@@ -631,7 +639,14 @@ fn run_tree(
             _ => reader.count(slot, rng)?,
         };
         let units = counted.units.clone();
-        match run_slot(ledger, tree, state, counted, &mut nodes, rng)? {
+        match run_slot(
+            (&mut *ledger, &mut *charges),
+            tree,
+            state,
+            counted,
+            &mut nodes,
+            rng,
+        )? {
             Ok(mut result) => {
                 reader.kept.add(&units);
                 result.backfilled = slot < last;
@@ -650,7 +665,7 @@ fn run_tree(
 /// that close at it (added to `nodes` as stored), the state advanced, then
 /// its value.
 fn run_slot(
-    ledger: &mut Ledger,
+    (ledger, charges): (&mut Ledger, &mut crate::budgets::Charges<'_>),
     tree: &Tree<'_>,
     state: &mut State,
     counted: Counted,
@@ -658,6 +673,15 @@ fn run_slot(
     rng: &mut SecureRng,
 ) -> Result<Result<ReleaseResult, Refusal>, RunError> {
     let (plan, opts, r) = (tree.plan, tree.opts, tree.r);
+    // the shared budgets first: a refusal leaves the ledger and the
+    // tree's state as they were, and nothing is drawn
+    if let Some(why) = charges.charge(ledger, plan, opts, r, counted.slot)? {
+        return Ok(Err(Refusal {
+            query: r.name.clone(),
+            slot: Some(counted.slot),
+            reason: why,
+        }));
+    }
     let t = counted.slot + 1;
     let q = state
         .queries

@@ -11,6 +11,7 @@
 
 pub mod requests;
 pub use requests::{planned_aggregates, Planned};
+mod budgets;
 pub mod cumulative;
 pub mod ledger;
 pub mod quantile;
@@ -86,6 +87,10 @@ pub struct RunOptions {
     /// released, every one of them (checked on the verified ledger, before
     /// any entry is written).
     pub signoff: Vec<ledger::SignoffRule>,
+    /// The shared budgets of the policy in force that keep a budget
+    /// ledger: each fresh release on one of their sources is charged to
+    /// it before its noise is drawn ([`ledger::budget`]).
+    pub budgets: Vec<ledger::budget::SharedBudget>,
 }
 
 /// One released number (a group's, or the only one).
@@ -385,6 +390,8 @@ pub fn run(
         check_time("--start", s)?;
     }
     let (ledger, upgrade) = open_existing(plan, opts)?;
+    // the shared budget ledgers verified before anything is read or written
+    let mut charges = budgets::Charges::new(plan, opts)?;
     let ledger_start = match &ledger {
         Some(l) => l.open_info()?.schedule_start,
         None => opts.start.unwrap_or(at),
@@ -441,10 +448,11 @@ pub fn run(
     // periods missed since the last run: recorded, never released
     ledger.record_skips(plan, &due.skipped)?;
 
-    // Step 5: each fresh release, charged before its noise is drawn.
+    // Step 5: each fresh release, charged (to the shared budgets its
+    // source has, then to the plan's ledger) before its noise is drawn.
     for &(r, slot) in &due.fresh {
         match release(
-            &mut ledger,
+            (&mut ledger, &mut charges),
             plan,
             (r, None),
             slot,
@@ -458,7 +466,7 @@ pub fn run(
     }
     for (r, slots, last) in windows {
         run_windows(
-            &mut ledger,
+            (&mut ledger, &mut charges),
             plan,
             opts,
             (r, slots, last),
@@ -468,7 +476,7 @@ pub fn run(
         )?;
     }
     let ran = cumulative::run_due(
-        &mut ledger,
+        (&mut ledger, &mut charges),
         plan,
         opts,
         &due.trees,
@@ -569,7 +577,7 @@ impl Reading<'_> {
 /// units meanwhile) stops the later ones: their rows were selected
 /// assuming it was released.
 fn run_windows(
-    ledger: &mut Ledger,
+    (ledger, charges): (&mut Ledger, &mut budgets::Charges<'_>),
     plan: &ExecutablePlan,
     opts: &RunOptions,
     (r, slots, last): (&Release, Vec<window::SlotAggregate>, u64),
@@ -586,7 +594,7 @@ fn run_windows(
             .map(|(pi, v)| ((r.name.clone(), pi), v))
             .collect();
         match release(
-            ledger,
+            (&mut *ledger, &mut *charges),
             plan,
             (r, Some(&w.units)),
             w.slot,
@@ -630,7 +638,7 @@ enum Released {
 /// slot when another runtime took this one meanwhile (the ledger's
 /// exclusive transaction decides).
 fn release(
-    ledger: &mut Ledger,
+    (ledger, charges): (&mut Ledger, &mut budgets::Charges<'_>),
     plan: &ExecutablePlan,
     (r, units): (&Release, Option<&std::collections::BTreeSet<String>>),
     mut slot: u64,
@@ -638,6 +646,15 @@ fn release(
     (exact, keyed): (&BTreeMap<(String, usize), Vec<i128>>, &selection::Keyed),
     rng: &mut SecureRng,
 ) -> Result<Released, RunError> {
+    // the shared budgets first: a refusal leaves the plan's ledger as it
+    // was, and nothing is drawn
+    if let Some(why) = charges.charge(ledger, plan, opts, r, slot)? {
+        return Ok(Released::Refused(Refusal {
+            query: r.name.clone(),
+            slot: Some(slot),
+            reason: why,
+        }));
+    }
     let intent = loop {
         let begun = match units {
             Some(u) => ledger.begin_release_windowed(plan, r, slot, u),

@@ -17,6 +17,7 @@ mod output_formats;
 
 mod account_cli;
 mod audit_cli;
+mod budget_cli;
 mod cumulative_cli;
 mod diff_cli;
 mod distinct_cli;

@@ -30,6 +30,7 @@
 //! format the ledger was created with).
 
 mod anchor;
+pub mod budget;
 mod cache;
 mod entry;
 pub mod frozen;
