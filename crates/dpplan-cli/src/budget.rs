@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result};
 
-use dpplan_runtime::ledger::budget::{BudgetLedger, SharedBudget};
+use dpplan_runtime::ledger::budget::{BudgetLedger, Per, SharedBudget};
 use dpplan_runtime::ledger::LedgerError;
 
 /// The shared budgets with a budget ledger of the policy in force for the
@@ -38,6 +38,10 @@ pub fn in_force(plan: &Path, config: Option<&Path>) -> Result<Vec<SharedBudget>>
                 delta: b.delta,
                 ledger: l.clone(),
                 policy: b.policy.clone(),
+                per: b.per.map(|p| match p {
+                    dpplan_policy::Per::Week => Per::Week,
+                    dpplan_policy::Per::Month => Per::Month,
+                }),
             })
         })
         .collect())
@@ -97,8 +101,23 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
                 .join(" ")
         );
     }
+    if let Some(per) = s.per {
+        outln!(
+            "ε per {} per {} (UTC), each release counted against every block its data lie in:",
+            g.unit,
+            per.name()
+        );
+        for b in &s.blocks {
+            outln!("  {:<24}  ε = {} ({})", b.block, b.epsilon, b.accountant);
+        }
+    }
     outln!(
-        "composed: ε = {} ({}) at δ = {} of ε = {}; remaining ε = {}",
+        "composed{}: ε = {} ({}) at δ = {} of ε = {}; remaining ε = {}",
+        if s.per.is_some() {
+            " (the largest block)"
+        } else {
+            ""
+        },
         s.total_epsilon,
         s.accountant,
         s.budget_delta,

@@ -278,6 +278,17 @@ struct RawBudget {
     /// (relative to the policy file).
     #[serde(default)]
     ledger: Option<Spanned<String>>,
+    /// `month` or `week`: ε per unit per calendar block.
+    #[serde(default)]
+    per: Option<Per>,
+}
+
+/// The calendar block of a per-block budget (`per = "month"`), UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    Week,
+    Month,
 }
 
 /// A per-path exception: globs (relative to the policy file's directory)
@@ -312,6 +323,10 @@ pub struct SharedBudget {
     /// policy file's directory); `None`: the budget is checked by `dpplan
     /// check` only.
     pub ledger: Option<PathBuf>,
+    /// `per = "month"` (or `week`): ε per unit per calendar block, enforced
+    /// by `dpplan run` on the budget ledger (which it requires); `dpplan
+    /// check` composes every release as if all lay in one block (sound).
+    pub per: Option<Per>,
 }
 
 /// A reviewer a policy trusts to sign off frozen reports.
@@ -1055,6 +1070,12 @@ fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range
         Some(l) => Some(normalise(&dir.join(l.get_ref()))),
         None => None,
     };
+    if b.per.is_some() && ledger.is_none() {
+        return Err((
+            b.source.span(),
+            "a budget `per` calendar block is enforced by `dpplan run` on a budget ledger: give it `ledger = \"…\"`".into(),
+        ));
+    }
     Ok(SharedBudget {
         source: b.source.get_ref().clone(),
         path: canonical(&dir.join(b.source.get_ref())),
@@ -1063,6 +1084,7 @@ fn shared(file: &Path, dir: &Path, b: &RawBudget) -> Result<SharedBudget, (Range
         policy: file.to_path_buf(),
         plans: b.plans.iter().map(|p| p.get_ref().clone()).collect(),
         ledger,
+        per: b.per,
     })
 }
 

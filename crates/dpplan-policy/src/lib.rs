@@ -22,7 +22,7 @@ use dpplan_diagnostics::{Code, Diagnostic, Severity};
 
 pub use config::{
     canonical, ci_config, discover, in_ci, in_force, in_force_with, is_policy, normalise,
-    ConfigError, Effective, Level, Limits, Policy, Reviewer, SharedBudget, SignoffPolicy,
+    ConfigError, Effective, Level, Limits, Per, Policy, Reviewer, SharedBudget, SignoffPolicy,
     FILE_NAME,
 };
 pub use shared::{compose, shared_budgets, Exclusion, Reader, Share, SharedResult};

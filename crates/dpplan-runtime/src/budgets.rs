@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use dpplan_plan::{ExecutablePlan, Release};
 
-use crate::ledger::budget::{BudgetLedger, SharedBudget};
+use crate::ledger::budget::{BudgetLedger, Reads, SharedBudget};
 use crate::ledger::{Ledger, LedgerError};
 use crate::{requests, RunError, RunOptions};
 
@@ -20,6 +20,8 @@ pub(crate) struct Charges<'a> {
     open: BTreeMap<usize, BudgetLedger>,
     /// Each budget's source, as compared.
     sources: Vec<PathBuf>,
+    /// The run's time: what a release without a window reads up to.
+    at: i64,
 }
 
 /// `path` as compared with a budget's source: the file it names, links
@@ -52,11 +54,16 @@ impl<'a> Charges<'a> {
     /// ledger that exists is opened and verified now, before the run reads
     /// data or creates its own ledger: a damaged one stops the run before
     /// anything is written.
-    pub(crate) fn new(plan: &ExecutablePlan, opts: &'a RunOptions) -> Result<Self, RunError> {
+    pub(crate) fn new(
+        plan: &ExecutablePlan,
+        opts: &'a RunOptions,
+        at: i64,
+    ) -> Result<Self, RunError> {
         let mut c = Charges {
             budgets: &opts.budgets,
             open: BTreeMap::new(),
             sources: opts.budgets.iter().map(|b| canonical(&b.path)).collect(),
+            at,
         };
         let mut read = Vec::new();
         for ds in plan.body.datasets.values() {
@@ -75,6 +82,29 @@ impl<'a> Charges<'a> {
             }
         }
         Ok(c)
+    }
+
+    /// What slot `slot` of `r` reads, in time: its window (a tree's slot's),
+    /// or everything up to the run's time.
+    fn reads(&self, ledger: &Ledger, r: &Release, slot: u64) -> Result<Reads, RunError> {
+        let window = r
+            .window
+            .clone()
+            .or_else(|| r.cumulative.as_ref().map(|c| c.slot_window()));
+        let Some(w) = window else {
+            return Ok(Reads::UpTo(self.at));
+        };
+        let start = match r.schedule.start {
+            Some(s) => s,
+            None => ledger.open_info()?.schedule_start,
+        };
+        let (lo, hi) = crate::window::bounds(start, w.seconds, slot).ok_or_else(|| {
+            RunError::Data(format!(
+                "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
+                r.name
+            ))
+        })?;
+        Ok(Reads::Window(lo, hi))
     }
 
     /// Charges every shared budget whose source release `r` reads; the
@@ -97,6 +127,7 @@ impl<'a> Charges<'a> {
             .get(&r.dataset)
             .ok_or_else(|| RunError::Data(format!("no dataset `{}`", r.dataset)))?;
         let read = canonical(&requests::source_path(ds, opts)?);
+        let reads = self.reads(ledger, r, slot)?;
         for (i, b) in self.budgets.iter().enumerate() {
             if self.sources[i] != read {
                 continue;
@@ -114,7 +145,7 @@ impl<'a> Charges<'a> {
                 .hash;
             let charged = l
                 .check_budget(b)
-                .and_then(|()| l.charge(plan, &plan_ledger, r, slot));
+                .and_then(|()| l.charge(plan, &plan_ledger, r, (slot, reads)));
             match charged {
                 Ok(_) => {}
                 Err(LedgerError::OverBudget(why)) => return Ok(Some(why)),

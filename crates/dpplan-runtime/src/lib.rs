@@ -391,7 +391,7 @@ pub fn run(
     }
     let (ledger, upgrade) = open_existing(plan, opts)?;
     // the shared budget ledgers verified before anything is read or written
-    let mut charges = budgets::Charges::new(plan, opts)?;
+    let mut charges = budgets::Charges::new(plan, opts, at)?;
     let ledger_start = match &ledger {
         Some(l) => l.open_info()?.schedule_start,
         None => opts.start.unwrap_or(at),

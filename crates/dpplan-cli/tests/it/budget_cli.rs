@@ -95,6 +95,16 @@ fn summary(budget: &Path) -> serde_json::Value {
     json(&o)
 }
 
+/// The composed ε a refusal states.
+fn composed(reason: &str) -> f64 {
+    reason
+        .split("compose to ε = ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no composed ε: {reason}"))
+}
+
 fn released(o: &Output) {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v = json(o);
@@ -172,14 +182,8 @@ fn the_release_that_would_overspend_a_shared_budget_is_refused() {
         assert!(reason.contains(needle), "{needle}: {reason}");
     }
     // the refused total: above the budget, at most basic composition's 6 · 0.5
-    let composed: f64 = reason
-        .split("compose to ε = ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(composed > 2.5 && composed <= 6.0 * EPS, "{reason}");
+    let e = composed(reason);
+    assert!(e > 2.5 && e <= 6.0 * EPS, "{reason}");
     assert!(text(&o.stderr).contains("refused: visitors_b slot 2"));
     assert_eq!(
         export(&plan_ledger(b)),
@@ -306,4 +310,211 @@ fn a_tampered_budget_ledger_is_refused() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// 2026-01-01T00:00:00Z and one day.
+const Q1: i64 = 1_767_225_600;
+const DAY: i64 = 86_400;
+
+/// A plan on `data/visits.csv` (user_id, t) with one query `q`.
+fn quarter_plan(name: &str, query: &str) -> String {
+    format!(
+        r#"plan "{name}" {{
+  privacy {{
+    unit user by user_id
+    adjacency add_remove
+    budget epsilon 10 delta 1e-8
+  }}
+  dataset visits {{
+    source "data/visits.csv"
+    column user_id : id
+    column t : time
+    contribution {{
+      rows_per_unit 100
+      windows_per_unit 31
+      rows_per_window 1
+    }}
+  }}
+  query q {{
+{query}
+  }}
+}}
+"#
+    )
+}
+
+/// `dpplan run PLAN --at DATE --test-clock`.
+fn run_at(plan: &Path, at: &str) -> Output {
+    dpplan(&["run", plan.to_str().unwrap(), "--at", at, "--test-clock"])
+}
+
+fn fresh(o: &Output) -> usize {
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    json(o)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["origin"] == "fresh")
+        .count()
+}
+
+/// ε per user per calendar month, across a simulated quarter (2026 Q1)
+/// run with `--at`: plan `daily` releases daily windows (one vector
+/// release, ε = 31 · 1 / 62 = 0.5, counted once in each month its windows
+/// lie in), plan `total` counts every row so far (ε = 100 / 200 = 0.5
+/// each time, counted against every month up to its release), plan
+/// `march` daily windows of March only. The budget is ε = 1 per month:
+///
+/// * Feb 1: daily's January windows (January 0.5), total's first count
+///   (January and February +0.5: 1.0 and 0.5): both fit;
+/// * Mar 1: daily's February windows (February 1.0); total's second count
+///   would bring January (read again) to 1.5: refused, in 2026-01 — a
+///   budget that "refreshes" each month would have let it through;
+/// * Apr 1: daily's March windows and march's (March 0.5 + 0.5 = 1.0)
+///   fit: their data lie in March only, in parallel with January's and
+///   February's. Under one budget for all time (the negative control) the
+///   same releases compose to 0.5 + 0.5 + 0.5 = 1.5 and march's is refused.
+#[test]
+fn a_monthly_budget_is_enforced_across_a_quarter() {
+    for per_month in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("data")).unwrap();
+        let mut csv = String::from("user_id,t\n");
+        for day in 0..90 {
+            for u in 0..10 {
+                csv.push_str(&format!("u{u},{}\n", Q1 + day * DAY + 12 * 3600));
+            }
+        }
+        std::fs::write(d.join("data/visits.csv"), csv).unwrap();
+        let per = if per_month { "per = \"month\"\n" } else { "" };
+        std::fs::write(
+            d.join("dpplan.toml"),
+            format!(
+                "[[budgets]]\nsource = \"data/visits.csv\"\nepsilon = 1\ndelta = 1e-8\nledger = \"visits-budget.db\"\n{per}"
+            ),
+        )
+        .unwrap();
+        let daily = compiled(
+            d,
+            "daily",
+            &quarter_plan(
+                "daily",
+                "    count(visits)\n    noise laplace scale 62\n    schedule every 1 day from 2026-01-01 until 2026-04-01\n    window 1 day",
+            ),
+        );
+        let total = compiled(
+            d,
+            "total",
+            &quarter_plan(
+                "total",
+                "    count(visits)\n    noise laplace scale 200\n    schedule 3 times",
+            ),
+        );
+        let march = compiled(
+            d,
+            "march",
+            &quarter_plan(
+                "march",
+                "    count(visits)\n    noise laplace scale 62\n    schedule every 1 day from 2026-03-01 until 2026-04-01\n    window 1 day",
+            ),
+        );
+        let budget = d.join("visits-budget.db");
+
+        assert_eq!(fresh(&run_at(&daily, "2026-02-01T00:00Z")), 31);
+        assert_eq!(fresh(&run_at(&total, "2026-02-01T00:00Z")), 1);
+        assert_eq!(fresh(&run_at(&daily, "2026-03-01T00:00Z")), 28);
+        let before = export(&plan_ledger(&total));
+        let o = run_at(&total, "2026-03-01T00:00Z");
+        if per_month {
+            assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+            let v = json(&o);
+            assert_eq!(v["results"], serde_json::json!([]));
+            let reason = v["refused"][0]["reason"].as_str().unwrap();
+            for needle in [
+                "ε = 1 per user per month",
+                "would be overspent in 2026-01",
+                "it has no window: it reads every month up to 2026-03",
+                "`daily` ε = ",
+                "`total` ε = ",
+                "(2 release(s), this one included)",
+            ] {
+                assert!(reason.contains(needle), "{needle}: {reason}");
+            }
+            // January: daily's windows and two counts, at most 3 · 0.5
+            let e = composed(reason);
+            assert!(e > 1.0 && e <= 1.5, "{reason}");
+            assert_eq!(export(&plan_ledger(&total)), before);
+        } else {
+            // one budget for all time: 0.5 + 0.5 + 0.5 > 1 already here
+            assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        }
+        assert_eq!(fresh(&run_at(&daily, "2026-04-01T00:00Z")), 31);
+        let o = run_at(&march, "2026-04-01T00:00Z");
+        if !per_month {
+            assert_eq!(o.status.code(), Some(1));
+            let reason = json(&o)["refused"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let e = composed(&reason);
+            assert!(e > 1.0 && e <= 1.5, "{reason}");
+            continue;
+        }
+        assert_eq!(fresh(&o), 31);
+        let s = summary(&budget);
+        assert_eq!(s["per"], "month");
+        let blocks: Vec<(String, f64)> = s["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["block"].as_str().unwrap().to_string(),
+                    b["epsilon"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let names: Vec<&str> = blocks.iter().map(|(b, _)| b.as_str()).collect();
+        assert_eq!(names, ["2026-01", "2026-02", "2026-03", "any other"]);
+        // each month: the releases whose data lie in it, by basic
+        // composition 0.5 + 0.5 (the tightest accountant at most that);
+        // a month no window lies in: total's one count
+        for (b, e) in &blocks {
+            let basic = if b == "any other" { 0.5 } else { 1.0 };
+            assert!(*e <= basic && *e > basic - 0.5, "{b}: {e}");
+        }
+        // 31 + 28 + 31 daily windows, 1 count, 31 march windows
+        assert_eq!(s["entries"], 1 + 31 + 28 + 31 + 1 + 31);
+        let o = dpplan(&["ledger", "show", budget.to_str().unwrap()]);
+        let shown = text(&o.stdout);
+        assert!(shown.contains("ε per user per month"), "{shown}");
+        assert!(shown.contains("2026-02"), "{shown}");
+    }
+}
+
+/// `per` needs a budget ledger (nothing else enforces it): the policy is
+/// refused, located in it.
+#[test]
+fn a_per_block_budget_without_a_ledger_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = setup(dir.path(), 2.5, &[("a", 1, "unit user by user_id")]);
+    std::fs::write(
+        dir.path().join("dpplan.toml"),
+        "[[budgets]]\nsource = \"data/visits.csv\"\nepsilon = 1\nper = \"month\"\n",
+    )
+    .unwrap();
+    let o = run(&plans[0], 0);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("give it `ledger = \"…\"`"), "{err}");
+    assert!(err.contains("dpplan.toml"), "{err}");
+    std::fs::write(
+        dir.path().join("dpplan.toml"),
+        "[[budgets]]\nsource = \"data/visits.csv\"\nepsilon = 1\nledger = \"b.db\"\nper = \"year\"\n",
+    )
+    .unwrap();
+    let o = run(&plans[0], 0);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("year"), "{}", text(&o.stderr));
 }

@@ -59,6 +59,107 @@ pub struct SharedBudget {
     pub ledger: PathBuf,
     /// The policy file that declares the budget (named in refusals).
     pub policy: PathBuf,
+    /// `per = "month"` (or `week`): the budget is ε per unit per calendar
+    /// block (UTC), each release counted against every block its data lie
+    /// in; `None`: one budget for all time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<Per>,
+}
+
+/// A calendar block of a per-block budget (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    /// ISO weeks, Monday 00:00 to Monday 00:00.
+    Week,
+    /// Calendar months.
+    Month,
+}
+
+/// 1970-01-01 was a Thursday: Monday 1969-12-29 starts week 0.
+const WEEK_ZERO: i64 = -3 * 86_400;
+
+impl Per {
+    pub fn name(self) -> &'static str {
+        match self {
+            Per::Week => "week",
+            Per::Month => "month",
+        }
+    }
+
+    /// The block holding Unix second `t`: months since 1970-01 (year · 12 +
+    /// month − 1, less 1970 · 12), or weeks since Monday 1969-12-29.
+    pub fn block(self, t: i64) -> i64 {
+        match self {
+            Per::Week => (t - WEEK_ZERO).div_euclid(7 * 86_400),
+            Per::Month => {
+                let days = t.div_euclid(86_400);
+                let (y, m) = civil_month(days);
+                (y - 1970) * 12 + (m - 1)
+            }
+        }
+    }
+
+    /// A block in words: `2026-02`, or `week of 2026-02-02`.
+    pub fn label(self, b: i64) -> String {
+        match self {
+            Per::Month => {
+                let (y, m) = (1970 + b.div_euclid(12), b.rem_euclid(12) + 1);
+                format!("{y:04}-{m:02}")
+            }
+            Per::Week => {
+                let monday = WEEK_ZERO + b * 7 * 86_400;
+                format!("week of {}", &super::unix_rfc3339(monday)[..10])
+            }
+        }
+    }
+}
+
+/// The (year, month) of a day counted from 1970-01-01 (Howard Hinnant's
+/// civil-from-days, exact over the whole range of i64 days used here).
+fn civil_month(days: i64) -> (i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m)
+}
+
+/// What a release reads, in time: the rows of its window [lo, hi), or
+/// (a release without a window) every row up to its release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    Window(i64, i64),
+    UpTo(i64),
+}
+
+/// The blocks a charge counts against: `first..=last`; `first` absent:
+/// every block up to `last` (a release without a window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Blocks {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<i64>,
+    pub last: i64,
+}
+
+impl Blocks {
+    pub fn of(per: Per, reads: Reads) -> Blocks {
+        match reads {
+            Reads::Window(lo, hi) => Blocks {
+                first: Some(per.block(lo)),
+                last: per.block(hi.saturating_sub(1).max(lo)),
+            },
+            Reads::UpTo(t) => Blocks {
+                first: None,
+                last: per.block(t),
+            },
+        }
+    }
 }
 
 const TABLES: &str = "
@@ -142,6 +243,9 @@ pub struct BudgetOpen {
     pub policy: String,
     /// 128 random bits that make this ledger's opening entry its own.
     pub ledger_id: String,
+    /// A per-block budget's block (absent: one budget for all time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<Per>,
 }
 
 /// The value of a charge entry.
@@ -157,6 +261,11 @@ pub struct ChargeValue {
     pub total_epsilon: f64,
     pub accountant: Accountant,
     pub at_delta: f64,
+    /// A per-block budget: the blocks the release's data lie in, each of
+    /// which it counts against (`total_epsilon` is then the largest
+    /// block's total after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<Blocks>,
 }
 
 /// One entry of a budget ledger.
@@ -254,7 +363,19 @@ struct Composed {
     /// whether it is a vector release (windows or a tree).
     parsed: HashMap<String, (Vec<acct::Mechanism>, bool)>,
     charges: u64,
+    /// A per-block budget: each block's charges with a window, composed.
+    block: BTreeMap<i64, Vec<acct::Release>>,
+    /// A per-block budget: the charges without a window, by the last
+    /// block they count against (they count against every block before).
+    upto: BTreeMap<i64, Vec<acct::Release>>,
+    /// A per-block budget: (plan ledger, query, mechanism) of every vector
+    /// charge, per block it counts against (composed once per block).
+    block_vectors: HashSet<((String, String, String), i64)>,
 }
+
+/// The most blocks one charge may count against (a window longer than
+/// 10 000 weeks is not a plan's).
+const MAX_BLOCKS: i64 = 10_000;
 
 impl Composed {
     fn mechanisms(&mut self, text: &str) -> Option<(Vec<acct::Mechanism>, bool)> {
@@ -271,9 +392,57 @@ impl Composed {
     }
 
     /// Whether a charge of `mechanism` for (plan ledger, query) adds to the
-    /// composition: false for a later window of a vector release.
+    /// composition of all time: false for a later window of a vector
+    /// release.
     fn composes(&self, vector: bool, key: &(String, String, String)) -> bool {
         !(vector && self.vectors.contains(key))
+    }
+
+    /// Whether a charge adds to block `k`'s composition: false for a
+    /// vector release already charged in that block.
+    fn composes_in(&self, vector: bool, key: &(String, String, String), k: i64) -> bool {
+        !(vector && self.block_vectors.contains(&(key.clone(), k)))
+    }
+
+    /// Whether a charge adds to any composition (its `composed`).
+    fn composes_any(
+        &self,
+        vector: bool,
+        key: &(String, String, String),
+        blocks: Option<Blocks>,
+    ) -> bool {
+        match blocks {
+            None => self.composes(vector, key),
+            Some(Blocks { first: None, .. }) => true,
+            Some(Blocks {
+                first: Some(f),
+                last,
+            }) => (f..=last).any(|k| self.composes_in(vector, key, k)),
+        }
+    }
+
+    /// Block `k`'s releases: its charges with a window, and every charge
+    /// without one that counts against it.
+    fn in_block(&self, k: i64) -> Vec<acct::Release> {
+        let mut out = self.block.get(&k).cloned().unwrap_or_default();
+        for rs in self.upto.range(k..).map(|(_, rs)| rs) {
+            for r in rs {
+                add_release(&mut out, r.mechanism, r.count);
+            }
+        }
+        out
+    }
+
+    /// A block no charge with a window counts against: every charge
+    /// without one that reaches it (at most all of them).
+    fn in_empty_block(&self) -> Vec<acct::Release> {
+        let mut out = Vec::new();
+        for rs in self.upto.values() {
+            for r in rs {
+                add_release(&mut out, r.mechanism, r.count);
+            }
+        }
+        out
     }
 
     /// Adds a charge (already checked) to the history.
@@ -283,20 +452,46 @@ impl Composed {
         plan_hash: &str,
         key: (String, String, String),
         (mechanisms, vector): (Vec<acct::Mechanism>, bool),
+        blocks: Option<Blocks>,
     ) {
         let composes = self.composes(vector, &key);
         let part = self.plans.entry(plan.to_string()).or_default();
         part.charges += 1;
         part.hashes.insert(plan_hash.to_string());
         self.charges += 1;
-        if !composes {
-            return;
+        if composes {
+            for &m in &mechanisms {
+                add_release(&mut self.releases, m, 1);
+                add_release(&mut part.releases, m, 1);
+            }
         }
-        for m in mechanisms {
-            add_release(&mut self.releases, m, 1);
-            add_release(&mut part.releases, m, 1);
+        match blocks {
+            None => {}
+            Some(Blocks { first: None, last }) => {
+                let rs = self.upto.entry(last).or_default();
+                for &m in &mechanisms {
+                    add_release(rs, m, 1);
+                }
+            }
+            Some(Blocks {
+                first: Some(f),
+                last,
+            }) => {
+                for k in f..=last {
+                    if !self.composes_in(vector, &key, k) {
+                        continue;
+                    }
+                    let rs = self.block.entry(k).or_default();
+                    for &m in &mechanisms {
+                        add_release(rs, m, 1);
+                    }
+                    if vector {
+                        self.block_vectors.insert((key.clone(), k));
+                    }
+                }
+            }
         }
-        if vector {
+        if vector && composes {
             self.vectors.insert(key);
         }
     }
@@ -341,10 +536,16 @@ impl Composed {
                     return Err("a charge whose mechanism is unreadable");
                 };
                 let key = (pl.clone(), q.clone(), m.clone());
-                if v.composed != self.composes(parsed.1, &key) {
+                if let Some(b) = v.blocks {
+                    let span = b.first.map_or(0, |f| b.last.saturating_sub(f));
+                    if !(0..MAX_BLOCKS).contains(&span) {
+                        return Err("a charge whose blocks are not a range of a plan's window");
+                    }
+                }
+                if v.composed != self.composes_any(parsed.1, &key, v.blocks) {
                     return Err("a charge whose `composed` does not follow from the history");
                 }
-                self.add(plan, hash, key, parsed);
+                self.add(plan, hash, key, parsed, v.blocks);
             }
         }
         self.tail = (e.seq, e.hash.clone());
@@ -402,8 +603,25 @@ pub struct BudgetSummary {
     pub total_epsilon: f64,
     pub accountant: Accountant,
     pub remaining_epsilon: f64,
+    /// A per-block budget: the block, and each block charged with its
+    /// composed ε (`total_epsilon` is then the largest, with a block no
+    /// charge with a window counts against among them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per: Option<Per>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<BlockTotal>,
     pub entries: i64,
     pub latest_hash: String,
+}
+
+/// One block of a per-block budget, composed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockTotal {
+    /// `2026-02`, `week of 2026-02-02`, or `any other` (a block no charge
+    /// with a window counts against).
+    pub block: String,
+    pub epsilon: f64,
+    pub accountant: Accountant,
 }
 
 /// An open budget ledger, verified.
@@ -470,6 +688,7 @@ impl BudgetLedger {
                 accountant: AccountantChoice::Best,
                 policy: budget.policy.display().to_string(),
                 ledger_id: ledger_id()?,
+                per: budget.per,
             };
             create(path, &open)?;
         }
@@ -486,17 +705,20 @@ impl BudgetLedger {
         if o.source_path != budget.path.display().to_string()
             || o.epsilon != budget.epsilon
             || o.delta != budget.delta
+            || o.per != budget.per
         {
             return Err(LedgerError::OverBudget(format!(
-                "the budget ledger `{}` holds the budget ε = {}, δ = {} of `{}`, but the policy `{}` gives `{}` ε = {}, δ = {}: a budget ledger keeps the budget it was made for (a changed budget is a reviewed decision: restore the policy's entry, or give the new budget a new ledger, which starts from nothing only if no plan read the source under the old one); nothing was drawn or charged",
+                "the budget ledger `{}` holds the budget ε = {}, δ = {}{} of `{}`, but the policy `{}` gives `{}` ε = {}, δ = {}{}: a budget ledger keeps the budget it was made for (a changed budget is a reviewed decision: restore the policy's entry, or give the new budget a new ledger, which starts from nothing only if no plan read the source under the old one); nothing was drawn or charged",
                 path.display(),
                 o.epsilon,
                 o.delta,
+                o.per.map(|p| format!(" per {}", p.name())).unwrap_or_default(),
                 o.source_path,
                 budget.policy.display(),
                 budget.path.display(),
                 budget.epsilon,
-                budget.delta
+                budget.delta,
+                budget.per.map(|p| format!(" per {}", p.name())).unwrap_or_default(),
             )));
         }
         Ok(())
@@ -549,6 +771,7 @@ impl BudgetLedger {
                 accountant: AccountantChoice::Best,
                 policy: String::new(),
                 ledger_id: String::new(),
+                per: None,
             },
             composed: Composed {
                 tail: (0, GENESIS_PREV.to_string()),
@@ -776,12 +999,41 @@ impl BudgetLedger {
 
     /// The ledger summed up (`dpplan ledger show`).
     pub fn summary(&self) -> Result<BudgetSummary, LedgerError> {
-        let total = compose(&self.composed.releases, self.open.delta).map_err(|e| {
-            LedgerError::Corrupt(format!(
-                "the charges cannot be composed at δ = {}: {e}",
-                self.open.delta
-            ))
-        })?;
+        let delta = self.open.delta;
+        let bound = |rs: &[acct::Release]| {
+            compose(rs, delta).map_err(|e| {
+                LedgerError::Corrupt(format!(
+                    "the charges cannot be composed at δ = {delta}: {e}"
+                ))
+            })
+        };
+        let mut blocks = Vec::new();
+        let total = match self.open.per {
+            None => bound(&self.composed.releases)?,
+            Some(p) => {
+                let mut worst = bound(&self.composed.in_empty_block())?;
+                for &k in self.composed.block.keys() {
+                    let b = bound(&self.composed.in_block(k))?;
+                    blocks.push(BlockTotal {
+                        block: p.label(k),
+                        epsilon: b.epsilon,
+                        accountant: b.accountant,
+                    });
+                    if b.epsilon > worst.epsilon {
+                        worst = b;
+                    }
+                }
+                if !self.composed.upto.is_empty() {
+                    let b = bound(&self.composed.in_empty_block())?;
+                    blocks.push(BlockTotal {
+                        block: "any other".into(),
+                        epsilon: b.epsilon,
+                        accountant: b.accountant,
+                    });
+                }
+                worst
+            }
+        };
         Ok(BudgetSummary {
             format: self.open.format.clone(),
             source: self.open.source.clone(),
@@ -793,6 +1045,8 @@ impl BudgetLedger {
             total_epsilon: total.epsilon,
             accountant: total.accountant,
             remaining_epsilon: self.open.epsilon - total.epsilon,
+            per: self.open.per,
+            blocks,
             entries: self.composed.tail.0,
             latest_hash: self.composed.tail.1.clone(),
         })
@@ -817,7 +1071,7 @@ impl BudgetLedger {
         plan: &ExecutablePlan,
         plan_ledger: &str,
         r: &Release,
-        slot: u64,
+        (slot, reads): (u64, Reads),
     ) -> Result<Charged, LedgerError> {
         let name = &plan.body.name;
         let g = plan.body.guarantee();
@@ -840,7 +1094,7 @@ impl BudgetLedger {
         // Invariant: plain data with string keys; cannot fail.
         let mechanism = serde_json::to_string(&record).expect("serialises");
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let out = self.charge_locked(plan, plan_ledger, r, slot, &mechanism);
+        let out = self.charge_locked(plan, plan_ledger, r, (slot, reads), &mechanism);
         match &out {
             Ok(_) => self.conn.execute_batch("COMMIT")?,
             Err(_) => {
@@ -866,7 +1120,7 @@ impl BudgetLedger {
         plan: &ExecutablePlan,
         plan_ledger: &str,
         r: &Release,
-        slot: u64,
+        (slot, reads): (u64, Reads),
         mechanism: &str,
     ) -> Result<(BudgetEntry, acct::Bound), LedgerError> {
         self.read_new()?;
@@ -880,22 +1134,71 @@ impl BudgetLedger {
             r.name.clone(),
             mechanism.to_string(),
         );
-        let composed = self.composed.composes(parsed.1, &key);
-        let mut with = self.composed.releases.clone();
-        if composed {
-            for &m in &parsed.0 {
-                add_release(&mut with, m, 1);
-            }
-        }
         let (b_eps, b_delta) = (self.open.epsilon, self.open.delta);
-        let total = compose(&with, b_delta).map_err(|e| {
+        let blocks = self.open.per.map(|p| Blocks::of(p, reads));
+        let composed = self.composed.composes_any(parsed.1, &key, blocks);
+        let cannot = |e: acct::AccountingError| {
             LedgerError::OverBudget(format!(
                 "the plans reading `{}` cannot be composed with this release at the shared budget's δ = {b_delta}: {e}; nothing was drawn or charged",
                 self.open.source
             ))
-        })?;
-        if total.epsilon > b_eps {
-            let extra: &[acct::Mechanism] = if composed { &parsed.0 } else { &[] };
+        };
+        // each composition the release counts in: all time, or each block
+        // its data lie in (a block no charge with a window counts against
+        // stands for every such block, for a release without a window)
+        let mut checked: Vec<(Option<i64>, acct::Bound)> = Vec::new();
+        match (self.open.per, blocks) {
+            (Some(_), Some(b)) => {
+                let ks: Vec<Option<i64>> = match b.first {
+                    Some(f) => (f..=b.last).map(Some).collect(),
+                    None => self
+                        .composed
+                        .block
+                        .range(..=b.last)
+                        .map(|(k, _)| Some(*k))
+                        .chain([None])
+                        .collect(),
+                };
+                for k in ks {
+                    let mut with = match k {
+                        Some(k) => self.composed.in_block(k),
+                        None => self.composed.in_empty_block(),
+                    };
+                    let adds = match (k, b.first) {
+                        (Some(k), Some(_)) => self.composed.composes_in(parsed.1, &key, k),
+                        _ => true,
+                    };
+                    if adds {
+                        for &m in &parsed.0 {
+                            add_release(&mut with, m, 1);
+                        }
+                    }
+                    checked.push((k, compose(&with, b_delta).map_err(cannot)?));
+                }
+            }
+            _ => {
+                let mut with = self.composed.releases.clone();
+                if composed {
+                    for &m in &parsed.0 {
+                        add_release(&mut with, m, 1);
+                    }
+                }
+                checked.push((None, compose(&with, b_delta).map_err(cannot)?));
+            }
+        }
+        let over = checked.iter().find(|(_, t)| t.epsilon > b_eps).cloned();
+        // Invariant: at least one composition was checked.
+        let total = checked
+            .into_iter()
+            .map(|(_, t)| t)
+            .max_by(|a, b| a.epsilon.total_cmp(&b.epsilon))
+            .expect("one composition");
+        if let Some((k, over)) = over {
+            let extra: &[acct::Mechanism] = if self.composed.composes(parsed.1, &key) {
+                &parsed.0
+            } else {
+                &[]
+            };
             let shares = self
                 .shares(Some((name, extra)))
                 .iter()
@@ -913,14 +1216,39 @@ impl BudgetLedger {
                     )
                 })
                 .collect::<Vec<_>>();
+            let (per, budget) = match (self.open.per, blocks) {
+                (Some(p), Some(b)) => {
+                    let reads = match b.first {
+                        Some(f) if f == b.last => format!("its data lie in {}", p.label(f)),
+                        Some(f) => format!("its data lie in {} to {}", p.label(f), p.label(b.last)),
+                        None => format!(
+                            "it has no window: it reads every {} up to {}",
+                            p.name(),
+                            p.label(b.last)
+                        ),
+                    };
+                    let block = match k {
+                        Some(k) => p.label(k),
+                        None => format!("a {} before {}", p.name(), p.label(b.last)),
+                    };
+                    (
+                        format!(" in {block} ({reads})"),
+                        format!(
+                            "ε = {b_eps} per {} per {}",
+                            self.open.guarantee.unit,
+                            p.name()
+                        ),
+                    )
+                }
+                _ => (String::new(), format!("ε = {b_eps}")),
+            };
             return Err(LedgerError::OverBudget(format!(
-                "the shared budget of `{}` (ε = {b_eps}, δ = {b_delta}; policy `{}`, budget ledger `{}`) would be overspent: with this release of `{name}` the {} plan(s) reading it compose to ε = {} ({}); each plan's share alone: {}; nothing was drawn or charged",
+                "the shared budget of `{}` ({budget}, δ = {b_delta}; policy `{}`, budget ledger `{}`) would be overspent{per}: with this release of `{name}` the releases counted there compose to ε = {} ({}); each plan's share on the source alone: {}; nothing was drawn or charged",
                 self.open.source,
                 self.open.policy,
                 self.path.display(),
-                shares.len(),
-                total.epsilon,
-                total.accountant,
+                over.epsilon,
+                over.accountant,
                 shares.join(", ")
             )));
         }
@@ -929,6 +1257,7 @@ impl BudgetLedger {
             total_epsilon: total.epsilon,
             accountant: total.accountant,
             at_delta: b_delta,
+            blocks,
         };
         let mut e = BudgetEntry {
             seq: self.composed.tail.0 + 1,
@@ -1100,6 +1429,7 @@ mod tests {
             delta: 1e-6,
             ledger: dir.join("budget.db"),
             policy: dir.join("dpplan.toml"),
+            per: None,
         }
     }
 
@@ -1122,13 +1452,17 @@ mod tests {
         let mut y = BudgetLedger::open_for(&b, &g).unwrap();
         for slot in 0..5 {
             let l = if slot % 2 == 0 { &mut x } else { &mut y };
-            let c = l.charge(&plan, "ledger-1", r, slot).unwrap();
+            let c = l
+                .charge(&plan, "ledger-1", r, (slot, Reads::UpTo(0)))
+                .unwrap();
             let k = slot as f64 + 1.0;
             assert!(c.total_epsilon <= k * 0.5 && c.total_epsilon > (k - 1.0) * 0.5);
         }
         // the sixth is refused, by either handle, and appends nothing
         for l in [&mut x, &mut y] {
-            let e = l.charge(&plan, "ledger-1", r, 5).unwrap_err();
+            let e = l
+                .charge(&plan, "ledger-1", r, (5, Reads::UpTo(0)))
+                .unwrap_err();
             assert!(matches!(e, LedgerError::OverBudget(_)), "{e}");
         }
         let fresh = BudgetLedger::open(&b.ledger).unwrap();
@@ -1148,13 +1482,21 @@ mod tests {
         let r = plan.body.release("w").unwrap();
         let b = budget(dir.path(), 100.0);
         let mut l = BudgetLedger::open_for(&b, &plan.body.guarantee()).unwrap();
-        let one = l.charge(&plan, "ledger-1", r, 0).unwrap().total_epsilon;
+        let one = l
+            .charge(&plan, "ledger-1", r, (0, Reads::UpTo(0)))
+            .unwrap()
+            .total_epsilon;
         for slot in 1..10 {
-            let c = l.charge(&plan, "ledger-1", r, slot).unwrap();
+            let c = l
+                .charge(&plan, "ledger-1", r, (slot, Reads::UpTo(0)))
+                .unwrap();
             assert_eq!(c.total_epsilon, one);
             assert!(!c.entry.charge_value().unwrap().composed);
         }
-        let two = l.charge(&plan, "ledger-2", r, 0).unwrap().total_epsilon;
+        let two = l
+            .charge(&plan, "ledger-2", r, (0, Reads::UpTo(0)))
+            .unwrap()
+            .total_epsilon;
         assert!(two > one, "{two} {one}");
         // and what was appended verifies, `composed` flags included
         let fresh = BudgetLedger::open(&b.ledger).unwrap();
@@ -1182,6 +1524,45 @@ mod tests {
         assert!(e.contains("holds the budget ε = 2.5"), "{e}");
     }
 
+    /// Month and week blocks against jiff's calendar (every 7 hours
+    /// 13 minutes across 1969–2031), and known dates.
+    #[test]
+    fn calendar_blocks() {
+        let mut t: i64 = -31_536_000;
+        while t < 1_950_000_000 {
+            let z = jiff::tz::Offset::UTC.to_datetime(jiff::Timestamp::from_second(t).unwrap());
+            let want = (i64::from(z.year()) - 1970) * 12 + i64::from(z.month()) - 1;
+            assert_eq!(Per::Month.block(t), want, "{t}");
+            let monday = z.date().iso_week_date().first_of_week().unwrap().date();
+            assert_eq!(
+                Per::Week.label(Per::Week.block(t)),
+                format!("week of {monday}"),
+                "{t}"
+            );
+            t += 7 * 3600 + 13 * 60;
+        }
+        assert_eq!(Per::Month.label(Per::Month.block(1_767_225_600)), "2026-01");
+        assert_eq!(Per::Month.label(Per::Month.block(1_767_225_599)), "2025-12");
+        assert_eq!(Per::Month.label(Per::Month.block(1_709_164_800)), "2024-02");
+        assert_eq!(Per::Month.label(Per::Month.block(-1)), "1969-12");
+        // a window [lo, hi) ending at midnight lies in its own month only
+        let jan31 = 1_767_225_600 + 30 * 86_400;
+        assert_eq!(
+            Blocks::of(Per::Month, Reads::Window(jan31, jan31 + 86_400)),
+            Blocks {
+                first: Some(672),
+                last: 672
+            }
+        );
+        assert_eq!(
+            Blocks::of(Per::Month, Reads::Window(jan31 + 1, jan31 + 86_401)),
+            Blocks {
+                first: Some(672),
+                last: 673
+            }
+        );
+    }
+
     /// Appends `n` charges of `r` after the tail in one transaction, as
     /// [`BudgetLedger::charge`] writes them (a large history, fast).
     fn bulk(l: &mut BudgetLedger, plan: &ExecutablePlan, r: &Release, n: u64) {
@@ -1205,6 +1586,7 @@ mod tests {
                     total_epsilon: 0.0,
                     accountant: Accountant::Basic,
                     at_delta: 1e-6,
+                    blocks: None,
                 })
                 .unwrap(),
                 time: now_rfc3339(),
@@ -1245,7 +1627,9 @@ mod tests {
         let t = std::time::Instant::now();
         let runs = 20;
         for slot in 0..runs {
-            let c = l.charge(&plan, "ledger-1", r, n + slot).unwrap();
+            let c = l
+                .charge(&plan, "ledger-1", r, (n + slot, Reads::UpTo(0)))
+                .unwrap();
             assert!(c.total_epsilon <= (n + slot + 1) as f64 * 0.5);
         }
         let charge = t.elapsed() / runs as u32;
