@@ -1344,6 +1344,19 @@ fn insert(conn: &Connection, e: &BudgetEntry) -> Result<(), LedgerError> {
 /// under a temporary name, then hard-linked into place); another process
 /// that created it first wins, and its ledger is used.
 fn create(path: &Path, open: &BudgetOpen) -> Result<(), LedgerError> {
+    let dir = super::anchor::parent_dir(path);
+    if !dir.is_dir() {
+        return Err(LedgerError::Create {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "its directory `{}` does not exist (the policy's `ledger` is relative to the policy file)",
+                    dir.display()
+                ),
+            ),
+        });
+    }
     remove_leftovers(path, Duration::from_secs(60));
     let tmp = temp_sibling(path, "creating")?;
     {
@@ -1522,6 +1535,24 @@ mod tests {
             Ok(_) => panic!("a raised budget was accepted"),
         };
         assert!(e.contains("holds the budget ε = 2.5"), "{e}");
+    }
+
+    /// A budget ledger in a directory that does not exist is not created,
+    /// and the error names the directory.
+    #[test]
+    fn a_missing_directory_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dpplan_compile::compile(COUNTS).unwrap();
+        let b = SharedBudget {
+            ledger: dir.path().join("nowhere/budget.db"),
+            ..budget(dir.path(), 1.0)
+        };
+        let e = match BudgetLedger::open_for(&b, &plan.body.guarantee()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("created in a missing directory"),
+        };
+        assert!(e.contains("nowhere` does not exist"), "{e}");
+        assert!(!dir.path().join("nowhere").exists());
     }
 
     /// Month and week blocks against jiff's calendar (every 7 hours
