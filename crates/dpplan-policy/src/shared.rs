@@ -32,6 +32,15 @@ pub struct Share {
     pub excluded: Option<Exclusion>,
     /// One of the plans checked (else only named by the budget's `plans`).
     pub checked: bool,
+    /// The plan's queries on the source with a window (or a cumulative
+    /// count's slots): under a per-block budget each is one vector release
+    /// counted once in every block its windows lie in, in parallel across
+    /// blocks.
+    pub windowed: Vec<String>,
+    /// Its queries on the source without a window: each release reads
+    /// every row so far, so it counts in every block up to its release
+    /// (sequentially with everything there).
+    pub unwindowed: Vec<String>,
 }
 
 /// Why one plan reading a shared source cannot be composed with the others.
@@ -173,6 +182,8 @@ impl<'b> Tally<'b> {
             releases: 0,
             excluded: None,
             checked: reader.checked,
+            windowed: Vec::new(),
+            unwindowed: Vec::new(),
         };
         // the policy's own errors (DP1xx), a refused suppression and a
         // warning the policy raised to an error do not stop the counting;
@@ -213,6 +224,19 @@ impl<'b> Tally<'b> {
                 .ok()
                 .map(|x| x.epsilon)
         };
+        let (windowed, unwindowed): (Vec<_>, Vec<_>) = r
+            .queries
+            .iter()
+            .filter(|q| names.contains(&q.dataset))
+            .partition(|q| {
+                q.spec
+                    .as_ref()
+                    .is_some_and(|s| s.window.is_some() || s.cumulative.is_some())
+            });
+        let named =
+            |qs: Vec<&dpplan_check::QueryReport>| qs.iter().map(|q| q.name.clone()).collect();
+        share.windowed = named(windowed);
+        share.unwindowed = named(unwindowed);
         self.entries.push(Entry {
             share,
             contract: Some((r.unit.kind.to_string(), r.adjacency.to_string())),

@@ -86,6 +86,29 @@ pub fn shared_budgets_human(shared: &[SharedBudget]) -> String {
                 s.push_str(&format!("  left out: {}\n", e.reason));
             }
         }
+        if let Some(per) = r.budget.per {
+            let per = match per {
+                dpplan_policy::Per::Week => "week",
+                dpplan_policy::Per::Month => "month",
+            };
+            let list = |qs: Vec<String>| {
+                if qs.is_empty() {
+                    "none".to_string()
+                } else {
+                    qs.join(", ")
+                }
+            };
+            let (mut par, mut seq) = (Vec::new(), Vec::new());
+            for x in r.shares.iter().filter(|x| x.excluded.is_none()) {
+                par.extend(x.windowed.iter().map(|q| format!("{}: {q}", x.path)));
+                seq.extend(x.unwindowed.iter().map(|q| format!("{}: {q}", x.path)));
+            }
+            s.push_str(&format!(
+                "  ε per unit per {per} (enforced by `dpplan run` on its budget ledger): in parallel across {per}s, each counted once in every {per} its windows lie in: {}; in every {per} up to each release (no window: it reads every row so far): {}; a {per} may hold all of them, so the total above is the largest a {per} can reach\n",
+                list(par),
+                list(seq)
+            ));
+        }
     }
     s
 }

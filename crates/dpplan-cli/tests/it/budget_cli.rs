@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{compiled, dpplan, sql, text};
+use crate::support::{compiled, dpplan, dpplan_in, sql, text};
 
 /// ε of one release: a count (sensitivity 1 with one row per user)
 /// with Laplace noise of scale 2.
@@ -420,6 +420,15 @@ fn a_monthly_budget_is_enforced_across_a_quarter() {
             ),
         );
         let budget = d.join("visits-budget.db");
+        // the checker states which releases compose in parallel across
+        // months and which count in every month
+        let o = dpplan_in(
+            d,
+            &["check", "daily.dpplan", "total.dpplan", "march.dpplan"],
+        );
+        let said = text(&o.stdout);
+        let statement = "in parallel across months, each counted once in every month its windows lie in: daily.dpplan: q, march.dpplan: q; in every month up to each release (no window: it reads every row so far): total.dpplan: q";
+        assert_eq!(said.contains(statement), per_month, "{said}");
 
         assert_eq!(fresh(&run_at(&daily, "2026-02-01T00:00Z")), 31);
         assert_eq!(fresh(&run_at(&total, "2026-02-01T00:00Z")), 1);
