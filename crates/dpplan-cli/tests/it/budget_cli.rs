@@ -527,3 +527,47 @@ fn a_per_block_budget_without_a_ledger_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("year"), "{}", text(&o.stderr));
 }
+
+/// Two runs of two plans at the same moment, on a budget that holds one
+/// of their releases: the budget ledger's exclusive transaction lets
+/// exactly one through, whichever it is, and the other is refused with
+/// nothing drawn (repeated to give the runs a chance to overlap).
+#[test]
+fn two_runs_at_once_never_overspend_the_shared_budget() {
+    for _ in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let unit = "unit user by user_id";
+        let plans = setup(dir.path(), EPS, &[("a", 1, unit), ("b", 1, unit)]);
+        let spawn = |p: &Path| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"))
+                .args(["run", p.to_str().unwrap(), "--slot", "0"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (x, y) = (spawn(&plans[0]), spawn(&plans[1]));
+        let outs = [x.wait_with_output().unwrap(), y.wait_with_output().unwrap()];
+        let passed: Vec<bool> = outs.iter().map(|o| o.status.success()).collect();
+        assert_eq!(
+            passed.iter().filter(|p| **p).count(),
+            1,
+            "{}\n{}",
+            text(&outs[0].stderr),
+            text(&outs[1].stderr)
+        );
+        for o in &outs {
+            let v = json(o);
+            let fresh = v["results"].as_array().unwrap().len();
+            let refused = v["refused"].as_array().unwrap().len();
+            assert_eq!(
+                (fresh, refused),
+                if o.status.success() { (1, 0) } else { (0, 1) }
+            );
+        }
+        let s = summary(&dir.path().join("visits-budget.db"));
+        assert_eq!(s["entries"], 2);
+        assert!(s["total_epsilon"].as_f64().unwrap() <= EPS);
+    }
+}
