@@ -131,6 +131,26 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `dpplan ledger export BUDGET`: every entry, as JSON lines (or CSV),
+/// read without verifying it (an inspection shows a damaged ledger too:
+/// `ledger verify` says what is wrong).
+pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
+    let entries = BudgetLedger::read_entries(path).map_err(|e| miette!("{e}"))?;
+    if csv {
+        let mut w = ::csv::Writer::from_writer(Vec::new());
+        for e in &entries {
+            w.serialize(e).into_diagnostic()?;
+        }
+        let bytes = w.into_inner().into_diagnostic()?;
+        crate::out::write_bytes(&bytes).into_diagnostic()?;
+    } else {
+        for e in &entries {
+            outln!("{}", serde_json::to_string(e).into_diagnostic()?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `dpplan ledger verify BUDGET`: as a run verifies it before a charge.
 pub fn verify(path: &Path) -> Result<ExitCode> {
     match BudgetLedger::open(path) {

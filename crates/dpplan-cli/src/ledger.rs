@@ -313,6 +313,9 @@ fn warn_if_damaged(l: &Ledger) {
 }
 
 pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
+    if dpplan_runtime::ledger::budget::BudgetLedger::is_budget_ledger(path) {
+        return crate::budget::export(path, csv);
+    }
     let l = open(path)?;
     warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;

@@ -1052,6 +1052,21 @@ impl BudgetLedger {
         })
     }
 
+    /// Every entry of the budget ledger at `path`, in order, read (not
+    /// verified: for inspection).
+    pub fn read_entries(path: &Path) -> Result<Vec<BudgetEntry>, LedgerError> {
+        if !Self::is_budget_ledger(path) {
+            return Err(LedgerError::NotALedger(format!(
+                "`{}` is not a {BUDGET_FORMAT} budget ledger",
+                path.display()
+            )));
+        }
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let mut stmt = conn.prepare("SELECT * FROM charges ORDER BY seq")?;
+        let rows = stmt.query_map([], row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// Every entry, in order.
     pub fn entries(&self) -> Result<Vec<BudgetEntry>, LedgerError> {
         let mut stmt = self.conn.prepare("SELECT * FROM charges ORDER BY seq")?;
