@@ -419,7 +419,7 @@ fn a_monthly_budget_is_enforced_across_a_quarter() {
             "total",
             &quarter_plan(
                 "total",
-                "    count(visits)\n    noise laplace scale 200\n    schedule 3 times",
+                "    count(visits)\n    noise laplace scale 200\n    schedule 2 times",
             ),
         );
         let march = compiled(
