@@ -1,0 +1,145 @@
+//! `cargo bench -p dpplan-runtime --bench ledger_scale` (release): what an
+//! append and a whole run cost as one ledger grows to 10⁴, 10⁵ and 10⁶
+//! entries (docs/benchmarks.md, "A shared ledger at 10⁴–10⁶ entries").
+//!
+//! Builds the history of a count released every minute (an intent and a
+//! value per release) with one ledger handle, as a long catch-up would,
+//! and at each mark in `DPPLAN_BENCH_MARKS` (entries, default
+//! `10000,100000,1000000`) times:
+//!
+//! * **append, warm**: `DPPLAN_BENCH_WARM` (default 200) releases with the
+//!   handle that built the history (the process's history kept);
+//! * **append, cold**: the first release of a fresh handle (a new process:
+//!   nothing kept), without the run's verification;
+//! * **full check**: [`Ledger::integrity`], the whole chain and state
+//!   (`dpplan ledger verify`'s work);
+//! * **run**: three whole `run`s of the next slot (open, the pre-run
+//!   check, the schedule, the data, the charge, the draw, the commit).
+//!
+//! The ledger lives in `DPPLAN_BENCH_DIR` (default /dev/shm when it
+//! exists: the figures are the runtime's work, not the disk's fsyncs).
+//! Prints figures; asserts nothing about time.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use dpplan_engine::CsvEngine;
+use dpplan_runtime::ledger::{Budget, Genesis, Ledger};
+use dpplan_runtime::{run, RunOptions};
+
+const PLAN: &str = r#"plan "bench" {
+  privacy { unit user by user_id adjacency add_remove budget epsilon 1000000 delta 1e-6 }
+  dataset visits {
+    column user_id : id
+    column seconds : float in [0, 3600]
+    contribution { rows_per_unit 5 }
+  }
+  query per_minute { count(visits) noise laplace scale 100 schedule every 1 minute for 1000 days }
+}"#;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let marks: Vec<i64> = std::env::var("DPPLAN_BENCH_MARKS")
+        .unwrap_or_else(|_| "10000,100000,1000000".into())
+        .split(',')
+        .filter_map(|m| m.trim().parse().ok())
+        .collect();
+    let warm = env_u64("DPPLAN_BENCH_WARM", 200);
+    let base = std::env::var_os("DPPLAN_BENCH_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let shm = PathBuf::from("/dev/shm");
+            shm.is_dir().then_some(shm)
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let plan = dpplan_compile::compile(PLAN).unwrap();
+    let release = plan.body.release("per_minute").unwrap().clone();
+    let path = dir.path().join("l.sqlite");
+    let genesis = Genesis {
+        plan_hash: &plan.body_sha256,
+        budget: Budget {
+            epsilon: plan.body.privacy.budget_epsilon,
+            delta: plan.body.privacy.budget_delta,
+        },
+        schedule_start: 0,
+        contract: plan.body.contract(),
+    };
+    let csv = dir.path().join("visits.csv");
+    let mut body = String::from("user_id,seconds\n");
+    for u in 0..1000 {
+        body.push_str(&format!("u{u},{}\n", u % 3600));
+    }
+    std::fs::write(&csv, body).unwrap();
+
+    let mut l = Ledger::open(&path, Some(genesis)).unwrap();
+    let mut slot = 0u64;
+    let started = Instant::now();
+    let append = |l: &mut Ledger, slot: &mut u64| {
+        let i = l.begin_release(&plan, &release, *slot).unwrap();
+        l.commit_value(&i, "{}".into()).unwrap();
+        *slot += 1;
+    };
+    for &mark in &marks {
+        let mut chunk = Instant::now();
+        let mut chunk_n = 0u64;
+        while l.tail().unwrap().seq < mark - 2 * warm as i64 {
+            append(&mut l, &mut slot);
+            chunk_n += 1;
+            if chunk_n == 5_000 {
+                println!(
+                    "  building: {} entries, {:.3} ms per release over the last {chunk_n}, {:.0} s so far",
+                    l.tail().unwrap().seq,
+                    chunk.elapsed().as_secs_f64() * 1e3 / chunk_n as f64,
+                    started.elapsed().as_secs_f64()
+                );
+                chunk = Instant::now();
+                chunk_n = 0;
+            }
+        }
+        let t = Instant::now();
+        for _ in 0..warm {
+            append(&mut l, &mut slot);
+        }
+        let warm_ms = t.elapsed().as_secs_f64() * 1e3 / warm as f64;
+        let entries = l.tail().unwrap().seq;
+        drop(l);
+        let t = Instant::now();
+        let mut fresh = Ledger::open(&path, None).unwrap();
+        append(&mut fresh, &mut slot);
+        let cold_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        fresh.integrity(None).unwrap();
+        let full_ms = t.elapsed().as_secs_f64() * 1e3;
+        drop(fresh);
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let opts = RunOptions {
+                data: BTreeMap::from([("visits".to_string(), csv.clone())]),
+                slot: Some(slot),
+                ledger: path.clone(),
+                ..RunOptions::default()
+            };
+            let t = Instant::now();
+            let out = run(&plan, &opts, &CsvEngine).unwrap();
+            runs.push(t.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(out.results.len(), 1);
+            slot += 1;
+        }
+        println!(
+            "at {entries} entries: append warm {warm_ms:.3} ms per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms, run {:.1} / {:.1} / {:.1} ms (built in {:.0} s)",
+            runs[0],
+            runs[1],
+            runs[2],
+            started.elapsed().as_secs_f64()
+        );
+        l = Ledger::open(&path, None).unwrap();
+    }
+}
