@@ -6,10 +6,17 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::LedgerError;
 
-/// The format of a ledger created now: format 4 with `skip` entries (the
-/// periods of an `every` schedule that passed without a run), which a
-/// format-4 reader cannot read.
-pub const LEDGER_FORMAT: &str = "dpplan-ledger-5";
+/// The format of a ledger created now: format 5 whose intents carry the
+/// history composed so far ([`super::IntentValue::composed`]), which the
+/// next intent adds its release to instead of re-reading every earlier
+/// intent; an append-only trigger on INSERT ([`APPEND_TRIGGER`]); and an
+/// index of the window state by intent. A format-5 reader refuses it (a
+/// trigger it was not created with).
+pub const LEDGER_FORMAT: &str = "dpplan-ledger-6";
+/// Format 5: format 4 with `skip` entries (the periods of an `every`
+/// schedule that passed without a run), which a format-4 reader cannot
+/// read. Still read and migrated.
+pub const LEDGER_FORMAT_5: &str = "dpplan-ledger-5";
 /// Format 4: format 3 whose intents may be a cumulative count's slots (a
 /// mechanism record with `cumulative`, the nodes in the intent's value,
 /// window-state rows bounded by the tree's `kept_slots`), which a format-3
@@ -30,6 +37,8 @@ pub(super) const MIGRATED_3_KEY: &str = "migrated_to_3";
 pub(super) const MIGRATED_4_KEY: &str = "migrated_to_4";
 /// The `meta` key a ledger migrated to format 5 records it in.
 pub(super) const MIGRATED_5_KEY: &str = "migrated_to_5";
+/// The `meta` key a ledger migrated to format 6 records it in.
+pub(super) const MIGRATED_6_KEY: &str = "migrated_to_6";
 
 pub(super) const TABLES: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +70,13 @@ CREATE INDEX entries_release ON entries (query, slot);
 pub(super) const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS entries_kind ON entries (kind, seq);
 CREATE INDEX IF NOT EXISTS entries_refers ON entries (refers_to);
+";
+
+/// Format 6's index: the window-state rows an intent added, found without
+/// reading every row (a run checks the rows of the intents appended since
+/// its checkpoint).
+pub(super) const WINDOW_INDEX: &str = "
+CREATE INDEX IF NOT EXISTS window_units_seq ON window_units (seq);
 ";
 
 /// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is
@@ -95,6 +111,17 @@ pub(super) const TRIGGERS: [(&str, &str); 4] = [
         "CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
     ),
 ];
+
+/// Format 6's append-only trigger of `entries`: an INSERT is an append,
+/// never over an existing entry (`INSERT OR REPLACE` would replace a row
+/// without firing the DELETE trigger) nor behind the tail. With it every
+/// edit of an entry through SQL has to drop a trigger first, which changes
+/// the schema cookie a run's checkpoint compares
+/// ([`super::anchor::Checkpoint`]).
+pub(super) const APPEND_TRIGGER: (&str, &str) = (
+    "entries_append_only",
+    "CREATE TRIGGER entries_append_only BEFORE INSERT ON entries WHEN NEW.seq <= (SELECT COALESCE(MAX(seq), 0) FROM entries) BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+);
 
 /// The append-only triggers of the `frozen_reports` table (format 2).
 pub(super) const FROZEN_TRIGGERS: [(&str, &str); 2] = [
@@ -133,7 +160,7 @@ pub(super) const WINDOW_TRIGGERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// The triggers a ledger of `format` (1 to 5; 4 and 5 add none) must have,
+/// The triggers a ledger of `format` (1 to 6; 4 and 5 add none) must have,
 /// exactly.
 pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     let mut t = TRIGGERS.to_vec();
@@ -143,10 +170,18 @@ pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     if format >= 3 {
         t.extend(WINDOW_TRIGGERS);
     }
+    if format >= 6 {
+        t.push(APPEND_TRIGGER);
+    }
     t
 }
 
-/// The format of an open ledger: 5, 4, 3 or 2 when created so or
+/// SQLite's schema cookie: changed by every CREATE, DROP or ALTER.
+pub(super) fn schema_version(conn: &Connection) -> Result<i64, LedgerError> {
+    Ok(conn.query_row("PRAGMA schema_version", [], |r| r.get(0))?)
+}
+
+/// The format of an open ledger: 6, 5, 4, 3 or 2 when created so or
 /// migrated, else 1.
 pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
@@ -155,8 +190,10 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
             .optional()?)
     };
     Ok(match get("format")?.as_deref() {
-        Some(LEDGER_FORMAT) => 5,
-        _ if get(MIGRATED_5_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 5,
+        Some(LEDGER_FORMAT) => 6,
+        _ if get(MIGRATED_6_KEY)?.as_deref() == Some(LEDGER_FORMAT) => 6,
+        Some(LEDGER_FORMAT_5) => 5,
+        _ if get(MIGRATED_5_KEY)?.as_deref() == Some(LEDGER_FORMAT_5) => 5,
         Some(LEDGER_FORMAT_4) => 4,
         _ if get(MIGRATED_4_KEY)?.as_deref() == Some(LEDGER_FORMAT_4) => 4,
         Some(LEDGER_FORMAT_3) => 3,
@@ -167,8 +204,8 @@ pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     })
 }
 
-/// Migrates a ledger of format 1 to 4 to format 5 inside the caller's
-/// write transaction (nothing for a ledger of format 5).
+/// Migrates a ledger of format 1 to 5 to format 6 inside the caller's
+/// write transaction (nothing for a ledger of format 6).
 pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
     let format = format_version(conn)?;
     if format < 2 {
@@ -203,7 +240,18 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         // no new table: the mark that skip and state entries may follow
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-            params![MIGRATED_5_KEY, LEDGER_FORMAT],
+            params![MIGRATED_5_KEY, LEDGER_FORMAT_5],
+        )?;
+    }
+    if format < 6 {
+        conn.execute_batch(WINDOW_INDEX)?;
+        conn.execute_batch(&format!("{};", APPEND_TRIGGER.1))?;
+        // no new table: the mark that intents may carry their composed
+        // history (the first intent written after it composes the whole
+        // history once and stores it)
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![MIGRATED_6_KEY, LEDGER_FORMAT],
         )?;
     }
     Ok(())

@@ -68,6 +68,24 @@ pub(super) fn append(conn: &Connection, new: NewEntry<'_>) -> Result<Entry, Ledg
     Ok(e)
 }
 
+/// Whether `query` has an intent with this mechanism record before entry
+/// `before` (a vector release, windowed or a tree, already charged).
+pub(super) fn charged_with(
+    conn: &Connection,
+    query: &str,
+    mechanism: &str,
+    before: i64,
+) -> Result<bool, LedgerError> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM entries WHERE kind = 'intent' AND query = ?1 AND mechanism = ?2 AND seq < ?3 LIMIT 1",
+            params![query, mechanism, before],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// How a slot stands in the ledger.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SlotState {
