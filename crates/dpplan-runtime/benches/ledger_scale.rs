@@ -13,12 +13,17 @@
 //!   nothing kept), without the run's verification;
 //! * **full check**: [`Ledger::integrity`], the whole chain and state
 //!   (`dpplan ledger verify`'s work);
-//! * **run**: three whole `run`s of the next slot (open, the pre-run
+//! * **run**: eleven whole `run`s of the next slot (the first may verify
+//!   the whole ledger, the ten after it are averaged) (open, the pre-run
 //!   check, the schedule, the data, the charge, the draw, the commit).
 //!
-//! The ledger lives in `DPPLAN_BENCH_DIR` (default /dev/shm when it
-//! exists: the figures are the runtime's work, not the disk's fsyncs).
-//! Prints figures; asserts nothing about time.
+//! Each figure is wall-clock time and, in brackets, the process's CPU time
+//! (all threads, from `/proc/self/stat`, 10 ms ticks: meaningful over the
+//! warm appends and the ten runs, which are averaged), because a shared
+//! machine's load inflates wall-clock time. The ledger lives in
+//! `DPPLAN_BENCH_DIR` (default /dev/shm when it exists: the figures are
+//! the runtime's work, not the disk's fsyncs). Prints figures; asserts
+//! nothing about time.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,6 +42,21 @@ const PLAN: &str = r#"plan "bench" {
   }
   query per_minute { count(visits) noise laplace scale 100 schedule every 1 minute for 1000 days }
 }"#;
+
+/// The process's CPU time so far (user + system, all threads), in ms;
+/// 0 where `/proc/self/stat` cannot be read.
+fn cpu_ms() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // the fields after the command name (which is in parentheses)
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the whole line (11 and 12
+    // after the command); the tick is 10 ms on Linux
+    (ticks(11) + ticks(12)) * 10.0
+}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -89,55 +109,67 @@ fn main() {
     };
     for &mark in &marks {
         let mut chunk = Instant::now();
+        let mut chunk_cpu = cpu_ms();
         let mut chunk_n = 0u64;
         while l.tail().unwrap().seq < mark - 2 * warm as i64 {
             append(&mut l, &mut slot);
             chunk_n += 1;
             if chunk_n == 5_000 {
                 println!(
-                    "  building: {} entries, {:.3} ms per release over the last {chunk_n}, {:.0} s so far",
+                    "  building: {} entries, {:.3} ms [cpu {:.3}] per release over the last {chunk_n}, {:.0} s so far",
                     l.tail().unwrap().seq,
                     chunk.elapsed().as_secs_f64() * 1e3 / chunk_n as f64,
+                    (cpu_ms() - chunk_cpu) / chunk_n as f64,
                     started.elapsed().as_secs_f64()
                 );
                 chunk = Instant::now();
+                chunk_cpu = cpu_ms();
                 chunk_n = 0;
             }
         }
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_ms());
         for _ in 0..warm {
             append(&mut l, &mut slot);
         }
         let warm_ms = t.elapsed().as_secs_f64() * 1e3 / warm as f64;
+        let warm_cpu = (cpu_ms() - c) / warm as f64;
         let entries = l.tail().unwrap().seq;
         drop(l);
         let t = Instant::now();
         let mut fresh = Ledger::open(&path, None).unwrap();
         append(&mut fresh, &mut slot);
         let cold_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_ms());
         fresh.integrity(None).unwrap();
         let full_ms = t.elapsed().as_secs_f64() * 1e3;
+        let full_cpu = cpu_ms() - c;
         drop(fresh);
         let mut runs = Vec::new();
-        for _ in 0..3 {
+        let (mut runs_ms, mut runs_cpu) = (0.0, 0.0);
+        for i in 0..11 {
             let opts = RunOptions {
                 data: BTreeMap::from([("visits".to_string(), csv.clone())]),
                 slot: Some(slot),
                 ledger: path.clone(),
                 ..RunOptions::default()
             };
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_ms());
             let out = run(&plan, &opts, &CsvEngine).unwrap();
-            runs.push(t.elapsed().as_secs_f64() * 1e3);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            runs.push(ms);
+            // the first run after the build may verify the whole ledger
+            // (no checkpoint yet): the ten after it are averaged
+            if i > 0 {
+                runs_ms += ms / 10.0;
+                runs_cpu += (cpu_ms() - c) / 10.0;
+            }
             assert_eq!(out.results.len(), 1);
             slot += 1;
         }
         println!(
-            "at {entries} entries: append warm {warm_ms:.3} ms per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms, run {:.1} / {:.1} / {:.1} ms (built in {:.0} s)",
+            "at {entries} entries: append warm {warm_ms:.2} ms [cpu {warm_cpu:.2}] per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms [cpu {full_cpu:.0}], first run {:.1} ms, next ten runs {runs_ms:.1} ms [cpu {runs_cpu:.1}] each, min {:.1} ms (built in {:.0} s)",
             runs[0],
-            runs[1],
-            runs[2],
+            runs[1..].iter().cloned().fold(f64::INFINITY, f64::min),
             started.elapsed().as_secs_f64()
         );
         l = Ledger::open(&path, None).unwrap();

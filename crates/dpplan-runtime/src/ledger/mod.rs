@@ -16,7 +16,15 @@
 //!   and the exact inputs of its claim in a `frozen_report` entry, its bytes
 //!   in the append-only `frozen_reports` table.
 //!
-//! Formats: `dpplan-ledger-3` adds the `window_units` table (and its
+//! * Each intent stores the history composed so far (format 6,
+//!   [`IntentValue::composed`]); the next adds its release to it. A run
+//!   verifies from the anchor's checkpoint ([`Ledger::integrity_for_run`]),
+//!   `dpplan ledger verify` the whole ledger ([`Ledger::integrity`]).
+//!
+//! Formats: `dpplan-ledger-6` adds the composed history to intents, the
+//! `entries_append_only` trigger and the `window_units_seq` index to
+//! `dpplan-ledger-5`; a ledger of an earlier format is migrated on its first
+//! write (a `migrated_to_6` row in `meta`). `dpplan-ledger-3` adds the `window_units` table (and its
 //! triggers) to `dpplan-ledger-2`: which windows of a windowed query each
 //! unit was kept in, by the keyed hash of its id ([`crate::window`]).
 //! `dpplan-ledger-2` adds the `frozen_reports` table (and its
