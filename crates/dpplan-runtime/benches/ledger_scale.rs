@@ -33,6 +33,10 @@ use dpplan_engine::CsvEngine;
 use dpplan_runtime::ledger::{Budget, Genesis, Ledger};
 use dpplan_runtime::{run, RunOptions};
 
+/// The plan; `NOISE` is `laplace scale 100` by default, or
+/// `DPPLAN_BENCH_NOISE` (e.g. `gaussian sigma 100`: the PLD accountant
+/// composes Gaussian releases in closed form, so an append is the ledger's
+/// own work rather than the accountants').
 const PLAN: &str = r#"plan "bench" {
   privacy { unit user by user_id adjacency add_remove budget epsilon 1000000 delta 1e-6 }
   dataset visits {
@@ -40,7 +44,7 @@ const PLAN: &str = r#"plan "bench" {
     column seconds : float in [0, 3600]
     contribution { rows_per_unit 5 }
   }
-  query per_minute { count(visits) noise laplace scale 100 schedule every 1 minute for 1000 days }
+  query per_minute { count(visits) noise NOISE schedule every 1 minute for 1000 days }
 }"#;
 
 /// The process's CPU time so far (user + system, all threads), in ms;
@@ -80,7 +84,9 @@ fn main() {
         })
         .unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::tempdir_in(&base).unwrap();
-    let plan = dpplan_compile::compile(PLAN).unwrap();
+    let noise = std::env::var("DPPLAN_BENCH_NOISE").unwrap_or_else(|_| "laplace scale 100".into());
+    let plan = dpplan_compile::compile(&PLAN.replace("NOISE", &noise)).unwrap();
+    println!("noise {noise}");
     let release = plan.body.release("per_minute").unwrap().clone();
     let path = dir.path().join("l.sqlite");
     let genesis = Genesis {
