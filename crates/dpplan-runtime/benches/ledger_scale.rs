@@ -13,8 +13,8 @@
 //!   nothing kept), without the run's verification;
 //! * **full check**: [`Ledger::integrity`], the whole chain and state
 //!   (`dpplan ledger verify`'s work);
-//! * **run**: eleven whole `run`s of the next slot (the first may verify
-//!   the whole ledger, the ten after it are averaged) (open, the pre-run
+//! * **run**: whole `run`s of the next slot: the first (which may verify
+//!   the whole ledger), then `DPPLAN_BENCH_RUNS` (default 10), averaged (open, the pre-run
 //!   check, the schedule, the data, the charge, the draw, the commit).
 //!
 //! Each figure is wall-clock time and, in brackets, the process's CPU time
@@ -152,7 +152,9 @@ fn main() {
         drop(fresh);
         let mut runs = Vec::new();
         let (mut runs_ms, mut runs_cpu) = (0.0, 0.0);
-        for i in 0..11 {
+        let extra_runs = env_u64("DPPLAN_BENCH_RUNS", 10);
+        eprintln!("runs at {entries} entries");
+        for i in 0..=extra_runs {
             let opts = RunOptions {
                 data: BTreeMap::from([("visits".to_string(), csv.clone())]),
                 slot: Some(slot),
@@ -166,14 +168,14 @@ fn main() {
             // the first run after the build may verify the whole ledger
             // (no checkpoint yet): the ten after it are averaged
             if i > 0 {
-                runs_ms += ms / 10.0;
-                runs_cpu += (cpu_ms() - c) / 10.0;
+                runs_ms += ms / extra_runs as f64;
+                runs_cpu += (cpu_ms() - c) / extra_runs as f64;
             }
             assert_eq!(out.results.len(), 1);
             slot += 1;
         }
         println!(
-            "at {entries} entries: append warm {warm_ms:.2} ms [cpu {warm_cpu:.2}] per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms [cpu {full_cpu:.0}], first run {:.1} ms, next ten runs {runs_ms:.1} ms [cpu {runs_cpu:.1}] each, min {:.1} ms (built in {:.0} s)",
+            "at {entries} entries: append warm {warm_ms:.2} ms [cpu {warm_cpu:.2}] per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms [cpu {full_cpu:.0}], first run {:.1} ms, next {extra_runs} runs {runs_ms:.1} ms [cpu {runs_cpu:.1}] each, min {:.1} ms (built in {:.0} s)",
             runs[0],
             runs[1..].iter().cloned().fold(f64::INFINITY, f64::min),
             started.elapsed().as_secs_f64()

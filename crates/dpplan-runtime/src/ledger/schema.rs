@@ -72,11 +72,16 @@ CREATE INDEX IF NOT EXISTS entries_kind ON entries (kind, seq);
 CREATE INDEX IF NOT EXISTS entries_refers ON entries (refers_to);
 ";
 
-/// Format 6's index: the window-state rows an intent added, found without
-/// reading every row (a run checks the rows of the intents appended since
-/// its checkpoint).
+/// Format 6's indexes: the window-state rows an intent added, found
+/// without reading every row (a run checks the rows of the intents
+/// appended since its checkpoint); and a query's entries of one kind with
+/// their slot and the entry they refer to, read from the index alone (a
+/// run's schedule reads every slot of a query charged so far, and an
+/// intent counts the query's intents: without it each of those entries'
+/// whole row is read).
 pub(super) const WINDOW_INDEX: &str = "
 CREATE INDEX IF NOT EXISTS window_units_seq ON window_units (seq);
+CREATE INDEX IF NOT EXISTS entries_query_kind ON entries (query, kind, slot, refers_to);
 ";
 
 /// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is

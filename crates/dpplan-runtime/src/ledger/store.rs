@@ -277,16 +277,17 @@ pub(super) fn charged_slots(
         out.entry(slot).or_insert((seq, None));
         by_seq.insert(seq, slot);
     }
-    let mut stmt = conn.prepare_cached(
-        "SELECT refers_to, seq FROM entries WHERE kind = 'value' AND query = ?1 ORDER BY seq",
-    )?;
+    // in the index's order (not by seq: ordering would read every value's
+    // row); the earliest value of a slot is kept
+    let mut stmt = conn
+        .prepare_cached("SELECT refers_to, seq FROM entries WHERE kind = 'value' AND query = ?1")?;
     for row in stmt.query_map(params![query], |r| {
         Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?))
     })? {
         let (refers, seq) = row?;
         if let Some(slot) = refers.and_then(|r| by_seq.get(&r)) {
             if let Some(e) = out.get_mut(slot) {
-                e.1.get_or_insert(seq);
+                e.1 = Some(e.1.map_or(seq, |s: i64| s.min(seq)));
             }
         }
     }
