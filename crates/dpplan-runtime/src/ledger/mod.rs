@@ -1229,13 +1229,13 @@ mod tests {
         assert!(replace.unwrap_err().to_string().contains("append-only"));
     }
 
-    /// A ledger with a checkpoint: 20 intents verified (the checkpoint),
+    /// A ledger with a checkpoint: 60 intents verified (the checkpoint),
     /// then 10 more appended after it.
     fn checkpointed(plan: &ExecutablePlan, path: &Path) -> i64 {
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let mut next = Default::default();
         let mut l = vec![Ledger::open(path, Some(genesis(plan))).unwrap()];
-        random_history_from(plan, &mut l, 20, &mut rng, &mut next);
+        random_history_from(plan, &mut l, 60, &mut rng, &mut next);
         let i = l[0].integrity_for_run(None).unwrap();
         assert_eq!(i.checked_after, None, "no checkpoint yet: the whole ledger");
         l[0].anchor().unwrap();

@@ -207,6 +207,11 @@ fn stored_composition(e: &Entry) -> Option<StoredComposition> {
     serde_json::from_str(e.value.as_deref()?).ok()
 }
 
+/// A tail of more than `LONG_TAIL.0` entries that is also more than
+/// 1/`LONG_TAIL.1` of the ledger is verified whole (a small ledger, or a
+/// short tail, from the checkpoint).
+const LONG_TAIL: (i64, i64) = (1000, 4);
+
 const COMPOSED_WRONG: &str = "the history it records as composed is not the chain's (the history before it plus its release)";
 
 /// The history composed along the chain, intent by intent: what each
@@ -453,6 +458,16 @@ impl Ledger {
         if first.hash != head.genesis_hash || at.hash != cp.hash || at.compute_hash() != at.hash {
             return Ok(None);
         }
+        // a long tail (a catch-up's appends since the last run's check) is
+        // verified whole: per entry, the look-ups below cost more than the
+        // full check's one pass
+        let last: Option<i64> = self
+            .conn
+            .query_row("SELECT MAX(seq) FROM entries", [], |r| r.get(0))?;
+        if last.is_some_and(|n| n - cp.entries > LONG_TAIL.0 && (n - cp.entries) * LONG_TAIL.1 > n)
+        {
+            return Ok(None);
+        }
         let Ok(tail) = read_entries(
             &self.conn,
             "SELECT * FROM entries WHERE seq > ?1 ORDER BY seq",
@@ -481,6 +496,9 @@ impl Ledger {
             _ => return Ok(None),
         }
         let mut fingerprint = cp.units_key_sha256.clone();
+        // the composed history after the last intent checked (read from
+        // the ledger for the first intent after the checkpoint)
+        let mut composed: Option<(Vec<acct::Release>, u64)> = None;
         let mut prev = &at;
         let mut windowed: BTreeMap<i64, (&Entry, String)> = BTreeMap::new();
         for e in &tail {
@@ -495,7 +513,7 @@ impl Ledger {
                 return Ok(None);
             }
             if e.kind == EntryKind::Intent {
-                if !self.tail_composition(e)? {
+                if !self.tail_composition(e, &mut composed)? {
                     return Ok(None);
                 }
                 let Some(v) = e.intent_value() else {
@@ -634,12 +652,19 @@ impl Ledger {
     /// An intent after the checkpoint that stored its composed history:
     /// it is the history before it (the intent before it stored it, or
     /// composed afresh) plus its release.
-    fn tail_composition(&self, e: &Entry) -> Result<bool, LedgerError> {
+    /// `last`: the composed history after the intent checked before this
+    /// one, if it stored one (then the ledger is not read again).
+    fn tail_composition(
+        &self,
+        e: &Entry,
+        last: &mut Option<(Vec<acct::Release>, u64)>,
+    ) -> Result<bool, LedgerError> {
         let Some(StoredComposition {
             composed: Some(c),
             running_totals,
         }) = stored_composition(e)
         else {
+            *last = None;
             return Ok(true);
         };
         let (Some(q), Some(m)) = (&e.query, &e.mechanism) else {
@@ -648,12 +673,19 @@ impl Ledger {
         let Ok(rec) = serde_json::from_str::<MechanismRecord>(m) else {
             return Ok(false);
         };
-        let Ok((before, n)) = composed_history(&self.conn, e.seq - 1) else {
-            return Ok(false);
+        let (before, n) = match last.take() {
+            Some(b) => b,
+            None => match composed_history(&self.conn, e.seq - 1) {
+                Ok(b) => b,
+                Err(_) => return Ok(false),
+            },
         };
         let vector = rec.window.is_some() || rec.cumulative.is_some();
         let charged_before = vector && super::store::charged_with(&self.conn, q, m, e.seq)?;
-        Ok(c == after_intent(&before, &rec, charged_before) && running_totals.releases == n + 1)
+        let ok =
+            c == after_intent(&before, &rec, charged_before) && running_totals.releases == n + 1;
+        *last = Some((c, running_totals.releases));
+        Ok(ok)
     }
 
     /// The window state of the intents after the checkpoint: every row
