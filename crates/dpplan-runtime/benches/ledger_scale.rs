@@ -177,7 +177,7 @@ fn main() {
         println!(
             "at {entries} entries: append warm {warm_ms:.2} ms [cpu {warm_cpu:.2}] per release (intent + value), append cold {cold_ms:.1} ms, full check {full_ms:.0} ms [cpu {full_cpu:.0}], first run {:.1} ms, next {extra_runs} runs {runs_ms:.1} ms [cpu {runs_cpu:.1}] each, min {:.1} ms (built in {:.0} s)",
             runs[0],
-            runs[1..].iter().cloned().fold(f64::INFINITY, f64::min),
+            runs[1..].iter().copied().fold(f64::INFINITY, f64::min),
             started.elapsed().as_secs_f64()
         );
         l = Ledger::open(&path, None).unwrap();

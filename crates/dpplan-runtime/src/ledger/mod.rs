@@ -1034,7 +1034,7 @@ mod tests {
                 l.begin_release(plan, r, *slot).unwrap()
             };
             *slot += 1;
-            if rng.next() % 3 > 0 {
+            if !rng.next().is_multiple_of(3) {
                 l.commit_value(&e, "{}".into()).unwrap();
             }
         }

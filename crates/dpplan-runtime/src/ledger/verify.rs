@@ -423,7 +423,7 @@ impl Ledger {
     pub fn integrity_for_run(&self, expect_hash: Option<&str>) -> Result<Integrity, LedgerError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let r = match expect_hash {
-            None => self.from_checkpoint_locked().transpose(),
+            None => self.checkpoint_check_locked().transpose(),
             Some(_) => None,
         };
         let r = match r {
@@ -438,7 +438,7 @@ impl Ledger {
     /// The check from the anchor's checkpoint: `None` when it does not
     /// apply or anything it checks does not hold (the full check then
     /// decides).
-    fn from_checkpoint_locked(&self) -> Result<Option<Integrity>, LedgerError> {
+    fn checkpoint_check_locked(&self) -> Result<Option<Integrity>, LedgerError> {
         let Some(head) = read_head(&self.path)? else {
             return Ok(None);
         };
