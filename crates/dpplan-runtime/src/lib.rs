@@ -266,10 +266,11 @@ pub(crate) fn run_time(opts: &RunOptions) -> Result<i64, RunError> {
 }
 
 /// Nothing is charged or served from a ledger that fails
-/// [`Ledger::integrity`] (triggers, chain, anchor, the operator's expected
-/// hash); one that passes is re-anchored.
+/// [`Ledger::integrity_for_run`] (triggers, chain, anchor, the operator's
+/// expected hash; from the anchor's checkpoint when it holds, else the
+/// whole ledger); one that passes is re-anchored, with its new checkpoint.
 fn verified(ledger: Ledger, expect_hash: Option<&str>) -> Result<Ledger, RunError> {
-    ledger.integrity(expect_hash)?;
+    ledger.integrity_for_run(expect_hash)?;
     ledger.anchor()?;
     Ok(ledger)
 }

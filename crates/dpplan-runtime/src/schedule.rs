@@ -513,7 +513,7 @@ pub fn status(plan: &ExecutablePlan, opts: &RunOptions) -> Result<Status, RunErr
     let at = crate::run_time(opts)?;
     let ledger = if opts.ledger.exists() {
         let l = Ledger::open(&opts.ledger, None)?;
-        l.integrity(opts.expect_hash.as_deref())?;
+        l.integrity_for_run(opts.expect_hash.as_deref())?;
         Some(l)
     } else {
         None

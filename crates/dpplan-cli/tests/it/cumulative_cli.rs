@@ -433,7 +433,8 @@ fn a_format_3_ledger_migrates_and_a_begun_tree_cannot_be_changed_by_an_upgrade()
     // as dpplan wrote it before cumulative counts: format 3
     let c = rusqlite::Connection::open(&ledger).unwrap();
     c.execute_batch(
-        "DROP TRIGGER meta_no_update;
+        "DROP TRIGGER entries_append_only;
+         DROP TRIGGER meta_no_update;
          UPDATE meta SET value = 'dpplan-ledger-3' WHERE key = 'format';
          CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;",
     )

@@ -505,7 +505,8 @@ fn a_ledger_of_format_1_verifies_runs_and_migrates_on_its_first_write() {
     ok(&dpplan(&["run", &plan, "--ledger", &ledger, "--slot", "0"]));
     sql(
         &ledger,
-        "DROP TABLE frozen_reports;
+        "DROP TRIGGER entries_append_only;
+         DROP TABLE frozen_reports;
          DROP TABLE window_units;
          DROP TRIGGER meta_no_update;
          UPDATE meta SET value = 'dpplan-ledger-1' WHERE key = 'format';

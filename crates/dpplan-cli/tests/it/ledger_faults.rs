@@ -139,6 +139,22 @@ fn cases() -> Vec<Case> {
             says: "failed verification at entry",
         },
         Case {
+            // slot 0 was verified by the second run: its entries are behind
+            // the anchor's checkpoint, which a run does not re-hash; the
+            // dropped and recreated trigger moved SQLite's schema cookie
+            name: "a value behind the run's checkpoint edited, the trigger recreated",
+            damage: |_, l| {
+                let (_, v) = daily_slot0(l);
+                sql(
+                    l,
+                    &format!(
+                        "DROP TRIGGER entries_no_update; UPDATE entries SET value = replace(value, '\"value\":', '\"value\":1') WHERE seq = {v}; CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+                    ),
+                );
+            },
+            says: "was modified",
+        },
+        Case {
             name: "the tail cut off",
             damage: |_, l| {
                 let n = count_rows(l);
@@ -319,6 +335,29 @@ fn every_damaged_ledger_is_refused_by_verify_and_by_run() {
         all.len(),
         all.len()
     );
+}
+
+/// The runs of `released` left a checkpoint behind slot 0's entries (the
+/// second run verified them), and an entry cannot be replaced by an INSERT
+/// (which fires no UPDATE or DELETE trigger): the ledger stays as it was.
+#[test]
+fn runs_keep_a_checkpoint_and_an_entry_cannot_be_replaced_by_an_insert() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, ledger, _) = released(dir.path());
+    let head: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{ledger}.head")).unwrap()).unwrap();
+    let (_, v) = daily_slot0(&ledger);
+    let checkpoint = head["checkpoint"]["entries"].as_i64().unwrap();
+    assert!(checkpoint >= v, "{head}");
+    let replaced = Connection::open(&ledger).unwrap().execute_batch(&format!(
+        "INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = {v}"
+    ));
+    assert!(
+        replaced.unwrap_err().to_string().contains("append-only"),
+        "the INSERT OR REPLACE went through"
+    );
+    let o = dpplan(&["ledger", "verify", &ledger]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
 }
 
 #[test]

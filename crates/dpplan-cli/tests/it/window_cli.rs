@@ -424,7 +424,8 @@ fn a_ledger_of_format_2_opens_and_migrates_on_a_windowed_write() {
     // as dpplan wrote it before windows: no window_units table, format 2
     let c = Connection::open(&s.ledger).unwrap();
     c.execute_batch(
-        "DROP TABLE window_units;
+        "DROP TRIGGER entries_append_only;
+         DROP TABLE window_units;
          DROP TRIGGER meta_no_update;
          UPDATE meta SET value = 'dpplan-ledger-2' WHERE key = 'format';
          CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;",

@@ -12,6 +12,13 @@
 //! The anchor may *lag* the ledger (a crash between a commit and the anchor
 //! write leaves it one write behind) but never lead it: an anchor that
 //! records more entries than the ledger holds means entries were lost.
+//!
+//! It also keeps the **checkpoint** of the last successful verification
+//! ([`Checkpoint`]): the entry it reached and that entry's hash, so that
+//! the next run verifies only the entries appended since, plus the
+//! checkpoint's binding to the chain ([`super::Ledger::integrity_for_run`]).
+//! An earlier dpplan ignores the field (and drops it when it rewrites the
+//! anchor: the next run then verifies the whole ledger once).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,6 +36,30 @@ pub struct Head {
     /// The number of entries (= the latest sequence number) when written.
     pub entries: i64,
     pub latest_hash: String,
+    /// What the last successful verification vouched for (absent in an
+    /// anchor written by an earlier dpplan, or before any verification).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// The last successful verification: the whole chain and the state beside
+/// it held up to entry `entries`, whose hash was `hash`; and what a run
+/// compares cheaply to know that nothing behind it changed since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub entries: i64,
+    pub hash: String,
+    /// SQLite's schema cookie (`PRAGMA schema_version`) then: dropping,
+    /// altering or creating a trigger, a table or an index changes it, and
+    /// every edit of an entry through SQL has to drop a trigger first (the
+    /// append-only triggers refuse UPDATE, DELETE and an INSERT over an
+    /// existing entry).
+    pub schema_version: i64,
+    /// The rows of the window state then.
+    pub window_units: i64,
+    /// The unit key's fingerprint the chain recorded first, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units_key_sha256: Option<String>,
 }
 
 impl Head {
@@ -38,6 +69,7 @@ impl Head {
             genesis_hash: genesis_hash.into(),
             entries,
             latest_hash: latest_hash.into(),
+            checkpoint: None,
         }
     }
 }

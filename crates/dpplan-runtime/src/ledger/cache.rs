@@ -2,21 +2,25 @@
 //! intents of one process: the history composed so far, each query's
 //! intents, the vector releases charged, and the last running totals.
 //!
-//! Without it each intent re-reads and re-groups every earlier intent and
-//! composes the whole history again under every accountant: a catch-up of
-//! n slots is quadratic. The cache is keyed by the ledger's tail (its last
-//! sequence number and hash, re-read inside each intent's exclusive
+//! The composed history is read from the last intent, which stores it
+//! (ledger format 6, [`super::IntentValue::composed`]): a process's first
+//! intent no longer re-reads and re-groups every earlier intent (only the
+//! first intent after a migration from an earlier format does, once). What
+//! each query needs (its intents so far, whether a vector release was
+//! charged, its skipped slots) is read by indexed look-ups the first time
+//! a query asks, then kept. The cache is keyed by the ledger's tail (its
+//! last sequence number and hash, re-read inside each intent's exclusive
 //! transaction): another process that appended anything changes the tail,
-//! and the cache is rebuilt from the ledger, so it never decides from a
-//! history that is not the ledger's.
+//! and the cache is read again, so it never decides from a history that is
+//! not the ledger's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use dpplan_accounting as acct;
 use rusqlite::Connection;
 
 use super::entry::Entry;
-use super::totals::{add_release, history, MechanismRecord, RunningTotals};
+use super::totals::{after_intent, composed_history, MechanismRecord, RunningTotals};
 use super::LedgerError;
 
 /// The history as of `tail`.
@@ -26,10 +30,12 @@ pub(super) struct History {
     pub(super) releases: Vec<acct::Release>,
     /// Intents in all.
     pub(super) n: u64,
+    /// Per query asked about so far, its intents.
     per_query: HashMap<String, u64>,
-    /// (query, mechanism record) of every windowed or tree intent.
-    vectors: HashSet<(String, String)>,
-    /// Per query, the slots recorded as skipped.
+    /// Per (query, mechanism record) asked about so far, whether an intent
+    /// of it was charged (a windowed or tree release).
+    vectors: HashMap<(String, String), bool>,
+    /// Per query asked about so far, the slots recorded as skipped.
     skips: HashMap<String, Vec<(u64, u64)>>,
     /// The running totals last computed, for the releases they were
     /// computed from (a later window of a vector release adds none).
@@ -39,48 +45,14 @@ pub(super) struct History {
 impl History {
     /// Read from the ledger whose tail is `tail`.
     pub(super) fn read(conn: &Connection, tail: &Entry) -> Result<History, LedgerError> {
-        let (releases, n) = history(conn)?;
-        let mut per_query = HashMap::new();
-        let mut vectors = HashSet::new();
-        let mut stmt = conn.prepare(
-            "SELECT query, mechanism, COUNT(*) FROM entries WHERE kind = 'intent' GROUP BY query, mechanism",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })?;
-        for row in rows {
-            let (q, m, count) = row?;
-            let (Some(q), Some(m)) = (q, m) else { continue };
-            *per_query.entry(q.clone()).or_default() += count as u64;
-            let vector = serde_json::from_str::<MechanismRecord>(&m)
-                .is_ok_and(|r| r.window.is_some() || r.cumulative.is_some());
-            if vector {
-                vectors.insert((q, m));
-            }
-        }
-        let mut skips: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
-        let skip_entries =
-            super::store::read_entries(conn, "SELECT * FROM entries WHERE kind = 'skip'", [])?;
-        for e in skip_entries {
-            let (Some(q), Some(range)) = (&e.query, e.skipped()) else {
-                return Err(LedgerError::Corrupt(format!(
-                    "skip entry {} is unreadable",
-                    e.seq
-                )));
-            };
-            skips.entry(q.clone()).or_default().push(range);
-        }
+        let (releases, n) = composed_history(conn, tail.seq)?;
         Ok(History {
             tail: (tail.seq, tail.hash.clone()),
             releases,
             n,
-            per_query,
-            vectors,
-            skips,
+            per_query: HashMap::new(),
+            vectors: HashMap::new(),
+            skips: HashMap::new(),
             totals: None,
         })
     }
@@ -90,22 +62,50 @@ impl History {
         self.tail.0 == tail.seq && self.tail.1 == tail.hash
     }
 
-    pub(super) fn intents_of(&self, query: &str) -> u64 {
-        self.per_query.get(query).copied().unwrap_or(0)
+    pub(super) fn intents_of(
+        &mut self,
+        conn: &Connection,
+        query: &str,
+    ) -> Result<u64, LedgerError> {
+        if let Some(&n) = self.per_query.get(query) {
+            return Ok(n);
+        }
+        let n = super::schema::intents_of(conn, query)?;
+        self.per_query.insert(query.to_string(), n);
+        Ok(n)
     }
 
     /// Whether `slot` of `query` was recorded as skipped.
-    pub(super) fn skipped(&self, query: &str, slot: u64) -> bool {
-        self.skips
-            .get(query)
-            .is_some_and(|r| r.iter().any(|&(a, b)| (a..=b).contains(&slot)))
+    pub(super) fn skipped(
+        &mut self,
+        conn: &Connection,
+        query: &str,
+        slot: u64,
+    ) -> Result<bool, LedgerError> {
+        if !self.skips.contains_key(query) {
+            let ranges = super::store::skipped_ranges(conn, query)?;
+            self.skips.insert(query.to_string(), ranges);
+        }
+        Ok(self.skips[query]
+            .iter()
+            .any(|&(a, b)| (a..=b).contains(&slot)))
     }
 
     /// Whether an intent of `query` with this mechanism record was charged
     /// (then a window of that vector release charges nothing).
-    pub(super) fn vector_charged(&self, query: &str, mechanism: &str) -> bool {
-        self.vectors
-            .contains(&(query.to_string(), mechanism.to_string()))
+    pub(super) fn vector_charged(
+        &mut self,
+        conn: &Connection,
+        query: &str,
+        mechanism: &str,
+    ) -> Result<bool, LedgerError> {
+        let key = (query.to_string(), mechanism.to_string());
+        if let Some(&c) = self.vectors.get(&key) {
+            return Ok(c);
+        }
+        let c = super::store::charged_with(conn, query, mechanism, i64::MAX)?;
+        self.vectors.insert(key, c);
+        Ok(c)
     }
 
     /// The running totals of `releases` (`n` intents) under `plan`:
@@ -141,12 +141,15 @@ impl History {
         self.releases = releases;
         self.n += 1;
         if let Some(q) = &e.query {
-            *self.per_query.entry(q.clone()).or_default() += 1;
+            // a query not asked about yet is read when it is
+            if let Some(n) = self.per_query.get_mut(q) {
+                *n += 1;
+            }
             if let (true, Some(m)) = (
                 record.window.is_some() || record.cumulative.is_some(),
                 &e.mechanism,
             ) {
-                self.vectors.insert((q.clone(), m.clone()));
+                self.vectors.insert((q.clone(), m.clone()), true);
             }
         }
     }
@@ -168,9 +171,5 @@ pub(super) fn with_release(
     releases: &[acct::Release],
     record: &MechanismRecord,
 ) -> Vec<acct::Release> {
-    let mut out = releases.to_vec();
-    for m in record.accounting() {
-        add_release(&mut out, m, 1);
-    }
-    out
+    after_intent(releases, record, false)
 }

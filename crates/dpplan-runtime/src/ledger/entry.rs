@@ -145,6 +145,16 @@ pub struct IntentValue {
     /// removed or added behind the runtime's back is found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_units_sha256: Option<String>,
+    /// The ledger's whole history composed so far, this release included
+    /// (ledger format 6): every distinct mechanism charged under any plan,
+    /// in the order it first appeared, with how many times it is composed
+    /// (a vector release, a windowed query's or a tree's, once). What the
+    /// running totals were computed from: the next intent adds its release
+    /// to it instead of re-reading every earlier intent, and a verification
+    /// checks it against the chain (absent in intents written before
+    /// format 6: the first intent after them composes the history afresh).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub composed: Option<Vec<dpplan_accounting::Release>>,
 }
 
 /// A noisy node of a cumulative count's tree: level l, index j (it covers

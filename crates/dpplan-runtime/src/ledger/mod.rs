@@ -16,7 +16,15 @@
 //!   and the exact inputs of its claim in a `frozen_report` entry, its bytes
 //!   in the append-only `frozen_reports` table.
 //!
-//! Formats: `dpplan-ledger-3` adds the `window_units` table (and its
+//! * Each intent stores the history composed so far (format 6,
+//!   [`IntentValue::composed`]); the next adds its release to it. A run
+//!   verifies from the anchor's checkpoint ([`Ledger::integrity_for_run`]),
+//!   `dpplan ledger verify` the whole ledger ([`Ledger::integrity`]).
+//!
+//! Formats: `dpplan-ledger-6` adds the composed history to intents, the
+//! `entries_append_only` trigger and the `window_units_seq` index to
+//! `dpplan-ledger-5`; a ledger of an earlier format is migrated on its first
+//! write (a `migrated_to_6` row in `meta`). `dpplan-ledger-3` adds the `window_units` table (and its
 //! triggers) to `dpplan-ledger-2`: which windows of a windowed query each
 //! unit was kept in, by the keyed hash of its id ([`crate::window`]).
 //! `dpplan-ledger-2` adds the `frozen_reports` table (and its
@@ -52,7 +60,7 @@ use dpplan_plan::{ExecutablePlan, Release};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
-pub use anchor::{head_path, remove_temp_siblings, replace_file};
+pub use anchor::{head_path, remove_temp_siblings, replace_file, Checkpoint};
 pub use entry::{
     CorrectionValue, Entry, EntryKind, IntentValue, SkipValue, StateValue, TreeNode, UpgradeValue,
 };
@@ -62,7 +70,8 @@ pub use frozen::{
 };
 pub use remaining::{remaining_budget, Remaining};
 use schema::{
-    format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, INDEXES, TABLES, WINDOW_TABLE,
+    format_version, intents_of, migrate, triggers_of, FROZEN_TABLE, INDEXES, TABLES, WINDOW_INDEX,
+    WINDOW_TABLE,
 };
 pub use schema::{
     LEDGER_FORMAT, LEDGER_FORMAT_1, LEDGER_FORMAT_2, LEDGER_FORMAT_3, LEDGER_FORMAT_4,
@@ -194,6 +203,10 @@ pub struct Ledger {
     /// ([`cache::History`]; checked against the tail in each intent's
     /// transaction).
     cache: Option<cache::History>,
+    /// What this process's last successful verification vouched for,
+    /// written into the anchor by the next anchor write
+    /// ([`anchor::Checkpoint`]).
+    checkpoint: std::cell::RefCell<Option<anchor::Checkpoint>>,
 }
 
 /// The `meta` key whose presence means the ledger keeps an anchor file
@@ -356,6 +369,7 @@ impl Ledger {
             format.as_deref(),
             Some(
                 LEDGER_FORMAT
+                    | LEDGER_FORMAT_5
                     | LEDGER_FORMAT_4
                     | LEDGER_FORMAT_3
                     | LEDGER_FORMAT_2
@@ -363,7 +377,7 @@ impl Ledger {
             )
         ) {
             return Err(LedgerError::NotALedger(format!(
-                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_4}, {LEDGER_FORMAT_3}, {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
+                "`{}` is not a {LEDGER_FORMAT} (or {LEDGER_FORMAT_5}, {LEDGER_FORMAT_4}, {LEDGER_FORMAT_3}, {LEDGER_FORMAT_2}, {LEDGER_FORMAT_1}) ledger",
                 path.display()
             )));
         }
@@ -376,6 +390,7 @@ impl Ledger {
             conn,
             path: path.to_path_buf(),
             cache: None,
+            checkpoint: Default::default(),
         })
     }
 
@@ -398,7 +413,8 @@ impl Ledger {
             conn.execute_batch(FROZEN_TABLE)?;
             conn.execute_batch(WINDOW_TABLE)?;
             conn.execute_batch(INDEXES)?;
-            for (_, sql) in triggers_of(5) {
+            conn.execute_batch(WINDOW_INDEX)?;
+            for (_, sql) in triggers_of(6) {
                 conn.execute_batch(&format!("{sql};"))?;
             }
             conn.execute(
@@ -707,6 +723,8 @@ impl Ledger {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         store::plan_in_force(&tx, plan)?;
+        // the intent carries its composed history (format 6)
+        migrate(&tx)?;
         if plan.body.release(&release.name) != Some(release) {
             return Err(LedgerError::NotInPlan(release.name.clone()));
         }
@@ -739,13 +757,13 @@ impl Ledger {
             Some(h) if h.is_at(&tail_now) => h,
             _ => cache::History::read(&tx, &tail_now)?,
         };
-        if hist.skipped(&release.name, slot) {
+        if hist.skipped(&tx, &release.name, slot)? {
             return Err(LedgerError::Skipped {
                 query: release.name.clone(),
                 slot,
             });
         }
-        if hist.intents_of(&release.name) >= slots {
+        if hist.intents_of(&tx, &release.name)? >= slots {
             return Err(LedgerError::ScheduleExhausted {
                 query: release.name.clone(),
                 slots,
@@ -757,7 +775,7 @@ impl Ledger {
         // a window of a vector release already charged charges nothing,
         // nor does a later slot of a cumulative count's tree
         let charged_before = (release.window.is_some() || release.cumulative.is_some())
-            && hist.vector_charged(&release.name, &mechanism);
+            && hist.vector_charged(&tx, &release.name, &mechanism)?;
         let releases = if charged_before {
             hist.releases.clone()
         } else {
@@ -788,6 +806,7 @@ impl Ledger {
             tree_nodes,
             units_key_sha256,
             window_units_sha256,
+            composed: Some(releases.clone()),
         })
         .expect("serialises");
         let e = append(
@@ -905,6 +924,7 @@ impl Ledger {
 mod tests {
     use super::*;
     use jiff::Timestamp;
+    use totals::MechanismRecord;
 
     /// The history a process keeps between its intents is the ledger's:
     /// an intent another process appended in between is composed, and the
@@ -957,6 +977,459 @@ mod tests {
         let h = cache::History::read(&d.conn, &d.tail().unwrap()).unwrap();
         assert_eq!(h.n, 5);
         assert_eq!(Some(&h.releases), c.cache.as_ref().map(|x| &x.releases));
+    }
+
+    const MIXED: &str = r#"plan "mixed" {
+  privacy { unit user by uid adjacency add_remove budget epsilon 1000000 delta 1e-6 }
+  dataset d {
+    column uid : id
+    column t : time
+    column v : float in [0, 10]
+    contribution { rows_per_unit 4 windows_per_unit 3 rows_per_window 2 }
+  }
+  query a { count(d) noise laplace scale 2 schedule 400 times }
+  query b { sum(d.v) noise gaussian sigma 30 schedule 400 times }
+  query c { mean(d.v) noise gaussian sigma 40 schedule 400 times }
+  query w { count(d) noise laplace scale 3 schedule every 1 hour for 400 hours window 1 hour }
+}"#;
+
+    fn genesis(plan: &ExecutablePlan) -> Genesis<'_> {
+        Genesis {
+            plan_hash: &plan.body_sha256,
+            budget: Budget {
+                epsilon: plan.body.privacy.budget_epsilon,
+                delta: plan.body.privacy.budget_delta,
+            },
+            schedule_start: 0,
+            contract: plan.body.contract(),
+        }
+    }
+
+    /// A deterministic pseudo-random sequence (xorshift64).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// `n` intents of `plan`'s queries in a random order, from two handles
+    /// in turn at random (so each handle's kept history is read again from
+    /// the ledger when the other appended), a value after some of them.
+    fn random_history(plan: &ExecutablePlan, ledgers: &mut [Ledger], n: usize, seed: u64) {
+        random_history_from(plan, ledgers, n, &mut Rng(seed), &mut Default::default());
+    }
+
+    fn random_history_from<'p>(
+        plan: &'p ExecutablePlan,
+        ledgers: &mut [Ledger],
+        n: usize,
+        rng: &mut Rng,
+        next: &mut std::collections::HashMap<&'p str, u64>,
+    ) {
+        let names: Vec<&str> = plan.body.releases.iter().map(|r| r.name.as_str()).collect();
+        for _ in 0..n {
+            let name = names[(rng.next() % names.len() as u64) as usize];
+            let l = &mut ledgers[(rng.next() % ledgers.len() as u64) as usize];
+            let r = plan.body.release(name).unwrap();
+            let slot = next.entry(name).or_default();
+            let e = if r.window.is_some() {
+                let units = std::collections::BTreeSet::from([format!("u{slot}")]);
+                l.begin_release_windowed(plan, r, *slot, &units).unwrap()
+            } else {
+                l.begin_release(plan, r, *slot).unwrap()
+            };
+            *slot += 1;
+            if !rng.next().is_multiple_of(3) {
+                l.commit_value(&e, "{}".into()).unwrap();
+            }
+        }
+    }
+
+    /// Each intent adds its release to the history the intent before it
+    /// stored: over a long random history (four queries, one of them a
+    /// windowed vector release composed once, written by two processes in
+    /// turn), every intent's composed history and running totals are
+    /// exactly those composed afresh from every intent up to it (the same
+    /// accountants, the same ε to the bit). Negative controls: the totals
+    /// composed afresh one intent short, and a composed history with one
+    /// count off by one, differ; and the full verification finds a stored
+    /// history that is not the chain's.
+    #[test]
+    fn incremental_running_totals_are_the_totals_composed_afresh() {
+        let plan = dpplan_compile::compile(MIXED).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let mut ledgers = vec![
+            Ledger::open(&path, Some(genesis(&plan))).unwrap(),
+            Ledger::open(&path, None).unwrap(),
+        ];
+        random_history(&plan, &mut ledgers, 160, 0x9e37_79b9_7f4a_7c15);
+        let l = Ledger::open(&path, None).unwrap();
+        let intents: Vec<Entry> = l
+            .entries()
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::Intent)
+            .collect();
+        assert_eq!(intents.len(), 160);
+        let mut vectors = 0;
+        for e in &intents {
+            let v = e.intent_value().unwrap();
+            let (releases, n) = totals::history_through(&l.conn, e.seq).unwrap();
+            assert_eq!(v.composed.as_ref(), Some(&releases), "entry {}", e.seq);
+            let afresh = totals::running_totals(&releases, n, &plan.body);
+            assert_eq!(v.running_totals, afresh, "entry {}", e.seq);
+            let bits = |t: &RunningTotals| {
+                t.accountants
+                    .iter()
+                    .chain([&t.plan])
+                    .map(|a| (a.accountant, a.epsilon.map(f64::to_bits)))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&v.running_totals), bits(&afresh));
+            if e.epsilon == 0.0 {
+                vectors += 1;
+            }
+        }
+        // the windows after the first charged nothing and composed nothing
+        assert!(vectors > 10, "{vectors}");
+        assert_eq!(l.verify().unwrap().first_bad, None);
+
+        // negative controls
+        let last = intents.last().unwrap();
+        let stored = last.running_totals().unwrap();
+        let (short, n) = totals::history_through(&l.conn, last.seq - 1).unwrap();
+        let plain = intents
+            .iter()
+            .rev()
+            .find(|e| e.epsilon > 0.0)
+            .unwrap()
+            .running_totals()
+            .unwrap();
+        let short_totals = totals::running_totals(&short, n, &plan.body);
+        if last.epsilon > 0.0 {
+            assert_ne!(short_totals.plan.epsilon, stored.plan.epsilon);
+        }
+        let mut off = last.intent_value().unwrap().composed.unwrap();
+        off[0].count += 1;
+        let off_totals = totals::running_totals(&off, stored.releases, &plan.body);
+        assert_ne!(off_totals.plan.epsilon, plain.plan.epsilon);
+        assert_ne!(off_totals.plan.epsilon, stored.plan.epsilon);
+
+        // a stored history that is not the chain's, with every hash after
+        // it recomputed, is found by the full verification
+        let mut entries = l.entries().unwrap();
+        let i = entries
+            .iter()
+            .position(|e| e.seq == intents[80].seq)
+            .unwrap();
+        let mut v: IntentValue = entries[i].intent_value().unwrap();
+        v.composed.as_mut().unwrap()[0].count += 1;
+        entries[i].value = Some(serde_json::to_string(&v).unwrap());
+        for j in i..entries.len() {
+            if j > 0 {
+                entries[j].prev_hash = entries[j - 1].hash.clone();
+            }
+            entries[j].hash = entries[j].compute_hash();
+        }
+        let bad = verify::verify_entries(&entries).first_bad.unwrap();
+        assert_eq!(bad.0, intents[80].seq);
+        assert!(bad.1.contains("composed"), "{}", bad.1);
+    }
+
+    /// An intent as format 5 wrote it: the running totals of the whole
+    /// history composed afresh, no composed history stored.
+    fn format_5_intent(l: &mut Ledger, plan: &ExecutablePlan, name: &str, slot: u64) {
+        let r = plan.body.release(name).unwrap();
+        let tx = l.conn.transaction().unwrap();
+        let (releases, n) = totals::history_through(&tx, i64::MAX).unwrap();
+        let record = MechanismRecord::of(r);
+        let releases = cache::with_release(&releases, &record);
+        let value = IntentValue {
+            running_totals: totals::running_totals(&releases, n + 1, &plan.body),
+            tree_nodes: None,
+            units_key_sha256: None,
+            window_units_sha256: None,
+            composed: None,
+        };
+        append(
+            &tx,
+            NewEntry {
+                query: Some(name.into()),
+                slot: Some(slot as i64),
+                mechanism: Some(serde_json::to_string(&record).unwrap()),
+                epsilon: r.cost_per_release.epsilon,
+                delta: r.cost_per_release.delta,
+                value: Some(serde_json::to_string(&value).unwrap()),
+                ..NewEntry::new(EntryKind::Intent, &plan.body_sha256)
+            },
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// A ledger of format 5 (its intents store no composed history, no
+    /// append trigger on INSERT, no index of the window state) is read,
+    /// verified and run as it is and migrated on its first write: the
+    /// first intent composes the whole history afresh and stores it, the
+    /// next add to it, and both equal the history composed afresh; `meta`
+    /// keeps the format it was created with and records the migration.
+    #[test]
+    fn a_format_5_ledger_is_migrated_on_its_first_write() {
+        let plan = dpplan_compile::compile(MIXED).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        {
+            let mut l = Ledger::open(&path, Some(genesis(&plan))).unwrap();
+            l.conn
+                .execute_batch(&format!(
+                    "DROP TRIGGER entries_append_only; DROP INDEX window_units_seq;
+                     DROP TRIGGER meta_no_update;
+                     UPDATE meta SET value = 'dpplan-ledger-5' WHERE key = 'format';
+                     {};",
+                    schema::TRIGGERS[3].1
+                ))
+                .unwrap();
+            for (name, slot) in [("a", 0), ("b", 0), ("a", 1), ("c", 0), ("a", 2)] {
+                format_5_intent(&mut l, &plan, name, slot);
+            }
+            assert_eq!(l.format_version().unwrap(), 5);
+            l.integrity(None).unwrap();
+        }
+        let meta = |l: &Ledger, key: &str| -> Option<String> {
+            l.conn
+                .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .unwrap()
+        };
+        let mut l = Ledger::open(&path, None).unwrap();
+        assert_eq!(l.format_version().unwrap(), 5);
+        l.integrity_for_run(None).unwrap();
+        let first = l
+            .begin_release(&plan, plan.body.release("b").unwrap(), 1)
+            .unwrap();
+        assert_eq!(l.format_version().unwrap(), 6);
+        assert_eq!(meta(&l, "format").as_deref(), Some(LEDGER_FORMAT_5));
+        assert_eq!(meta(&l, "migrated_to_6").as_deref(), Some(LEDGER_FORMAT));
+        let mut other = Ledger::open(&path, None).unwrap();
+        let second = other
+            .begin_release(&plan, plan.body.release("a").unwrap(), 3)
+            .unwrap();
+        for e in [&first, &second] {
+            let (releases, n) = totals::history_through(&l.conn, e.seq).unwrap();
+            let v = e.intent_value().unwrap();
+            assert_eq!(v.composed.as_ref(), Some(&releases));
+            assert_eq!(
+                v.running_totals,
+                totals::running_totals(&releases, n, &plan.body)
+            );
+        }
+        assert_eq!(second.running_totals().unwrap().releases, 7);
+        // the migrated ledger has format 6's trigger, and verifies
+        let i = l.integrity(None).unwrap();
+        assert_eq!(i.entries, second.seq);
+        let replace = l
+            .conn
+            .execute_batch("INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = 2");
+        assert!(replace.unwrap_err().to_string().contains("append-only"));
+    }
+
+    /// A ledger with a checkpoint: 60 intents verified (the checkpoint),
+    /// then 10 more appended after it.
+    fn checkpointed(plan: &ExecutablePlan, path: &Path) -> i64 {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = Default::default();
+        let mut l = vec![Ledger::open(path, Some(genesis(plan))).unwrap()];
+        random_history_from(plan, &mut l, 60, &mut rng, &mut next);
+        let i = l[0].integrity_for_run(None).unwrap();
+        assert_eq!(i.checked_after, None, "no checkpoint yet: the whole ledger");
+        l[0].anchor().unwrap();
+        random_history_from(plan, &mut l, 10, &mut rng, &mut next);
+        let head = anchor::read_head(path).unwrap().unwrap();
+        let cp = head.checkpoint.unwrap();
+        assert_eq!(cp.entries, i.entries);
+        assert!(head.entries > cp.entries + 10);
+        cp.entries
+    }
+
+    fn sql(path: &Path, batch: &str) -> rusqlite::Result<()> {
+        Connection::open(path).unwrap().execute_batch(batch)
+    }
+
+    /// A run verifies the entries after its checkpoint (and the
+    /// checkpoint's binding), and reaches the full check's verdict: the
+    /// same entries and latest hash on a sound ledger; on a damaged one,
+    /// the full check's refusal, word for word — for an edit after the
+    /// checkpoint, an edit behind it made with the triggers dropped and
+    /// recreated (the schema cookie moved), a window-state row inserted
+    /// behind it (the row count moved). An INSERT over an entry is refused
+    /// by SQLite itself. Controls: a forged checkpoint hash or a moved
+    /// schema cookie on a sound ledger make the run verify the whole ledger
+    /// (and accept it).
+    #[test]
+    fn a_run_verifies_from_its_checkpoint_and_refuses_what_the_full_check_refuses() {
+        let plan = dpplan_compile::compile(MIXED).unwrap();
+        let no_update = schema::TRIGGERS[1].1;
+        let recreate = format!("{no_update};");
+
+        // sound: verified from the checkpoint, the full check's result
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let cp = checkpointed(&plan, &path);
+        let l = Ledger::open(&path, None).unwrap();
+        let quick = l.integrity_for_run(None).unwrap();
+        assert_eq!(quick.checked_after, Some(cp));
+        let full = l.integrity(None).unwrap();
+        assert_eq!(
+            (quick.entries, &quick.latest_hash, &quick.anchored),
+            (full.entries, &full.latest_hash, &full.anchored)
+        );
+        l.anchor().unwrap();
+        let moved = anchor::read_head(&path)
+            .unwrap()
+            .unwrap()
+            .checkpoint
+            .unwrap();
+        assert_eq!(moved.entries, full.entries);
+        assert_eq!(
+            l.integrity_for_run(None).unwrap().checked_after,
+            Some(full.entries)
+        );
+        // the INSERT OR REPLACE that would rewrite an entry without any
+        // DELETE trigger firing is refused
+        let e = sql(
+            &path,
+            "INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = 3",
+        );
+        assert!(e.unwrap_err().to_string().contains("append-only"));
+        drop(l);
+
+        type Damage = fn(&Path, i64, &str);
+        let cases: [(&str, Damage); 4] = [
+            ("a value after the checkpoint edited", |p, cp, _| {
+                sql(p, &format!(
+                    "DROP TRIGGER entries_no_update; UPDATE entries SET value = '{{\"x\":1}}' WHERE seq = (SELECT MAX(seq) FROM entries WHERE kind = 'value' AND seq > {cp})"
+                )).unwrap()
+            }),
+            (
+                "an intent behind the checkpoint moved to another slot, the trigger recreated",
+                |p, cp, recreate| {
+                    sql(p, &format!(
+                    "DROP TRIGGER entries_no_update; UPDATE entries SET slot = 399 WHERE seq = (SELECT MAX(seq) FROM entries WHERE kind = 'intent' AND query = 'a' AND seq <= {cp}); {recreate}"
+                )).unwrap()
+                },
+            ),
+            (
+                "a window-state row inserted behind the checkpoint",
+                |p, cp, _| {
+                    sql(p, &format!(
+                    "INSERT INTO window_units (query, unit, slot, seq) SELECT query, 'another', slot, seq FROM entries WHERE kind = 'intent' AND query = 'w' AND seq <= {cp} LIMIT 1"
+                )).unwrap()
+                },
+            ),
+            ("the append trigger dropped and recreated", |p, _, _| {
+                sql(
+                    p,
+                    &format!(
+                        "DROP TRIGGER entries_append_only; {};",
+                        schema::APPEND_TRIGGER.1
+                    ),
+                )
+                .unwrap()
+            }),
+        ];
+        for (i, (name, damage)) in cases.iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("l.sqlite");
+            let cp = checkpointed(&plan, &path);
+            damage(&path, cp, &recreate);
+            let l = Ledger::open(&path, None).unwrap();
+            let full = l.integrity(None);
+            let run = l.integrity_for_run(None);
+            if i == 3 {
+                // nothing edited: verified whole (the cookie moved), accepted
+                assert_eq!(run.unwrap().checked_after, None, "{name}");
+                assert!(full.is_ok(), "{name}");
+                continue;
+            }
+            let full = full.expect_err(name).to_string();
+            assert_eq!(run.expect_err(name).to_string(), full, "{name}");
+            let says = ["was modified", "was modified", "window state"][i];
+            assert!(full.contains(says), "{name}: {full}");
+        }
+
+        // a checkpoint whose hash is not its entry's: verified whole
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        checkpointed(&plan, &path);
+        let mut head = anchor::read_head(&path).unwrap().unwrap();
+        head.checkpoint.as_mut().unwrap().hash = "ab".repeat(32);
+        anchor::write_head(&path, &head).unwrap();
+        let l = Ledger::open(&path, None).unwrap();
+        assert_eq!(l.integrity_for_run(None).unwrap().checked_after, None);
+    }
+
+    /// The plan's total read from every accountant's results is what the
+    /// plan's accountant alone computes, to the bit, for every accountant
+    /// choice (`best` and each named one), on histories that mix pure and
+    /// approximate releases (negative control: another history differs).
+    #[test]
+    fn the_plans_total_read_from_every_accountant_is_its_own() {
+        use dpplan_accounting as acct;
+        let laplace = acct::Mechanism {
+            kind: acct::NoiseKind::Laplace,
+            scale: 2.0,
+            sensitivity: acct::Sensitivity::scalar(1.0),
+        };
+        let gauss = acct::Mechanism {
+            kind: acct::NoiseKind::Gaussian,
+            scale: 30.0,
+            sensitivity: acct::Sensitivity::scalar(10.0),
+        };
+        let histories = [
+            vec![acct::Release {
+                mechanism: laplace,
+                count: 37,
+            }],
+            vec![
+                acct::Release {
+                    mechanism: gauss,
+                    count: 12,
+                },
+                acct::Release {
+                    mechanism: laplace,
+                    count: 5,
+                },
+            ],
+            vec![acct::Release {
+                mechanism: gauss,
+                count: 400,
+            }],
+        ];
+        for choice in dpplan_vocab::AccountantChoice::ALL {
+            for h in &histories {
+                let all = acct::all(h, 1e-6);
+                let direct = totals::plan_bound(h, choice, 1e-6);
+                let read = totals::plan_of_all(&all, choice);
+                match (&direct, &read) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.accountant, b.accountant, "{choice:?}");
+                        assert_eq!(a.epsilon.to_bits(), b.epsilon.to_bits(), "{choice:?}");
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a, b, "{choice:?}"),
+                    _ => panic!("{choice:?}: {direct:?} vs {read:?}"),
+                }
+            }
+            let a = totals::plan_of_all(&acct::all(&histories[0], 1e-6), choice);
+            let b = totals::plan_of_all(&acct::all(&histories[1], 1e-6), choice);
+            if let (Ok(a), Ok(b)) = (a, b) {
+                assert_ne!(a.epsilon, b.epsilon, "{choice:?}");
+            }
+        }
     }
 
     /// Independently known Unix times (famous timestamps, other systems'

@@ -7,8 +7,12 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::LedgerError;
 
 /// The format of a ledger created now: format 5 with `signoff` entries (a
-/// reviewer's signature over a frozen report), which a format-5 reader
-/// cannot read.
+/// reviewer's signature over a frozen report), intents that carry the
+/// history composed so far ([`super::IntentValue::composed`]), which the
+/// next intent adds its release to instead of re-reading every earlier
+/// intent, an append-only trigger on INSERT ([`APPEND_TRIGGER`]) and an
+/// index of the window state by intent. A format-5 reader refuses it (a
+/// trigger it was not created with; an entry kind it cannot read).
 pub const LEDGER_FORMAT: &str = "dpplan-ledger-6";
 /// Format 5: format 4 with `skip` and `state` entries (the periods of an
 /// `every` schedule that passed without a run; state bound to the chain),
@@ -69,6 +73,18 @@ CREATE INDEX IF NOT EXISTS entries_kind ON entries (kind, seq);
 CREATE INDEX IF NOT EXISTS entries_refers ON entries (refers_to);
 ";
 
+/// Format 6's indexes: the window-state rows an intent added, found
+/// without reading every row (a run checks the rows of the intents
+/// appended since its checkpoint); and a query's entries of one kind with
+/// their slot and the entry they refer to, read from the index alone (a
+/// run's schedule reads every slot of a query charged so far, and an
+/// intent counts the query's intents: without it each of those entries'
+/// whole row is read).
+pub(super) const WINDOW_INDEX: &str = "
+CREATE INDEX IF NOT EXISTS window_units_seq ON window_units (seq);
+CREATE INDEX IF NOT EXISTS entries_query_kind ON entries (query, kind, slot, refers_to);
+";
+
 /// Format 2: the bytes of the frozen reports, keyed by their hash; `seq` is
 /// the `frozen_report` entry that records them.
 pub(super) const FROZEN_TABLE: &str = "
@@ -101,6 +117,17 @@ pub(super) const TRIGGERS: [(&str, &str); 4] = [
         "CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
     ),
 ];
+
+/// Format 6's append-only trigger of `entries`: an INSERT is an append,
+/// never over an existing entry (`INSERT OR REPLACE` would replace a row
+/// without firing the DELETE trigger) nor behind the tail. With it every
+/// edit of an entry through SQL has to drop a trigger first, which changes
+/// the schema cookie a run's checkpoint compares
+/// ([`super::anchor::Checkpoint`]).
+pub(super) const APPEND_TRIGGER: (&str, &str) = (
+    "entries_append_only",
+    "CREATE TRIGGER entries_append_only BEFORE INSERT ON entries WHEN NEW.seq <= (SELECT COALESCE(MAX(seq), 0) FROM entries) BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+);
 
 /// The append-only triggers of the `frozen_reports` table (format 2).
 pub(super) const FROZEN_TRIGGERS: [(&str, &str); 2] = [
@@ -139,7 +166,7 @@ pub(super) const WINDOW_TRIGGERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// The triggers a ledger of `format` (1 to 5; 4 and 5 add none) must have,
+/// The triggers a ledger of `format` (1 to 6; 4 and 5 add none) must have,
 /// exactly.
 pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     let mut t = TRIGGERS.to_vec();
@@ -149,11 +176,19 @@ pub(super) fn triggers_of(format: u32) -> Vec<(&'static str, &'static str)> {
     if format >= 3 {
         t.extend(WINDOW_TRIGGERS);
     }
+    if format >= 6 {
+        t.push(APPEND_TRIGGER);
+    }
     t
 }
 
-/// The format of an open ledger: 6 to 2 when created so or migrated,
-/// else 1.
+/// SQLite's schema cookie: changed by every CREATE, DROP or ALTER.
+pub(super) fn schema_version(conn: &Connection) -> Result<i64, LedgerError> {
+    Ok(conn.query_row("PRAGMA schema_version", [], |r| r.get(0))?)
+}
+
+/// The format of an open ledger: 6, 5, 4, 3 or 2 when created so or
+/// migrated, else 1.
 pub(super) fn format_version(conn: &Connection) -> Result<u32, LedgerError> {
     let get = |key: &str| -> Result<Option<String>, LedgerError> {
         Ok(conn
@@ -215,7 +250,11 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), LedgerError> {
         )?;
     }
     if format < 6 {
-        // no new table: the mark that signoff entries may follow
+        conn.execute_batch(WINDOW_INDEX)?;
+        conn.execute_batch(&format!("{};", APPEND_TRIGGER.1))?;
+        // no new table: the mark that signoff entries and intents carrying
+        // their composed history may follow (the first intent written after
+        // it composes the whole history once and stores it)
         conn.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
             params![MIGRATED_6_KEY, LEDGER_FORMAT],

@@ -186,7 +186,8 @@ impl Ledger {
     /// The state beside the chain holds: every intent's window-state rows
     /// match the digest it (or the state entry) recorded, and every unit
     /// key fingerprint the chain recorded is the same, and the key file's.
-    pub(super) fn verify_state(&self, entries: &[Entry]) -> Result<(), LedgerError> {
+    /// Returns that fingerprint (the first the chain recorded), if any.
+    pub(super) fn verify_state(&self, entries: &[Entry]) -> Result<Option<String>, LedgerError> {
         let damaged = |seq: i64, why: String| LedgerError::Damaged {
             seq: Some(seq),
             why,
@@ -274,6 +275,6 @@ impl Ledger {
         }
         // last: a replaced key is named as such, not as a MAC that fails
         crate::cumulative::check_bound(self)?;
-        Ok(())
+        Ok(fingerprints.into_iter().next().map(|(_, f)| f))
     }
 }

@@ -68,6 +68,24 @@ pub(super) fn append(conn: &Connection, new: NewEntry<'_>) -> Result<Entry, Ledg
     Ok(e)
 }
 
+/// Whether `query` has an intent with this mechanism record before entry
+/// `before` (a vector release, windowed or a tree, already charged).
+pub(super) fn charged_with(
+    conn: &Connection,
+    query: &str,
+    mechanism: &str,
+    before: i64,
+) -> Result<bool, LedgerError> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM entries WHERE kind = 'intent' AND query = ?1 AND mechanism = ?2 AND seq < ?3 LIMIT 1",
+            params![query, mechanism, before],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// How a slot stands in the ledger.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SlotState {
@@ -259,16 +277,17 @@ pub(super) fn charged_slots(
         out.entry(slot).or_insert((seq, None));
         by_seq.insert(seq, slot);
     }
-    let mut stmt = conn.prepare_cached(
-        "SELECT refers_to, seq FROM entries WHERE kind = 'value' AND query = ?1 ORDER BY seq",
-    )?;
+    // in the index's order (not by seq: ordering would read every value's
+    // row); the earliest value of a slot is kept
+    let mut stmt = conn
+        .prepare_cached("SELECT refers_to, seq FROM entries WHERE kind = 'value' AND query = ?1")?;
     for row in stmt.query_map(params![query], |r| {
         Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?))
     })? {
         let (refers, seq) = row?;
         if let Some(slot) = refers.and_then(|r| by_seq.get(&r)) {
             if let Some(e) = out.get_mut(slot) {
-                e.1.get_or_insert(seq);
+                e.1 = Some(e.1.map_or(seq, |s: i64| s.min(seq)));
             }
         }
     }

@@ -84,14 +84,18 @@ impl MechanismRecord {
     }
 }
 
-/// Every charged intent so far as the accounting crate's releases
-/// (identical mechanisms counted together), and how many intents.
-pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), LedgerError> {
+/// Every charged intent up to entry `through` as the accounting crate's
+/// releases (identical mechanisms counted together), and how many
+/// intents: every intent read and grouped afresh.
+pub(super) fn history_through(
+    conn: &Connection,
+    through: i64,
+) -> Result<(Vec<acct::Release>, u64), LedgerError> {
     let mut stmt = conn.prepare(
-        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' GROUP BY mechanism, query ORDER BY MIN(seq)",
+        "SELECT mechanism, COUNT(*), MIN(seq) FROM entries WHERE kind = 'intent' AND seq <= ?1 GROUP BY mechanism, query ORDER BY MIN(seq)",
     )?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map([through], |r| {
             Ok((
                 r.get::<_, Option<String>>(0)?,
                 r.get::<_, i64>(1)?,
@@ -119,6 +123,50 @@ pub(super) fn history(conn: &Connection) -> Result<(Vec<acct::Release>, u64), Le
         n += count as u64;
     }
     Ok((releases, n))
+}
+
+/// The history composed as of entry `through`, and how many intents: the
+/// composed history the last intent up to it stored (ledger format 6),
+/// read from that one intent; composed afresh from every intent
+/// ([`history_through`]) when that intent stored none (written before
+/// format 6, or there is none).
+pub(super) fn composed_history(
+    conn: &Connection,
+    through: i64,
+) -> Result<(Vec<acct::Release>, u64), LedgerError> {
+    let last = super::store::read_entries(
+        conn,
+        "SELECT * FROM entries WHERE kind = 'intent' AND seq <= ?1 ORDER BY seq DESC LIMIT 1",
+        [through],
+    )?;
+    let Some(e) = last.into_iter().next() else {
+        return Ok((Vec::new(), 0));
+    };
+    match e.intent_value() {
+        Some(super::IntentValue {
+            composed: Some(c),
+            running_totals,
+            ..
+        }) => Ok((c, running_totals.releases)),
+        _ => history_through(conn, through),
+    }
+}
+
+/// The composed history after an intent of `record`: `before` with the
+/// intent's mechanisms added once each, or unchanged for a later window of
+/// a vector release (or slot of a tree) already charged.
+pub(super) fn after_intent(
+    before: &[acct::Release],
+    record: &MechanismRecord,
+    charged_before: bool,
+) -> Vec<acct::Release> {
+    let mut out = before.to_vec();
+    if !charged_before {
+        for m in record.accounting() {
+            add_release(&mut out, m, 1);
+        }
+    }
+    out
 }
 
 pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism, count: u64) {
@@ -203,18 +251,41 @@ pub(super) fn running_totals(
         t.delta = t.delta.map(|d| d + reserve);
         t
     };
+    let all = acct::all(releases, delta);
     RunningTotals {
         releases: n,
         at_delta: privacy.budget_delta,
         plan_accountant: privacy.accountant,
-        plan: with_reserve(total_of(
-            None,
-            plan_bound(releases, privacy.accountant, delta),
-        )),
-        accountants: acct::all(releases, delta)
+        plan: with_reserve(total_of(None, plan_of_all(&all, privacy.accountant))),
+        accountants: all
             .into_iter()
             .map(|(a, r)| with_reserve(total_of(Some(a), r)))
             .collect(),
+    }
+}
+
+/// The plan's accountant's bound read from every accountant's
+/// ([`acct::all`]) instead of composing again: [`plan_bound`]'s result
+/// exactly (the same evaluations of the same releases; `best` chooses
+/// among them in [`acct::TIGHT`]'s order, as [`acct::best`] does), at
+/// half the cost of an intent (the PLD accountant runs once, not twice).
+pub(super) fn plan_of_all(
+    all: &[(Accountant, Result<acct::Bound, acct::AccountingError>)],
+    accountant: AccountantChoice,
+) -> Result<acct::Bound, acct::AccountingError> {
+    let of = |a: Accountant| {
+        all.iter()
+            .find(|(x, _)| *x == a)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| {
+                Err(acct::AccountingError::NotApplicable(format!(
+                    "{a} produced no result"
+                )))
+            })
+    };
+    match accountant.accountant() {
+        Some(a) => of(a),
+        None => acct::best_of(acct::TIGHT.iter().map(|&a| of(a))),
     }
 }
 

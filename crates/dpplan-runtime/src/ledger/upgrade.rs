@@ -6,7 +6,7 @@
 use rusqlite::TransactionBehavior;
 
 use super::store::{append, budget_in_force, current_plan, NewEntry};
-use super::totals::{self, add_release, history, plan_bound};
+use super::totals::{self, add_release, composed_history, plan_bound};
 use super::{schema::intents_of, state, window_state};
 use super::{Budget, EntryKind, Ledger, LedgerError, UpgradeValue};
 use dpplan_plan::ExecutablePlan;
@@ -57,7 +57,7 @@ impl Ledger {
                 new: (new_budget.epsilon, new_budget.delta),
             });
         }
-        let (mut releases, charged) = history(&tx)?;
+        let (mut releases, charged) = composed_history(&tx, i64::MAX)?;
         totals::keyed_upgrade(&tx, plan)?;
         for r in &plan.body.releases {
             if r.cumulative.is_some()

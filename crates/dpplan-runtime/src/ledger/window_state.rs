@@ -19,7 +19,7 @@ use super::totals::MechanismRecord;
 use super::LedgerError;
 
 /// Whether the `window_units` table exists (format 3, or migrated).
-fn has_table(conn: &Connection) -> Result<bool, LedgerError> {
+pub(super) fn has_table(conn: &Connection) -> Result<bool, LedgerError> {
     Ok(conn
         .query_row(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'window_units'",
