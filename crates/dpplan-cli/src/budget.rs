@@ -136,19 +136,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
 /// `ledger verify` says what is wrong).
 pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
     let entries = BudgetLedger::read_entries(path).map_err(|e| miette!("{e}"))?;
-    if csv {
-        let mut w = ::csv::Writer::from_writer(Vec::new());
-        for e in &entries {
-            w.serialize(e).into_diagnostic()?;
-        }
-        let bytes = w.into_inner().into_diagnostic()?;
-        crate::out::write_bytes(&bytes).into_diagnostic()?;
-    } else {
-        for e in &entries {
-            outln!("{}", serde_json::to_string(e).into_diagnostic()?);
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    crate::ledger::print_entries(&entries, csv)
 }
 
 /// `dpplan ledger verify BUDGET`: as a run verifies it before a charge.

@@ -319,15 +319,21 @@ pub fn export(path: &Path, csv: bool) -> Result<ExitCode> {
     let l = open(path)?;
     warn_if_damaged(&l);
     let entries = l.entries().map_err(|e| miette!("{e}"))?;
+    print_entries(&entries, csv)
+}
+
+/// Entries as JSON lines, or CSV with a header (a plan's ledger or a budget
+/// ledger alike).
+pub(crate) fn print_entries<T: Serialize>(entries: &[T], csv: bool) -> Result<ExitCode> {
     if csv {
         let mut w = ::csv::Writer::from_writer(Vec::new());
-        for e in &entries {
+        for e in entries {
             w.serialize(e).into_diagnostic()?;
         }
         let bytes = w.into_inner().into_diagnostic()?;
         crate::out::write_bytes(&bytes).into_diagnostic()?;
     } else {
-        for e in &entries {
+        for e in entries {
             outln!("{}", serde_json::to_string(e).into_diagnostic()?);
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use dpplan_diagnostics::{Code, Severity};
 use dpplan_vocab::{AccountantChoice, Adjacency, NoiseKind, UnitKind};
@@ -503,34 +503,7 @@ impl Effective {
     }
 }
 
-/// `path` made absolute (against the current directory) and lexically
-/// normalised (`.` and `..` folded), without touching the file system.
-pub fn normalise(path: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// `path` normalised ([`normalise`]), then resolved by the file system
-/// (`std::fs::canonicalize`: symbolic links followed) where it exists: two
-/// names of one file are one path.
-pub fn canonical(path: &Path) -> PathBuf {
-    let n = normalise(path);
-    std::fs::canonicalize(&n).unwrap_or(n)
-}
+pub use dpplan_vocab::paths::{canonical, normalise};
 
 /// The nearest `dpplan.toml` in the plan's directory or above.
 pub fn discover(plan: &Path) -> Option<PathBuf> {

@@ -6,9 +6,10 @@
 //! plan's ledger); a damaged budget ledger stops the run.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use dpplan_plan::{ExecutablePlan, Release};
+use dpplan_vocab::paths::canonical;
 
 use crate::ledger::budget::{BudgetLedger, Reads, SharedBudget};
 use crate::ledger::{Ledger, LedgerError};
@@ -22,31 +23,6 @@ pub(crate) struct Charges<'a> {
     sources: Vec<PathBuf>,
     /// The run's time: what a release without a window reads up to.
     at: i64,
-}
-
-/// `path` as compared with a budget's source: the file it names, links
-/// resolved, or (when it cannot be resolved) made absolute and lexically
-/// normalised.
-pub(crate) fn canonical(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 impl<'a> Charges<'a> {

@@ -20,6 +20,7 @@
 use std::fmt;
 
 pub mod contract;
+pub mod paths;
 pub mod rows;
 
 /// A closed set of names, each serialised as its snake_case name.

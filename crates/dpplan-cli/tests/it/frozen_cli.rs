@@ -309,41 +309,10 @@ const FROZEN_NO_UPDATE: &str = "CREATE TRIGGER frozen_reports_no_update BEFORE U
 const FROZEN_NO_DELETE: &str = "CREATE TRIGGER frozen_reports_no_delete BEFORE DELETE ON frozen_reports BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;";
 const ENTRIES_NO_UPDATE: &str = "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;";
 
-/// Rewrites the frozen report's entry with `edit` applied to its value,
-/// and re-chains every later entry and the anchor consistently: only the
+/// The frozen report's entry rewritten with `edit`, re-chained: only the
 /// recorded inputs tell the forgery.
 fn forge_inputs(ledger: &str, edit: impl Fn(&mut serde_json::Value)) {
-    let mut all = entries(ledger);
-    let k = all
-        .iter()
-        .position(|e| e.kind.as_str() == "frozen_report")
-        .unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(all[k].value.as_deref().unwrap()).unwrap();
-    edit(&mut v);
-    all[k].value = Some(serde_json::to_string(&v).unwrap());
-    for i in k..all.len() {
-        if i > 0 {
-            all[i].prev_hash = all[i - 1].hash.clone();
-        }
-        all[i].hash = all[i].compute_hash();
-    }
-    let c = Connection::open(ledger).unwrap();
-    c.execute_batch("DROP TRIGGER entries_no_update;").unwrap();
-    for e in &all[k..] {
-        c.execute(
-            "UPDATE entries SET value = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
-            params![e.value, e.prev_hash, e.hash, e.seq],
-        )
-        .unwrap();
-    }
-    c.execute_batch(ENTRIES_NO_UPDATE).unwrap();
-    let head = serde_json::json!({
-        "format": "dpplan-ledger-head-1",
-        "genesis_hash": all[0].hash,
-        "entries": all.len(),
-        "latest_hash": all.last().unwrap().hash,
-    });
-    std::fs::write(format!("{ledger}.head"), format!("{head}\n")).unwrap();
+    crate::support::forge_value(ledger, "frozen_report", edit);
 }
 
 struct Tamper {

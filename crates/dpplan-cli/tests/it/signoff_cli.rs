@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 
 use dpplan_runtime::ledger::Entry;
-use rusqlite::{params, Connection};
 
 use crate::support::{dpplan, exported, ok, root, text};
 
@@ -315,38 +314,10 @@ fn a_policy_holds_every_run_back_until_its_reviewers_signed() {
     ok(&dpplan(&["ledger", "verify", &ledger]));
 }
 
-/// Rewrites the first sign-off's value with `edit` and re-chains every later
-/// entry and the anchor consistently: only the signature tells the forgery.
+/// The first sign-off's value rewritten with `edit`, re-chained with the
+/// anchor: only the signature tells the forgery.
 fn forge_signoff(ledger: &str, edit: impl Fn(&mut serde_json::Value)) {
-    let mut all = entries(ledger);
-    let k = all
-        .iter()
-        .position(|e| e.kind.as_str() == "signoff")
-        .unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(all[k].value.as_deref().unwrap()).unwrap();
-    edit(&mut v);
-    all[k].value = Some(serde_json::to_string(&v).unwrap());
-    for i in k..all.len() {
-        all[i].prev_hash = all[i - 1].hash.clone();
-        all[i].hash = all[i].compute_hash();
-    }
-    let c = Connection::open(ledger).unwrap();
-    c.execute_batch("DROP TRIGGER entries_no_update;").unwrap();
-    for e in &all[k..] {
-        c.execute(
-            "UPDATE entries SET value = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
-            params![e.value, e.prev_hash, e.hash, e.seq],
-        )
-        .unwrap();
-    }
-    c.execute_batch("CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;").unwrap();
-    let head = serde_json::json!({
-        "format": "dpplan-ledger-head-1",
-        "genesis_hash": all[0].hash,
-        "entries": all.len(),
-        "latest_hash": all.last().unwrap().hash,
-    });
-    std::fs::write(format!("{ledger}.head"), format!("{head}\n")).unwrap();
+    crate::support::forge_value(ledger, "signoff", edit);
 }
 
 /// A sign-off whose signature does not verify, re-chained so that the hash

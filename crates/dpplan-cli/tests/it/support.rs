@@ -107,3 +107,40 @@ pub fn sql(ledger: &str, batch: &str) {
         .execute_batch(batch)
         .unwrap();
 }
+
+/// Rewrites the value of the first entry of `kind` with `edit` and
+/// re-chains every later entry and the anchor consistently (the triggers
+/// dropped and recreated around the edit), so that only what the value
+/// records can tell the forgery.
+pub fn forge_value(ledger: &str, kind: &str, edit: impl Fn(&mut serde_json::Value)) {
+    use dpplan_runtime::ledger::Entry;
+    const NO_UPDATE: &str = "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;";
+    let mut all: Vec<Entry> = exported(ledger);
+    let k = all.iter().position(|e| e.kind.as_str() == kind).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(all[k].value.as_deref().unwrap()).unwrap();
+    edit(&mut v);
+    all[k].value = Some(serde_json::to_string(&v).unwrap());
+    for i in k..all.len() {
+        if i > 0 {
+            all[i].prev_hash = all[i - 1].hash.clone();
+        }
+        all[i].hash = all[i].compute_hash();
+    }
+    let c = rusqlite::Connection::open(ledger).unwrap();
+    c.execute_batch("DROP TRIGGER entries_no_update;").unwrap();
+    for e in &all[k..] {
+        c.execute(
+            "UPDATE entries SET value = ?1, prev_hash = ?2, hash = ?3 WHERE seq = ?4",
+            rusqlite::params![e.value, e.prev_hash, e.hash, e.seq],
+        )
+        .unwrap();
+    }
+    c.execute_batch(NO_UPDATE).unwrap();
+    let head = serde_json::json!({
+        "format": "dpplan-ledger-head-1",
+        "genesis_hash": all[0].hash,
+        "entries": all.len(),
+        "latest_hash": all.last().unwrap().hash,
+    });
+    std::fs::write(format!("{ledger}.head"), format!("{head}\n")).unwrap();
+}

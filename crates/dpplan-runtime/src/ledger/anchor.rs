@@ -243,3 +243,25 @@ pub fn remove_temp_siblings(path: &Path, suffixes: &[&str], min_age: std::time::
         }
     }
 }
+
+/// Publishes the ledger built at `tmp` as `path` atomically (a hard link,
+/// then `tmp` and its WAL files removed): `Ok(true)` when this process
+/// created it, `Ok(false)` when another process won the race (its ledger
+/// is the one at `path`).
+pub(super) fn publish_created(tmp: &Path, path: &Path) -> Result<bool, super::LedgerError> {
+    let linked = std::fs::hard_link(tmp, path);
+    let _ = std::fs::remove_file(tmp);
+    for suffix in ["-wal", "-shm"] {
+        let mut p = tmp.as_os_str().to_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+    }
+    match linked {
+        Ok(()) => Ok(true),
+        Err(_) if path.exists() => Ok(false),
+        Err(source) => Err(super::LedgerError::Create {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}

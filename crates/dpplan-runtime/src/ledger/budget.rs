@@ -1412,21 +1412,8 @@ fn create(path: &Path, open: &BudgetOpen) -> Result<(), LedgerError> {
         insert(&conn, &e)?;
         conn.close().map_err(|(_, e)| LedgerError::from(e))?;
     }
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    for suffix in ["-wal", "-shm"] {
-        let mut p = tmp.clone().into_os_string();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
-    }
-    match linked {
-        Ok(()) => Ok(()),
-        Err(_) if path.exists() => Ok(()),
-        Err(source) => Err(LedgerError::Create {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    // published atomically; another process's, if it won the race, is kept
+    super::anchor::publish_created(&tmp, path).map(|_| ())
 }
 
 #[cfg(test)]

@@ -439,21 +439,7 @@ impl Ledger {
             conn.close().map_err(|(_, e)| LedgerError::from(e))?;
         }
         // Publish atomically; if another process won the race, use theirs.
-        let linked = std::fs::hard_link(&tmp, path);
-        let _ = std::fs::remove_file(&tmp);
-        for suffix in ["-wal", "-shm"] {
-            let mut p = tmp.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(PathBuf::from(p));
-        }
-        match linked {
-            Ok(()) => Ok(true),
-            Err(_) if path.exists() => Ok(false),
-            Err(source) => Err(LedgerError::Create {
-                path: path.to_path_buf(),
-                source,
-            }),
-        }
+        anchor::publish_created(&tmp, path)
     }
 
     pub fn path(&self) -> &Path {
