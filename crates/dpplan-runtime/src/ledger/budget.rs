@@ -20,7 +20,7 @@
 //! guarantees for different units or adjacencies are never composed.
 //!
 //! Composition is grouped: identical mechanisms are counted together
-//! ([`add_release`]), and a windowed query's windows (a cumulative count's
+//! (`add_release`), and a windowed query's windows (a cumulative count's
 //! slots) are one release per plan ledger, composed once, as the plan
 //! ledger composes them. The history is verified and grouped once when the
 //! ledger is opened; each charge then reads only the entries appended

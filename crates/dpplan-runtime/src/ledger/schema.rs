@@ -10,7 +10,7 @@ use super::LedgerError;
 /// reviewer's signature over a frozen report), intents that carry the
 /// history composed so far ([`super::IntentValue::composed`]), which the
 /// next intent adds its release to instead of re-reading every earlier
-/// intent, an append-only trigger on INSERT ([`APPEND_TRIGGER`]) and an
+/// intent, an append-only trigger on INSERT (`APPEND_TRIGGER`) and an
 /// index of the window state by intent. A format-5 reader refuses it (a
 /// trigger it was not created with; an entry kind it cannot read).
 pub const LEDGER_FORMAT: &str = "dpplan-ledger-6";

@@ -403,7 +403,7 @@ impl Ledger {
     /// `checkpoint.entries` is there with the checkpoint's hash, and its
     /// content still hashes to it; entry 1 is the anchor's); that nothing
     /// changed SQLite's schema since (the schema cookie: every edit of an
-    /// entry through SQL drops a trigger first, [`super::schema`]) and the
+    /// entry through SQL drops a trigger first, `schema.rs`) and the
     /// triggers are the ones expected; that the entries run from 1 to n;
     /// the anchor, as the full check does;
     /// then every entry after the checkpoint as [`Ledger::verify`] checks
