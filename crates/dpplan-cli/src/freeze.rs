@@ -154,115 +154,18 @@ pub fn freeze_bytes(
             checked.total_missing.as_deref().unwrap_or("no release")
         ));
     };
-    // The report must be the one dpplan derives from this plan: a sign-off
-    // of bytes nobody can re-derive signs nothing checkable.
-    let Some(kind) = ReportFormat::from_name(format) else {
-        return refuse(format!(
-            "a report in format `{}` cannot be frozen: only dpplan's own reports (html, md, json) are, since a sign-off stores only a report dpplan derives again from the plan",
-            esc(format)
-        ));
-    };
-    match crate::report::derive(plan_path, &text, kind, derivation)? {
-        Err(code) => return Ok(code),
-        Ok((review, _)) if !review.controls_ok => {
-            return refuse(format!(
-                "the negative controls of `{}` do not move its claim (`dpplan report {}` says which): it is not frozen",
-                plan_path.display(),
-                plan_path.display()
-            ))
-        }
-        Ok((_, want)) if want.as_bytes() != bytes.as_slice() => {
-            return refuse(format!(
-                "the report is not the one dpplan derives from `{}` ({} report, {}): they differ from line {}; only a report dpplan re-derives byte for byte is frozen (make it with `dpplan report {} --format {}{}`, or pass the options it was made with)",
-                plan_path.display(),
-                kind.name(),
-                derivation_text(derivation),
-                first_difference(&bytes, want.as_bytes()),
-                plan_path.display(),
-                kind.name(),
-                derivation_flags(derivation)
-            ))
-        }
-        Ok(_) => {}
+    if let Some(code) = rederived(&bytes, format, plan_path, &text, derivation)? {
+        return Ok(code);
     }
     let compiled = dpplan_compile::compile(&text).ok();
-    let mut l = if ledger.exists() {
-        let l = crate::ledger::open(ledger)?;
-        // Like a run, never append to a damaged ledger.
-        if let Err(e) = l.integrity(None) {
-            return refuse(e);
-        }
-        // A sign-off is of the plan the ledger runs, nothing else.
-        let runs = l.plan_hash().map_err(|e| miette!("{e}"))?;
-        match compiled.as_ref() {
-            Some(p) if p.body_sha256 == runs || upgrade => {}
-            Some(p) => {
-                return refuse(format!(
-                    "the ledger `{}` runs plan {}, not `{}` (plan {}): only a report of the ledger's own plan is frozen in it (or, with --upgrade, of the plan its next `dpplan run --upgrade` moves it to)",
-                    ledger.display(),
-                    runs,
-                    plan_path.display(),
-                    p.body_sha256
-                ))
-            }
-            None => {
-                return refuse(format!(
-                    "the ledger `{}` runs plan {}, and `{}` does not compile to an executable plan, so it cannot be that plan: only a report of the ledger's own plan is frozen in it",
-                    ledger.display(),
-                    runs,
-                    plan_path.display()
-                ))
-            }
-        }
-        l
+    let opened = if ledger.exists() {
+        plans_ledger(ledger, compiled.as_ref(), plan_path, upgrade)?
     } else {
-        // Creating the ledger records the plan as a first run would; it
-        // fixes the start of `every … for …` schedules, so that is asked for
-        // when the plan has one.
-        let Some(p) = compiled.as_ref() else {
-            return refuse(format!(
-                "`{}` does not exist and the runtime cannot execute `{}`, so no ledger can be created for it; freeze into an existing ledger",
-                ledger.display(),
-                plan_path.display()
-            ));
-        };
-        let floating = p.body.releases.iter().find(|r| {
-            r.schedule.kind == dpplan_check::ScheduleKind::Every && r.schedule.start.is_none()
-        });
-        let schedule_start = match (start, floating) {
-            (Some(s), _) => crate::run::parse_time(s)?,
-            (None, None) => dpplan_runtime::ledger::now_unix(),
-            (None, Some(r)) => {
-                errln!(
-                    "error: `{}` does not exist: freezing creates it, which fixes the start of `{}`'s schedule ({}) as a first run would",
-                    ledger.display(),
-                    r.name,
-                    esc(&r.schedule.text)
-                );
-                errln!("help: pass --start with the schedule's first day, e.g. --start 2026-03-01, or freeze after the first `dpplan run`");
-                return Ok(ExitCode::from(1));
-            }
-        };
-        let genesis = Genesis {
-            plan_hash: &p.body_sha256,
-            budget: Budget {
-                epsilon: p.body.privacy.budget_epsilon,
-                delta: p.body.privacy.budget_delta,
-            },
-            schedule_start,
-            contract: p.body.contract(),
-        };
-        match Ledger::open(ledger, Some(genesis)) {
-            Ok(l) => {
-                errln!(
-                    "created the ledger `{}` for plan {}",
-                    ledger.display(),
-                    p.body_sha256
-                );
-                l
-            }
-            Err(e) => return refuse(e),
-        }
+        new_ledger(ledger, compiled.as_ref(), plan_path, start)?
+    };
+    let mut l = match opened {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
     };
     let frozen = l.freeze(FrozenReport {
         bytes,
@@ -292,6 +195,148 @@ pub fn freeze_bytes(
         f.entry.hash
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `None` when `bytes` are, byte for byte, the report dpplan derives from
+/// the plan (`text`, at `plan_path`) in `format` with `derivation`, and its
+/// negative controls move the claim; otherwise the refusal's exit code.
+fn rederived(
+    bytes: &[u8],
+    format: &str,
+    plan_path: &Path,
+    text: &str,
+    derivation: &Derivation,
+) -> Result<Option<ExitCode>> {
+    // The report must be the one dpplan derives from this plan: a sign-off
+    // of bytes nobody can re-derive signs nothing checkable.
+    let Some(kind) = ReportFormat::from_name(format) else {
+        return refuse(format!(
+            "a report in format `{}` cannot be frozen: only dpplan's own reports (html, md, json) are, since a sign-off stores only a report dpplan derives again from the plan",
+            esc(format)
+        ))
+        .map(Some);
+    };
+    match crate::report::derive(plan_path, text, kind, derivation)? {
+        Err(code) => Ok(Some(code)),
+        Ok((review, _)) if !review.controls_ok => refuse(format!(
+                "the negative controls of `{}` do not move its claim (`dpplan report {}` says which): it is not frozen",
+                plan_path.display(),
+                plan_path.display()
+            ))
+            .map(Some),
+        Ok((_, want)) if want.as_bytes() != bytes => refuse(format!(
+                "the report is not the one dpplan derives from `{}` ({} report, {}): they differ from line {}; only a report dpplan re-derives byte for byte is frozen (make it with `dpplan report {} --format {}{}`, or pass the options it was made with)",
+                plan_path.display(),
+                kind.name(),
+                derivation_text(derivation),
+                first_difference(bytes, want.as_bytes()),
+                plan_path.display(),
+                kind.name(),
+                derivation_flags(derivation)
+            ))
+            .map(Some),
+        Ok(_) => Ok(None),
+    }
+}
+
+/// The existing ledger at `ledger`, verified, when it runs the plan being
+/// frozen (by its compiled body hash), or with `upgrade` any plan; otherwise
+/// the refusal's exit code.
+fn plans_ledger(
+    ledger: &Path,
+    compiled: Option<&dpplan_plan::ExecutablePlan>,
+    plan_path: &Path,
+    upgrade: bool,
+) -> Result<std::result::Result<Ledger, ExitCode>> {
+    let l = crate::ledger::open(ledger)?;
+    // Like a run, never append to a damaged ledger.
+    if let Err(e) = l.integrity(None) {
+        return refuse(e).map(Err);
+    }
+    // A sign-off is of the plan the ledger runs, nothing else.
+    let runs = l.plan_hash().map_err(|e| miette!("{e}"))?;
+    match compiled {
+        Some(p) if p.body_sha256 == runs || upgrade => {}
+        Some(p) => {
+            return refuse(format!(
+                "the ledger `{}` runs plan {}, not `{}` (plan {}): only a report of the ledger's own plan is frozen in it (or, with --upgrade, of the plan its next `dpplan run --upgrade` moves it to)",
+                ledger.display(),
+                runs,
+                plan_path.display(),
+                p.body_sha256
+            ))
+            .map(Err)
+        }
+        None => {
+            return refuse(format!(
+                "the ledger `{}` runs plan {}, and `{}` does not compile to an executable plan, so it cannot be that plan: only a report of the ledger's own plan is frozen in it",
+                ledger.display(),
+                runs,
+                plan_path.display()
+            ))
+            .map(Err)
+        }
+    }
+    Ok(Ok(l))
+}
+
+/// A new ledger at `ledger` for the compiled plan, as a first run would
+/// create it (`start`: the start of `every … for …` schedules); otherwise
+/// the refusal's exit code.
+fn new_ledger(
+    ledger: &Path,
+    compiled: Option<&dpplan_plan::ExecutablePlan>,
+    plan_path: &Path,
+    start: Option<&str>,
+) -> Result<std::result::Result<Ledger, ExitCode>> {
+    // Creating the ledger records the plan as a first run would; it
+    // fixes the start of `every … for …` schedules, so that is asked for
+    // when the plan has one.
+    let Some(p) = compiled else {
+        return refuse(format!(
+            "`{}` does not exist and the runtime cannot execute `{}`, so no ledger can be created for it; freeze into an existing ledger",
+            ledger.display(),
+            plan_path.display()
+        ))
+        .map(Err);
+    };
+    let floating = p.body.releases.iter().find(|r| {
+        r.schedule.kind == dpplan_check::ScheduleKind::Every && r.schedule.start.is_none()
+    });
+    let schedule_start = match (start, floating) {
+        (Some(s), _) => crate::run::parse_time(s)?,
+        (None, None) => dpplan_runtime::ledger::now_unix(),
+        (None, Some(r)) => {
+            errln!(
+                "error: `{}` does not exist: freezing creates it, which fixes the start of `{}`'s schedule ({}) as a first run would",
+                ledger.display(),
+                r.name,
+                esc(&r.schedule.text)
+            );
+            errln!("help: pass --start with the schedule's first day, e.g. --start 2026-03-01, or freeze after the first `dpplan run`");
+            return Ok(Err(ExitCode::from(1)));
+        }
+    };
+    let genesis = Genesis {
+        plan_hash: &p.body_sha256,
+        budget: Budget {
+            epsilon: p.body.privacy.budget_epsilon,
+            delta: p.body.privacy.budget_delta,
+        },
+        schedule_start,
+        contract: p.body.contract(),
+    };
+    match Ledger::open(ledger, Some(genesis)) {
+        Ok(l) => {
+            errln!(
+                "created the ledger `{}` for plan {}",
+                ledger.display(),
+                p.body_sha256
+            );
+            Ok(Ok(l))
+        }
+        Err(e) => refuse(e).map(Err),
+    }
 }
 
 pub fn frozen(ledger: &Path, hash: &str) -> Result<ExitCode> {

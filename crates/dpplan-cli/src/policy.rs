@@ -304,6 +304,7 @@ pub fn check_source(
     let over = rendered(&applied.shared)
         .iter()
         .any(|s| !s.result.within && !s.accepted);
+    // Invariant: `loaded` was made with one plan above and `apply` keeps it.
     let (_, _, analysis) = loaded.pop().expect("one plan");
     // the policy's own errors, a suppression it refused, a level it raised
     // to an error; the checker's errors are the compiler's to report
