@@ -1,6 +1,6 @@
 //! `dpplan compile`: a checked plan → an executable plan (JSON).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use miette::{IntoDiagnostic, Result, WrapErr};
@@ -43,13 +43,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         };
         if failed {
-            let shown = path.display().to_string();
-            let file = FileResult {
-                path: &shown,
-                text: &text,
-                analysis: &analysis,
-            };
-            err!("{}", dpplan_render::human(&file, false));
+            print_diagnostics(path, &text, &analysis);
             errln!(
                 "error: `{}` fails the policy in force ({}, sha256 {}): not compiled",
                 path.display(),
@@ -92,13 +86,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(CompileError::Diagnostics(analysis)) => {
-            let shown = path.display().to_string();
-            let file = FileResult {
-                path: &shown,
-                text: &text,
-                analysis: &analysis,
-            };
-            err!("{}", dpplan_render::human(&file, false));
+            print_diagnostics(path, &text, &analysis);
             errln!("error: `{}` has errors: not compiled", path.display());
             Ok(ExitCode::from(1))
         }
@@ -107,4 +95,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The plan's diagnostics on stderr, as `dpplan check` renders them.
+fn print_diagnostics(path: &Path, text: &str, analysis: &dpplan_check::Analysis) {
+    let shown = path.display().to_string();
+    let file = FileResult {
+        path: &shown,
+        text,
+        analysis,
+    };
+    err!("{}", dpplan_render::human(&file, false));
 }

@@ -861,17 +861,22 @@ struct Own {
 /// A problem in the file: where, what, and how to fix it.
 type Located = (Range<usize>, String, &'static str);
 
+/// A diagnostic code or name written in the policy, located when unknown.
+fn parse_code(key: &str, span: Range<usize>) -> Result<Code, Located> {
+    Code::parse(key).ok_or_else(|| {
+        (
+            span,
+            format!("`{key}` is not a dpplan diagnostic code or name"),
+            "`dpplan rule --list` lists every code",
+        )
+    })
+}
+
 fn rules_of(raw: &RawRules) -> Result<Vec<(Code, Level)>, Located> {
     let mut out = Vec::new();
     for (k, v) in raw {
         let key = k.get_ref();
-        let code = Code::parse(key).ok_or_else(|| {
-            (
-                k.span(),
-                format!("`{key}` is not a dpplan diagnostic code or name"),
-                "`dpplan rule --list` lists every code",
-            )
-        })?;
+        let code = parse_code(key, k.span())?;
         let level = *v.get_ref();
         if code.is_checker_error() && level != Level::Error {
             return Err((
@@ -894,13 +899,7 @@ fn allowed_codes(raw: &RawSuppressions) -> Result<Vec<Code>, Located> {
     let mut out = Vec::new();
     for k in &raw.allow {
         let key = k.get_ref();
-        let code = Code::parse(key).ok_or_else(|| {
-            (
-                k.span(),
-                format!("`{key}` is not a dpplan diagnostic code or name"),
-                "`dpplan rule --list` lists every code",
-            )
-        })?;
+        let code = parse_code(key, k.span())?;
         if !code.is_policy() {
             return Err((
                 k.span(),
