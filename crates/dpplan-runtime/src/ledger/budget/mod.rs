@@ -1040,6 +1040,79 @@ impl BudgetLedger {
         })
     }
 
+    /// The refusal of a release of `name` that would overspend the budget
+    /// (in block `k` of `blocks`, under a per-block budget): the budget, the
+    /// block and what the release reads, the composed total and each plan's
+    /// share on the source alone.
+    fn overspent(
+        &self,
+        name: &str,
+        parsed: &(Vec<acct::Mechanism>, bool),
+        key: &(String, String, String),
+        blocks: Option<Blocks>,
+        k: Option<i64>,
+        over: &acct::Bound,
+    ) -> LedgerError {
+        let (b_eps, b_delta) = (self.open.epsilon, self.open.delta);
+        let extra: &[acct::Mechanism] = if self.composed.composes(parsed.1, key) {
+            &parsed.0
+        } else {
+            &[]
+        };
+        let shares = self
+            .shares(Some((name, extra)))
+            .iter()
+            .map(|s| {
+                format!(
+                    "`{}` ε = {} ({} release(s){})",
+                    s.plan,
+                    s.epsilon.map_or("—".to_string(), |e| e.to_string()),
+                    s.releases,
+                    if s.plan == *name {
+                        ", this one included"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect::<Vec<_>>();
+        let (per, budget) = match (self.open.per, blocks) {
+            (Some(p), Some(b)) => {
+                let reads = match b.first {
+                    Some(f) if f == b.last => format!("its data lie in {}", p.label(f)),
+                    Some(f) => format!("its data lie in {} to {}", p.label(f), p.label(b.last)),
+                    None => format!(
+                        "it has no window: it reads every {} up to {}",
+                        p.name(),
+                        p.label(b.last)
+                    ),
+                };
+                let block = match k {
+                    Some(k) => p.label(k),
+                    None => format!("a {} before {}", p.name(), p.label(b.last)),
+                };
+                (
+                    format!(" in {block} ({reads})"),
+                    format!(
+                        "ε = {b_eps} per {} per {}",
+                        self.open.guarantee.unit,
+                        p.name()
+                    ),
+                )
+            }
+            _ => (String::new(), format!("ε = {b_eps}")),
+        };
+        LedgerError::OverBudget(format!(
+            "the shared budget of `{}` ({budget}, δ = {b_delta}; policy `{}`, budget ledger `{}`) would be overspent{per}: with this release of `{name}` the releases counted there compose to ε = {} ({}); each plan's share on the source alone: {}; nothing was drawn or charged",
+            self.open.source,
+            self.open.policy,
+            self.path.display(),
+            over.epsilon,
+            over.accountant,
+            shares.join(", ")
+        ))
+    }
+
     fn charge_locked(
         &mut self,
         plan: &ExecutablePlan,
@@ -1119,63 +1192,7 @@ impl BudgetLedger {
             .max_by(|a, b| a.epsilon.total_cmp(&b.epsilon))
             .expect("one composition");
         if let Some((k, over)) = over {
-            let extra: &[acct::Mechanism] = if self.composed.composes(parsed.1, &key) {
-                &parsed.0
-            } else {
-                &[]
-            };
-            let shares = self
-                .shares(Some((name, extra)))
-                .iter()
-                .map(|s| {
-                    format!(
-                        "`{}` ε = {} ({} release(s){})",
-                        s.plan,
-                        s.epsilon.map_or("—".to_string(), |e| e.to_string()),
-                        s.releases,
-                        if s.plan == *name {
-                            ", this one included"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .collect::<Vec<_>>();
-            let (per, budget) = match (self.open.per, blocks) {
-                (Some(p), Some(b)) => {
-                    let reads = match b.first {
-                        Some(f) if f == b.last => format!("its data lie in {}", p.label(f)),
-                        Some(f) => format!("its data lie in {} to {}", p.label(f), p.label(b.last)),
-                        None => format!(
-                            "it has no window: it reads every {} up to {}",
-                            p.name(),
-                            p.label(b.last)
-                        ),
-                    };
-                    let block = match k {
-                        Some(k) => p.label(k),
-                        None => format!("a {} before {}", p.name(), p.label(b.last)),
-                    };
-                    (
-                        format!(" in {block} ({reads})"),
-                        format!(
-                            "ε = {b_eps} per {} per {}",
-                            self.open.guarantee.unit,
-                            p.name()
-                        ),
-                    )
-                }
-                _ => (String::new(), format!("ε = {b_eps}")),
-            };
-            return Err(LedgerError::OverBudget(format!(
-                "the shared budget of `{}` ({budget}, δ = {b_delta}; policy `{}`, budget ledger `{}`) would be overspent{per}: with this release of `{name}` the releases counted there compose to ε = {} ({}); each plan's share on the source alone: {}; nothing was drawn or charged",
-                self.open.source,
-                self.open.policy,
-                self.path.display(),
-                over.epsilon,
-                over.accountant,
-                shares.join(", ")
-            )));
+            return Err(self.overspent(name, &parsed, &key, blocks, k, &over));
         }
         let value = ChargeValue {
             composed,
