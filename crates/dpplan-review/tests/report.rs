@@ -558,3 +558,135 @@ fn the_report_says_when_each_window_is_released() {
         "{after}"
     );
 }
+
+/// The polylines of a figure's marks, as pixel points.
+fn mark_lines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    let marks = &svg[svg.find("<g class=\"marks\">").expect("a marks group")..];
+    let marks = &marks[..marks.find("</g>").unwrap()];
+    marks
+        .split("<polyline")
+        .skip(1)
+        .map(|l| {
+            let pts = &l[l.find("points=\"").unwrap() + 8..];
+            pts[..pts.find('"').unwrap()]
+                .split(' ')
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn plot_area(svg: &str) -> [f64; 4] {
+    let v = &svg[svg.find("data-plot=\"").unwrap() + 11..];
+    let v: Vec<f64> = v[..v.find('"').unwrap()]
+        .split(' ')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    [v[0], v[1], v[2], v[3]]
+}
+
+const ONE_OFF: &str = r#"plan "one-off" {
+  privacy {
+    unit row
+    adjacency add_remove
+    budget epsilon 2
+    accountant basic
+  }
+  dataset d {
+    source "d.csv"
+    column x : float in [0, 1]
+  }
+  query a { count(d) noise laplace epsilon 0.58 schedule 3 times }
+}
+"#;
+
+/// A one-off plan (all its releases at one moment): every curve rises
+/// inside the axes (the old figure drew each as a single point, and the
+/// basic curve above the axis' top), the four fractions reached by the
+/// same release share one label, and no tick is dated before the first run.
+#[test]
+fn a_one_off_plans_cumulative_figure_draws_its_curves_inside_the_axes() {
+    let r = review(ONE_OFF);
+    let svg = report::figures::cumulative(&r).unwrap();
+    let [l, t, right, b] = plot_area(&svg);
+    let lines = mark_lines(&svg);
+    assert!(lines.len() >= 2, "{} lines", lines.len());
+    let mut rising = 0;
+    for line in &lines {
+        assert!(
+            line.len() >= 2,
+            "a line of one point draws nothing: {line:?}"
+        );
+        for &(x, y) in line {
+            assert!(
+                x >= l && x <= right && y >= t && y <= b,
+                "({x}, {y}) off the axes"
+            );
+        }
+        let ys: Vec<f64> = line.iter().map(|p| p.1).collect();
+        let span = ys.iter().copied().fold(f64::MIN, f64::max)
+            - ys.iter().copied().fold(f64::MAX, f64::min);
+        if span > 20.0 {
+            rising += 1;
+        }
+    }
+    assert!(rising >= 2, "curves rise: {lines:?}");
+    // basic composition: 3 · 0.58 = 1.74, drawn whole
+    assert!(!svg.contains("↑ basic"), "1.74 fits under the top");
+    assert!(svg.contains("basic composition ends at ε = 1.74"), "{svg}");
+    assert_eq!(
+        svg.matches("25–75 %").count() + svg.matches("25–100 %").count(),
+        1
+    );
+    assert!(!svg.contains("day 0"), "a tick before the first run");
+    // negative control: a plan spread over days is no staircase at one x
+    let spread = review(&ONE_OFF.replace("schedule 3 times", "schedule every 1 day for 3 days"));
+    let svg2 = report::figures::cumulative(&spread).unwrap();
+    assert!(spread.cumulative.steps);
+    let xs: std::collections::BTreeSet<i64> =
+        mark_lines(&svg2)[1].iter().map(|p| p.0 as i64).collect();
+    assert!(xs.len() >= 4, "steps on three days: {xs:?}");
+}
+
+/// A curve far above the budget is cut at the top and labelled with its
+/// value, and said so in the figure's description.
+#[test]
+fn a_curve_far_above_the_budget_is_cut_and_labelled() {
+    let r = review(
+        &ONE_OFF
+            .replace("schedule 3 times", "schedule 1000 times")
+            .replace("epsilon 0.58", "epsilon 0.01")
+            .replace("budget epsilon 2", "budget epsilon 2 delta 1e-6")
+            .replace("accountant basic", "accountant best"),
+    );
+    let svg = report::figures::cumulative(&r).unwrap();
+    assert!(svg.contains("↑ basic composition reaches ε = 10"), "{svg}");
+    assert!(svg.contains("leaves the chart"), "{svg}");
+    let [_, t, _, _] = plot_area(&svg);
+    for line in mark_lines(&svg) {
+        assert!(line.iter().all(|p| p.1 >= t), "{line:?}");
+    }
+}
+
+/// A budget's fraction that is never reached says what the plan spends,
+/// with the digits that show it is below (a total a hair under the budget
+/// printed as the budget itself read as a contradiction).
+#[test]
+fn a_fraction_never_reached_says_what_the_plan_spends() {
+    let r = review(&ONE_OFF.replace("budget epsilon 2", "budget epsilon 1.7400001"));
+    let md = report::markdown(&r);
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 100 %"))
+        .expect("the 100 % row");
+    assert!(
+        row.contains("never: the whole plan spends ε = 1.74,"),
+        "{row}"
+    );
+    assert!(row.contains("99.99999"), "{row}");
+    assert!(!row.contains("100.0 %"), "{row}");
+}

@@ -50,6 +50,89 @@ fn the_harness_sees_requests_and_ink() {
     );
 }
 
+/// The plotting area a figure declares (`data-plot="left top right bottom"`,
+/// in its own pixels).
+fn plot_area(svg: &str) -> Option<[i64; 4]> {
+    let head = &svg[..svg.find('>')?];
+    let v = &head[head.find("data-plot=\"")? + "data-plot=\"".len()..];
+    let v: Vec<i64> = v[..v.find('"')?]
+        .split(' ')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    v.try_into().ok()
+}
+
+/// How far a mark may reach past the axes: half a stroke, a marker's radius.
+const MARK_OVERHANG: i64 = 5;
+
+/// A figure's marks (`<g class="marks">`: the data alone, the frame and the
+/// key hidden) drawn in a real browser: some ink inside the plotting area,
+/// and none outside it. `Err` says what is wrong.
+fn marks_inside_axes(dir: &Path, name: &str, svg: &str, w: u32, h: u32) -> Result<(), String> {
+    let [l, t, r, b] = plot_area(svg).ok_or(format!("{name}: no data-plot area"))?;
+    if !svg.contains("<g class=\"marks\">") {
+        return Err(format!("{name}: no marks group"));
+    }
+    let only_marks =
+        format!("<style>body{{margin:0}} svg > :not(g.marks){{visibility:hidden}}</style>{svg}");
+    let alone = page(dir, &format!("{name}-marks.html"), &only_marks);
+    let drawn = browser::render(&alone, (w + 16).max(800), (h + 16).max(300));
+    let o = MARK_OVERHANG;
+    let (inside, outside) = drawn.ink_inside_outside(l - o, t - o, r + o, b + o);
+    let area = ((r - l) * (b - t)).max(1) as usize;
+    // a line across the plot inks at least its width in pixels
+    if inside < (r - l).max(1) as usize / 4 {
+        return Err(format!(
+            "{name}: {inside} inked pixels inside its plotting area ({l},{t})–({r},{b}) of {area}: nothing is drawn where the axes are"
+        ));
+    }
+    if outside > 0 {
+        return Err(format!(
+            "{name}: {outside} inked pixels of its marks outside its plotting area ({l},{t})–({r},{b})"
+        ));
+    }
+    Ok(())
+}
+
+/// Negative controls for the marks check: a figure whose marks are all off
+/// its axes, one with no marks, and one with a mark poking out fail; a
+/// figure with a line inside its axes passes.
+#[test]
+fn the_marks_check_fails_figures_drawn_off_their_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fig = |marks: &str| {
+        format!(
+            "<svg width=\"400\" height=\"300\" data-plot=\"50 20 380 260\"><rect x=\"0\" y=\"0\" width=\"400\" height=\"300\" fill=\"#FFFFFF\"/><line x1=\"50\" y1=\"260\" x2=\"380\" y2=\"260\" stroke=\"#000000\"/><text x=\"5\" y=\"290\">axis label</text><g class=\"marks\">{marks}</g></svg>"
+        )
+    };
+    let inside = fig("<polyline points=\"50,260 200,100 380,30\" stroke=\"#0072B2\" stroke-width=\"2\" fill=\"none\"/>");
+    marks_inside_axes(dir.path(), "inside", &inside, 400, 300).unwrap();
+    // a one-off plan's curve drawn as a single point: nothing to see
+    let nothing =
+        fig("<polyline points=\"200,100\" stroke=\"#0072B2\" stroke-width=\"2\" fill=\"none\"/>");
+    let e = marks_inside_axes(dir.path(), "nothing", &nothing, 400, 300).unwrap_err();
+    assert!(e.contains("nothing is drawn"), "{e}");
+    // a curve above the axis maximum, drawn where the caption is
+    let above = fig(
+        "<polyline points=\"50,10 380,10\" stroke=\"#0072B2\" stroke-width=\"2\" fill=\"none\"/>",
+    );
+    let e = marks_inside_axes(dir.path(), "above", &above, 400, 300).unwrap_err();
+    assert!(e.contains("inked pixels inside"), "{e}");
+    let poking = fig("<polyline points=\"50,260 200,100 390,290\" stroke=\"#0072B2\" stroke-width=\"2\" fill=\"none\"/>");
+    let e = marks_inside_axes(dir.path(), "poking", &poking, 400, 300).unwrap_err();
+    assert!(e.contains("outside its plotting area"), "{e}");
+    let e = marks_inside_axes(
+        dir.path(),
+        "bare",
+        &fig("").replace(" data-plot=\"50 20 380 260\"", ""),
+        400,
+        300,
+    )
+    .unwrap_err();
+    assert!(e.contains("no data-plot"), "{e}");
+}
+
 fn examples() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root().join("examples")).unwrap() {
@@ -142,6 +225,8 @@ fn the_html_report_renders_without_network_and_every_figure_is_drawn() {
                 "{name} figure {i} ({w}×{h}) is blank: ink {}",
                 drawn.ink()
             );
+            marks_inside_axes(dir.path(), &format!("{name} figure {i}"), svg, *w, *h)
+                .unwrap_or_else(|e| panic!("{e}"));
         }
     }
 }

@@ -363,8 +363,12 @@ fn mean_accuracy(q: &dpplan_check::QueryReport, counts: &[f64]) -> Option<MeanAc
     })
 }
 
-/// Points along the calendar at which the curves are evaluated.
+/// Points along the calendar at which the curves are evaluated when the
+/// plan has more than [`MAX_STEPS`] release times.
 const CURVE_POINTS: usize = 50;
+
+/// Up to this many release times, the curves are evaluated at each.
+const MAX_STEPS: usize = 200;
 
 /// The accountants drawn over the calendar: all but the privacy-loss
 /// distribution, which is run once for the total (docs/report.md).
@@ -431,7 +435,14 @@ fn cumulative(
     let delta = plan.accounting_delta();
     let origin = slots.iter().map(|s| s.start).fold(0.0, f64::min);
     let horizon = slots.iter().map(Slots::last).fold(0.0, f64::max);
-    let times: Vec<f64> = if horizon > origin {
+    let events = event_times(slots);
+    // every release time when there are few (ε is constant between them:
+    // the curve is a staircase with its steps where they are), else
+    // evenly spaced dates (the curve is sampled)
+    let steps = events.len() <= MAX_STEPS;
+    let times: Vec<f64> = if steps {
+        events.clone()
+    } else if horizon > origin {
         (0..CURVE_POINTS)
             .map(|i| origin + (horizon - origin) * i as f64 / (CURVE_POINTS - 1) as f64)
             .collect()
@@ -440,6 +451,15 @@ fn cumulative(
     };
     let at = |t: f64| releases(plan, &|i| slots[i].charged_at(t), &|_| 1.0);
     let by_time: Vec<Vec<acct::Release>> = times.iter().map(|&t| at(t)).collect();
+    // a staircase is its corners: keep a release time only where what has
+    // been charged changes (and the last, where the curve ends)
+    let (times, by_time): (Vec<f64>, Vec<Vec<acct::Release>>) = times
+        .iter()
+        .zip(&by_time)
+        .enumerate()
+        .filter(|&(i, (_, rs))| !steps || i == 0 || i + 1 == times.len() || *rs != by_time[i - 1])
+        .map(|(_, (&t, rs))| (t, rs.clone()))
+        .unzip();
     let curves = CURVE_ACCOUNTANTS
         .iter()
         .filter_map(|&a| {
@@ -466,7 +486,6 @@ fn cumulative(
         .collect();
     // the date each fraction of the budget is reached, under the total's rule
     let budget = plan.budget.epsilon;
-    let events = event_times(slots);
     let cache = std::cell::RefCell::new(std::collections::HashMap::<usize, f64>::new());
     // ε after the releases made by event i; the fast accountants bound it
     // from above, so below a target they settle the comparison alone
@@ -525,11 +544,16 @@ fn cumulative(
         budget_epsilon: budget,
         horizon_seconds: horizon,
         curves,
+        steps,
         fractions,
         note: format!(
-            "ε of every release made by each date, at δ = {}, at {} dates from the first release to the last; every accountant but the privacy-loss distribution is drawn (it is run once, for the total). The dates at which the budget's fractions are reached use the plan's own accountant rule ({}).",
+            "ε of every release made by each date, at δ = {}, at {}; every accountant but the privacy-loss distribution is drawn (it is run once, for the total). The dates at which the budget's fractions are reached use the plan's own accountant rule ({}).",
             dpplan_diagnostics::num(delta),
-            times.len(),
+            match (steps, times.len()) {
+                (true, 1) => "its one release time".to_string(),
+                (true, n) => format!("{n} release times (those where ε changes, and the last; ε is constant between them)"),
+                (false, n) => format!("{n} evenly spaced dates from the first release to the last"),
+            },
             choice
         ),
     }

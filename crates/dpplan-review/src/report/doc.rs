@@ -259,8 +259,20 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
                     Text::marked(&p.calibration),
                     num(p.l1).into(),
                     num(p.l2).into(),
-                    num(p.noise_std).into(),
-                    format!("±{}", num(p.ci95_half_width)).into(),
+                    // a quantile's error is in ranks (rows), not in the
+                    // value's units: said so in the cell itself
+                    if p.noise == "exponential" {
+                        format!("{} ranks (rms)", num(p.noise_std))
+                    } else {
+                        num(p.noise_std)
+                    }
+                    .into(),
+                    if p.noise == "exponential" {
+                        format!("±{} ranks", num(p.ci95_half_width))
+                    } else {
+                        format!("±{}", num(p.ci95_half_width))
+                    }
+                    .into(),
                 ]
             })
             .collect(),
@@ -314,7 +326,7 @@ fn part_notes(q: &QueryReview) -> Vec<Text> {
         }
         if p.noise == "exponential" {
             why.push(Text::marked(&format!(
-                "{}: no additive noise — the released value is a candidate; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error: root-mean-square ≤ {}, 95 % ≤ {}).",
+                "{}: no additive noise — the released value is one of the candidates; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error, in rows of the data, not in the value's units: root-mean-square ≤ {}, 95 % ≤ {}). How far that is in the value's units depends on how many rows lie near the quantile, which only the data knows; the released value is never further than the candidate grid allows.",
                 p.role,
                 num(p.ci95_half_width),
                 num(p.noise_std),
@@ -337,6 +349,43 @@ fn part_notes(q: &QueryReview) -> Vec<Text> {
         }
     }
     why
+}
+
+/// Why a fraction of the budget is never reached: the plan's whole total
+/// stays below it, printed with the digits that show it is below (a total
+/// a hair under the budget would otherwise print as the budget itself).
+fn never_reached(target: f64, r: &Review) -> String {
+    let total = r.contract.total.epsilon;
+    let shown = if num(total) == num(target) && total < target {
+        format!("{total}")
+    } else {
+        num(total)
+    };
+    format!(
+        "never: the whole plan spends ε = {shown}, {} of the budget",
+        share_of_budget(total, r.cumulative.budget_epsilon)
+    )
+}
+
+/// `total` as a share of `budget`, with the digits that keep a total
+/// below the budget below 100 %.
+fn share_of_budget(total: f64, budget: f64) -> String {
+    if budget.is_nan() || budget <= 0.0 {
+        return "—".into();
+    }
+    let share = 100.0 * total / budget;
+    let mut decimals = 1;
+    // never round a share below 100 % up to 100 %
+    let rounds_up_to_all = |d: usize| {
+        share < 100.0
+            && format!("{share:.d$}")
+                .parse::<f64>()
+                .is_ok_and(|v| v >= 100.0)
+    };
+    while decimals < 12 && rounds_up_to_all(decimals) {
+        decimals += 1;
+    }
+    format!("{share:.decimals$} %")
 }
 
 /// The cumulative ε over the release calendar.
@@ -364,7 +413,10 @@ fn calendar(b: &mut Vec<Block>, r: &Review, figures: bool) {
                         num(f.fraction * r.cumulative.budget_epsilon)
                     )
                     .into(),
-                    Text::marked(f.at.as_deref().unwrap_or("never")),
+                    match f.at.as_deref() {
+                        Some(at) => Text::marked(at),
+                        None => never_reached(f.fraction * r.cumulative.budget_epsilon, r).into(),
+                    },
                     opt(f.epsilon).into(),
                 ]
             })

@@ -30,7 +30,8 @@ pub use crate::averaging::{Averaging, AveragingPoint};
 /// 2: the optional `audit` (`dpplan report --audit`).
 /// 3: `one_release`, why a query's schedule is one accounted release (a
 /// window, a tree); `selection` (keys from the data).
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `cumulative.steps`, the curves are evaluated at every release time.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The counts at which a mean's accuracy is stated when none is given.
 pub const DEFAULT_MEAN_COUNTS: [f64; 4] = [100.0, 1_000.0, 10_000.0, 100_000.0];
@@ -235,6 +236,11 @@ pub struct Cumulative {
     /// The last release, seconds from the first run.
     pub horizon_seconds: f64,
     pub curves: Vec<Curve>,
+    /// The curves' points are every release time (ε is constant between
+    /// them: drawn as steps); `false`: evenly spaced dates (a plan with
+    /// many release times; drawn as line segments). Schema version 4.
+    #[serde(default)]
+    pub steps: bool,
     /// When the plan's own schedule reaches each fraction of the budget,
     /// under the accountant rule of the total.
     pub fractions: Vec<FractionReached>,

@@ -37,6 +37,26 @@ impl Rendered {
             .count();
         inked as f64 / n as f64
     }
+
+    /// The inked pixels inside the rectangle `[x0, x1) × [y0, y1)` and
+    /// outside it.
+    pub fn ink_inside_outside(&self, x0: i64, y0: i64, x1: i64, y1: i64) -> (usize, usize) {
+        let (mut inside, mut outside) = (0, 0);
+        for (i, p) in self.rgba.chunks_exact(4).enumerate() {
+            if p[0] < 235 || p[1] < 235 || p[2] < 235 {
+                let (x, y) = (
+                    (i as u32 % self.width) as i64,
+                    (i as u32 / self.width) as i64,
+                );
+                if (x0..x1).contains(&x) && (y0..y1).contains(&y) {
+                    inside += 1;
+                } else {
+                    outside += 1;
+                }
+            }
+        }
+        (inside, outside)
+    }
 }
 
 /// The Chromium binary: `DPPLAN_CHROMIUM`, else `chromium` on the PATH.
