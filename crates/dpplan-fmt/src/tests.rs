@@ -224,7 +224,11 @@ fn same_meaning_is_meaning_item_by_item() {
             assert!(!same_meaning(&a, &changed), "{path}: a dropped dataset");
         }
         let mut changed = b.clone();
-        if let Some(p) = changed.privacy.first_mut().and_then(|p| p.budgets.first_mut()) {
+        if let Some(p) = changed
+            .privacy
+            .first_mut()
+            .and_then(|p| p.budgets.first_mut())
+        {
             p.epsilon.value *= 2.0;
             assert!(!same_meaning(&a, &changed), "{path}: another budget");
         }
