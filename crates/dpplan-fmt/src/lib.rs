@@ -75,10 +75,14 @@ fn layout_of(text: &str, tokens: &[Lexeme]) -> Result<Layout, String> {
         match statement.kind {
             StatementKind::PlanHeader | StatementKind::Block => {
                 layout.stmt_starts.insert(span.start);
-                // The first `{` of the statement opens the block.
-                let open = tokens
+                // The first `{` of the statement opens the block: the
+                // tokens are in source order, so the search starts at the
+                // statement's first token (a binary search, not a scan from
+                // the file's start, which made formatting quadratic).
+                let first = tokens.partition_point(|t| t.start < span.start);
+                let open = tokens[first..]
                     .iter()
-                    .find(|t| t.start >= span.start && t.kind == LexemeKind::Punct(b'{'))
+                    .find(|t| t.kind == LexemeKind::Punct(b'{'))
                     .map(|t| t.start);
                 if let Some(open) = open {
                     layout.block_opens.insert(open);
@@ -101,6 +105,47 @@ fn layout_of(text: &str, tokens: &[Lexeme]) -> Result<Layout, String> {
 /// The AST as a JSON value with every span removed: what "the same meaning"
 /// is compared on.
 pub fn meaning(plan: &ast::Plan) -> serde_json::Value {
+    stripped(serde_json::to_value(plan))
+}
+
+/// Whether two ASTs have the same [`meaning`], compared item by item so that
+/// only one item's JSON value is held at a time (the whole plan's value of a
+/// large file took tens of kilobytes per line).
+pub fn same_meaning(a: &ast::Plan, b: &ast::Plan) -> bool {
+    macro_rules! same {
+        ($x:expr, $y:expr) => {
+            $x.len() == $y.len()
+                && $x.iter().zip($y.iter()).all(|(x, y)| {
+                    stripped(serde_json::to_value(x)) == stripped(serde_json::to_value(y))
+                })
+        };
+    }
+    // every field named: a new one does not compile until it is compared
+    let ast::Plan {
+        name,
+        header_span,
+        privacy,
+        datasets,
+        queries,
+        publishes,
+        broken,
+        privacy_broken,
+        broken_names,
+    } = a;
+    stripped(serde_json::to_value(name)) == stripped(serde_json::to_value(&b.name))
+        && header_span.is_some() == b.header_span.is_some()
+        && same!(privacy, b.privacy)
+        && same!(datasets, b.datasets)
+        && same!(queries, b.queries)
+        && same!(publishes, b.publishes)
+        && broken.len() == b.broken.len()
+        && *privacy_broken == b.privacy_broken
+        && same!(broken_names, b.broken_names)
+}
+
+/// A serialised value with every span (an object of exactly `start` and
+/// `end`) replaced by `null`.
+fn stripped(v: serde_json::Result<serde_json::Value>) -> serde_json::Value {
     fn strip(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::Object(map) => {
@@ -118,7 +163,7 @@ pub fn meaning(plan: &ast::Plan) -> serde_json::Value {
             _ => {}
         }
     }
-    let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+    let mut v = v.unwrap_or(serde_json::Value::Null);
     strip(&mut v);
     v
 }
@@ -140,7 +185,7 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     let layout = layout_of(text, &tokens).map_err(|e| FormatError::Syntax(vec![e]))?;
     let out = render(text, &tokens, &layout);
     let after = dpplan_syntax::parse(&out);
-    if !after.diagnostics.is_empty() || meaning(&after.plan) != meaning(&before.plan) {
+    if !after.diagnostics.is_empty() || !same_meaning(&after.plan, &before.plan) {
         return Err(FormatError::MeaningChanged);
     }
     Ok(out)
@@ -174,6 +219,9 @@ fn render(text: &str, tokens: &[Lexeme], layout: &Layout) -> String {
     let mut prev: Option<&Lexeme> = None;
     // Whether the innermost `{` on the current line is a domain list's.
     let mut inline_open = false;
+    // The index of the first token after the current run of comments that
+    // is not a comment (`tokens.len()` when there is none).
+    let mut next_code: Option<usize> = None;
     for (i, t) in tokens.iter().enumerate() {
         let is_open = t.kind == LexemeKind::Punct(b'{') && layout.block_opens.contains(&t.start);
         let is_close = t.kind == LexemeKind::Punct(b'}') && layout.block_closes.contains(&t.start);
@@ -209,7 +257,15 @@ fn render(text: &str, tokens: &[Lexeme], layout: &Layout) -> String {
             let level = if is_stmt || is_close {
                 depth
             } else if t.is_comment() {
-                let next = tokens[i + 1..].iter().find(|n| !n.is_comment());
+                // the next token that is not a comment, found once per run
+                // of comments (a scan per comment was quadratic in the run)
+                if next_code.is_none_or(|n| n <= i) {
+                    next_code = tokens[i + 1..]
+                        .iter()
+                        .position(|n| !n.is_comment())
+                        .map_or(Some(tokens.len()), |k| Some(i + 1 + k));
+                }
+                let next = next_code.and_then(|n| tokens.get(n));
                 match next {
                     None => depth,
                     Some(n) => {

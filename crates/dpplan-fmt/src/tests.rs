@@ -203,3 +203,34 @@ fn release_after_is_one_statement() {
     assert_eq!(format(messy).unwrap(), want);
     assert_eq!(format(want).unwrap(), want);
 }
+
+/// `same_meaning` (item by item, what `format` checks) agrees with the whole
+/// plan's `meaning` on every plan and its formatted text, and tells a change
+/// of any item apart (negative controls: a number, a name, a dropped item).
+#[test]
+fn same_meaning_is_meaning_item_by_item() {
+    for (path, text) in plans() {
+        let Ok(once) = format(&text) else { continue };
+        let (a, b) = (parse(&text).plan, parse(&once).plan);
+        assert!(same_meaning(&a, &b), "{path}");
+        assert_eq!(meaning(&a) == meaning(&b), same_meaning(&a, &b), "{path}");
+        let mut changed = b.clone();
+        if let Some(q) = changed.queries.first_mut() {
+            q.name.value.push('x');
+            assert!(!same_meaning(&a, &changed), "{path}: a renamed query");
+        }
+        let mut changed = b.clone();
+        if changed.datasets.pop().is_some() {
+            assert!(!same_meaning(&a, &changed), "{path}: a dropped dataset");
+        }
+        let mut changed = b.clone();
+        if let Some(p) = changed
+            .privacy
+            .first_mut()
+            .and_then(|p| p.budgets.first_mut())
+        {
+            p.epsilon.value *= 2.0;
+            assert!(!same_meaning(&a, &changed), "{path}: another budget");
+        }
+    }
+}

@@ -1,13 +1,16 @@
 //! Quick fixes for checker errors, by diagnostic code.
 //!
-//! * DP001 — add a contribution bound `rows_per_unit 10`;
+//! * DP001 — add a contribution bound `rows_per_unit 10` (or 1);
+//!
+//! each offered only when, applied, the plan checks without what it fixes
+//! and without a new error ([`code_actions`]);
 //! * DP002 — declare public bounds ` in [0, 100]` (or a public domain);
 //! * DP011 — calibrate a costly query's noise: `auto`, or the solved value;
 //! * DP009 — replace a fresh re-release with a re-publication;
 //! * any diagnostic with a suggestion ("did you mean `laplace`?": a
 //!   misspelt keyword, mechanism or name) — replace the word by it.
 
-use dpplan_diagnostics::{Code, Diagnostic, Span};
+use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::ast::{ColumnType, NoiseParam, Query};
 use dpplan_syntax::lexer::LexemeKind;
 
@@ -17,7 +20,82 @@ fn meets(a: Span, b: Span) -> bool {
     a.start <= b.end && b.start <= a.end
 }
 
+/// The fixes offered in `range`: only those that, applied, make the plan
+/// check without the diagnostic they claim to fix and without a new error
+/// ([`fixes`]); an action resolved later ([`Resolve::SolveNoise`]) is
+/// offered only when its `auto` variant fixes, and resolves to that variant
+/// when no solved value does ([`solve_noise`]).
 pub(crate) fn code_actions(doc: &Document, range: Span) -> Vec<CodeAction> {
+    let candidates = candidates(doc, range);
+    let mut verified: Vec<bool> = Vec::with_capacity(candidates.len());
+    for (i, a) in candidates.iter().enumerate() {
+        let ok = match (&a.resolve, &a.diagnostic) {
+            (None, Some(d)) => fixes(doc, d, &a.edits),
+            // offered with the `auto` action of the same query before it
+            (Some(_), Some(_)) => i > 0 && verified[i - 1],
+            (_, None) => false,
+        };
+        verified.push(ok);
+    }
+    candidates
+        .into_iter()
+        .zip(verified)
+        .filter_map(|(a, ok)| ok.then_some(a))
+        .collect()
+}
+
+/// The text with `edits` (non-overlapping) applied.
+pub(crate) fn apply(text: &str, edits: &[TextEdit]) -> String {
+    let mut edits: Vec<&TextEdit> = edits.iter().collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.span.start));
+    let mut out = text.to_string();
+    for e in edits {
+        out.replace_range(e.span.start..e.span.end, &e.new_text);
+    }
+    out
+}
+
+/// How much of what `code` reports is in `diagnostics`: one per
+/// diagnostic, but a DP009 hint counts each re-release it marks.
+fn weight(diagnostics: &[Diagnostic], code: Code) -> usize {
+    diagnostics
+        .iter()
+        .filter(|d| d.code == code)
+        .map(|d| {
+            if code == Code::FreshRerelease {
+                rereleases(d).count()
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Whether `edits` fix `d`: the document's text with them, analysed as the
+/// document is (its policy, its accounting cache), reports less of `d`'s
+/// code and no error of a code more often than before.
+pub(crate) fn fixes(doc: &Document, d: &Diagnostic, edits: &[TextEdit]) -> bool {
+    if edits.is_empty() {
+        return false;
+    }
+    let before = doc.diagnostics();
+    let after = doc
+        .context
+        .analyze(&apply(doc.text(), edits), &crate::light_options())
+        .diagnostics;
+    let errors = |ds: &[Diagnostic], code: Code| {
+        ds.iter()
+            .filter(|x| x.code == code && x.severity == Severity::Error)
+            .count()
+    };
+    weight(&after, d.code) < weight(before, d.code)
+        && after
+            .iter()
+            .filter(|x| x.severity == Severity::Error)
+            .all(|x| errors(&after, x.code) <= errors(before, x.code))
+}
+
+pub(crate) fn candidates(doc: &Document, range: Span) -> Vec<CodeAction> {
     let mut out = Vec::new();
     for d in doc.diagnostics() {
         if d.code == Code::FreshRerelease {
@@ -68,7 +146,16 @@ fn did_you_mean(d: &Diagnostic, word: &str, out: &mut Vec<CodeAction>) {
     ));
 }
 
+/// DP001: `rows_per_unit 10`, or `rows_per_unit 1` (the least a bound
+/// costs) for a plan whose budget 10 rows would exceed; each offered only
+/// when it fixes ([`code_actions`]).
 fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
+    for rows in [10, 1] {
+        contribution_rows(doc, d, rows, out);
+    }
+}
+
+fn contribution_rows(doc: &Document, d: &Diagnostic, rows: u32, out: &mut Vec<CodeAction>) {
     let plan = doc.ast();
     let at = d.primary.span.start;
     let Some(ds) = plan.datasets.iter().find(|ds| ds.span.contains(at)) else {
@@ -87,7 +174,7 @@ fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
         let (_, indent) = doc.line_indent(c.span.start);
         TextEdit {
             span: Span::new(open.end, open.end),
-            new_text: format!("\n{indent}  rows_per_unit 10"),
+            new_text: format!("\n{indent}  rows_per_unit {rows}"),
         }
     } else {
         let close = ds.span.end.saturating_sub(1);
@@ -96,24 +183,25 @@ fn contribution(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
             TextEdit {
                 span: Span::new(line_start, line_start),
                 new_text: format!(
-                    "{indent}  contribution {{\n{indent}    rows_per_unit 10\n{indent}  }}\n"
+                    "{indent}  contribution {{\n{indent}    rows_per_unit {rows}\n{indent}  }}\n"
                 ),
             }
         } else {
             TextEdit {
                 span: Span::new(close, close),
-                new_text: "contribution { rows_per_unit 10 } ".to_string(),
+                new_text: format!("contribution {{ rows_per_unit {rows} }} "),
             }
         }
     };
     out.push(action(
         format!(
-            "Bound each unit to 10 rows of `{}` (`contribution {{ rows_per_unit 10 }}`)",
+            "Bound each unit to {rows} row{} of `{}` (`contribution {{ rows_per_unit {rows} }}`)",
+            if rows == 1 { "" } else { "s" },
             ds.name.value
         ),
         d,
         vec![edit],
-        true,
+        rows == 10,
     ));
 }
 
@@ -213,13 +301,36 @@ fn calibrate(doc: &Document, d: &Diagnostic, out: &mut Vec<CodeAction>) {
 /// The edit that sets a query's noise to the solved value that makes the
 /// plan fit its budget: the checker calibrates it as `auto`, the value is
 /// printed rounded up (more noise) and checked to fit.
+///
+/// When no rounded value fits (or the plan does not check with `auto`), the
+/// edit is `auto` itself, offered only when it fixes ([`code_actions`]).
 pub(crate) fn solve_noise(doc: &Document, query: &str) -> Option<(String, TextEdit)> {
+    let plan = doc.ast();
+    let q = plan.queries.iter().find(|q| q.name.value == query)?;
+    let (span, _) = noise_param_span(doc, q)?;
+    solved_value(doc, query).or_else(|| {
+        Some((
+            format!("Calibrate `{query}`'s noise to fit the budget (`auto`)"),
+            TextEdit {
+                span,
+                new_text: " auto".into(),
+            },
+        ))
+    })
+}
+
+/// The solved value's edit, when one fixes the plan's DP011 ([`fixes`]).
+fn solved_value(doc: &Document, query: &str) -> Option<(String, TextEdit)> {
     let plan = doc.ast();
     let text = doc.text();
     let q = plan.queries.iter().find(|q| q.name.value == query)?;
     let (span, gaussian) = noise_param_span(doc, q)?;
+    let over = doc
+        .diagnostics()
+        .iter()
+        .find(|d| d.code == Code::OverBudget)?;
     let auto_text = replaced(text, span, " auto");
-    let solved = dpplan_check::analyze_with(&auto_text, &crate::fast_options());
+    let solved = doc.context.analyze(&auto_text, &crate::fast_options());
     if solved.has_errors() {
         return None;
     }
@@ -238,19 +349,17 @@ pub(crate) fn solve_noise(doc: &Document, query: &str) -> Option<(String, TextEd
     let keyword = if gaussian { "sigma" } else { "scale" };
     for _ in 0..3 {
         let candidate = format!(" {keyword} {}", num(value));
-        let check =
-            dpplan_check::analyze_with(&replaced(text, span, &candidate), &crate::fast_options());
-        if !check.has_errors() && check.report.as_ref().and_then(|r| r.within_budget) == Some(true)
-        {
+        let edit = TextEdit {
+            span,
+            new_text: candidate.clone(),
+        };
+        if fixes(doc, over, std::slice::from_ref(&edit)) {
             return Some((
                 format!(
                     "Set `{query}`'s noise to `{}` so that the plan fits its budget",
                     candidate.trim()
                 ),
-                TextEdit {
-                    span,
-                    new_text: candidate,
-                },
+                edit,
             ));
         }
         value *= 1.0001;

@@ -7,8 +7,8 @@ use dpplan_diagnostics::Span;
 use dpplan_syntax::ast::{self, ColumnType};
 use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 use dpplan_vocab::{
-    AccountantChoice, AccuracyMeasure, Adjacency, ColumnKind, InvalidRule, NoiseKind, UnitKind,
-    Vocabulary,
+    AccountantChoice, AccuracyMeasure, Adjacency, AggKind, ColumnKind, InvalidRule, NoiseKind,
+    UnitKind, Vocabulary,
 };
 
 use crate::{keyword_doc, CompletionItem, CompletionKind, Document};
@@ -361,7 +361,7 @@ fn aggregation_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]
 fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
     let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
     match (stmt.first().copied(), stmt.last().copied()) {
-        (Some("noise"), Some("noise")) => kw(out, &names::<NoiseKind>()),
+        (Some("noise"), Some("noise")) => kw(out, &noise_kinds(items)),
         (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
         (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
             kw(out, &["scale", "epsilon", "auto"])
@@ -392,6 +392,77 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
         (Some("sensitivity"), _) => kw(out, &["l1", "l2"]),
         _ => {}
     }
+}
+
+/// The noise kinds that type-check for the query at the cursor, as the
+/// checker decides (DP017, DP007): a quantile only `exponential`, any other
+/// statistic additive noise but not `exponential`; discrete noise only on
+/// integer values (not a float column's sum or mean); Gaussian noise only
+/// under a budget with δ > 0. Every kind when the query's statistic is not
+/// known yet.
+fn noise_kinds(items: &Items) -> Vec<&'static str> {
+    let plan = items.plan();
+    let Some((kind, target)) = aggregation_before(items.doc, items.replace.start) else {
+        return names::<NoiseKind>();
+    };
+    if matches!(kind, AggKind::Quantile | AggKind::Quantiles) {
+        return vec![NoiseKind::Exponential.name()];
+    }
+    let float_values = target.split_once('.').is_some_and(|(dataset, col)| {
+        plan.datasets
+            .iter()
+            .filter(|ds| ds.name.value == dataset)
+            .flat_map(|ds| &ds.columns)
+            .any(|c| c.name.value == col && matches!(c.ty.value, ColumnType::Float { .. }))
+    });
+    let pure = plan
+        .privacy
+        .iter()
+        .flat_map(|p| &p.budgets)
+        .any(|b| b.delta.as_ref().is_none_or(|d| d.value == 0.0));
+    <NoiseKind as Vocabulary>::ALL
+        .iter()
+        .filter(|k| **k != NoiseKind::Exponential)
+        .filter(|k| !(float_values && k.is_discrete()))
+        .filter(|k| !(pure && k.is_gaussian()))
+        .map(|k| k.name())
+        .collect()
+}
+
+/// The aggregation of the query block around `at`, read from the tokens
+/// (the statement being typed does not parse yet): its kind and its target
+/// as written (`d` or `d.col`).
+fn aggregation_before(doc: &Document, at: usize) -> Option<(AggKind, &str)> {
+    let text = doc.text();
+    let tokens = doc.tokens();
+    let end = tokens.partition_point(|t| t.start < at);
+    let words = |range: std::ops::Range<usize>| {
+        tokens[range]
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_comment())
+            .map(|(i, t)| (i, t.text(text)))
+            .collect::<Vec<_>>()
+    };
+    // the block's header: the last `query` word before the cursor
+    let start = words(0..end)
+        .into_iter()
+        .rev()
+        .find(|(_, w)| *w == "query")
+        .map(|(i, _)| i)?;
+    let body = words(start..end);
+    body.windows(3).find_map(|w| {
+        let kind = AggKind::ALL.iter().find(|k| k.name() == w[0].1)?;
+        if w[1].1 != "(" {
+            return None;
+        }
+        let target = if w[2].1 == "distinct" {
+            body.get(body.iter().position(|x| x.0 == w[2].0)? + 1)?.1
+        } else {
+            w[2].1
+        };
+        Some((*kind, target))
+    })
 }
 
 /// The names and keywords a completion offers, each replacing `replace`.

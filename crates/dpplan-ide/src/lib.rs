@@ -503,3 +503,6 @@ mod tests;
 
 #[cfg(test)]
 mod errors_tests;
+
+#[cfg(test)]
+mod fix_tests;

@@ -51,9 +51,15 @@ pub(crate) fn outline(doc: &Document) -> Vec<OutlineItem> {
             children: columns,
         });
     }
+    // each query's report by its name's position, looked up once per query
+    // (a search of the list per query was quadratic on large plans)
+    let reports: std::collections::HashMap<usize, _> = report
+        .map(|r| r.queries.iter().map(|x| (x.name_span.start, x)).collect())
+        .unwrap_or_default();
     for q in &plan.queries {
-        let detail = report
-            .and_then(|r| r.queries.iter().find(|x| x.name_span == q.name.span))
+        let detail = reports
+            .get(&q.name.span.start)
+            .filter(|x| x.name_span == q.name.span)
             .map(|r| match &r.total {
                 Some(t) => format!(
                     "{} · {} · ε {}",

@@ -9,7 +9,7 @@ fn example(name: &str) -> String {
 }
 
 /// Every `examples/**/*.dpplan`, sorted.
-fn every_example() -> Vec<std::path::PathBuf> {
+pub(crate) fn every_example() -> Vec<std::path::PathBuf> {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
@@ -35,13 +35,7 @@ fn at(text: &str, needle: &str) -> usize {
 }
 
 fn apply(text: &str, edits: &[TextEdit]) -> String {
-    let mut edits = edits.to_vec();
-    edits.sort_by_key(|e| std::cmp::Reverse(e.span.start));
-    let mut s = text.to_string();
-    for e in edits {
-        s.replace_range(e.span.start..e.span.end, &e.new_text);
-    }
-    s
+    actions::apply(text, edits)
 }
 
 #[test]
@@ -132,6 +126,80 @@ fn inlay_hints_show_costs_and_the_total() {
         .find(|h| h.kind == InlayKind::PlanTotal)
         .unwrap();
     assert_eq!(&text[budget.offset - 10..budget.offset], "delta 1e-8");
+}
+
+/// Completion after `noise ` offers only the kinds that type-check for the
+/// query's statistic: each offered kind is written into the plan and
+/// checked (no DP017/DP007 error), and each kind left out fails to check.
+#[test]
+fn noise_completion_offers_only_what_type_checks() {
+    let plan = |budget: &str, stat: &str, noise: &str| {
+        format!("plan \"p\" {{\n  privacy {{\n    unit row\n    adjacency add_remove\n    budget {budget}\n  }}\n  dataset d {{\n    column f : float in [0, 10]\n    column i : int in [0, 10]\n  }}\n  query q {{\n    {stat}\n    noise {noise}\n    schedule once\n  }}\n}}\n")
+    };
+    let kinds = |budget: &str, stat: &str| -> Vec<String> {
+        let text = plan(budget, stat, "CURSOR");
+        let off = at(&text, "CURSOR");
+        let doc = Document::new(text.replace("CURSOR", ""));
+        doc.completions(off).into_iter().map(|c| c.label).collect()
+    };
+    let all = [
+        "laplace",
+        "gaussian",
+        "discrete_laplace",
+        "discrete_gaussian",
+        "exponential",
+    ];
+    let cases = [
+        (
+            "epsilon 1 delta 1e-6",
+            "sum(d.f)",
+            vec!["laplace", "gaussian"],
+        ),
+        (
+            "epsilon 1 delta 1e-6",
+            "mean(d.f)",
+            vec!["laplace", "gaussian"],
+        ),
+        (
+            "epsilon 1 delta 1e-6",
+            "sum(d.i)",
+            vec![
+                "laplace",
+                "gaussian",
+                "discrete_laplace",
+                "discrete_gaussian",
+            ],
+        ),
+        ("epsilon 1", "count(d)", vec!["laplace", "discrete_laplace"]),
+        (
+            "epsilon 1 delta 1e-6",
+            "quantile(d.f, 0.5)\n    candidates every 1",
+            vec!["exponential"],
+        ),
+    ];
+    for (budget, stat, want) in cases {
+        assert_eq!(kinds(budget, stat), want, "{stat} under {budget}");
+        for k in all {
+            let param = if k.contains("gaussian") {
+                "sigma 100"
+            } else {
+                "scale 100"
+            };
+            let param = if k == "exponential" {
+                "epsilon 0.5"
+            } else {
+                param
+            };
+            let text = plan(budget, stat, &format!("{k} {param}"));
+            let doc = Document::new(text);
+            assert_eq!(
+                doc.light_analysis().has_errors(),
+                !want.contains(&k),
+                "{stat} under {budget} with {k}: {:?}",
+                doc.diagnostics()
+            );
+        }
+    }
 }
 
 #[test]
@@ -330,10 +398,27 @@ fn fix(text: &str, code: Code, pick: usize) -> String {
 
 #[test]
 fn code_action_dp001_adds_a_contribution_bound() {
-    let text = example("web-analytics").replace("    contribution {\n      rows_per_unit 5 // at most 5 random visits per user are kept\n      groups_per_unit 3 // touching at most 3 pages\n    }\n", "");
+    let block = "    contribution {\n      rows_per_unit 5 // at most 5 random visits per user are kept\n      groups_per_unit 3 // touching at most 3 pages\n    }\n";
+    // negative control: without the whole block, bounding the rows alone
+    // reveals the missing `groups_per_unit` (a new error): not offered
+    let text = example("web-analytics").replace(block, "");
+    let doc = Document::new(text.clone());
+    let d = doc
+        .diagnostics()
+        .iter()
+        .find(|d| d.code == Code::UnboundedContribution)
+        .unwrap();
+    assert!(!actions::candidates(&doc, d.primary.span).is_empty());
+    assert!(doc.code_actions(d.primary.span).is_empty());
+    let text = example("web-analytics").replace(
+        "      rows_per_unit 5 // at most 5 random visits per user are kept\n",
+        "",
+    );
+    // 10 rows would spend more than the budget (the example's bound is 5):
+    // the fix offered is the 1 row that fits
     let fixed = fix(&text, Code::UnboundedContribution, 0);
     assert!(
-        fixed.contains("    contribution {\n      rows_per_unit 10\n    }\n  }"),
+        fixed.contains("    contribution {\n      rows_per_unit 1\n      groups_per_unit 3"),
         "{fixed}"
     );
     let doc = Document::new(fixed);
