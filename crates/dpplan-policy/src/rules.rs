@@ -1,4 +1,4 @@
-//! The organisation's rules on one plan (DP100–DP106): each reads the
+//! The organisation's rules on one plan (DP100–DP106, DP109): each reads the
 //! checked plan (and the syntax tree, for where to point) and the limits
 //! that apply to the plan's path.
 
@@ -47,7 +47,51 @@ pub fn check(a: &Analysis, e: &Effective, source: &str) -> Vec<Diagnostic> {
     releases(r, l, &at, source, &mut out);
     noise(r, l, source, &mut out);
     accuracy(r, l, source, &mut out);
+    attack_risk(r, l, &at, source, &mut out);
     out
+}
+
+/// DP109: the plan's bound on a membership test's TPR at each capped
+/// false-positive rate against the cap (only when a total is claimed).
+fn attack_risk(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mut Vec<Diagnostic>) {
+    let Some(risk) = &r.attack_risk else {
+        return;
+    };
+    for cap in l.tpr_caps() {
+        let (fpr, max) = (*cap.fpr.get_ref(), *cap.tpr.get_ref());
+        let Some(tpr) = risk.tpr_at(fpr) else { continue };
+        if tpr > max {
+            out.push(
+                Diagnostic::new(
+                    Code::PolicyAttackRisk,
+                    format!(
+                        "at a false-positive rate of {}, a membership test could reach a true-positive rate of {}, above the policy's {} ({source}: max-tpr-at-fpr)",
+                        rate(fpr),
+                        pct(tpr),
+                        rate(max)
+                    ),
+                    at.budget,
+                )
+                .label("attack risk above the policy's cap")
+                .help("more noise or fewer releases (a smaller ε), or a reviewed exception for this path"),
+            );
+        }
+    }
+}
+
+/// A rate the policy states, as a percentage (as written, not rounded).
+fn rate(x: f64) -> String {
+    format!("{} %", num(x * 100.0))
+}
+
+/// A rate as a percentage, rounded up at the last digit shown (a TPR is
+/// never printed below its bound).
+pub(crate) fn pct(x: f64) -> String {
+    let p = x * 100.0;
+    let digits = if p >= 10.0 { 1 } else if p >= 1.0 { 2 } else { 3 };
+    let scale = 10f64.powi(digits);
+    let up = ((p.next_up() * scale).next_up().ceil() / scale).max(0.0);
+    format!("{up:.*} %", digits as usize)
 }
 
 fn budget(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mut Vec<Diagnostic>) {
