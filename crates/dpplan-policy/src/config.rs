@@ -113,7 +113,12 @@ impl Limits {
 /// lower TPR, at different ones both.
 fn tighter_caps(a: &Limits, b: &Limits) -> (Option<TprCap>, Vec<TprCap>) {
     let mut all: Vec<TprCap> = a.tpr_caps().chain(b.tpr_caps()).cloned().collect();
-    all.sort_by(|x, y| x.fpr.get_ref().total_cmp(y.fpr.get_ref()).then(x.tpr.get_ref().total_cmp(y.tpr.get_ref())));
+    all.sort_by(|x, y| {
+        x.fpr
+            .get_ref()
+            .total_cmp(y.fpr.get_ref())
+            .then(x.tpr.get_ref().total_cmp(y.tpr.get_ref()))
+    });
     all.dedup_by(|later, kept| later.fpr.get_ref() == kept.fpr.get_ref());
     let first = b
         .max_tpr_at_fpr

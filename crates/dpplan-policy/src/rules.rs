@@ -3,7 +3,7 @@
 //! that apply to the plan's path.
 
 use dpplan_check::{Analysis, CheckedPlan};
-use dpplan_diagnostics::{num, Code, Diagnostic, Span};
+use dpplan_diagnostics::{num, percent, percent_up, Code, Diagnostic, Span};
 use dpplan_vocab::{ColumnKind, NoiseKind, UnitKind};
 
 use crate::config::{Effective, Limits};
@@ -59,16 +59,18 @@ fn attack_risk(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mu
     };
     for cap in l.tpr_caps() {
         let (fpr, max) = (*cap.fpr.get_ref(), *cap.tpr.get_ref());
-        let Some(tpr) = risk.tpr_at(fpr) else { continue };
+        let Some(tpr) = risk.tpr_at(fpr) else {
+            continue;
+        };
         if tpr > max {
             out.push(
                 Diagnostic::new(
                     Code::PolicyAttackRisk,
                     format!(
                         "at a false-positive rate of {}, a membership test could reach a true-positive rate of {}, above the policy's {} ({source}: max-tpr-at-fpr)",
-                        rate(fpr),
-                        pct(tpr),
-                        rate(max)
+                        percent(fpr),
+                        percent_up(tpr),
+                        percent(max)
                     ),
                     at.budget,
                 )
@@ -77,21 +79,6 @@ fn attack_risk(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mu
             );
         }
     }
-}
-
-/// A rate the policy states, as a percentage (as written, not rounded).
-fn rate(x: f64) -> String {
-    format!("{} %", num(x * 100.0))
-}
-
-/// A rate as a percentage, rounded up at the last digit shown (a TPR is
-/// never printed below its bound).
-pub(crate) fn pct(x: f64) -> String {
-    let p = x * 100.0;
-    let digits = if p >= 10.0 { 1 } else if p >= 1.0 { 2 } else { 3 };
-    let scale = 10f64.powi(digits);
-    let up = ((p.next_up() * scale).next_up().ceil() / scale).max(0.0);
-    format!("{up:.*} %", digits as usize)
 }
 
 fn budget(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mut Vec<Diagnostic>) {
