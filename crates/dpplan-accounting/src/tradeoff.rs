@@ -330,7 +330,7 @@ mod tests {
             t >= reference && t - reference < 1e-12,
             "{t} vs {reference}"
         );
-        assert_eq!(tpr_gdp(0.0, 0.3) >= 0.3, true);
+        assert!(tpr_gdp(0.0, 0.3) >= 0.3);
         assert!(tpr_gdp(0.0, 0.3) - 0.3 < 1e-12);
         assert_eq!(tpr_gdp(2.0, 0.0), 0.0);
         assert_eq!(tpr_gdp(2.0, 1.0), 1.0);

@@ -130,7 +130,8 @@ fn one_laplace_release_is_its_exact_curve_from_above() {
 #[test]
 fn mixed_plans_are_within_dp_accountings_pld() {
     // (Laplace ε, count), (Gaussian μ = 1/σ, count)
-    let plans: Vec<(Vec<(f64, u64)>, Vec<(f64, u64)>)> = vec![
+    type Parts = Vec<(f64, u64)>;
+    let plans: Vec<(Parts, Parts)> = vec![
         (vec![(0.5, 4)], vec![(0.5, 3)]),
         (vec![(0.1, 50)], vec![(0.2, 20)]),
         (vec![(1.0, 1), (0.2, 10)], vec![(1.0, 1)]),

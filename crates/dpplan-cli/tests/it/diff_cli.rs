@@ -434,7 +434,11 @@ fn the_diff_states_the_attackers_best_tpr_old_to_new() {
     let p = pair(&old, &new);
     let d = p.json();
     for (side, file) in [("old", "old.dpplan"), ("new", "new.dpplan")] {
-        assert_eq!(d[side]["attack_risk"], p.check(file)["attack_risk"], "{side}");
+        assert_eq!(
+            d[side]["attack_risk"],
+            p.check(file)["attack_risk"],
+            "{side}"
+        );
     }
     let tpr = |side: &str| d[side]["attack_risk"]["points"][0]["tpr"].as_f64().unwrap();
     assert!(tpr("new") > tpr("old"), "less noise, a larger TPR");
