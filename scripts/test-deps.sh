@@ -12,6 +12,9 @@
 #     and PySpark 4.3.0 from the Python package index in a virtual
 #     environment under target/test-deps/spark-venv: the Spark engine's tests
 #     run against a real Spark (scripts/spark-cluster.sh starts it).
+#   - dp-accounting 0.6.0 from PyPI in target/test-deps/dp-accounting-venv
+#     (Google's PLD, the reference of the attack-risk test on mixed plans:
+#     crates/dpplan-accounting/tests/it/tradeoff.rs);
 #   - pre-commit 4.7.0 from PyPI in target/test-deps/precommit-venv (the
 #     repository's hooks are run by it: scripts/test-precommit.sh);
 # Idempotent: does nothing when everything is already there.
@@ -54,6 +57,14 @@ mpmath_py="$deps/mpmath-venv/bin/python"
 if ! { [ -x "$mpmath_py" ] && "$mpmath_py" -c 'import mpmath, sys; sys.exit(mpmath.__version__ != "1.3.0")' 2>/dev/null; }; then
   python3 -m venv "$deps/mpmath-venv"
   "$deps/mpmath-venv/bin/pip" install -q "mpmath==1.3.0"
+fi
+# dp-accounting (PyPI, pinned) in a venv: the trade-off curve's reference on
+# mixed plans (crates/dpplan-accounting/tests/it/tradeoff.rs)
+dpa_py="$deps/dp-accounting-venv/bin/python"
+if ! { [ -x "$dpa_py" ] && "$dpa_py" -c 'import importlib.metadata as m, sys; sys.exit(m.version("dp-accounting") != "0.6.0")' 2>/dev/null; }; then
+  rm -rf "$deps/dp-accounting-venv"
+  python3 -m venv "$deps/dp-accounting-venv"
+  "$deps/dp-accounting-venv/bin/pip" install -q --disable-pip-version-check "dp-accounting==0.6.0"
 fi
 # pre-commit (PyPI, pinned) in a venv: scripts/test-precommit.sh runs the
 # repository's hooks with it

@@ -177,5 +177,37 @@ fn bench_dgauss(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench, bench_dgauss);
+/// Attack risk (the TPR at 1 % and 0.1 % FPR) beside the PLD's ε on 10⁴
+/// distinct releases (half Laplace, half Gaussian: the PLD's curve) and on
+/// 10⁴ distinct Gaussians (μ-GDP's closed form).
+fn bench_attack_risk(c: &mut Criterion) {
+    let mixed: Vec<Release> = (0..10_000)
+        .map(|i| {
+            if i % 2 == 0 {
+                rel(NoiseKind::Laplace, 200.0 + i as f64 * 1e-1, 1)
+            } else {
+                rel(NoiseKind::Gaussian, 50.0 + i as f64 * 1e-2, 1)
+            }
+        })
+        .collect();
+    let gauss: Vec<Release> = (0..10_000)
+        .map(|i| rel(NoiseKind::Gaussian, 50.0 + i as f64 * 1e-2, 1))
+        .collect();
+    let mut grp = c.benchmark_group("attack_risk");
+    grp.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(3));
+    grp.bench_function("pld epsilon, 10^4 mixed", |b| {
+        b.iter(|| epsilon(black_box(&mixed), 1e-6, Accountant::Pld))
+    });
+    grp.bench_function("attack risk, 10^4 mixed", |b| {
+        b.iter(|| attack_risk(black_box(&mixed), 1e-6, 0.0, &FPRS))
+    });
+    grp.bench_function("attack risk, 10^4 Gaussian", |b| {
+        b.iter(|| attack_risk(black_box(&gauss), 1e-6, 0.0, &FPRS))
+    });
+    grp.finish();
+}
+
+criterion_group!(benches, bench, bench_dgauss, bench_attack_risk);
 criterion_main!(benches);

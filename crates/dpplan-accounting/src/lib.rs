@@ -110,10 +110,12 @@ mod grid;
 pub mod roots;
 pub mod selection;
 mod special;
+pub mod tradeoff;
 
 pub use accountants::{rdp_epsilon_with, zcdp_epsilon_from_rho, RdpConversion};
 pub use dgauss::discrete_gaussian_normaliser;
 pub use special::{log_norm_cdf, norm_cdf};
+pub use tradeoff::{attack_risk, AttackRisk, CurveSource, TprPoint, FPRS};
 
 /// Sensitivity of the released query.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -34,6 +34,9 @@ enum Call {
     Best,
     FastBest,
     All,
+    /// [`acct::attack_risk`] at [`acct::FPRS`], with the bits of the δ
+    /// added to every ε
+    AttackRisk(u64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -74,6 +77,7 @@ type Many = Vec<(acct::Accountant, One)>;
 enum Value {
     One(One),
     Many(Many),
+    Risk(Option<acct::AttackRisk>),
 }
 
 #[derive(Default)]
@@ -189,7 +193,7 @@ fn one(call: Call, releases: &[Release], delta: f64, f: impl Fn() -> One) -> One
         Value::One(r) => r,
         // a key's call decides its value's shape: not reached, but
         // computing is always right
-        Value::Many(_) => f(),
+        Value::Many(_) | Value::Risk(_) => f(),
     }
 }
 
@@ -219,6 +223,23 @@ pub(crate) fn all(releases: &[Release], delta: f64) -> Many {
         || Value::Many(acct::all(releases, delta)),
     ) {
         Value::Many(r) => r,
-        Value::One(_) => acct::all(releases, delta),
+        Value::One(_) | Value::Risk(_) => acct::all(releases, delta),
+    }
+}
+
+/// [`acct::attack_risk`] at [`acct::FPRS`], remembered; `None` when it
+/// cannot be computed (then none is shown).
+pub(crate) fn attack_risk(
+    releases: &[Release],
+    delta: f64,
+    extra_delta: f64,
+) -> Option<acct::AttackRisk> {
+    let compute = || acct::attack_risk(releases, delta, extra_delta, &acct::FPRS).ok();
+    match remembered(
+        || Key::new(Call::AttackRisk(extra_delta.to_bits()), releases, delta),
+        || Value::Risk(compute()),
+    ) {
+        Value::Risk(r) => r,
+        Value::One(_) | Value::Many(_) => compute(),
     }
 }

@@ -39,6 +39,12 @@ pub struct CheckedPlan {
     /// Every accountant's value for the whole plan (empty when incomplete).
     pub accountants: Vec<AccountantReport>,
     pub within_budget: Option<bool>,
+    /// The claim read as attack risk: the best TPR of any membership test
+    /// at the false-positive rates [`acct::FPRS`], from the same
+    /// composition (docs/accounting.md, "Attack risk"); `None` when no
+    /// claim is made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack_risk: Option<acct::AttackRisk>,
     pub population: Option<f64>,
     pub releases: u64,
     pub queries: Vec<QueryReport>,

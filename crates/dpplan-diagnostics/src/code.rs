@@ -144,6 +144,9 @@ codes! {
     /// The policy file that governs the plan cannot be used (the language
     /// server's; `dpplan check` refuses to run instead).
     PolicyFile = "108", "policy-file", Error, "The dpplan.toml that governs the plan cannot be read or is invalid";
+    /// A membership test could do better than the policy's cap on its
+    /// true-positive rate at a false-positive rate.
+    PolicyAttackRisk = "109", "policy-attack-risk", Error, "A membership test's true-positive rate could exceed the policy's cap";
 }
 
 impl Code {

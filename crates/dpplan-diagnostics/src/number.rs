@@ -41,6 +41,38 @@ pub fn num(x: f64) -> String {
     }
 }
 
+/// A probability bound as a percentage, rounded **up** at the last digit
+/// shown (3 significant digits, at most 3 decimals): a true-positive rate
+/// is never printed below its bound. `0.0271828…` is `2.72 %`.
+pub fn percent_up(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let p = x * 100.0;
+    let digits = if p >= 10.0 {
+        1
+    } else if p >= 1.0 {
+        2
+    } else {
+        3
+    };
+    // k/10^d ≥ 100·x exactly: S = 100·10^d is an exact float and the sign
+    // of x·S − k is that of its one rounding by fma
+    let s = 100.0 * 10f64.powi(digits);
+    let mut k = (x * s).ceil();
+    if x.mul_add(s, -k) > 0.0 {
+        k += 1.0;
+    }
+    let up = (k / 10f64.powi(digits)).clamp(0.0, 100.0);
+    format!("{up:.*} %", digits as usize)
+}
+
+/// A rate as written (a policy's, a test's), as a percentage: `0.001` is
+/// `0.1 %`.
+pub fn percent(x: f64) -> String {
+    format!("{} %", num(x * 100.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::num;
@@ -57,5 +89,17 @@ mod tests {
         assert_eq!(num(f64::INFINITY), "inf");
         assert_eq!(num(2.5e-7), "2.5e-7");
         assert_eq!(num(0.000123), "0.000123");
+    }
+
+    #[test]
+    fn percentages_round_up() {
+        assert_eq!(super::percent_up(0.027_182_818), "2.72 %");
+        assert_eq!(super::percent_up(0.25), "25.0 %");
+        assert_eq!(super::percent_up(0.000_976_562_5), "0.098 %");
+        // the float 0.0025 is above 1/400: its bound shows as 0.251 %
+        assert_eq!(super::percent_up(0.0025), "0.251 %");
+        assert_eq!(super::percent_up(0.183_593), "18.4 %");
+        assert_eq!(super::percent_up(1.0), "100.0 %");
+        assert_eq!(super::percent(0.001), "0.1 %");
     }
 }

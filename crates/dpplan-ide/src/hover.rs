@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use dpplan_check::{CheckedPlan, QueryReport};
-use dpplan_diagnostics::{Code, Span};
+use dpplan_diagnostics::{percent_up, Code, Span};
 use dpplan_syntax::ast::{self, ColumnType};
 use dpplan_syntax::ItemKind;
 
@@ -444,6 +444,22 @@ fn budget_hover(doc: &Document) -> String {
                 report.total_missing.as_deref().unwrap_or("not available")
             );
         }
+    }
+    // the claim read as attack risk: the best TPR of a membership test at
+    // each false-positive rate, rounded up (dpplan_accounting::tradeoff)
+    if let Some(risk) = &report.attack_risk {
+        for (i, p) in risk.points.iter().enumerate() {
+            let (tpr, fpr) = (percent_up(p.tpr), dpplan_diagnostics::percent(p.fpr));
+            let _ = if i == 0 {
+                write!(md, "**Attack risk:** at {fpr} false positives, a membership test (is one unit in the data?) reaches at most {tpr} true positives")
+            } else {
+                write!(md, "; at {fpr}, at most {tpr}")
+            };
+        }
+        if let Some(mu) = risk.gdp_mu {
+            let _ = write!(md, " · μ-GDP with μ = {}", num(mu));
+        }
+        let _ = writeln!(md, "\n");
     }
     if report.total.is_some() {
         if let Some(full) = doc.full_report() {

@@ -78,6 +78,40 @@ fn hover_on_the_budget_lists_every_accountant() {
 }
 
 #[test]
+fn hover_on_the_budget_states_the_attack_risk_of_the_json() {
+    let text = example("web-analytics");
+    let doc = Document::new(text.clone());
+    let h = doc.hover(at(&text, "budget epsilon") + 2).unwrap();
+    let risk = doc
+        .light_analysis()
+        .report
+        .as_ref()
+        .and_then(|r| r.attack_risk.clone())
+        .expect("a claimed plan has an attack risk");
+    for p in &risk.points {
+        let shown = dpplan_diagnostics::percent_up(p.tpr);
+        assert!(h.markdown.contains(&shown), "{shown}: {}", h.markdown);
+    }
+    assert!(
+        h.markdown.contains("at 1 % false positives"),
+        "{}",
+        h.markdown
+    );
+    // negative control: twice the noise, a smaller TPR
+    let quieter = text
+        .replace("noise laplace scale 250", "noise laplace scale 500")
+        .replace("noise gaussian sigma 60", "noise gaussian sigma 120");
+    let q = Document::new(quieter);
+    let r2 = q
+        .light_analysis()
+        .report
+        .as_ref()
+        .and_then(|r| r.attack_risk.clone())
+        .unwrap();
+    assert!(r2.points[0].tpr < risk.points[0].tpr);
+}
+
+#[test]
 fn hover_on_keywords_datasets_and_columns() {
     let text = example("web-analytics");
     let doc = Document::new(text.clone());

@@ -84,13 +84,59 @@ pub struct Limits {
     pub max_plan_releases: Option<u64>,
     pub min_noise_multiplier: Option<Spanned<f64>>,
     pub require_accuracy: Option<bool>,
+    /// `max-tpr-at-fpr = { fpr = 0.01, tpr = 0.05 }`: the largest TPR of a
+    /// membership test at that false-positive rate (DP109)
+    pub max_tpr_at_fpr: Option<TprCap>,
+    /// the caps of the policies this one extends at other false-positive
+    /// rates ([`Limits::tightest`] keeps every one)
+    #[serde(skip)]
+    pub inherited_tpr_caps: Vec<TprCap>,
+}
+
+/// A cap on attack risk: at false-positive rate `fpr`, no membership test
+/// may have a true-positive rate above `tpr`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TprCap {
+    pub fpr: Spanned<f64>,
+    pub tpr: Spanned<f64>,
+}
+
+impl Limits {
+    /// Every TPR cap in force: this policy's and the inherited ones.
+    pub fn tpr_caps(&self) -> impl Iterator<Item = &TprCap> {
+        self.max_tpr_at_fpr.iter().chain(&self.inherited_tpr_caps)
+    }
+}
+
+/// The stricter caps of two policies: at the same false-positive rate the
+/// lower TPR, at different ones both.
+fn tighter_caps(a: &Limits, b: &Limits) -> (Option<TprCap>, Vec<TprCap>) {
+    let mut all: Vec<TprCap> = a.tpr_caps().chain(b.tpr_caps()).cloned().collect();
+    all.sort_by(|x, y| {
+        x.fpr
+            .get_ref()
+            .total_cmp(y.fpr.get_ref())
+            .then(x.tpr.get_ref().total_cmp(y.tpr.get_ref()))
+    });
+    all.dedup_by(|later, kept| later.fpr.get_ref() == kept.fpr.get_ref());
+    let first = b
+        .max_tpr_at_fpr
+        .as_ref()
+        .or(a.max_tpr_at_fpr.as_ref())
+        .and_then(|c| all.iter().position(|k| k.fpr.get_ref() == c.fpr.get_ref()))
+        .map(|i| all.remove(i));
+    (first, all)
 }
 
 impl Limits {
     /// `self` with every field `over` sets replaced.
     fn merged(&self, over: &Limits) -> Limits {
         macro_rules! pick {
-            ($($f:ident),*) => { Limits { $($f: over.$f.clone().or_else(|| self.$f.clone()),)* } };
+            ($($f:ident),*) => { Limits {
+                $($f: over.$f.clone().or_else(|| self.$f.clone()),)*
+                inherited_tpr_caps: self.inherited_tpr_caps.clone(),
+            } };
         }
         pick!(
             max_epsilon,
@@ -105,7 +151,8 @@ impl Limits {
             max_releases,
             max_plan_releases,
             min_noise_multiplier,
-            require_accuracy
+            require_accuracy,
+            max_tpr_at_fpr
         )
     }
 }
@@ -153,7 +200,10 @@ impl Limits {
     /// noise multiplier, a requirement if either asks for it, the
     /// intersection of the allowed lists).
     pub fn tightest(&self, other: &Limits) -> Limits {
+        let (max_tpr_at_fpr, inherited_tpr_caps) = tighter_caps(self, other);
         Limits {
+            max_tpr_at_fpr,
+            inherited_tpr_caps,
             max_epsilon: lower(&self.max_epsilon, &other.max_epsilon),
             max_delta: lower(&self.max_delta, &other.max_delta),
             delta_population_exponent: higher(
@@ -202,6 +252,9 @@ impl Limits {
         }
         if self.require_accuracy == Some(true) {
             out.push(Code::PolicyAccuracy);
+        }
+        if self.tpr_caps().next().is_some() {
+            out.push(Code::PolicyAttackRisk);
         }
         out
     }
@@ -448,7 +501,7 @@ pub struct ConfigError {
 pub struct Effective {
     pub rules: Vec<(Code, Level)>,
     pub limits: Limits,
-    /// The policy codes (DP100–DP108) whose inline suppression the policy
+    /// The policy codes (DP100–DP109) whose inline suppression the policy
     /// allows (`[suppressions] allow`); every other one is refused.
     pub allow_suppression: Vec<Code>,
 }
@@ -904,7 +957,7 @@ fn allowed_codes(raw: &RawSuppressions) -> Result<Vec<Code>, Located> {
             return Err((
                 k.span(),
                 format!(
-                    "{} ({}) is not a policy code: `[suppressions] allow` lists the policy codes (DP100–DP108) a plan may suppress inline",
+                    "{} ({}) is not a policy code: `[suppressions] allow` lists the policy codes (DP100–DP109) a plan may suppress inline",
                     code.as_str(),
                     code.name()
                 ),
@@ -949,6 +1002,22 @@ fn check_limits(l: &Limits) -> Result<(), (Range<usize>, String)> {
         None,
     )?;
     positive(&l.min_noise_multiplier, "min-noise-multiplier", None)?;
+    if let Some(cap) = &l.max_tpr_at_fpr {
+        let fpr = *cap.fpr.get_ref();
+        if !dpplan_accounting::FPRS.contains(&fpr) {
+            return Err((
+                cap.fpr.span(),
+                format!("`max-tpr-at-fpr`'s `fpr` must be one the checker states the attack risk at, 0.01 or 0.001, not {fpr}"),
+            ));
+        }
+        let tpr = *cap.tpr.get_ref();
+        if !(tpr.is_finite() && tpr >= fpr && tpr < 1.0) {
+            return Err((
+                cap.tpr.span(),
+                format!("`max-tpr-at-fpr`'s `tpr` must lie in [fpr, 1), i.e. [{fpr}, 1), not {tpr} (a test that guesses at random already has TPR = FPR)"),
+            ));
+        }
+    }
     Ok(())
 }
 

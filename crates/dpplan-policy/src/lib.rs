@@ -42,7 +42,7 @@ pub fn apply(policy: &Policy, plan_path: &Path, analysis: &mut Analysis) {
     analysis.apply_allows();
 }
 
-/// Takes every policy code (DP100–DP108) the policy does not allow out of
+/// Takes every policy code (DP100–DP109) the policy does not allow out of
 /// the plan's `dpplan: allow` comments, each refused with an error (DP020)
 /// on the comment that names the key which would allow it: a plan cannot
 /// switch the organisation's rules off from below.

@@ -1,9 +1,9 @@
-//! The organisation's rules on one plan (DP100–DP106): each reads the
+//! The organisation's rules on one plan (DP100–DP106, DP109): each reads the
 //! checked plan (and the syntax tree, for where to point) and the limits
 //! that apply to the plan's path.
 
 use dpplan_check::{Analysis, CheckedPlan};
-use dpplan_diagnostics::{num, Code, Diagnostic, Span};
+use dpplan_diagnostics::{num, percent, percent_up, Code, Diagnostic, Span};
 use dpplan_vocab::{ColumnKind, NoiseKind, UnitKind};
 
 use crate::config::{Effective, Limits};
@@ -47,7 +47,38 @@ pub fn check(a: &Analysis, e: &Effective, source: &str) -> Vec<Diagnostic> {
     releases(r, l, &at, source, &mut out);
     noise(r, l, source, &mut out);
     accuracy(r, l, source, &mut out);
+    attack_risk(r, l, &at, source, &mut out);
     out
+}
+
+/// DP109: the plan's bound on a membership test's TPR at each capped
+/// false-positive rate against the cap (only when a total is claimed).
+fn attack_risk(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mut Vec<Diagnostic>) {
+    let Some(risk) = &r.attack_risk else {
+        return;
+    };
+    for cap in l.tpr_caps() {
+        let (fpr, max) = (*cap.fpr.get_ref(), *cap.tpr.get_ref());
+        let Some(tpr) = risk.tpr_at(fpr) else {
+            continue;
+        };
+        if tpr > max {
+            out.push(
+                Diagnostic::new(
+                    Code::PolicyAttackRisk,
+                    format!(
+                        "at a false-positive rate of {}, a membership test could reach a true-positive rate of {}, above the policy's {} ({source}: max-tpr-at-fpr)",
+                        percent(fpr),
+                        percent_up(tpr),
+                        percent(max)
+                    ),
+                    at.budget,
+                )
+                .label("attack risk above the policy's cap")
+                .help("more noise or fewer releases (a smaller ε), or a reviewed exception for this path"),
+            );
+        }
+    }
 }
 
 fn budget(r: &CheckedPlan, l: &Limits, at: &Anchors, source: &str, out: &mut Vec<Diagnostic>) {

@@ -147,6 +147,12 @@ fn file_fields<'a>(f: &'a FileResult<'a>, splice: bool) -> BTreeMap<String, Fiel
         },
     );
     fields.insert("diagnostics".into(), Field::Diagnostics(f));
+    if let Some(risk) = r.and_then(|r| r.attack_risk.as_ref()) {
+        fields.insert(
+            "attack_risk".into(),
+            Field::Value(serde_json::to_value(risk).unwrap_or_default()),
+        );
+    }
     if !f.analysis.suppressed.is_empty() {
         let index = LineIndex::new(f.text);
         let suppressed: Vec<Value> = f

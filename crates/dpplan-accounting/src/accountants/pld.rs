@@ -31,7 +31,7 @@
 use super::pld_conv::Convolver;
 use crate::dgauss::DiscreteGaussian;
 use crate::dgauss_shapes::ShapeBound;
-use crate::gaussian::{gdp_delta_upper, gdp_epsilon};
+use crate::gaussian::gdp_epsilon;
 use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::special::{ELEM_ULPS, U};
@@ -39,10 +39,13 @@ use crate::{AccountingError, Eff, Plan};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
+#[path = "pld_curve.rs"]
+mod pld_curve;
 #[path = "pld_dgauss.rs"]
 mod pld_dgauss;
 #[path = "pld_laplace.rs"]
 mod pld_laplace;
+pub(crate) use pld_curve::Curve;
 use pld_laplace::laplace_leaf;
 
 /// grid points per standard deviation of a node's own loss distribution
@@ -546,11 +549,12 @@ impl Ord for Node {
 }
 
 pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
-    let split = Split::of(plan)?;
     if plan.items.is_empty() {
+        Split::of(plan)?;
         return Ok((0.0, "empty plan".into()));
     }
     if delta <= 0.0 {
+        Split::of(plan)?;
         if plan.all_pure() {
             return Ok((plan.pure_sum(), "δ = 0: maximum privacy loss Σε".into()));
         }
@@ -558,23 +562,15 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             "PLD: Gaussian noise has no finite ε at δ = 0".into(),
         ));
     }
-    if plan.total_count() > 1e12 {
-        return Err(AccountingError::NotApplicable(
-            "PLD: more than 10^12 releases; use RDP / zCDP / GDP".into(),
-        ));
-    }
-    let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
-    let mu2 = split.mu2;
-    let leaves = split.leaves();
-    let mut ctx = Ctx::for_leaves(&leaves, mu2, delta);
-    let (g, shapes_note) = compose_leaves(&mut ctx, &leaves, mu2)?;
+    let composed = compose_plan(plan, delta)?;
+    let (g, mu) = (&composed.curve.g, composed.curve.mu);
     if g.inf >= delta {
         return Err(AccountingError::InfiniteEpsilon(format!(
             "PLD: mass at infinity {:.3e} ≥ δ",
             g.inf
         )));
     }
-    let Some(eps) = epsilon_at(&g, mu, delta)? else {
+    let Some(eps) = epsilon_at(&composed.curve, delta)? else {
         return Ok((0.0, "δ(0) already below target".into()));
     };
     // the Gaussian releases composed exactly, when there are any
@@ -587,12 +583,47 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         "PLD, connect-the-dots grid h = 2^{} ({} points), {} leaf groups{gaussian}, mass at ∞ {:.2e}{}; {}",
         g.e,
         g.p.len(),
-        leaves.len(),
+        composed.leaves,
         g.inf,
-        shapes_note,
-        error_terms(&ctx)
+        composed.shapes_note,
+        composed.error_terms
     );
     Ok((eps, detail))
+}
+
+/// [`compose_plan`]'s result: the curve and what the detail string names.
+pub(crate) struct Composed {
+    pub(crate) curve: Curve,
+    leaves: usize,
+    shapes_note: String,
+    error_terms: String,
+}
+
+/// Every release of `plan` composed into one dominating pair; `delta` sets
+/// the truncation budget only (soundness does not depend on it, see
+/// [`Ctx::for_leaves`]).
+pub(crate) fn compose_plan(plan: &Plan, delta: f64) -> Result<Composed, AccountingError> {
+    let split = Split::of(plan)?;
+    if plan.total_count() > 1e12 {
+        return Err(AccountingError::NotApplicable(
+            "PLD: more than 10^12 releases; use RDP / zCDP / GDP".into(),
+        ));
+    }
+    let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
+    let mu2 = split.mu2;
+    let leaves = split.leaves();
+    let mut ctx = Ctx::for_leaves(&leaves, mu2, delta);
+    let (g, shapes_note) = compose_leaves(&mut ctx, &leaves, mu2)?;
+    let h = h_of(g.e);
+    let losses: Vec<f64> = (0..g.p.len())
+        .map(|i| (g.lo + i as i64) as f64 * h)
+        .collect();
+    Ok(Composed {
+        curve: Curve { g, mu, losses },
+        leaves: leaves.len(),
+        shapes_note,
+        error_terms: error_terms(&ctx),
+    })
 }
 
 /// A plan split into its Gaussian part (Σ μ², composed exactly at the end)
@@ -788,43 +819,15 @@ fn compose_leaves(
     Ok((g, note))
 }
 
-/// The least ε with δ(ε) ≤ `delta` for the composed grid PLD `g` and a
-/// Gaussian part μ (rounded up); `None` when δ(0) is already below.
-fn epsilon_at(g: &GridPld, mu: f64, delta: f64) -> Result<Option<f64>, AccountingError> {
-    let h = h_of(g.e);
-    let losses: Vec<f64> = (0..g.p.len())
-        .map(|i| (g.lo + i as i64) as f64 * h)
-        .collect();
-    // An upper bound on δ(ε) = p_∞ + Σ_k p_k·δ_μ(ε − l_k) of the composed pair
-    // (the grid masses are entrywise upper bounds, their round-off included:
-    // `pld_conv.rs` for the convolutions, [`round_up`] for the other steps).
-    // Error terms: t = ε − l_k is rounded to nearest (l_k = k·h is exact),
-    // and δ_μ decreases in t, so the float below is used; δ_μ is the proven
-    // upper bound [`gdp_delta_upper`] (without Gaussians, −expm1(t) from
-    // libm, ≤ [`ELEM_ULPS`]); the n products and the sum of n + 1 positive
-    // terms add ≤ (n + 2)u relative, covered by the factor 1 + 1.01(n + 2)u
-    // and one step up.
-    let grow = 1.0 + 1.01 * (g.p.len() as f64 + 2.0) * U;
-    let grow_exp = 1.0 + 2.0 * ELEM_ULPS * U;
-    let delta_of = |eps: f64| -> f64 {
-        let mut d = g.inf;
-        for (i, &p) in g.p.iter().enumerate() {
-            if p == 0.0 {
-                continue;
-            }
-            let t = (eps - losses[i]).next_down();
-            if mu > 0.0 {
-                d += p * gdp_delta_upper(mu, t);
-            } else if t < 0.0 {
-                d += p * (-libm::expm1(t) * grow_exp);
-            }
-        }
-        (d * grow).next_up()
-    };
+/// The least ε with δ(ε) ≤ `delta` for the composed curve (its Gaussian
+/// part μ rounded up); `None` when δ(0) is already below.
+fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError> {
+    let (mu, h) = (curve.mu, curve.h());
+    let delta_of = |eps: f64| curve.delta_upper(eps);
     if delta_of(0.0) <= delta {
         return Ok(None);
     }
-    let lmax = losses.last().copied().unwrap_or(0.0).max(0.0);
+    let lmax = curve.loss_max();
     let hi =
         lmax + if mu > 0.0 {
             gdp_epsilon(mu, delta * 0.5)

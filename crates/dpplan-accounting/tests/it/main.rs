@@ -15,3 +15,4 @@ mod pld_dgauss;
 mod pld_long_laplace;
 mod pld_small_delta;
 mod selection;
+mod tradeoff;

@@ -309,7 +309,12 @@ pub(crate) fn check(
     let accounted = options.accounting && !has_errors && !releases.is_empty();
     per_person_guarantee(&mut c, &datasets, &queries, &privacy, choice, accounted);
     large_delta(&mut c, &privacy);
-    let report = plan_report(plan, &privacy, &queries, account, reports);
+    let attack = account
+        .total
+        .as_ref()
+        .and_then(|_| crate::memo::attack_risk(&releases, privacy.delta - reserve, delta_thr));
+    let mut report = plan_report(plan, &privacy, &queries, account, reports);
+    report.attack_risk = attack;
     (Some(report), c.diags)
 }
 
@@ -335,6 +340,7 @@ fn plan_report(
         total_missing: account.total_missing,
         accountants: account.accountants,
         within_budget: account.within_budget,
+        attack_risk: None,
         population: privacy.population,
         releases: total_releases,
         queries: reports,

@@ -423,3 +423,30 @@ fn git_compares_a_plan_with_its_committed_version() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("git is not installed"), "{}", err(&o));
 }
+
+/// The attack-risk line: each side's TPR exactly `attack_risk` of `dpplan
+/// check`, rounded up in the text; more noise, a smaller TPR (negative
+/// control).
+#[test]
+fn the_diff_states_the_attackers_best_tpr_old_to_new() {
+    let old = example("repeated-release");
+    let new = edit(&old, "noise gaussian sigma 8", "noise gaussian sigma 4");
+    let p = pair(&old, &new);
+    let d = p.json();
+    for (side, file) in [("old", "old.dpplan"), ("new", "new.dpplan")] {
+        assert_eq!(
+            d[side]["attack_risk"],
+            p.check(file)["attack_risk"],
+            "{side}"
+        );
+    }
+    let tpr = |side: &str| d[side]["attack_risk"]["points"][0]["tpr"].as_f64().unwrap();
+    assert!(tpr("new") > tpr("old"), "less noise, a larger TPR");
+    let text = out(&p.diff(&[]));
+    let line = format!(
+        "the attacker's best TPR at 1 % FPR: {} → {}",
+        dpplan_diagnostics::percent_up(tpr("old")),
+        dpplan_diagnostics::percent_up(tpr("new"))
+    );
+    assert!(text.contains(&line), "{line}\n{text}");
+}

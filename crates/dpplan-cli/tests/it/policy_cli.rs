@@ -93,7 +93,7 @@ fn every_organisation_rule_triggers_and_its_near_miss_does_not() {
     }
     // every policy rule is exercised, at its level
     for code in [
-        "DP100", "DP101", "DP102", "DP103", "DP104", "DP105", "DP106",
+        "DP100", "DP101", "DP102", "DP103", "DP104", "DP105", "DP106", "DP109",
     ] {
         assert!(
             codes_seen.iter().any(|c| c.contains(code)),

@@ -10,6 +10,7 @@
 //! (the leave-one-in contribution). docs/diff.md defines every field;
 //! docs/diff.schema.json is the JSON's schema.
 
+mod attack;
 mod render;
 
 pub use render::{human, json, markdown};
@@ -59,6 +60,10 @@ pub struct Side {
     /// The plan's own claim, exactly `report.total` of `dpplan check
     /// --format json` (its requested accountant, or the best).
     pub claim: Option<TotalReport>,
+    /// The claim read as attack risk, exactly `attack_risk` of `dpplan
+    /// check --format json` (absent when there is no claim).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack_risk: Option<acct::AttackRisk>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -295,6 +300,7 @@ fn side(label: &str, p: &CheckedPlan) -> Side {
         releases: p.releases,
         within_budget: p.within_budget,
         claim: p.total.clone(),
+        attack_risk: p.attack_risk.clone(),
     }
 }
 

@@ -178,6 +178,9 @@ pub fn human(d: &PlanDiff) -> String {
         claim_text(&d.old),
         claim_text(&d.new)
     ));
+    for line in super::attack::lines(d) {
+        o.push_str(&format!("    {line}\n"));
+    }
     o.push_str(&format!("\n  verdict: {}\n", d.verdict.summary));
     o
 }
@@ -324,6 +327,9 @@ pub fn markdown(d: &PlanDiff) -> String {
         cell(&claim_text(&d.old)),
         cell(&claim_text(&d.new))
     ));
+    for line in super::attack::lines(d) {
+        o.push_str(&format!("\n{}.\n", cell(&line)));
+    }
     if !d.queries.is_empty() {
         o.push_str("\n#### Queries\n\n| query | status | ε alone (old → new) | plan ε with only this change |\n|---|---|---:|---:|\n");
         for q in &d.queries {

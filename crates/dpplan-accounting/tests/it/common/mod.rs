@@ -27,11 +27,39 @@ fn python() -> Option<PathBuf> {
 /// Runs `tests/<script>` on `doc` (JSON on stdin, JSON on stdout); `None`
 /// when Python/mpmath is missing outside CI (a failure under CI=true).
 pub fn reference(script: &str, doc: &Value) -> Option<Value> {
-    let Some(py) = python() else {
+    run(python(), "mpmath", script, doc)
+}
+
+/// A Python with Google's dp_accounting: `DPPLAN_DP_ACCOUNTING_PYTHON` or
+/// the venv of scripts/test-deps.sh.
+#[allow(dead_code)]
+fn dp_accounting_python() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("DPPLAN_DP_ACCOUNTING_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let venv = root.join("target/test-deps/dp-accounting-venv/bin/python");
+    Some(venv).filter(|p| {
+        Command::new(p)
+            .args(["-c", "import dp_accounting"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Runs `tests/<script>` under dp_accounting's Python, as [`reference`].
+#[allow(dead_code)]
+pub fn dp_accounting_reference(script: &str, doc: &Value) -> Option<Value> {
+    run(dp_accounting_python(), "dp_accounting", script, doc)
+}
+
+fn run(py: Option<PathBuf>, what: &str, script: &str, doc: &Value) -> Option<Value> {
+    let Some(py) = py else {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("Python with mpmath is required under CI=true (scripts/test-deps.sh)");
+            panic!("Python with {what} is required under CI=true (scripts/test-deps.sh)");
         }
-        eprintln!("SKIPPED: no Python with mpmath (run scripts/test-deps.sh)");
+        eprintln!("SKIPPED: no Python with {what} (run scripts/test-deps.sh)");
         return None;
     };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
