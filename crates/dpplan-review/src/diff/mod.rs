@@ -286,7 +286,9 @@ pub fn diff_with_limit(
         && publishes.is_empty()
         && guarantee.change == Some(0.0);
     let summary = summary(&guarantee, comparable, identical, old, new)
-        + &worst.map(|w| accuracy_summary(w, accuracy_limit)).unwrap_or_default();
+        + &worst
+            .map(|w| accuracy_summary(w, accuracy_limit))
+            .unwrap_or_default();
     PlanDiff {
         old: side(old_label, old),
         new: side(new_label, new),
@@ -461,9 +463,10 @@ fn contract_changes(old: &CheckedPlan, new: &CheckedPlan) -> Vec<ContractChange>
                     .strip_prefix("dataset ")
                     .and_then(|f| f.split_once(": "))
                     .unwrap_or_default();
-                let field = p.dataset(name).map(dataset_fields).and_then(|f| {
-                    f.into_iter().find(|(k, _)| k == item).map(|(_, v)| v)
-                });
+                let field = p
+                    .dataset(name)
+                    .map(dataset_fields)
+                    .and_then(|f| f.into_iter().find(|(k, _)| k == item).map(|(_, v)| v));
                 field.unwrap_or_else(|| json!(text))
             };
             push(
@@ -549,7 +552,9 @@ fn is_contract_bound(field: &str) -> bool {
             | "windows_per_unit"
             | "rows_per_window"
     ) || (field.starts_with("column ")
-        && (field.ends_with(": bounds") || field.ends_with(": domain") || field.ends_with(": kind")))
+        && (field.ends_with(": bounds")
+            || field.ends_with(": domain")
+            || field.ends_with(": kind")))
 }
 
 fn dataset_fields(d: &DatasetSpec) -> Vec<(String, Value)> {
