@@ -14,13 +14,38 @@ pub enum DiffFormat {
     Json,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+/// What `--fail-on` acts on.
+#[derive(Clone, Copy, PartialEq, Debug)]
 pub enum FailOn {
     /// The new plan spends more: a larger ε (same accountant, same δ) or a larger δ.
     Increase,
     /// The contract changed: unit, adjacency, δ, budget, accountant,
-    /// population, or a dataset's contribution bounds.
+    /// population, or any bound of a dataset (contribution bounds, clamps,
+    /// domains, horizons).
     Contract,
+    /// A statistic's noise std or 95 % half-width grew by more than this
+    /// ratio (`accuracy` alone: [`dpplan_review::diff::DEFAULT_ACCURACY_RATIO`]).
+    Accuracy(f64),
+}
+
+/// `increase`, `contract`, `accuracy` or `accuracy=RATIO` (RATIO ≥ 1).
+fn parse_fail_on(s: &str) -> std::result::Result<FailOn, String> {
+    match s.split_once('=') {
+        None if s == "increase" => Ok(FailOn::Increase),
+        None if s == "contract" => Ok(FailOn::Contract),
+        None if s == "accuracy" => Ok(FailOn::Accuracy(
+            dpplan_review::diff::DEFAULT_ACCURACY_RATIO,
+        )),
+        Some(("accuracy", r)) => match r.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 1.0 => Ok(FailOn::Accuracy(x)),
+            _ => Err(format!(
+                "`{r}` is not a ratio of at least 1 (e.g. `accuracy=1.5`: fail when a noise std or 95 % half-width grows by more than 50 %)"
+            )),
+        },
+        _ => Err(format!(
+            "`{s}` is not one of `increase`, `contract`, `accuracy`, `accuracy=RATIO`"
+        )),
+    }
 }
 
 #[derive(clap::Args)]
@@ -37,8 +62,10 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = DiffFormat::Human)]
     pub format: DiffFormat,
-    /// Exit 1 when this holds (repeat or separate with commas for several).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Exit 1 when this holds (repeat or separate with commas for several):
+    /// `increase`, `contract`, `accuracy[=RATIO]` (a noise std or 95 %
+    /// half-width grows by more than RATIO, default 1.1).
+    #[arg(long, value_name = "WHAT", value_parser = parse_fail_on, value_delimiter = ',')]
     pub fail_on: Vec<FailOn>,
 }
 
@@ -97,7 +124,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "a plan declares no privacy block: there is no guarantee to compare"
         ));
     };
-    let d = dpplan_review::diff::diff(&old.label, o, &new.label, n);
+    // the limit accuracy is judged at: the smallest `accuracy=RATIO` given
+    let limit = args
+        .fail_on
+        .iter()
+        .filter_map(|f| match f {
+            FailOn::Accuracy(r) => Some(*r),
+            _ => None,
+        })
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))))
+        .unwrap_or(dpplan_review::diff::DEFAULT_ACCURACY_RATIO);
+    let d = dpplan_review::diff::diff_with_limit(&old.label, o, &new.label, n, limit);
     let text = match args.format {
         DiffFormat::Human => dpplan_review::diff::human(&d),
         DiffFormat::Md => dpplan_review::diff::markdown(&d),
@@ -112,7 +149,37 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             FailOn::Contract if d.verdict.contract_changed => {
                 failed = true;
-                errln!("error: --fail-on contract: the privacy contract or a contribution bound changed");
+                let fields: Vec<&str> = d.contract.iter().map(|c| c.field.as_str()).collect();
+                errln!(
+                    "error: --fail-on contract: the privacy contract changed ({})",
+                    fields.join("; ")
+                );
+            }
+            FailOn::Accuracy(r) => {
+                let worse: Vec<String> = d
+                    .accuracy
+                    .iter()
+                    .filter(|a| a.ratio().is_none_or(|x| x > *r) && a.worse)
+                    .map(|a| {
+                        format!(
+                            "{} ({}) {}",
+                            a.query,
+                            a.role,
+                            a.ratio().map_or_else(
+                                || "from no noise".to_string(),
+                                |x| format!("×{}", dpplan_diagnostics::num(x))
+                            )
+                        )
+                    })
+                    .collect();
+                if !worse.is_empty() {
+                    failed = true;
+                    errln!(
+                        "error: --fail-on accuracy: the noise grew by more than ×{} for {}",
+                        dpplan_diagnostics::num(*r),
+                        worse.join(", ")
+                    );
+                }
             }
             _ => {}
         }

@@ -185,6 +185,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             .map(|(entry, r)| Shown {
                 entry,
                 budget_remaining: r.clone(),
+                precharged_schedule: precharged(entry),
             })
             .collect();
         outln!(
@@ -206,6 +207,7 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
         "time"
     );
     let mut at_delta = None;
+    let mut any_precharged = false;
     for (e, left) in entries.iter().zip(&remaining) {
         // an intent records the history composed under the plan's accountant
         let running = match e.running_totals() {
@@ -218,7 +220,10 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             }
             None => "-".into(),
         };
+        let pre = precharged(e);
+        any_precharged |= pre;
         let left = match left {
+            Some(r) if pre => format!("{:.4}*", r.epsilon),
             Some(r) => format!("{:.4}", r.epsilon),
             None if e.kind == EntryKind::Intent => "n/a".into(),
             None => "-".into(),
@@ -245,10 +250,24 @@ pub fn show(path: &Path, json: bool) -> Result<ExitCode> {
             "ε remaining: the ε of the budget in force at that entry minus ε so far (under the plan's accountant, the one its claim is made with; another accountant composes the same releases to another ε, so what is left differs by accountant: a looser one leaves less); n/a where the budget or the plan accountant's figure was not recorded"
         );
     }
+    if any_precharged {
+        outln!(
+            "*: pre-charged for the whole window schedule: a windowed query's (or a cumulative count's) releases are one release over disjoint windows, charged in full at its first window; its later windows charge nothing"
+        );
+    }
     if let Some(last) = entries.last() {
         outln!("latest hash {}", last.hash);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An intent that charges a windowed query's or a cumulative count's whole
+/// schedule at once: one that recorded window state (its unit key's
+/// fingerprint) and charged a positive ε.
+fn precharged(e: &Entry) -> bool {
+    e.epsilon > 0.0
+        && e.intent_value()
+            .is_some_and(|v| v.units_key_sha256.is_some())
 }
 
 /// Verifies the ledger as `dpplan run` does before it charges or serves
@@ -382,4 +401,8 @@ struct Shown<'a> {
     entry: &'a Entry,
     #[serde(skip_serializing_if = "Option::is_none")]
     budget_remaining: Option<Remaining>,
+    /// The intent charged a windowed query's (or a cumulative count's)
+    /// whole schedule at its first window; absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    precharged_schedule: bool,
 }

@@ -141,12 +141,23 @@ impl Contract {
             let (o, n) = (self.datasets.get(name), new.datasets.get(name));
             let mut push = |item: String, old: Option<String>, new: Option<String>| {
                 if old != new {
+                    let what = if item.starts_with("horizon of ") {
+                        "a windowed query's horizon (its windows per unit, rows per window) changed"
+                    } else if item.ends_with(": bounds") {
+                        "a column's clamp bounds changed"
+                    } else if item.ends_with(": domain") {
+                        "a category's domain changed"
+                    } else if item.ends_with(": kind") {
+                        "a column's kind changed"
+                    } else {
+                        "a contribution bound changed"
+                    };
                     out.push(ContractChange {
                         field: format!("dataset {name}: {item}"),
                         old,
                         new,
                         guarantee: false,
-                        why: "a contribution bound changed: each release is accounted under its own bounds, with the same unit and adjacency".into(),
+                        why: format!("{what}: each release is accounted under its own bounds, with the same unit and adjacency"),
                     });
                 }
             };
@@ -260,5 +271,7 @@ mod tests {
         assert!(ch.iter().all(|c| !c.guarantee));
         assert_eq!(ch[1].old.as_deref(), Some("5"));
         assert_eq!(ch[1].new.as_deref(), Some("6"));
+        assert!(ch[0].why.starts_with("a column's clamp bounds changed"));
+        assert!(ch[1].why.starts_with("a contribution bound changed"));
     }
 }

@@ -450,3 +450,135 @@ fn the_diff_states_the_attackers_best_tpr_old_to_new() {
     );
     assert!(text.contains(&line), "{line}\n{text}");
 }
+
+/// The issue's example: with `auto` noise, `2 times` and a clamp loosened
+/// from [0, 200000] to [0, 500000] leave ε at the budget ("spends less" or
+/// "the same") while the sum's σ nearly triples. The diff shows each
+/// statistic's noise std and 95 % half-width before → after with the ratio
+/// (the checker's own figures of each side), fails `--fail-on accuracy` and
+/// `--fail-on contract` (a clamp is a bound of the contract); negative
+/// controls: the ratio under a looser limit, and a change that improves
+/// accuracy, pass.
+#[test]
+fn a_noisier_plan_fails_on_accuracy_and_a_loosened_clamp_on_contract() {
+    let old = r#"plan "fares" {
+  privacy {
+    unit user by rider_id
+    adjacency add_remove
+    budget epsilon 1 delta 1e-6
+    accountant best
+  }
+  dataset trips {
+    source "trips.csv"
+    column rider_id : id
+    column fare : float in [0, 200000]
+    contribution {
+      rows_per_unit 10
+    }
+  }
+  query total_fares {
+    sum(trips.fare)
+    noise gaussian auto
+    schedule once
+  }
+  query rides {
+    count(trips)
+    noise gaussian auto
+    schedule once
+  }
+}
+"#;
+    let new = edit(
+        &edit(old, "[0, 200000]", "[0, 500000]"),
+        "schedule once",
+        "schedule 2 times",
+    );
+    let p = pair(old, &new);
+    let d = p.json();
+    assert_eq!(d["verdict"]["increase"], Value::Bool(false));
+    assert_eq!(d["verdict"]["accuracy_worse"], Value::Bool(true));
+    assert_eq!(d["verdict"]["accuracy_limit"], 1.1);
+    let sum = d["accuracy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["query"] == "total_fares")
+        .unwrap();
+    // the figures are `dpplan check`'s of each side
+    let std_of = |which: &str| {
+        p.check(which)["queries"][0]["parts"][0]["noise_std"]
+            .as_f64()
+            .unwrap()
+    };
+    let (o, n) = (std_of("old.dpplan"), std_of("new.dpplan"));
+    assert_eq!(sum["noise_std"]["old"].as_f64(), Some(o));
+    assert_eq!(sum["noise_std"]["new"].as_f64(), Some(n));
+    assert_eq!(sum["std_ratio"].as_f64(), Some(n / o));
+    assert!(n / o > 2.5 && n / o < 3.6, "{}", n / o);
+    let human = out(&p.diff(&[]));
+    let line = human
+        .lines()
+        .find(|l| l.contains("total_fares (sum): std"))
+        .unwrap_or_else(|| panic!("{human}"));
+    assert!(line.trim_start().starts_with('!'), "{line}");
+    assert!(
+        line.contains(&format!("(×{})", dpplan_diagnostics::num(n / o))),
+        "{line}"
+    );
+    assert!(human.contains("accuracy is WORSE: total_fares"), "{human}");
+    // fails on accuracy (default ×1.1 and an explicit ratio) and on contract
+    for f in ["accuracy", "accuracy=2.5", "contract", "increase,accuracy"] {
+        let o = p.diff(&["--fail-on", f]);
+        assert_eq!(o.status.code(), Some(1), "{f}: {}", err(&o));
+    }
+    let o = p.diff(&["--fail-on", "accuracy"]);
+    assert!(
+        err(&o)
+            .contains("--fail-on accuracy: the noise grew by more than ×1.1 for total_fares (sum)"),
+        "{}",
+        err(&o)
+    );
+    let o = p.diff(&["--fail-on", "contract"]);
+    assert!(
+        err(&o).contains("dataset trips: column fare: bounds"),
+        "{}",
+        err(&o)
+    );
+    // negative controls: a limit above the ratio passes; `increase` passes
+    // (ε stays at the budget)
+    for f in ["accuracy=4", "increase"] {
+        let o = p.diff(&["--fail-on", f]);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", err(&o));
+    }
+    // a change that improves accuracy (a tighter clamp) passes accuracy,
+    // and is still a contract change
+    let better = pair(old, &edit(old, "[0, 200000]", "[0, 100000]"));
+    assert_eq!(
+        better.diff(&["--fail-on", "accuracy"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        better.diff(&["--fail-on", "contract"]).status.code(),
+        Some(1)
+    );
+    // a bad ratio is a usage error with the accepted forms
+    let o = p.diff(&["--fail-on", "accuracy=0.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("not a ratio of at least 1"), "{}", err(&o));
+}
+
+/// More noise on a fixed-noise plan lowers ε but doubles σ: `--fail-on
+/// increase` passes, `--fail-on accuracy` fails (×2), and less noise passes.
+#[test]
+fn more_noise_is_an_accuracy_regression_not_an_increase() {
+    let rr = example("repeated-release");
+    let p = pair(&rr, &edit(&rr, "sigma 8", "sigma 16"));
+    assert_eq!(p.diff(&["--fail-on", "increase"]).status.code(), Some(0));
+    let o = p.diff(&["--fail-on", "accuracy"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("×2"), "{}", err(&o));
+    let d = p.json();
+    assert_eq!(d["accuracy"][0]["std_ratio"], 2.0);
+    let q = pair(&rr, &edit(&rr, "sigma 8", "sigma 7"));
+    assert_eq!(q.diff(&["--fail-on", "accuracy"]).status.code(), Some(0));
+}

@@ -467,3 +467,68 @@ fn a_ledger_of_format_2_opens_and_migrates_on_a_windowed_write() {
     assert_eq!(v.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&v.stderr).contains("window state"));
 }
+
+/// `ledger show` labels a windowed query's first intent: it charges the
+/// whole window schedule, so the ε remaining after it (already what is
+/// left at the schedule's end) is marked as pre-charged; the later windows'
+/// intents charge nothing and are not marked. Negative control: the same
+/// hourly count without `window` charges each slot, and nothing is marked.
+#[test]
+fn ledger_show_labels_the_pre_charged_window_schedule() {
+    let rows = trips(3, 5);
+    let s = setup("2026-03-03", &rows);
+    for slot in 0..2 {
+        let (o, v) = run_slot(&s.plan, &s.ledger, slot, &[]);
+        assert!(v.is_some(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let show = shown(&s.ledger, false);
+    let intents: Vec<&str> = show.lines().filter(|l| l.contains(" intent ")).collect();
+    assert_eq!(intents.len(), 2, "{show}");
+    assert!(intents[0].contains("*"), "{show}");
+    assert!(!intents[1].contains("*"), "{show}");
+    assert!(show.contains("*: pre-charged for the whole window schedule"));
+    let json: serde_json::Value = serde_json::from_str(&shown(&s.ledger, true)).unwrap();
+    let marked: Vec<bool> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "intent")
+        .map(|e| e["precharged_schedule"] == true)
+        .collect();
+    assert_eq!(marked, [true, false]);
+
+    // negative control: no window, each slot charged on its own
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("hourly.dpplan");
+    let text = plan_text("2026-03-03")
+        .replace("    window 1 hour\n", "")
+        .replace("scale 0.01", "scale 10")
+        .replace("      windows_per_unit 3\n      rows_per_window 2\n", "");
+    std::fs::write(&src, text).unwrap();
+    write_csv(&dir.path().join("trips.csv"), &rows);
+    let plan = dir.path().join("plan.json").to_str().unwrap().to_string();
+    ok(&dpplan(&["compile", src.to_str().unwrap(), "-o", &plan]));
+    let ledger = dir.path().join("l.sqlite").to_str().unwrap().to_string();
+    for hour in 1..3 {
+        let at = (START + hour * HOUR + 300).to_string();
+        ok(&dpplan(&["run", &plan, "--ledger", &ledger, "--at", &at]));
+    }
+    let show = shown(&ledger, false);
+    assert_eq!(
+        show.lines().filter(|l| l.contains(" intent ")).count(),
+        2,
+        "{show}"
+    );
+    assert!(!show.contains('*'), "{show}");
+}
+
+/// `dpplan ledger show LEDGER [--json]`'s stdout (it must succeed).
+fn shown(ledger: &str, json: bool) -> String {
+    let mut args = vec!["ledger", "show", ledger];
+    if json {
+        args.push("--json");
+    }
+    let o = dpplan(&args);
+    ok(&o);
+    crate::support::text(&o.stdout)
+}

@@ -10,9 +10,11 @@
 //! (the leave-one-in contribution). docs/diff.md defines every field;
 //! docs/diff.schema.json is the JSON's schema.
 
+mod accuracy;
 mod attack;
 mod render;
 
+pub use accuracy::{accuracy_changes, AccuracyChange, DEFAULT_ACCURACY_RATIO};
 pub use render::{human, json, markdown};
 
 use dpplan_accounting as acct;
@@ -31,7 +33,8 @@ pub struct PlanDiff {
     /// Nothing differs: contract, datasets, queries, publications, numbers.
     pub identical: bool,
     /// Changes of the privacy contract (unit, adjacency, δ, budget ε,
-    /// accountant, population), each flagged.
+    /// accountant, population, and every bound of a dataset: contribution
+    /// bounds, clamps, domains, horizons), each flagged.
     pub contract: Vec<ContractChange>,
     /// Datasets added, removed or changed (contribution bounds, columns).
     pub datasets: Vec<ItemDiff>,
@@ -42,6 +45,9 @@ pub struct PlanDiff {
     pub unchanged_queries: Vec<String>,
     /// Re-publications added, removed or pointed at another query (cost 0).
     pub publishes: Vec<ItemDiff>,
+    /// Each statistic (of a query in both plans) whose noise changed: its
+    /// noise std and 95 % half-width before → after, with the ratios.
+    pub accuracy: Vec<AccuracyChange>,
     pub guarantee: Guarantee,
     pub verdict: Verdict,
 }
@@ -86,7 +92,9 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContractChange {
     /// `unit`, `unit_id`, `adjacency`, `delta`, `budget_epsilon`,
-    /// `accountant`, `population`.
+    /// `accountant`, `population`, or `dataset <name>: <item>` (a
+    /// contribution bound, a column's kind, clamp bounds or domain, a
+    /// windowed query's horizon).
     pub field: String,
     pub old: Value,
     pub new: Value,
@@ -193,10 +201,18 @@ pub struct Verdict {
     /// accountant at the comparison δ, or a larger δ, or no accountant
     /// bounds both (fail closed).
     pub increase: bool,
-    /// Any contract change, or a change of a dataset's contribution bounds.
+    /// Any contract change: the guarantee, δ, the budget, the accountant,
+    /// the population, or any bound of a dataset (contribution bounds,
+    /// clamps, domains, horizons).
     pub contract_changed: bool,
     /// No contract change breaks the comparison of the two ε.
     pub comparable: bool,
+    /// A statistic's noise std or 95 % half-width grew by more than
+    /// `accuracy_limit` (or a public statistic became noisy).
+    pub accuracy_worse: bool,
+    /// The ratio above which a statistic's accuracy counts as worse
+    /// ([`DEFAULT_ACCURACY_RATIO`] unless `--fail-on accuracy=RATIO`).
+    pub accuracy_limit: f64,
     pub summary: String,
 }
 
@@ -219,8 +235,21 @@ pub fn comparable(a: &dpplan_check::Analysis) -> Option<&CheckedPlan> {
     (only_budget && report.total.is_some() && report.within_budget == Some(false)).then_some(report)
 }
 
-/// Compares two checked plans. `old_label` and `new_label` name the sides.
+/// Compares two checked plans. `old_label` and `new_label` name the sides;
+/// accuracy is judged at [`DEFAULT_ACCURACY_RATIO`].
 pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPlan) -> PlanDiff {
+    diff_with_limit(old_label, old, new_label, new, DEFAULT_ACCURACY_RATIO)
+}
+
+/// [`diff`], a statistic's accuracy counting as worse when its noise std
+/// or 95 % half-width grows by more than `accuracy_limit` (a ratio).
+pub fn diff_with_limit(
+    old_label: &str,
+    old: &CheckedPlan,
+    new_label: &str,
+    new: &CheckedPlan,
+    accuracy_limit: f64,
+) -> PlanDiff {
     let contract = contract_changes(old, new);
     let datasets = dataset_diffs(old, new);
     let mut queries = Vec::new();
@@ -247,10 +276,10 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
             q.leave_one_in = leave_one_in(old, new, &q.name, accountant, delta, old_eps);
         }
     }
-    let contract_changed = !contract.is_empty()
-        || datasets
-            .iter()
-            .any(|d| d.changes.iter().any(|c| is_contribution_bound(&c.field)));
+    // every dataset bound is in `contract` (`dataset_contract_changes`)
+    let contract_changed = !contract.is_empty();
+    let accuracy = accuracy_changes(old, new, accuracy_limit);
+    let worst = accuracy::worst(&accuracy);
     let comparable = !contract.iter().any(|c| c.breaks_comparison);
     let increase = match (guarantee.old_epsilon, guarantee.new_epsilon) {
         (Some(o), Some(n)) => larger(n, o) || new.budget.delta > old.budget.delta,
@@ -261,7 +290,10 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
         && queries.is_empty()
         && publishes.is_empty()
         && guarantee.change == Some(0.0);
-    let summary = summary(&guarantee, comparable, identical, old, new);
+    let summary = summary(&guarantee, comparable, identical, old, new)
+        + &worst
+            .map(|w| accuracy_summary(w, accuracy_limit))
+            .unwrap_or_default();
     PlanDiff {
         old: side(old_label, old),
         new: side(new_label, new),
@@ -276,8 +308,11 @@ pub fn diff(old_label: &str, old: &CheckedPlan, new_label: &str, new: &CheckedPl
             increase,
             contract_changed,
             comparable,
+            accuracy_worse: worst.is_some(),
+            accuracy_limit,
             summary,
         },
+        accuracy,
     }
 }
 
@@ -302,6 +337,26 @@ fn side(label: &str, p: &CheckedPlan) -> Side {
         claim: p.total.clone(),
         attack_risk: p.attack_risk.clone(),
     }
+}
+
+/// The worst accuracy regression, appended to the summary.
+fn accuracy_summary(w: &AccuracyChange, limit: f64) -> String {
+    let num = dpplan_diagnostics::num;
+    let (o, n) = (
+        w.noise_std.old.unwrap_or(f64::NAN),
+        w.noise_std.new.unwrap_or(f64::NAN),
+    );
+    let by = w
+        .ratio()
+        .map_or_else(|| "from no noise".to_string(), |r| format!("×{}", num(r)));
+    format!(
+        "; but accuracy is WORSE: {} ({}) noise std {} → {} ({by}, over the limit ×{})",
+        w.query,
+        w.role,
+        num(o),
+        num(n),
+        num(limit)
+    )
 }
 
 fn summary(
@@ -370,12 +425,8 @@ fn contract_changes(old: &CheckedPlan, new: &CheckedPlan) -> Vec<ContractChange>
     };
     // who is protected and how neighbours differ: the one definition the
     // ledger's upgrade check uses too
-    let guarantee = |p: &CheckedPlan| dpplan_vocab::contract::Guarantee {
-        unit: p.unit.kind,
-        unit_id: p.unit.id.clone(),
-        adjacency: p.adjacency,
-    };
-    for c in guarantee(old).changes(&guarantee(new)) {
+    let (oc, nc) = (contract_of(old), contract_of(new));
+    for c in oc.guarantee.changes(&nc.guarantee) {
         push(&c.field, json!(c.old), json!(c.new), true, &c.why);
     }
     push(
@@ -406,15 +457,110 @@ fn contract_changes(old: &CheckedPlan, new: &CheckedPlan) -> Vec<ContractChange>
         false,
         "the declared population (used to judge δ against 1/n) changed",
     );
+    // every bound of a dataset (contribution bounds, clamps, domains,
+    // horizons): the one `Contract::changes` the ledger's upgrade records
+    for c in oc.changes(&nc) {
+        if !c.guarantee {
+            // a dataset's field as the datasets section shows it (numbers
+            // as numbers); a horizon as the contract words it
+            let shown = |p: &CheckedPlan, text: &Option<String>| {
+                let (name, item) = c
+                    .field
+                    .strip_prefix("dataset ")
+                    .and_then(|f| f.split_once(": "))
+                    .unwrap_or_default();
+                let field = p
+                    .dataset(name)
+                    .map(dataset_fields)
+                    .and_then(|f| f.into_iter().find(|(k, _)| k == item).map(|(_, v)| v));
+                field.unwrap_or_else(|| json!(text))
+            };
+            push(
+                &c.field,
+                shown(old, &c.old),
+                shown(new, &c.new),
+                false,
+                &c.why,
+            );
+        }
+    }
     out
 }
 
-/// Fields whose change alters how much one unit may contribute.
-fn is_contribution_bound(field: &str) -> bool {
+/// The contract of a checked plan as dpplan-vocab states it: per dataset
+/// its contribution bounds, each column's kind, clamp bounds or domain, and
+/// the horizon of each windowed query or cumulative count (its time column,
+/// windows per unit and rows per window as the checker resolved them).
+fn contract_of(p: &CheckedPlan) -> dpplan_vocab::contract::Contract {
+    use dpplan_vocab::contract::{ColumnContract, Contract, DatasetContract, Horizon};
+    let horizon = |q: &QueryReport| {
+        let s = q.spec.as_ref()?;
+        let (column, windows_per_unit, rows_per_window) = match (&s.window, &s.cumulative) {
+            (Some(w), _) => (&w.column, w.windows_per_unit, w.rows_per_window),
+            (None, Some(c)) => (&c.column, c.windows_per_unit, c.rows_per_window),
+            (None, None) => return None,
+        };
+        Some((
+            q.name.clone(),
+            Horizon {
+                time_column: column.clone(),
+                windows_per_unit,
+                rows_per_window,
+            },
+        ))
+    };
+    let dataset = |d: &DatasetSpec| DatasetContract {
+        rows_per_unit: d.rows_per_unit,
+        groups_per_unit: d.groups_per_unit,
+        rows_per_group: d.rows_per_group,
+        horizons: p
+            .queries
+            .iter()
+            .filter(|q| q.dataset == d.name)
+            .filter_map(horizon)
+            .collect(),
+        columns: d
+            .columns
+            .iter()
+            .map(|c| {
+                let contract = ColumnContract {
+                    kind: c.kind.name().into(),
+                    bounds: c.bounds,
+                    domain: c.domain.clone(),
+                };
+                (c.name.clone(), contract)
+            })
+            .collect(),
+    };
+    Contract {
+        guarantee: dpplan_vocab::contract::Guarantee {
+            unit: p.unit.kind,
+            unit_id: p.unit.id.clone(),
+            adjacency: p.adjacency,
+        },
+        datasets: p
+            .datasets
+            .iter()
+            .map(|d| (d.name.clone(), dataset(d)))
+            .collect(),
+    }
+}
+
+/// A dataset field that is part of the contract: how much one unit may
+/// contribute (contribution bounds, windows), or a column's kind, clamp
+/// bounds or domain.
+fn is_contract_bound(field: &str) -> bool {
     matches!(
         field,
-        "rows_per_unit" | "groups_per_unit" | "rows_per_group"
-    )
+        "rows_per_unit"
+            | "groups_per_unit"
+            | "rows_per_group"
+            | "windows_per_unit"
+            | "rows_per_window"
+    ) || (field.starts_with("column ")
+        && (field.ends_with(": bounds")
+            || field.ends_with(": domain")
+            || field.ends_with(": kind")))
 }
 
 fn dataset_fields(d: &DatasetSpec) -> Vec<(String, Value)> {
@@ -423,6 +569,8 @@ fn dataset_fields(d: &DatasetSpec) -> Vec<(String, Value)> {
         ("rows_per_unit".to_string(), json!(d.rows_per_unit)),
         ("groups_per_unit".to_string(), json!(d.groups_per_unit)),
         ("rows_per_group".to_string(), json!(d.rows_per_group)),
+        ("windows_per_unit".to_string(), json!(d.windows_per_unit)),
+        ("rows_per_window".to_string(), json!(d.rows_per_window)),
         ("invalid_rows".to_string(), json!(d.invalid_rows.name())),
     ];
     for c in &d.columns {

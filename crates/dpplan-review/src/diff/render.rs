@@ -4,7 +4,7 @@
 use dpplan_diagnostics::num;
 use serde_json::Value;
 
-use super::{Change, ItemDiff, PartDiff, PlanDiff, QueryDiff, Status};
+use super::{AccuracyChange, Change, ItemDiff, PartDiff, PlanDiff, QueryDiff, Status};
 
 /// The documented JSON (docs/diff.schema.json).
 pub fn json(d: &PlanDiff) -> String {
@@ -140,6 +140,21 @@ pub fn human(d: &PlanDiff) -> String {
             ));
         }
     }
+    if !d.accuracy.is_empty() {
+        o.push_str(&format!(
+            "\n  accuracy: the noise of one release, per value (! worse by more than ×{})\n",
+            num(d.verdict.accuracy_limit)
+        ));
+        for a in &d.accuracy {
+            o.push_str(&format!(
+                "    {} {} ({}): {}\n",
+                if a.worse { "!" } else { " " },
+                a.query,
+                a.role,
+                accuracy_text(a)
+            ));
+        }
+    }
     if !d.publishes.is_empty() {
         o.push_str("\n  publications (re-publication costs nothing)\n");
         for p in &d.publishes {
@@ -185,6 +200,24 @@ pub fn human(d: &PlanDiff) -> String {
     o
 }
 
+/// `×r`, or why there is no ratio.
+fn times(r: Option<f64>) -> String {
+    r.map_or_else(|| "from no noise".into(), |r| format!("×{}", num(r)))
+}
+
+/// std and 95 % half-width before → after, with their ratios.
+fn accuracy_text(a: &AccuracyChange) -> String {
+    format!(
+        "std {} → {} ({}), 95 % ± {} → {} ({})",
+        opt(a.noise_std.old),
+        opt(a.noise_std.new),
+        times(a.std_ratio),
+        opt(a.ci95_half_width.old),
+        opt(a.ci95_half_width.new),
+        times(a.ci95_ratio)
+    )
+}
+
 fn item(o: &mut String, it: &ItemDiff, loud_bounds: bool) {
     o.push_str(&format!(
         "    {} {} ({})\n",
@@ -193,8 +226,8 @@ fn item(o: &mut String, it: &ItemDiff, loud_bounds: bool) {
         status_word(it.status)
     ));
     for c in &it.changes {
-        let bang = if loud_bounds && super::is_contribution_bound(&c.field) {
-            "  ! contribution bound"
+        let bang = if loud_bounds && super::is_contract_bound(&c.field) {
+            "  ! contract"
         } else {
             ""
         };
@@ -377,6 +410,26 @@ pub fn markdown(d: &PlanDiff) -> String {
             }
         }
     }
+    if !d.accuracy.is_empty() {
+        o.push_str(&format!(
+            "\n#### Accuracy (noise of one release, per value; **worse** above ×{})\n\n| query | statistic | noise std (old → new) | ratio | 95 % half-width (old → new) | ratio | |\n|---|---|---:|---:|---:|---:|---|\n",
+            num(d.verdict.accuracy_limit)
+        ));
+        for a in &d.accuracy {
+            o.push_str(&format!(
+                "| `{}` | {} | {} → {} | {} | {} → {} | {} | {} |\n",
+                a.query,
+                cell(&a.role),
+                opt(a.noise_std.old),
+                opt(a.noise_std.new),
+                times(a.std_ratio),
+                opt(a.ci95_half_width.old),
+                opt(a.ci95_half_width.new),
+                times(a.ci95_ratio),
+                if a.worse { "**worse**" } else { "" }
+            ));
+        }
+    }
     if !d.unchanged_queries.is_empty() {
         o.push_str(&format!(
             "\nUnchanged: {}.\n",
@@ -391,8 +444,8 @@ pub fn markdown(d: &PlanDiff) -> String {
         o.push_str("\n#### Datasets and publications\n\n| item | status | what | old | new |\n|---|---|---|---|---|\n");
         for it in d.datasets.iter().chain(&d.publishes) {
             for c in &it.changes {
-                let field = if super::is_contribution_bound(&c.field) {
-                    format!("**{}** (contribution bound)", c.field)
+                let field = if super::is_contract_bound(&c.field) {
+                    format!("**{}** (contract)", c.field)
                 } else {
                     cell(&c.field)
                 };

@@ -325,3 +325,134 @@ fn a_changed_release_delay_is_a_query_change_of_no_epsilon() {
     assert!(run(&delayed, &same).identical);
     assert!(run(&delayed, &delayed).identical);
 }
+
+/// The issue's example: `auto` noise refills the budget, so ε barely moves,
+/// while a loosened clamp and `2 times` multiply a sum's σ.
+const FARES: &str = r#"plan "fares" {
+  privacy {
+    unit user by rider_id
+    adjacency add_remove
+    budget epsilon 1 delta 1e-6
+    accountant best
+  }
+  dataset trips {
+    source "trips.csv"
+    column rider_id : id
+    column city : category { "a", "b" }
+    column fare : float in [0, 200000]
+    contribution {
+      rows_per_unit 10
+    }
+  }
+  query total_fares {
+    sum(trips.fare)
+    noise gaussian auto
+    schedule once
+  }
+  query rides {
+    count(trips)
+    noise gaussian auto
+    schedule once
+  }
+}
+"#;
+
+fn fares_loosened() -> String {
+    edit(
+        &edit(FARES, "[0, 200000]", "[0, 500000]"),
+        "schedule once",
+        "schedule 2 times",
+    )
+}
+
+#[test]
+fn an_accuracy_regression_is_flagged_with_its_ratio() {
+    let (o, n) = (checked(FARES), checked(&fares_loosened()));
+    let d = diff("old", &o, "new", &n);
+    let a = d
+        .accuracy
+        .iter()
+        .find(|a| a.query == "total_fares")
+        .expect("the sum's noise changed");
+    let (os, ns) = (
+        o.queries[0].parts[0].noise_std,
+        n.queries[0].parts[0].noise_std,
+    );
+    // the checker's own figures, and the ratio of the two
+    assert_eq!(a.noise_std.old, Some(os));
+    assert_eq!(a.noise_std.new, Some(ns));
+    assert_eq!(a.std_ratio, Some(ns / os));
+    // Gaussian: the 95 % half-width is z₀.₉₇₅·σ on both sides, so its
+    // ratio is σ's
+    let z = 1.959_963_984_540_054;
+    assert!((a.ci95_half_width.old.unwrap() - z * os).abs() <= 1e-9 * z * os);
+    assert!((a.ci95_ratio.unwrap() - ns / os).abs() < 1e-12);
+    // the sensitivity ×2.5 and a second release: σ nearly triples, while ε
+    // stays at the budget
+    assert!(ns / os > 2.5 && ns / os < 3.6, "{}", ns / os);
+    assert!(a.worse && d.verdict.accuracy_worse);
+    assert!(!d.verdict.increase);
+    assert!(d.verdict.summary.contains("accuracy is WORSE: total_fares"));
+    // the clamp is part of the contract
+    assert!(d.verdict.contract_changed);
+    assert!(d
+        .contract
+        .iter()
+        .any(|c| c.field == "dataset trips: column fare: bounds" && !c.breaks_comparison));
+    // negative control: under a limit above the ratio, not worse
+    let lax = diff_with_limit("old", &o, "new", &n, 4.0);
+    assert!(!lax.verdict.accuracy_worse);
+    assert!(lax.accuracy.iter().all(|a| !a.worse));
+}
+
+#[test]
+fn a_change_that_improves_accuracy_is_not_a_regression() {
+    // a tighter clamp: the sum's noise shrinks, the count's grows by less
+    // than nothing (the budget is shared differently)
+    let tighter = edit(FARES, "[0, 200000]", "[0, 100000]");
+    let d = run(FARES, &tighter);
+    let sum = d
+        .accuracy
+        .iter()
+        .find(|a| a.query == "total_fares")
+        .unwrap();
+    assert!(sum.std_ratio.unwrap() < 1.0 && !sum.worse);
+    // the clamp is still a contract change
+    assert!(d.verdict.contract_changed);
+    // nothing changed in the noise: no accuracy entry at all
+    let same = run(
+        FARES,
+        &edit(FARES, "source \"trips.csv\"", "source \"t.csv\""),
+    );
+    assert!(same.accuracy.is_empty() && !same.verdict.accuracy_worse);
+    assert!(!same.verdict.contract_changed, "{:?}", same.contract);
+}
+
+#[test]
+fn every_dataset_bound_is_part_of_the_contract() {
+    for (from, to, field) in [
+        (
+            "rows_per_unit 10",
+            "rows_per_unit 11",
+            "dataset trips: rows_per_unit",
+        ),
+        (
+            "[0, 200000]",
+            "[0, 200001]",
+            "dataset trips: column fare: bounds",
+        ),
+        (
+            "{ \"a\", \"b\" }",
+            "{ \"a\", \"b\", \"c\" }",
+            "dataset trips: column city: domain",
+        ),
+    ] {
+        let d = run(FARES, &edit(FARES, from, to));
+        assert!(d.verdict.contract_changed, "{field}");
+        assert!(
+            d.contract.iter().any(|c| c.field == field),
+            "{field}: {:?}",
+            d.contract
+        );
+    }
+}
