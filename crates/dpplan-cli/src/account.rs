@@ -121,7 +121,12 @@ fn print_accountants(
                 a.accountant_name.clone(),
                 "—".into(),
                 "—".into(),
-                format!("not applicable: {}", err.clone().unwrap_or_default()),
+                // The accounting error's text already says "not applicable: …"
+                // when that is the reason; other failures get it once.
+                match err.as_deref().unwrap_or_default() {
+                    e if e.starts_with("not applicable") => e.to_string(),
+                    e => format!("not applicable: {e}"),
+                },
             ],
         })
         .collect();

@@ -110,6 +110,14 @@ fn plan_texts(paths: &[PathBuf], stdin_filename: Option<&Path>) -> Result<Vec<(S
     Ok(out)
 }
 
+/// How the human format is shown: colour, and the accountant's detail.
+#[derive(Clone, Copy)]
+pub struct View {
+    pub color: ColorChoice,
+    /// `--verbose`: the accountant's numerical detail (grid, error terms).
+    pub verbose: bool,
+}
+
 pub fn run(
     paths: &[PathBuf],
     stdin_filename: Option<&Path>,
@@ -117,8 +125,9 @@ pub fn run(
     deny: Option<Deny>,
     docs_url: Option<&str>,
     config: Option<&Path>,
-    color: ColorChoice,
+    view: View,
 ) -> Result<ExitCode> {
+    let color = view.color;
     let mut loaded: Vec<(String, String, Analysis)> = Vec::new();
     for (name, text) in plan_texts(paths, stdin_filename)? {
         let analysis = analyze(&text);
@@ -162,8 +171,21 @@ pub fn run(
     let output = match format {
         Format::Human => {
             let mut s = String::new();
+            let opts = dpplan_render::HumanOptions {
+                verbose: view.verbose,
+                no_delta_note: true,
+            };
             for r in &results {
-                s.push_str(&dpplan_render::human(r, color));
+                s.push_str(&dpplan_render::human_with(r, color, opts));
+            }
+            // What δ means, once for every plan that has one.
+            if results.iter().any(|r| {
+                r.analysis
+                    .report
+                    .as_ref()
+                    .is_some_and(dpplan_render::has_delta)
+            }) {
+                s.push_str(&format!("\n{}\n", dpplan_render::DELTA_NOTE));
             }
             let c = dpplan_render::counts(&results);
             s.push_str(&format!(

@@ -84,6 +84,10 @@ enum Command {
         /// Colour for the human format.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
+        /// Print each accountant's numerical detail (grid, error terms,
+        /// tails) instead of its name and why it was chosen.
+        #[arg(long)]
+        verbose: bool,
     },
     /// Every accountant's (ε, δ) for a plan, with the ratio of each to the best.
     Account(account::Args),
@@ -126,6 +130,7 @@ fn main() -> ExitCode {
             docs_url,
             config,
             color,
+            verbose,
         } => check::run(
             &paths,
             stdin_filename.as_deref(),
@@ -133,7 +138,7 @@ fn main() -> ExitCode {
             deny,
             docs_url.as_deref(),
             config.as_deref(),
-            color,
+            check::View { color, verbose },
         ),
         Command::Account(a) => account::run(a),
         Command::Report(a) => report::run(a),

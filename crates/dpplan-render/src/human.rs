@@ -77,17 +77,47 @@ fn emit(path: &str, text: &str, diagnostics: &[CsDiagnostic<()>], color: bool) -
     out
 }
 
+/// How much of a plan's summary the terminal shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HumanOptions {
+    /// Print the accountant's numerical detail (grid, error terms, tails),
+    /// which the default summary names in one line instead.
+    pub verbose: bool,
+    /// Leave out the sentence explaining δ: the caller prints it once for
+    /// several plans (`dpplan check` with many files).
+    pub no_delta_note: bool,
+}
+
+/// What δ means, printed once under the plans that have one.
+pub const DELTA_NOTE: &str = "δ is the slack of the (ε, δ) guarantee: for every outcome set S, P[M(D) ∈ S] ≤ e^ε·P[M(D′) ∈ S] + δ; it is not the probability that everything leaks.";
+
 /// Renders one file's diagnostics rustc-style, then its summary table.
 pub fn human(file: &FileResult, color: bool) -> String {
+    human_with(file, color, HumanOptions::default())
+}
+
+/// [`human`] with its options: the plan's header first, then its
+/// diagnostics after a blank line (so they cannot be read as the previous
+/// plan's), then its table and total.
+pub fn human_with(file: &FileResult, color: bool, opts: HumanOptions) -> String {
     let diagnostics: Vec<CsDiagnostic<()>> = file
         .analysis
         .diagnostics
         .iter()
         .map(|d| to_codespan(d, file.text.len()))
         .collect();
-    let mut out = emit(file.path, file.text, &diagnostics, color);
+    let mut out = match &file.analysis.report {
+        Some(r) => plan_header(file.path, r),
+        None => format!("\nplan file {}\n", file.path),
+    };
+    if !diagnostics.is_empty() {
+        out.push('\n');
+        let shown = emit(file.path, file.text, &diagnostics, color);
+        // The emitter ends on a blank line; the table below opens with one.
+        out.push_str(shown.strip_suffix('\n').unwrap_or(&shown));
+    }
     if let Some(report) = &file.analysis.report {
-        out.push_str(&summary_table(file.path, report));
+        out.push_str(&summary_body(report, opts));
     }
     out
 }
@@ -251,14 +281,47 @@ pub fn summary_rows(r: &CheckedPlan) -> (Vec<String>, Vec<Vec<String>>) {
 /// The per-plan summary: unit, adjacency, bounds, every query's cost and the
 /// composed total with the accountant that produced it.
 pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
-    let mut out = String::new();
+    plan_header(path, r) + &summary_body(r, HumanOptions::default())
+}
+
+/// A plan's first lines: its name and file, unit and adjacency.
+fn plan_header(path: &str, r: &CheckedPlan) -> String {
     let name = r.name.as_deref().unwrap_or("(unnamed)");
-    out.push_str(&format!("\nplan \"{name}\" ({path})\n"));
-    out.push_str(&format!(
-        "  unit: {} — {}\n",
-        r.unit.kind, r.unit.description
-    ));
-    out.push_str(&format!("  adjacency: {}\n", r.adjacency));
+    format!(
+        "\nplan \"{name}\" ({path})\n  unit: {} — {}\n  adjacency: {}\n",
+        r.unit.kind, r.unit.description, r.adjacency
+    )
+}
+
+/// The accountant in one line: its name and why it is the one, the
+/// numerical detail only when `verbose`.
+fn accountant_line(r: &CheckedPlan, t: &dpplan_check::TotalReport, verbose: bool) -> String {
+    if verbose {
+        return format!(
+            "  accountant: {} ({}), requested `{}`\n",
+            t.accountant_name, t.detail, r.accountant_requested
+        );
+    }
+    let why = match r.accountant_requested.accountant() {
+        Some(_) => "as the plan requests".to_string(),
+        None => {
+            let applied = r.accountants.iter().filter(|a| a.epsilon.is_some()).count();
+            if applied <= 1 {
+                "the only one that applies (requested `best`)".to_string()
+            } else {
+                format!("the tightest of the {applied} that apply (requested `best`)")
+            }
+        }
+    };
+    format!(
+        "  accountant: {} — {why}; `--verbose` or the JSON for its detail\n",
+        t.accountant_name
+    )
+}
+
+/// Everything under the header: the query table, the total, the accountant.
+fn summary_body(r: &CheckedPlan, opts: HumanOptions) -> String {
+    let mut out = String::new();
     let (header, rows) = summary_rows(r);
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
@@ -315,10 +378,7 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
                 r.releases,
                 t.accountant_name
             ));
-            out.push_str(&format!(
-                "  accountant: {} ({}), requested `{}`\n",
-                t.accountant_name, t.detail, r.accountant_requested
-            ));
+            out.push_str(&accountant_line(r, t, opts.verbose));
         }
         None => {
             out.push_str(&format!(
@@ -327,10 +387,13 @@ pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
             ));
         }
     }
-    if r.total.as_ref().is_some_and(|t| t.delta > 0.0) {
-        out.push_str(
-            "  δ is the slack of the (ε, δ) guarantee: for every outcome set S, P[M(D) ∈ S] ≤ e^ε·P[M(D′) ∈ S] + δ; it is not the probability that everything leaks.\n",
-        );
+    if !opts.no_delta_note && has_delta(r) {
+        out.push_str(&format!("  {DELTA_NOTE}\n"));
     }
     out
+}
+
+/// Whether the plan's total has a δ, i.e. whether [`DELTA_NOTE`] concerns it.
+pub fn has_delta(r: &CheckedPlan) -> bool {
+    r.total.as_ref().is_some_and(|t| t.delta > 0.0)
 }

@@ -15,7 +15,10 @@ mod query_array;
 mod sarif;
 mod shared;
 
-pub use human::{human, policy_diagnostic, policy_error, summary_rows, summary_table};
+pub use human::{
+    has_delta, human, human_with, policy_diagnostic, policy_error, summary_rows, summary_table,
+    HumanOptions, DELTA_NOTE,
+};
 pub use junit::{junit, junit_with};
 pub use machine::{
     github, github_summary, github_summary_with, json, json_value, write_json, write_json_with,

@@ -35,4 +35,5 @@ mod schedule_cli;
 mod selection_cli;
 mod signoff_cli;
 mod spark_cli;
+mod summary_cli;
 mod window_cli;
