@@ -15,7 +15,7 @@
 //! * Which curve: a plan of continuous Gaussians only is μ-GDP exactly
 //!   (Dong, Roth & Su 2019, Cor 3.3): TPR = Φ(Φ⁻¹(α) + μ), evaluated with
 //!   Φ's proven enclosure ([`tpr_gdp`]). Any other plan: the PLD
-//!   accountant's composed dominating pair ([`Curve::delta_upper`]); its
+//!   accountant's composed dominating pair (`Curve::delta_upper`); its
 //!   profile is above the plan's at every ε, so its trade-off curve is
 //!   below the plan's. A pure-ε plan adds the δ = 0 line,
 //!   TPR ≤ min(1, e^ε·α, 1 − e^{−ε}(1 − α)) with ε = Σεᵢ. When the PLD does
@@ -236,7 +236,7 @@ pub fn tpr_gdp(mu: f64, alpha: f64) -> f64 {
 
 /// The TPR bound of one (ε, δ) pair at FPR α: 1 minus the larger of the
 /// two lines of f, min(1, δ + e^ε·α, 1 − e^{−ε}(1 − δ − α)), each rounded
-/// up: exp carries ≤ [`ELEM_ULPS`], each product and sum u.
+/// up: exp carries ≤ `ELEM_ULPS`, each product and sum u.
 pub fn line_tpr(eps: f64, delta: f64, alpha: f64) -> f64 {
     let grow = 1.0 + (ELEM_ULPS + 3.0) * U;
     let first = ((libm::exp(eps) * alpha * grow).next_up() + delta) * (1.0 + U);

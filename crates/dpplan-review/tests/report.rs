@@ -690,3 +690,47 @@ fn a_fraction_never_reached_says_what_the_plan_spends() {
     assert!(row.contains("99.99999"), "{row}");
     assert!(!row.contains("100.0 %"), "{row}");
 }
+
+/// The report's trade-off curve: its 1 % and 0.1 % points are exactly
+/// `check`'s `attack_risk` on every example; every point lies on or above
+/// the diagonal and rises with the false-positive rate; on a Gaussian-only
+/// plan it is Φ(Φ⁻¹(α) + μ) to 1e-9 (statrs, independent of the accounting
+/// crate; that it is never below is held against 40-digit mpmath values in
+/// dpplan-accounting's tests/it/tradeoff.rs, as statrs' own Φ⁻¹ is only
+/// good to about 1e-11 here); more noise, a lower curve (negative control).
+#[test]
+fn the_tradeoff_curve_is_the_checks_attack_risk_and_the_gaussian_closed_form() {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    for (name, text) in examples() {
+        let a = analyze(&text);
+        let r = review(&text);
+        let t = r
+            .tradeoff
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no trade-off"));
+        let risk = a.report.as_ref().unwrap().attack_risk.as_ref().unwrap();
+        for fpr in [0.01, 0.001] {
+            let p = t.points.iter().find(|p| p.fpr == fpr).unwrap();
+            assert_eq!(Some(p.tpr), risk.tpr_at(fpr), "{name} at {fpr}");
+        }
+        for w in t.points.windows(2) {
+            assert!(w[1].tpr >= w[0].tpr, "{name}: {w:?}");
+        }
+        for p in &t.points {
+            assert!(p.tpr >= p.fpr - 1e-12 && p.tpr <= 1.0, "{name}: {p:?}");
+        }
+    }
+    let rr =
+        std::fs::read_to_string(root().join("examples/repeated-release/repeated-release.dpplan"))
+            .unwrap();
+    let t = review(&rr).tradeoff.unwrap();
+    let mu = t.gdp_mu.expect("a Gaussian-only plan is μ-GDP");
+    let n = Normal::new(0.0, 1.0).unwrap();
+    for p in t.points.iter().filter(|p| p.fpr > 0.0 && p.fpr < 1.0) {
+        let exact = n.cdf(n.inverse_cdf(p.fpr) + mu);
+        assert!((p.tpr - exact).abs() < 1e-9, "{p:?} vs {exact}");
+    }
+    let noisier = review(&rr.replace("sigma 8", "sigma 16")).tradeoff.unwrap();
+    let at = |t: &report::TradeOff| t.points.iter().find(|p| p.fpr == 0.01).unwrap().tpr;
+    assert!(at(&noisier) < at(&t), "more noise, a lower curve");
+}

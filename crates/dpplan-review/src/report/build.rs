@@ -89,6 +89,50 @@ fn releases(
         .collect()
 }
 
+/// The false-positive rates the trade-off curve is drawn at (with the
+/// JSON's 1 % and 0.1 %).
+const TRADEOFF_FPRS: [f64; 22] = [
+    0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5,
+    0.6, 0.7, 0.8, 0.9, 0.95, 1.0,
+];
+
+/// The trade-off curve of the plan's whole schedule, from the same
+/// releases, δ and thresholds' δ as the checker's `attack_risk` (so its
+/// points at 1 % and 0.1 % are the JSON's).
+fn tradeoff(plan: &CheckedPlan) -> Option<TradeOff> {
+    plan.attack_risk.as_ref()?;
+    let rs: Vec<acct::Release> = releases(plan, &|i| plan.queries[i].accounted_releases, &|_| 1.0)
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    let thresholds: f64 = plan
+        .queries
+        .iter()
+        .filter_map(|q| q.selection.as_ref())
+        .map(|s| s.delta)
+        .sum();
+    let risk = acct::attack_risk(&rs, plan.accounting_delta(), thresholds, &TRADEOFF_FPRS).ok()?;
+    Some(TradeOff {
+        curve: serde_json::to_value(risk.curve).ok()?.as_str()?.to_string(),
+        gdp_mu: risk.gdp_mu,
+        // at the JSON's rates, the JSON's value where it is the larger (the
+        // curve search runs over another set of rates): both are upper
+        // bounds, the report never shows less than `check`
+        points: risk
+            .points
+            .iter()
+            .map(|p| TradeOffPoint {
+                fpr: p.fpr,
+                tpr: plan
+                    .attack_risk
+                    .as_ref()
+                    .and_then(|a| a.tpr_at(p.fpr))
+                    .map_or(p.tpr, |c| c.max(p.tpr)),
+            })
+            .collect(),
+    })
+}
+
 /// The report of an analysed plan.
 pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, ReviewError> {
     if analysis.has_errors() {
@@ -160,6 +204,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
         controls,
         controls_ok,
         audit: None,
+        tradeoff: tradeoff(plan),
     })
 }
 

@@ -58,6 +58,7 @@ pub(super) fn blocks(r: &Review, figures: bool) -> Vec<Block> {
     }
 
     contract(&mut b, r);
+    attack_risk(&mut b, r, figures);
     queries(&mut b, r, figures);
     calendar(&mut b, r, figures);
     averaging(&mut b, r, figures);
@@ -386,6 +387,52 @@ fn share_of_budget(total: f64, budget: f64) -> String {
         decimals += 1;
     }
     format!("{share:.decimals$} %")
+}
+
+/// What ε means for an attacker: the best membership test's true-positive
+/// rate at each false-positive rate, and the trade-off curve.
+fn attack_risk(b: &mut Vec<Block>, r: &Review, figures: bool) {
+    use Block::*;
+    let Some(t) = &r.tradeoff else {
+        return;
+    };
+    b.push(Heading(2, "Attack risk".into()));
+    let at = |fpr: f64| {
+        t.points
+            .iter()
+            .find(|p| p.fpr == fpr)
+            .map_or("—".to_string(), |p| dpplan_diagnostics::percent_up(p.tpr))
+    };
+    let mu = t
+        .gdp_mu
+        .map(|m| format!(" The plan is μ-GDP with μ = {}.", num(m)))
+        .unwrap_or_default();
+    b.push(Para(Text::plain(format!(
+        "An attacker who wants to tell whether one unit's data is in the input, and may wrongly say so for 1 % of the units that are not, is right about at most {} of the units that are (at a 0.1 % false-positive rate: at most {}). These are upper bounds over every possible test, read from the {} curve of the whole schedule's composition (Dong, Roth and Su's trade-off function; docs/accounting.md, “Attack risk”).{mu}",
+        at(0.01),
+        at(0.001),
+        super::figures::curve_name(&t.curve)
+    ))));
+    if figures {
+        if let Ok(svg) = figures::tradeoff(t) {
+            b.push(Figure(svg));
+        }
+    }
+    b.push(Table(
+        ["false-positive rate", "true-positive rate at most"]
+            .map(Text::from)
+            .to_vec(),
+        t.points
+            .iter()
+            .filter(|p| [0.001, 0.01, 0.05, 0.1, 0.25, 0.5].contains(&p.fpr))
+            .map(|p| {
+                vec![
+                    format!("{} %", num(100.0 * p.fpr)).into(),
+                    dpplan_diagnostics::percent_up(p.tpr).into(),
+                ]
+            })
+            .collect(),
+    ));
 }
 
 /// The cumulative ε over the release calendar.

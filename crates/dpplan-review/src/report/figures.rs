@@ -6,7 +6,7 @@ use std::ops::Range;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{Averaging, Review};
+use super::{Averaging, Review, TradeOff};
 use dpplan_diagnostics::num;
 
 const W: u32 = 760;
@@ -630,4 +630,92 @@ pub fn shares(review: &Review) -> Result<String, String> {
         "Each query's share of the plan's ρ",
         &desc,
     ))
+}
+
+/// Figure 4: the trade-off curve — the largest true-positive rate of any
+/// membership test against the plan at each false-positive rate (upper
+/// bounds), beside the diagonal of a test that learns nothing.
+pub fn tradeoff(t: &TradeOff) -> Result<String, String> {
+    let size = (W, H);
+    let (x, y) = (0f64..1f64, 0f64..1f64);
+    let mut frame = String::new();
+    let plot = {
+        let root = SVGBackend::with_string(&mut frame, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(LEGEND_WIDTH + 24)
+            .caption("An attacker's best membership test", (FONT, 18))
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x.clone(), y.clone())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("false-positive rate")
+            .y_desc("true-positive rate (at most)")
+            .draw()
+            .map_err(err)?;
+        Plot::of(&chart, size, x, y)
+    };
+    let pts: Vec<(f64, f64)> = t
+        .points
+        .iter()
+        .map(|p| (p.fpr.clamp(0.0, 1.0), p.tpr.clamp(0.0, 1.0)))
+        .collect();
+    let marks = plot.layer(|chart| {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(0.0, 0.0), (1.0, 1.0)],
+                RGBColor(150, 150, 150).stroke_width(1),
+            )))
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(pts.clone(), COLOURS[0].stroke_width(2)))
+            .map_err(err)?;
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 2, COLOURS[0].filled())))
+            .map_err(err)?;
+        Ok(())
+    })?;
+    let key = plot.layer(|chart| {
+        legend(
+            chart,
+            &plot,
+            &[
+                ("this plan (an upper bound)".to_string(), COLOURS[0]),
+                (
+                    "a test that learns nothing".to_string(),
+                    RGBColor(150, 150, 150),
+                ),
+            ],
+        )
+    })?;
+    let at = |fpr: f64| {
+        t.points
+            .iter()
+            .find(|p| p.fpr == fpr)
+            .map_or("—".to_string(), |p| dpplan_diagnostics::percent_up(p.tpr))
+    };
+    let desc = format!(
+        "The largest true-positive rate of any membership test against the plan, at each false-positive rate (from the {} curve): at most {} at a 1 % false-positive rate, {} at 0.1 %; a test that learns nothing lies on the diagonal.",
+        curve_name(&t.curve),
+        at(0.01),
+        at(0.001)
+    );
+    Ok(accessible(
+        &plot.assemble(&frame, &marks, &key),
+        "An attacker's best membership test: the plan's trade-off curve",
+        &desc,
+    ))
+}
+
+/// The name of the curve a trade-off is read from, in words.
+pub fn curve_name(curve: &str) -> &str {
+    match curve {
+        "gdp" => "exact μ-GDP",
+        "pld" => "privacy-loss distribution's",
+        "fast" => "fast accountants'",
+        other => other,
+    }
 }

@@ -30,7 +30,8 @@ pub use crate::averaging::{Averaging, AveragingPoint};
 /// 2: the optional `audit` (`dpplan report --audit`).
 /// 3: `one_release`, why a query's schedule is one accounted release (a
 /// window, a tree); `selection` (keys from the data).
-/// 4: `cumulative.steps`, the curves are evaluated at every release time.
+/// 4: `cumulative.steps`, the curves are evaluated at every release time;
+/// `tradeoff`, the attack risk at every false-positive rate.
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// The counts at which a mean's accuracy is stated when none is given.
@@ -61,6 +62,29 @@ pub struct Review {
     /// (`--audit`): measured lower bounds beside the claims.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditSummary>,
+    /// The attack risk over every false-positive rate: the trade-off curve
+    /// of the plan's whole schedule (schema version 4); `None` when it
+    /// cannot be computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tradeoff: Option<TradeOff>,
+}
+
+/// The largest true-positive rate of any membership test against the
+/// plan's whole schedule, at each false-positive rate: upper bounds, from
+/// the same composition as the claim (dpplan_accounting::attack_risk).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TradeOff {
+    /// Where the curve is read from: `gdp`, `pld` or `fast`.
+    pub curve: String,
+    /// μ when the plan is μ-GDP exactly.
+    pub gdp_mu: Option<f64>,
+    pub points: Vec<TradeOffPoint>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TradeOffPoint {
+    pub fpr: f64,
+    pub tpr: f64,
 }
 
 /// The contract: who is protected, against what, at what cost.
