@@ -138,7 +138,7 @@ async def test_hover_after_emoji_and_cjk(client: LanguageClient):
     assert "365 releases" in value
     assert "L1 = 5" in value
     assert "scale b = 250" in value
-    assert "% of the plan's ε" in value
+    assert "% of the plan's privacy loss (its share of ρ)" in value
     assert hover.range.start == utf16_position(text, name)
     assert hover.range.end == utf16_position(text, name + len("daily_visits"))
     # Budget hover: every accountant.

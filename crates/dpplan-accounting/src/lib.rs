@@ -623,7 +623,9 @@ pub fn best_among(
 }
 
 /// Best of accountants' results: the bound with the smallest ε (the first of
-/// equal ones, in the order given) among the [`TIGHT`] accountants'. Each bound is proven, so their minimum
+/// equal ones, in the order given; equal within 10⁻¹² relative, so that
+/// floating-point rounding does not name advanced composition for what
+/// is basic composition's sum) among the [`TIGHT`] accountants'. Each bound is proven, so their minimum
 /// is. Without any bound: the last `InfiniteEpsilon` error when an
 /// accountant found ε unbounded (that is the plan's problem, whatever the
 /// others say, e.g. PLD not applicable beyond 10¹² releases), else the
@@ -639,7 +641,10 @@ pub fn best_of(
             // named, never chosen: see [`TIGHT`]
             Ok(b) if !TIGHT.contains(&b.accountant) => {}
             Ok(b) => {
-                if winner.as_ref().is_none_or(|w| b.epsilon < w.epsilon) {
+                if winner
+                    .as_ref()
+                    .is_none_or(|w| b.epsilon < w.epsilon * (1.0 - TIE))
+                {
                     winner = Some(b);
                 }
             }
@@ -654,6 +659,10 @@ pub fn best_of(
         error.unwrap_or_else(|| AccountingError::NotApplicable("no accountant applies".into()))
     })
 }
+
+/// Two accountants' ε within this relative distance are a tie: the first
+/// in [`best_of`]'s order is named.
+const TIE: f64 = 1e-12;
 
 /// Tightest ε of ONE release at δ: Laplace kinds Δ₁/b (pure); Gaussian: analytic
 /// Balle–Wang; discrete Gaussian: its exact CKS 2020 curve for coords = 1 (σ ≤ 2·10⁴),

@@ -54,7 +54,37 @@ pub struct CheckedPlan {
     pub datasets: Vec<DatasetSpec>,
 }
 
+/// What a query's "share" of a plan is, wherever it is shown (the report,
+/// the editor's hover): [`CheckedPlan::rho_by_query`] over its sum.
+pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2), the exponential mechanism, which is ε-bounded-range, min(ε·tanh(ε/2), ε²/8)) times its accounted releases (one for a windowed query's whole schedule), over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
+
 impl CheckedPlan {
+    /// Each query's zCDP ρ over its whole schedule: the ρ of its parts
+    /// times its accounted releases (the numerators of the shares,
+    /// [`SHARE_DEFINITION`]).
+    pub fn rho_by_query(&self) -> Vec<f64> {
+        self.queries
+            .iter()
+            .map(|q| {
+                q.parts
+                    .iter()
+                    .filter_map(|p| p.accounted.as_ref().and_then(acct::rho_tight))
+                    .sum::<f64>()
+                    * q.accounted_releases as f64
+            })
+            .collect()
+    }
+
+    /// Each query's share of the plan's privacy loss, a fraction
+    /// ([`SHARE_DEFINITION`]); all 0 when the plan has no ρ.
+    pub fn shares(&self) -> Vec<f64> {
+        let rhos = self.rho_by_query();
+        let total: f64 = rhos.iter().sum();
+        rhos.iter()
+            .map(|&r| if total > 0.0 { r / total } else { 0.0 })
+            .collect()
+    }
+
     /// The δ at which the accountants composed the plan's mechanisms: the
     /// budget's, less the share kept for the thresholds when the plan has
     /// keys from the data (docs/accounting.md, "Partition selection").

@@ -116,6 +116,10 @@ pub struct View {
     pub color: ColorChoice,
     /// `--verbose`: the accountant's numerical detail (grid, error terms).
     pub verbose: bool,
+    /// The widest a line may be (0: no limit).
+    pub width: usize,
+    /// `--all-digits`: every digit of every number.
+    pub all_digits: bool,
 }
 
 pub fn run(
@@ -169,48 +173,7 @@ pub fn run(
         }
     };
     let output = match format {
-        Format::Human => {
-            let mut s = String::new();
-            let opts = dpplan_render::HumanOptions {
-                verbose: view.verbose,
-                no_delta_note: true,
-            };
-            for r in &results {
-                s.push_str(&dpplan_render::human_with(r, color, opts));
-            }
-            // What δ means, once for every plan that has one.
-            if results.iter().any(|r| {
-                r.analysis
-                    .report
-                    .as_ref()
-                    .is_some_and(dpplan_render::has_delta)
-            }) {
-                s.push_str(&format!("\n{}\n", dpplan_render::DELTA_NOTE));
-            }
-            let c = dpplan_render::counts(&results);
-            s.push_str(&format!(
-                "\nchecked {} plan{}: {} error{}, {} warning{}, {} hint{}{}\n",
-                results.len(),
-                if results.len() == 1 { "" } else { "s" },
-                c.errors,
-                if c.errors == 1 { "" } else { "s" },
-                c.warnings,
-                if c.warnings == 1 { "" } else { "s" },
-                c.hints,
-                if c.hints == 1 { "" } else { "s" },
-                match results
-                    .iter()
-                    .map(|r| r.analysis.suppressed.len())
-                    .sum::<usize>()
-                {
-                    0 => String::new(),
-                    n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
-                }
-            ));
-            s.push_str(&dpplan_render::shared_budgets_human(&shared));
-            s.push_str(&dpplan_render::policies_human(&chains, &names));
-            s
-        }
+        Format::Human => human(&results, &shared, &chains, &names, color, view),
         Format::Json => {
             // Streamed: at 10⁵ queries the document is 10⁸ bytes.
             let shared_json =
@@ -254,6 +217,68 @@ pub fn run(
         ))?;
     }
     Ok(exit_code(&results, &shared, deny))
+}
+
+/// The human format: each plan's header, diagnostics, table and total;
+/// what δ means and how numbers are rounded, once; the counts, the shared
+/// budgets and the policies; every line fitted to the width.
+fn human(
+    results: &[FileResult],
+    shared: &[dpplan_render::SharedBudget],
+    chains: &[dpplan_render::AppliedPolicy],
+    names: &[&str],
+    color: bool,
+    view: View,
+) -> String {
+    let mut s = String::new();
+    let opts = dpplan_render::HumanOptions {
+        verbose: view.verbose,
+        no_delta_note: true,
+        width: view.width,
+        all_digits: view.all_digits,
+    };
+    let numbers = dpplan_render::Numbers {
+        all_digits: view.all_digits,
+        ..Default::default()
+    };
+    for r in results {
+        s.push_str(&dpplan_render::human_numbers(r, color, opts, &numbers));
+    }
+    // What δ means, once for every plan that has one.
+    if results.iter().any(|r| {
+        r.analysis
+            .report
+            .as_ref()
+            .is_some_and(dpplan_render::has_delta)
+    }) {
+        s.push_str(&format!("\n{}\n", dpplan_render::DELTA_NOTE));
+    }
+    if numbers.snapped.get() {
+        s.push_str(&format!("{}\n", dpplan_render::ROUNDING_NOTE));
+    }
+    let c = dpplan_render::counts(results);
+    s.push_str(&format!(
+        "\nchecked {} plan{}: {} error{}, {} warning{}, {} hint{}{}\n",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        c.errors,
+        if c.errors == 1 { "" } else { "s" },
+        c.warnings,
+        if c.warnings == 1 { "" } else { "s" },
+        c.hints,
+        if c.hints == 1 { "" } else { "s" },
+        match results
+            .iter()
+            .map(|r| r.analysis.suppressed.len())
+            .sum::<usize>()
+        {
+            0 => String::new(),
+            n => format!(" ({n} suppressed by `dpplan: allow` comments)"),
+        }
+    ));
+    s.push_str(&dpplan_render::shared_budgets_human(shared));
+    s.push_str(&dpplan_render::policies_human(chains, names));
+    dpplan_render::fit_lines(&s, view.width)
 }
 
 /// 1 when a plan has an error (or, with `--deny warnings`, a warning) or

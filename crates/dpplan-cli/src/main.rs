@@ -88,6 +88,14 @@ enum Command {
         /// tails) instead of its name and why it was chosen.
         #[arg(long)]
         verbose: bool,
+        /// The widest a line of the human format may be (0: no limit).
+        /// Default: `COLUMNS`, else the terminal's width, else 100.
+        #[arg(long, value_name = "N")]
+        width: Option<usize>,
+        /// Print every digit of every number (the shortest form that reads
+        /// back to the same float), not six significant digits.
+        #[arg(long)]
+        all_digits: bool,
     },
     /// Every accountant's (ε, δ) for a plan, with the ratio of each to the best.
     Account(account::Args),
@@ -131,6 +139,8 @@ fn main() -> ExitCode {
             config,
             color,
             verbose,
+            width,
+            all_digits,
         } => check::run(
             &paths,
             stdin_filename.as_deref(),
@@ -138,7 +148,12 @@ fn main() -> ExitCode {
             deny,
             docs_url.as_deref(),
             config.as_deref(),
-            check::View { color, verbose },
+            check::View {
+                color,
+                verbose,
+                width: out::width(width),
+                all_digits,
+            },
         ),
         Command::Account(a) => account::run(a),
         Command::Report(a) => report::run(a),

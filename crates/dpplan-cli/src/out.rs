@@ -95,3 +95,27 @@ pub fn escape_control(s: &str) -> String {
     }
     o
 }
+
+/// The width the human format is fitted to: `--width N` when given (0: no
+/// limit), else `COLUMNS` when it is a number, else the terminal's when
+/// standard output is one, else [`dpplan_render::DEFAULT_WIDTH`] (a file,
+/// a pipe, a CI log).
+pub fn width(explicit: Option<usize>) -> usize {
+    if let Some(w) = explicit {
+        return w;
+    }
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&w| w > 0)
+    {
+        return w;
+    }
+    use std::io::IsTerminal;
+    if io::stdout().is_terminal() {
+        if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
+            return usize::from(w);
+        }
+    }
+    dpplan_render::DEFAULT_WIDTH
+}

@@ -13,7 +13,7 @@ mod suggest;
 pub use code::Code;
 pub use docs::{rule_doc, DIAGNOSTICS_MD};
 pub use lines::{LineCol, LineIndex};
-pub use number::{num, percent, percent_up};
+pub use number::{num, percent, percent_up, short_decimal};
 pub use suggest::did_you_mean;
 
 use serde::Serialize;

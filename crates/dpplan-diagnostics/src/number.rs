@@ -1,7 +1,19 @@
 /// Formats a number for people: integers as integers, others with up to six
 /// significant digits, rounded *up* so that a printed ε is never below the
-/// computed bound.
+/// computed bound by more than floating-point rounding: a value within
+/// 10⁻¹² (relative) of a decimal of at most six significant digits is that
+/// decimal ([`short_decimal`]: `1.2000000000000002`, the float sum of
+/// 0.4 + 0.4 + 0.4, is `1.2`, not `1.20001`). One format everywhere: the
+/// terminal, the editor, the report, the diff.
 pub fn num(x: f64) -> String {
+    match short_decimal(x) {
+        Some(d) => up(d),
+        None => up(x),
+    }
+}
+
+/// [`num`] without the snap to a nearby short decimal.
+fn up(x: f64) -> String {
     if !x.is_finite() {
         return format!("{x}");
     }
@@ -39,6 +51,18 @@ pub fn num(x: f64) -> String {
         let s = s.trim_end_matches('0').trim_end_matches('.');
         format!("{s}e{mag}")
     }
+}
+
+/// The decimal of at most six significant digits that `x` is but for
+/// floating-point rounding (within 10⁻¹² relative: `7.500000000000001` is
+/// `7.5`, `0.30000000000000004` is `0.3`), when there is one and it is not
+/// `x` already printed in full by [`num`]; `None` otherwise.
+pub fn short_decimal(x: f64) -> Option<f64> {
+    if !x.is_finite() || x == 0.0 {
+        return None;
+    }
+    let d: f64 = format!("{x:.5e}").parse().ok()?;
+    ((x - d).abs() <= 1e-12 * x.abs()).then_some(d)
 }
 
 /// A probability bound as a percentage, rounded **up** at the last digit
@@ -89,6 +113,26 @@ mod tests {
         assert_eq!(num(f64::INFINITY), "inf");
         assert_eq!(num(2.5e-7), "2.5e-7");
         assert_eq!(num(0.000123), "0.000123");
+        // within floating-point rounding of a short decimal: that decimal
+        assert_eq!(num(7.500000000000001), "7.5");
+        assert_eq!(num(0.4 + 0.4 + 0.4), "1.2");
+        assert_eq!(num(12.000000000000004), "12");
+        // negative control: a real difference in the 7th digit rounds up
+        assert_eq!(num(1.2000001), "1.20001");
+    }
+
+    #[test]
+    fn short_decimals_are_found_within_rounding_only() {
+        use super::short_decimal;
+        assert_eq!(short_decimal(7.500000000000001), Some(7.5));
+        assert_eq!(short_decimal(0.1 + 0.2), Some(0.3));
+        assert_eq!(short_decimal(12.000000000000004), Some(12.0));
+        assert_eq!(short_decimal(1.2e-7 * (1.0 + 1e-15)), Some(1.2e-7));
+        // negative controls: a real seventh digit, or more than rounding
+        assert_eq!(short_decimal(1.4142135623730951), None);
+        assert_eq!(short_decimal(7.5000001), None);
+        assert_eq!(short_decimal(0.4999999), None);
+        assert_eq!(short_decimal(f64::NAN), None);
     }
 
     #[test]

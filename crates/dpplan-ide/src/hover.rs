@@ -251,10 +251,19 @@ fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
     );
     match &report.total {
         Some(t) if t.epsilon > 0.0 => {
+            // the share as the report defines it: of the plan's ρ
+            let share = report
+                .queries
+                .iter()
+                .position(|q| q.name == r.name)
+                .and_then(|i| report.shares().get(i).copied());
             let _ = write!(
                 md,
-                " — {} of the plan's ε = {} ({}; budget ε = {})",
-                percent(total.epsilon, t.epsilon),
+                " — {}the plan's ε = {} ({}; budget ε = {})",
+                share.map_or(String::new(), |s| format!(
+                    "{} of the plan's privacy loss (its share of ρ) in ",
+                    percent(s, 1.0)
+                )),
                 num(t.epsilon),
                 t.accountant_name,
                 num(report.budget.epsilon)

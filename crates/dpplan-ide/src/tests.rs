@@ -52,7 +52,27 @@ fn hover_on_a_query_shows_its_derivation_and_cost() {
     assert!(md.contains("Sensitivity:** L1 = 5"), "{md}");
     assert!(md.contains("scale b = 250"), "{md}");
     assert!(md.contains("standard deviation 353.554"), "{md}");
-    assert!(md.contains("% of the plan's ε"), "{md}");
+    // the share is the report's: of the plan's ρ, not a ratio of ε
+    let plan = doc.analysis().report.as_ref().expect("report");
+    let i = plan
+        .queries
+        .iter()
+        .position(|q| q.name == "daily_visits")
+        .unwrap();
+    let share = plan.shares()[i];
+    assert!(share > 0.0 && share < 1.0);
+    let shown = format!(
+        "{:.0} % of the plan's privacy loss (its share of ρ)",
+        100.0 * share
+    );
+    assert!(md.contains(&shown), "{shown} in {md}");
+    // negative control: the ε ratio, which the hover once showed, differs
+    let eps_ratio =
+        plan.queries[i].total.as_ref().unwrap().epsilon / plan.total.as_ref().unwrap().epsilon;
+    assert_ne!(
+        format!("{:.0}", 100.0 * eps_ratio),
+        format!("{:.0}", 100.0 * share)
+    );
     assert!(md.contains("adjacency `add_remove`"), "{md}");
     // the span is the name
     assert_eq!(&text[h.span.start..h.span.end], "daily_visits");
@@ -799,7 +819,7 @@ fn hover_and_hints_on_a_quantile_query() {
     let md = &h.markdown;
     assert!(md.contains("**quantile 0.9**"), "{md}");
     assert!(md.contains("Sensitivity:** L1 = 3.6"), "{md}");
-    assert!(md.contains("`exponential`, scale b = 9.00001"), "{md}");
+    assert!(md.contains("`exponential`, scale b = 9"), "{md}");
     assert!(
         md.contains("Rank error per release:** the chosen candidate's rank is within 105.95 rows"),
         "{md}"

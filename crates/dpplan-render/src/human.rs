@@ -7,7 +7,9 @@ use dpplan_check::CheckedPlan;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_policy::ConfigError;
 
-use crate::{num, FileResult};
+use crate::fit::fit_lines;
+use crate::table::{Numbers, ROUNDING_NOTE};
+use crate::FileResult;
 
 fn to_codespan(d: &Diagnostic, text_len: usize) -> CsDiagnostic<()> {
     let clamp = |s: dpplan_diagnostics::Span| {
@@ -77,15 +79,22 @@ fn emit(path: &str, text: &str, diagnostics: &[CsDiagnostic<()>], color: bool) -
     out
 }
 
-/// How much of a plan's summary the terminal shows.
+/// How much of a plan's summary the terminal shows, and how wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HumanOptions {
     /// Print the accountant's numerical detail (grid, error terms, tails),
     /// which the default summary names in one line instead.
     pub verbose: bool,
-    /// Leave out the sentence explaining δ: the caller prints it once for
-    /// several plans (`dpplan check` with many files).
+    /// Leave out the sentences said once for several plans (what δ means,
+    /// how numbers are rounded): the caller prints them once (`dpplan
+    /// check` with many files).
     pub no_delta_note: bool,
+    /// The widest a line may be (the terminal's width); 0 for no limit.
+    /// The table drops columns or becomes blocks, other lines wrap
+    /// ([`crate::fit_lines`]).
+    pub width: usize,
+    /// Every digit of every number (`--all-digits`).
+    pub all_digits: bool,
 }
 
 /// What δ means, printed once under the plans that have one.
@@ -100,6 +109,28 @@ pub fn human(file: &FileResult, color: bool) -> String {
 /// diagnostics after a blank line (so they cannot be read as the previous
 /// plan's), then its table and total.
 pub fn human_with(file: &FileResult, color: bool, opts: HumanOptions) -> String {
+    let numbers = Numbers {
+        all_digits: opts.all_digits,
+        ..Numbers::default()
+    };
+    let out = human_numbers(file, color, opts, &numbers);
+    let note = if !opts.no_delta_note && numbers.snapped.get() {
+        format!("  {ROUNDING_NOTE}\n")
+    } else {
+        String::new()
+    };
+    fit_lines(&(out + &note), opts.width)
+}
+
+/// [`human_with`] with the caller's [`Numbers`] (which records whether a
+/// number was shown as a nearby short decimal), not yet fitted to the
+/// width.
+pub fn human_numbers(
+    file: &FileResult,
+    color: bool,
+    opts: HumanOptions,
+    numbers: &Numbers,
+) -> String {
     let diagnostics: Vec<CsDiagnostic<()>> = file
         .analysis
         .diagnostics
@@ -117,7 +148,7 @@ pub fn human_with(file: &FileResult, color: bool, opts: HumanOptions) -> String 
         out.push_str(shown.strip_suffix('\n').unwrap_or(&shown));
     }
     if let Some(report) = &file.analysis.report {
-        out.push_str(&summary_body(report, opts));
+        out.push_str(&summary_body(report, opts, numbers));
     }
     out
 }
@@ -150,138 +181,10 @@ pub fn policy_error(e: &ConfigError, color: bool) -> String {
     emit(&e.file.display().to_string(), &e.text, &[cs], color)
 }
 
-fn pad(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
-}
-
-fn pad_left(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    format!("{}{s}", " ".repeat(width.saturating_sub(n)))
-}
-
-fn mechanism_text(m: &dpplan_check::MechanismReport) -> String {
-    let param = match (m.scale, m.sigma) {
-        (Some(b), _) if b.is_finite() => format!(" b={}", num(b)),
-        (_, Some(s)) if s.is_finite() => format!(" σ={}", num(s)),
-        _ => String::new(),
-    };
-    let cal = match m.calibration {
-        dpplan_check::Calibration::Auto => " (auto)",
-        dpplan_check::Calibration::FromEpsilon => " (from ε)",
-        dpplan_check::Calibration::Accuracy => " (accuracy)",
-        dpplan_check::Calibration::Declared | dpplan_check::Calibration::None => "",
-    };
-    format!("{}{param}{cal}", m.kind_name())
-}
-
-fn accuracy_text(a: &Option<dpplan_check::AccuracyReport>) -> String {
-    match a {
-        None => "—".into(),
-        Some(a) => format!(
-            "{} ≤ {}{}",
-            a.measure,
-            num(a.at_most),
-            match a.met {
-                Some(true) => ": met",
-                Some(false) => ": MISSED",
-                None => "",
-            }
-        ),
-    }
-}
-
-fn cost_text(c: &Option<dpplan_check::CostReport>) -> String {
-    match c {
-        Some(c) if c.delta > 0.0 => format!("ε={} δ={}", num(c.epsilon), num(c.delta)),
-        Some(c) => format!("ε={}", num(c.epsilon)),
-        None => "—".into(),
-    }
-}
-
-/// A query's cost per accounted release; a windowed query's or a
-/// cumulative count's schedule is one release, and says so.
-fn per_release_text(q: &dpplan_check::QueryReport) -> String {
-    let cost = cost_text(&q.per_release);
-    match (&q.per_release, q.one_release()) {
-        (Some(_), Some(dpplan_check::OneRelease::Windows)) => format!("{cost} (all windows)"),
-        (Some(_), Some(dpplan_check::OneRelease::Tree)) => format!("{cost} (whole tree)"),
-        _ => cost,
-    }
-}
-
-/// The plan table's header and rows (one per query, then one per
-/// `publish`): what `dpplan check` prints and the GitHub job summary shows.
-/// The accuracy column only when a query states a requirement.
-pub fn summary_rows(r: &CheckedPlan) -> (Vec<String>, Vec<Vec<String>>) {
-    let with_accuracy = r.queries.iter().any(|q| q.accuracy.is_some());
-    let mut header = vec![
-        "query",
-        "releases",
-        "mechanism",
-        "L1",
-        "L2",
-        "noise std",
-        "95% ±",
-        "per release",
-        "total (alone)",
-    ];
-    if with_accuracy {
-        header.push("accuracy");
-    }
-    let header: Vec<String> = header.into_iter().map(String::from).collect();
-    let joined = |q: &dpplan_check::QueryReport,
-                  f: &dyn Fn(&dpplan_check::PartReport) -> String| {
-        let s = q.parts.iter().map(f).collect::<Vec<_>>().join(" + ");
-        if s.is_empty() {
-            "—".to_string()
-        } else {
-            s
-        }
-    };
-    let finite = |x: f64| if x.is_finite() { num(x) } else { "—".into() };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for q in &r.queries {
-        let mut row = vec![
-            q.name.clone(),
-            q.releases.to_string(),
-            joined(q, &|p| mechanism_text(&p.mechanism)),
-            joined(q, &|p| num(p.l1)),
-            joined(q, &|p| num(p.l2)),
-            joined(q, &|p| finite(p.noise_std)),
-            joined(q, &|p| finite(p.ci95_half_width)),
-            per_release_text(q),
-            cost_text(&q.total),
-        ];
-        if with_accuracy {
-            row.push(accuracy_text(&q.accuracy));
-        }
-        rows.push(row);
-    }
-    for p in &r.publishes {
-        let mut row = vec![
-            p.name.clone(),
-            "0".into(),
-            format!("re-publishes {}", p.source),
-            "—".into(),
-            "—".into(),
-            "—".into(),
-            "—".into(),
-            "ε=0".into(),
-            "ε=0".into(),
-        ];
-        if with_accuracy {
-            row.push(String::new());
-        }
-        rows.push(row);
-    }
-    (header, rows)
-}
-
 /// The per-plan summary: unit, adjacency, bounds, every query's cost and the
 /// composed total with the accountant that produced it.
 pub fn summary_table(path: &str, r: &CheckedPlan) -> String {
-    plan_header(path, r) + &summary_body(r, HumanOptions::default())
+    plan_header(path, r) + &summary_body(r, HumanOptions::default(), &Numbers::default())
 }
 
 /// A plan's first lines: its name and file, unit and adjacency.
@@ -313,70 +216,38 @@ fn accountant_line(r: &CheckedPlan, t: &dpplan_check::TotalReport, verbose: bool
             }
         }
     };
-    format!(
-        "  accountant: {} — {why}; `--verbose` or the JSON for its detail\n",
-        t.accountant_name
-    )
+    format!("  accountant: {} — {why}\n", t.accountant_name)
 }
 
 /// Everything under the header: the query table, the total, the accountant.
-fn summary_body(r: &CheckedPlan, opts: HumanOptions) -> String {
-    let mut out = String::new();
-    let (header, rows) = summary_rows(r);
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::from("  ");
-        for (i, cell) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if (1..=6).contains(&i) && i != 2 {
-                s.push_str(&pad_left(cell, widths[i]));
-            } else {
-                s.push_str(&pad(cell, widths[i]));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    if !rows.is_empty() {
-        out.push('\n');
-        out.push_str(&line(&header));
-        out.push_str(&format!(
-            "  {}\n",
-            "─".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-        ));
-        for row in &rows {
-            out.push_str(&line(row));
-        }
-    }
+fn summary_body(r: &CheckedPlan, opts: HumanOptions, n: &Numbers) -> String {
+    let mut out = crate::table::table_text(r, opts.width, n);
     out.push('\n');
     let budget = if r.budget.delta > 0.0 {
-        format!("ε = {}, δ = {}", num(r.budget.epsilon), num(r.budget.delta))
+        format!(
+            "ε = {}, δ = {}",
+            n.num(r.budget.epsilon),
+            n.num(r.budget.delta)
+        )
     } else {
-        format!("ε = {} (pure)", num(r.budget.epsilon))
+        format!("ε = {} (pure)", n.num(r.budget.epsilon))
     };
     match &r.total {
         Some(t) => {
             let verdict = match r.within_budget {
-                Some(true) => "within budget",
-                Some(false) => "OVER BUDGET",
-                None => "",
+                Some(true) => "within the budget",
+                Some(false) => "OVER the budget",
+                None => "the budget",
             };
             let delta = if t.delta > 0.0 {
-                format!(", δ = {}", num(t.delta))
+                format!(", δ = {}", n.num(t.delta))
             } else {
                 String::new()
             };
             out.push_str(&format!(
-                "  total: ε = {}{delta} over {} releases  [{}]  budget {budget}: {verdict}\n",
-                num(t.epsilon),
+                "  total: ε = {}{delta} over {} releases — {verdict} {budget}\n",
+                n.num(t.epsilon),
                 r.releases,
-                t.accountant_name
             ));
             out.push_str(&accountant_line(r, t, opts.verbose));
         }

@@ -7,6 +7,7 @@
 //! - [`github`]: GitHub Actions workflow annotations.
 #![forbid(unsafe_code)]
 
+mod fit;
 mod human;
 mod junit;
 mod machine;
@@ -14,9 +15,11 @@ mod policy;
 mod query_array;
 mod sarif;
 mod shared;
+mod table;
 
+pub use fit::{fit_lines, DEFAULT_WIDTH};
 pub use human::{
-    has_delta, human, human_with, policy_diagnostic, policy_error, summary_rows, summary_table,
+    has_delta, human, human_numbers, human_with, policy_diagnostic, policy_error, summary_table,
     HumanOptions, DELTA_NOTE,
 };
 pub use junit::{junit, junit_with};
@@ -26,6 +29,7 @@ pub use machine::{
 };
 pub use policy::{github_policies, policies_human, policies_json, policy_of, AppliedPolicy};
 pub use sarif::{sarif, sarif_with, SarifOptions};
+pub use table::{summary_rows, Numbers, ROUNDING_NOTE};
 
 pub use shared::{shared_budgets_human, shared_budgets_json, SharedBudget};
 

@@ -412,7 +412,7 @@ pub fn github_summary_with(
         let Some(r) = f.analysis.report.as_ref() else {
             continue;
         };
-        let (header, rows) = crate::human::summary_rows(r);
+        let (header, rows) = crate::table::summary_rows(r);
         if rows.is_empty() {
             continue;
         }

@@ -845,3 +845,31 @@ fn without_a_bound_an_unbounded_epsilon_is_reported() {
         Err(AccountingError::InfiniteEpsilon(_))
     ));
 }
+
+/// A pure plan whose sum of ε is off by floating-point rounding is named
+/// basic composition, not the advanced composition whose δ' = 0 branch is
+/// the same sum summed in another order; a real difference still wins.
+#[test]
+fn a_tie_within_rounding_names_the_first_accountant() {
+    let bound = |a: Accountant, epsilon: f64| Bound {
+        accountant: a,
+        epsilon,
+        delta: 0.0,
+        detail: String::new(),
+    };
+    let basic = bound(Accountant::Basic, 1.7000000000000002);
+    let tied = bound(Accountant::Advanced, 1.7);
+    assert_eq!(best_of([Ok(basic.clone()), Ok(tied)]), Ok(basic.clone()));
+    // negative control: 10⁻⁹ below is tighter, and is chosen
+    let tighter = bound(Accountant::Advanced, 1.7 * (1.0 - 1e-9));
+    assert_eq!(best_of([Ok(basic), Ok(tighter.clone())]), Ok(tighter));
+    // and best() on the trip-fares shape: 3/7.5…01 + 2/5 + 3.6/9.…02 + 2/4
+    let releases = [
+        laplace(7.500000000000001, 3.0, 1),
+        laplace(5.0, 2.0, 1),
+        laplace(9.000000000000002, 3.6, 1),
+        laplace(4.0, 2.0, 1),
+    ];
+    let b = best(&releases, 0.0).unwrap();
+    assert_eq!(b.accountant, Accountant::Basic, "{b:?}");
+}

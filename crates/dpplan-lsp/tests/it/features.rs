@@ -204,7 +204,10 @@ fn hover_in_utf16_with_emoji_cjk_and_crlf() {
     assert!(md.contains("**query `daily_visits`**"), "{md}");
     assert!(md.contains("365 releases"), "{md}");
     assert!(md.contains("L1 = 5"), "{md}");
-    assert!(md.contains("% of the plan's ε"), "{md}");
+    assert!(
+        md.contains("% of the plan's privacy loss (its share of ρ)"),
+        "{md}"
+    );
     assert_eq!(h["range"]["start"], pos(l, ch));
     assert_eq!(h["range"]["end"], pos(l, ch + 12));
     // Budget hover: every accountant.

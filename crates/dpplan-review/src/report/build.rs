@@ -152,7 +152,7 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
     let slots = timeline::slots(plan, first_run);
     let label = |t: f64| timeline::label(first_run, t);
 
-    let rhos = rho_shares(plan);
+    let rhos = plan.rho_by_query();
     let rho_total: f64 = rhos.iter().sum();
     let mean_counts = if options.mean_counts.is_empty() {
         DEFAULT_MEAN_COUNTS.to_vec()
@@ -206,21 +206,6 @@ pub fn build(analysis: &Analysis, options: &ReviewOptions) -> Result<Review, Rev
         audit: None,
         tradeoff: tradeoff(plan),
     })
-}
-
-/// Each query's zCDP ρ over its whole schedule: the ρ of its parts times
-/// its accounted releases.
-fn rho_shares(plan: &CheckedPlan) -> Vec<f64> {
-    plan.queries
-        .iter()
-        .map(|q| {
-            q.parts
-                .iter()
-                .filter_map(|p| p.accounted.as_ref().and_then(acct::rho_tight))
-                .sum::<f64>()
-                * q.accounted_releases as f64
-        })
-        .collect()
 }
 
 /// A query's review, given its calendar and its ρ and share of the plan's
@@ -366,7 +351,7 @@ fn one_release_text(q: &dpplan_check::QueryReport) -> Option<String> {
     ))
 }
 
-pub const SHARE_DEFINITION: &str = "A query's share is its part of the plan's zero-concentrated-DP ρ: the ρ of each of its releases (Gaussian kinds Δ₂²/2σ², the discrete Gaussian its exact ρ, pure ε-DP releases ε·tanh(ε/2), the exponential mechanism, which is ε-bounded-range, min(ε·tanh(ε/2), ε²/8)) times its accounted releases (one for a windowed query's whole schedule), over the sum for the whole plan. ρ adds up exactly under composition, so the shares add up to 100 %; a share is an attribution of the composed privacy loss, not an ε of its own (ε does not add up).";
+pub use dpplan_check::SHARE_DEFINITION;
 
 /// What the negative controls are (docs/report.md).
 pub const CONTROLS_DEFINITION: &str = "For every query, the plan's total recomputed under the plan's own accountant rule with that query's releases removed, and with its contribution bound doubled (each of its parts' L1 and L2 sensitivity times 2, as doubling rows_per_unit does to a count or a sum), every noise kept as checked. Both must move the claim: a control that does not means the total does not depend on that query as it should.";
