@@ -182,7 +182,7 @@ fn the_cli_exits_1_exactly_for_files_with_errors() {
     for path in corpus_files() {
         let text = std::fs::read_to_string(&path).unwrap();
         let has_error = expectations(&text).iter().any(|(_, sev, _)| sev == "error");
-        let out = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+        let out = crate::support::command()
             .args(["check", "--format", "json"])
             .arg(&path)
             .output()
@@ -212,7 +212,7 @@ fn the_cli_exits_1_exactly_for_files_with_errors() {
 #[test]
 fn every_example_checks_clean() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let out = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    let out = crate::support::command()
         .args(["check", "--format", "json"])
         .arg(&examples)
         .output()

@@ -40,7 +40,7 @@ fn plan(k: u64, sigma: u32, accountant: &str) -> String {
 fn account(dir: &Path, source: &str, args: &[&str]) -> Output {
     let path = dir.join("plan.dpplan");
     std::fs::write(&path, source).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    crate::support::command()
         .arg("account")
         .arg(&path)
         .args(args)

@@ -550,7 +550,7 @@ fn two_runs_at_once_never_overspend_the_shared_budget() {
         let unit = "unit user by user_id";
         let plans = setup(dir.path(), EPS, &[("a", 1, unit), ("b", 1, unit)]);
         let spawn = |p: &Path| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"))
+            crate::support::command()
                 .args(["run", p.to_str().unwrap(), "--slot", "0"])
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())

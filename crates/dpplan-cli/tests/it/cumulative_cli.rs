@@ -15,7 +15,7 @@ use crate::support::{compiled, dpplan, root, text};
 /// `dpplan run PLAN --ledger LEDGER --data DATA --at AT EXTRA…`, with no
 /// standard input.
 fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    let mut c = crate::support::command();
     c.args([
         "run",
         plan.to_str().unwrap(),

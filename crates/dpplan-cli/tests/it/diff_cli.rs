@@ -414,7 +414,7 @@ fn git_compares_a_plan_with_its_committed_version() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("not in a git repository"), "{}", err(&o));
     // git missing
-    let o = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    let o = crate::support::command()
         .args(["diff", "plans/p.dpplan", "--git", "HEAD"])
         .current_dir(repo.path())
         .env("PATH", "")

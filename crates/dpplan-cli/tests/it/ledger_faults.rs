@@ -492,7 +492,7 @@ fn sigkill_at_random_points_never_redraws_a_charged_slot() {
     let mut killed_mid_release = 0;
     for i in 0..kills {
         let slot = (3 + i).to_string();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dpplan"));
+        let mut cmd = crate::support::command();
         cmd.args([
             "run",
             &plan,

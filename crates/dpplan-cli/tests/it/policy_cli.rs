@@ -341,7 +341,7 @@ fn write_all(dir: &Path, files: &[(&str, &str)]) {
 
 /// `dpplan ARGS…` in `dir`, with `env` set (and `CI` removed unless set).
 fn dpplan_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    let mut c = crate::support::command();
     c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")

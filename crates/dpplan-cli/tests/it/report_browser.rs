@@ -186,7 +186,7 @@ fn the_html_report_renders_without_network_and_every_figure_is_drawn() {
     for plan in examples() {
         let name = plan.file_stem().unwrap().to_string_lossy().to_string();
         let html_path = dir.path().join(format!("{name}.html"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"))
+        let out = crate::support::command()
             .args(["report", "--format", "html", "--out"])
             .arg(&html_path)
             .arg(&plan)

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use crate::support::{dpplan, root, text};
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    let mut c = crate::support::command();
     c.stdin(Stdio::null());
     c
 }

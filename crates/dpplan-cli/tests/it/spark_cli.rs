@@ -225,7 +225,7 @@ fn spark_runs_through_the_cli() {
     // rerun (the pause is the runtime's test hook)
     let mut args = vec!["run", p, "--slot", "1", "--query", "total"];
     args.extend(spark);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    let mut child = crate::support::command()
         .args(&args)
         .env("DPPLAN_TEST_PAUSE_AFTER_INTENT_MS", "120000")
         .stdin(Stdio::null())

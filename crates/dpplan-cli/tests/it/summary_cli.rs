@@ -87,3 +87,140 @@ fn account_says_not_applicable_once() {
     );
     assert!(!out.contains("not applicable: not applicable"), "{out}");
 }
+
+/// Display width in columns (every character the summary prints is one
+/// column wide: box drawing, Greek, sub- and superscripts).
+fn columns(line: &str) -> usize {
+    line.chars().count()
+}
+
+#[test]
+fn check_examples_at_100_columns_has_no_wider_line() {
+    let fitted = check(&["examples", "--width", "100"]);
+    let wide: Vec<&str> = fitted.lines().filter(|l| columns(l) > 100).collect();
+    assert!(wide.is_empty(), "{wide:#?}");
+    insta::assert_snapshot!("check_examples_width_100", fitted);
+    // COLUMNS is the width when --width is not given
+    let by_env = dpplan_at_root_env(&["check", "examples"], &[("COLUMNS", "100")]);
+    assert_eq!(by_env, fitted);
+    // at 60 columns too, and nothing is lost: every query is still named
+    let narrow = check(&["examples", "--width", "60"]);
+    assert!(narrow.lines().all(|l| columns(l) <= 60), "{narrow}");
+    for name in ["daily_trips", "hourly_district_trips", "fare_quantiles"] {
+        assert!(narrow.contains(&format!("{name} — ")), "{name}: {narrow}");
+    }
+    // negative control: without a limit the same summary is wider
+    let unlimited = check(&["examples", "--width", "0"]);
+    assert!(unlimited.lines().any(|l| columns(l) > 100));
+    assert!(unlimited.contains("  L1  ") && !fitted.contains("L1, L2 left out to fit 0"));
+}
+
+fn dpplan_at_root_env(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    cmd.args(args)
+        .current_dir(crate::support::root())
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    text(&cmd.output().unwrap().stdout)
+}
+
+/// A printed number stands for `x`: within the six significant digits it
+/// shows, and never below `x` by more than floating-point rounding.
+fn stands_for(printed: &str, x: f64) -> bool {
+    let Ok(p) = printed.trim().parse::<f64>() else {
+        return false;
+    };
+    (p - x).abs() <= 1e-5 * x.abs() && p >= x * (1.0 - 1e-12)
+}
+
+/// The ε of a cost cell: `0.5`, `ε=0.5 δ=1e-7` or `0.81 (all windows)`.
+fn cell_epsilon(cell: &str) -> &str {
+    let cell = cell.strip_prefix("ε=").unwrap_or(cell);
+    cell.split(' ').next().unwrap()
+}
+
+#[test]
+fn every_number_in_the_summary_is_the_jsons() {
+    // the comparison itself: a value a digit off does not stand for x
+    assert!(stands_for("0.5", 0.5) && stands_for("1.2", 1.2000000000000002));
+    assert!(!stands_for("0.499999", 0.5) && !stands_for("0.6", 0.5));
+    let human = check(&["examples", "--width", "0"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&check(&["examples", "--format", "json"])).unwrap();
+    let mut compared = 0;
+    for f in json["files"].as_array().unwrap() {
+        let path = f["path"].as_str().unwrap();
+        let block = human
+            .split("\nplan \"")
+            .find(|b| b.contains(&format!("({path})")))
+            .unwrap_or_else(|| panic!("{path} not in {human}"));
+        // the total line
+        let total = block
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("total: ε = "))
+            .unwrap();
+        let eps = total.split([',', ' ']).next().unwrap();
+        assert!(
+            stands_for(eps, f["epsilon"].as_f64().unwrap()),
+            "{path}: {total}"
+        );
+        compared += 1;
+        // the table: rows between the rule and the first blank line
+        let rows: Vec<Vec<&str>> = block
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with('─'))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with('('))
+            .map(|l| {
+                let cells: Vec<&str> = l[2..]
+                    .split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect();
+                if l[2..].starts_with(' ') {
+                    // a further part of the query above: no name, no count
+                    [vec![""; 2], cells].concat()
+                } else {
+                    cells
+                }
+            })
+            .collect();
+        let mut rows = rows.iter().peekable();
+        for q in f["queries"].as_array().unwrap() {
+            let row = rows.next().unwrap();
+            assert_eq!(row[0], q["name"].as_str().unwrap(), "{path}");
+            assert_eq!(row[1], q["releases"].to_string(), "{path}");
+            for (k, part) in q["parts"].as_array().unwrap().iter().enumerate() {
+                let cells = if k == 0 { row } else { rows.next().unwrap() };
+                for (i, field) in [
+                    (3, "l1"),
+                    (4, "l2"),
+                    (5, "noise_std"),
+                    (6, "ci95_half_width"),
+                ] {
+                    let x = part[field].as_f64().unwrap();
+                    assert!(
+                        stands_for(cells[i].trim(), x),
+                        "{path} {}: {field} {} for {x}",
+                        row[0],
+                        cells[i]
+                    );
+                    compared += 1;
+                }
+            }
+            for (i, field) in [(7, "per_release"), (8, "total")] {
+                let x = q[field]["epsilon"].as_f64().unwrap();
+                assert!(
+                    stands_for(cell_epsilon(row[i]), x),
+                    "{path} {}: {field} {} for {x}",
+                    row[0],
+                    row[i]
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 100, "{compared}");
+}

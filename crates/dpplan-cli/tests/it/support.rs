@@ -13,9 +13,18 @@ pub fn root() -> PathBuf {
         .expect("the repository root")
 }
 
+/// The binary, as every test runs it: a wide terminal (`COLUMNS=1000`), so
+/// that the human format's lines are not wrapped where a test reads them
+/// (`summary_cli` tests the fitting to a width).
+pub fn command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpplan"));
+    c.env("COLUMNS", "1000");
+    c
+}
+
 /// `dpplan ARGS…` in the test's working directory, with no standard input.
 pub fn dpplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    command()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -24,7 +33,7 @@ pub fn dpplan(args: &[&str]) -> Output {
 
 /// `dpplan ARGS…` with `STDIN` (none: an empty one) on a pipe.
 pub fn dpplan_piped(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    let mut child = command()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -40,7 +49,7 @@ pub fn dpplan_piped(args: &[&str], stdin: Option<&[u8]>) -> Output {
 /// `dpplan ARGS…` in `dir` (so that the paths it prints are relative to
 /// it), without colours and with no standard input.
 pub fn dpplan_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    command()
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")

@@ -306,7 +306,7 @@ fn a_kill_between_the_charge_and_the_draw_keeps_the_state_and_never_redraws() {
         ok(&run_slot(&s.plan, &s.ledger, slot, &[]).0);
     }
     let at = (START + 4 * HOUR + 10).to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpplan"))
+    let mut child = crate::support::command()
         .args(["run", &s.plan, "--ledger", &s.ledger, "--at", &at])
         .env("DPPLAN_TEST_PAUSE_AFTER_INTENT_MS", "60000")
         .stdout(Stdio::null())
