@@ -774,13 +774,7 @@ fn publish(
     let mut result = crate::fresh_result(
         r,
         slot,
-        vec![Cell {
-            group: None,
-            value: total,
-            noise_std: sd,
-            ci95_low: total - half,
-            ci95_high: total + half,
-        }],
+        vec![Cell::noisy(None, total, sd, half)],
         false,
     );
     result.epsilon = intent.epsilon;
