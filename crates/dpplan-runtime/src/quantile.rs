@@ -112,8 +112,8 @@ fn recorded_rank_error(words: &str) -> Option<f64> {
 /// hashes are over them); other releases are left as they are.
 pub(crate) fn relabel_legacy(r: &mut crate::ReleaseResult) {
     let parts: Vec<&str> = r.mechanism.split(" + ").collect();
-    let quantile = parts.len() == r.cells.len()
-        && parts.iter().all(|p| p.starts_with("exponential b="));
+    let quantile =
+        parts.len() == r.cells.len() && parts.iter().all(|p| p.starts_with("exponential b="));
     if !quantile {
         return;
     }
@@ -185,7 +185,10 @@ mod tests {
     fn a_noisy_release_is_not_relabelled() {
         // negative controls: a Laplace count, and a quantile's words with
         // one cell too many (not a quantile release's shape)
-        for (mechanism, cells) in [("laplace b=2", 1), ("exponential b=2 (rank error ≤ 9 at 95 %)", 2)] {
+        for (mechanism, cells) in [
+            ("laplace b=2", 1),
+            ("exponential b=2 (rank error ≤ 9 at 95 %)", 2),
+        ] {
             let mut r = legacy(mechanism, cells);
             let before = r.clone();
             relabel_legacy(&mut r);
