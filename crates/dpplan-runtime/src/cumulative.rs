@@ -771,18 +771,7 @@ fn publish(
         .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
     let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
     let half = math::ci95(sd, gaussian);
-    let mut result = crate::fresh_result(
-        r,
-        slot,
-        vec![Cell {
-            group: None,
-            value: total,
-            noise_std: sd,
-            ci95_low: total - half,
-            ci95_high: total + half,
-        }],
-        false,
-    );
+    let mut result = crate::fresh_result(r, slot, vec![Cell::noisy(None, total, sd, half)], false);
     result.epsilon = intent.epsilon;
     result.delta = intent.delta;
     // Invariant: plain data with string keys; cannot fail.

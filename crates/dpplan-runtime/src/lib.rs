@@ -11,6 +11,8 @@
 
 pub mod requests;
 pub use requests::{planned_aggregates, Planned};
+mod results;
+pub use results::{results_csv, Cell, RUN_FORMAT, RUN_FORMAT_VERSION};
 mod budgets;
 pub mod cumulative;
 pub mod ledger;
@@ -93,18 +95,6 @@ pub struct RunOptions {
     pub budgets: Vec<ledger::budget::SharedBudget>,
 }
 
-/// One released number (a group's, or the only one).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    pub group: Option<String>,
-    pub value: f64,
-    /// Standard deviation of the noise in this value.
-    pub noise_std: f64,
-    /// Central 95 % interval of the noise around the value.
-    pub ci95_low: f64,
-    pub ci95_high: f64,
-}
-
 /// Where a published value comes from; serialised as its name (`fresh`,
 /// `ledger`, `republished`), in the JSON output, the CSV and the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +165,10 @@ pub struct Refusal {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunOutput {
+    /// [`RUN_FORMAT`].
+    pub format: &'static str,
+    /// [`RUN_FORMAT_VERSION`].
+    pub format_version: u32,
     pub plan: String,
     pub plan_sha256: String,
     pub results: Vec<ReleaseResult>,
@@ -779,6 +773,8 @@ fn output(
 ) -> RunOutput {
     let tail = ledger.and_then(|l| l.tail().ok());
     RunOutput {
+        format: RUN_FORMAT,
+        format_version: RUN_FORMAT_VERSION,
         plan: plan.body.name.clone(),
         plan_sha256: plan.body_sha256.clone(),
         results,
@@ -836,6 +832,7 @@ fn served(
                 e.seq
             )))
         })?;
+    quantile::relabel_legacy(&mut r);
     r.origin = origin;
     r.epsilon = 0.0;
     r.delta = 0.0;
@@ -909,23 +906,11 @@ pub fn draw(
                 .unwrap_or([f64::NEG_INFINITY, f64::INFINITY]);
             let m = (s / c1).clamp(lo, hi);
             let sd = dpplan_mechanisms::mean_std(ss, sc, m, c1);
-            cells.push(Cell {
-                group,
-                value: m,
-                noise_std: sd,
-                ci95_low: m - dpplan_mechanisms::Z95 * sd,
-                ci95_high: m + dpplan_mechanisms::Z95 * sd,
-            });
+            cells.push(Cell::noisy(group, m, sd, dpplan_mechanisms::Z95 * sd));
         } else {
             let p = &r.parts[0];
             let v = noisy[0][gi];
-            cells.push(Cell {
-                group,
-                value: v,
-                noise_std: p.noise_std,
-                ci95_low: v - p.ci95_half_width,
-                ci95_high: v + p.ci95_half_width,
-            });
+            cells.push(Cell::noisy(group, v, p.noise_std, p.ci95_half_width));
         }
     }
     Ok(fresh_result(r, slot, cells, mean))
@@ -938,10 +923,9 @@ fn mechanism_text(r: &Release) -> String {
         .iter()
         .map(|p| match (p.mechanism, p.scale) {
             (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
-            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => format!(
-                "exponential b={s} (rank error ≤ {} at 95 %)",
-                p.ci95_half_width
-            ),
+            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => {
+                quantile::mechanism_words(s, p.ci95_half_width)
+            }
             (Some(kind), Some(s)) => format!("{kind} b={s}"),
             _ => "none (public statistic)".to_string(),
         })
@@ -971,48 +955,4 @@ pub(crate) fn fresh_result(
         corrections: Vec::new(),
         backfilled: false,
     }
-}
-
-/// The results as CSV: one line per cell.
-pub fn results_csv(out: &RunOutput) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record([
-        "query",
-        "slot",
-        "origin",
-        "republished_from",
-        "group",
-        "value",
-        "noise_std",
-        "ci95_low",
-        "ci95_high",
-        "epsilon",
-        "delta",
-        "ledger_seq",
-        "corrected_by",
-    ]);
-    for r in &out.results {
-        for c in &r.cells {
-            let _ = w.write_record([
-                r.query.clone(),
-                r.slot.to_string(),
-                r.origin.name().to_string(),
-                r.republished_from.clone().unwrap_or_default(),
-                c.group.clone().unwrap_or_default(),
-                c.value.to_string(),
-                c.noise_std.to_string(),
-                c.ci95_low.to_string(),
-                c.ci95_high.to_string(),
-                r.epsilon.to_string(),
-                r.delta.to_string(),
-                r.ledger_seq.map(|s| s.to_string()).unwrap_or_default(),
-                r.corrections
-                    .iter()
-                    .map(|c| c.seq.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ]);
-        }
-    }
-    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }

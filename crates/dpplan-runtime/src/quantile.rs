@@ -46,17 +46,18 @@ pub fn grid_key(column: &str, candidates: &[f64]) -> GroupKey {
 
 /// The cells of one fresh release of a quantile query: per level, the
 /// candidate the exponential mechanism chose. A quantile carries no
-/// additive noise: `noise_std` is 0 and the interval is the candidate
-/// grid's range (its accuracy is a rank error, in the plan and report).
+/// additive noise: its accuracy is the part's rank error at 95 %
+/// (`rank_error95`, data-independent), and it has no value-unit
+/// `noise_std` or interval (turning ranks into values needs the data).
 pub(crate) fn draw(
     r: &Release,
     grid: &QuantileGrid,
     exact: &BTreeMap<(String, usize), Vec<i128>>,
     rng: &mut SecureRng,
 ) -> Result<Vec<Cell>, RunError> {
-    let (Some(&lo), Some(&hi)) = (grid.candidates.first(), grid.candidates.last()) else {
+    if grid.candidates.is_empty() {
         return Err(RunError::Data(format!("`{}` has no candidates", r.name)));
-    };
+    }
     let mut cells = Vec::with_capacity(r.parts.len());
     for (pi, (p, &level)) in r.parts.iter().zip(&grid.levels).enumerate() {
         let bins = exact
@@ -76,20 +77,54 @@ pub(crate) fn draw(
         let (scores, unit) = scaled_scores(bins, level).map_err(RunError::Noise)?;
         let em = ExponentialMechanism::new(&scores, &unit, scale).map_err(RunError::Noise)?;
         let value = grid.candidates[em.sample(rng)];
-        cells.push(Cell {
-            // `quantiles`: the level's label (the plan's `groups`)
-            group: r
-                .aggregation
-                .groups
-                .as_ref()
-                .and_then(|g| g.get(pi).cloned()),
-            value,
-            noise_std: 0.0,
-            ci95_low: lo,
-            ci95_high: hi,
-        });
+        // `quantiles`: the level's label (the plan's `groups`)
+        let group = r
+            .aggregation
+            .groups
+            .as_ref()
+            .and_then(|g| g.get(pi).cloned());
+        cells.push(Cell::quantile(group, value, p.ci95_half_width));
     }
     Ok(cells)
+}
+
+/// The words a release's `mechanism` gives one level of a quantile: its
+/// scale and its rank error at 95 % (read back by [`recorded_rank_error`]).
+pub(crate) fn mechanism_words(scale: f64, rank_error95: f64) -> String {
+    format!("exponential b={scale} (rank error ≤ {rank_error95} at 95 %)")
+}
+
+/// The rank error at 95 % that [`mechanism_words`] recorded in one part of
+/// a release's `mechanism` (a float's shortest representation: read back
+/// exactly).
+fn recorded_rank_error(words: &str) -> Option<f64> {
+    let rest = words.strip_prefix("exponential b=")?;
+    let (_, rest) = rest.split_once(" (rank error ≤ ")?;
+    rest.strip_suffix(" at 95 %)")?.parse().ok()
+}
+
+/// A quantile's cells as a dpplan before run format 2 stored them in the
+/// ledger (`noise_std` 0 and the candidate grid's range as an "interval",
+/// no `rank_error95`), served as format 2 states them: no value-unit
+/// figures, and the rank error at 95 % that the release's own `mechanism`
+/// recorded (that release's, not the current plan's: a ledger may have
+/// been upgraded since). The stored bytes are not touched (the chain's
+/// hashes are over them); other releases are left as they are.
+pub(crate) fn relabel_legacy(r: &mut crate::ReleaseResult) {
+    let parts: Vec<&str> = r.mechanism.split(" + ").collect();
+    let quantile =
+        parts.len() == r.cells.len() && parts.iter().all(|p| p.starts_with("exponential b="));
+    if !quantile {
+        return;
+    }
+    for (c, words) in r.cells.iter_mut().zip(parts) {
+        if c.rank_error95.is_none() {
+            c.noise_std = None;
+            c.ci95_low = None;
+            c.ci95_high = None;
+            c.rank_error95 = recorded_rank_error(words);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +145,54 @@ mod tests {
             (99.0, 3),
         ] {
             assert_eq!(key.bin(x), Some(bin), "x = {x}");
+        }
+    }
+
+    /// A quantile's cell as dpplan wrote it before run format 2.
+    fn legacy(mechanism: &str, cells: usize) -> crate::ReleaseResult {
+        let cell = r#"{"group":null,"value":12.5,"noise_std":0.0,"ci95_low":0.0,"ci95_high":80.0}"#;
+        let cells = vec![cell; cells].join(",");
+        serde_json::from_str(&format!(
+            r#"{{"query":"q","slot":0,"origin":"fresh","republished_from":null,"aggregation":"quantile(t.x, 0.5)","mechanism":"{mechanism}","epsilon":0.5,"delta":0.0,"cells":[{cells}],"approximate_interval":false,"ledger_seq":2}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_recorded_rank_error_reads_back_exactly() {
+        for x in [64.6, 0.1 + 0.2, 1e-300, 105.93512345678901, 3.0] {
+            assert_eq!(recorded_rank_error(&mechanism_words(4.0, x)), Some(x));
+        }
+        assert_eq!(recorded_rank_error("laplace b=2"), None);
+        assert_eq!(recorded_rank_error("exponential b=2"), None);
+    }
+
+    #[test]
+    fn a_legacy_quantile_is_served_with_its_recorded_rank_error_and_no_interval() {
+        let words = [mechanism_words(4.0, 88.25), mechanism_words(4.0, 58.5)];
+        let mut r = legacy(&words.join(" + "), 2);
+        assert_eq!(r.cells[0].ci95_high, Some(80.0));
+        relabel_legacy(&mut r);
+        let got: Vec<_> = r.cells.iter().map(|c| c.rank_error95).collect();
+        assert_eq!(got, [Some(88.25), Some(58.5)]);
+        for c in &r.cells {
+            assert_eq!((c.noise_std, c.ci95_low, c.ci95_high), (None, None, None));
+            assert_eq!(c.value, 12.5);
+        }
+    }
+
+    #[test]
+    fn a_noisy_release_is_not_relabelled() {
+        // negative controls: a Laplace count, and a quantile's words with
+        // one cell too many (not a quantile release's shape)
+        for (mechanism, cells) in [
+            ("laplace b=2", 1),
+            ("exponential b=2 (rank error ≤ 9 at 95 %)", 2),
+        ] {
+            let mut r = legacy(mechanism, cells);
+            let before = r.clone();
+            relabel_legacy(&mut r);
+            assert_eq!(r, before, "{mechanism}");
         }
     }
 }

@@ -85,12 +85,6 @@ pub(crate) fn draw(
     kept.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(kept
         .into_iter()
-        .map(|(key, v)| Cell {
-            group: Some(key),
-            value: v,
-            noise_std: p.noise_std,
-            ci95_low: v - p.ci95_half_width,
-            ci95_high: v + p.ci95_half_width,
-        })
+        .map(|(key, v)| Cell::noisy(Some(key), v, p.noise_std, p.ci95_half_width))
         .collect())
 }

@@ -87,12 +87,24 @@ fn every_example_runs_on_its_data() {
                 }
                 None => assert_eq!(r.cells.len(), 1),
             }
-            for c in &r.cells {
+            for (pi, c) in r.cells.iter().enumerate() {
+                if rel.aggregation.quantile.is_some() {
+                    // a quantile's accuracy: its level's rank error, in ranks
+                    let want = rel.parts[pi].ci95_half_width;
+                    assert!(
+                        c.value.is_finite()
+                            && (c.noise_std, c.ci95_low, c.ci95_high) == (None, None, None)
+                            && c.rank_error95 == Some(want),
+                        "{name}: {c:?}"
+                    );
+                    continue;
+                }
                 assert!(
                     c.value.is_finite()
-                        && c.noise_std >= 0.0
-                        && c.ci95_low <= c.value
-                        && c.value <= c.ci95_high,
+                        && c.noise_std.is_some_and(|s| s >= 0.0)
+                        && c.ci95_low.is_some_and(|l| l <= c.value)
+                        && c.ci95_high.is_some_and(|h| c.value <= h)
+                        && c.rank_error95.is_none(),
                     "{name}: {c:?}"
                 );
             }
@@ -488,7 +500,11 @@ fn a_corrected_value_is_served_with_its_correction() {
         .iter()
         .any(|r| r.origin == dpplan_runtime::Origin::Republished));
     let csv = dpplan_runtime::results_csv(&served);
-    assert!(csv.lines().next().unwrap().ends_with(",corrected_by"));
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",corrected_by,rank_error95"));
     assert!(csv.contains(&format!("{} {}", c1.seq, c2.seq)));
     // a correction of another slot does not attach here
     let mut o6 = o.clone();
