@@ -4,7 +4,7 @@
 
 use dpplan_accounting as acct;
 use dpplan_accounting::roots::{self, find_bracket, Bisection, Bracket, End, Midpoint};
-use dpplan_diagnostics::{Code, Diagnostic};
+use dpplan_diagnostics::{num, Code, Diagnostic};
 use dpplan_syntax::ast::NoiseKind;
 
 use super::privacy::Privacy;
@@ -210,14 +210,7 @@ pub(super) fn calibrate_auto(
         }
         _ => {
             super::accuracy::auto_conflict(c, queries, &fixed, privacy, choice);
-            c.error(
-                Diagnostic::new(
-                    Code::OverBudget,
-                    "no noise level for the `auto` queries fits the budget: the other queries already spend it",
-                    privacy.budget_span,
-                )
-                .help("give the fixed queries more noise or fewer releases, or raise the budget"),
-            );
+            c.error(no_fit(queries, &fixed, privacy, choice));
             for q in queries.iter_mut() {
                 if q.parts
                     .iter()
@@ -228,4 +221,69 @@ pub(super) fn calibrate_auto(
             }
         }
     }
+}
+
+/// DP011 when no noise level for the `auto` queries fits: which queries,
+/// what the others spend alone (under the accountant the total uses), and
+/// the budget that would fit. The `auto` parts' cost falls to 0 as their
+/// noise grows, so every budget above the fixed queries' own ε fits, and
+/// none at or below it.
+fn no_fit(
+    queries: &[QueryPlan],
+    fixed: &[acct::Release],
+    privacy: &Privacy,
+    choice: Option<acct::Accountant>,
+) -> Diagnostic {
+    let autos: Vec<&QueryPlan> = queries
+        .iter()
+        .filter(|q| q.parts.iter().any(|p| matches!(p.scale, Scale::Auto { .. })))
+        .collect();
+    let names = autos
+        .iter()
+        .map(|q| format!("`{}`", q.q.name.value))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let spent = (!fixed.is_empty())
+        .then(|| match choice {
+            Some(a) => crate::memo::epsilon(fixed, privacy.delta, a),
+            None => crate::memo::best(fixed, privacy.delta),
+        })
+        .and_then(Result::ok)
+        .filter(|b| b.epsilon >= privacy.epsilon);
+    let at = if privacy.delta > 0.0 {
+        format!(" at δ = {}", num(privacy.delta))
+    } else {
+        String::new()
+    };
+    let mut d = match &spent {
+        Some(b) => Diagnostic::new(
+            Code::OverBudget,
+            format!(
+                "no noise level for the `auto` queries ({names}) fits the budget ε = {}: the other queries alone spend ε = {}{at} ({}), which leaves nothing for them",
+                num(privacy.epsilon),
+                num(b.epsilon),
+                b.accountant.title()
+            ),
+            privacy.budget_span,
+        )
+        .label("the budget")
+        .help(format!(
+            "any budget above ε = {} fits (the `auto` noise grows without bound as the budget comes down to it); or give the other queries more noise or fewer releases",
+            num(b.epsilon)
+        )),
+        None => Diagnostic::new(
+            Code::OverBudget,
+            format!(
+                "no noise level for the `auto` queries ({names}) fits the budget ε = {}{at}, however large",
+                num(privacy.epsilon)
+            ),
+            privacy.budget_span,
+        )
+        .label("the budget")
+        .help("raise the budget, or δ for Gaussian noise (at δ = 0 it has no finite ε)"),
+    };
+    for q in autos {
+        d = d.secondary(q.q.name.span, "`auto` noise");
+    }
+    d
 }

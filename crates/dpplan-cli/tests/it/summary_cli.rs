@@ -224,3 +224,61 @@ fn every_number_in_the_summary_is_the_jsons() {
     }
     assert!(compared > 100, "{compared}");
 }
+
+/// A plan with a fixed Laplace count (ε = 1/b·… alone) and an `auto` sum,
+/// under a pure budget `eps`.
+fn auto_plan(eps: &str) -> String {
+    format!(
+        r#"plan "auto-fit" {{
+  privacy {{
+    unit row
+    adjacency add_remove
+    budget epsilon {eps}
+    accountant basic
+  }}
+  dataset responses {{
+    source "data/responses.csv"
+    column answer : int in [0, 1]
+  }}
+  query fixed_count {{
+    count(responses)
+    noise laplace scale 2
+    schedule 3 times
+  }}
+  query answers {{
+    sum(responses.answer)
+    noise laplace auto
+    schedule once
+  }}
+}}
+"#
+    )
+}
+
+fn check_text(text: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.dpplan");
+    std::fs::write(&path, text).unwrap();
+    let o = crate::support::dpplan_in(dir.path(), &["check", "auto.dpplan"]);
+    (o.status.success(), text_of(&o))
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    text(&o.stdout) + &text(&o.stderr)
+}
+
+#[test]
+fn auto_that_cannot_fit_names_its_queries_what_the_others_spend_and_the_budget_that_fits() {
+    // the fixed count spends 3 × 1/2 = 1.5 alone (basic composition)
+    let (ok, out) = check_text(&auto_plan("1"));
+    assert!(!ok, "{out}");
+    assert!(out.contains("no noise level for the `auto` queries (`answers`)"), "{out}");
+    assert!(out.contains("the other queries alone spend ε = 1.5"), "{out}");
+    assert!(out.contains("any budget above ε = 1.5 fits"), "{out}");
+    // at the figure it names: still no fit; just above it: a fit
+    let (ok, out) = check_text(&auto_plan("1.5"));
+    assert!(!ok && out.contains("any budget above ε = 1.5 fits"), "{out}");
+    let (ok, out) = check_text(&auto_plan("1.51"));
+    assert!(ok, "{out}");
+    assert!(!out.contains("no noise level"), "{out}");
+}
