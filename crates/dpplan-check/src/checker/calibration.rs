@@ -236,7 +236,11 @@ fn no_fit(
 ) -> Diagnostic {
     let autos: Vec<&QueryPlan> = queries
         .iter()
-        .filter(|q| q.parts.iter().any(|p| matches!(p.scale, Scale::Auto { .. })))
+        .filter(|q| {
+            q.parts
+                .iter()
+                .any(|p| matches!(p.scale, Scale::Auto { .. }))
+        })
         .collect();
     let names = autos
         .iter()

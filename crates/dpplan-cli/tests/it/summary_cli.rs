@@ -272,12 +272,21 @@ fn auto_that_cannot_fit_names_its_queries_what_the_others_spend_and_the_budget_t
     // the fixed count spends 3 × 1/2 = 1.5 alone (basic composition)
     let (ok, out) = check_text(&auto_plan("1"));
     assert!(!ok, "{out}");
-    assert!(out.contains("no noise level for the `auto` queries (`answers`)"), "{out}");
-    assert!(out.contains("the other queries alone spend ε = 1.5"), "{out}");
+    assert!(
+        out.contains("no noise level for the `auto` queries (`answers`)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the other queries alone spend ε = 1.5"),
+        "{out}"
+    );
     assert!(out.contains("any budget above ε = 1.5 fits"), "{out}");
     // at the figure it names: still no fit; just above it: a fit
     let (ok, out) = check_text(&auto_plan("1.5"));
-    assert!(!ok && out.contains("any budget above ε = 1.5 fits"), "{out}");
+    assert!(
+        !ok && out.contains("any budget above ε = 1.5 fits"),
+        "{out}"
+    );
     let (ok, out) = check_text(&auto_plan("1.51"));
     assert!(ok, "{out}");
     assert!(!out.contains("no noise level"), "{out}");

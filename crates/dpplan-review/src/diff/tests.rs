@@ -1,5 +1,6 @@
 //! The diff against the checker's own numbers, with negative controls.
 
+use super::guarantee::recompute;
 use super::*;
 
 const EXAMPLES: &[&str] = &[
