@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             text: &text,
             analysis: &analysis,
         };
-        err!("{}", dpplan_render::human(&file, false));
+        err!("{}", crate::out::human(&file));
         // A plan's own errors exit 1, as in `dpplan check`; 2 is for usage
         // and IO errors.
         errln!("error: `{path}` has errors: no guarantee can be accounted");

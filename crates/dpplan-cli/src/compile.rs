@@ -105,5 +105,5 @@ fn print_diagnostics(path: &Path, text: &str, analysis: &dpplan_check::Analysis)
         text,
         analysis,
     };
-    err!("{}", dpplan_render::human(&file, false));
+    err!("{}", crate::out::human(&file));
 }

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     text: &v.text,
                     analysis: a,
                 };
-                err!("{}", dpplan_render::human(&file, false));
+                err!("{}", crate::out::human(&file));
                 errln!(
                     "error: the {which} plan `{}` has errors: it makes no claim, so nothing is compared",
                     v.label

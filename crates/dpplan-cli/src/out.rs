@@ -119,3 +119,14 @@ pub fn width(explicit: Option<usize>) -> usize {
     }
     dpplan_render::DEFAULT_WIDTH
 }
+
+/// A plan's diagnostics and summary in the human format, fitted to the
+/// width ([`width`]), for the commands that show them on standard error
+/// when they refuse a plan.
+pub fn human(file: &dpplan_render::FileResult) -> String {
+    let opts = dpplan_render::HumanOptions {
+        width: width(None),
+        ..Default::default()
+    };
+    dpplan_render::human_with(file, false, opts)
+}

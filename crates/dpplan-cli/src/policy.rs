@@ -463,7 +463,7 @@ pub fn gate_source(path: &Path, gate: &GateArgs) -> Option<std::process::ExitCod
             text: &text,
             analysis: &analysis,
         };
-        err!("{}", dpplan_render::human(&file, false));
+        err!("{}", crate::out::human(&file));
     }
     decide(
         &format!("freezing a report of `{shown}`"),

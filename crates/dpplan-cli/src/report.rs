@@ -128,7 +128,7 @@ pub fn derive(
                 text,
                 analysis: &analysis,
             };
-            err!("{}", dpplan_render::human(&file, false));
+            err!("{}", crate::out::human(&file));
             errln!("error: `{path}` has errors: no guarantee is claimed, so there is nothing to review");
             errln!("help: run `dpplan check` and fix the errors first");
             return Ok(Err(ExitCode::from(1)));
