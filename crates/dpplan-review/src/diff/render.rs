@@ -302,11 +302,20 @@ fn cell(s: &str) -> String {
 pub fn markdown(d: &PlanDiff) -> String {
     let mut o = String::new();
     o.push_str(&format!("### dpplan diff: {}\n\n", cell(&header(d))));
-    let g = &d.guarantee;
     o.push_str(&format!("**{}**\n\n", cell(&d.verdict.summary)));
     if d.identical {
         return o;
     }
+    md_contract(&mut o, d);
+    md_guarantee(&mut o, d);
+    md_queries(&mut o, d);
+    md_accuracy(&mut o, d);
+    md_rest(&mut o, d);
+    o
+}
+
+/// The contract's changes, as a warning.
+fn md_contract(o: &mut String, d: &PlanDiff) {
     if !d.contract.is_empty() {
         o.push_str(if d.verdict.comparable {
             "> [!WARNING]\n> **The privacy contract changed.**\n"
@@ -324,6 +333,11 @@ pub fn markdown(d: &PlanDiff) -> String {
         }
         o.push('\n');
     }
+}
+
+/// Every accountant's ε before and after, the claims, the attack risk.
+fn md_guarantee(o: &mut String, d: &PlanDiff) {
+    let g = &d.guarantee;
     o.push_str(&format!(
         "#### Guarantee at δ = {} under {}\n\n",
         num(g.delta),
@@ -363,6 +377,10 @@ pub fn markdown(d: &PlanDiff) -> String {
     for line in super::attack::lines(d) {
         o.push_str(&format!("\n{}.\n", cell(&line)));
     }
+}
+
+/// Each query's status and cost, then every field that changed.
+fn md_queries(o: &mut String, d: &PlanDiff) {
     if !d.queries.is_empty() {
         o.push_str("\n#### Queries\n\n| query | status | ε alone (old → new) | plan ε with only this change |\n|---|---|---:|---:|\n");
         for q in &d.queries {
@@ -410,6 +428,10 @@ pub fn markdown(d: &PlanDiff) -> String {
             }
         }
     }
+}
+
+/// The noise of each changed statistic before and after.
+fn md_accuracy(o: &mut String, d: &PlanDiff) {
     if !d.accuracy.is_empty() {
         o.push_str(&format!(
             "\n#### Accuracy (noise of one release, per value; **worse** above ×{})\n\n| query | statistic | noise std (old → new) | ratio | 95 % half-width (old → new) | ratio | |\n|---|---|---:|---:|---:|---:|---|\n",
@@ -430,6 +452,10 @@ pub fn markdown(d: &PlanDiff) -> String {
             ));
         }
     }
+}
+
+/// The unchanged queries, the datasets and publications.
+fn md_rest(o: &mut String, d: &PlanDiff) {
     if !d.unchanged_queries.is_empty() {
         o.push_str(&format!(
             "\nUnchanged: {}.\n",
@@ -459,7 +485,6 @@ pub fn markdown(d: &PlanDiff) -> String {
             }
         }
     }
-    o
 }
 
 fn md_row(query: &str, what: &str, c: &Change) -> String {

@@ -65,7 +65,51 @@ struct Plot {
 
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+type Root<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+
+/// How a figure's frame is laid out: one rule for all four figures. A
+/// figure with a legend beside its plot is [`LEGEND_WIDTH`] wider than
+/// one without, on the same plotting width.
+struct Frame<'t> {
+    /// The plotting width and the figure's height (without the legend).
+    size: (u32, u32),
+    caption: &'t str,
+    caption_size: u32,
+    /// The heights of the x labels' area and the widths of the y labels'.
+    label_areas: (u32, u32),
+    legend: bool,
+}
+
 impl Plot {
+    /// Draws the frame of a figure (white ground, caption, label areas,
+    /// then what `mesh` draws: axes, descriptions, ticks) and returns it
+    /// with the plotting area it laid out.
+    fn frame(
+        f: &Frame<'_>,
+        x: Range<f64>,
+        y: Range<f64>,
+        mesh: impl FnOnce(&mut Chart<'_, '_>, &Root<'_>) -> Result<(), String>,
+    ) -> Result<(String, Plot), String> {
+        let extra = if f.legend { LEGEND_WIDTH } else { 0 };
+        let size = (f.size.0 + extra as u32, f.size.1);
+        let mut svg = String::new();
+        let plot = {
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+            root.fill(&WHITE).map_err(err)?;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(12)
+                .margin_right(12 + if f.legend { extra + 12 } else { 0 })
+                .caption(f.caption, (FONT, f.caption_size))
+                .x_label_area_size(f.label_areas.0)
+                .y_label_area_size(f.label_areas.1)
+                .build_cartesian_2d(x.clone(), y.clone())
+                .map_err(err)?;
+            mesh(&mut chart, &root)?;
+            Plot::of(&chart, size, x, y)
+        };
+        Ok((svg, plot))
+    }
+
     /// The plotting area `chart` laid out.
     fn of(chart: &Chart<'_, '_>, size: (u32, u32), x: Range<f64>, y: Range<f64>) -> Plot {
         let (px, py) = chart.plotting_area().get_pixel_range();
@@ -147,51 +191,50 @@ pub fn cumulative(review: &Review) -> Result<String, String> {
     let first_run = review.calendar.first_run.is_some();
     let g = CumulativeGeometry::of(review);
     let labels = review_labels(review);
-    let size = (W + LEGEND_WIDTH as u32, H);
     let (x, y) = (g.x0..g.x1, 0f64..g.top);
-    let mut frame = String::new();
-    let plot = {
-        let root = SVGBackend::with_string(&mut frame, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(LEGEND_WIDTH + 24)
-            .caption("Cumulative ε over the schedule", (FONT, 18))
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x.clone(), y.clone())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .x_desc(if first_run {
-                "date (UTC)"
-            } else {
-                "days after the first run"
-            })
-            .y_desc("ε")
-            .draw()
-            .map_err(err)?;
-        // the date ticks: whole days (or hours, months), placed by hand
-        for &t in &g.ticks {
+    let (frame, plot) = Plot::frame(
+        &Frame {
+            size: (W, H),
+            caption: "Cumulative ε over the schedule",
+            caption_size: 18,
+            label_areas: (40, 56),
+            legend: true,
+        },
+        x,
+        y,
+        |chart, root| {
             chart
-                .draw_series([EmptyElement::at((t, 0.0))
-                    + PathElement::new(vec![(0, 0), (0, 5)], BLACK)
-                    + Text::new(
-                        labels(t * DAY),
-                        (0, 8),
-                        (FONT, 11).into_font().into_text_style(&root).pos(
-                            plotters::style::text_anchor::Pos::new(
-                                plotters::style::text_anchor::HPos::Center,
-                                plotters::style::text_anchor::VPos::Top,
-                            ),
-                        ),
-                    )])
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(0)
+                .x_desc(if first_run {
+                    "date (UTC)"
+                } else {
+                    "days after the first run"
+                })
+                .y_desc("ε")
+                .draw()
                 .map_err(err)?;
-        }
-        Plot::of(&chart, size, x, y)
-    };
+            // the date ticks: whole days (or hours, months), placed by hand
+            for &t in &g.ticks {
+                chart
+                    .draw_series([EmptyElement::at((t, 0.0))
+                        + PathElement::new(vec![(0, 0), (0, 5)], BLACK)
+                        + Text::new(
+                            labels(t * DAY),
+                            (0, 8),
+                            (FONT, 11).into_font().into_text_style(root).pos(
+                                plotters::style::text_anchor::Pos::new(
+                                    plotters::style::text_anchor::HPos::Center,
+                                    plotters::style::text_anchor::VPos::Top,
+                                ),
+                            ),
+                        )])
+                    .map_err(err)?;
+            }
+            Ok(())
+        },
+    )?;
     let marks = plot.layer(|chart| {
         // the budget first: a curve that reaches it is drawn over it
         chart
@@ -502,25 +545,26 @@ pub fn averaging(a: &Averaging) -> Result<String, String> {
     let ymax = a.points.iter().map(|p| p.std_of_mean).fold(0.0, f64::max) * 1.05;
     let size = (W, H * 3 / 4);
     let (x, y) = (0f64..xmax.max(1e-9), 0f64..ymax.max(1e-9));
-    let mut frame = String::new();
-    let plot = {
-        let root = SVGBackend::with_string(&mut frame, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .caption(format!("Averaging `{}`", a.query), (FONT, 16))
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x.clone(), y.clone())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("ε of r releases alone")
-            .y_desc("std of the average")
-            .draw()
-            .map_err(err)?;
-        Plot::of(&chart, size, x, y)
-    };
+    let (frame, plot) = Plot::frame(
+        &Frame {
+            size,
+            caption: &format!("Averaging `{}`", a.query),
+            caption_size: 16,
+            label_areas: (40, 64),
+            legend: false,
+        },
+        x,
+        y,
+        |chart, _root| {
+            chart
+                .configure_mesh()
+                .x_desc("ε of r releases alone")
+                .y_desc("std of the average")
+                .draw()
+                .map_err(err)?;
+            Ok(())
+        },
+    )?;
     let pts: Vec<(f64, f64)> = a
         .points
         .iter()
@@ -569,29 +613,27 @@ pub fn shares(review: &Review) -> Result<String, String> {
     let n = review.queries.len().max(1);
     let size = (W, 60 + 36 * n as u32);
     let (x, y) = (0f64..100f64, 0f64..n as f64);
-    let mut frame = String::new();
-    let plot = {
-        let root = SVGBackend::with_string(&mut frame, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .caption(
-                "Each query's share of the budget (of the plan's ρ)",
-                (FONT, 16),
-            )
-            .x_label_area_size(30)
-            .y_label_area_size(10)
-            .build_cartesian_2d(x.clone(), y.clone())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_desc("%")
-            .draw()
-            .map_err(err)?;
-        Plot::of(&chart, size, x, y)
-    };
+    let (frame, plot) = Plot::frame(
+        &Frame {
+            size,
+            caption: "Each query's share of the budget (of the plan's ρ)",
+            caption_size: 16,
+            label_areas: (30, 10),
+            legend: false,
+        },
+        x,
+        y,
+        |chart, _root| {
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(0)
+                .x_desc("%")
+                .draw()
+                .map_err(err)?;
+            Ok(())
+        },
+    )?;
     let marks = plot.layer(|chart| {
         for (i, q) in review.queries.iter().enumerate() {
             let y = (n - 1 - i) as f64;
@@ -636,28 +678,27 @@ pub fn shares(review: &Review) -> Result<String, String> {
 /// membership test against the plan at each false-positive rate (upper
 /// bounds), beside the diagonal of a test that learns nothing.
 pub fn tradeoff(t: &TradeOff) -> Result<String, String> {
-    let size = (W, H);
     let (x, y) = (0f64..1f64, 0f64..1f64);
-    let mut frame = String::new();
-    let plot = {
-        let root = SVGBackend::with_string(&mut frame, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(LEGEND_WIDTH + 24)
-            .caption("An attacker's best membership test", (FONT, 18))
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x.clone(), y.clone())
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("false-positive rate")
-            .y_desc("true-positive rate (at most)")
-            .draw()
-            .map_err(err)?;
-        Plot::of(&chart, size, x, y)
-    };
+    let (frame, plot) = Plot::frame(
+        &Frame {
+            size: (W, H),
+            caption: "An attacker's best membership test",
+            caption_size: 18,
+            label_areas: (40, 56),
+            legend: true,
+        },
+        x,
+        y,
+        |chart, _root| {
+            chart
+                .configure_mesh()
+                .x_desc("false-positive rate")
+                .y_desc("true-positive rate (at most)")
+                .draw()
+                .map_err(err)?;
+            Ok(())
+        },
+    )?;
     let pts: Vec<(f64, f64)> = t
         .points
         .iter()
