@@ -156,7 +156,19 @@ const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// The bracket stops at 10⁻¹⁴ relative, so the result is within 10⁻¹⁴ of
 /// the root of the upper bound, which lies above the exact root by the
 /// bound's slack (see [`gdp_delta_upper`]).
+///
+/// Remembered by the exact bits of (μ, δ) for the whole process
+/// ([`memo::remembered`]): the composition accountants (basic, advanced)
+/// solve it once per Gaussian release, so without the memo every analysis
+/// of a plan re-solved every release's; with it, an edit that changes one
+/// release's σ solves one. The function is deterministic, so a remembered
+/// value is the one a new solve returns, bit for bit.
 pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
+    memo::remembered(mu, delta, gdp_epsilon_solved)
+}
+
+/// [`gdp_epsilon`], solved (not remembered).
+fn gdp_epsilon_solved(mu: f64, delta: f64) -> f64 {
     if mu <= 0.0 {
         return 0.0;
     }
@@ -205,4 +217,94 @@ pub fn gdp_mu_for(eps: f64, delta: f64) -> f64 {
         &Bisection::arithmetic(1e-15, 0.0, End::Lower),
         violates,
     )
+}
+
+/// The process-wide memo of [`gdp_epsilon`].
+mod memo {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+
+    /// At most this many (μ, δ) pairs (24 bytes each, plus the table's
+    /// overhead); past it the memo is emptied and refills.
+    pub(super) const MAX_ENTRIES: usize = 1 << 16;
+
+    fn table() -> &'static Mutex<HashMap<(u64, u64), f64>> {
+        static TABLE: OnceLock<Mutex<HashMap<(u64, u64), f64>>> = OnceLock::new();
+        TABLE.get_or_init(|| Mutex::new(HashMap::new()))
+    }
+
+    /// `solve(mu, delta)`, or the value remembered for the same bits. The
+    /// lock is not held while solving (threads of one analysis solve
+    /// different releases at once; two solving the same pair store the same
+    /// value).
+    pub(super) fn remembered(mu: f64, delta: f64, solve: fn(f64, f64) -> f64) -> f64 {
+        let key = (mu.to_bits(), delta.to_bits());
+        let found = table()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        if let Some(v) = found {
+            return v;
+        }
+        let v = solve(mu, delta);
+        let mut t = table().lock().unwrap_or_else(PoisonError::into_inner);
+        if t.len() >= MAX_ENTRIES {
+            t.clear();
+        }
+        t.insert(key, v);
+        v
+    }
+
+    #[cfg(test)]
+    pub(super) fn contains(mu: f64, delta: f64) -> bool {
+        table()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&(mu.to_bits(), delta.to_bits()))
+    }
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use super::*;
+
+    /// Deterministic (μ, δ) pairs over the ranges plans use, each with two
+    /// close neighbours (the key must tell them apart).
+    fn pairs() -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mu = 1e-3 * 10f64.powf(4.0 * (x % 10_000) as f64 / 10_000.0);
+            let delta = 10f64.powi(-(((x >> 20) % 14) as i32) - 2);
+            out.push((mu, delta));
+            out.push((mu * (1.0 + 1e-12), delta));
+            out.push((mu, delta * (1.0 + 1e-9)));
+        }
+        out
+    }
+
+    #[test]
+    fn a_remembered_epsilon_is_the_solved_one_bit_for_bit() {
+        let pairs = pairs();
+        // First calls solve, second calls are answered by the memo
+        // (unless another test filled it past its limit meanwhile).
+        for &(mu, delta) in &pairs {
+            let solved = gdp_epsilon_solved(mu, delta);
+            assert_eq!(gdp_epsilon(mu, delta).to_bits(), solved.to_bits());
+            assert!(memo::contains(mu, delta));
+            assert_eq!(gdp_epsilon(mu, delta).to_bits(), solved.to_bits());
+        }
+        // Neighbours are different keys with their own values: a relative
+        // 10⁻¹² of μ moves the solved ε (it is solved to 10⁻¹⁴), so a memo
+        // keyed coarser than the bits would answer wrongly above.
+        let moved = pairs
+            .chunks(3)
+            .filter(|c| gdp_epsilon(c[0].0, c[0].1) != gdp_epsilon(c[1].0, c[1].1))
+            .count();
+        assert!(moved > 250, "{moved} of 300 neighbours moved ε");
+    }
 }

@@ -366,14 +366,7 @@ impl Document {
     /// The span without trailing whitespace and comments (pest spans of rules
     /// ending in an optional part may include them).
     pub(crate) fn trim(&self, span: Span) -> Span {
-        let i = self.tokens.partition_point(|t| t.start < span.start);
-        let end = self.tokens[i..]
-            .iter()
-            .take_while(|t| t.end <= span.end)
-            .filter(|t| !t.is_comment())
-            .last()
-            .map_or(span.end, |t| t.end);
-        Span::new(span.start, end.max(span.start))
+        trim(&self.tokens, span)
     }
 
     pub fn hover(&self, offset: usize) -> Option<Hover> {
@@ -431,8 +424,15 @@ impl Document {
         symbols::rename(self, offset, new_name)
     }
 
+    /// The outline, with the checked plan's details (the unit and budget,
+    /// each query's aggregation, schedule and ε).
     pub fn outline(&self) -> Vec<OutlineItem> {
-        outline::outline(self)
+        outline::outline(&outline::Source {
+            text: &self.text,
+            tokens: &self.tokens,
+            plan: self.ast(),
+            report: self.light.report.as_ref(),
+        })
     }
 
     pub fn semantic_tokens(&self) -> Vec<SemanticToken> {
@@ -491,6 +491,35 @@ impl Document {
 pub fn format_text(text: &str) -> Result<Option<String>, dpplan_fmt::FormatError> {
     let out = dpplan_fmt::format(text)?;
     Ok((out != text).then_some(out))
+}
+
+/// The outline of a text from its syntax tree alone: what
+/// [`Document::outline`] shows, without the details that need the checked
+/// plan (the privacy block's and the queries'). It costs a parse, not an
+/// analysis: the editor's outline of a large plan before its analysis is
+/// done.
+pub fn outline_of_text(text: &str) -> Vec<OutlineItem> {
+    let tokens = lexer::tokenize(text);
+    let parsed = dpplan_syntax::parse(text);
+    outline::outline(&outline::Source {
+        text,
+        tokens: &tokens,
+        plan: &parsed.plan,
+        report: None,
+    })
+}
+
+/// `span` without trailing whitespace and comments (pest spans of rules
+/// ending in an optional part may include them), by the text's `tokens`.
+fn trim(tokens: &[Lexeme], span: Span) -> Span {
+    let i = tokens.partition_point(|t| t.start < span.start);
+    let end = tokens[i..]
+        .iter()
+        .take_while(|t| t.end <= span.end)
+        .filter(|t| !t.is_comment())
+        .last()
+        .map_or(span.end, |t| t.end);
+    Span::new(span.start, end.max(span.start))
 }
 
 /// Formats a number for people, rounded up (as `dpplan check` prints ε).

@@ -1,10 +1,32 @@
-//! Document symbols: the plan's outline.
+//! Document symbols: the plan's outline, from the syntax tree and the
+//! tokens alone ([`crate::outline_of_text`]: what the editor shows before the
+//! analysis is done) or with the checked plan's details (units, budget, each
+//! query's aggregation, schedule and ε).
 
-use crate::{Document, OutlineItem, OutlineKind};
+use dpplan_check::CheckedPlan;
+use dpplan_syntax::ast;
+use dpplan_syntax::lexer::{Lexeme, LexemeKind};
 
-pub(crate) fn outline(doc: &Document) -> Vec<OutlineItem> {
-    let plan = doc.ast();
-    let report = doc.light_analysis().report.as_ref();
+use crate::{OutlineItem, OutlineKind, Span};
+
+/// What the outline is read from: a text, its tokens and syntax tree, and
+/// the checked plan once there is one.
+pub(crate) struct Source<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) tokens: &'a [Lexeme],
+    pub(crate) plan: &'a ast::Plan,
+    pub(crate) report: Option<&'a CheckedPlan>,
+}
+
+impl Source<'_> {
+    fn trim(&self, span: Span) -> Span {
+        crate::trim(self.tokens, span)
+    }
+}
+
+pub(crate) fn outline(doc: &Source<'_>) -> Vec<OutlineItem> {
+    let plan = doc.plan;
+    let report = doc.report;
     let mut children = Vec::new();
     for p in &plan.privacy {
         let detail = report.map(|r| {
@@ -31,7 +53,7 @@ pub(crate) fn outline(doc: &Document) -> Vec<OutlineItem> {
             .map(|c| OutlineItem {
                 name: c.name.value.clone(),
                 detail: Some(
-                    doc.text()[doc.trim(c.ty.span).start..doc.trim(c.ty.span).end]
+                    doc.text[doc.trim(c.ty.span).start..doc.trim(c.ty.span).end]
                         .split_whitespace()
                         .collect::<Vec<_>>()
                         .join(" "),
@@ -98,7 +120,7 @@ pub(crate) fn outline(doc: &Document) -> Vec<OutlineItem> {
                 name: name.value.clone(),
                 detail: Some("plan".into()),
                 kind: OutlineKind::Plan,
-                span: crate::Span::new(header.start, end),
+                span: Span::new(header.start, end),
                 selection: name.span,
                 children,
             }]
@@ -108,10 +130,10 @@ pub(crate) fn outline(doc: &Document) -> Vec<OutlineItem> {
 }
 
 /// The end of the plan's closing brace: the last `}` of the text.
-fn plan_end(doc: &Document) -> Option<usize> {
-    doc.tokens()
+fn plan_end(doc: &Source<'_>) -> Option<usize> {
+    doc.tokens
         .iter()
         .rev()
-        .find(|t| t.kind == dpplan_syntax::lexer::LexemeKind::Punct(b'}'))
+        .find(|t| t.kind == LexemeKind::Punct(b'}'))
         .map(|t| t.end)
 }

@@ -100,13 +100,20 @@ pub(super) fn rename(
     Ok(Some(convert::workspace_edit(uri, &lines, &edits)))
 }
 
+/// The outline: from the analysis when it is done (with each query's
+/// aggregation, schedule and ε), else from the text's syntax tree alone
+/// (names and ranges; the details come with the next request after the
+/// analysis), so that a large plan's outline does not wait for its analysis.
 pub(super) fn document_symbol(
     snap: &Snapshot,
     _: lsp::DocumentSymbolParams,
 ) -> Result<Option<lsp::DocumentSymbolResponse>, Failure> {
-    let (doc, lines) = (snap.doc()?, snap.lines());
-    let symbols: Vec<lsp::DocumentSymbol> = doc
-        .outline()
+    let lines = snap.lines();
+    let outline = match &snap.doc {
+        Some(doc) => doc.outline(),
+        None => dpplan_ide::outline_of_text(lines.text),
+    };
+    let symbols: Vec<lsp::DocumentSymbol> = outline
         .iter()
         .map(|o| convert::to_symbol(o, &lines))
         .collect();

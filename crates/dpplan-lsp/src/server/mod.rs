@@ -10,9 +10,10 @@
 //!   full set. The loop publishes each only while that version is still the
 //!   document's latest, so a stale result is dropped, and a thread whose
 //!   version was superseded before its full analysis skips it;
-//! - requests about an open document (hover, completion, formatting, …), on
-//!   the analysis of its current version (some compute more: per-query
-//!   costs, noise calibration).
+//! - requests about an open document (hover, completion, …), on the
+//!   analysis of its current version (some compute more: per-query costs,
+//!   noise calibration); formatting on its current text, and the outline on
+//!   its text until that analysis is done, so neither waits for it.
 //!
 //! So a slow analysis (a large or broken plan) never delays `shutdown`,
 //! `exit` or another document's requests. The loop drains every message that

@@ -23,14 +23,16 @@ use super::Server;
 use crate::convert::{Encoding, Lines};
 
 /// What a request handler reads about its document: one version's analysis
-/// (or, for formatting, its text) and line index, owned, so that the handler
-/// can run on a thread.
+/// (or, for formatting and an outline asked before the analysis is done,
+/// its text) and line index, owned, so that the handler can run on a thread.
 pub(super) struct Snapshot {
     /// The document's key (its URI).
     pub(super) key: String,
-    /// The analysis of the current version (`None` for formatting).
+    /// The analysis of the current version (`None` for a request answered
+    /// from the text alone).
     pub(super) doc: Option<Arc<Document>>,
-    /// The text, for a request that needs no analysis (formatting).
+    /// The text, for a request answered without the analysis (formatting,
+    /// the outline before the analysis is done).
     pub(super) text: Option<String>,
     pub(super) index: Arc<LineIndex>,
     pub(super) encoding: Encoding,

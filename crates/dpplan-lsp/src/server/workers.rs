@@ -9,7 +9,9 @@
 //!
 //! A request about an open document runs on a thread with the analysis of
 //! its current version, at most [`MAX_REQUEST_THREADS`] at a time, or waits
-//! for that analysis ([`DocState::parked`](super::state::DocState::parked)).
+//! for that analysis ([`DocState::parked`](super::state::DocState::parked)),
+//! except formatting and the outline, which read the current text (the
+//! outline the analysis too, once it is done).
 //! Threads report to the main loop with a [`Done`].
 
 use std::collections::VecDeque;
@@ -23,7 +25,9 @@ use line_index::LineIndex;
 use lsp_server::{ErrorCode, Message, Request, Response};
 use lsp_types as lsp;
 use lsp_types::notification::{DidChangeTextDocument, Notification as _};
-use lsp_types::request::{CodeActionResolveRequest, Formatting, Request as _};
+use lsp_types::request::{
+    CodeActionResolveRequest, DocumentSymbolRequest, Formatting, Request as _,
+};
 use serde_json::Value;
 
 use dpplan_ide::dpplan_check::memo::AccountingCache;
@@ -441,7 +445,9 @@ impl Server {
     /// A request after `initialize`: answered at once when it is about no
     /// open document (or malformed), on a thread with the analysis of its
     /// document's current version, or once that analysis is done (see
-    /// [`DocState::parked`](super::state::DocState::parked)).
+    /// [`DocState::parked`](super::state::DocState::parked)). Formatting,
+    /// and the outline before the analysis is done, never wait: they run on
+    /// the current text alone (the formatter; the syntax tree).
     pub(super) fn request(&mut self, req: Request, queue: &VecDeque<Message>) {
         let raw = request_uri(&req);
         let key = raw
@@ -475,10 +481,15 @@ impl Server {
             index: Arc::clone(&state.index),
             encoding,
         };
-        let ready = if formatting {
-            Some(snapshot(None, Some(state.text.clone())))
-        } else {
-            state.doc.clone().map(|doc| snapshot(Some(doc), None))
+        // Formatting reads the text only; the outline reads the analysis
+        // when it is done (for its details) and the text until then.
+        let ready = match state.doc.clone() {
+            _ if formatting => Some(snapshot(None, Some(state.text.clone()))),
+            Some(doc) => Some(snapshot(Some(doc), None)),
+            None if req.method == DocumentSymbolRequest::METHOD => {
+                Some(snapshot(None, Some(state.text.clone())))
+            }
+            None => None,
         };
         if let Some(snap) = ready {
             self.run_request(req, snap);

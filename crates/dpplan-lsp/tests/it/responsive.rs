@@ -61,7 +61,7 @@ fn requests_and_shutdown_are_answered_while_a_large_plan_is_analysed() {
     ));
     s.write(&request(
         4,
-        "textDocument/documentSymbol",
+        "textDocument/semanticTokens/full",
         json!({ "textDocument": { "uri": BIG } }),
     ));
     s.write(&request(5, "shutdown", Value::Null));
