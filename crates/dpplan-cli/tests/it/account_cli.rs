@@ -4,7 +4,7 @@
 //! next to the tighter accountants' values for the same plan.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// (k, σ, the published closed-form ε) — the reference text's table.
 const WITNESS: [(u64, u32, &str); 4] = [

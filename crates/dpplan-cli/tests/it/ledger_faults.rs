@@ -7,7 +7,7 @@
 //! of real runs, with the ledger's invariants checked after each.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use rusqlite::Connection;
