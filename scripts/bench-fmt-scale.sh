@@ -22,7 +22,9 @@ SIZES=("$@")
 [ ${#SIZES[@]} -eq 0 ] && SIZES=(10000 40000 100000)
 
 if [ -z "${DPPLAN:-}" ] || [ -z "${GEN:-}" ]; then
-  cargo build --release --locked -q -p dpplan-cli -p dpplan-check --example gen-plan
+  # two builds: `--example` would limit both packages to their examples
+  cargo build --release --locked -q -p dpplan-cli
+  cargo build --release --locked -q -p dpplan-check --example gen-plan
 fi
 DPPLAN=${DPPLAN:-$TARGET/release/dpplan}
 GEN=${GEN:-$TARGET/release/examples/gen-plan}

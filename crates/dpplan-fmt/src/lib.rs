@@ -181,11 +181,17 @@ pub fn format(text: &str) -> Result<String, FormatError> {
                 .collect(),
         ));
     }
-    let tokens = lexer::tokenize(text);
-    let layout = layout_of(text, &tokens).map_err(|e| FormatError::Syntax(vec![e]))?;
-    let out = render(text, &tokens, &layout);
+    // only the AST is compared: the scanner's items go before the output
+    // is parsed, and the tokens and layout once it is rendered (peak
+    // memory: the text, the output and two ASTs)
+    let before = before.plan;
+    let out = {
+        let tokens = lexer::tokenize(text);
+        let layout = layout_of(text, &tokens).map_err(|e| FormatError::Syntax(vec![e]))?;
+        render(text, &tokens, &layout)
+    };
     let after = dpplan_syntax::parse(&out);
-    if !after.diagnostics.is_empty() || !same_meaning(&after.plan, &before.plan) {
+    if !after.diagnostics.is_empty() || !same_meaning(&after.plan, &before) {
         return Err(FormatError::MeaningChanged);
     }
     Ok(out)
