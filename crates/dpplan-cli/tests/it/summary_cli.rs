@@ -298,10 +298,17 @@ fn values_off_a_short_decimal_by_rounding_are_shown_as_it_and_all_digits_keeps_t
     let short = check(&[plan, "--width", "0"]);
     let all = check(&[plan, "--width", "0", "--all-digits"]);
     // b = 3 / (1.2 / 3 · …) is 7.500000000000001 as a float
-    assert!(short.contains("b=7.5 (from ε)") && !short.contains("7.50001"), "{short}");
+    assert!(
+        short.contains("b=7.5 (from ε)") && !short.contains("7.50001"),
+        "{short}"
+    );
     assert!(all.contains("b=7.500000000000001"), "{all}");
     // the rounding is said once, and not where every digit is printed
-    assert_eq!(short.matches("floating-point rounding").count(), 1, "{short}");
+    assert_eq!(
+        short.matches("floating-point rounding").count(),
+        1,
+        "{short}"
+    );
     assert_eq!(all.matches("floating-point rounding").count(), 0, "{all}");
     // negative control: a plan with no such value says nothing of it
     let plain = check(&["examples/app-events/app-events.dpplan", "--width", "0"]);
