@@ -122,7 +122,7 @@ const MAX_TERMS: f64 = 200_000.0;
 /// Never above Φ(−(m − 1)/σ), the bound it replaces (each term at most
 /// ∫_{z−1}^{z} f, as f decreases for z ≥ 1, over N ≥ √(2π)σ): the smaller
 /// of the two is returned, and that bound alone when more than
-/// [`MAX_TERMS`] terms would be summed.
+/// `MAX_TERMS` (2·10⁵) terms would be summed.
 pub fn dgauss_tail(sigma: f64, m: f64) -> f64 {
     let old = norm_sf(((m - 1.0) / sigma).min(MAX_Z));
     if !(m.is_finite() && m >= 1.0 && sigma.is_finite() && sigma > 0.0) {
