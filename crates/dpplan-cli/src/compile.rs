@@ -67,8 +67,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         path.display(),
                         o.display(),
                         plan.body.releases.len(),
-                        dpplan_render::Numbers::default().num(plan.body.privacy.total.epsilon),
-                        dpplan_render::Numbers::default().num(plan.body.privacy.total.delta),
+                        dpplan_diagnostics::num(plan.body.privacy.total.epsilon),
+                        dpplan_diagnostics::num(plan.body.privacy.total.delta),
                         plan.body_sha256,
                         match (&policy, &plan.policy) {
                             (Some(p), Some(r)) => format!(

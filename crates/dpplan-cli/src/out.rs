@@ -8,7 +8,7 @@
 //! returned. Writes to stderr never fail the command.
 
 use std::fmt::Arguments;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -101,6 +101,16 @@ pub fn escape_control(s: &str) -> String {
 /// standard output is one, else [`dpplan_render::DEFAULT_WIDTH`] (a file,
 /// a pipe, a CI log).
 pub fn width(explicit: Option<usize>) -> usize {
+    width_of(explicit, io::stdout().is_terminal())
+}
+
+/// [`width`] for what goes to standard error (the summary of a plan a
+/// command refuses): that stream's terminal, not standard output's.
+pub fn stderr_width() -> usize {
+    width_of(None, io::stderr().is_terminal())
+}
+
+fn width_of(explicit: Option<usize>, terminal: bool) -> usize {
     if let Some(w) = explicit {
         return w;
     }
@@ -111,8 +121,7 @@ pub fn width(explicit: Option<usize>) -> usize {
     {
         return w;
     }
-    use std::io::IsTerminal;
-    if io::stdout().is_terminal() {
+    if terminal {
         if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
             return usize::from(w);
         }
@@ -125,7 +134,7 @@ pub fn width(explicit: Option<usize>) -> usize {
 /// when they refuse a plan.
 pub fn human(file: &dpplan_render::FileResult) -> String {
     let opts = dpplan_render::HumanOptions {
-        width: width(None),
+        width: stderr_width(),
         ..Default::default()
     };
     dpplan_render::human_with(file, false, opts)

@@ -284,7 +284,7 @@ pub(crate) fn table_text(r: &CheckedPlan, width: usize, n: &Numbers) -> String {
     if !dropped.is_empty() {
         dropped.reverse();
         out.push_str(&format!(
-            "  ({} left out to fit {width} columns: `--width 0`, `--verbose` or the JSON show them)\n",
+            "  ({} left out to fit {width} columns: `--width 0` or the JSON show them)\n",
             dropped.join(", ")
         ));
     }

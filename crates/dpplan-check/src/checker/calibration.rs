@@ -225,9 +225,12 @@ pub(super) fn calibrate_auto(
 
 /// DP011 when no noise level for the `auto` queries fits: which queries,
 /// what the others spend alone (under the accountant the total uses), and
-/// the budget that would fit. The `auto` parts' cost falls to 0 as their
-/// noise grows, so every budget above the fixed queries' own ε fits, and
-/// none at or below it.
+/// so the budget needed: more than that. No budget at or below it fits
+/// (the `auto` parts cost more than nothing); one above it fits once the
+/// `auto` noise is large enough, which the message does not promise for
+/// a budget within the calibration's reach of it (its search stops at
+/// 4⁴⁰ times the sensitivity, and the privacy-loss distribution's
+/// discretisation adds a little).
 fn no_fit(
     queries: &[QueryPlan],
     fixed: &[acct::Release],
@@ -272,13 +275,13 @@ fn no_fit(
         )
         .label("the budget")
         .help(format!(
-            "any budget above ε = {} fits (the `auto` noise grows without bound as the budget comes down to it); or give the other queries more noise or fewer releases",
+            "the budget must be above ε = {}, what the other queries spend alone (the `auto` noise grows without bound as the budget comes down to it); or give the other queries more noise or fewer releases",
             num(b.epsilon)
         )),
         None => Diagnostic::new(
             Code::OverBudget,
             format!(
-                "no noise level for the `auto` queries ({names}) fits the budget ε = {}{at}, however large",
+                "no noise level for the `auto` queries ({names}) fits the budget ε = {}{at}, up to the largest the calibration tries (4⁴⁰ times their sensitivity)",
                 num(privacy.epsilon)
             ),
             privacy.budget_span,

@@ -280,11 +280,11 @@ fn auto_that_cannot_fit_names_its_queries_what_the_others_spend_and_the_budget_t
         out.contains("the other queries alone spend ε = 1.5"),
         "{out}"
     );
-    assert!(out.contains("any budget above ε = 1.5 fits"), "{out}");
+    assert!(out.contains("the budget must be above ε = 1.5"), "{out}");
     // at the figure it names: still no fit; just above it: a fit
     let (ok, out) = check_text(&auto_plan("1.5"));
     assert!(
-        !ok && out.contains("any budget above ε = 1.5 fits"),
+        !ok && out.contains("the budget must be above ε = 1.5"),
         "{out}"
     );
     let (ok, out) = check_text(&auto_plan("1.51"));
