@@ -127,8 +127,10 @@ pub struct Sensitivity {
     /// max number of output coordinates one unit's change can touch (1 = scalar query)
     pub coords: u64,
     /// ℓ∞ sensitivity: the most one coordinate can move (0 = not given).
-    /// With it, a multi-coordinate discrete Gaussian gets the PLD
-    /// accountant's shape analysis (`dgauss_shapes.rs`).
+    /// Giving it over several coordinates also states that the query is
+    /// integer-valued (every shift is an integer vector): a discrete
+    /// Gaussian or a Laplace release then gets the PLD accountant's shape
+    /// analysis (`dgauss_shapes.rs`). Leave it 0 for a sum of real values.
     #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
 }
@@ -216,8 +218,14 @@ pub(crate) enum Eff {
         rho: f64,
         shape: Option<ShapeBound>,
     },
-    /// continuous Laplace, ε = Δ₁/b; `scalar` when coords = 1
-    Laplace { eps: f64, scalar: bool },
+    /// continuous Laplace, ε = Δ₁/b; `scalar` when coords = 1; `shape`
+    /// (b as bits, the bounds on the integer shift vector) over several
+    /// coordinates of an integer-valued query when Δ∞ is given
+    Laplace {
+        eps: f64,
+        scalar: bool,
+        shape: Option<(u64, ShapeBound)>,
+    },
     /// discrete Laplace, ε = Δ₁/b (treated through its RR dominating pair)
     DLaplace { eps: f64 },
     /// the exponential mechanism, ε = Δ/b: ε-DP and ε-bounded-range
@@ -248,7 +256,13 @@ impl Eff {
                 rho.to_bits(),
                 shape,
             ),
-            Eff::Laplace { eps, scalar } => (2, eps.to_bits(), scalar as u64, 0, None),
+            Eff::Laplace { eps, scalar, shape } => (
+                2,
+                eps.to_bits(),
+                scalar as u64,
+                shape.map_or(0, |s| s.0),
+                shape.map(|s| s.1),
+            ),
             Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0, None),
             Eff::Exp { eps } => (4, eps.to_bits(), 0, 0, None),
         }
@@ -392,6 +406,13 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             Eff::Laplace {
                 eps: special::div_up(l1, m.scale),
                 scalar,
+                // an integer-valued query's shift vectors (Δ∞ given): the
+                // PLD accounts its worst shapes (`pld_dgauss.rs`)
+                shape: if scalar {
+                    None
+                } else {
+                    ShapeBound::new(l1, s.l2, s.linf, s.coords).map(|b| (m.scale.to_bits(), b))
+                },
             }
         }
         NoiseKind::DiscreteLaplace => {

@@ -46,6 +46,7 @@ mod pld_dgauss;
 #[path = "pld_laplace.rs"]
 mod pld_laplace;
 pub(crate) use pld_curve::Curve;
+use pld_dgauss::Coord;
 use pld_laplace::laplace_leaf;
 
 /// grid points per standard deviation of a node's own loss distribution
@@ -516,6 +517,10 @@ enum LeafKind {
     DGauss(f64, i64),
     /// σ and the shift bounds of a multi-coordinate discrete Gaussian
     DGaussShapes(f64, ShapeBound),
+    /// b, the shift bounds and ε = Δ₁/b of a multi-coordinate Laplace
+    /// release of an integer-valued query (its RR pair at ε if the shapes
+    /// are too many)
+    LaplaceShapes(f64, ShapeBound, f64),
 }
 
 fn leaf_sd(k: &LeafKind) -> f64 {
@@ -523,6 +528,7 @@ fn leaf_sd(k: &LeafKind) -> f64 {
         LeafKind::Laplace(e) | LeafKind::Rr(e) => e,
         LeafKind::DGauss(s, d) => d as f64 / s,
         LeafKind::DGaussShapes(s, b) => b.l2_max() / s,
+        LeafKind::LaplaceShapes(scale, b, eps) => (b.l2_max() / scale).min(eps),
     }
 }
 
@@ -635,6 +641,8 @@ struct Split {
     rr: BTreeMap<u64, u64>,
     dgs: BTreeMap<(u64, i64), u64>,
     shapes: BTreeMap<(u64, ShapeBound), u64>,
+    /// (b, bounds, ε) of multi-coordinate Laplace releases
+    lap_shapes: BTreeMap<(u64, ShapeBound, u64), u64>,
 }
 
 impl Split {
@@ -644,13 +652,27 @@ impl Split {
         for it in &plan.items {
             match it.eff {
                 Eff::Gauss { mu } => s.mu2 += it.count as f64 * mu * mu,
-                Eff::Laplace { eps, scalar: true } => {
-                    add(s.lap.entry(eps.to_bits()).or_insert(0), it.count)
-                }
+                Eff::Laplace {
+                    eps, scalar: true, ..
+                } => add(s.lap.entry(eps.to_bits()).or_insert(0), it.count),
+                Eff::Laplace {
+                    eps,
+                    scalar: false,
+                    shape: Some((b, bound)),
+                } => add(
+                    s.lap_shapes.entry((b, bound, eps.to_bits())).or_insert(0),
+                    it.count,
+                ),
                 // any ε-DP mechanism is dominated by randomized response
                 // (Kairouz et al. 2015); the exponential mechanism's
                 // bounded range is not used here
-                Eff::Laplace { eps, scalar: false } | Eff::DLaplace { eps } | Eff::Exp { eps } => {
+                Eff::Laplace {
+                    eps,
+                    scalar: false,
+                    shape: None,
+                }
+                | Eff::DLaplace { eps }
+                | Eff::Exp { eps } => {
                     add(s.rr.entry(eps.to_bits()).or_insert(0), it.count)
                 }
                 Eff::DGauss {
@@ -689,6 +711,10 @@ impl Split {
         }
         for ((s, b), c) in self.shapes {
             leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
+        }
+        for ((s, b, e), c) in self.lap_shapes {
+            let kind = LeafKind::LaplaceShapes(f64::from_bits(s), b, f64::from_bits(e));
+            leaves.push((kind, c));
         }
         leaves
     }
@@ -769,9 +795,22 @@ fn leaf_pld(
             }
         },
         LeafKind::DGaussShapes(s, b) => {
-            let (g, n) = pld_dgauss::shapes_leaf(ctx, e, s, &b, count)?;
+            let (g, n) = pld_dgauss::shapes_leaf(ctx, e, Coord::DGauss(s), &b, count)?;
             *note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
             g
+        }
+        LeafKind::LaplaceShapes(scale, b, eps) => {
+            match pld_dgauss::shapes_leaf(ctx, e, Coord::Laplace(scale), &b, count) {
+                Ok((g, n)) => {
+                    *note += &format!(", Laplace b = {scale}: max over {n} shift shapes");
+                    g
+                }
+                // too many shapes: the RR pair at ε still dominates
+                Err(_) => {
+                    *note += &format!(", Laplace b = {scale}: randomized response at ε = {eps}");
+                    rr_leaf(e, eps)
+                }
+            }
         }
     };
     // the leaf is used `count` times: scale its truncation threshold (see

@@ -63,10 +63,11 @@
 //! (0, x_L) both are linear from their total masses at 0 (the anchor makes
 //! P*'s the largest) to the checked values at x_L.
 
+use super::pld_laplace::laplace_leaf;
 use super::{compose, dgauss_leaf, h_of, regularise, self_compose, Ctx, GridPld};
 use crate::dgauss::{DiscreteGaussian, MAX_EXACT_SIGMA};
 use crate::dgauss_shapes::{maximal_shapes, Shape, ShapeBound};
-use crate::special::{ELEM_ULPS, U};
+use crate::special::{div_up, ELEM_ULPS, U};
 use crate::AccountingError;
 use std::collections::HashMap;
 
@@ -79,26 +80,70 @@ fn declined(why: String) -> AccountingError {
     ))
 }
 
-/// The dominating grid pair of one release of a discrete Gaussian (σ)
-/// whose shift vectors obey `b`, used `count` times by the caller; and the
-/// number of maximal shapes it covers.
+/// The noise on each coordinate.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Coord {
+    /// N_ℤ(0, σ²)
+    DGauss(f64),
+    /// Lap(0, b): the one-dimensional pair for an integer shift a is the
+    /// Laplace leaf at ε = a/b (`pld_laplace.rs`)
+    Laplace(f64),
+}
+
+impl Coord {
+    fn declined(&self, why: String) -> AccountingError {
+        match self {
+            Coord::DGauss(_) => declined(why),
+            Coord::Laplace(_) => AccountingError::NotApplicable(format!(
+                "PLD: Laplace over several coordinates: {why}"
+            )),
+        }
+    }
+
+    /// The one-dimensional grid PLD of the pair (noise, noise + a).
+    fn leaf(&self, e: i32, a: u64) -> Result<GridPld, AccountingError> {
+        match *self {
+            Coord::DGauss(sigma) => DiscreteGaussian::new(sigma, a as i64)
+                .map(|dg| dgauss_leaf(e, &dg))
+                .ok_or_else(|| declined(format!("no exact table for σ = {sigma}"))),
+            // a ≤ 2⁴⁰ is exact as a float; ε = a/b rounded up
+            Coord::Laplace(b) => Ok(laplace_leaf(e, div_up(a as f64, b))),
+        }
+    }
+}
+
+/// The dominating grid pair of one release of noise `coord` on every
+/// coordinate of a query whose shift vectors obey `b`, used `count` times
+/// by the caller; and the number of maximal shapes it covers.
 pub(super) fn shapes_leaf(
     ctx: &mut Ctx,
     e: i32,
-    sigma: f64,
+    coord: Coord,
     b: &ShapeBound,
     count: u64,
 ) -> Result<(GridPld, usize), AccountingError> {
-    if !(sigma > 0.0 && sigma <= MAX_EXACT_SIGMA) {
-        return Err(declined(format!("σ = {sigma} beyond the exact tables")));
+    match coord {
+        Coord::DGauss(sigma) if !(sigma > 0.0 && sigma <= MAX_EXACT_SIGMA) => {
+            return Err(declined(format!("σ = {sigma} beyond the exact tables")));
+        }
+        Coord::Laplace(scale) if !(scale > 0.0 && scale.is_finite()) => {
+            return Err(coord.declined(format!("b = {scale}")));
+        }
+        _ => {}
     }
-    let shapes = maximal_shapes(b).map_err(declined)?;
+    let shapes = maximal_shapes(b).map_err(|w| coord.declined(w))?;
     let tau = ctx.tau;
     ctx.tau = (tau / count.max(1) as f64).max(1e-300);
     let mut cache: HashMap<u64, GridPld> = HashMap::new();
     let mut grids = Vec::with_capacity(shapes.len());
     for s in &shapes {
-        grids.push(shape_pld(ctx, e, sigma, s, &mut cache)?);
+        match shape_pld(ctx, e, coord, s, &mut cache) {
+            Ok(g) => grids.push(g),
+            Err(err) => {
+                ctx.tau = tau;
+                return Err(err);
+            }
+        }
     }
     ctx.tau = tau;
     let n = shapes.len();
@@ -117,7 +162,7 @@ pub(super) fn shapes_leaf(
 fn shape_pld(
     ctx: &mut Ctx,
     e: i32,
-    sigma: f64,
+    coord: Coord,
     shape: &Shape,
     cache: &mut HashMap<u64, GridPld>,
 ) -> Result<GridPld, AccountingError> {
@@ -126,9 +171,7 @@ fn shape_pld(
         let leaf = match cache.get(&a) {
             Some(g) => g.clone(),
             None => {
-                let dg = DiscreteGaussian::new(sigma, a as i64)
-                    .ok_or_else(|| declined(format!("no exact table for σ = {sigma}")))?;
-                let g = dgauss_leaf(e, &dg);
+                let g = coord.leaf(e, a)?;
                 cache.insert(a, g.clone());
                 g
             }
@@ -143,7 +186,7 @@ fn shape_pld(
             Some(g) => compose(ctx, &g, &part),
         });
     }
-    acc.ok_or_else(|| declined("empty shape".into()))
+    acc.ok_or_else(|| coord.declined("empty shape".into()))
 }
 
 /// The shapes' grids on one index range [lo, hi] (hi inclusive): masses

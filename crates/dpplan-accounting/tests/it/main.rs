@@ -12,6 +12,7 @@ mod exponential;
 mod kov_long;
 mod never_below;
 mod pld_dgauss;
+mod pld_laplace_shapes;
 mod pld_long_laplace;
 mod pld_small_delta;
 mod selection;

@@ -107,7 +107,7 @@ pub(super) fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]
                     let derived = p.derived.clone();
                     let build = move |t: f64| {
                         vec![acct::Release {
-                            mechanism: mechanism(kind, t, &derived, 1.0),
+                            mechanism: mechanism(kind, t, &derived, 1.0, false),
                             count: 1,
                         }]
                     };
@@ -164,22 +164,32 @@ pub(super) fn calibrate_auto(
         .flat_map(|q| {
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
+                    mechanism: mechanism(
+                        p.kind,
+                        p.resolved?,
+                        &p.derived,
+                        1.0,
+                        p.statistic.is_count(),
+                    ),
                     count: q.accounted_releases(),
                 })
             })
         })
         .collect();
-    let autos: Vec<(NoiseKind, Derived, f64, u64)> = queries
+    let autos: Vec<(NoiseKind, Derived, f64, u64, bool)> = queries
         .iter()
         .flat_map(|q| {
             q.parts
                 .iter()
                 .filter(|p| !p.public)
                 .filter_map(move |p| match p.scale {
-                    Scale::Auto { weight } => {
-                        Some((p.kind, p.derived.clone(), weight, q.accounted_releases()))
-                    }
+                    Scale::Auto { weight } => Some((
+                        p.kind,
+                        p.derived.clone(),
+                        weight,
+                        q.accounted_releases(),
+                        p.statistic.is_count(),
+                    )),
                     _ => None,
                 })
         })
@@ -190,9 +200,9 @@ pub(super) fn calibrate_auto(
     };
     let build = |t: f64| -> Vec<acct::Release> {
         let mut rs = fixed.clone();
-        for (kind, d, w, n) in &autos {
+        for (kind, d, w, n, count) in &autos {
             rs.push(acct::Release {
-                mechanism: mechanism(*kind, t * unit_scale(*kind, d, *w), d, 1.0),
+                mechanism: mechanism(*kind, t * unit_scale(*kind, d, *w), d, 1.0, *count),
                 count: *n,
             });
         }

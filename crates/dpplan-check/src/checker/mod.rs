@@ -103,7 +103,23 @@ impl Checker {
     }
 }
 
-fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::Mechanism {
+/// The accounted mechanism of one part; `count` says the statistic is a
+/// count (integer-valued, so every shift vector is an integer vector).
+fn mechanism(
+    kind: NoiseKind,
+    scale: f64,
+    d: &Derived,
+    sens_mult: f64,
+    count: bool,
+) -> acct::Mechanism {
+    // the shape analysis of several coordinates needs integer shifts: a
+    // discrete Gaussian's values are integers, a Laplace release's only for
+    // a count
+    let shapes = match kind {
+        NoiseKind::DiscreteGaussian => true,
+        NoiseKind::Laplace => count,
+        _ => false,
+    };
     acct::Mechanism {
         kind,
         scale,
@@ -112,10 +128,10 @@ fn mechanism(kind: NoiseKind, scale: f64, d: &Derived, sens_mult: f64) -> acct::
             l2: d.l2 * sens_mult,
             coords: d.coords,
             // ℓ∞ is recorded where an accountant uses it (a discrete
-            // Gaussian over several coordinates) and for one unit only
-            // (group privacy: not given, the accountants then use the
-            // norms alone)
-            linf: if kind == NoiseKind::DiscreteGaussian && d.coords > 1 && sens_mult == 1.0 {
+            // Gaussian, or Laplace noise on a count, over several
+            // coordinates) and for one unit only (group privacy: not given,
+            // the accountants then use the norms alone)
+            linf: if shapes && d.coords > 1 && sens_mult == 1.0 {
                 d.linf
             } else {
                 0.0

@@ -32,7 +32,13 @@ pub(super) fn releases_of(
             let m = mult(q);
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    mechanism: mechanism(p.kind, p.resolved?, &p.derived, m),
+                    mechanism: mechanism(
+                        p.kind,
+                        p.resolved?,
+                        &p.derived,
+                        m,
+                        p.statistic.is_count(),
+                    ),
                     count: q.accounted_releases(),
                 })
             })
@@ -238,7 +244,13 @@ fn query_report(
             .filter(|p| !p.public)
             .map(|p| {
                 Some(acct::Release {
-                    mechanism: mechanism(p.kind, p.resolved?, &p.derived, 1.0),
+                    mechanism: mechanism(
+                        p.kind,
+                        p.resolved?,
+                        &p.derived,
+                        1.0,
+                        p.statistic.is_count(),
+                    ),
                     count,
                 })
             })
@@ -411,7 +423,9 @@ fn part_report(p: &mut Part) -> PartReport {
         noise_std: std,
         ci95_half_width: ci,
         // exactly what `releases_of` gives the accountants for one release
-        accounted: p.resolved.map(|r| mechanism(p.kind, r, &p.derived, 1.0)),
+        accounted: p
+            .resolved
+            .map(|r| mechanism(p.kind, r, &p.derived, 1.0, p.statistic.is_count())),
     }
 }
 

@@ -77,8 +77,9 @@ fn releases(
                 let mut m = p.accounted?;
                 m.sensitivity.l1 *= mult(i);
                 m.sensitivity.l2 *= mult(i);
-                // ℓ∞ (recorded for a discrete Gaussian over several
-                // coordinates) scales with the bound too
+                // ℓ∞ (recorded for a discrete Gaussian, or Laplace noise
+                // on a count, over several coordinates) scales with the
+                // bound too
                 m.sensitivity.linf *= mult(i);
                 Some(acct::Release {
                     mechanism: m,
