@@ -541,6 +541,52 @@ fn a_discrete_gaussian_histogram_is_accounted_by_its_shift_shapes() {
     assert!(looser > t.epsilon * 1.01, "{looser} vs {}", t.epsilon);
 }
 
+/// Laplace noise over several coordinates: a count's shifts are integers,
+/// so it records ℓ∞ and the PLD accounts its shift shapes; a sum's are real
+/// (seconds in [0, 3600]), so it records none and keeps randomized
+/// response. Negative control: the sum's ε is the RR one, above the
+/// count's at the same ε = Δ₁/b.
+#[test]
+fn laplace_records_the_shift_shape_for_counts_only() {
+    let q = "  query pages {\n    histogram(visits by page)\n    noise laplace epsilon 1\n    schedule once\n  }\n  query secs {\n    sum(visits.secs by page)\n    noise laplace epsilon 1\n    schedule once\n  }\n  query g {\n    count(visits)\n    noise gaussian sigma 10\n    schedule once\n  }";
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 5 delta 1e-6",
+        "best",
+        VISITS,
+        q,
+    ));
+    let count = r.queries[0].parts[0].accounted.unwrap();
+    let sum = r.queries[1].parts[0].accounted.unwrap();
+    // 5 rows in ≤ 3 groups (no rows_per_group: up to 5 in one)
+    assert_eq!((count.sensitivity.linf, count.sensitivity.coords), (5.0, 3));
+    assert_eq!(sum.sensitivity.linf, 0.0);
+    assert!(sum.sensitivity.coords > 1);
+    let gauss = r.queries[2].parts[0].accounted.unwrap();
+    let eps = |m: dpplan_accounting::Mechanism| {
+        let rs = [
+            dpplan_accounting::Release {
+                mechanism: m,
+                count: 1,
+            },
+            dpplan_accounting::Release {
+                mechanism: gauss,
+                count: 1,
+            },
+        ];
+        dpplan_accounting::epsilon(&rs, 1e-6, crate::Accountant::Pld).unwrap()
+    };
+    let (c, s) = (eps(count), eps(sum));
+    assert!(c.detail.contains("shift shapes"), "{}", c.detail);
+    assert!(!s.detail.contains("shift shapes"), "{}", s.detail);
+    assert!(
+        s.epsilon > c.epsilon * 1.01,
+        "{} vs {}",
+        s.epsilon,
+        c.epsilon
+    );
+}
+
 /// From `PARALLEL_PLANNING` queries on, each half of the plan is planned on
 /// its own thread: the diagnostics of both halves come out once each, in
 /// the text's order, and the reports in the plan's order, as one pass over
