@@ -39,6 +39,8 @@ use crate::{AccountingError, Eff, Plan};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
+#[path = "pld_binomial.rs"]
+mod pld_binomial;
 #[path = "pld_curve.rs"]
 mod pld_curve;
 #[path = "pld_dgauss.rs"]
@@ -300,6 +302,9 @@ struct Ctx {
     conv: Convolver,
     tau: f64,
     e_global: i32,
+    /// many identical pure releases as their exact binomial leaf
+    /// (`pld_binomial.rs`) rather than composed on the grid
+    binomial: bool,
     /// the target δ (sets the lower-tail budget, [`Ctx::tau_low`])
     delta: f64,
 }
@@ -618,8 +623,34 @@ pub(crate) fn compose_plan(plan: &Plan, delta: f64) -> Result<Composed, Accounti
     let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
     let mu2 = split.mu2;
     let leaves = split.leaves();
-    let mut ctx = Ctx::for_leaves(&leaves, mu2, delta);
-    let (g, shapes_note) = compose_leaves(&mut ctx, &leaves, mu2)?;
+    let grid = compose_with(&leaves, mu, mu2, delta, false)?;
+    if !pld_binomial::has_binomial(&leaves) {
+        return Ok(grid);
+    }
+    // both are dominating pairs: the one with the smaller ε at δ is kept
+    // (the grid composition on a tie), so no claim moves up
+    let Ok(exact) = compose_with(&leaves, mu, mu2, delta, true) else {
+        return Ok(grid);
+    };
+    let eps = |c: &Composed| epsilon_at(&c.curve, delta).map(|e| e.unwrap_or(0.0));
+    match (eps(&grid), eps(&exact)) {
+        (Ok(a), Ok(b)) if b < a => Ok(exact),
+        (Err(_), Ok(_)) => Ok(exact),
+        _ => Ok(grid),
+    }
+}
+
+/// The leaves composed under one choice of [`Ctx::binomial`].
+fn compose_with(
+    leaves: &[(LeafKind, u64)],
+    mu: f64,
+    mu2: f64,
+    delta: f64,
+    binomial: bool,
+) -> Result<Composed, AccountingError> {
+    let mut ctx = Ctx::for_leaves(leaves, mu2, delta);
+    ctx.binomial = binomial;
+    let (g, shapes_note) = compose_leaves(&mut ctx, leaves, mu2)?;
     let h = h_of(g.e);
     let losses: Vec<f64> = (0..g.p.len())
         .map(|i| (g.lo + i as i64) as f64 * h)
@@ -769,6 +800,7 @@ impl Ctx {
             conv: Convolver::new(),
             tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
             e_global,
+            binomial: false,
             delta,
         }
     }
@@ -782,6 +814,9 @@ fn leaf_pld(
     count: u64,
     note: &mut String,
 ) -> Result<GridPld, AccountingError> {
+    if let Some(g) = pld_binomial::binomial(ctx, k, count, note) {
+        return Ok(g);
+    }
     let e = target_e(ctx, leaf_sd(&k));
     let g = match k {
         LeafKind::Laplace(eps) => laplace_leaf(e, eps),

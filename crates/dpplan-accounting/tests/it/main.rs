@@ -11,6 +11,7 @@ mod accounting;
 mod exponential;
 mod kov_long;
 mod never_below;
+mod pld_binomial;
 mod pld_dgauss;
 mod pld_laplace_shapes;
 mod pld_long_laplace;

@@ -55,7 +55,16 @@ fn long_laplace_pld_matches_pre_truncation_values() {
         (300.0, 1.0, 5000, 1e-5, 0.8677066388),
     ];
     for (b, s, k, delta, old) in cases {
-        let pld = eps(&laplace(b, s, k), delta, Accountant::Pld);
+        let plan = laplace(b, s, k);
+        let pld = eps(&plan, delta, Accountant::Pld);
+        // 10⁶ releases: the exact binomial of randomized response
+        // (`pld_binomial.rs`) is tighter than the grid was (4.8865 vs
+        // 4.9000); it is the exact optimal composition (KOV) to 10⁻⁶
+        if k >= 1_000_000 {
+            let kov = eps(&plan, delta, Accountant::Advanced);
+            assert!(pld < old && (pld - kov).abs() <= 1e-6 * kov, "{pld} {kov}");
+            continue;
+        }
         assert!(
             (pld - old).abs() <= 1e-3 * old,
             "b = {b}, Δ = {s}, k = {k}, δ = {delta}: PLD {pld} vs previous {old}"
