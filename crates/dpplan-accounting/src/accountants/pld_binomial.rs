@@ -54,9 +54,8 @@ pub(super) fn binomial(
     count: u64,
     note: &mut String,
 ) -> Option<GridPld> {
-    let eps = match k {
-        LeafKind::Laplace(eps) | LeafKind::Rr(eps) => eps,
-        _ => return None,
+    let (LeafKind::Laplace(eps) | LeafKind::Rr(eps)) = k else {
+        return None;
     };
     if !ctx.binomial || count < BINOMIAL_FROM {
         return None;
@@ -85,7 +84,7 @@ struct Side {
 /// The grid PLD of k-fold RR_ε₀ on the grid 2^e, or `None` when the window
 /// cannot be represented (then the caller keeps the grid composition).
 pub(super) fn binomial_leaf(ctx: &Ctx, e: i32, k: u64, eps0: f64) -> Option<GridPld> {
-    if k < 2 || k > 1u64 << 52 || !(eps0 > 0.0 && eps0 <= MAX_EPS0) {
+    if !((2..=1u64 << 52).contains(&k) && eps0 > 0.0 && eps0 <= MAX_EPS0) {
         return None;
     }
     let kf = k as f64;
