@@ -14,6 +14,9 @@
 //! | `gdp.rs` | [`Accountant::Gdp`] | Dong–Roth–Su 2019 Cor 3.3 with Balle–Wang 2018 Thm 8 |
 //! | `pld.rs` | [`Accountant::Pld`] | Koskela et al. 2020; Doroshenko et al. 2022; Zhu, Dong & Wang 2022 Thm 10 |
 //! | `pld_conv.rs` | (PLD's convolutions) | per-entry FFT round-off bound (Higham 2002, Thm 24.2) with exponential tilting (Keich 2005) |
+//! | `pld_leaves.rs` | (PLD's leaves) | a plan split into its Gaussian part and its grid leaves |
+//! | `pld_laplace.rs`, `pld_dgauss.rs` | (PLD's leaves) | exact Laplace and discrete Gaussian pairs; shift shapes over several coordinates (Blackwell's theorem on monotone likelihood ratios) |
+//! | `pld_binomial.rs` | (PLD's leaves) | many identical pure releases as the exact binomial of randomized response (KOV 2015 Thm 3.3) |
 //!
 //! The RDP → (ε, δ) conversions they use live in [`crate::conversions`].
 

@@ -30,14 +30,12 @@
 
 use super::pld_conv::Convolver;
 use crate::dgauss::DiscreteGaussian;
-use crate::dgauss_shapes::ShapeBound;
 use crate::gaussian::gdp_epsilon;
-use crate::grid::GeometricGrid;
 use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
 use crate::special::{ELEM_ULPS, U};
-use crate::{AccountingError, Eff, Plan};
+use crate::{AccountingError, Plan};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 #[path = "pld_binomial.rs"]
 mod pld_binomial;
@@ -47,9 +45,12 @@ mod pld_curve;
 mod pld_dgauss;
 #[path = "pld_laplace.rs"]
 mod pld_laplace;
+#[path = "pld_leaves.rs"]
+mod pld_leaves;
 pub(crate) use pld_curve::Curve;
 use pld_dgauss::Coord;
 use pld_laplace::laplace_leaf;
+use pld_leaves::{leaf_sd, LeafKind, Split};
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -515,28 +516,6 @@ fn dgauss_leaf(e: i32, dg: &DiscreteGaussian) -> GridPld {
     GridPld::from_atoms(e, &atoms, 1e-300)
 }
 
-#[derive(Debug, Clone, Copy)]
-enum LeafKind {
-    Laplace(f64),
-    Rr(f64),
-    DGauss(f64, i64),
-    /// σ and the shift bounds of a multi-coordinate discrete Gaussian
-    DGaussShapes(f64, ShapeBound),
-    /// b, the shift bounds and ε = Δ₁/b of a multi-coordinate Laplace
-    /// release of an integer-valued query (its RR pair at ε if the shapes
-    /// are too many)
-    LaplaceShapes(f64, ShapeBound, f64),
-}
-
-fn leaf_sd(k: &LeafKind) -> f64 {
-    match *k {
-        LeafKind::Laplace(e) | LeafKind::Rr(e) => e,
-        LeafKind::DGauss(s, d) => d as f64 / s,
-        LeafKind::DGaussShapes(s, b) => b.l2_max() / s,
-        LeafKind::LaplaceShapes(scale, b, eps) => (b.l2_max() / scale).min(eps),
-    }
-}
-
 /// Wrapper ordering nodes by standard deviation (smallest first in a max-heap).
 struct Node {
     sd: f64,
@@ -661,114 +640,6 @@ fn compose_with(
         shapes_note,
         error_terms: error_terms(&ctx),
     })
-}
-
-/// A plan split into its Gaussian part (Σ μ², composed exactly at the end)
-/// and the releases of each grid leaf, counted by parameters.
-#[derive(Default)]
-struct Split {
-    mu2: f64,
-    lap: BTreeMap<u64, u64>,
-    rr: BTreeMap<u64, u64>,
-    dgs: BTreeMap<(u64, i64), u64>,
-    shapes: BTreeMap<(u64, ShapeBound), u64>,
-    /// (b, bounds, ε) of multi-coordinate Laplace releases
-    lap_shapes: BTreeMap<(u64, ShapeBound, u64), u64>,
-}
-
-impl Split {
-    fn of(plan: &Plan) -> Result<Split, AccountingError> {
-        let mut s = Split::default();
-        let add = |c: &mut u64, n: u64| *c = c.saturating_add(n);
-        for it in &plan.items {
-            match it.eff {
-                Eff::Gauss { mu } => s.mu2 += it.count as f64 * mu * mu,
-                Eff::Laplace {
-                    eps, scalar: true, ..
-                } => add(s.lap.entry(eps.to_bits()).or_insert(0), it.count),
-                Eff::Laplace {
-                    eps,
-                    scalar: false,
-                    shape: Some((b, bound)),
-                } => add(
-                    s.lap_shapes.entry((b, bound, eps.to_bits())).or_insert(0),
-                    it.count,
-                ),
-                // any ε-DP mechanism is dominated by randomized response
-                // (Kairouz et al. 2015); the exponential mechanism's
-                // bounded range is not used here
-                Eff::Laplace {
-                    eps,
-                    scalar: false,
-                    shape: None,
-                }
-                | Eff::DLaplace { eps }
-                | Eff::Exp { eps } => {
-                    add(s.rr.entry(eps.to_bits()).or_insert(0), it.count)
-                }
-                Eff::DGauss {
-                    sigma, shift: Some(d), ..
-                } if DiscreteGaussian::new(sigma, d).is_some() => {
-                    add(s.dgs.entry((sigma.to_bits(), d)).or_insert(0), it.count)
-                }
-                Eff::DGauss {
-                    sigma,
-                    shift: None,
-                    shape: Some(b),
-                    ..
-                } => add(s.shapes.entry((sigma.to_bits(), b)).or_insert(0), it.count),
-                Eff::DGauss { .. } => {
-                    return Err(AccountingError::NotApplicable(
-                        "PLD: no exact dominating pair for a discrete Gaussian with σ > 2·10⁴, or over several coordinates without an ℓ∞ sensitivity".into(),
-                    ))
-                }
-            }
-        }
-        Ok(s)
-    }
-
-    /// The grid leaves and how often each is used; many distinct ε are
-    /// bucketed first ([`bucket`]).
-    fn leaves(self) -> Vec<(LeafKind, u64)> {
-        let mut leaves: Vec<(LeafKind, u64)> = vec![];
-        for (e, c) in bucket(self.lap) {
-            leaves.push((LeafKind::Laplace(e), c));
-        }
-        for (e, c) in bucket(self.rr) {
-            leaves.push((LeafKind::Rr(e), c));
-        }
-        for ((s, d), c) in self.dgs {
-            leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
-        }
-        for ((s, b), c) in self.shapes {
-            leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
-        }
-        for ((s, b, e), c) in self.lap_shapes {
-            let kind = LeafKind::LaplaceShapes(f64::from_bits(s), b, f64::from_bits(e));
-            leaves.push((kind, c));
-        }
-        leaves
-    }
-}
-
-/// The counts of ε (as bits); above [`BUCKET_ABOVE`] distinct values, each
-/// ε is rounded up onto a geometric grid: a larger-ε Laplace / RR
-/// dominates; one ε per grid point (the largest rounded member, all equal
-/// unless the round-up's check had to lift one).
-fn bucket(m: BTreeMap<u64, u64>) -> Vec<(f64, u64)> {
-    let v: Vec<(f64, u64)> = m.into_iter().map(|(b, c)| (f64::from_bits(b), c)).collect();
-    if v.len() <= BUCKET_ABOVE {
-        return v;
-    }
-    let grid = GeometricGrid::new(BUCKET_RATIO);
-    let mut mm: BTreeMap<i64, (f64, u64)> = BTreeMap::new();
-    for (e, c) in v {
-        let (k, up) = grid.round_up(e);
-        let v = mm.entry(k).or_insert((up, 0));
-        v.0 = v.0.max(up);
-        v.1 = v.1.saturating_add(c);
-    }
-    mm.into_values().collect()
 }
 
 impl Ctx {
