@@ -212,3 +212,30 @@ fn the_tighter_composition_is_kept() {
     let rr_upper = rr_epsilon(365, 0.1, 0.25, delta);
     assert!(pld.epsilon < rr_upper, "{} vs {rr_upper}", pld.epsilon);
 }
+
+/// Discrete Laplace noise on a count (Δ = 1) is randomized response
+/// exactly (P[Y ≤ 0] = e^ε/(1 + e^ε) under both orders), so k of them with
+/// a Gaussian part have the exact curve of the reference: the PLD must be
+/// above it (sound) and within 10⁻⁴ (the binomial leaf; 1,000 releases are
+/// enough for it). Negative control: 999 releases claim less.
+#[test]
+fn discrete_laplace_counts_are_their_exact_binomial() {
+    let (k, b, delta) = (1000u64, 20.0, 1e-6);
+    let dlap = |count: u64| Release {
+        mechanism: Mechanism {
+            kind: NoiseKind::DiscreteLaplace,
+            scale: b,
+            sensitivity: Sensitivity::scalar(1.0),
+        },
+        count,
+    };
+    let plan = [dlap(k), gaussian(2.0)];
+    let exact = rr_epsilon(k, 1.0 / b, 0.5, delta);
+    let pld = epsilon(&plan, delta, Accountant::Pld).unwrap();
+    eprintln!("exact {exact:.7}, PLD {:.7}\n  {}", pld.epsilon, pld.detail);
+    assert!(pld.epsilon >= exact * (1.0 - 1e-12), "below the truth");
+    assert!(pld.epsilon <= exact * (1.0 + 1e-4), "not within 1e-4");
+    assert!(pld.detail.contains("exact binomial"), "{}", pld.detail);
+    let fewer = epsilon(&[dlap(k - 1), gaussian(2.0)], delta, Accountant::Pld).unwrap();
+    assert!(fewer.epsilon < pld.epsilon);
+}
