@@ -9,6 +9,10 @@ use crate::grid::GeometricGrid;
 use crate::{AccountingError, Eff, Plan};
 use std::collections::BTreeMap;
 
+/// Above this many distinct multi-coordinate Laplace releases in one plan,
+/// they are accounted as randomized response (see [`Split::leaves`]).
+const MAX_LAPLACE_SHAPE_LEAVES: usize = 16;
+
 #[derive(Debug, Clone, Copy)]
 pub(super) enum LeafKind {
     Laplace(f64),
@@ -97,7 +101,16 @@ impl Split {
 
     /// The grid leaves and how often each is used; many distinct ε are
     /// bucketed first ([`bucket`]).
-    pub(super) fn leaves(self) -> Vec<(LeafKind, u64)> {
+    pub(super) fn leaves(mut self) -> Vec<(LeafKind, u64)> {
+        // many distinct multi-coordinate Laplace releases: each would cost
+        // up to 48 shapes of convolutions; their RR pairs (which dominate
+        // every shape) keep the accounting fast
+        if self.lap_shapes.len() > MAX_LAPLACE_SHAPE_LEAVES {
+            for ((_, _, e), c) in std::mem::take(&mut self.lap_shapes) {
+                let v = self.rr.entry(e).or_insert(0);
+                *v = v.saturating_add(c);
+            }
+        }
         let mut leaves: Vec<(LeafKind, u64)> = vec![];
         for (e, c) in bucket(self.lap) {
             leaves.push((LeafKind::Laplace(e), c));

@@ -381,3 +381,24 @@ fn never_below_the_concentrated_shape_on_random_plans() {
         );
     }
 }
+
+/// Past 16 distinct multi-coordinate Laplace releases in one plan the PLD
+/// accounts them as randomized response (each would cost up to 48 shapes
+/// of convolutions): the same ε as without ℓ∞; at 16 the shapes are used.
+#[test]
+fn many_distinct_laplace_histograms_fall_back_to_randomized_response() {
+    let plan = |n: usize, linf: f64| -> Vec<Release> {
+        let mut v: Vec<Release> = (0..n)
+            .map(|i| laplace_counts(20.0 + i as f64, 2.0, 2f64.sqrt(), linf, 2, 1))
+            .collect();
+        v.push(gaussian(1.0, 4.0));
+        v
+    };
+    let at = |p: &[Release]| epsilon(p, 1e-6, Accountant::Pld).unwrap();
+    let (few, few_rr) = (at(&plan(16, 1.0)), at(&plan(16, 0.0)));
+    assert!(few.detail.contains("shift shapes"), "{}", few.detail);
+    assert!(few.epsilon < few_rr.epsilon);
+    let (many, many_rr) = (at(&plan(17, 1.0)), at(&plan(17, 0.0)));
+    assert!(!many.detail.contains("shift shapes"), "{}", many.detail);
+    assert_eq!(many.epsilon, many_rr.epsilon);
+}
