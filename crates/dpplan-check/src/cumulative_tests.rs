@@ -215,12 +215,14 @@ fn dp041_rules() {
     assert!(codes(&ok).is_empty(), "{:?}", codes(&ok));
 }
 
-/// Under `replace` a unit's rows are exchanged for another placement: L1
-/// doubles and L2 grows by √2 over the add/remove figures (tree.rs; the
-/// brute force there checks it over every pair of placements), and a
-/// row-level unit's moved row costs what two add/remove rows would.
+/// Under `replace` a unit's rows are exchanged for another placement: on
+/// each level with room for both placements L1 doubles and L2² doubles
+/// over the add/remove figures, but the top level of a daily year has one
+/// node ([0, 256)), which both may share: it moves by M only (tree.rs;
+/// the brute force there checks soundness over every pair of placements).
+/// A row-level unit's moved row: 2 per level, 1 on the top one.
 #[test]
-fn replace_doubles_l1_and_multiplies_l2_by_sqrt_2() {
+fn replace_doubles_the_levels_with_room_for_both() {
     let text = plan(
         "user by user_id",
         "basic",
@@ -229,11 +231,15 @@ fn replace_doubles_l1_and_multiplies_l2_by_sqrt_2() {
     );
     let ar = &report(&text).queries[0];
     let rp = &report(&text.replace("add_remove", "replace")).queries[0];
-    assert_eq!(rp.l1, 2.0 * ar.l1);
-    assert!((rp.l2 - 2f64.sqrt() * ar.l2).abs() < 1e-12);
+    // 9 levels of M = 3 rows (one node holds them all): 8 with room, 1 not
+    assert_eq!(ar.l1, 27.0);
+    assert_eq!(rp.l1, 8.0 * 6.0 + 3.0);
+    assert!((rp.l2 - (8.0 * 18.0 + 9.0f64).sqrt()).abs() < 1e-12, "{}", rp.l2);
+    // negative control: the doubled bound is above
+    assert!(rp.l1 < 2.0 * ar.l1 && rp.l2 < 2f64.sqrt() * ar.l2);
     // a row-level count is public under replace without a tree (L1 = 0),
-    // but with one a replaced row can move to another slot: L1 = 2·9
+    // but with one a replaced row can move to another slot: L1 = 2·8 + 1
     let row =
         plan("row", "basic", SIGNUPS, &daily("laplace scale 100")).replace("add_remove", "replace");
-    assert_eq!(report(&row).queries[0].l1, 18.0);
+    assert_eq!(report(&row).queries[0].l1, 17.0);
 }

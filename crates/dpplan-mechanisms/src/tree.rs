@@ -145,11 +145,13 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
     let (l1, l2) = match adjacency {
         Adjacency::AddRemove => (l1 as f64, (l2sq as f64).sqrt()),
         Adjacency::Replace => {
-            let (l1, l2) = (2.0 * l1 as f64, (2.0 * l2sq as f64).sqrt());
+            let (r1, r2sq) = replace(b);
+            let (l1, l2) = (r1 as f64, (r2sq as f64).sqrt());
             steps.push(format!(
-                "replace: the unit's placement x is exchanged for another y; both node vectors are non-negative, so ‖x − y‖₁ ≤ ‖x‖₁ + ‖y‖₁ and ‖x − y‖₂² ≤ ‖x‖₂² + ‖y‖₂²: L1 = {}, L2 = {}",
+                "replace: the unit's placement x is exchanged for another y; level by level both node vectors are non-negative, at most r·2ˡ per node, M in all and in at most min(W, ⌊T/2ˡ⌋) nodes, and the worst pair of such vectors has disjoint supports (where both touch a node, lowering the smaller to 0 only widens the gap), so each level's share is the best split of its nodes between the two (twice the add/remove share where there is room, less on the top levels' few nodes): L1 = {}, L2 = {} (≤ 2 × {l1} and √2 × {})",
                 fmt_num(l1),
-                fmt_num(l2)
+                fmt_num(l2),
+                fmt_num((l2sq as f64).sqrt()),
             ));
             (l1, l2)
         }
@@ -166,9 +168,28 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
         l1,
         l2,
         coords: touched,
-        linf: (factor * m) as f64,
+        // a node holds at most M of a unit's rows, and under replace
+        // |xₙ − yₙ| ≤ max(xₙ, yₙ) ≤ M as well
+        linf: m as f64,
         steps,
     }
+}
+
+/// (L1, L2²) of the tree under replace: per level, the exact worst pair of
+/// the level's node vectors ([`crate::sensitivity::replace_counts`] over
+/// its ⌊T/2ˡ⌋ nodes, at most min(W, ⌊T/2ˡ⌋) touched by one unit, r·2ˡ
+/// rows per node, M in all), summed over the levels (sound: each level's
+/// part of x − y is such a pair).
+pub fn replace(b: TreeBounds) -> (u128, u128) {
+    let m = b.mass();
+    let r = b.rows_per_slot.max(1);
+    (0..levels(b.slots)).fold((0, 0), |(l1, l2sq), l| {
+        let n = nodes_at(b.slots, l);
+        let cap = r.saturating_mul(1u64 << l.min(63));
+        let w = b.windows.max(1).min(n);
+        let (a, c) = crate::sensitivity::replace_counts(m, w, cap, n);
+        (l1 + a, l2sq + c)
+    })
 }
 
 /// The first step: the vector and the unit's share of it.

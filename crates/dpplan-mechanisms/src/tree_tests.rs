@@ -113,10 +113,23 @@ fn more_rows_or_a_doubled_schedule_break_the_old_claim() {
     assert!(l1 < u128::from(levels(5)) * 5);
 }
 
+/// Replace: the derived norms are never below the worst pair of
+/// placements (brute force), and below the doubled add/remove bound the
+/// derivation used to take (the top levels' few nodes are shared by both
+/// placements).
 #[test]
-fn replace_is_within_the_doubled_bound_for_small_schedules() {
-    for t in 1..=6usize {
-        for (r, w, rows) in [(1, 1, 1), (2, 2, 3), (1, 3, 3), (2, 6, 2)] {
+fn replace_is_sound_and_mostly_exact_for_small_schedules() {
+    let (mut cases, mut exact, mut below_doubled) = (0, 0, 0);
+    let (mut worst, mut old_worst) = (1.0f64, 1.0f64);
+    for t in 1..=7usize {
+        for (r, w, rows) in [
+            (1, 1, 1),
+            (2, 2, 3),
+            (1, 3, 3),
+            (2, 6, 2),
+            (1, 2, 2),
+            (3, 2, 3),
+        ] {
             let nodes = released(t);
             let all: Vec<Vec<i64>> = placements(t, r, w, rows)
                 .iter()
@@ -138,11 +151,39 @@ fn replace_is_within_the_doubled_bound_for_small_schedules() {
             let d = derived(unit, Adjacency::Replace, bounds(t, r, w, rows));
             assert!(m1 as f64 <= d.l1 + 1e-9, "T={t} L1 {m1} > {}", d.l1);
             assert!((m2 as f64).sqrt() <= d.l2 + 1e-9, "T={t} L2² {m2}");
+            // ℓ∞: no node moves by more than M
+            let linf = all
+                .iter()
+                .flat_map(|x| all.iter().map(move |y| (x, y)))
+                .flat_map(|(x, y)| x.iter().zip(y).map(|(a, b)| (a - b).abs()))
+                .max()
+                .unwrap_or(0);
+            assert!(linf as f64 <= d.linf, "T={t} ℓ∞ {linf} > {}", d.linf);
             // and the worst move is at least the add/remove one
             let ar = derived(unit, Adjacency::AddRemove, bounds(t, r, w, rows));
             assert!(m1 as f64 >= ar.l1 && (m2 as f64).sqrt() >= ar.l2 - 1e-9);
+            cases += 1;
+            if m1 as f64 == d.l1 && m2 as f64 == d.l2 * d.l2 {
+                exact += 1;
+            }
+            if d.l1 < 2.0 * ar.l1 {
+                below_doubled += 1;
+            }
+            worst = worst.max(d.l1 / m1 as f64).max(d.l2 / (m2 as f64).sqrt());
+            old_worst = old_worst.max(2.0 * ar.l1 / m1 as f64);
         }
     }
+    eprintln!("{cases} cases: {exact} exact, {below_doubled} below the doubled bound; worst ratio {worst}, doubled {old_worst}");
+    // the levels are bounded one by one (a placement's levels are coupled:
+    // the few top nodes cover the slots of the lower ones), so the bound is
+    // not always attained; it is within 1.5× of the brute force here, where
+    // the doubled bound was up to 2×, and exact in some cases
+    assert!(
+        worst <= 1.5 + 1e-12 && old_worst >= 2.0 - 1e-12,
+        "{worst} {old_worst}"
+    );
+    assert_eq!(below_doubled, cases);
+    assert!(exact >= 9, "{exact} of {cases}");
 }
 
 #[test]
