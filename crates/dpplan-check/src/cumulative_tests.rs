@@ -234,7 +234,11 @@ fn replace_doubles_the_levels_with_room_for_both() {
     // 9 levels of M = 3 rows (one node holds them all): 8 with room, 1 not
     assert_eq!(ar.l1, 27.0);
     assert_eq!(rp.l1, 8.0 * 6.0 + 3.0);
-    assert!((rp.l2 - (8.0 * 18.0 + 9.0f64).sqrt()).abs() < 1e-12, "{}", rp.l2);
+    assert!(
+        (rp.l2 - (8.0 * 18.0 + 9.0f64).sqrt()).abs() < 1e-12,
+        "{}",
+        rp.l2
+    );
     // negative control: the doubled bound is above
     assert!(rp.l1 < 2.0 * ar.l1 && rp.l2 < 2f64.sqrt() * ar.l2);
     // a row-level count is public under replace without a tree (L1 = 0),

@@ -164,13 +164,7 @@ pub(super) fn calibrate_auto(
         .flat_map(|q| {
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    mechanism: mechanism(
-                        p.kind,
-                        p.resolved?,
-                        &p.derived,
-                        1.0,
-                        p.statistic.is_count(),
-                    ),
+                    mechanism: p.accounted(1.0)?,
                     count: q.accounted_releases(),
                 })
             })

@@ -70,6 +70,22 @@ pub(super) struct Part {
     pub(super) label: Option<String>,
 }
 
+impl Part {
+    /// The mechanism the accountants see at the resolved scale, its
+    /// sensitivity times `sens_mult` (group privacy); `None` before the
+    /// scale is resolved.
+    pub(super) fn accounted(&self, sens_mult: f64) -> Option<dpplan_accounting::Mechanism> {
+        let scale = self.resolved?;
+        Some(super::mechanism(
+            self.kind,
+            scale,
+            &self.derived,
+            sens_mult,
+            self.statistic.is_count(),
+        ))
+    }
+}
+
 pub(super) struct QueryPlan<'a> {
     pub(super) q: &'a ast::Query,
     pub(super) dataset: String,

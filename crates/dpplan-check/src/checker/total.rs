@@ -8,7 +8,7 @@ use dpplan_diagnostics::{Code, Diagnostic};
 
 use super::privacy::Privacy;
 use super::query::{Part, QueryPlan, Scale};
-use super::{fast_best, mechanism, AnalysisOptions, Checker};
+use super::{fast_best, AnalysisOptions, Checker};
 use crate::report::*;
 use dpplan_mechanisms::sensitivity::fmt_num;
 
@@ -32,13 +32,7 @@ pub(super) fn releases_of(
             let m = mult(q);
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    mechanism: mechanism(
-                        p.kind,
-                        p.resolved?,
-                        &p.derived,
-                        m,
-                        p.statistic.is_count(),
-                    ),
+                    mechanism: p.accounted(m)?,
                     count: q.accounted_releases(),
                 })
             })
@@ -244,13 +238,7 @@ fn query_report(
             .filter(|p| !p.public)
             .map(|p| {
                 Some(acct::Release {
-                    mechanism: mechanism(
-                        p.kind,
-                        p.resolved?,
-                        &p.derived,
-                        1.0,
-                        p.statistic.is_count(),
-                    ),
+                    mechanism: p.accounted(1.0)?,
                     count,
                 })
             })
@@ -423,9 +411,7 @@ fn part_report(p: &mut Part) -> PartReport {
         noise_std: std,
         ci95_half_width: ci,
         // exactly what `releases_of` gives the accountants for one release
-        accounted: p
-            .resolved
-            .map(|r| mechanism(p.kind, r, &p.derived, 1.0, p.statistic.is_count())),
+        accounted: p.accounted(1.0),
     }
 }
 
