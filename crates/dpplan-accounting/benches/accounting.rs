@@ -209,5 +209,72 @@ fn bench_attack_risk(c: &mut Criterion) {
     grp.finish();
 }
 
-criterion_group!(benches, bench, bench_dgauss, bench_attack_risk);
+/// A count over several coordinates with Laplace noise (b, l1, l2, l∞,
+/// coordinates), one release.
+fn laplace_counts(b: f64, s: (f64, f64, f64, u64)) -> Release {
+    Release {
+        mechanism: Mechanism {
+            kind: NoiseKind::Laplace,
+            scale: b,
+            sensitivity: Sensitivity {
+                l1: s.0,
+                l2: s.1,
+                coords: s.3,
+                linf: s.2,
+            },
+        },
+        count: 1,
+    }
+}
+
+/// Issue 34 items 1 and 2: the Laplace shift shapes (examples/signups' two
+/// trees: 10 shapes of up to 18 coordinates) against the same plan as
+/// randomized response (ℓ∞ not given); and the binomial leaf of a huge
+/// pure group (the plan composed twice, the smaller ε kept).
+fn bench_issue34(c: &mut Criterion) {
+    let gauss_tree = rel(NoiseKind::Gaussian, 40.0 / 6.0, 1);
+    let signups = vec![laplace_counts(18.0, (18.0, 6.0, 2.0, 724)), gauss_tree];
+    let mut as_rr = signups.clone();
+    as_rr[0].mechanism.sensitivity.linf = 0.0;
+    let huge = vec![
+        rel(NoiseKind::Laplace, 1e4, 100_000_000),
+        rel(NoiseKind::Gaussian, 4.0, 1),
+    ];
+    let grid_only = vec![
+        rel(NoiseKind::Laplace, 1e4, 60_000),
+        rel(NoiseKind::Gaussian, 4.0, 1),
+    ];
+    let both = vec![
+        rel(NoiseKind::Laplace, 1e4, 70_000),
+        rel(NoiseKind::Gaussian, 4.0, 1),
+    ];
+    let mut grp = c.benchmark_group("issue34");
+    grp.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(3));
+    for (name, plan) in [
+        ("signups_shapes", &signups),
+        ("signups_as_rr", &as_rr),
+        ("laplace_1e8_gauss_binomial", &huge),
+        ("laplace_60000_gauss_grid_only", &grid_only),
+        ("laplace_70000_gauss_both_ways", &both),
+    ] {
+        grp.bench_function(name, |b| {
+            b.iter(|| epsilon(black_box(plan), 1e-6, Accountant::Pld))
+        });
+        println!(
+            "{name:>32} {:?}",
+            epsilon(plan, 1e-6, Accountant::Pld).map(|b| b.epsilon)
+        );
+    }
+    grp.finish();
+}
+
+criterion_group!(
+    benches,
+    bench,
+    bench_dgauss,
+    bench_attack_risk,
+    bench_issue34
+);
 criterion_main!(benches);

@@ -176,7 +176,7 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
 }
 
 /// (L1, L2²) of the tree under replace: per level, the exact worst pair of
-/// the level's node vectors ([`crate::sensitivity::replace_counts`] over
+/// the level's node vectors (`sensitivity::replace_counts` over
 /// its ⌊T/2ˡ⌋ nodes, at most min(W, ⌊T/2ˡ⌋) touched by one unit, r·2ˡ
 /// rows per node, M in all), summed over the levels (sound: each level's
 /// part of x − y is such a pair).
