@@ -129,8 +129,9 @@ pub struct Sensitivity {
     /// ℓ∞ sensitivity: the most one coordinate can move (0 = not given).
     /// Giving it over several coordinates also states that the query is
     /// integer-valued (every shift is an integer vector): a discrete
-    /// Gaussian or a Laplace release then gets the PLD accountant's shape
-    /// analysis (`dgauss_shapes.rs`). Leave it 0 for a sum of real values.
+    /// Gaussian, discrete Laplace or Laplace release then gets the PLD
+    /// accountant's shape analysis (`dgauss_shapes.rs`). Leave it 0 for a
+    /// sum of real values.
     #[serde(default, skip_serializing_if = "dpplan_vocab::is_zero")]
     pub linf: f64,
 }
@@ -226,8 +227,14 @@ pub(crate) enum Eff {
         scalar: bool,
         shape: Option<(u64, ShapeBound)>,
     },
-    /// discrete Laplace, ε = Δ₁/b (treated through its RR dominating pair)
-    DLaplace { eps: f64 },
+    /// discrete Laplace, ε = Δ₁/b; `shape` (b as bits, the bounds on the
+    /// integer shift vector) when known — always for one coordinate (its
+    /// shift is Δ₁), over several when Δ∞ is given — else treated through
+    /// its RR dominating pair
+    DLaplace {
+        eps: f64,
+        shape: Option<(u64, ShapeBound)>,
+    },
     /// the exponential mechanism, ε = Δ/b: ε-DP and ε-bounded-range
     /// (Durfee & Rogers 2019), hence ε²/8-zCDP (Cesar & Rogers 2021);
     /// otherwise treated as any ε-DP mechanism (the RR dominating pair)
@@ -237,7 +244,7 @@ pub(crate) enum Eff {
 impl Eff {
     pub(crate) fn pure_eps(&self) -> Option<f64> {
         match *self {
-            Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => Some(eps),
+            Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => Some(eps),
             _ => None,
         }
     }
@@ -263,7 +270,13 @@ impl Eff {
                 shape.map_or(0, |s| s.0),
                 shape.map(|s| s.1),
             ),
-            Eff::DLaplace { eps } => (3, eps.to_bits(), 0, 0, None),
+            Eff::DLaplace { eps, shape } => (
+                3,
+                eps.to_bits(),
+                0,
+                shape.map_or(0, |s| s.0),
+                shape.map(|s| s.1),
+            ),
             Eff::Exp { eps } => (4, eps.to_bits(), 0, 0, None),
         }
     }
@@ -421,6 +434,17 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
             }
             Eff::DLaplace {
                 eps: special::div_up(l1, m.scale),
+                // integer shifts: one coordinate moves by at most ⌊Δ₁⌋;
+                // several, by the shapes Δ∞ allows (`pld_dgauss.rs`)
+                shape: if scalar {
+                    ShapeBound::new(l1, l1, l1, 1)
+                } else {
+                    ShapeBound::new(l1, s.l2, s.linf, s.coords)
+                }
+                // a shift of 1 is randomized response exactly: kept as such
+                // (the binomial leaf composes it exactly)
+                .filter(|b| !scalar || b.l1 >= 2)
+                .map(|b| (m.scale.to_bits(), b)),
             }
         }
         // the score's sensitivity Δ over the scale b: ε = Δ/b
@@ -485,7 +509,7 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
     let finite = match eff {
         Eff::Gauss { mu } => mu.is_finite(),
         Eff::DGauss { rho, .. } => rho.is_finite(),
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => eps.is_finite(),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => eps.is_finite(),
     };
     if !finite {
         return Err(AccountingError::InvalidParameter(
@@ -704,7 +728,7 @@ pub fn rho(m: &Mechanism) -> Option<f64> {
         None => Some(0.0),
         Some(Eff::Gauss { mu }) => Some(mu * mu / 2.0),
         Some(Eff::DGauss { rho, .. }) => Some(rho),
-        Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps }) => Some(eps * eps / 2.0),
+        Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps, .. }) => Some(eps * eps / 2.0),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)
         Some(Eff::Exp { eps }) => Some(eps * eps / 8.0),
     }

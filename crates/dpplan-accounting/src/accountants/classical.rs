@@ -41,7 +41,7 @@ fn classical_rho(eff: &Eff) -> (f64, f64) {
     match *eff {
         Eff::Gauss { mu } => (0.5 * mu * mu, 0.5 * mul_up(mu, mu)),
         Eff::DGauss { rho, .. } => (rho, rho),
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => {
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => {
             (0.5 * eps * eps, 0.5 * mul_up(eps, eps))
         }
     }

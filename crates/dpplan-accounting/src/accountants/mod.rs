@@ -77,7 +77,7 @@ pub(crate) fn infinite(what: &str) -> AccountingError {
 /// tightest single-release ε of an effective mechanism at δ
 pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> {
     match *eff {
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } | Eff::Exp { eps } => Ok(eps),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => Ok(eps),
         Eff::Gauss { mu } => {
             if delta <= 0.0 {
                 return Err(infinite("a Gaussian release"));
@@ -109,7 +109,7 @@ pub(crate) fn eff_rho(eff: &Eff) -> f64 {
         Eff::Gauss { mu } => 0.5 * mul_up(mu, mu),
         Eff::DGauss { rho, .. } => rho,
         // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps } => pure_rho(eps),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } => pure_rho(eps),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2);
         // ε²/8 is ε² rounded up, divided exactly by 8 (one float up for
         // the subnormal range)

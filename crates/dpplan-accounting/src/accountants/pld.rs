@@ -43,6 +43,8 @@ mod pld_binomial;
 mod pld_curve;
 #[path = "pld_dgauss.rs"]
 mod pld_dgauss;
+#[path = "pld_dlaplace.rs"]
+mod pld_dlaplace;
 #[path = "pld_laplace.rs"]
 mod pld_laplace;
 #[path = "pld_leaves.rs"]
@@ -50,7 +52,7 @@ mod pld_leaves;
 pub(crate) use pld_curve::Curve;
 use pld_dgauss::Coord;
 use pld_laplace::laplace_leaf;
-use pld_leaves::{leaf_sd, LeafKind, Split};
+use pld_leaves::{leaf_sd, LeafKind, Noise, Split};
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -705,15 +707,19 @@ fn leaf_pld(
             *note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
             g
         }
-        LeafKind::LaplaceShapes(scale, b, eps) => {
-            match pld_dgauss::shapes_leaf(ctx, e, Coord::Laplace(scale), &b, count) {
+        LeafKind::LaplaceShapes(scale, b, eps, noise) => {
+            let (coord, name) = match noise {
+                Noise::Laplace => (Coord::Laplace(scale), "Laplace"),
+                Noise::DiscreteLaplace => (Coord::DLaplace(scale), "discrete Laplace"),
+            };
+            match pld_dgauss::shapes_leaf(ctx, e, coord, &b, count) {
                 Ok((g, n)) => {
-                    *note += &format!(", Laplace b = {scale}: max over {n} shift shapes");
+                    *note += &format!(", {name} b = {scale}: max over {n} shift shapes");
                     g
                 }
                 // too many shapes: the RR pair at ε still dominates
                 Err(_) => {
-                    *note += &format!(", Laplace b = {scale}: randomized response at ε = {eps}");
+                    *note += &format!(", {name} b = {scale}: randomized response at ε = {eps}");
                     rr_leaf(e, eps)
                 }
             }

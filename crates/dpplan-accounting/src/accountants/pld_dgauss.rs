@@ -63,6 +63,7 @@
 //! (0, x_L) both are linear from their total masses at 0 (the anchor makes
 //! P*'s the largest) to the checked values at x_L.
 
+use super::pld_dlaplace::dlaplace_leaf;
 use super::pld_laplace::laplace_leaf;
 use super::{compose, dgauss_leaf, h_of, regularise, self_compose, Ctx, GridPld};
 use crate::dgauss::{DiscreteGaussian, MAX_EXACT_SIGMA};
@@ -88,13 +89,16 @@ pub(super) enum Coord {
     /// Lap(0, b): the one-dimensional pair for an integer shift a is the
     /// Laplace leaf at ε = a/b (`pld_laplace.rs`)
     Laplace(f64),
+    /// the discrete Laplace with P(y) ∝ e^{−|y|/b} on ℤ: a shift a gives
+    /// a + 1 loss atoms (`pld_dlaplace.rs`)
+    DLaplace(f64),
 }
 
 impl Coord {
     fn declined(&self, why: String) -> AccountingError {
         match self {
             Coord::DGauss(_) => declined(why),
-            Coord::Laplace(_) => AccountingError::NotApplicable(format!(
+            Coord::Laplace(_) | Coord::DLaplace(_) => AccountingError::NotApplicable(format!(
                 "PLD: Laplace over several coordinates: {why}"
             )),
         }
@@ -108,6 +112,9 @@ impl Coord {
                 .ok_or_else(|| declined(format!("no exact table for σ = {sigma}"))),
             // a ≤ 2⁴⁰ is exact as a float; ε = a/b rounded up
             Coord::Laplace(b) => Ok(laplace_leaf(e, div_up(a as f64, b))),
+            Coord::DLaplace(b) => {
+                dlaplace_leaf(e, a, b).ok_or_else(|| self.declined(format!("shift {a}, b = {b}")))
+            }
         }
     }
 }
@@ -126,7 +133,7 @@ pub(super) fn shapes_leaf(
         Coord::DGauss(sigma) if !(sigma > 0.0 && sigma <= MAX_EXACT_SIGMA) => {
             return Err(declined(format!("σ = {sigma} beyond the exact tables")));
         }
-        Coord::Laplace(scale) if !(scale > 0.0 && scale.is_finite()) => {
+        Coord::Laplace(scale) | Coord::DLaplace(scale) if !(scale > 0.0 && scale.is_finite()) => {
             return Err(coord.declined(format!("b = {scale}")));
         }
         _ => {}

@@ -9,6 +9,13 @@ use crate::grid::GeometricGrid;
 use crate::{AccountingError, Eff, Plan};
 use std::collections::BTreeMap;
 
+/// Which Laplace noise a shapes leaf has on each coordinate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Noise {
+    Laplace,
+    DiscreteLaplace,
+}
+
 /// Above this many distinct multi-coordinate Laplace releases in one plan,
 /// they are accounted as randomized response (see [`Split::leaves`]).
 const MAX_LAPLACE_SHAPE_LEAVES: usize = 16;
@@ -23,7 +30,7 @@ pub(super) enum LeafKind {
     /// b, the shift bounds and ε = Δ₁/b of a multi-coordinate Laplace
     /// release of an integer-valued query (its RR pair at ε if the shapes
     /// are too many)
-    LaplaceShapes(f64, ShapeBound, f64),
+    LaplaceShapes(f64, ShapeBound, f64, Noise),
 }
 
 pub(super) fn leaf_sd(k: &LeafKind) -> f64 {
@@ -31,7 +38,7 @@ pub(super) fn leaf_sd(k: &LeafKind) -> f64 {
         LeafKind::Laplace(e) | LeafKind::Rr(e) => e,
         LeafKind::DGauss(s, d) => d as f64 / s,
         LeafKind::DGaussShapes(s, b) => b.l2_max() / s,
-        LeafKind::LaplaceShapes(scale, b, eps) => (b.l2_max() / scale).min(eps),
+        LeafKind::LaplaceShapes(scale, b, eps, _) => (b.l2_max() / scale).min(eps),
     }
 }
 
@@ -45,7 +52,7 @@ pub(super) struct Split {
     dgs: BTreeMap<(u64, i64), u64>,
     shapes: BTreeMap<(u64, ShapeBound), u64>,
     /// (b, bounds, ε) of multi-coordinate Laplace releases
-    lap_shapes: BTreeMap<(u64, ShapeBound, u64), u64>,
+    lap_shapes: BTreeMap<(u64, ShapeBound, u64, Noise), u64>,
 }
 
 impl Split {
@@ -63,7 +70,18 @@ impl Split {
                     scalar: false,
                     shape: Some((b, bound)),
                 } => add(
-                    s.lap_shapes.entry((b, bound, eps.to_bits())).or_insert(0),
+                    s.lap_shapes
+                        .entry((b, bound, eps.to_bits(), Noise::Laplace))
+                        .or_insert(0),
+                    it.count,
+                ),
+                Eff::DLaplace {
+                    eps,
+                    shape: Some((b, bound)),
+                } => add(
+                    s.lap_shapes
+                        .entry((b, bound, eps.to_bits(), Noise::DiscreteLaplace))
+                        .or_insert(0),
                     it.count,
                 ),
                 // any ε-DP mechanism is dominated by randomized response
@@ -74,7 +92,7 @@ impl Split {
                     scalar: false,
                     shape: None,
                 }
-                | Eff::DLaplace { eps }
+                | Eff::DLaplace { eps, shape: None }
                 | Eff::Exp { eps } => {
                     add(s.rr.entry(eps.to_bits()).or_insert(0), it.count)
                 }
@@ -106,7 +124,7 @@ impl Split {
         // up to 48 shapes of convolutions; their RR pairs (which dominate
         // every shape) keep the accounting fast
         if self.lap_shapes.len() > MAX_LAPLACE_SHAPE_LEAVES {
-            for ((_, _, e), c) in std::mem::take(&mut self.lap_shapes) {
+            for ((_, _, e, _), c) in std::mem::take(&mut self.lap_shapes) {
                 let v = self.rr.entry(e).or_insert(0);
                 *v = v.saturating_add(c);
             }
@@ -124,8 +142,8 @@ impl Split {
         for ((s, b), c) in self.shapes {
             leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
         }
-        for ((s, b, e), c) in self.lap_shapes {
-            let kind = LeafKind::LaplaceShapes(f64::from_bits(s), b, f64::from_bits(e));
+        for ((s, b, e, n), c) in self.lap_shapes {
+            let kind = LeafKind::LaplaceShapes(f64::from_bits(s), b, f64::from_bits(e), n);
             leaves.push((kind, c));
         }
         leaves

@@ -71,7 +71,7 @@ impl RdpCurve {
             match it.eff {
                 Eff::Gauss { .. } | Eff::DGauss { .. } => rho_terms.push((n, eff_rho(&it.eff))),
                 Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
-                Eff::DLaplace { eps } => c.rr.push((eps, n)),
+                Eff::DLaplace { eps, .. } => c.rr.push((eps, n)),
                 Eff::Exp { eps } => c.br.push((eps, n)),
             }
         }

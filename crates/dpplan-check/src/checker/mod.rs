@@ -112,11 +112,11 @@ fn mechanism(
     sens_mult: f64,
     count: bool,
 ) -> acct::Mechanism {
-    // the shape analysis of several coordinates needs integer shifts: a
-    // discrete Gaussian's values are integers, a Laplace release's only for
-    // a count
+    // the shape analysis of several coordinates needs integer shifts:
+    // discrete noise's values are integers, a Laplace release's only for a
+    // count
     let shapes = match kind {
-        NoiseKind::DiscreteGaussian => true,
+        NoiseKind::DiscreteGaussian | NoiseKind::DiscreteLaplace => true,
         NoiseKind::Laplace => count,
         _ => false,
     };
@@ -127,9 +127,8 @@ fn mechanism(
             l1: d.l1 * sens_mult,
             l2: d.l2 * sens_mult,
             coords: d.coords,
-            // ℓ∞ is recorded where an accountant uses it (a discrete
-            // Gaussian, or Laplace noise on a count, over several
-            // coordinates) and for one unit only (group privacy: not given,
+            // ℓ∞ is recorded where an accountant uses it (discrete noise,
+            // or Laplace noise on a count, over several coordinates) and for one unit only (group privacy: not given,
             // the accountants then use the norms alone)
             linf: if shapes && d.coords > 1 && sens_mult == 1.0 {
                 d.linf
