@@ -6,7 +6,8 @@
 # Builds the release `dpplan` and the plan generator
 # (crates/dpplan-check/examples/gen-plan.rs, the generators of the check
 # bench), writes under $TARGET/bench-check-scale/ one plan of N one-release
-# queries of the same statistic per size and the generated 1 MB plan, and
+# queries of the same statistic per size, one where every query has its own
+# noise parameter ("heterogeneous"), and the generated 1 MB plan, and
 # runs `dpplan check --format json` (and `--format human`) on each, RUNS
 # (default 3) times, keeping the best wall-clock time, its CPU time and peak RSS
 # from /usr/bin/time -v, and the size of the output (DPPLAN=path times
@@ -29,7 +30,8 @@ GEN=$TARGET/release/examples/gen-plan
 plans=()
 for n in "${SIZES[@]}"; do
   "$GEN" queries "$n" >"$OUT/queries-$n.dpplan"
-  plans+=("$OUT/queries-$n.dpplan")
+  "$GEN" heterogeneous "$n" >"$OUT/heterogeneous-$n.dpplan"
+  plans+=("$OUT/queries-$n.dpplan" "$OUT/heterogeneous-$n.dpplan")
 done
 "$GEN" bytes 1048576 >"$OUT/generated-1MB.dpplan"
 plans+=("$OUT/generated-1MB.dpplan")

@@ -26,8 +26,45 @@ fn up(v: f64, c: f64, mag: f64) -> f64 {
 /// α − 1 and the quotient (u each), the sum (u): c = 2·ELEM_ULPS + 4 on
 /// |R| + |ln(1/δ)/(α−1)|.
 pub fn mironov_prop3(rdp: f64, alpha: f64, delta: f64) -> f64 {
-    let t = -libm::log(delta) / (alpha - 1.0);
+    mironov_prop3_at(rdp, &Order::new(alpha), libm::log(delta))
+}
+
+/// [`mironov_prop3`] at an order whose terms are computed, with
+/// `ln_delta` = ln δ: the same floating-point operations, so the same bits.
+pub fn mironov_prop3_at(rdp: f64, order: &Order, ln_delta: f64) -> f64 {
+    let t = -ln_delta / order.am1;
     up(rdp + t, 2.0 * ELEM_ULPS + 4.0, rdp.abs() + t.abs())
+}
+
+/// An RDP order α > 1 with the terms of the conversions that depend on α
+/// alone: α − 1, ln((α−1)/α) and ln α. A minimisation over orders that
+/// meets the same α for many curves (the RDP accountant's fixed grid, one
+/// per query of a plan) computes them once; the conversions at an `Order`
+/// perform the same floating-point operations as those at α, so their
+/// results are bit for bit the same.
+#[derive(Clone, Copy, Debug)]
+pub struct Order {
+    /// α
+    pub alpha: f64,
+    /// α − 1, rounded to nearest
+    pub am1: f64,
+    /// ln((α−1)/α), `libm`
+    pub ln_ratio: f64,
+    /// ln α, `libm`
+    pub ln_alpha: f64,
+}
+
+impl Order {
+    /// The order α (> 1) and its terms.
+    pub fn new(alpha: f64) -> Order {
+        let am1 = alpha - 1.0;
+        Order {
+            alpha,
+            am1,
+            ln_ratio: libm::log(am1 / alpha),
+            ln_alpha: libm::log(alpha),
+        }
+    }
 }
 
 /// Balle, Barthe, Gaboardi, Hsu & Sato 2020 ("Hypothesis testing
@@ -41,10 +78,13 @@ pub fn mironov_prop3(rdp: f64, alpha: f64, delta: f64) -> f64 {
 /// (ln δ + ln α)/(α−1) ≤ 2·ELEM_ULPS ulps on each log and 3u more; two
 /// additions: c = 2·ELEM_ULPS + 6 on |R| + |t₁| + |ln δ|/(α−1) + |ln α|/(α−1).
 pub fn balle2020_thm21(rdp: f64, alpha: f64, delta: f64) -> f64 {
-    let am1 = alpha - 1.0;
-    let t1 = libm::log(am1 / alpha);
-    let ld = libm::log(delta);
-    let la = libm::log(alpha);
+    balle2020_thm21_at(rdp, &Order::new(alpha), libm::log(delta))
+}
+
+/// [`balle2020_thm21`] at an order whose terms are computed, with
+/// `ln_delta` = ln δ: the same floating-point operations, so the same bits.
+pub fn balle2020_thm21_at(rdp: f64, order: &Order, ln_delta: f64) -> f64 {
+    let (am1, t1, ld, la) = (order.am1, order.ln_ratio, ln_delta, order.ln_alpha);
     let t2 = (ld + la) / am1;
     let mag = rdp.abs() + t1.abs() + (ld.abs() + la.abs()) / am1;
     up(rdp + t1 - t2, 2.0 * ELEM_ULPS + 6.0, mag)

@@ -278,22 +278,43 @@ pub fn minimize_log_grid(
     n: usize,
     f: impl Fn(f64) -> f64,
 ) -> (f64, f64) {
-    // points x_i = shift + exp(la + i*(lb-la)/(n-1))
+    let points = log_grid(shift, a, b, n);
+    minimize_on_grid(&points, |i| f(points[i]), &f)
+}
+
+/// The `n` points [`minimize_log_grid`] scans: x_i = shift + exp(la +
+/// i·(lb − la)/(n − 1)), la = ln(a − shift), lb = ln(b − shift). A caller
+/// that minimises many functions over the same grid computes it once.
+pub fn log_grid(shift: f64, a: f64, b: f64, n: usize) -> Vec<f64> {
     let la = (a - shift).ln();
     let lb = (b - shift).ln();
-    let pt = |i: usize| shift + (la + (lb - la) * i as f64 / (n - 1) as f64).exp();
+    (0..n)
+        .map(|i| shift + (la + (lb - la) * i as f64 / (n - 1) as f64).exp())
+        .collect()
+}
+
+/// [`minimize_log_grid`] over the grid `points` (from [`log_grid`]), where
+/// `at(i)` is `f(points[i])` bit for bit (a caller may compute it from
+/// terms it keeps per point): the scan's best point, refined by
+/// golden-section search on `f` between its neighbours. Returns (argmin, min).
+pub fn minimize_on_grid(
+    points: &[f64],
+    at: impl Fn(usize) -> f64,
+    f: impl Fn(f64) -> f64,
+) -> (f64, f64) {
+    let n = points.len();
     let mut best_i = 0;
     let mut best_v = f64::INFINITY;
     for i in 0..n {
-        let v = f(pt(i));
+        let v = at(i);
         if v < best_v {
             best_v = v;
             best_i = i;
         }
     }
-    let mut best_x = pt(best_i);
-    let lo = pt(best_i.saturating_sub(1));
-    let hi = pt((best_i + 1).min(n - 1));
+    let mut best_x = points[best_i];
+    let lo = points[best_i.saturating_sub(1)];
+    let hi = points[(best_i + 1).min(n - 1)];
     if hi > lo {
         let (x, v) = golden(lo, hi, &f);
         if v < best_v {

@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use dpplan_check::{analyze, analyze_with, AnalysisOptions};
 
 mod plans;
-use plans::{generated_plan, one_release_queries};
+use plans::{generated_plan, heterogeneous_queries, one_release_queries};
 
 const EVERY_MINUTE: &str = "plan \"live\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-7\n  }\n  dataset orders {\n    column uid : id\n    contribution {\n      rows_per_unit 10\n    }\n  }\n  query live {\n    count(orders)\n    noise gaussian sigma 1500\n    schedule every 1 minute for 30 days\n  }\n}\n";
 
@@ -44,6 +44,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("10,000 one-release queries, everything", |b| {
         b.iter(|| analyze(&many))
     });
+    let unlike = heterogeneous_queries(10_000);
+    g.bench_function(
+        "10,000 one-release queries, every noise different, everything",
+        |b| b.iter(|| analyze(&unlike)),
+    );
     g.bench_function("parse only, 1MB plan", |b| {
         b.iter(|| dpplan_syntax::parse(&big))
     });

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p dpplan-check --example gen-plan -- queries 100000
+//! cargo run --release -p dpplan-check --example gen-plan -- heterogeneous 100000
 //! cargo run --release -p dpplan-check --example gen-plan -- bytes 1048576
 //! ```
 
@@ -21,6 +22,7 @@ fn main() {
     };
     let plan = match args.first().map(String::as_str) {
         Some("queries") => plans::one_release_queries(n(1)),
+        Some("heterogeneous") => plans::heterogeneous_queries(n(1)),
         Some("bytes") => plans::generated_plan(n(1)),
         _ => usage(),
     };
@@ -30,6 +32,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: gen-plan (queries N | bytes N)");
+    eprintln!("usage: gen-plan (queries N | heterogeneous N | bytes N)");
     std::process::exit(2)
 }

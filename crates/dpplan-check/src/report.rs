@@ -267,7 +267,7 @@ pub struct QueryReport {
     /// What the query computes and when, resolved (not in the JSON);
     /// `None` when its aggregation, target or schedule has an error.
     #[serde(skip)]
-    pub spec: Option<QuerySpec>,
+    pub spec: Option<Box<QuerySpec>>,
     /// The query's `accuracy` requirement and what its noise achieves;
     /// absent from the JSON when the query has none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -317,7 +317,8 @@ pub struct AccuracyReport {
     pub met: Option<bool>,
 }
 
-/// A query's aggregation and schedule, resolved against its dataset.
+/// A query's aggregation and schedule, resolved against its dataset. (The
+/// parts few queries have are boxed: a plan of 10⁵ queries holds 10⁵ specs.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuerySpec {
     pub kind: AggKind,
@@ -333,7 +334,7 @@ pub struct QuerySpec {
     pub groups: Option<Vec<String>>,
     pub schedule: ScheduleSpec,
     /// The query's time window, when it has one.
-    pub window: Option<WindowSpec>,
+    pub window: Option<Box<WindowSpec>>,
     /// The `where` filter, normalised.
     pub filter: Option<dpplan_vocab::rows::Filter>,
     /// The group keys (empty: not grouped).
@@ -341,12 +342,12 @@ pub struct QuerySpec {
     /// `count(distinct column)`.
     pub distinct: bool,
     /// A quantile's levels and candidate grid.
-    pub quantile: Option<crate::checker::QuantileSpec>,
+    pub quantile: Option<Box<crate::checker::QuantileSpec>>,
     /// A `cumulative` count's tree.
-    pub cumulative: Option<CumulativeSpec>,
+    pub cumulative: Option<Box<CumulativeSpec>>,
     /// Keys from the data: the key column and the threshold (partition
     /// selection); `None` for every other query.
-    pub selection: Option<SelectionSpec>,
+    pub selection: Option<Box<SelectionSpec>>,
 }
 
 /// A `cumulative count(d)`, resolved: at slot t (1-based) the runtime

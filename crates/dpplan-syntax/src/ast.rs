@@ -241,7 +241,7 @@ pub struct Aggregate {
     pub cumulative: Option<Span>,
     pub target: Target,
     /// `where <predicate>`: only the rows it holds for are aggregated.
-    pub filter: Option<Predicate>,
+    pub filter: Option<Box<Predicate>>,
     /// `by k1, k2, …`: the group keys, in order (empty: not grouped).
     pub keys: Vec<GroupKey>,
     /// The extra argument (the quantile's level).

@@ -721,7 +721,8 @@ fn aggregate(
         target: t,
         filter: first(stmt, Rule::filter)
             .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
-            .and_then(|p| predicate(cx, p)),
+            .and_then(|p| predicate(cx, p))
+            .map(Box::new),
         keys: first(stmt, Rule::group_keys)
             .map(|g| group_keys(cx, g))
             .unwrap_or_default(),

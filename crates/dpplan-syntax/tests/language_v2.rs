@@ -20,7 +20,7 @@ fn and_binds_tighter_than_or_and_not_tighter_than_and() {
     ));
     assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
     let agg = &p.plan.queries[0].aggregates[0];
-    let Some(Predicate::Or { items, .. }) = &agg.filter else {
+    let Some(Predicate::Or { items, .. }) = agg.filter.as_deref() else {
         panic!("{:?}", agg.filter)
     };
     let Predicate::And { items: and, .. } = &items[0] else {
@@ -42,7 +42,8 @@ fn and_binds_tighter_than_or_and_not_tighter_than_and() {
     assert_eq!(values.len(), 2);
     // parentheses regroup
     let p = parse(&plan("count(t where a == \"x\" and (b > 1 or b < 0))"));
-    let Some(Predicate::And { items, .. }) = &p.plan.queries[0].aggregates[0].filter else {
+    let Some(Predicate::And { items, .. }) = p.plan.queries[0].aggregates[0].filter.as_deref()
+    else {
         panic!()
     };
     assert!(matches!(items[1], Predicate::Or { .. }));

@@ -2,12 +2,13 @@
 //! best order.
 
 use super::{eff_rho, infinite};
-use crate::conversions::{balle2020_thm21, linear_rdp_closed_form, mironov_prop3};
+use crate::conversions::{balle2020_thm21_at, linear_rdp_closed_form, mironov_prop3_at, Order};
 use crate::grid::GeometricGrid;
-use crate::special::{minimize_log_grid, mul_up, sum_up, ELEM_ULPS, U};
+use crate::special::{log_grid, minimize_on_grid, mul_up, sum_up, ELEM_ULPS, U};
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// Which RDP → (ε, δ) conversion to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -226,6 +227,20 @@ pub fn rdp_epsilon_with(
     })
 }
 
+/// The orders the RDP accountant scans, α − 1 log-spaced over [1e-6, 1e7]
+/// (181 points), with their conversion terms: the same for every plan, so
+/// computed once per process.
+fn grid_orders() -> &'static [Order] {
+    static ORDERS: OnceLock<Vec<Order>> = OnceLock::new();
+    ORDERS.get_or_init(|| {
+        let (a_lo, a_hi, n) = (1.0 + 1e-6, 1.0 + 1e7, 181);
+        log_grid(1.0, a_lo, a_hi, n)
+            .into_iter()
+            .map(Order::new)
+            .collect()
+    })
+}
+
 pub(super) fn rdp(
     plan: &Plan,
     delta: f64,
@@ -244,8 +259,16 @@ pub(super) fn rdp(
     let mut results: Vec<(f64, f64, &'static str)> = vec![];
     let use_classical = matches!(conv, RdpConversion::Classical | RdpConversion::Best);
     let use_balle = matches!(conv, RdpConversion::Balle2020 | RdpConversion::Best);
-    // range of orders: α − 1 ∈ [1e-6, 1e7]
-    let (a_lo, a_hi, n) = (1.0 + 1e-6, 1.0 + 1e7, 181);
+    let ld = libm::log(delta);
+    let orders = grid_orders();
+    let points: Vec<f64> = orders.iter().map(|o| o.alpha).collect();
+    // the curve at the grid's orders, once for both conversions
+    let needs_scan = use_balle || (use_classical && !curve.only_gauss());
+    let at_grid: Vec<f64> = if needs_scan {
+        orders.iter().map(|o| curve.eval(o.alpha)).collect()
+    } else {
+        vec![]
+    };
     if use_classical {
         if curve.only_gauss() {
             // closed form: min_α αa + L/(α−1) = a + 2√(aL) at α = 1 + √(L/a)
@@ -254,18 +277,22 @@ pub(super) fn rdp(
         } else {
             // the order is chosen on the nearest curve; the bound reported
             // is the conversion of the raised curve at that order
-            let (al, _) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
-                mironov_prop3(curve.eval(al), al, delta)
-            });
-            let v = mironov_prop3(curve.eval_up(al), al, delta);
+            let (al, _) = minimize_on_grid(
+                &points,
+                |i| mironov_prop3_at(at_grid[i], &orders[i], ld),
+                |al| mironov_prop3_at(curve.eval(al), &Order::new(al), ld),
+            );
+            let v = mironov_prop3_at(curve.eval_up(al), &Order::new(al), ld);
             results.push((v, al, "classical conversion"));
         }
     }
     if use_balle {
-        let (al, _) = minimize_log_grid(1.0, a_lo, a_hi, n, |al| {
-            balle2020_thm21(curve.eval(al), al, delta)
-        });
-        let v = balle2020_thm21(curve.eval_up(al), al, delta);
+        let (al, _) = minimize_on_grid(
+            &points,
+            |i| balle2020_thm21_at(at_grid[i], &orders[i], ld),
+            |al| balle2020_thm21_at(curve.eval(al), &Order::new(al), ld),
+        );
+        let v = balle2020_thm21_at(curve.eval_up(al), &Order::new(al), ld);
         results.push((v, al, "Balle et al. 2020 conversion"));
     }
     let mut best = results[0];

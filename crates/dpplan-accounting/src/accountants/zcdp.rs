@@ -2,7 +2,7 @@
 //! Bun–Steinke Prop 1.3 and Canonne–Kamath–Steinke 2020 Cor 13.
 
 use super::eff_rho;
-use crate::conversions::{balle2020_thm21, linear_rdp_closed_form};
+use crate::conversions::{balle2020_thm21_at, linear_rdp_closed_form, Order};
 use crate::special::{minimize_log_grid, mul_up, sum_up};
 use crate::{AccountingError, Plan};
 
@@ -18,7 +18,8 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
     }
     let (bs, a_star) = linear_rdp_closed_form(rho, delta);
     // α·ρ rounded up: the conversion is increasing in the curve's value
-    let f = |a: f64| balle2020_thm21(mul_up(a, rho), a, delta);
+    let ld = libm::log(delta);
+    let f = |a: f64| balle2020_thm21_at(mul_up(a, rho), &Order::new(a), ld);
     let (_, v) = minimize_log_grid(
         1.0,
         1.0 + 1e-9 * a_star.min(1e6),

@@ -66,3 +66,25 @@ pub fn one_release_queries(n: usize) -> String {
     s.push_str("}\n");
     s
 }
+
+/// `n` queries of one release each, as [`one_release_queries`], but every
+/// query with its own noise parameter (no two releases alike): issue 34's
+/// "heterogeneous plans at scale", where nothing can be grouped by its
+/// parameters.
+pub fn heterogeneous_queries(n: usize) -> String {
+    let mut s = String::from(
+        "plan \"heterogeneous queries\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n    accountant best\n  }\n\n  dataset visits {\n    source \"data/visits.csv\"\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\", \"d\" }\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
+    );
+    for i in 0..n {
+        let noise = if i % 2 == 0 {
+            format!("laplace scale {}", (n as u64) * 10 + i as u64)
+        } else {
+            format!("gaussian sigma {}", (n as u64) * 10 + i as u64)
+        };
+        s.push_str(&format!(
+            "\n  query q{i} {{\n    count(visits)\n    noise {noise}\n    schedule once\n  }}\n"
+        ));
+    }
+    s.push_str("}\n");
+    s
+}

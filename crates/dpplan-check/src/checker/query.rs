@@ -100,17 +100,19 @@ pub(super) struct QueryPlan<'a> {
     pub(super) ok: bool,
     /// The aggregation and schedule, resolved; `None` when either has an
     /// error.
-    pub(super) spec: Option<QuerySpec>,
+    pub(super) spec: Option<Box<QuerySpec>>,
     /// The `accuracy` requirement, when it has one.
     pub(super) accuracy: Option<Accuracy>,
     /// The cells of a grouped query (its keys' product).
-    pub(super) cells: Option<Cells>,
+    pub(super) cells: Option<Box<Cells>>,
     /// What one unit may contribute to its dataset.
     pub(super) unit: Option<UnitBound>,
     /// The query's `window`, resolved: its releases are one vector release.
-    pub(super) window: Option<super::window::Window>,
+    /// (This and the other rare parts are boxed: at 10⁵ queries each
+    /// inline slot costs its size times 10⁵ bytes.)
+    pub(super) window: Option<Box<super::window::Window>>,
     /// A `cumulative` count's tree: its nodes are one vector release.
-    pub(super) cumulative: Option<super::cumulative::Cumulative>,
+    pub(super) cumulative: Option<Box<super::cumulative::Cumulative>>,
 }
 
 impl QueryPlan<'_> {
@@ -216,13 +218,13 @@ pub(super) fn plan_query<'a>(
             budget_delta,
         );
         match parts {
-            Ok(spec) => plan.spec = schedule_spec.map(spec),
+            Ok(spec) => plan.spec = schedule_spec.map(|s| Box::new(spec(s))),
             Err(Reported) => plan.ok = false,
         }
         return Some(plan);
     }
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
-        Ok(spec) => plan.spec = schedule_spec.map(spec),
+        Ok(spec) => plan.spec = schedule_spec.map(|s| Box::new(spec(s))),
         Err(Reported) => plan.ok = false,
     }
     Some(plan)
@@ -282,7 +284,7 @@ fn plan_parts(
         None => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
     };
     plan.unit = Some(unit);
-    plan.cells = target.cells.clone();
+    plan.cells = target.cells.clone().map(Box::new);
     let window = super::window::resolve(
         c,
         plan.q,
@@ -324,12 +326,12 @@ fn plan_parts(
         p.without_window = Some(d);
     }
     let window_spec = window.as_ref().map(super::window::Window::spec);
-    plan.window = window;
+    plan.window = window.map(Box::new);
     let cumulative_spec = tree.as_ref().map(super::cumulative::Cumulative::spec);
     for p in &mut plan.parts {
         p.tree_slots = cumulative_spec.as_ref().map(|t| t.slots);
     }
-    plan.cumulative = tree;
+    plan.cumulative = tree.map(Box::new);
     if let Some(spec) = &quantile_spec {
         super::quantile::label_parts(&mut plan.parts, spec);
     }
@@ -354,12 +356,12 @@ fn plan_parts(
         bounds: values.map(|(lo, hi)| [lo, hi]),
         groups,
         schedule,
-        window: window_spec,
+        window: window_spec.map(Box::new),
         filter,
         keys,
         distinct,
-        quantile: quantile_spec,
-        cumulative: cumulative_spec,
+        quantile: quantile_spec.map(Box::new),
+        cumulative: cumulative_spec.map(Box::new),
         selection: None,
     })
 }
@@ -1022,5 +1024,39 @@ fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
             .map(|s| format!("`{s}`"))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+/// A plan of 10⁵ queries holds 10⁵ of each of these at once (the AST,
+/// the plans, the specs and the reports): each byte of an inline slot is
+/// 0.1 MB of `dpplan check`'s peak memory (issue 34: under 300 MB at 10⁵
+/// queries). The parts few queries have are boxed; these bounds keep a new
+/// inline field from undoing that unnoticed (64-bit targets).
+#[cfg(all(test, target_pointer_width = "64"))]
+mod sizes {
+    use std::mem::size_of;
+
+    #[test]
+    fn per_query_structures_stay_small() {
+        let sizes = [
+            ("QueryPlan", size_of::<super::QueryPlan>(), 400),
+            ("QuerySpec", size_of::<crate::report::QuerySpec>(), 300),
+            ("QueryReport", size_of::<crate::report::QueryReport>(), 420),
+            (
+                "Statistic",
+                size_of::<super::super::statistic::Statistic>(),
+                128,
+            ),
+            (
+                "ast::Aggregate",
+                size_of::<dpplan_syntax::ast::Aggregate>(),
+                340,
+            ),
+        ];
+        for (name, size, bound) in sizes {
+            assert!(
+                size <= bound,
+                "{name} is {size} bytes, more than {bound}: box a rare field"
+            );
+        }
     }
 }

@@ -120,7 +120,7 @@ pub(super) fn plan_parts(
         distinct: false,
         quantile: None,
         cumulative: None,
-        selection: Some(SelectionSpec {
+        selection: Some(Box::new(SelectionSpec {
             column,
             threshold: declared_tau.map_or(f64::NAN, |t| t.0),
             auto: declared_tau.is_none(),
@@ -128,7 +128,7 @@ pub(super) fn plan_parts(
             rows_per_key,
             release_probability: f64::NAN,
             delta: f64::NAN,
-        }),
+        })),
     })
 }
 
