@@ -7,7 +7,7 @@ use crate::special::{minimize_log_grid, mul_up, sum_up};
 use crate::{AccountingError, Plan};
 
 /// ε of ρ-zCDP at δ: min of Bun–Steinke Prop 1.3, ρ + 2√(ρ ln 1/δ)
-/// ([`linear_rdp_closed_form`]), and CKS 2020 Cor 13 ([`balle2020_thm21`] on the
+/// ([`linear_rdp_closed_form`]), and CKS 2020 Cor 13 ([`balle2020_thm21`](crate::conversions::balle2020_thm21) on the
 /// curve αρ, optimised over α).
 pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
     if rho <= 0.0 {
