@@ -271,11 +271,11 @@ pub struct QueryReport {
     /// The query's `accuracy` requirement and what its noise achieves;
     /// absent from the JSON when the query has none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub accuracy: Option<AccuracyReport>,
+    pub accuracy: Option<Box<AccuracyReport>>,
     /// Keys from the data: the threshold and the δ it costs; absent from
     /// the JSON for every other query.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<SelectionSpec>,
+    pub selection: Option<Box<SelectionSpec>>,
 }
 
 /// Why a query's whole schedule is one accounted release.

@@ -68,7 +68,7 @@ impl Numbers {
         format!("{}{param}{cal}", m.kind_name())
     }
 
-    fn accuracy(&self, a: &Option<dpplan_check::AccuracyReport>) -> String {
+    fn accuracy(&self, a: Option<&dpplan_check::AccuracyReport>) -> String {
         match a {
             None => "—".into(),
             Some(a) => format!(
@@ -189,7 +189,7 @@ fn rows_with(r: &CheckedPlan, n: &Numbers, common: Option<f64>) -> (Vec<String>,
         row.push(n.per_release(q, common));
         row.push(n.cost_with(&q.total, common));
         if with_accuracy {
-            row.push(n.accuracy(&q.accuracy));
+            row.push(n.accuracy(q.accuracy.as_deref()));
         }
         rows.push(row);
         for p in parts {
@@ -331,7 +331,10 @@ fn blocks(r: &CheckedPlan, n: &Numbers) -> String {
             eps(n.cost_with(&q.total, common))
         ));
         if q.accuracy.is_some() {
-            out.push_str(&format!("    accuracy {}\n", n.accuracy(&q.accuracy)));
+            out.push_str(&format!(
+                "    accuracy {}\n",
+                n.accuracy(q.accuracy.as_deref())
+            ));
         }
     }
     for p in &r.publishes {

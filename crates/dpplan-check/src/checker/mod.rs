@@ -300,11 +300,41 @@ pub(crate) fn check(
         || !plan.broken.is_empty()
         || queries.len() != plan.queries.len()
         || queries.iter().any(|q| !q.ok);
+    // The attack risk is wanted only with a total, which needs these. Of
+    // the three jobs (the total, the queries' reports, the attack risk)
+    // the first thread to finish its own job computes it: beside the
+    // total when the reports are quick, after the total when they are not
+    // (so a slow pass never has a third job competing with it). It is
+    // dropped when the total is not claimed after all. δ as below: the
+    // budget's less the thresholds' reserve.
+    let attack_wanted = !has_errors && options.accounting && !releases.is_empty();
+    let attack_delta = full.delta - reserve;
+    let attack_taken = std::sync::atomic::AtomicBool::new(false);
+    let attack_slot = std::sync::Mutex::new(None);
+    let attack_job = || {
+        if attack_wanted && !attack_taken.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let risk = crate::memo::attack_risk(&releases, attack_delta, delta_thr);
+            *attack_slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = risk;
+        }
+    };
     let (mut account, reports) = both(
         queries.len() >= PARALLEL_QUERIES,
-        || account_total(&mut c, &releases, &privacy, choice, options, has_errors),
-        || query_reports(&mut queries, &privacy, options),
+        || {
+            let account = account_total(&mut c, &releases, &privacy, choice, options, has_errors);
+            attack_job();
+            account
+        },
+        || {
+            let reports = query_reports(&mut queries, &privacy, options);
+            attack_job();
+            reports
+        },
     );
+    let attack = attack_slot
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(t) = &mut account.total {
         selection::add_to_total(t, delta_thr);
     }
@@ -324,10 +354,7 @@ pub(crate) fn check(
     let accounted = options.accounting && !has_errors && !releases.is_empty();
     per_person_guarantee(&mut c, &datasets, &queries, &privacy, choice, accounted);
     large_delta(&mut c, &privacy);
-    let attack = account
-        .total
-        .as_ref()
-        .and_then(|_| crate::memo::attack_risk(&releases, privacy.delta - reserve, delta_thr));
+    let attack = account.total.as_ref().and(attack);
     let mut report = plan_report(plan, &privacy, &queries, account, reports);
     report.attack_risk = attack;
     (Some(report), c.diags)

@@ -59,7 +59,7 @@ pub(super) struct Part {
     pub(super) resolved: Option<f64>,
     /// A windowed query's per-release sensitivity, composed over the whole
     /// data (for the side-by-side figure); `derived` is the horizon's.
-    pub(super) without_window: Option<Derived>,
+    pub(super) without_window: Option<Box<Derived>>,
     /// The number of candidates of a quantile (0 for the other statistics).
     pub(super) candidates: usize,
     /// A cumulative count's slots: its spread is the worst running
@@ -323,7 +323,7 @@ fn plan_parts(
     }
     plan.parts = parts(noise.kind.value, &scale, derived, &declared);
     for (p, d) in plan.parts.iter_mut().zip(unwindowed.into_iter().flatten()) {
-        p.without_window = Some(d);
+        p.without_window = Some(Box::new(d));
     }
     let window_spec = window.as_ref().map(super::window::Window::spec);
     plan.window = window.map(Box::new);
@@ -1040,7 +1040,7 @@ mod sizes {
         let sizes = [
             ("QueryPlan", size_of::<super::QueryPlan>(), 400),
             ("QuerySpec", size_of::<crate::report::QuerySpec>(), 300),
-            ("QueryReport", size_of::<crate::report::QueryReport>(), 420),
+            ("QueryReport", size_of::<crate::report::QueryReport>(), 330),
             (
                 "Statistic",
                 size_of::<super::super::statistic::Statistic>(),

@@ -334,12 +334,9 @@ fn query_report(
         parts,
         per_release,
         total: qtotal,
-        selection: q
-            .spec
-            .as_ref()
-            .and_then(|s| s.selection.as_deref().cloned()),
+        selection: q.spec.as_ref().and_then(|s| s.selection.clone()),
         spec: q.spec.take(),
-        accuracy,
+        accuracy: accuracy.map(Box::new),
     }
 }
 

@@ -251,7 +251,7 @@ fn query_review(
         aggregation: q.aggregation.clone(),
         schedule,
         mean: mean_accuracy(q, mean_counts),
-        selection: q.selection.clone(),
+        selection: q.selection.as_deref().cloned(),
         one_release: one_release_text(q),
         parts,
         epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),
