@@ -16,6 +16,7 @@
 //! For ε₀ = 10⁻⁴ the two are 3·10⁻⁵ apart; the accountant must lie above
 //! the lower one and within 10⁻⁴ of the upper one.
 
+use crate::common::invert_delta;
 use dpplan_accounting::*;
 
 fn laplace(b: f64, count: u64) -> Release {
@@ -114,16 +115,7 @@ fn rr_epsilon(k: u64, eps0: f64, mu: f64, delta: f64) -> f64 {
     let total: f64 = atoms.iter().map(|a| a.1).sum();
     assert!((total - 1.0).abs() < 1e-12, "binomial mass {total}");
     let delta_of = |e: f64| -> f64 { atoms.iter().map(|&(l, w)| w * delta_mu(mu, e - l)).sum() };
-    let (mut lo, mut hi) = (0.0, 100.0);
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if delta_of(mid) <= delta {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    hi
+    invert_delta(delta_of, delta, 100.0)
 }
 
 /// ε′ of the thresholded Laplace output: RR_ε′, ε′ = ln(2e^{ε₀/2} − 1).

@@ -84,16 +84,7 @@ fn laplace_delta(eps_l: f64, t: f64) -> f64 {
 
 /// Smallest ε with δ(ε) ≤ δ, by bisection (δ decreases in ε).
 fn invert(delta_of: impl Fn(f64) -> f64, delta: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0, 200.0);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if delta_of(mid) <= delta {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    hi
+    crate::common::invert_delta(delta_of, delta, 200.0)
 }
 
 /// ε of the shape (released with noise σ, its coordinates listed) composed

@@ -24,6 +24,7 @@
 //! is within 10⁻⁴ of it, which it could not be if another shape were
 //! worse by more), so that is also the tightness goal of issue 34.
 
+use crate::common::invert_delta;
 use dpplan_accounting::*;
 
 /// n Gauss–Legendre nodes and weights on [−1, 1] (Newton on Pₙ).
@@ -147,16 +148,7 @@ impl Reference {
 
     /// Smallest ε with δ(ε) ≤ δ.
     fn epsilon(&self, delta: f64) -> f64 {
-        let (mut lo, mut hi) = (0.0, self.k as f64 * self.theta + 40.0);
-        for _ in 0..80 {
-            let mid = 0.5 * (lo + hi);
-            if self.delta(mid) <= delta {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        hi
+        invert_delta(|e| self.delta(e), delta, self.k as f64 * self.theta + 40.0)
     }
 }
 
@@ -428,16 +420,7 @@ fn dlaplace_exact(b: f64, shifts: &[i64], mu: f64, delta: f64) -> f64 {
     let total: f64 = dist.iter().map(|a| a.1).sum();
     assert!((total - 1.0).abs() < 1e-12, "{total}");
     let delta_of = |e: f64| -> f64 { dist.iter().map(|&(l, p)| p * delta_mu(mu, e - l)).sum() };
-    let (mut lo, mut hi) = (0.0, 100.0);
-    for _ in 0..80 {
-        let mid = 0.5 * (lo + hi);
-        if delta_of(mid) <= delta {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    hi
+    invert_delta(delta_of, delta, 100.0)
 }
 
 /// Discrete Laplace noise: a count with a shift of 3 (one coordinate) and a
@@ -493,18 +476,10 @@ fn discrete_laplace_is_accounted_by_its_exact_pairs() {
         // the RR pair's curve: atoms ±ε with masses e^ε/(1 + e^ε), 1/(1 + e^ε)
         let (p, qm) = (eps.exp() / (1.0 + eps.exp()), 1.0 / (1.0 + eps.exp()));
         let rr_delta = |e: f64| p * delta_mu(0.5, e - eps) + qm * delta_mu(0.5, e + eps);
-        let (mut lo, mut hi) = (0.0, 100.0);
-        for _ in 0..80 {
-            let mid = 0.5 * (lo + hi);
-            if rr_delta(mid) <= delta {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
+        let rr = invert_delta(rr_delta, delta, 100.0);
         assert!(
-            hi > pld.epsilon * 1.001,
-            "{name}: RR {hi} vs {}",
+            rr > pld.epsilon * 1.001,
+            "{name}: RR {rr} vs {}",
             pld.epsilon
         );
     }

@@ -79,3 +79,20 @@ fn run(py: Option<PathBuf>, what: &str, script: &str, doc: &Value) -> Option<Val
     assert!(out.status.success(), "reference failed");
     Some(serde_json::from_slice(&out.stdout).expect("reference JSON"))
 }
+
+/// The smallest ε in [0, `hi`] with `delta_of(ε)` ≤ `delta`, by 100
+/// bisection steps (δ(ε) decreases in ε): how the tests invert a reference
+/// privacy curve they compute without the accountants.
+#[allow(dead_code)]
+pub fn invert_delta(delta_of: impl Fn(f64) -> f64, delta: f64, hi: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0, hi);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if delta_of(mid) <= delta {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
