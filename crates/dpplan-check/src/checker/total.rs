@@ -186,26 +186,29 @@ impl Costs {
     /// they are computed one after the other (a plan of 10⁵ one-release
     /// queries whose noises all differ has 10⁵ of them).
     fn fill_in_parallel(&mut self, queries: &[QueryPlan], delta: f64) {
-        let mut seen: std::collections::HashSet<Vec<[u64; 7]>> = Default::default();
-        let mut todo: Vec<(Vec<[u64; 7]>, Vec<acct::Release>)> = vec![];
+        // each distinct set once: its key goes into the map at once (its
+        // place, filled below), the releases into the list to compute
+        let mut todo: Vec<Vec<acct::Release>> = vec![];
         for q in queries.iter().filter(|q| q.ok) {
             for count in [1, q.accounted_releases()] {
                 let Some(rs) = query_releases(q, count) else {
                     continue;
                 };
                 let key: Vec<[u64; 7]> = rs.iter().map(release_key).collect();
-                if !self.0.contains_key(&key) && seen.insert(key.clone()) {
-                    todo.push((key, rs));
+                if let std::collections::hash_map::Entry::Vacant(place) = self.0.entry(key) {
+                    place.insert(None);
+                    todo.push(rs);
                 }
             }
         }
         let (left, right) = todo.split_at(todo.len() / 2);
-        let alone = |part: &[(Vec<[u64; 7]>, Vec<acct::Release>)]| -> Vec<Option<CostReport>> {
-            part.iter().map(|(_, rs)| cost_alone(rs, delta)).collect()
+        let alone = |part: &[Vec<acct::Release>]| -> Vec<Option<CostReport>> {
+            part.iter().map(|rs| cost_alone(rs, delta)).collect()
         };
         let (a, b) = super::both(true, || alone(left), || alone(right));
-        for ((key, _), cost) in todo.into_iter().zip(a.into_iter().chain(b)) {
-            self.0.insert(key, cost);
+        for (rs, cost) in todo.iter().zip(a.into_iter().chain(b)) {
+            let key: Vec<[u64; 7]> = rs.iter().map(release_key).collect();
+            *self.0.entry(key).or_insert(None) = cost;
         }
     }
 
