@@ -154,9 +154,23 @@ impl Reference {
 
 /// A count over several coordinates with Laplace noise b, `count` times.
 fn laplace_counts(b: f64, l1: f64, l2: f64, linf: f64, coords: u64, count: u64) -> Release {
+    counts(NoiseKind::Laplace, b, l1, l2, linf, coords, count)
+}
+
+/// A count over several coordinates with noise `kind` of scale b, `count`
+/// times.
+fn counts(
+    kind: NoiseKind,
+    b: f64,
+    l1: f64,
+    l2: f64,
+    linf: f64,
+    coords: u64,
+    count: u64,
+) -> Release {
     Release {
         mechanism: Mechanism {
-            kind: NoiseKind::Laplace,
+            kind,
             scale: b,
             sensitivity: Sensitivity {
                 l1,
@@ -430,18 +444,8 @@ fn dlaplace_exact(b: f64, shifts: &[i64], mu: f64, delta: f64) -> f64 {
 /// (the earlier accounting) is above.
 #[test]
 fn discrete_laplace_is_accounted_by_its_exact_pairs() {
-    let dlap = |l1: f64, l2: f64, linf: f64, coords: u64, b: f64| Release {
-        mechanism: Mechanism {
-            kind: NoiseKind::DiscreteLaplace,
-            scale: b,
-            sensitivity: Sensitivity {
-                l1,
-                l2,
-                coords,
-                linf,
-            },
-        },
-        count: 1,
+    let dlap = |l1: f64, l2: f64, linf: f64, coords: u64, b: f64| {
+        counts(NoiseKind::DiscreteLaplace, b, l1, l2, linf, coords, 1)
     };
     let delta = 1e-6;
     for (name, release, shifts, b) in [
