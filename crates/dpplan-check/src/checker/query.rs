@@ -90,13 +90,12 @@ pub(super) struct QueryPlan<'a> {
     pub(super) q: &'a ast::Query,
     pub(super) dataset: String,
     pub(super) aggregation: String,
-    /// The statistic it releases, as written (DP009 groups by it).
-    pub(super) statistic: super::statistic::Statistic<'a>,
     pub(super) schedule: String,
     pub(super) releases: u64,
     pub(super) parts: Vec<Part>,
-    /// Rows per unit of its dataset (for group privacy statements).
-    pub(super) dataset_name: String,
+    /// The name of its dataset as written (for group privacy statements):
+    /// borrowed from the plan, as `dataset` is taken by the report.
+    pub(super) dataset_name: &'a str,
     pub(super) ok: bool,
     /// The aggregation and schedule, resolved; `None` when either has an
     /// error.
@@ -184,16 +183,15 @@ pub(super) fn plan_query<'a>(
         release_after_seconds: release_after,
         ..s
     });
-    let dataset_name = agg.target.dataset.value.clone();
+    let dataset_name = agg.target.dataset.value.as_str();
     let accuracy = accuracy(c, q);
     if !q.accuracies.is_empty() && accuracy.is_none() {
         ok = false;
     }
     let mut plan = QueryPlan {
         q,
-        dataset: dataset_name.clone(),
+        dataset: dataset_name.to_string(),
         aggregation: describe_aggregation(agg),
-        statistic: super::statistic::Statistic::of(agg),
         schedule: schedule_text,
         releases,
         parts: Vec::new(),
@@ -1041,11 +1039,6 @@ mod sizes {
             ("QueryPlan", size_of::<super::QueryPlan>(), 400),
             ("QuerySpec", size_of::<crate::report::QuerySpec>(), 300),
             ("QueryReport", size_of::<crate::report::QueryReport>(), 330),
-            (
-                "Statistic",
-                size_of::<super::super::statistic::Statistic>(),
-                128,
-            ),
             (
                 "ast::Aggregate",
                 size_of::<dpplan_syntax::ast::Aggregate>(),
