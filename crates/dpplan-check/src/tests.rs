@@ -587,6 +587,61 @@ fn laplace_records_the_shift_shape_for_counts_only() {
     );
 }
 
+/// From `PARALLEL_COSTS` queries on, the distinct costs alone are computed
+/// on two threads before the reports are assembled, and the attack risk by
+/// whichever of the total's and the reports' threads finishes first: each
+/// query's cost is still its own (q_i is ε-DP with ε = 5 / (1000 + i), so
+/// its cost lies between the Laplace pair's exact ε at δ, ε + 2 ln(1 − δ),
+/// and ε), and the plan's
+/// attack risk is the library's on the same releases. Negative control: one
+/// release fewer gives another attack risk.
+#[test]
+fn costs_on_two_threads_and_the_attack_risk_beside_the_total_are_the_plans() {
+    use dpplan_accounting as acct;
+    let n = crate::checker::total::PARALLEL_COSTS + 100;
+    let mut qs = String::new();
+    for i in 0..n {
+        qs += &format!(
+            "  query q{i} {{\n    count(visits)\n    noise laplace scale {}\n    schedule once\n  }}\n",
+            1000 + i
+        );
+    }
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 1000 delta 1e-6",
+        "basic",
+        VISITS,
+        &qs,
+    ));
+    assert_eq!(r.queries.len(), n);
+    for (i, q) in r.queries.iter().enumerate() {
+        let eps = 5.0 / (1000 + i) as f64;
+        let exact = eps + 2.0 * (-1e-6f64).ln_1p();
+        let got = q.total.as_ref().expect("a cost").epsilon;
+        assert!(got <= eps * (1.0 + 1e-12), "q{i}: {got} vs ε {eps}");
+        assert!(got >= exact * (1.0 - 1e-12), "q{i}: {got} below {exact}");
+    }
+    let releases: Vec<acct::Release> = (0..n)
+        .map(|i| acct::Release {
+            mechanism: acct::Mechanism {
+                kind: acct::NoiseKind::Laplace,
+                scale: (1000 + i) as f64,
+                sensitivity: acct::Sensitivity {
+                    l1: 5.0,
+                    l2: 5.0,
+                    coords: 1,
+                    linf: 0.0,
+                },
+            },
+            count: 1,
+        })
+        .collect();
+    let want = acct::attack_risk(&releases, 1e-6, 0.0, &acct::FPRS).expect("an attack risk");
+    assert_eq!(r.attack_risk.as_ref(), Some(&want));
+    let fewer = acct::attack_risk(&releases[1..], 1e-6, 0.0, &acct::FPRS).expect("an attack risk");
+    assert_ne!(fewer, want);
+}
+
 /// From `PARALLEL_PLANNING` queries on, each half of the plan is planned on
 /// its own thread: the diagnostics of both halves come out once each, in
 /// the text's order, and the reports in the plan's order, as one pass over

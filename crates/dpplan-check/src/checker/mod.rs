@@ -22,7 +22,7 @@ mod rows;
 mod selection;
 mod shape;
 mod statistic;
-mod total;
+pub(crate) mod total;
 mod window;
 
 use dpplan_accounting as acct;
@@ -128,8 +128,9 @@ fn mechanism(
             l2: d.l2 * sens_mult,
             coords: d.coords,
             // ℓ∞ is recorded where an accountant uses it (discrete noise,
-            // or Laplace noise on a count, over several coordinates) and for one unit only (group privacy: not given,
-            // the accountants then use the norms alone)
+            // or Laplace noise on a count, over several coordinates) and
+            // for one unit only (group privacy: not given, the accountants
+            // then use the norms alone)
             linf: if shapes && d.coords > 1 && sens_mult == 1.0 {
                 d.linf
             } else {
@@ -480,4 +481,34 @@ fn data_dependent(c: &mut Checker, span: Span, what: &str, help: &str) {
         .label("computed from private data")
         .help(help.to_string()),
     );
+}
+
+/// A plan of 10⁵ queries holds 10⁵ of each of these at once (the AST,
+/// the plans, the specs and the reports): each byte of an inline slot is
+/// 0.1 MB of `dpplan check`'s peak memory (issue 34: under 300 MB at 10⁵
+/// queries). The parts few queries have are boxed; these bounds keep a new
+/// inline field from undoing that unnoticed (64-bit targets).
+#[cfg(all(test, target_pointer_width = "64"))]
+mod sizes {
+    use std::mem::size_of;
+
+    #[test]
+    fn per_query_structures_stay_small() {
+        let sizes = [
+            ("QueryPlan", size_of::<super::query::QueryPlan>(), 400),
+            ("QuerySpec", size_of::<crate::report::QuerySpec>(), 300),
+            ("QueryReport", size_of::<crate::report::QueryReport>(), 330),
+            (
+                "ast::Aggregate",
+                size_of::<dpplan_syntax::ast::Aggregate>(),
+                340,
+            ),
+        ];
+        for (name, size, bound) in sizes {
+            assert!(
+                size <= bound,
+                "{name} is {size} bytes, more than {bound}: box a rare field"
+            );
+        }
+    }
 }

@@ -12,7 +12,7 @@ pub(super) struct Statistic<'a> {
     kind: AggKind,
     distinct: bool,
     target: Target<'a>,
-    filter: Option<Box<Filter<'a>>>,
+    filter: Option<Filter<'a>>,
     keys: Vec<Key<'a>>,
     /// `keys from data`, with its `threshold τ` (`None`: derived).
     keys_from_data: Option<Option<Num>>,
@@ -44,7 +44,7 @@ impl<'a> Statistic<'a> {
             kind: kind.value,
             distinct: distinct.is_some(),
             target: Target::of(target),
-            filter: filter.as_deref().map(|f| Box::new(Filter::of(f))),
+            filter: filter.as_ref().map(Filter::of),
             keys: keys.iter().map(Key::of).collect(),
             keys_from_data: keys_from_data
                 .as_ref()

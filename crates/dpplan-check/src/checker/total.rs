@@ -174,10 +174,15 @@ pub(super) fn query_reports(
 #[derive(Default)]
 struct Costs(HashMap<Vec<[u64; 7]>, Option<CostReport>>);
 
+/// The key of a set of releases in [`Costs`]: every release's exact bits.
+fn costs_key(releases: &[acct::Release]) -> Vec<[u64; 7]> {
+    releases.iter().map(release_key).collect()
+}
+
 /// From this many queries on, [`query_reports`] computes the distinct
 /// costs alone on two threads ([`Costs::fill_in_parallel`]) before the
 /// reports are assembled in the plan's order.
-const PARALLEL_COSTS: usize = 2048;
+pub(crate) const PARALLEL_COSTS: usize = 2048;
 
 impl Costs {
     /// Computes every cost `query_report` will ask for, each distinct set
@@ -194,8 +199,9 @@ impl Costs {
                 let Some(rs) = query_releases(q, count) else {
                     continue;
                 };
-                let key: Vec<[u64; 7]> = rs.iter().map(release_key).collect();
-                if let std::collections::hash_map::Entry::Vacant(place) = self.0.entry(key) {
+                if let std::collections::hash_map::Entry::Vacant(place) =
+                    self.0.entry(costs_key(&rs))
+                {
                     place.insert(None);
                     todo.push(rs);
                 }
@@ -207,16 +213,14 @@ impl Costs {
         };
         let (a, b) = super::both(true, || alone(left), || alone(right));
         for (rs, cost) in todo.iter().zip(a.into_iter().chain(b)) {
-            let key: Vec<[u64; 7]> = rs.iter().map(release_key).collect();
-            *self.0.entry(key).or_insert(None) = cost;
+            *self.0.entry(costs_key(rs)).or_insert(None) = cost;
         }
     }
 
     /// The cost of `releases` alone at δ, computed on first use.
     fn of(&mut self, releases: &[acct::Release], delta: f64) -> Option<CostReport> {
-        let key: Vec<[u64; 7]> = releases.iter().map(release_key).collect();
         self.0
-            .entry(key)
+            .entry(costs_key(releases))
             .or_insert_with(|| cost_alone(releases, delta))
             .clone()
     }
