@@ -98,8 +98,11 @@ impl Coord {
     fn declined(&self, why: String) -> AccountingError {
         match self {
             Coord::DGauss(_) => declined(why),
-            Coord::Laplace(_) | Coord::DLaplace(_) => AccountingError::NotApplicable(format!(
+            Coord::Laplace(_) => AccountingError::NotApplicable(format!(
                 "PLD: Laplace over several coordinates: {why}"
+            )),
+            Coord::DLaplace(_) => AccountingError::NotApplicable(format!(
+                "PLD: discrete Laplace over several coordinates: {why}"
             )),
         }
     }

@@ -228,16 +228,15 @@ pub fn rdp_epsilon_with(
 }
 
 /// The orders the RDP accountant scans, α − 1 log-spaced over [1e-6, 1e7]
-/// (181 points), with their conversion terms: the same for every plan, so
-/// computed once per process.
-fn grid_orders() -> &'static [Order] {
-    static ORDERS: OnceLock<Vec<Order>> = OnceLock::new();
+/// (181 points): the points, and each with its conversion terms. The same
+/// for every plan, so computed once per process.
+fn grid_orders() -> &'static (Vec<f64>, Vec<Order>) {
+    static ORDERS: OnceLock<(Vec<f64>, Vec<Order>)> = OnceLock::new();
     ORDERS.get_or_init(|| {
         let (a_lo, a_hi, n) = (1.0 + 1e-6, 1.0 + 1e7, 181);
-        log_grid(1.0, a_lo, a_hi, n)
-            .into_iter()
-            .map(Order::new)
-            .collect()
+        let points = log_grid(1.0, a_lo, a_hi, n);
+        let orders = points.iter().copied().map(Order::new).collect();
+        (points, orders)
     })
 }
 
@@ -260,8 +259,7 @@ pub(super) fn rdp(
     let use_classical = matches!(conv, RdpConversion::Classical | RdpConversion::Best);
     let use_balle = matches!(conv, RdpConversion::Balle2020 | RdpConversion::Best);
     let ld = libm::log(delta);
-    let orders = grid_orders();
-    let points: Vec<f64> = orders.iter().map(|o| o.alpha).collect();
+    let (points, orders) = grid_orders();
     // the curve at the grid's orders, once for both conversions
     let needs_scan = use_balle || (use_classical && !curve.only_gauss());
     let at_grid: Vec<f64> = if needs_scan {
@@ -278,7 +276,7 @@ pub(super) fn rdp(
             // the order is chosen on the nearest curve; the bound reported
             // is the conversion of the raised curve at that order
             let (al, _) = minimize_on_grid(
-                &points,
+                points,
                 |i| mironov_prop3_at(at_grid[i], &orders[i], ld),
                 |al| mironov_prop3_at(curve.eval(al), &Order::new(al), ld),
             );
@@ -288,7 +286,7 @@ pub(super) fn rdp(
     }
     if use_balle {
         let (al, _) = minimize_on_grid(
-            &points,
+            points,
             |i| balle2020_thm21_at(at_grid[i], &orders[i], ld),
             |al| balle2020_thm21_at(curve.eval(al), &Order::new(al), ld),
         );

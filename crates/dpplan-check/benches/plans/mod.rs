@@ -50,21 +50,10 @@ pub fn generated_plan(bytes: usize) -> String {
 /// "linear at scale" measurement, where every query after the first is a
 /// fresh re-release of the first one's statistic (DP009).
 pub fn one_release_queries(n: usize) -> String {
-    let mut s = String::from(
-        "plan \"one-release queries\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n    accountant best\n  }\n\n  dataset visits {\n    source \"data/visits.csv\"\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\", \"d\" }\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
-    );
-    for i in 0..n {
-        let noise = if i % 2 == 0 {
-            format!("laplace scale {}", (n as u64) * (10 + i as u64 % 7))
-        } else {
-            format!("gaussian sigma {}", (n as u64) * (10 + i as u64 % 5))
-        };
-        s.push_str(&format!(
-            "\n  query q{i} {{\n    count(visits)\n    noise {noise}\n    schedule once\n  }}\n"
-        ));
-    }
-    s.push_str("}\n");
-    s
+    let n64 = n as u64;
+    count_queries("one-release queries", n, |i| {
+        (n64 * (10 + i % 7), n64 * (10 + i % 5))
+    })
 }
 
 /// `n` queries of one release each, as [`one_release_queries`], but every
@@ -72,14 +61,22 @@ pub fn one_release_queries(n: usize) -> String {
 /// "heterogeneous plans at scale", where nothing can be grouped by its
 /// parameters.
 pub fn heterogeneous_queries(n: usize) -> String {
-    let mut s = String::from(
-        "plan \"heterogeneous queries\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n    accountant best\n  }\n\n  dataset visits {\n    source \"data/visits.csv\"\n    column uid : id\n    column page : category { \"a\", \"b\", \"c\", \"d\" }\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
+    let n64 = n as u64;
+    count_queries("heterogeneous queries", n, |i| (n64 * 10 + i, n64 * 10 + i))
+}
+
+/// `n` one-release `count(visits)` queries, query i with Laplace noise of
+/// scale `noise(i).0` when i is even, Gaussian of σ `noise(i).1` when odd.
+fn count_queries(title: &str, n: usize, noise: impl Fn(u64) -> (u64, u64)) -> String {
+    let mut s = format!(
+        "plan \"{title}\" {{\n  privacy {{\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n    accountant best\n  }}\n\n  dataset visits {{\n    source \"data/visits.csv\"\n    column uid : id\n    column page : category {{ \"a\", \"b\", \"c\", \"d\" }}\n    contribution {{\n      rows_per_unit 5\n    }}\n  }}\n",
     );
     for i in 0..n {
+        let (scale, sigma) = noise(i as u64);
         let noise = if i % 2 == 0 {
-            format!("laplace scale {}", (n as u64) * 10 + i as u64)
+            format!("laplace scale {scale}")
         } else {
-            format!("gaussian sigma {}", (n as u64) * 10 + i as u64)
+            format!("gaussian sigma {sigma}")
         };
         s.push_str(&format!(
             "\n  query q{i} {{\n    count(visits)\n    noise {noise}\n    schedule once\n  }}\n"

@@ -44,7 +44,7 @@ impl<'a> Statistic<'a> {
             kind: kind.value,
             distinct: distinct.is_some(),
             target: Target::of(target),
-            filter: filter.as_ref().map(Filter::of),
+            filter: filter.as_deref().map(Filter::of),
             keys: keys.iter().map(Key::of).collect(),
             keys_from_data: keys_from_data
                 .as_ref()
