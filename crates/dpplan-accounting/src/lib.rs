@@ -660,11 +660,31 @@ pub fn best_among(
 ) -> Result<Bound, AccountingError> {
     check_delta(delta)?;
     let plan = normalise(releases)?;
-    best_of(
-        accountants
-            .iter()
-            .map(|&a| accountants::evaluate(&plan, delta, a)),
-    )
+    // the leader so far, by best_of's rule: an accountant proven unable to
+    // print less ([`accountants::cannot_beat`]) is not run, since its
+    // result would not replace the leader (and errors matter only when no
+    // accountant gives a bound, so never once there is a leader)
+    let mut leader: Option<f64> = None;
+    let mut results = Vec::with_capacity(accountants.len());
+    for &a in accountants {
+        if leader.is_some_and(|w| accountants::cannot_beat(&plan, delta, a, w)) {
+            continue;
+        }
+        let r = accountants::evaluate(&plan, delta, a);
+        if let Ok(b) = &r {
+            if TIGHT.contains(&b.accountant) && leader.is_none_or(|w| replaces(b.epsilon, w)) {
+                leader = Some(b.epsilon);
+            }
+        }
+        results.push(r);
+    }
+    best_of(results)
+}
+
+/// [`best_of`]'s rule: a bound of ε `challenger` replaces the leader's
+/// `leader` when it is smaller by more than the tie allowance.
+fn replaces(challenger: f64, leader: f64) -> bool {
+    challenger < leader * (1.0 - TIE)
 }
 
 /// Best of accountants' results: the bound with the smallest ε (the first of
@@ -688,7 +708,7 @@ pub fn best_of(
             Ok(b) => {
                 if winner
                     .as_ref()
-                    .is_none_or(|w| b.epsilon < w.epsilon * (1.0 - TIE))
+                    .is_none_or(|w| replaces(b.epsilon, w.epsilon))
                 {
                     winner = Some(b);
                 }

@@ -33,10 +33,11 @@ mod zcdp;
 pub use rdp::{rdp_epsilon_with, RdpConversion};
 pub use zcdp::zcdp_epsilon_from_rho;
 
+use crate::conversions::balle2020_linear_lower_bound;
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::gdp_epsilon;
 use crate::grid::GeometricGrid;
-use crate::special::{mul_up, U};
+use crate::special::{mul_up, sum_up, U};
 use crate::{Accountant, AccountingError, Bound, Eff, Plan};
 use std::collections::BTreeMap;
 
@@ -66,6 +67,36 @@ pub(crate) fn evaluate(plan: &Plan, delta: f64, a: Accountant) -> Result<Bound, 
         delta,
         detail,
     })
+}
+
+/// Whether accountant `a` provably prints no ε below `leader` for `plan`
+/// at δ, so that a search for the smallest ε ([`crate::best_among`]) need
+/// not run it: its result, were it computed, would not replace the leader.
+///
+/// Said only where a lower bound on the accountant's whole result is
+/// proven: the zCDP accountant converts the linear curve αρ (ρ summed
+/// upwards over the plan, exactly as [`zcdp::zcdp`] does), and the RDP
+/// accountant, on a plan of Gaussian kinds alone, converts the same curve
+/// (its ρ summed the same way), by Mironov's closed form or Balle et al.'s
+/// conversion, both rounded up and both at least
+/// [`balle2020_linear_lower_bound`] at every order. Every other case:
+/// `false`, and the accountant runs.
+pub(crate) fn cannot_beat(plan: &Plan, delta: f64, a: Accountant, leader: f64) -> bool {
+    let gauss_kinds = || {
+        plan.items
+            .iter()
+            .all(|i| matches!(i.eff, Eff::Gauss { .. } | Eff::DGauss { .. }))
+    };
+    let linear = match a {
+        Accountant::Zcdp => true,
+        Accountant::Rdp => gauss_kinds(),
+        _ => false,
+    };
+    if !linear || plan.items.is_empty() || !(delta > 0.0 && delta < 1.0) {
+        return false;
+    }
+    let rho = sum_up(plan.items.iter().map(|i| (i.count as f64, eff_rho(&i.eff))));
+    balle2020_linear_lower_bound(rho, delta).is_some_and(|lb| lb >= leader)
 }
 
 pub(crate) fn infinite(what: &str) -> AccountingError {
@@ -189,4 +220,34 @@ pub(crate) fn approx_items(plan: &Plan, ratio: f64, max_distinct: usize) -> Vec<
             .or_insert((e2, c));
     }
     map.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{normalise, Mechanism, NoiseKind, Release, Sensitivity};
+
+    fn gaussian(sigma: f64, l2: f64, count: u64) -> Release {
+        Release {
+            mechanism: Mechanism {
+                kind: NoiseKind::Gaussian,
+                scale: sigma,
+                sensitivity: Sensitivity::scalar(l2),
+            },
+            count,
+        }
+    }
+
+    #[test]
+    fn a_lone_gaussian_skips_zcdp_and_rdp_behind_the_exact_gdp() {
+        let plan = normalise(&[gaussian(31.0, 5.0, 1)]).unwrap();
+        let gdp = evaluate(&plan, 1e-6, Accountant::Gdp).unwrap().epsilon;
+        for a in [Accountant::Zcdp, Accountant::Rdp] {
+            let own = evaluate(&plan, 1e-6, a).unwrap().epsilon;
+            assert!(own > gdp, "{a}: {own} vs {gdp}");
+            assert!(cannot_beat(&plan, 1e-6, a, gdp), "{a} not skipped");
+            // negative control: a leader above the accountant's own ε
+            assert!(!cannot_beat(&plan, 1e-6, a, own * (1.0 + 1e-9)), "{a}");
+        }
+    }
 }
