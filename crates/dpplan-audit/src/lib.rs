@@ -271,16 +271,21 @@ fn read_data(ds: &Dataset, opts: &AuditOptions) -> Result<Vec<u8>, RunError> {
         ..RunOptions::default()
     };
     let path = dpplan_runtime::requests::source_path(ds, &run)?;
-    std::fs::read(&path).map_err(|e| {
-        RunError::Engine(EngineError::Io(
-            IoError::new(format!(
-                "cannot read the data of dataset `{}` at {}: {e}",
-                ds.name,
-                path.display()
+    // a CSV file's bytes, or a Parquet / Arrow source's CSV text
+    let mut data = Vec::new();
+    let mut source = dpplan_engine::open_source(ds, &path).map_err(RunError::Engine)?;
+    std::io::Read::read_to_end(&mut source, &mut data)
+        .map(|_| data)
+        .map_err(|e| {
+            RunError::Engine(EngineError::Io(
+                IoError::new(format!(
+                    "cannot read the data of dataset `{}` at {}: {e}",
+                    ds.name,
+                    path.display()
+                ))
+                .with_source(e),
             ))
-            .with_source(e),
-        ))
-    })
+        })
 }
 
 /// Exact aggregates by (release, part), as `draw` reads them.

@@ -38,7 +38,7 @@
 //! selection, the accumulators).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::Path;
 
@@ -50,6 +50,8 @@ pub mod rng;
 use crate::rng::SecureRng;
 
 mod bounding;
+mod columnar;
+pub use columnar::{open_source, SourceFormat};
 mod domain;
 mod hash;
 mod keys;
@@ -422,8 +424,7 @@ impl Engine for CsvEngine {
         filter: Option<&Filter>,
         rng: &mut SecureRng,
     ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
-        let file = open_csv(dataset, source)?;
-        let reader = BufReader::with_capacity(1 << 20, file);
+        let reader = open_source(dataset, source)?;
         Ok(keys::count_keys(dataset, reader, column, filter, rng)?
             .into_iter()
             .collect())
@@ -436,8 +437,7 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        let file = open_csv(dataset, source)?;
-        self.aggregate_reader(dataset, BufReader::with_capacity(1 << 20, file), stats, rng)
+        self.aggregate_reader(dataset, open_source(dataset, source)?, stats, rng)
     }
 
     fn aggregate_selected(

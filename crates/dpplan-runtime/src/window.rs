@@ -30,8 +30,7 @@
 //! refuses the release if another run recorded one of them meanwhile.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use dpplan_plan::{Dataset, ExecutablePlan, Release, Window};
@@ -431,16 +430,9 @@ pub(crate) fn read_slots(
     }
     let period = period as i64;
     let path = requests::source_path(ds, opts)?;
-    let file = File::open(&path).map_err(|e| {
-        RunError::Engine(EngineError::Io(
-            IoError::new(format!(
-                "cannot open `{}` for dataset `{}`: {e}",
-                path.display(),
-                ds.name
-            ))
-            .with_source(e),
-        ))
-    })?;
+    // a CSV file, or a Parquet / Arrow source as the CSV text of its
+    // declared columns (dpplan_engine::open_source)
+    let file = dpplan_engine::open_source(ds, &path).map_err(RunError::Engine)?;
     let read_err = |e: csv::Error| {
         RunError::Engine(EngineError::Io(
             IoError::new(format!("cannot read the CSV of dataset `{}`: {e}", ds.name))
@@ -450,7 +442,7 @@ pub(crate) fn read_slots(
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
         .has_headers(true)
-        .from_reader(BufReader::with_capacity(1 << 20, file));
+        .from_reader(file);
     let header = rdr.byte_headers().map_err(read_err)?.clone();
     let time = header
         .iter()

@@ -2,6 +2,7 @@
 //! pattern): each former test file is a module, so the runtime and its
 //! dependencies are linked once, not once per file.
 
+mod columnar;
 mod e2e;
 mod parallel;
 mod quantile;
