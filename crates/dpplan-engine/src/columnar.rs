@@ -594,7 +594,8 @@ impl Field {
                     DataType::Float32 => f64::from(a.as_primitive::<Float32Type>().value(row)),
                     _ => a.as_primitive::<Float64Type>().value(row),
                 };
-                write_f64(scratch, v);
+                write_f64(buf, v);
+                return;
             }
             Write::Decimal(scale) => match a.data_type() {
                 DataType::Decimal128(..) => {
@@ -634,12 +635,11 @@ impl Field {
     }
 }
 
-/// The shortest text that reads back as `v` (Rust's `Debug` of `f64`:
-/// `NaN`, `inf` and `-inf` for the non-finite, which the CSV engine treats
-/// as a CSV's).
-fn write_f64(out: &mut String, v: f64) {
-    use std::fmt::Write as _;
-    let _ = write!(out, "{v:?}");
+/// The shortest text that reads back as `v` (`ryu`: `NaN`, `inf` and
+/// `-inf` for the non-finite, which the CSV engine treats as a CSV's).
+fn write_f64(out: &mut Vec<u8>, v: f64) {
+    let mut b = ryu::Buffer::new();
+    out.extend_from_slice(b.format(v).as_bytes());
 }
 
 /// The exact decimal text of an unscaled integer `digits` (with its sign)
@@ -708,8 +708,9 @@ mod tests {
             123_456_789.123_456_78,
             f64::from(0.1f32),
         ] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             write_f64(&mut s, v);
+            let s = String::from_utf8(s).unwrap();
             let back: f64 = s.parse().unwrap();
             assert_eq!(back.to_bits(), v.to_bits(), "{s}");
             assert_eq!(
@@ -722,9 +723,9 @@ mod tests {
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
         ] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             write_f64(&mut s, v);
-            assert_eq!(s, text);
+            assert_eq!(s, text.as_bytes());
         }
     }
 
