@@ -188,6 +188,59 @@ fn the_real_samplers_pass() {
     assert!(gauss.measured_epsilon > 1.0 && gauss.measured_epsilon <= gauss.claimed_epsilon);
 }
 
+/// The audit reads a Parquet source through the engine's columnar bridge
+/// (`dpplan_engine::open_source`): the fault plan's data as a Parquet file
+/// audits as the CSV does — every release passes, with power — and a
+/// skipped clamp still fails on it (negative control: the audit of a
+/// Parquet source is not vacuous).
+#[test]
+fn a_parquet_source_is_audited_as_its_csv() {
+    use arrow_array::builder::{Float64Builder, StringBuilder};
+    use arrow_array::{ArrayRef, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut o) = fault_plan(dir.path());
+    // the same rows as fault_plan's t.csv
+    let (mut x, mut g) = (Float64Builder::new(), StringBuilder::new());
+    for i in 0..200 {
+        x.append_value((i % 11) as f64 * 0.73);
+        g.append_value(if i % 2 == 0 { "b" } else { "c" });
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("g", DataType::Utf8, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![Arc::new(x.finish()), Arc::new(g.finish())];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+    let path = dir.path().join("t.parquet");
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, None)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    o.data.insert("t".into(), path);
+    o.runs = 20_000;
+    let rep = audit(&plan, &o).unwrap();
+    assert_eq!(rep.queries.len(), 3);
+    for q in &rep.queries {
+        assert!(
+            q.verdict == Verdict::Passed && q.behaviour_differences.is_empty(),
+            "{}: {q:?}",
+            q.query
+        );
+    }
+    let lap = rep.queries.iter().find(|q| q.query == "lap_sum").unwrap();
+    assert!(lap.measured_epsilon > 0.5, "{}", lap.measured_epsilon);
+    o.queries = vec!["lap_sum".into()];
+    o.fault = Some(Fault::SkippedClamp);
+    let q = audit(&plan, &o).unwrap().queries.remove(0);
+    assert!(
+        q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon,
+        "{q:?}"
+    );
+}
+
 #[test]
 fn a_sensitivity_off_by_two_fails() {
     let dir = tempfile::tempdir().unwrap();
