@@ -30,19 +30,10 @@ SIZES=("$@")
 RUNS=${RUNS:-3}
 USERS=${USERS:-1000000}
 
-PY=${DUCKDB_PYTHON:-}
-if [ -z "$PY" ]; then
-  if [ ! -x "$OUT/venv/bin/python" ]; then
-    python3 -m venv "$OUT/venv"
-    "$OUT/venv/bin/pip" install --quiet duckdb==2.0.0
-  fi
-  PY=$OUT/venv/bin/python
-fi
-"$PY" -c 'import duckdb; assert duckdb.__version__ == "2.0.0", duckdb.__version__'
+. scripts/bench-duckdb-common.sh
+duckdb_python
 
-echo "building dpplan (release) ..." >&2
-cargo build --release --locked -p dpplan-cli >&2
-DPPLAN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dpplan
+build_dpplan
 
 cat > "$OUT/visits.dpplan" <<'PLAN'
 plan "bench" {
@@ -85,27 +76,8 @@ rows = con.execute(q).fetchall()
 assert rows, "no result"
 PY
 
-# best of $RUNS: "seconds peak_MB" of the fastest run
-best() {
-  local best_t="" best_m=""
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -v -o "$OUT/time.txt" "$@" > /dev/null 2> "$OUT/stderr.txt" || { cat "$OUT/stderr.txt" >&2; exit 1; }
-    local t m
-    t=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; print s}' "$OUT/time.txt")
-    m=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$OUT/time.txt")
-    if [ -z "$best_t" ] || awk "BEGIN {exit !($t < $best_t)}"; then best_t=$t; best_m=$m; fi
-  done
-  echo "$best_t $best_m"
-}
 
-# one `dpplan run` on a fresh ledger: dpplan-run.sh CSV THREADS
-cat > "$OUT/dpplan-run.sh" <<RUN
-#!/usr/bin/env bash
-set -e
-rm -f "$OUT"/ledger.sqlite*
-exec "$DPPLAN" run "$OUT/visits.json" --data "visits=\$1" --ledger "$OUT/ledger.sqlite" --slot 0 --threads "\$2"
-RUN
-chmod +x "$OUT/dpplan-run.sh"
+write_run_script "$OUT/visits.json"
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| rows | threads | dpplan run | DuckDB plain GROUP BY | ratio | DuckDB bounding in SQL | peak RSS dpplan / DuckDB plain / DuckDB bounding |\n'

@@ -43,8 +43,8 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Date64Type, Decimal128Type, Decimal256Type, Float16Type, Float32Type, Float64Type,
-    Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema, TimeUnit};
@@ -531,9 +531,17 @@ struct Field {
 
 impl Field {
     fn new(array: &ArrayRef, write: Write) -> Result<Field, arrow_schema::ArrowError> {
+        use DataType as D;
         let array = match (write, array.data_type()) {
-            (Write::Text, DataType::LargeUtf8) => Arc::clone(array),
-            (Write::Text, _) => arrow_cast::cast(array, &DataType::LargeUtf8)?,
+            (Write::Text, D::LargeUtf8) | (Write::Integer, D::Int64 | D::UInt64) => {
+                Arc::clone(array)
+            }
+            (Write::Text, _) => arrow_cast::cast(array, &D::LargeUtf8)?,
+            // the narrower integers widened (exactly) to one of two types
+            (Write::Integer, D::UInt8 | D::UInt16 | D::UInt32) => {
+                arrow_cast::cast(array, &D::UInt64)?
+            }
+            (Write::Integer, _) => arrow_cast::cast(array, &D::Int64)?,
             _ => Arc::clone(array),
         };
         Ok(Field { array, write })
@@ -561,31 +569,10 @@ impl Field {
             }
             Write::Integer => {
                 let _ = match a.data_type() {
-                    DataType::Int8 => {
-                        write!(scratch, "{}", a.as_primitive::<Int8Type>().value(row))
-                    }
-                    DataType::Int16 => {
-                        write!(scratch, "{}", a.as_primitive::<Int16Type>().value(row))
-                    }
-                    DataType::Int32 => {
-                        write!(scratch, "{}", a.as_primitive::<Int32Type>().value(row))
-                    }
-                    DataType::Int64 => {
-                        write!(scratch, "{}", a.as_primitive::<Int64Type>().value(row))
-                    }
-                    DataType::UInt8 => {
-                        write!(scratch, "{}", a.as_primitive::<UInt8Type>().value(row))
-                    }
-                    DataType::UInt16 => {
-                        write!(scratch, "{}", a.as_primitive::<UInt16Type>().value(row))
-                    }
-                    DataType::UInt32 => {
-                        write!(scratch, "{}", a.as_primitive::<UInt32Type>().value(row))
-                    }
                     DataType::UInt64 => {
                         write!(scratch, "{}", a.as_primitive::<UInt64Type>().value(row))
                     }
-                    _ => Ok(()),
+                    _ => write!(scratch, "{}", a.as_primitive::<Int64Type>().value(row)),
                 };
             }
             Write::Float => {

@@ -151,8 +151,23 @@ const LAYOUTS: [Layout; 3] = [
     Layout::ArrowFile,
 ];
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+/// Every shipped example with its plan: (name, directory, compiled plan),
+/// in name order.
+fn example_plans() -> Vec<(String, PathBuf, ExecutablePlan)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .filter_map(|dir| {
+            let name = dir.file_name()?.to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(dir.join(format!("{name}.dpplan"))).ok()?;
+            Some((name, dir, compile(&text)))
+        })
+        .collect()
 }
 
 /// The same statistics on the CSV and on each conversion, on one and on
@@ -187,19 +202,8 @@ fn assert_same(ds: &Dataset, csv: &Path, stats: &[Statistic], dir: &Path, what: 
 #[test]
 fn every_example_gives_the_same_exact_aggregates_from_parquet_and_arrow() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(examples())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
     let mut checked = 0;
-    for dir in dirs {
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.dpplan"))) else {
-            continue;
-        };
-        let plan = compile(&text);
+    for (name, dir, plan) in example_plans() {
         let opts = dpplan_runtime::RunOptions {
             base_dir: Some(dir.clone()),
             ..Default::default()
@@ -341,6 +345,14 @@ fn hostile_values_give_the_same_aggregates_as_the_csv() {
     }
 }
 
+/// The error of aggregating `path`, as the CLI prints it.
+fn refusal(ds: &Dataset, path: &Path, stats: &[Statistic]) -> String {
+    CsvEngine
+        .aggregate(ds, path, stats, &mut SecureRng::from_seed_for_tests(1))
+        .unwrap_err()
+        .to_string()
+}
+
 fn hostile_dataset() -> Dataset {
     compile(&HOSTILE_PLAN.replace("INVALID", "")).body.datasets["d"].clone()
 }
@@ -413,10 +425,7 @@ fn a_type_the_plan_does_not_declare_is_refused_naming_the_column_and_both_types(
     ]);
     columns.extend([uids(1), Arc::new(list) as ArrayRef]);
     write_batch(&path, fields, columns);
-    let msg = CsvEngine
-        .aggregate(&ds, &path, &stats, &mut SecureRng::from_seed_for_tests(1))
-        .unwrap_err()
-        .to_string();
+    let msg = refusal(&ds, &path, &stats);
     assert!(msg.contains("nested") && msg.contains("`w`"), "{msg}");
     // negative control: the same column as Int64 is read
     let path = tmp.path().join("int.parquet");
@@ -433,16 +442,30 @@ fn a_type_the_plan_does_not_declare_is_refused_naming_the_column_and_both_types(
         .aggregate(&ds, &path, &stats, &mut SecureRng::from_seed_for_tests(1))
         .unwrap();
     assert_eq!(got, vec![vec![4]]);
+    // and as the narrower integer types, an unsigned `w` and an Int32 id
+    let path = tmp.path().join("narrow.parquet");
+    let (mut fields, mut columns) = g_and_v(2);
+    fields.extend([
+        Field::new("uid", DataType::Int32, false),
+        Field::new("w", DataType::UInt8, true),
+    ]);
+    columns.extend([
+        Arc::new(arrow_array::Int32Array::from(vec![-7, 2_000_000_000])) as ArrayRef,
+        Arc::new(arrow_array::UInt8Array::from(vec![4, 250])) as ArrayRef,
+    ]);
+    write_batch(&path, fields, columns);
+    let got = CsvEngine
+        .aggregate(&ds, &path, &stats, &mut SecureRng::from_seed_for_tests(1))
+        .unwrap();
+    // 250 clamped to the declared bound 10
+    assert_eq!(got, vec![vec![14]]);
     // a declared column missing from the file: the CSV engine's error
     let path = tmp.path().join("missing.parquet");
     let (mut fields, mut columns) = g_and_v(1);
     fields.push(Field::new("uid", DataType::Utf8, false));
     columns.push(uids(1));
     write_batch(&path, fields, columns);
-    let msg = CsvEngine
-        .aggregate(&ds, &path, &stats, &mut SecureRng::from_seed_for_tests(1))
-        .unwrap_err()
-        .to_string();
+    let msg = refusal(&ds, &path, &stats);
     assert!(
         msg.contains("column `w` of dataset `d` is missing from")
             && msg.contains("missing.parquet"),
@@ -451,10 +474,7 @@ fn a_type_the_plan_does_not_declare_is_refused_naming_the_column_and_both_types(
     // not a Parquet file at all
     let path = tmp.path().join("text.parquet");
     std::fs::write(&path, "uid,w\nu1,4\n").unwrap();
-    let msg = CsvEngine
-        .aggregate(&ds, &path, &stats, &mut SecureRng::from_seed_for_tests(1))
-        .unwrap_err()
-        .to_string();
+    let msg = refusal(&ds, &path, &stats);
     assert!(
         msg.contains("not a readable Parquet file") && msg.contains("`d`"),
         "{msg}"
@@ -544,10 +564,7 @@ fn a_directory_of_parts_is_read_in_name_order() {
         vec![Field::new("uid", DataType::Utf8, false)],
         vec![uids(3)],
     );
-    let msg = CsvEngine
-        .aggregate(&ds, &parts, &stats, &mut SecureRng::from_seed_for_tests(3))
-        .unwrap_err()
-        .to_string();
+    let msg = refusal(&ds, &parts, &stats);
     assert!(
         msg.contains("is missing from") && msg.contains("part-00009-y.parquet"),
         "{msg}"
@@ -562,19 +579,8 @@ fn a_directory_of_parts_is_read_in_name_order() {
 #[test]
 fn every_example_runs_on_parquet_sources() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(examples())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
     let mut ran = Vec::new();
-    for (k, dir) in dirs.into_iter().enumerate() {
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.dpplan"))) else {
-            continue;
-        };
-        let plan = compile(&text);
+    for (k, (name, dir, plan)) in example_plans().into_iter().enumerate() {
         let base = dpplan_runtime::RunOptions {
             base_dir: Some(dir.clone()),
             slot: Some(0),
