@@ -4,6 +4,8 @@
 # duckdb_python: DuckDB 2.0.0 from the Python package index in a venv
 #   under $OUT (DUCKDB_PYTHON=/path/to/python to use another); sets PY.
 # build_dpplan: the release `dpplan`; sets DPPLAN.
+# compile_visits_plan: the user-level plan both time (rows_per_unit 5,
+#   groups_per_unit 3; count, sum, histogram) as $OUT/visits.json.
 # best CMD...: "seconds peak_MB" of the fastest of $RUNS runs of CMD.
 # write_run_script PLAN_JSON: $OUT/dpplan-run.sh DATA THREADS, one
 #   `dpplan run` of the plan on a fresh ledger.
@@ -24,6 +26,25 @@ build_dpplan() {
   echo "building dpplan (release) ..." >&2
   cargo build --release --locked -p dpplan-cli >&2
   DPPLAN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dpplan
+}
+
+compile_visits_plan() {
+  cat > "$OUT/visits.dpplan" <<'PLAN'
+plan "bench" {
+  privacy { unit user by user_id adjacency add_remove budget epsilon 10 delta 1e-6 }
+  dataset visits {
+    column user_id : id
+    column page    : category { "home", "search", "checkout", "account" }
+    column seconds : float in [0, 3600]
+    source "visits.csv"
+    contribution { rows_per_unit 5 groups_per_unit 3 }
+  }
+  query c { count(visits) noise laplace scale 10 schedule once }
+  query s { sum(visits.seconds) noise laplace scale 10000 schedule once }
+  query h { histogram(visits by page) noise gaussian sigma 20 schedule once }
+}
+PLAN
+  "$DPPLAN" compile "$OUT/visits.dpplan" -o "$OUT/visits.json" >&2
 }
 
 best() {

@@ -33,22 +33,7 @@ duckdb_python
 
 build_dpplan
 
-cat > "$OUT/visits.dpplan" <<'PLAN'
-plan "bench" {
-  privacy { unit user by user_id adjacency add_remove budget epsilon 10 delta 1e-6 }
-  dataset visits {
-    column user_id : id
-    column page    : category { "home", "search", "checkout", "account" }
-    column seconds : float in [0, 3600]
-    source "visits.parquet"
-    contribution { rows_per_unit 5 groups_per_unit 3 }
-  }
-  query c { count(visits) noise laplace scale 10 schedule once }
-  query s { sum(visits.seconds) noise laplace scale 10000 schedule once }
-  query h { histogram(visits by page) noise gaussian sigma 20 schedule once }
-}
-PLAN
-"$DPPLAN" compile "$OUT/visits.dpplan" -o "$OUT/visits.json" >&2
+compile_visits_plan
 
 cat > "$OUT/gen.py" <<'PY'
 import sys, duckdb
