@@ -32,7 +32,8 @@
 //!
 //! A directory is read as its `*.parquet` files in name order (files whose
 //! name starts with `_` or `.`, such as Spark's `_SUCCESS` and checksums,
-//! are skipped); each part's schema is checked on its own, and its
+//! are skipped; any other file, and any subdirectory — a partitioned
+//! dataset — is refused rather than left unread); each part's schema is checked on its own, and its
 //! columns are written in the declared order whatever the part's own.
 
 use std::fs::File;
@@ -139,9 +140,29 @@ fn parts(
             continue;
         }
         let path = entry.path();
-        let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-        if is_file && name.to_ascii_lowercase().ends_with(".parquet") {
+        let kind = entry
+            .file_type()
+            .map_err(|e| io_error(dataset, source, e))?;
+        if kind.is_dir() {
+            // a partitioned dataset (`year=2026/part-….parquet`): its rows
+            // would be left out unread, so it is refused
+            return Err(io_error(
+                dataset,
+                source,
+                format!(
+                    "it holds the subdirectory `{name}`; partitioned directories are not read (give each partition's directory as its own source, or write the parts side by side)"
+                ),
+            ));
+        }
+        if name.to_ascii_lowercase().ends_with(".parquet") {
             files.push(path);
+        } else {
+            // a file that is neither a part nor hidden: not silently skipped
+            return Err(io_error(
+                dataset,
+                source,
+                format!("it holds `{name}`, which is not a `*.parquet` part (files whose name starts with `_` or `.` are skipped)"),
+            ));
         }
     }
     files.sort();

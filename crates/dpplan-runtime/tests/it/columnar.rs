@@ -558,6 +558,27 @@ fn a_directory_of_parts_is_read_in_name_order() {
         .unwrap();
     // five more rows, each v = 2.5 = 40 on the grid 2^-4
     assert_eq!(got, vec![vec![before[0][0] + 5], vec![before[1][0] + 200]]);
+    // a subdirectory (a partitioned dataset) and a stray file are refused,
+    // never left unread
+    for (what, make) in [
+        ("subdirectory `year=2026`", true),
+        ("`notes.txt`, which is not", false),
+    ] {
+        let lake = tmp.path().join(format!("lake-{make}.parquet"));
+        std::fs::create_dir(&lake).unwrap();
+        std::fs::copy(
+            parts.join("part-00000-x.snappy.parquet"),
+            lake.join("part-0.parquet"),
+        )
+        .unwrap();
+        if make {
+            std::fs::create_dir(lake.join("year=2026")).unwrap();
+        } else {
+            std::fs::write(lake.join("notes.txt"), "x").unwrap();
+        }
+        let msg = refusal(&ds, &lake, &stats);
+        assert!(msg.contains(what), "{msg}");
+    }
     // a part without `v`
     write_batch(
         &parts.join("part-00009-y.parquet"),
