@@ -102,7 +102,7 @@ fn bad_input_is_a_clear_error() {
     refused(
         &["audit", &plan, "--runs", "100", "--data", &missing_arg],
         2,
-        "cannot read the data of dataset `visits`",
+        "missing.csv` for dataset `visits`: No such file",
     );
     refused(
         &["audit", &plan, "--data", "nope=x.csv"],
