@@ -111,16 +111,8 @@ fn parts(
     source: &Path,
     format: SourceFormat,
 ) -> Result<Vec<PathBuf>, EngineError> {
-    let meta = std::fs::metadata(source).map_err(|e| {
-        EngineError::Io(
-            IoError::new(format!(
-                "cannot open `{}` for dataset `{}`: {e}",
-                source.display(),
-                dataset.name
-            ))
-            .with_source(e),
-        )
-    })?;
+    let meta = std::fs::metadata(source)
+        .map_err(|e| EngineError::Io(crate::cannot_open(dataset, source, &e).with_source(e)))?;
     if !meta.is_dir() {
         return Ok(vec![source.to_path_buf()]);
     }
@@ -320,16 +312,8 @@ fn open_part(
     path: &Path,
     format: SourceFormat,
 ) -> Result<(Batches, Vec<(String, Write)>), EngineError> {
-    let file = File::open(path).map_err(|e| {
-        EngineError::Io(
-            IoError::new(format!(
-                "cannot open `{}` for dataset `{}`: {e}",
-                path.display(),
-                dataset.name
-            ))
-            .with_source(e),
-        )
-    })?;
+    let file = File::open(path)
+        .map_err(|e| EngineError::Io(crate::cannot_open(dataset, path, &e).with_source(e)))?;
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         io_error(dataset, path, format!("not a readable {what} file ({e})"))
     };
@@ -350,33 +334,35 @@ fn open_part(
             Ok((Box::new(reader), named(columns)))
         }
         SourceFormat::ArrowFile => {
-            let probe = arrow_ipc::reader::FileReader::try_new(io::BufReader::new(file), None)
+            let reader = arrow_ipc::reader::FileReader::try_new(io::BufReader::new(file), None)
                 .map_err(|e| bad("Arrow IPC", &e))?;
-            let columns = resolve(dataset, path, &probe.schema())?;
-            drop(probe);
-            let file = File::open(path).map_err(|e| io_error(dataset, path, e))?;
-            let projection: Vec<usize> = columns.iter().map(|(i, _, _)| *i).collect();
-            let reader =
-                arrow_ipc::reader::FileReader::try_new(io::BufReader::new(file), Some(projection))
-                    .map_err(|e| bad("Arrow IPC", &e))?;
-            Ok((Box::new(reader), named(columns)))
+            ipc(dataset, path, reader)
         }
         SourceFormat::ArrowStream => {
-            let probe = arrow_ipc::reader::StreamReader::try_new(io::BufReader::new(file), None)
+            let reader = arrow_ipc::reader::StreamReader::try_new(io::BufReader::new(file), None)
                 .map_err(|e| bad("Arrow IPC stream", &e))?;
-            let columns = resolve(dataset, path, &probe.schema())?;
-            drop(probe);
-            let file = File::open(path).map_err(|e| io_error(dataset, path, e))?;
-            let projection: Vec<usize> = columns.iter().map(|(i, _, _)| *i).collect();
-            let reader = arrow_ipc::reader::StreamReader::try_new(
-                io::BufReader::new(file),
-                Some(projection),
-            )
-            .map_err(|e| bad("Arrow IPC stream", &e))?;
-            Ok((Box::new(reader), named(columns)))
+            ipc(dataset, path, reader)
         }
-        SourceFormat::Csv => unreachable!("a CSV is opened as a file"),
+        // `open_source` opens a CSV as a file; never asked here
+        SourceFormat::Csv => Err(bad("columnar", &"a CSV source")),
     }
+}
+
+/// An Arrow IPC reader's batches, each projected to the declared columns
+/// (IPC buffers are decoded as they are read; the undeclared columns'
+/// are dropped at once).
+fn ipc<R>(
+    dataset: &Dataset,
+    path: &Path,
+    reader: R,
+) -> Result<(Batches, Vec<(String, Write)>), EngineError>
+where
+    R: arrow_array::RecordBatchReader + Send + 'static,
+{
+    let columns = resolve(dataset, path, &reader.schema())?;
+    let projection: Vec<usize> = columns.iter().map(|(i, _, _)| *i).collect();
+    let batches = reader.map(move |b| b.and_then(|b| b.project(&projection)));
+    Ok((Box::new(batches), named(columns)))
 }
 
 fn named(columns: Vec<(usize, String, Write)>) -> Vec<(String, Write)> {

@@ -401,18 +401,20 @@ fn add_every_row<R: Read>(
 
 /// A dataset's CSV file, opened, or the error that names it.
 fn open_csv(dataset: &Dataset, source: &Path) -> Result<File, EngineError> {
-    let cannot = |why: &dyn std::fmt::Display| {
-        IoError::new(format!(
-            "cannot open `{}` for dataset `{}`: {why}",
-            source.display(),
-            dataset.name
-        ))
-    };
     if source.is_dir() {
         let why = "it is a directory, not a CSV file";
-        return Err(EngineError::Io(cannot(&why)));
+        return Err(EngineError::Io(cannot_open(dataset, source, &why)));
     }
-    File::open(source).map_err(|e| EngineError::Io(cannot(&e).with_source(e)))
+    File::open(source).map_err(|e| EngineError::Io(cannot_open(dataset, source, &e).with_source(e)))
+}
+
+/// The error of a dataset's file that cannot be opened: names both.
+fn cannot_open(dataset: &Dataset, path: &Path, why: &dyn std::fmt::Display) -> IoError {
+    IoError::new(format!(
+        "cannot open `{}` for dataset `{}`: {why}",
+        path.display(),
+        dataset.name
+    ))
 }
 
 impl Engine for CsvEngine {

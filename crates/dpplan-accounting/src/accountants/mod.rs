@@ -95,8 +95,14 @@ pub(crate) fn cannot_beat(plan: &Plan, delta: f64, a: Accountant, leader: f64) -
     if !linear || plan.items.is_empty() || !(delta > 0.0 && delta < 1.0) {
         return false;
     }
-    let rho = sum_up(plan.items.iter().map(|i| (i.count as f64, eff_rho(&i.eff))));
-    balle2020_linear_lower_bound(rho, delta).is_some_and(|lb| lb >= leader)
+    balle2020_linear_lower_bound(plan_rho(plan), delta).is_some_and(|lb| lb >= leader)
+}
+
+/// The plan's zCDP ρ: each release's ρ rounded up ([`eff_rho`]), their sum
+/// upwards — the zCDP accountant's, and the RDP accountant's Gaussian part
+/// on a plan of Gaussian kinds (summed in the same order).
+pub(crate) fn plan_rho(plan: &Plan) -> f64 {
+    sum_up(plan.items.iter().map(|i| (i.count as f64, eff_rho(&i.eff))))
 }
 
 pub(crate) fn infinite(what: &str) -> AccountingError {

@@ -1,9 +1,8 @@
 //! zCDP (Bun & Steinke 2016): ρ adds up; converted to (ε, δ) by the better of
 //! Bun–Steinke Prop 1.3 and Canonne–Kamath–Steinke 2020 Cor 13.
 
-use super::eff_rho;
 use crate::conversions::{balle2020_thm21_at, linear_rdp_closed_form, Order};
-use crate::special::{minimize_log_grid, mul_up, sum_up};
+use crate::special::{minimize_log_grid, mul_up};
 use crate::{AccountingError, Plan};
 
 /// ε of ρ-zCDP at δ: min of Bun–Steinke Prop 1.3, ρ + 2√(ρ ln 1/δ)
@@ -32,7 +31,7 @@ pub fn zcdp_epsilon_from_rho(rho: f64, delta: f64) -> f64 {
 
 pub(super) fn zcdp(plan: &Plan, delta: f64) -> Result<(f64, String), AccountingError> {
     // each ρ rounded up, their sum too
-    let rho = sum_up(plan.items.iter().map(|i| (i.count as f64, eff_rho(&i.eff))));
+    let rho = super::plan_rho(plan);
     if rho == 0.0 {
         return Ok((0.0, "ρ = 0".into()));
     }

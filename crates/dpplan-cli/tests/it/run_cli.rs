@@ -397,3 +397,105 @@ fn an_engine_option_without_its_engine_is_refused() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(ledger.exists());
 }
+
+/// Writes web-analytics' visits CSV as Parquet (`seconds` as `seconds_ty`:
+/// Float64, or Utf8 for a type the plan does not declare).
+fn visits_parquet(csv: &Path, out: &Path, seconds_ty: arrow_schema::DataType) {
+    use arrow_array::builder::{Float64Builder, StringBuilder};
+    use arrow_array::{ArrayRef, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let text = std::fs::read_to_string(csv).unwrap();
+    let (mut ids, mut pages, mut secs, mut secs_text) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        Float64Builder::new(),
+        StringBuilder::new(),
+    );
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        ids.append_value(f[0]);
+        pages.append_value(f[1]);
+        match f[2].parse::<f64>() {
+            Ok(v) => secs.append_value(v),
+            Err(_) => secs.append_null(),
+        }
+        secs_text.append_value(f[2]);
+    }
+    let seconds: ArrayRef = match seconds_ty {
+        DataType::Float64 => Arc::new(secs.finish()),
+        _ => Arc::new(secs_text.finish()),
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("user_id", DataType::Utf8, true),
+        Field::new("page", DataType::Utf8, true),
+        Field::new("seconds", seconds.data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(ids.finish()), Arc::new(pages.finish()), seconds],
+    )
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(out).unwrap(), schema, None)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// `dpplan run` on a Parquet source, as a user runs it: the releases of
+/// the CSV run, written to the ledger; a column of a type the plan does
+/// not declare is a clear error (exit 1, a schema error) before any ledger
+/// exists.
+#[test]
+fn run_reads_a_parquet_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = setup(dir.path(), None);
+    let csv = dir.path().join("data/visits.csv");
+    let pq = dir.path().join("visits.parquet");
+    visits_parquet(&csv, &pq, arrow_schema::DataType::Float64);
+    let data = format!("visits={}", pq.display());
+    let on_csv = run(&plan, &dir.path().join("csv.sqlite"), &["--slot", "0"]);
+    assert_eq!(on_csv.status.code(), Some(0), "{}", text(&on_csv.stderr));
+    let ledger = dir.path().join("pq.sqlite");
+    let on_pq = run(&plan, &ledger, &["--slot", "0", "--data", &data]);
+    assert_eq!(on_pq.status.code(), Some(0), "{}", text(&on_pq.stderr));
+    let names = |o: &Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["query"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!names(&on_pq).is_empty());
+    assert_eq!(names(&on_pq), names(&on_csv));
+    assert!(ledger.exists());
+    // `seconds` stored as text: refused, naming the column and both types
+    let bad = dir.path().join("bad.parquet");
+    visits_parquet(&csv, &bad, arrow_schema::DataType::Utf8);
+    let ledger = dir.path().join("bad.sqlite");
+    let o = run(
+        &plan,
+        &ledger,
+        &[
+            "--slot",
+            "0",
+            "--data",
+            &format!("visits={}", bad.display()),
+        ],
+    );
+    let err = text(&o.stderr);
+    // exit 1, as for a CSV whose header lacks a declared column (a schema
+    // error; 2 is for files that cannot be opened)
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    for part in ["`seconds`", "Utf8", "`float`", "bad.parquet"] {
+        assert!(err.contains(part), "{part} missing from: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        !ledger.exists(),
+        "nothing is charged before the schema check"
+    );
+}
