@@ -633,22 +633,34 @@ pub const TIGHT: [Accountant; 6] = [
     Accountant::Pld,
 ];
 
-/// The accountants that are fast for any plan (closed forms and a 1-D
-/// optimisation): exact Gaussian, RDP, zCDP, basic. Each is a proven upper
-/// bound, so their minimum is too, and it is never below [`best`]'s (a
-/// subset of the same accountants). Used for per-query figures, the first
-/// stage of calibration and the report's calendar; a plan's total uses
-/// every accountant.
-pub const FAST: [Accountant; 4] = [
+/// The accountants that are fast (closed forms and a 1-D optimisation):
+/// exact Gaussian, RDP, zCDP, basic for any plan, and the privacy-loss
+/// distribution where it is a closed form (one Laplace release at δ > 0,
+/// docs/accounting.md). Each is a proven upper bound, so their
+/// minimum is too, and it is never below [`best`]'s (a subset of the same
+/// accountants). Used for per-query figures, the first stage of
+/// calibration and the report's calendar; a plan's total uses every
+/// accountant.
+pub const FAST: [Accountant; 5] = [
     Accountant::Gdp,
+    Accountant::Pld,
     Accountant::Rdp,
     Accountant::Zcdp,
     Accountant::Basic,
 ];
 
-/// The smallest ε over the [`FAST`] accountants that apply.
+/// The smallest ε over the [`FAST`] accountants that apply and are fast
+/// for this plan (the privacy-loss distribution only where it is a closed
+/// form).
 pub fn fast_best(releases: &[Release], delta: f64) -> Result<Bound, AccountingError> {
-    best_among(releases, delta, &FAST)
+    check_delta(delta)?;
+    let plan = normalise(releases)?;
+    let fast: Vec<Accountant> = FAST
+        .iter()
+        .copied()
+        .filter(|&a| accountants::is_fast(&plan, delta, a))
+        .collect();
+    best_among_plan(&plan, delta, &fast)
 }
 
 /// The smallest ε over `accountants` (evaluated in that order) that apply;
@@ -660,6 +672,15 @@ pub fn best_among(
 ) -> Result<Bound, AccountingError> {
     check_delta(delta)?;
     let plan = normalise(releases)?;
+    best_among_plan(&plan, delta, accountants)
+}
+
+/// [`best_among`] on a normalised plan.
+fn best_among_plan(
+    plan: &Plan,
+    delta: f64,
+    accountants: &[Accountant],
+) -> Result<Bound, AccountingError> {
     // the leader so far, by best_of's rule: an accountant proven unable to
     // print less ([`accountants::cannot_beat`]) is not run, since its
     // result would not replace the leader (and errors matter only when no
@@ -667,10 +688,10 @@ pub fn best_among(
     let mut leader: Option<f64> = None;
     let mut results = Vec::with_capacity(accountants.len());
     for &a in accountants {
-        if leader.is_some_and(|w| accountants::cannot_beat(&plan, delta, a, w)) {
+        if leader.is_some_and(|w| accountants::cannot_beat(plan, delta, a, w)) {
             continue;
         }
-        let r = accountants::evaluate(&plan, delta, a);
+        let r = accountants::evaluate(plan, delta, a);
         if let Ok(b) = &r {
             if TIGHT.contains(&b.accountant) && leader.is_none_or(|w| replaces(b.epsilon, w)) {
                 leader = Some(b.epsilon);
@@ -727,7 +748,7 @@ pub fn best_of(
 
 /// Two accountants' ε within this relative distance are a tie: the first
 /// in [`best_of`]'s order is named.
-const TIE: f64 = 1e-12;
+pub(crate) const TIE: f64 = 1e-12;
 
 /// Tightest ε of ONE release at δ: Laplace kinds Δ₁/b (pure); Gaussian: analytic
 /// Balle–Wang; discrete Gaussian: its exact CKS 2020 curve for coords = 1 (σ ≤ 2·10⁴),

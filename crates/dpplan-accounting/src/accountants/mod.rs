@@ -82,6 +82,17 @@ pub(crate) fn evaluate(plan: &Plan, delta: f64, a: Accountant) -> Result<Bound, 
 /// [`balle2020_linear_lower_bound`] at every order. Every other case:
 /// `false`, and the accountant runs.
 pub(crate) fn cannot_beat(plan: &Plan, delta: f64, a: Accountant, leader: f64) -> bool {
+    // one Laplace release: its exact ε is known; every accountant's bound
+    // is sound, so at least its lower end, and a bound that is not below
+    // leader·(1 − TIE) does not replace the leader
+    if let Some(eps0) = pld::lone_laplace(plan) {
+        if delta > 0.0 && delta < 1.0 {
+            let (lower, _) = pld::lone_laplace_epsilon(eps0, delta);
+            if lower > 0.0 && lower >= leader * (1.0 - crate::TIE) {
+                return true;
+            }
+        }
+    }
     let gauss_kinds = || {
         plan.items
             .iter()
@@ -96,6 +107,14 @@ pub(crate) fn cannot_beat(plan: &Plan, delta: f64, a: Accountant, leader: f64) -
         return false;
     }
     balle2020_linear_lower_bound(plan_rho(plan), delta).is_some_and(|lb| lb >= leader)
+}
+
+/// Whether accountant `a` is fast on `plan` at δ ([`crate::FAST`]): all
+/// but the privacy-loss distribution always; that one where it is a closed
+/// form (one Laplace release at δ > 0, [`pld::lone_laplace`]; at δ = 0 it
+/// would print ε₀ as RDP does, which keeps its name there).
+pub(crate) fn is_fast(plan: &Plan, delta: f64, a: Accountant) -> bool {
+    a != Accountant::Pld || (delta > 0.0 && pld::lone_laplace(plan).is_some())
 }
 
 /// The plan's zCDP ρ: each release's ρ rounded up ([`eff_rho`]), their sum

@@ -52,6 +52,7 @@ mod pld_leaves;
 pub(crate) use pld_curve::Curve;
 use pld_dgauss::Coord;
 use pld_laplace::laplace_leaf;
+pub(crate) use pld_laplace::lone_laplace_epsilon;
 use pld_leaves::{leaf_sd, LeafKind, Noise, Split};
 
 /// grid points per standard deviation of a node's own loss distribution
@@ -554,6 +555,13 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             "PLD: Gaussian noise has no finite ε at δ = 0".into(),
         ));
     }
+    if let Some(eps0) = lone_laplace(plan) {
+        let (_, upper) = lone_laplace_epsilon(eps0, delta);
+        return Ok((
+            upper,
+            format!("one Laplace release: its privacy-loss distribution in closed form, ε = ε₀ + 2·ln(1 − δ) with ε₀ = {eps0:.6e} (exact)"),
+        ));
+    }
     let composed = compose_plan(plan, delta)?;
     let (g, mu) = (&composed.curve.g, composed.curve.mu);
     if g.inf >= delta {
@@ -581,6 +589,20 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
         composed.error_terms
     );
     Ok((eps, detail))
+}
+
+/// ε₀ of a plan that is ONE release of one Laplace coordinate, whose
+/// ε(δ) the PLD accountant gives in closed form ([`lone_laplace_epsilon`]).
+pub(crate) fn lone_laplace(plan: &Plan) -> Option<f64> {
+    match plan.items.as_slice() {
+        [only] if only.count == 1 => match only.eff {
+            crate::Eff::Laplace {
+                eps, scalar: true, ..
+            } => Some(eps),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// [`compose_plan`]'s result: the curve and what the detail string names.

@@ -68,6 +68,38 @@
 //! mass goes to +∞.
 
 use super::{h_of, GridPld};
+
+/// The exact ε at δ of ONE release of the one-dimensional Laplace
+/// mechanism with ε₀ = Δ/b, as an enclosure `(lower, upper)` of the true
+/// value (both ≥ 0), for an `eps0` rounded up from Δ/b by at most one ulp.
+///
+/// **The profile.** For the pair of the module doc (P = Lap(0, b),
+/// Q = Lap(Δ, b)), the loss exceeds ε ∈ [0, ε₀) exactly on Y < y* =
+/// (Δ − εb)/2, so δ(ε) = P(Y < y*) − e^ε·Q(Y < y*) = (1 − ½e^{−y*/b}) −
+/// e^ε·½e^{(y*−Δ)/b}; both exponents equal (ε − ε₀)/2, hence
+/// δ(ε) = 1 − e^{(ε−ε₀)/2} (Balle, Barthe and Gaboardi 2018, the Laplace
+/// mechanism's privacy profile), and by the symmetry of the Laplace density
+/// the pair (Q, P) has the same profile. It increases with ε₀, so the
+/// largest shift Δ is the worst neighbouring pair under add/remove and
+/// replace alike. Solved for ε: ε(δ) = max(0, ε₀ + 2·ln(1 − δ)), the
+/// smallest ε at which the release is (ε, δ)-DP: no sound accountant prints
+/// less.
+///
+/// **Rounding.** `log1p(−δ)` is within [`ELEM_ULPS`] ulps (−δ is exact);
+/// the doubling is exact, the sum one rounding (u of its magnitude, at most
+/// ε₀ + 2|ln(1 − δ)|); the true ε₀ lies in [eps0·(1 − 2u), eps0]. Each
+/// end widens by these, one float further.
+pub(crate) fn lone_laplace_epsilon(eps0: f64, delta: f64) -> (f64, f64) {
+    let l = libm::log1p(-delta);
+    let two_l = 2.0 * l;
+    let v = eps0 + two_l;
+    let err_l = 2.0 * ELEM_ULPS * U * two_l.abs() * 1.01;
+    let err_sum = U * (eps0 + two_l.abs());
+    let upper = (v + err_l + err_sum).next_up().max(0.0);
+    let lower = (v - err_l - err_sum - 2.0 * U * eps0).next_down().max(0.0);
+    (lower, upper)
+}
+
 use crate::special::{ELEM_ULPS, U};
 
 /// Below this ε the density is moved to +ε as one atom (see the module doc).

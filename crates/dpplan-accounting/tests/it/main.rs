@@ -10,6 +10,7 @@ mod common;
 mod accounting;
 mod exponential;
 mod kov_long;
+mod lone_laplace;
 mod never_below;
 mod pld_binomial;
 mod pld_dgauss;
