@@ -215,14 +215,15 @@ fn dp041_rules() {
     assert!(codes(&ok).is_empty(), "{:?}", codes(&ok));
 }
 
-/// Under `replace` a unit's rows are exchanged for another placement: on
-/// each level with room for both placements L1 doubles and L2² doubles
-/// over the add/remove figures, but the top level of a daily year has one
-/// node ([0, 256)), which both may share: it moves by M only (tree.rs;
-/// the brute force there checks soundness over every pair of placements).
-/// A row-level unit's moved row: 2 per level, 1 on the top one.
+/// Under `replace` a unit's rows are exchanged for another placement. A
+/// daily year's nodes are six perfect trees (256, 64, 32, 8, 4 and 1
+/// days); with M = 3 rows in one slot, x in the first tree (9 levels) and
+/// y in the second (7 levels) give L1 = 9·3 + 7·3 = 48 and L2² = 9·9 +
+/// 7·9 = 144, and no pair does more (tree.rs, tree by tree; the levels
+/// alone gave 8·6 + 3 = 51, doubling 54). A row-level unit's moved row:
+/// 9 + 7 = 16 (the levels alone: 2·8 + 1).
 #[test]
-fn replace_doubles_the_levels_with_room_for_both() {
+fn replace_is_bounded_tree_by_tree() {
     let text = plan(
         "user by user_id",
         "basic",
@@ -231,19 +232,17 @@ fn replace_doubles_the_levels_with_room_for_both() {
     );
     let ar = &report(&text).queries[0];
     let rp = &report(&text.replace("add_remove", "replace")).queries[0];
-    // 9 levels of M = 3 rows (one node holds them all): 8 with room, 1 not
+    // 9 levels of M = 3 rows (one node holds them all)
     assert_eq!(ar.l1, 27.0);
-    assert_eq!(rp.l1, 8.0 * 6.0 + 3.0);
-    assert!(
-        (rp.l2 - (8.0 * 18.0 + 9.0f64).sqrt()).abs() < 1e-12,
-        "{}",
-        rp.l2
-    );
-    // negative control: the doubled bound is above
+    assert_eq!(rp.l1, 9.0 * 3.0 + 7.0 * 3.0);
+    assert!((rp.l2 - 12.0).abs() < 1e-12, "{}", rp.l2);
+    // negative controls: the level-by-level bound and the doubled one are
+    // above
+    assert!(rp.l1 < 8.0 * 6.0 + 3.0 && rp.l2 < (8.0 * 18.0 + 9.0f64).sqrt());
     assert!(rp.l1 < 2.0 * ar.l1 && rp.l2 < 2f64.sqrt() * ar.l2);
     // a row-level count is public under replace without a tree (L1 = 0),
-    // but with one a replaced row can move to another slot: L1 = 2·8 + 1
+    // but with one a replaced row can move to another slot
     let row =
         plan("row", "basic", SIGNUPS, &daily("laplace scale 100")).replace("add_remove", "replace");
-    assert_eq!(report(&row).queries[0].l1, 17.0);
+    assert_eq!(report(&row).queries[0].l1, 16.0);
 }

@@ -147,8 +147,19 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
         Adjacency::Replace => {
             let (r1, r2sq) = replace(b);
             let (l1, l2) = (r1 as f64, (r2sq as f64).sqrt());
+            let by_tree = if replace_by_tree(b).is_some() {
+                format!(
+                    "; and tree by tree (the released nodes are {} perfect trees, one per set bit of T, and in each every level's nodes sum to exactly the rows x and y have there, so where both share a tree's top nodes their rows cancel), maximised over how x and y split their rows between the trees; each norm the smaller of the two",
+                    forest(b.slots).len()
+                )
+            } else {
+                format!(
+                    " (the tree-by-tree bound is not searched at M = {}: more than 2·10⁷ steps)",
+                    b.mass()
+                )
+            };
             steps.push(format!(
-                "replace: the unit's placement x is exchanged for another y; level by level both node vectors are non-negative, at most r·2ˡ per node, M in all and in at most min(W, ⌊T/2ˡ⌋) nodes, and the worst pair of such vectors has disjoint supports (where both touch a node, lowering the smaller to 0 only widens the gap), so each level's share is the best split of its nodes between the two (twice the add/remove share where there is room, less on the top levels' few nodes): L1 = {}, L2 = {} (≤ 2 × {l1} and √2 × {})",
+                "replace: the unit's placement x is exchanged for another y; level by level both node vectors are non-negative, at most r·2ˡ per node, M in all and in at most min(W, ⌊T/2ˡ⌋) nodes, and the worst pair of such vectors has disjoint supports (where both touch a node, lowering the smaller to 0 only widens the gap), so each level's share is the best split of its nodes between the two (twice the add/remove share where there is room, less on the top levels' few nodes){by_tree}: L1 = {}, L2 = {} (≤ 2 × {l1} and √2 × {})",
                 fmt_num(l1),
                 fmt_num(l2),
                 fmt_num((l2sq as f64).sqrt()),
@@ -175,12 +186,135 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
     }
 }
 
-/// (L1, L2²) of the tree under replace: per level, the exact worst pair of
-/// the level's node vectors (`sensitivity::replace_counts` over
-/// its ⌊T/2ˡ⌋ nodes, at most min(W, ⌊T/2ˡ⌋) touched by one unit, r·2ˡ
-/// rows per node, M in all), summed over the levels (sound: each level's
-/// part of x − y is such a pair).
+/// (L1, L2²) of the tree under replace: the smaller of two sound bounds,
+/// each norm on its own — the levels one by one ([`replace_by_level`])
+/// and the trees one by one ([`replace_by_tree`], when its search is
+/// small enough).
 pub fn replace(b: TreeBounds) -> (u128, u128) {
+    let (l1, l2sq) = replace_by_level(b);
+    match replace_by_tree(b) {
+        Some((t1, t2sq)) => (l1.min(t1), l2sq.min(t2sq)),
+        None => (l1, l2sq),
+    }
+}
+
+/// The released nodes as a forest: one perfect tree per set bit h of T,
+/// of height h (levels 0 … h, 2^h slots), the tallest first. A node of
+/// level l and index j closes within the schedule iff (j + 1)·2ˡ ≤ T; the
+/// first 2^h₁ slots (h₁ the top bit) hold every released node of level ≤
+/// h₁ that starts there and no node of a higher level closes, and the
+/// rest, T − 2^h₁ < 2^h₁ slots starting at a multiple of every 2ˡ with
+/// l ≤ h₁, is the same structure again.
+pub fn forest(slots: u64) -> Vec<u32> {
+    (0..64u32).rev().filter(|&h| slots >> h & 1 == 1).collect()
+}
+
+/// The largest search [`replace_by_tree`] runs: (M + 1)⁴ × trees.
+const TREE_SEARCH: u128 = 20_000_000;
+
+/// (L1, L2²) under replace, bounded tree by tree: a unit's placements x
+/// and y put masses a_k and b_k in tree k (Σ a_k ≤ M, Σ b_k ≤ M, each at
+/// most r·2^h_k), and at every level of a tree the nodes partition its
+/// slots, so the level's node vectors of x and y sum to exactly a_k and
+/// b_k ([`level_bound`] bounds such a pair). Summed over the tree's levels
+/// and maximised over the split of the masses (a search over (M + 1)²
+/// states per tree), it bounds every pair: each pair's norm is the sum of
+/// its trees' levels. `None` when the search would exceed 2·10⁷ steps
+/// ((M + 1)⁴ × the trees).
+pub fn replace_by_tree(b: TreeBounds) -> Option<(u128, u128)> {
+    let m = b.mass();
+    let r = b.rows_per_slot.max(1);
+    let trees = forest(b.slots);
+    let side = u128::from(m) + 1;
+    if side.pow(4).saturating_mul(trees.len() as u128) > TREE_SEARCH {
+        return None;
+    }
+    let m = m as usize;
+    // best[A][B]: the largest (L1, L2²) over the trees so far with masses
+    // A and B in them (each norm maximised on its own)
+    let width = m + 1;
+    let mut best1: Vec<Option<u128>> = vec![None; width * width];
+    let mut best2: Vec<Option<u128>> = vec![None; width * width];
+    best1[0] = Some(0);
+    best2[0] = Some(0);
+    for &h in &trees {
+        let room = u128::from(r) << h;
+        let cap = (m as u128).min(room) as usize;
+        // the tree's own bound at each (a, b)
+        let mut own1 = vec![0u128; (cap + 1) * (cap + 1)];
+        let mut own2 = vec![0u128; (cap + 1) * (cap + 1)];
+        for a in 0..=cap {
+            for bb in 0..=cap {
+                let (mut t1, mut t2) = (0u128, 0u128);
+                for l in 0..=h {
+                    let (v1, v2) =
+                        level_bound(a as u128, bb as u128, 1u128 << (h - l), u128::from(r) << l);
+                    t1 += v1;
+                    t2 += v2;
+                }
+                own1[a * (cap + 1) + bb] = t1;
+                own2[a * (cap + 1) + bb] = t2;
+            }
+        }
+        let mut next1: Vec<Option<u128>> = vec![None; width * width];
+        let mut next2: Vec<Option<u128>> = vec![None; width * width];
+        for sa in 0..=m {
+            for sb in 0..=m {
+                let (Some(p1), Some(p2)) = (best1[sa * width + sb], best2[sa * width + sb]) else {
+                    continue;
+                };
+                for a in 0..=cap.min(m - sa) {
+                    for bb in 0..=cap.min(m - sb) {
+                        let at = (sa + a) * width + sb + bb;
+                        let v1 = p1 + own1[a * (cap + 1) + bb];
+                        let v2 = p2 + own2[a * (cap + 1) + bb];
+                        next1[at] = Some(next1[at].map_or(v1, |x| x.max(v1)));
+                        next2[at] = Some(next2[at].map_or(v2, |x| x.max(v2)));
+                    }
+                }
+            }
+        }
+        best1 = next1;
+        best2 = next2;
+    }
+    let l1 = best1.iter().flatten().copied().max().unwrap_or(0);
+    let l2 = best2.iter().flatten().copied().max().unwrap_or(0);
+    Some((l1, l2))
+}
+
+/// An upper bound on (Σ|Xᵥ − Yᵥ|, Σ(Xᵥ − Yᵥ)²) over n nodes of capacity c
+/// (0 ≤ Xᵥ, Yᵥ ≤ c) with ΣX = a and ΣY = b exactly. When x and y fit in
+/// separate nodes (⌈a/c⌉ + ⌈b/c⌉ ≤ n), each packed c per node from the
+/// first: a + b and the two packed sums of squares, reached. Otherwise,
+/// for the set P of the j nodes where X ≥ Y: X(P) ≤ min(a, j·c) and
+/// Y(P) ≥ b − (n − j)·c, so the positive differences sum to at most
+/// D⁺ = min(a, jc) − (b − (n − j)c)⁺, each at most c, and likewise the
+/// negative ones to D⁻ = min(b, (n − j)c) − (a − jc)⁺; their squares sum
+/// to at most the packed squares of D⁺ and D⁻ (the square is convex); the
+/// largest over j = 0 … n bounds both norms (one node: |a − b| and
+/// (a − b)², exact).
+pub fn level_bound(a: u128, b: u128, n: u128, c: u128) -> (u128, u128) {
+    let packed = |d: u128| (d / c) * c * c + (d % c) * (d % c);
+    if a.div_ceil(c) + b.div_ceil(c) <= n {
+        return (a + b, packed(a) + packed(b));
+    }
+    let (mut l1, mut l2) = (0u128, 0u128);
+    for j in 0..=n {
+        let pos = a.min(j * c).saturating_sub(b.saturating_sub((n - j) * c));
+        let neg = b.min((n - j) * c).saturating_sub(a.saturating_sub(j * c));
+        l1 = l1.max(pos + neg);
+        l2 = l2.max(packed(pos) + packed(neg));
+    }
+    (l1, l2)
+}
+
+/// (L1, L2²) of the tree under replace, level by level: per level, the
+/// exact worst pair of the level's node vectors
+/// (`sensitivity::replace_counts` over its ⌊T/2ˡ⌋ nodes, at most
+/// min(W, ⌊T/2ˡ⌋) touched by one unit, r·2ˡ rows per node, M in all),
+/// summed over the levels (sound: each level's part of x − y is such a
+/// pair).
+pub fn replace_by_level(b: TreeBounds) -> (u128, u128) {
     let m = b.mass();
     let r = b.rows_per_slot.max(1);
     (0..levels(b.slots)).fold((0, 0), |(l1, l2sq), l| {
