@@ -226,7 +226,10 @@ pub fn replace_by_tree(b: TreeBounds) -> Option<(u128, u128)> {
     let r = b.rows_per_slot.max(1);
     let trees = forest(b.slots);
     let side = u128::from(m) + 1;
-    if side.pow(4).saturating_mul(trees.len() as u128) > TREE_SEARCH {
+    let steps = side
+        .checked_pow(4)
+        .and_then(|s| s.checked_mul(trees.len() as u128));
+    if steps.is_none_or(|s| s > TREE_SEARCH) {
         return None;
     }
     let m = m as usize;

@@ -424,4 +424,14 @@ fn a_daily_year_under_replace_is_exact_tree_by_tree() {
     let big = bounds(365, 1, 365, 365);
     assert_eq!(replace_by_tree(big), None);
     assert_eq!(replace(big), replace_by_level(big));
+    // and at the largest bounds the checker admits (10¹⁵ rows, 2²⁰ slots:
+    // (M + 1)⁴ is beyond 2¹²⁸)
+    let huge = bounds(
+        1 << 20,
+        1_000_000_000_000_000,
+        1 << 20,
+        1_000_000_000_000_000,
+    );
+    assert_eq!(replace_by_tree(huge), None);
+    assert_eq!(replace(huge), replace_by_level(huge));
 }
