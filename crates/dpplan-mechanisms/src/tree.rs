@@ -145,9 +145,11 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
     let (l1, l2) = match adjacency {
         Adjacency::AddRemove => (l1 as f64, (l2sq as f64).sqrt()),
         Adjacency::Replace => {
-            let (r1, r2sq) = replace(b);
+            // the search once, for the norms and for the words
+            let tree = replace_by_tree(b);
+            let (r1, r2sq) = smaller(replace_by_level(b), tree);
             let (l1, l2) = (r1 as f64, (r2sq as f64).sqrt());
-            let by_tree = if replace_by_tree(b).is_some() {
+            let by_tree = if tree.is_some() {
                 format!(
                     "; and tree by tree (the released nodes are {} perfect trees, one per set bit of T, and in each every level's nodes sum to exactly the rows x and y have there, so where both share a tree's top nodes their rows cancel), maximised over how x and y split their rows between the trees; each norm the smaller of the two",
                     forest(b.slots).len()
@@ -191,8 +193,13 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
 /// and the trees one by one ([`replace_by_tree`], when its search is
 /// small enough).
 pub fn replace(b: TreeBounds) -> (u128, u128) {
-    let (l1, l2sq) = replace_by_level(b);
-    match replace_by_tree(b) {
+    smaller(replace_by_level(b), replace_by_tree(b))
+}
+
+/// Each norm the smaller of the level-by-level bound and the tree-by-tree
+/// one, when there is one.
+fn smaller((l1, l2sq): (u128, u128), by_tree: Option<(u128, u128)>) -> (u128, u128) {
+    match by_tree {
         Some((t1, t2sq)) => (l1.min(t1), l2sq.min(t2sq)),
         None => (l1, l2sq),
     }
