@@ -64,6 +64,26 @@ fn brute_add_remove(t: usize, r: u64, w: usize, rows: u64) -> (u128, u128) {
         .fold((0, 0), |(a, b), (c, d)| (a.max(c), b.max(d)))
 }
 
+/// The worst pair of placements under replace, by brute force: (max L1,
+/// max L2²) of x − y over every pair of placements (and the node vectors,
+/// for the tests' other checks).
+fn brute_replace(t: usize, r: u64, w: usize, rows: u64) -> ((u128, u128), Vec<Vec<i64>>) {
+    let nodes = released(t);
+    let all: Vec<Vec<i64>> = placements(t, r, w, rows)
+        .iter()
+        .map(|p| node_vector(p, &nodes))
+        .collect();
+    let (mut m1, mut m2) = (0u128, 0u128);
+    for x in &all {
+        for y in &all {
+            let d = x.iter().zip(y).map(|(a, b)| a - b);
+            m1 = m1.max(d.clone().map(|v| u128::from(v.unsigned_abs())).sum());
+            m2 = m2.max(d.map(|v| u128::from((v * v).unsigned_abs())).sum());
+        }
+    }
+    ((m1, m2), all)
+}
+
 fn bounds(t: usize, r: u64, w: usize, rows: u64) -> TreeBounds {
     TreeBounds {
         slots: t as u64,
@@ -130,25 +150,18 @@ fn replace_is_sound_and_exact_for_small_schedules() {
             (1, 2, 2),
             (3, 2, 3),
         ] {
-            let nodes = released(t);
-            let all: Vec<Vec<i64>> = placements(t, r, w, rows)
-                .iter()
-                .map(|p| node_vector(p, &nodes))
-                .collect();
-            let (mut m1, mut m2) = (0i64, 0i64);
-            for x in &all {
-                for y in &all {
-                    let d = x.iter().zip(y).map(|(a, b)| a - b);
-                    m1 = m1.max(d.clone().map(i64::abs).sum());
-                    m2 = m2.max(d.map(|v| v * v).sum());
-                }
-            }
+            let ((m1, m2), all) = brute_replace(t, r, w, rows);
             let unit = if rows == 1 {
                 ROW
             } else {
                 user(rows, None, None)
             };
             let d = derived(unit, Adjacency::Replace, bounds(t, r, w, rows));
+            assert_eq!(
+                replace(bounds(t, r, w, rows)),
+                (m1, m2),
+                "T={t} r={r} W={w} R={rows}"
+            );
             assert!(m1 as f64 <= d.l1 + 1e-9, "T={t} L1 {m1} > {}", d.l1);
             assert!((m2 as f64).sqrt() <= d.l2 + 1e-9, "T={t} L2² {m2}");
             // ℓ∞: no node moves by more than M
@@ -346,19 +359,7 @@ fn the_tree_by_tree_bound_is_sound_and_tighter() {
             (3, 2, 3),
             (1, 8, 4),
         ] {
-            let nodes = released(t);
-            let all: Vec<Vec<i64>> = placements(t, r, w, rows)
-                .iter()
-                .map(|p| node_vector(p, &nodes))
-                .collect();
-            let (mut m1, mut m2) = (0u128, 0u128);
-            for x in &all {
-                for y in &all {
-                    let d = x.iter().zip(y).map(|(a, b)| a - b);
-                    m1 = m1.max(d.clone().map(|v| v.unsigned_abs() as u128).sum());
-                    m2 = m2.max(d.map(|v| (v * v) as u128).sum());
-                }
-            }
+            let ((m1, m2), _) = brute_replace(t, r, w, rows);
             let b = bounds(t, r, w, rows);
             let (t1, t2) = replace_by_tree(b).expect("a small search");
             let (l1, l2) = replace_by_level(b);

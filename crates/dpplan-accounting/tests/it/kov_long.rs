@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 
 use crate::common;
 
-fn laplace(b: f64, count: u64) -> Vec<Release> {
+/// `count` releases of a count (sensitivity 1) with Laplace noise of
+/// scale `b` (also the single-release tests' plan: `lone_laplace.rs`).
+pub(crate) fn laplace(b: f64, count: u64) -> Vec<Release> {
     vec![Release {
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,

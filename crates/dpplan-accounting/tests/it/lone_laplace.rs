@@ -13,17 +13,7 @@ use dpplan_accounting::*;
 use serde_json::{json, Value};
 
 use crate::common;
-
-fn laplace(b: f64, count: u64) -> Vec<Release> {
-    vec![Release {
-        mechanism: Mechanism {
-            kind: NoiseKind::Laplace,
-            scale: b,
-            sensitivity: Sensitivity::scalar(1.0),
-        },
-        count,
-    }]
-}
+use crate::kov_long::laplace;
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap()
