@@ -750,7 +750,10 @@ pub fn best_of(
 /// in [`best_of`]'s order is named.
 pub(crate) const TIE: f64 = 1e-12;
 
-/// Tightest ε of ONE release at δ: Laplace kinds Δ₁/b (pure); Gaussian: analytic
+/// Tightest ε of ONE release at δ, as basic and advanced composition add it
+/// up: Laplace kinds Δ₁/b (pure, spending no δ; one continuous Laplace
+/// release alone at δ > 0 has the smaller exact ε₀ + 2·ln(1 − δ), the PLD
+/// accountant's closed form, which [`fast_best`] and [`best`] print); Gaussian: analytic
 /// Balle–Wang; discrete Gaussian: its exact CKS 2020 curve for coords = 1 (σ ≤ 2·10⁴),
 /// otherwise the sound zCDP-based bound.
 pub fn single_release_epsilon(m: &Mechanism, delta: f64) -> Result<f64, AccountingError> {

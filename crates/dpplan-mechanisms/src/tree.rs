@@ -145,6 +145,8 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
     let (l1, l2) = match adjacency {
         Adjacency::AddRemove => (l1 as f64, (l2sq as f64).sqrt()),
         Adjacency::Replace => {
+            // the add/remove L1, before the name is the replace one's
+            let ar_l1 = l1;
             // the search once, for the norms and for the words
             let tree = replace_by_tree(b);
             let (r1, r2sq) = smaller(replace_by_level(b), tree);
@@ -161,9 +163,10 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
                 )
             };
             steps.push(format!(
-                "replace: the unit's placement x is exchanged for another y; level by level both node vectors are non-negative, at most r·2ˡ per node, M in all and in at most min(W, ⌊T/2ˡ⌋) nodes, and the worst pair of such vectors has disjoint supports (where both touch a node, lowering the smaller to 0 only widens the gap), so each level's share is the best split of its nodes between the two (twice the add/remove share where there is room, less on the top levels' few nodes){by_tree}: L1 = {}, L2 = {} (≤ 2 × {l1} and √2 × {})",
+                "replace: the unit's placement x is exchanged for another y; level by level both node vectors are non-negative, at most r·2ˡ per node, M in all and in at most min(W, ⌊T/2ˡ⌋) nodes, and the worst pair of such vectors has disjoint supports (where both touch a node, lowering the smaller to 0 only widens the gap), so each level's share is the best split of its nodes between the two (twice the add/remove share where there is room, less on the top levels' few nodes){by_tree}: L1 = {}, L2 = {} (≤ 2 × {} and √2 × {})",
                 fmt_num(l1),
                 fmt_num(l2),
+                fmt_num(ar_l1 as f64),
                 fmt_num((l2sq as f64).sqrt()),
             ));
             (l1, l2)
@@ -224,8 +227,8 @@ const TREE_SEARCH: u128 = 20_000_000;
 /// most r·2^h_k), and at every level of a tree the nodes partition its
 /// slots, so the level's node vectors of x and y sum to exactly a_k and
 /// b_k ([`level_bound`] bounds such a pair). Summed over the tree's levels
-/// and maximised over the split of the masses (a search over (M + 1)²
-/// states per tree), it bounds every pair: each pair's norm is the sum of
+/// (one table per tree) and maximised over the split of the masses (a search
+/// over (M + 1)² states per tree), it bounds every pair: each pair's norm is the sum of
 /// its trees' levels. `None` when the search would exceed 2·10⁷ steps
 /// ((M + 1)⁴ × the trees).
 pub fn replace_by_tree(b: TreeBounds) -> Option<(u128, u128)> {
@@ -240,56 +243,51 @@ pub fn replace_by_tree(b: TreeBounds) -> Option<(u128, u128)> {
         return None;
     }
     let m = m as usize;
-    // best[A][B]: the largest (L1, L2²) over the trees so far with masses
-    // A and B in them (each norm maximised on its own)
     let width = m + 1;
-    let mut best1: Vec<Option<u128>> = vec![None; width * width];
-    let mut best2: Vec<Option<u128>> = vec![None; width * width];
-    best1[0] = Some(0);
-    best2[0] = Some(0);
+    // best[A·width + B]: the largest (L1, L2²), each maximised on its own,
+    // over the trees so far with at most A rows of x and B of y in them.
+    // Every state starts at 0: a state no split reaches is worth no more
+    // than (0, 0), from which the same later splits are open.
+    let mut best = vec![(0u128, 0u128); width * width];
     for &h in &trees {
-        let room = u128::from(r) << h;
-        let cap = (m as u128).min(room) as usize;
-        // the tree's own bound at each (a, b)
-        let mut own1 = vec![0u128; (cap + 1) * (cap + 1)];
-        let mut own2 = vec![0u128; (cap + 1) * (cap + 1)];
-        for a in 0..=cap {
-            for bb in 0..=cap {
-                let (mut t1, mut t2) = (0u128, 0u128);
-                for l in 0..=h {
-                    let (v1, v2) =
-                        level_bound(a as u128, bb as u128, 1u128 << (h - l), u128::from(r) << l);
-                    t1 += v1;
-                    t2 += v2;
-                }
-                own1[a * (cap + 1) + bb] = t1;
-                own2[a * (cap + 1) + bb] = t2;
-            }
-        }
-        let mut next1: Vec<Option<u128>> = vec![None; width * width];
-        let mut next2: Vec<Option<u128>> = vec![None; width * width];
+        let cap = (m as u128).min(u128::from(r) << h) as usize;
+        let own = tree_table(h, r, cap);
+        let mut next = vec![(0u128, 0u128); width * width];
         for sa in 0..=m {
             for sb in 0..=m {
-                let (Some(p1), Some(p2)) = (best1[sa * width + sb], best2[sa * width + sb]) else {
-                    continue;
-                };
+                let (p1, p2) = best[sa * width + sb];
                 for a in 0..=cap.min(m - sa) {
                     for bb in 0..=cap.min(m - sb) {
-                        let at = (sa + a) * width + sb + bb;
-                        let v1 = p1 + own1[a * (cap + 1) + bb];
-                        let v2 = p2 + own2[a * (cap + 1) + bb];
-                        next1[at] = Some(next1[at].map_or(v1, |x| x.max(v1)));
-                        next2[at] = Some(next2[at].map_or(v2, |x| x.max(v2)));
+                        let (o1, o2) = own[a * (cap + 1) + bb];
+                        let at = &mut next[(sa + a) * width + sb + bb];
+                        *at = (at.0.max(p1 + o1), at.1.max(p2 + o2));
                     }
                 }
             }
         }
-        best1 = next1;
-        best2 = next2;
+        best = next;
     }
-    let l1 = best1.iter().flatten().copied().max().unwrap_or(0);
-    let l2 = best2.iter().flatten().copied().max().unwrap_or(0);
-    Some((l1, l2))
+    Some(
+        best.into_iter()
+            .fold((0, 0), |(l1, l2), (v1, v2)| (l1.max(v1), l2.max(v2))),
+    )
+}
+
+/// One tree's bound (L1, L2²) at every split: entry a·(cap + 1) + b for a
+/// rows of x and b of y in a tree of height `h` (levels 0 … h, nodes of
+/// r·2ˡ rows at most), the sum of its levels' [`level_bound`]s.
+fn tree_table(h: u32, r: u64, cap: usize) -> Vec<(u128, u128)> {
+    let mut own = Vec::with_capacity((cap + 1) * (cap + 1));
+    for a in 0..=cap {
+        for b in 0..=cap {
+            own.push((0..=h).fold((0, 0), |(t1, t2), l| {
+                let (v1, v2) =
+                    level_bound(a as u128, b as u128, 1u128 << (h - l), u128::from(r) << l);
+                (t1 + v1, t2 + v2)
+            }));
+        }
+    }
+    own
 }
 
 /// An upper bound on (Σ|Xᵥ − Yᵥ|, Σ(Xᵥ − Yᵥ)²) over n nodes of capacity c

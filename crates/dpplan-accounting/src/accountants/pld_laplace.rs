@@ -68,6 +68,16 @@
 //! mass goes to +∞.
 
 use super::{h_of, GridPld};
+use crate::special::{ELEM_ULPS, U};
+
+/// Below this ε the density is moved to +ε as one atom (see the module doc).
+const TINY_EPS: f64 = 1e-270;
+/// Above this ε the whole leaf is put at +∞ (`from_atoms`' limit).
+const HUGE_EPS: f64 = 1e290;
+/// Computed masses below this may carry underflow (2⁻¹⁰²¹).
+const UNDERFLOW: f64 = 2.0 * f64::MIN_POSITIVE;
+/// An upper bound of any mass computed below [`UNDERFLOW`] (2⁻¹⁰²⁰).
+const FLOOR: f64 = 4.0 * f64::MIN_POSITIVE;
 
 /// The exact ε at δ of ONE release of the one-dimensional Laplace
 /// mechanism with ε₀ = Δ/b, as an enclosure `(lower, upper)` of the true
@@ -99,17 +109,6 @@ pub(crate) fn lone_laplace_epsilon(eps0: f64, delta: f64) -> (f64, f64) {
     let lower = (v - err_l - err_sum - 2.0 * U * eps0).next_down().max(0.0);
     (lower, upper)
 }
-
-use crate::special::{ELEM_ULPS, U};
-
-/// Below this ε the density is moved to +ε as one atom (see the module doc).
-const TINY_EPS: f64 = 1e-270;
-/// Above this ε the whole leaf is put at +∞ (`from_atoms`' limit).
-const HUGE_EPS: f64 = 1e290;
-/// Computed masses below this may carry underflow (2⁻¹⁰²¹).
-const UNDERFLOW: f64 = 2.0 * f64::MIN_POSITIVE;
-/// An upper bound of any mass computed below [`UNDERFLOW`] (2⁻¹⁰²⁰).
-const FLOOR: f64 = 4.0 * f64::MIN_POSITIVE;
 
 /// The PLD leaf of one Laplace release with ε = Δ/b on the grid 2^e (or the
 /// coarser one `from_atoms` picks): both atoms split by connect-the-dots,
