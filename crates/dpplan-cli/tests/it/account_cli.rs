@@ -145,3 +145,51 @@ fn the_default_table_rounds_up_to_six_digits() {
     // the ratios are against the tightest accountant, not the one asked for
     assert!(ratio_of_best.contains("1.0000"), "{table}");
 }
+
+/// One Laplace release through `dpplan check --format json`, as a reviewer
+/// reads its cost alone: the exact ε₀ + 2·ln(1 − δ) (the privacy-loss
+/// distribution in closed form), computed here from the plan's numbers;
+/// RDP's bound, which the figure was before, is above it; a second release
+/// composes (its cost is not the closed form of one), and at δ = 0 the
+/// figure is ε₀.
+#[test]
+fn one_laplace_release_costs_its_exact_epsilon_in_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = |times: &str, delta: &str| {
+        format!(
+            "plan \"one\" {{\n  privacy {{\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta {delta}\n  }}\n  dataset responses {{\n    source \"responses.csv\"\n    column answer : int in [0, 1]\n  }}\n  query yes_count {{\n    count(responses)\n    noise laplace scale 4\n    schedule {times}\n  }}\n}}\n"
+        )
+    };
+    let per_release = |text: String| -> serde_json::Value {
+        let path = dir.path().join("one.dpplan");
+        std::fs::write(&path, text).unwrap();
+        let o = crate::support::dpplan(&["check", "--format", "json", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        doc["files"][0]["queries"][0]["total"].clone()
+    };
+    let once = per_release(source("once", "1e-6"));
+    let exact = 0.25 + 2.0 * (1.0f64 - 1e-6).ln();
+    let eps = once["epsilon"].as_f64().unwrap();
+    assert_eq!(once["accountant"], "pld", "{once}");
+    assert!(eps >= exact && eps - exact < 1e-15, "{eps} vs {exact}");
+    let rdp = dpplan_accounting::epsilon(
+        &[dpplan_accounting::Release {
+            mechanism: dpplan_accounting::Mechanism {
+                kind: dpplan_accounting::NoiseKind::Laplace,
+                scale: 4.0,
+                sensitivity: dpplan_accounting::Sensitivity::scalar(1.0),
+            },
+            count: 1,
+        }],
+        1e-6,
+        dpplan_accounting::Accountant::Rdp,
+    )
+    .unwrap();
+    assert!(rdp.epsilon > eps);
+    let twice = per_release(source("2 times", "1e-6"));
+    assert_ne!(twice["accountant"], "pld", "{twice}");
+    assert!(twice["epsilon"].as_f64().unwrap() > 1.9 * eps);
+    let pure = per_release(source("once", "0"));
+    assert_eq!(pure["epsilon"].as_f64().unwrap(), 0.25);
+}

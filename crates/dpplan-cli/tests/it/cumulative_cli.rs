@@ -571,3 +571,37 @@ fn a_killed_writes_temporary_tree_state_is_removed_by_the_next_run() {
     assert!(Path::new(&format!("{}.tree-state", ledger.display())).exists());
     verified(&ledger);
 }
+
+/// A user-level cumulative count over a daily year under `replace`,
+/// through `dpplan check --format json`: 30 rows on 30 days give L1 = 480
+/// (the tree-by-tree bound, which a pair of placements reaches: tree.rs),
+/// the derivation says so, and the claim is L1/b; under add/remove the
+/// same plan's L1 is 9 × 30 = 270 (negative control: the adjacency moves
+/// the claim), and with 41 rows per unit the search is too large and the
+/// derivation says the level-by-level bound stands.
+#[test]
+fn check_claims_the_tree_by_tree_bound_under_replace() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = |adjacency: &str, rows: u32| {
+        format!("plan \"year\" {{\n  privacy {{\n    unit user by user_id\n    adjacency {adjacency}\n    budget epsilon 100 delta 1e-6\n    accountant basic\n  }}\n  dataset events {{\n    source \"events.csv\"\n    column user_id : id\n    column at : time\n    contribution {{\n      rows_per_unit {rows}\n      windows_per_unit {rows}\n      rows_per_window 1\n    }}\n  }}\n  query running {{\n    cumulative count(events)\n    noise laplace scale 10\n    schedule every 1 day from 2026-01-01 until 2027-01-01\n  }}\n}}\n")
+    };
+    let check = |plan: String| -> serde_json::Value {
+        let path = dir.path().join("year.dpplan");
+        std::fs::write(&path, plan).unwrap();
+        let o = dpplan(&["check", "--format", "json", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["files"][0].clone()
+    };
+    let replace = check(source("replace", 30));
+    let q = &replace["queries"][0];
+    assert_eq!(q["l1"].as_f64().unwrap(), 480.0, "{q}");
+    let words = q["parts"][0]["derivation"].to_string();
+    assert!(words.contains("tree by tree"), "{words}");
+    assert!((replace["epsilon"].as_f64().unwrap() - 48.0).abs() < 1e-12);
+    let add_remove = check(source("add_remove", 30));
+    assert_eq!(add_remove["queries"][0]["l1"].as_f64().unwrap(), 270.0);
+    assert!(words.contains("≤ 2 × 270 "), "{words}");
+    let large = check(source("replace", 50));
+    let words = large["queries"][0]["parts"][0]["derivation"].to_string();
+    assert!(words.contains("not searched"), "{words}");
+}
