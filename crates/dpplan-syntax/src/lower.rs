@@ -726,16 +726,18 @@ fn aggregate(
         keys: first(stmt, Rule::group_keys)
             .map(|g| group_keys(cx, g))
             .unwrap_or_default(),
-        argument: first(stmt, Rule::number).map(|n| cx.number(&n)),
+        argument: first(stmt, Rule::number).map(|n| Box::new(cx.number(&n))),
         levels: first(stmt, Rule::level_list).map(|l| {
             let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
-            Spanned::new(values, cx.span(&l))
+            Box::new(Spanned::new(values, cx.span(&l)))
         }),
-        keys_from_data: first(stmt, Rule::keys_from_data).map(|k| KeysFromData {
-            span: cx.span(&k),
-            threshold: first(&k, Rule::threshold_clause)
-                .and_then(|t| first(&t, Rule::number))
-                .map(|n| cx.number(&n)),
+        keys_from_data: first(stmt, Rule::keys_from_data).map(|k| {
+            Box::new(KeysFromData {
+                span: cx.span(&k),
+                threshold: first(&k, Rule::threshold_clause)
+                    .and_then(|t| first(&t, Rule::number))
+                    .map(|n| cx.number(&n)),
+            })
         }),
     })
 }

@@ -501,7 +501,7 @@ mod sizes {
             (
                 "ast::Aggregate",
                 size_of::<dpplan_syntax::ast::Aggregate>(),
-                340,
+                240,
             ),
         ];
         for (name, size, bound) in sizes {

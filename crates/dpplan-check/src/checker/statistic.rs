@@ -49,7 +49,7 @@ impl<'a> Statistic<'a> {
             keys_from_data: keys_from_data
                 .as_ref()
                 .map(|k| k.threshold.as_ref().map(Num::of)),
-            argument: argument.as_ref().map(Num::of),
+            argument: argument.as_deref().map(Num::of),
             levels: levels
                 .as_ref()
                 .map(|l| l.value.iter().map(Num::of).collect()),
