@@ -5,6 +5,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// jemalloc, not the system's malloc, where it builds: at 10⁵ queries
+/// glibc's malloc held up to a quarter of `dpplan check`'s peak RSS in
+/// freed holes (its mmap threshold rises with each large block freed, so
+/// later large buffers come from the heap and stay mapped); jemalloc's
+/// size classes and page purging keep the RSS near the live data, and it
+/// is faster on this load (docs/benchmarks.md, issue 34 step 9).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[macro_use]
 mod out;
 mod account;

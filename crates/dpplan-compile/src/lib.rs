@@ -324,7 +324,7 @@ fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
                 },
                 noise_std: p.noise_std,
                 ci95_half_width: p.ci95_half_width,
-                derivation: p.derivation.clone(),
+                derivation: p.derivation.iter().map(|s| s.to_string()).collect(),
             }
         }
         // A zero-sensitivity statistic (e.g. a row count under row-level

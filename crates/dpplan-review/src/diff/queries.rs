@@ -1,6 +1,7 @@
 //! Query by query: the fields and parts that differ between two versions.
 
 use super::*;
+use std::sync::Arc;
 
 pub(super) fn query_fields(q: &QueryReport) -> Vec<(String, Value)> {
     let mut f = vec![
@@ -49,10 +50,16 @@ pub(super) fn part_diff(o: Option<&PartReport>, n: Option<&PartReport>) -> Optio
         (None, None) => return None,
     };
     let changes = field_changes(o.map(part_fields), n.map(part_fields));
-    let od: &[String] = o.map_or(&[], |p| &p.derivation);
-    let nd: &[String] = n.map_or(&[], |p| &p.derivation);
-    let derivation_removed: Vec<String> = od.iter().filter(|l| !nd.contains(l)).cloned().collect();
-    let derivation_added: Vec<String> = nd.iter().filter(|l| !od.contains(l)).cloned().collect();
+    let od: &[Arc<str>] = o.map_or(&[], |p| &p.derivation);
+    let nd: &[Arc<str>] = n.map_or(&[], |p| &p.derivation);
+    let only_in = |a: &[Arc<str>], b: &[Arc<str>]| -> Vec<String> {
+        a.iter()
+            .filter(|l| !b.contains(l))
+            .map(|l| l.to_string())
+            .collect()
+    };
+    let derivation_removed = only_in(od, nd);
+    let derivation_added = only_in(nd, od);
     if status == Status::Changed
         && changes.is_empty()
         && derivation_removed.is_empty()

@@ -235,7 +235,7 @@ fn query_review(
             l1: p.l1,
             l2: p.l2,
             coords: p.coords,
-            derivation: p.derivation.clone(),
+            derivation: p.derivation.iter().map(|s| s.to_string()).collect(),
             noise_std: p.noise_std,
             ci95_half_width: p.ci95_half_width,
             cells: if p.statistic.is_grouped() {
