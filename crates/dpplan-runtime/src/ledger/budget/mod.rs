@@ -693,6 +693,16 @@ impl BudgetLedger {
         // Nothing was written: ending the transaction cannot lose anything.
         let _ = l.conn.execute_batch("ROLLBACK");
         verified?;
+        // A ledger never charged has no anchor yet (verified: only its
+        // opening entry). It gets one now, before this process can charge
+        // it: a charge commits, then anchors, and a second process that
+        // opened the ledger between the two would otherwise meet two
+        // entries and no anchor (a cut-off tail, for all it can tell) and
+        // refuse. With every opener anchoring first, every charge finds an
+        // anchor in place, and one that names an earlier entry is valid.
+        if read_head(path)?.is_none() {
+            l.anchor()?;
+        }
         Ok(l)
     }
 

@@ -70,6 +70,37 @@ fn charges_of_two_processes_are_composed_together() {
     assert_eq!(eps(&fresh), eps(&x));
 }
 
+/// A charge commits, then anchors: a process that opens the ledger in
+/// between meets two entries and the anchor the ledger got when it was
+/// first opened (entry 1), which verifies. Before, a fresh ledger had no
+/// anchor until its first charge, so two runs at once on a new budget
+/// could refuse the second as a cut-off tail (a missing anchor).
+#[test]
+fn opening_between_a_charge_and_its_anchor_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dpplan_compile::compile(COUNTS).unwrap();
+    let r = plan.body.release("q").unwrap();
+    let b = budget(dir.path(), 2.5);
+    let g = plan.body.guarantee();
+    let mut x = BudgetLedger::open_for(&b, &g).unwrap();
+    let head = read_head(&b.ledger)
+        .unwrap()
+        .expect("a new budget ledger is anchored when it is opened");
+    assert_eq!(head.entries, 1);
+    // x's charge, committed and not anchored yet
+    let mechanism = serde_json::to_string(&MechanismRecord::of(r)).unwrap();
+    x.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    x.charge_locked(&plan, "ledger-1", r, (0, Reads::UpTo(0)), &mechanism)
+        .unwrap();
+    x.conn.execute_batch("COMMIT").unwrap();
+    let y = BudgetLedger::open_for(&b, &g).expect("opened between a charge and its anchor");
+    assert_eq!(y.summary().unwrap().entries, 2);
+    // negative control: no anchor at all under two entries is refused
+    std::fs::remove_file(crate::ledger::anchor::head_path(&b.ledger)).unwrap();
+    let e = BudgetLedger::open(&b.ledger).map(|_| ()).unwrap_err();
+    assert!(e.to_string().contains("anchor"), "{e}");
+}
+
 /// A windowed query's windows are one release per plan ledger, as the
 /// plan ledger composes them; the same query in another plan ledger is
 /// another release (negative control).
