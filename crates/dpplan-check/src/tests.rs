@@ -719,3 +719,34 @@ fn per_query_costs_beside_the_total_are_each_querys_own() {
         )) < t
     );
 }
+
+/// The queries that derive their bounds alike share one copy of each
+/// derivation sentence (10⁵ alike counts: one sentence in memory); a
+/// query whose bound is derived otherwise has its own sentence.
+#[test]
+fn alike_derivations_share_their_sentences() {
+    let q = |name: &str, agg: &str| {
+        format!(
+            "  query {name} {{\n    {agg}\n    noise laplace scale 50\n    schedule once\n  }}\n"
+        )
+    };
+    let queries = [
+        q("a", "count(visits)"),
+        q("b", "count(visits)"),
+        q("c", "sum(visits.secs)"),
+    ]
+    .concat();
+    let r = report(&plan(
+        "user by uid",
+        "epsilon 400",
+        "basic",
+        VISITS,
+        &queries,
+    ));
+    let step = |i: usize| r.queries[i].parts[0].derivation[0].clone();
+    assert!(std::sync::Arc::ptr_eq(&step(0), &step(1)));
+    assert_eq!(step(0), step(1));
+    // negative control: the sum's bound is derived otherwise
+    assert_ne!(step(0), step(2));
+    assert!(!std::sync::Arc::ptr_eq(&step(0), &step(2)));
+}

@@ -177,19 +177,16 @@ struct Sentences(HashSet<Arc<str>>);
 
 impl Sentences {
     fn share(&mut self, steps: Vec<String>) -> Vec<Arc<str>> {
-        let mut shared = Vec::with_capacity(steps.len());
-        for s in steps {
-            let one = match self.0.get(s.as_str()) {
-                Some(one) => one.clone(),
-                None => {
-                    let one: Arc<str> = s.into();
-                    self.0.insert(one.clone());
-                    one
-                }
-            };
-            shared.push(one);
+        steps.into_iter().map(|s| self.one(s)).collect()
+    }
+
+    fn one(&mut self, s: String) -> Arc<str> {
+        if let Some(one) = self.0.get(s.as_str()) {
+            return one.clone();
         }
-        shared
+        let one: Arc<str> = s.into();
+        self.0.insert(one.clone());
+        one
     }
 }
 
