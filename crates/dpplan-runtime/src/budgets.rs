@@ -52,7 +52,7 @@ impl<'a> Charges<'a> {
                 continue;
             }
             if b.ledger.exists() {
-                c.open.insert(i, BudgetLedger::open(&b.ledger)?);
+                c.open.insert(i, BudgetLedger::open_to_charge(&b.ledger)?);
             } else {
                 crate::ledger::refuse_orphan_anchor(&b.ledger)?;
             }

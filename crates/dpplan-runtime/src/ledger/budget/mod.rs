@@ -588,21 +588,9 @@ impl BudgetLedger {
         let path = &budget.ledger;
         if !path.exists() {
             refuse_orphan_anchor(path)?;
-            let open = BudgetOpen {
-                format: BUDGET_FORMAT.into(),
-                source: budget.source.clone(),
-                source_path: budget.path.display().to_string(),
-                epsilon: budget.epsilon,
-                delta: budget.delta,
-                guarantee: guarantee.clone(),
-                accountant: AccountantChoice::Best,
-                policy: budget.policy.display().to_string(),
-                ledger_id: ledger_id()?,
-                per: budget.per,
-            };
-            create(path, &open)?;
+            create(path, &opening(budget, guarantee)?)?;
         }
-        let l = Self::open(path)?;
+        let l = Self::open_to_charge(path)?;
         l.check_budget(budget)?;
         Ok(l)
     }
@@ -693,13 +681,20 @@ impl BudgetLedger {
         // Nothing was written: ending the transaction cannot lose anything.
         let _ = l.conn.execute_batch("ROLLBACK");
         verified?;
-        // A ledger never charged has no anchor yet (verified: only its
-        // opening entry). It gets one now, before this process can charge
-        // it: a charge commits, then anchors, and a second process that
-        // opened the ledger between the two would otherwise meet two
-        // entries and no anchor (a cut-off tail, for all it can tell) and
-        // refuse. With every opener anchoring first, every charge finds an
-        // anchor in place, and one that names an earlier entry is valid.
+        Ok(l)
+    }
+
+    /// [`Self::open`] for charging: a ledger never charged has no anchor
+    /// yet (verified: only its opening entry), and gets one now, before
+    /// this process can charge it. A charge commits, then anchors; a
+    /// second process that opened the ledger between the two would
+    /// otherwise meet two entries and no anchor (a cut-off tail, for all
+    /// it can tell) and refuse. With every process that charges anchoring
+    /// first, every charge finds an anchor in place, and one that names an
+    /// earlier entry is valid. Inspection (`ledger show`, `ledger verify`)
+    /// opens with [`Self::open`] and writes nothing.
+    pub fn open_to_charge(path: &Path) -> Result<BudgetLedger, LedgerError> {
+        let l = Self::open(path)?;
         if read_head(path)?.is_none() {
             l.anchor()?;
         }
@@ -1290,6 +1285,23 @@ fn insert(conn: &Connection, e: &BudgetEntry) -> Result<(), LedgerError> {
         ],
     )?;
     Ok(())
+}
+
+/// The opening entry of a new budget ledger for `budget`, whose charges
+/// protect `guarantee` (with 128 fresh random bits: its ledger id).
+fn opening(budget: &SharedBudget, guarantee: &Guarantee) -> Result<BudgetOpen, LedgerError> {
+    Ok(BudgetOpen {
+        format: BUDGET_FORMAT.into(),
+        source: budget.source.clone(),
+        source_path: budget.path.display().to_string(),
+        epsilon: budget.epsilon,
+        delta: budget.delta,
+        guarantee: guarantee.clone(),
+        accountant: AccountantChoice::Best,
+        policy: budget.policy.display().to_string(),
+        ledger_id: ledger_id()?,
+        per: budget.per,
+    })
 }
 
 /// Creates the budget ledger with its opening entry, atomically (built

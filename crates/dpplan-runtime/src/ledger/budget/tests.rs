@@ -31,6 +31,11 @@ fn budget(dir: &Path, epsilon: f64) -> SharedBudget {
     }
 }
 
+/// The plan of [`COUNTS`] and a shared budget of ε = 2.5 in `dir`.
+fn counts(dir: &Path) -> (ExecutablePlan, SharedBudget) {
+    (dpplan_compile::compile(COUNTS).unwrap(), budget(dir, 2.5))
+}
+
 fn eps(b: &BudgetLedger) -> f64 {
     b.summary().unwrap().total_epsilon
 }
@@ -42,9 +47,8 @@ fn eps(b: &BudgetLedger) -> f64 {
 #[test]
 fn charges_of_two_processes_are_composed_together() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = dpplan_compile::compile(COUNTS).unwrap();
+    let (plan, b) = counts(dir.path());
     let r = plan.body.release("q").unwrap();
-    let b = budget(dir.path(), 2.5);
     let g = plan.body.guarantee();
     let mut x = BudgetLedger::open_for(&b, &g).unwrap();
     let mut y = BudgetLedger::open_for(&b, &g).unwrap();
@@ -78,9 +82,8 @@ fn charges_of_two_processes_are_composed_together() {
 #[test]
 fn opening_between_a_charge_and_its_anchor_verifies() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = dpplan_compile::compile(COUNTS).unwrap();
+    let (plan, b) = counts(dir.path());
     let r = plan.body.release("q").unwrap();
-    let b = budget(dir.path(), 2.5);
     let g = plan.body.guarantee();
     let mut x = BudgetLedger::open_for(&b, &g).unwrap();
     let head = read_head(&b.ledger)
@@ -96,9 +99,24 @@ fn opening_between_a_charge_and_its_anchor_verifies() {
     let y = BudgetLedger::open_for(&b, &g).expect("opened between a charge and its anchor");
     assert_eq!(y.summary().unwrap().entries, 2);
     // negative control: no anchor at all under two entries is refused
-    std::fs::remove_file(crate::ledger::anchor::head_path(&b.ledger)).unwrap();
+    let head = crate::ledger::anchor::head_path(&b.ledger);
+    std::fs::remove_file(&head).unwrap();
     let e = BudgetLedger::open(&b.ledger).map(|_| ()).unwrap_err();
     assert!(e.to_string().contains("anchor"), "{e}");
+}
+
+/// Only a process that opens a budget ledger to charge it anchors a new
+/// one: inspecting it (`ledger show`, `ledger verify`) writes nothing.
+#[test]
+fn inspecting_a_new_budget_ledger_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, b) = counts(dir.path());
+    create(&b.ledger, &opening(&b, &plan.body.guarantee()).unwrap()).unwrap();
+    let head = crate::ledger::anchor::head_path(&b.ledger);
+    BudgetLedger::open(&b.ledger).unwrap();
+    assert!(!head.exists(), "inspection wrote an anchor");
+    BudgetLedger::open_to_charge(&b.ledger).unwrap();
+    assert!(head.exists(), "a process that charges anchors first");
 }
 
 /// A windowed query's windows are one release per plan ledger, as the
