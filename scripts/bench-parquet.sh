@@ -13,6 +13,8 @@
 #     of scripts/bench-vs-duckdb.sh (rows_per_unit 5, groups_per_unit 3;
 #     count, sum, histogram) on the Parquet file, and on the CSV;
 #   * DuckDB's plain GROUP BY of the Parquet file (no bounding, no noise);
+#   * DuckDB's per-user GROUP BY user_id, page (the hash work of the
+#     bounding, without the bounding);
 #   * DuckDB doing the same contribution bounding in SQL on it.
 # DuckDB 2.0.0 from the Python package index in a venv under target/
 # (DUCKDB_PYTHON to use another). The files are deleted at the end
@@ -57,6 +59,9 @@ con.execute(f"SET threads = {threads}")
 src = f"read_parquet('{path}')"
 if which == "plain":
     q = f"SELECT page, count(*) AS n, sum(seconds) AS s FROM {src} GROUP BY page"
+elif which == "per-user":
+    # the hash work of bounding without the bounding: one group per (user, page)
+    q = f"SELECT count(*), sum(n), sum(s) FROM (SELECT user_id, page, count(*) AS n, sum(seconds) AS s FROM {src} GROUP BY user_id, page)"
 else:
     q = f"""
     WITH v AS (SELECT user_id, page, least(greatest(seconds, 0), 3600) AS seconds, random() AS r FROM {src}),
@@ -74,8 +79,8 @@ PY
 write_run_script "$OUT/visits.json"
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| rows | threads | dpplan on Parquet | dpplan on CSV | DuckDB plain GROUP BY (Parquet) | ratio | DuckDB bounding in SQL (Parquet) | peak RSS dpplan Parquet / CSV / DuckDB plain / bounding |\n'
-printf '|---|---|---|---|---|---|---|---|\n'
+printf '| rows | threads | dpplan on Parquet | dpplan on CSV | DuckDB plain GROUP BY (Parquet) | ratio | DuckDB per-user GROUP BY user, page | ratio | DuckDB bounding in SQL (Parquet) | peak RSS dpplan Parquet / CSV / DuckDB plain / per-user / bounding |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for rows in "${SIZES[@]}"; do
   csv=$OUT/visits-$rows.csv
   pq=$OUT/visits-$rows.parquet
@@ -88,10 +93,12 @@ for rows in "${SIZES[@]}"; do
     read -r qt qm < <(best "$OUT/dpplan-run.sh" "$pq" "$threads")
     read -r ct cm < <(best "$OUT/dpplan-run.sh" "$csv" "$threads")
     read -r pt pm < <(best "$PY" "$OUT/duck.py" "$pq" "$threads" plain)
+    read -r ut um < <(best "$PY" "$OUT/duck.py" "$pq" "$threads" per-user)
     read -r bt bm < <(RUNS=${SQL_RUNS:-$RUNS} best "$PY" "$OUT/duck.py" "$pq" "$threads" bounded)
     ratio=$(awk "BEGIN {printf \"%.2f\", $qt / $pt}")
-    printf '| %s | %s | %.2f s | %.2f s | %.2f s | %s× | %.2f s | %s / %s / %s / %s MB |\n' \
-      "$rows" "$threads" "$qt" "$ct" "$pt" "$ratio" "$bt" "$qm" "$cm" "$pm" "$bm"
+    uratio=$(awk "BEGIN {printf \"%.2f\", $qt / $ut}")
+    printf '| %s | %s | %.2f s | %.2f s | %.2f s | %s× | %.2f s | %s× | %.2f s | %s / %s / %s / %s / %s MB |\n' \
+      "$rows" "$threads" "$qt" "$ct" "$pt" "$ratio" "$ut" "$uratio" "$bt" "$qm" "$cm" "$pm" "$um" "$bm"
   done
   [ "${KEEP_DATA:-0}" = 1 ] || rm -f "$csv" "$pq"
 done

@@ -4,15 +4,13 @@
 //! unit's groups ([`GroupBounds`]) and adds its kept rows to the
 //! [`Accumulators`].
 
-use std::io::Read;
-
 use dpplan_plan::{Bounding, Dataset};
 
 use super::hash::IdHasher;
-use super::layout::{Layout, Prepared, OUT};
+use super::layout::{Fields, Layout, Prepared, OUT};
 use super::rows::IdSet;
 use super::table::UnitTable;
-use super::{EngineError, Records};
+use super::{EngineError, RowReader};
 use crate::rng::SecureRng;
 
 fn overflow() -> EngineError {
@@ -256,10 +254,10 @@ impl Batch {
     /// parses them and hashes their unit ids (column `id`) with the
     /// table's hashers. False when the data ended.
     #[inline]
-    fn read<R: Read>(
+    fn read<Rd: RowReader>(
         &mut self,
-        records: &mut Records<'_, R>,
-        rec: &mut csv::ByteRecord,
+        records: &mut Rd,
+        rec: &mut Rd::Rec,
         layout: &Layout,
         id: usize,
         units: &UnitTable,
@@ -269,7 +267,7 @@ impl Batch {
         self.checks.clear();
         self.ids.clear();
         while self.keys.len() < BATCH {
-            if !records.read(rec)? {
+            if !records.next_row(rec)? {
                 return Ok(false);
             }
             let n = self.keys.len();
@@ -283,7 +281,8 @@ impl Batch {
             if let Some(d) = &layout.distinct {
                 self.ids.push(d.key(rec).unwrap_or(NO_ID));
             }
-            let id = &rec[id];
+            // `parse` refuses a row without its id
+            let id = rec.field(id).unwrap_or_default();
             self.keys.push(units.hasher.key(id));
             self.checks.push(units.checker.check(id));
         }
@@ -438,14 +437,14 @@ impl Reservoirs {
     /// load the home slot of every row in a loop of independent loads (the
     /// cache misses overlap instead of stalling one by one), find every
     /// row's slot (now cached), then update the reservoirs in row order.
-    pub(super) fn fill<R: Read>(
+    pub(super) fn fill<Rd: RowReader>(
         &mut self,
-        records: &mut Records<'_, R>,
+        records: &mut Rd,
         layout: &Layout,
         id: usize,
         rng: &mut SecureRng,
     ) -> Result<(), EngineError> {
-        let mut rec = csv::ByteRecord::new();
+        let mut rec = records.record();
         let mut more = true;
         while more {
             more = self

@@ -1,13 +1,18 @@
-//! Parquet and Arrow IPC sources, read as CSV text of the declared columns.
+//! Parquet and Arrow IPC sources: their schema checks, and the bridge that
+//! reads them as CSV text of the declared columns.
 //!
 //! A `source` ending in `.parquet` (a file, or a directory of parts, as
 //! Spark and most lake tools write them), `.arrow`, `.feather` or `.ipc`
 //! (the Arrow IPC file format) or `.arrows` (the IPC stream format) is
 //! decoded with Apache Arrow's own crates, projected to the declared
-//! columns, and each value written as the text a CSV of the same data
-//! holds, which the CSV engine then reads. So every construct, every rule
-//! and every error of the CSV engine is the columnar sources' by
-//! construction: the invalid-row rules (a null is an empty field; NaN and
+//! columns. The engine's aggregates read its rows natively
+//! ([`crate::native`], on every core, no text); every other reader of a
+//! source (a window's selection, keys from the data, the audit) reads it
+//! through [`open_source`]: each value written as the text a CSV of the
+//! same data holds, which the CSV engine then reads. The native rows are
+//! defined as this text's values (and tested against it), so every
+//! construct, every rule and every error of the CSV engine is the columnar
+//! sources': the invalid-row rules (a null is an empty field; NaN and
 //! ±∞ are written `NaN`, `inf`, `-inf` and treated as in a CSV), the grid
 //! rounding (a float is written in the shortest text that reads back as
 //! the same `f64`, so the value aggregated is the file's value, bit for
@@ -97,7 +102,7 @@ pub fn open_source(dataset: &Dataset, source: &Path) -> Result<Box<dyn Read + Se
 }
 
 /// An error about a file, naming it and the dataset.
-fn io_error(dataset: &Dataset, path: &Path, why: impl std::fmt::Display) -> EngineError {
+pub(super) fn io_error(dataset: &Dataset, path: &Path, why: impl std::fmt::Display) -> EngineError {
     EngineError::Io(IoError::new(format!(
         "cannot read `{}` for dataset `{}`: {why}",
         path.display(),
@@ -106,7 +111,7 @@ fn io_error(dataset: &Dataset, path: &Path, why: impl std::fmt::Display) -> Engi
 }
 
 /// The files of a source: the file, or a directory's Parquet parts.
-fn parts(
+pub(super) fn parts(
     dataset: &Dataset,
     source: &Path,
     format: SourceFormat,
@@ -170,7 +175,7 @@ fn parts(
 
 /// How one declared column's values are written.
 #[derive(Debug, Clone, Copy)]
-enum Write {
+pub(super) enum Write {
     /// Strings, written as they are (quoted where CSV needs it).
     Text,
     /// Integers, in decimal.
@@ -265,7 +270,7 @@ fn accepted(kind: ColumnKind) -> &'static str {
 /// in `schema` (the first of equal names, as the CSV header lookup) and its
 /// writer; an error for the first declared column missing or of a type
 /// refused.
-fn resolve(
+pub(super) fn resolve(
     dataset: &Dataset,
     path: &Path,
     schema: &Schema,
@@ -303,11 +308,12 @@ fn resolve(
 }
 
 /// The batches of one file, projected to the declared columns.
-type Batches = Box<dyn Iterator<Item = Result<RecordBatch, arrow_schema::ArrowError>> + Send>;
+pub(super) type Batches =
+    Box<dyn Iterator<Item = Result<RecordBatch, arrow_schema::ArrowError>> + Send>;
 
 /// Opens one file: its projected batches and the writers of their columns
 /// (in the batches' column order).
-fn open_part(
+pub(super) fn open_part(
     dataset: &Dataset,
     path: &Path,
     format: SourceFormat,
@@ -531,13 +537,13 @@ fn write_batch(
 
 /// One column of a batch, ready to write: strings normalised to
 /// `LargeUtf8` (dictionaries and views decoded).
-struct Field {
+pub(super) struct Field {
     array: ArrayRef,
     write: Write,
 }
 
 impl Field {
-    fn new(array: &ArrayRef, write: Write) -> Result<Field, arrow_schema::ArrowError> {
+    pub(super) fn new(array: &ArrayRef, write: Write) -> Result<Field, arrow_schema::ArrowError> {
         use DataType as D;
         let array = match (write, array.data_type()) {
             (Write::Text, D::LargeUtf8) | (Write::Integer, D::Int64 | D::UInt64) => {
@@ -554,7 +560,7 @@ impl Field {
         Ok(Field { array, write })
     }
 
-    fn write(&self, row: usize, buf: &mut Vec<u8>, scratch: &mut String) {
+    pub(super) fn write(&self, row: usize, buf: &mut Vec<u8>, scratch: &mut String) {
         use std::fmt::Write as _;
         let a = &self.array;
         if a.is_null(row) {

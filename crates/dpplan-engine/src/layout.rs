@@ -44,9 +44,27 @@ pub(super) struct Prepared {
 /// The category index of a value outside the public domain.
 pub(super) const OUT: u32 = u32::MAX;
 
-/// A parsed CSV record: its fields by index.
+/// A row: its fields by index (in the order of the header the layout was
+/// resolved against). A CSV record holds only text; a row of Arrow columns
+/// ([`crate::native`]) gives its numbers without text in between, with
+/// exactly the value and validity the text of the same number has.
 pub(super) trait Fields {
+    /// The field's bytes; `None` when the record has no such field (an
+    /// empty field, and a null, are `Some(b"")`).
     fn field(&self, i: usize) -> Option<&[u8]>;
+
+    /// The field as a number ([`parse_number`] of its text).
+    #[inline]
+    fn number(&self, i: usize, int: bool) -> Option<f64> {
+        parse_number(self.field(i), int)
+    }
+
+    /// Whether the field is a valid number ([`valid_number`] of its text):
+    /// exactly `self.number(i, int).is_some()`.
+    #[inline]
+    fn valid(&self, i: usize, int: bool) -> bool {
+        valid_number(self.field(i), int)
+    }
 }
 
 impl Fields for csv::ByteRecord {
@@ -101,14 +119,14 @@ impl Layout {
             }
         }
         for (slot, c) in self.vals.iter().enumerate() {
-            match parse_number(rec.field(c.index), c.int) {
+            match rec.number(c.index, c.int) {
                 Some(v) => vals[slot] = v,
                 None if self.drop_invalid => return false,
                 None => vals[slot] = c.impute,
             }
         }
         for c in &self.checks {
-            if !valid_number(rec.field(c.index), c.int) {
+            if !rec.valid(c.index, c.int) {
                 return false;
             }
         }
@@ -128,6 +146,23 @@ impl Layout {
     /// when a distinct count of ids needs it.
     pub(super) fn stored_fields(&self) -> usize {
         self.fields.len() + 2 * usize::from(self.distinct.is_some())
+    }
+
+    /// The columns a row is read through as text ([`Fields::field`]): the
+    /// unit id, a distinct count's ids, the `in` sets and the category
+    /// keys, in header order without repeats. Every other column is read
+    /// only as a number ([`Fields::number`], [`Fields::valid`]).
+    pub(super) fn text_columns(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self.id.into_iter().chain(self.distinct_column).collect();
+        if let Some(f) = &self.filter {
+            f.text_columns(&mut out);
+        }
+        for g in &self.cats {
+            g.text_columns(&mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Keys the distinct count's ids with `hashers`.

@@ -35,7 +35,10 @@
 //! grid), `layout` (the schema resolved against the CSV header), `hash`
 //! (the keyed unit hash), `table` (the unit table that holds the
 //! reservoirs), `bounding` (filling and draining the reservoirs, group
-//! selection, the accumulators).
+//! selection, the accumulators), `columnar` (Parquet and Arrow IPC
+//! sources: schema checks, and their CSV text for the readers other than
+//! the aggregates), `native` (the aggregates' rows of a Parquet or Arrow
+//! source, without text).
 
 use std::fs::File;
 use std::io::Read;
@@ -57,6 +60,7 @@ mod hash;
 mod keys;
 mod layout;
 pub use layout::grid_bounds;
+mod native;
 mod number;
 mod parallel;
 mod rows;
@@ -310,85 +314,141 @@ impl<'d, R: Read> Records<'d, R> {
     }
 }
 
+/// The rows of a source on one thread, read one at a time into a reused
+/// record: a CSV's records, or the rows of Arrow columns
+/// ([`native`]).
+trait RowReader {
+    type Rec: layout::Fields;
+    /// An empty record to read into.
+    fn record(&self) -> Self::Rec;
+    /// Reads the next row into `rec`; false at the end of the data.
+    fn next_row(&mut self, rec: &mut Self::Rec) -> Result<bool, EngineError>;
+}
+
+impl<R: Read> RowReader for Records<'_, R> {
+    type Rec = csv::ByteRecord;
+    fn record(&self) -> csv::ByteRecord {
+        csv::ByteRecord::new()
+    }
+    #[inline]
+    fn next_row(&mut self, rec: &mut csv::ByteRecord) -> Result<bool, EngineError> {
+        self.read(rec)
+    }
+}
+
 impl CsvEngine {
     /// Aggregates from any reader (the file variant opens the path).
     pub fn aggregate_reader<R: Read>(
         &self,
         dataset: &Dataset,
-        reader: R,
+        mut reader: R,
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
         let threads = self.thread_count();
-        if threads > 1 {
-            return self.aggregate_parallel(dataset, reader, stats, rng, threads);
+        if threads == 1 {
+            let mut records = Records::new(&dataset.name, reader);
+            let headers = records.headers()?;
+            let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
+            return one_thread(dataset, &mut records, layout, &prepared, rng);
         }
-        let mut records = Records::new(&dataset.name, reader);
-        let headers = records.headers()?;
-        let (mut layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
-        let mut acc = Accumulators::new(&prepared);
-        match layout.id {
-            // Row/event-level unit: every valid row is a unit of its own.
-            None => {
-                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
-                add_every_row(&mut records, &layout, &prepared, &mut acc)?
-            }
-            // User-level unit: 1. every row into its unit's reservoir while
-            // reading; 2. each unit's kept rows, bounded per group, into the
-            // accumulators.
-            Some(id) => {
-                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
-                let hashers = (IdHasher::new(rng), IdHasher::new(rng));
-                let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
-                reservoirs.fill(&mut records, &layout, id, rng)?;
-                reservoirs.drain(&layout, &prepared, &dataset.bounding, &mut acc, rng)?;
-            }
-        }
-        acc.finish(&prepared)
-    }
-
-    /// The same on `threads` threads (see `parallel`): the header is read
-    /// here, the data cut into chunks at record boundaries.
-    fn aggregate_parallel<R: Read>(
-        &self,
-        dataset: &Dataset,
-        mut reader: R,
-        stats: &[Statistic],
-        rng: &mut SecureRng,
-        threads: usize,
-    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        // on `threads` threads (see `parallel`): the header is read here,
+        // the data cut into chunks at record boundaries
         let (headers, rest, eof) = split::read_header(&mut reader, self.block)
             .map_err(|e| read_error(&dataset.name, csv::Error::from(e)))?;
-        let (mut layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
-        let chunks = split::Chunks::new(reader, rest, eof, self.block);
-        let acc = match layout.id {
-            None => {
-                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
-                parallel::every_row(chunks, threads, dataset, &layout, &prepared)?
-            }
-            Some(id) => {
-                layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
-                let hashers = (IdHasher::new(rng), IdHasher::new(rng));
-                parallel::per_unit(
-                    chunks, threads, dataset, &layout, &prepared, id, hashers, rng,
-                )?
-            }
+        let (layout, prepared) = Layout::resolve(dataset, &headers, stats)?;
+        let feed = parallel::CsvFeed {
+            chunks: split::Chunks::new(reader, rest, eof, self.block),
+            dataset: &dataset.name,
         };
-        acc.finish(&prepared)
+        on_threads(dataset, feed, threads, layout, &prepared, rng)
     }
+
+    /// The same from a Parquet or Arrow IPC source, read natively
+    /// ([`native`]): the same rows in the same order as the CSV text of
+    /// [`open_source`] would give, without the text.
+    fn aggregate_native(
+        &self,
+        dataset: &Dataset,
+        source: &Path,
+        format: SourceFormat,
+        stats: &[Statistic],
+        rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<i128>>, EngineError> {
+        let opened = native::open(dataset, source, format)?;
+        let (layout, prepared) = Layout::resolve(dataset, &opened.header, stats)?;
+        let feed = opened.feed(&layout.text_columns(), self.block);
+        match self.thread_count() {
+            1 => one_thread(
+                dataset,
+                &mut native::NativeRows::new(feed),
+                layout,
+                &prepared,
+                rng,
+            ),
+            threads => on_threads(dataset, feed, threads, layout, &prepared, rng),
+        }
+    }
+}
+
+/// The exact aggregates on the calling thread.
+fn one_thread<Rd: RowReader>(
+    dataset: &Dataset,
+    records: &mut Rd,
+    mut layout: Layout,
+    prepared: &[layout::Prepared],
+    rng: &mut SecureRng,
+) -> Result<Vec<Vec<i128>>, EngineError> {
+    let mut acc = Accumulators::new(prepared);
+    layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
+    match layout.id {
+        // Row/event-level unit: every valid row is a unit of its own.
+        None => add_every_row(records, &layout, prepared, &mut acc)?,
+        // User-level unit: 1. every row into its unit's reservoir while
+        // reading; 2. each unit's kept rows, bounded per group, into the
+        // accumulators.
+        Some(id) => {
+            let hashers = (IdHasher::new(rng), IdHasher::new(rng));
+            let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
+            reservoirs.fill(records, &layout, id, rng)?;
+            reservoirs.drain(&layout, prepared, &dataset.bounding, &mut acc, rng)?;
+        }
+    }
+    acc.finish(prepared)
+}
+
+/// The exact aggregates on `threads` threads (see `parallel`), with the
+/// same draws from `rng` before the work as [`one_thread`].
+fn on_threads<F: parallel::Feed>(
+    dataset: &Dataset,
+    feed: F,
+    threads: usize,
+    mut layout: Layout,
+    prepared: &[layout::Prepared],
+    rng: &mut SecureRng,
+) -> Result<Vec<Vec<i128>>, EngineError> {
+    layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
+    let acc = match layout.id {
+        None => parallel::every_row(feed, threads, dataset, &layout, prepared)?,
+        Some(id) => {
+            let hashers = (IdHasher::new(rng), IdHasher::new(rng));
+            parallel::per_unit(feed, threads, dataset, &layout, prepared, id, hashers, rng)?
+        }
+    };
+    acc.finish(prepared)
 }
 
 /// Row- and event-level units: every valid row goes straight into the
 /// accumulators (memory is constant in the number of rows).
-fn add_every_row<R: Read>(
-    records: &mut Records<'_, R>,
+fn add_every_row<Rd: RowReader>(
+    records: &mut Rd,
     layout: &Layout,
     prepared: &[layout::Prepared],
     acc: &mut Accumulators,
 ) -> Result<(), EngineError> {
-    let mut rec = csv::ByteRecord::new();
+    let mut rec = records.record();
     let (mut vals, mut cats) = layout.row_buffers();
-    while records.read(&mut rec)? {
+    while records.next_row(&mut rec)? {
         if layout.parse(&rec, &mut vals, &mut cats) {
             acc.add(prepared, &vals, &cats)?;
             if let Some(d) = &layout.distinct {
@@ -439,7 +499,12 @@ impl Engine for CsvEngine {
         stats: &[Statistic],
         rng: &mut SecureRng,
     ) -> Result<Vec<Vec<i128>>, EngineError> {
-        self.aggregate_reader(dataset, open_source(dataset, source)?, stats, rng)
+        match SourceFormat::of(source) {
+            SourceFormat::Csv => {
+                self.aggregate_reader(dataset, open_source(dataset, source)?, stats, rng)
+            }
+            format => self.aggregate_native(dataset, source, format, stats, rng),
+        }
     }
 
     fn aggregate_selected(

@@ -64,7 +64,7 @@ pub(super) fn parse_number(field: Option<&[u8]>, int: bool) -> Option<f64> {
 /// out-of-line `trunc`: every f64 of magnitude ≥ 2^52 is an integer, and
 /// below that `as i64` truncates exactly.
 #[inline]
-fn is_integer(v: f64) -> bool {
+pub(super) fn is_integer(v: f64) -> bool {
     v.abs() >= 4_503_599_627_370_496.0 || (v as i64) as f64 == v
 }
 

@@ -60,8 +60,49 @@ const ROUTE: usize = 1024;
 const INBOX: usize = 16;
 
 /// What a worker does with each record of a chunk.
-trait OnRecord {
+pub(super) trait OnRecord {
     fn on<F: Fields>(&mut self, rec: &F) -> Result<(), EngineError>;
+}
+
+/// A piece of the data a worker reads on its own: a CSV chunk cut at
+/// record boundaries, or Arrow batches ([`crate::native`]).
+pub(super) trait Piece: Send {
+    /// Every row of the piece, in order, through `o`.
+    fn each_row<O: OnRecord>(&self, dataset: &str, o: &mut O) -> Result<(), EngineError>;
+}
+
+impl Piece for Vec<u8> {
+    fn each_row<O: OnRecord>(&self, dataset: &str, o: &mut O) -> Result<(), EngineError> {
+        each_record(self, dataset, o)
+    }
+}
+
+/// The pieces of a source, produced in order on the calling thread.
+pub(super) trait Feed {
+    type Piece: Piece;
+    /// The next piece; `None` at the end of the data.
+    fn next_piece(&mut self) -> Result<Option<Self::Piece>, EngineError>;
+    /// A piece the workers are done with (a CSV chunk's buffer is read
+    /// into again).
+    fn recycle(&mut self, _piece: Self::Piece) {}
+}
+
+/// A CSV's chunks.
+pub(super) struct CsvFeed<'d, R> {
+    pub(super) chunks: Chunks<R>,
+    pub(super) dataset: &'d str,
+}
+
+impl<R: Read> Feed for CsvFeed<'_, R> {
+    type Piece = Vec<u8>;
+    fn next_piece(&mut self) -> Result<Option<Vec<u8>>, EngineError> {
+        self.chunks
+            .next_chunk()
+            .map_err(|e| read_error(self.dataset, csv::Error::from(e)))
+    }
+    fn recycle(&mut self, piece: Vec<u8>) {
+        self.chunks.recycle(piece);
+    }
 }
 
 /// Every record of a chunk: a chunk without a quote character through
@@ -117,20 +158,18 @@ impl OnRecord for RowWorker<'_> {
 
 /// Sends every chunk to the workers (on the calling thread). Stops early
 /// when every worker is gone (one of them failed).
-fn feed<R: Read>(
-    chunks: &mut Chunks<R>,
-    tx: Sender<Vec<u8>>,
-    parsed: &Receiver<Vec<u8>>,
-    dataset: &str,
+fn feed<F: Feed>(
+    chunks: &mut F,
+    tx: Sender<F::Piece>,
+    parsed: &Receiver<F::Piece>,
 ) -> Result<(), EngineError> {
     loop {
         while let Ok(buf) = parsed.try_recv() {
             chunks.recycle(buf);
         }
-        let chunk = chunks
-            .next_chunk()
-            .map_err(|e| read_error(dataset, csv::Error::from(e)))?;
-        let Some(chunk) = chunk else { break };
+        let Some(chunk) = chunks.next_piece()? else {
+            break;
+        };
         if tx.send(chunk).is_err() {
             break;
         }
@@ -140,7 +179,7 @@ fn feed<R: Read>(
 
 /// The channel of the chunks' buffers back to the reader: a few, never
 /// waited for (a worker drops a buffer when it is full).
-fn recycling() -> (Sender<Vec<u8>>, Receiver<Vec<u8>>) {
+fn recycling<P>() -> (Sender<P>, Receiver<P>) {
     bounded(4)
 }
 
@@ -155,15 +194,14 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
 /// Feeds every chunk to the workers (on the calling thread), then joins
 /// them and adds up their accumulators. A worker's error comes first (the
 /// reader stops early when the workers are gone), then the reader's.
-fn feed_and_merge<'s, R: Read>(
-    chunks: &mut Chunks<R>,
-    tx: Sender<Vec<u8>>,
-    parsed: &Receiver<Vec<u8>>,
-    dataset: &str,
+fn feed_and_merge<'s, F: Feed>(
+    chunks: &mut F,
+    tx: Sender<F::Piece>,
+    parsed: &Receiver<F::Piece>,
     workers: Vec<std::thread::ScopedJoinHandle<'s, Result<Accumulators, EngineError>>>,
     prepared: &[Prepared],
 ) -> Result<Accumulators, EngineError> {
-    let fed = feed(chunks, tx, parsed, dataset);
+    let fed = feed(chunks, tx, parsed);
     let mut total = Accumulators::new(prepared);
     let mut failed = None;
     for w in workers {
@@ -177,15 +215,15 @@ fn feed_and_merge<'s, R: Read>(
 }
 
 /// Row- and event-level units on `threads` workers.
-pub(super) fn every_row<R: Read>(
-    mut chunks: Chunks<R>,
+pub(super) fn every_row<F: Feed>(
+    mut chunks: F,
     threads: usize,
     dataset: &Dataset,
     layout: &Layout,
     prepared: &[Prepared],
 ) -> Result<Accumulators, EngineError> {
     let name = dataset.name.as_str();
-    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (tx, rx) = bounded::<F::Piece>(2 * threads);
     let (done, parsed) = recycling();
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
@@ -201,7 +239,7 @@ pub(super) fn every_row<R: Read>(
                         cats,
                     };
                     for chunk in rx {
-                        each_record(&chunk, name, &mut w)?;
+                        chunk.each_row(name, &mut w)?;
                         let _ = done.try_send(chunk);
                     }
                     Ok::<_, EngineError>(w.acc)
@@ -209,7 +247,7 @@ pub(super) fn every_row<R: Read>(
             })
             .collect();
         drop((rx, done));
-        feed_and_merge(&mut chunks, tx, &parsed, name, workers, prepared)
+        feed_and_merge(&mut chunks, tx, &parsed, workers, prepared)
     })
 }
 
@@ -246,17 +284,17 @@ impl Owner<'_> {
     /// here; (2) hand the last batches over, then keep this owner's rows
     /// until every other owner is done; (3) bound the groups of this
     /// owner's units into its accumulators.
-    fn work(
+    fn work<P: Piece>(
         mut self,
-        rx: &Receiver<Vec<u8>>,
-        done: &Sender<Vec<u8>>,
+        rx: &Receiver<P>,
+        done: &Sender<P>,
         dataset: &str,
         prepared: &[Prepared],
         bounding: &Bounding,
     ) -> Result<Accumulators, EngineError> {
         // 1.
         while let Some(chunk) = self.next_chunk(rx) {
-            each_record(&chunk, dataset, &mut self)?;
+            chunk.each_row(dataset, &mut self)?;
             let _ = done.try_send(chunk);
         }
         // 2.
@@ -279,7 +317,7 @@ impl Owner<'_> {
 
     /// The next chunk to parse, keeping the rows routed here while waiting
     /// for it; `None` when the reader is done.
-    fn next_chunk(&mut self, rx: &Receiver<Vec<u8>>) -> Option<Vec<u8>> {
+    fn next_chunk<P>(&mut self, rx: &Receiver<P>) -> Option<P> {
         loop {
             if !self.inbox_open {
                 return rx.recv().ok();
@@ -373,8 +411,8 @@ impl OnRecord for Owner<'_> {
 
 /// User-level units on `threads` workers: the exact bounded aggregates.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn per_unit<R: Read>(
-    mut chunks: Chunks<R>,
+pub(super) fn per_unit<F: Feed>(
+    mut chunks: F,
     threads: usize,
     dataset: &Dataset,
     layout: &Layout,
@@ -384,7 +422,7 @@ pub(super) fn per_unit<R: Read>(
     rng: &mut SecureRng,
 ) -> Result<Accumulators, EngineError> {
     let name = dataset.name.as_str();
-    let (tx, rx) = bounded::<Vec<u8>>(2 * threads);
+    let (tx, rx) = bounded::<F::Piece>(2 * threads);
     let (senders, inboxes): (Vec<_>, Vec<_>) =
         (0..threads).map(|_| bounded::<Routed>(INBOX)).unzip();
     let (done, parsed) = recycling();
@@ -418,6 +456,6 @@ pub(super) fn per_unit<R: Read>(
             })
             .collect();
         drop((rx, done));
-        feed_and_merge(&mut chunks, tx, &parsed, name, workers, prepared)
+        feed_and_merge(&mut chunks, tx, &parsed, workers, prepared)
     })
 }

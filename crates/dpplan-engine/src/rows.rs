@@ -146,6 +146,18 @@ impl RowFilter {
         })
     }
 
+    /// The columns an `in` set reads as text, added to `out`.
+    pub(super) fn text_columns(&self, out: &mut Vec<usize>) {
+        match self {
+            RowFilter::And(items) | RowFilter::Or(items) => {
+                items.iter().for_each(|i| i.text_columns(out));
+            }
+            RowFilter::Not(inner) => inner.text_columns(out),
+            RowFilter::Compare(..) => {}
+            RowFilter::In(index, _) => out.push(*index),
+        }
+    }
+
     /// Whether the row (its fields, its parsed numbers `vals`) passes. A
     /// comparison with NaN is false.
     #[inline]
@@ -224,6 +236,15 @@ impl Grouping {
             len,
             keys: keys.to_vec(),
         })
+    }
+
+    /// The columns its category keys read as text, added to `out`.
+    pub(super) fn text_columns(&self, out: &mut Vec<usize>) {
+        for (part, _) in &self.parts {
+            if let Part::Category { index, .. } = part {
+                out.push(*index);
+            }
+        }
     }
 
     /// The number of cells.

@@ -39,16 +39,19 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// The header record, as `csv` reads it, and the bytes read after it
-/// (which start at a record boundary); true when the data ended.
+/// (which start at a record boundary); true when the data ended. Reads
+/// in steps of at most 64 KiB (a block of a gigabyte is not zeroed to
+/// read a header line).
 pub(super) fn read_header<R: Read>(
     reader: &mut R,
     block: usize,
 ) -> io::Result<(csv::ByteRecord, Vec<u8>, bool)> {
     let mut buf: Vec<u8> = Vec::new();
     let mut eof = false;
+    let step = block.clamp(1, 1 << 16);
     loop {
         let start = buf.len();
-        buf.resize(start + block.max(1), 0);
+        buf.resize(start + step, 0);
         let n = read_full(reader, &mut buf[start..])?;
         buf.truncate(start + n);
         eof = eof || n == 0;
