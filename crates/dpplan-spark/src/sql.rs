@@ -14,7 +14,10 @@
 //!    `invalid_rows clamp`), each summed number on its statistic's grid 2^k
 //!    (as `Grid::at`: v·2^−k clamped to the inward-rounded bounds, rounded
 //!    half away from zero by truncation and an exact remainder test), each
-//!    category as its index in the public domain (NULL outside it);
+//!    category as its index in the public domain (NULL outside it); the
+//!    statistics' common `where` filter decides here, on the valid rows and
+//!    before bounding (a comparison reads the valid or imputed number, an
+//!    `in` set is a bound parameter and false for a null);
 //! 3. user-level units only: `rows_per_unit` rows per unit, then per
 //!    grouping column `groups_per_unit` groups per unit and `rows_per_group`
 //!    rows per group, each a selection ordered by a keyed hash
@@ -25,7 +28,8 @@
 //!    into an error, never a wrong sum).
 //!
 //! Names are validated identifiers, quoted with backticks; the public
-//! domains and the seed are bound parameters (`:seed`, `:dk0`…); the only
+//! domains, the filters' sets and the seed are bound parameters (`:seed`,
+//! `:dk0`…, `:fv0`…); the only
 //! literals written into the text are numbers the compiler computed (grid
 //! scales and bounds) and fixed patterns.
 
@@ -34,7 +38,8 @@ use std::fmt::Write;
 
 use dpplan_engine::{grid_bounds, EngineError, StatKind, Statistic};
 use dpplan_plan::Dataset;
-use dpplan_vocab::{ColumnKind, InvalidRule};
+use dpplan_vocab::rows::{Filter, GroupKey};
+use dpplan_vocab::{ColumnKind, Comparison, InvalidRule};
 use serde::Serialize;
 
 /// The view the driver registers the dataset's source as.
@@ -153,8 +158,13 @@ fn number(t: &str, columns: Columns) -> String {
 /// cells are read back.
 struct Uses {
     fields: Vec<(String, i32)>,
-    groupings: Vec<String>,
+    /// Each grouping's keys: one category (a histogram), or the cells of
+    /// several keys and bins (the first key slowest).
+    groupings: Vec<Vec<GroupKey>>,
     cells: Vec<Cell>,
+    /// The statistics' common `where` filter, decided on the valid rows
+    /// before bounding (as the embedded engine decides it).
+    filter: Option<Filter>,
 }
 
 /// Generates the statement of `stats` over dataset `ds`: four steps, each a
@@ -180,54 +190,111 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
     })
 }
 
-/// The Spark engine does not run the Language v2 statistics yet: a filter
-/// (`where`), several keys or bins, a distinct count. Refused before any
+/// The Spark engine does not run a distinct count yet. Refused before any
 /// job is submitted (and so before anything is charged).
-fn unsupported(kind: &StatKind) -> EngineError {
-    let what = match kind {
-        StatKind::Where { .. } => "a `where` filter",
-        // (a quantile's statistic: its rows per bin of the candidate grid)
-        StatKind::Cells { .. } => "grouping by several keys or by bins (nor quantiles)",
-        _ => "a distinct count",
-    };
-    schema(format!(
-        "the Spark engine does not support {what} yet: run this plan with the embedded engine (`--engine csv`)"
-    ))
+fn unsupported() -> EngineError {
+    schema(
+        "the Spark engine does not support a distinct count yet: run this plan with the embedded engine (`--engine csv`)"
+            .into(),
+    )
+}
+
+/// A histogram's key: the category column `by` and its public domain.
+fn category_key(ds: &Dataset, by: &str) -> Result<GroupKey, EngineError> {
+    let domain = column(ds, by)?
+        .domain
+        .clone()
+        .ok_or_else(|| schema(format!("column `{by}` has no public domain")))?;
+    Ok(GroupKey::Category {
+        column: by.to_string(),
+        domain,
+    })
+}
+
+/// The number of cells of `keys`, checked: every key declared (a bin's
+/// column a number, its edges finite and strictly increasing), at least one
+/// cell, and few enough for an `INT` cell index.
+fn cell_count(ds: &Dataset, keys: &[GroupKey]) -> Result<usize, EngineError> {
+    let mut n: usize = 1;
+    for k in keys {
+        let c = column(ds, k.column())?;
+        quote(k.column())?;
+        if let GroupKey::Bins { edges, .. } = k {
+            if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
+                return Err(schema(format!(
+                    "column `{}` is binned but is not a declared number",
+                    c.name
+                )));
+            }
+            if !edges.iter().all(|e| e.is_finite()) || edges.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(schema(format!(
+                    "the bins of `{}` are not finite and increasing",
+                    c.name
+                )));
+            }
+        }
+        n = n
+            .checked_mul(k.len())
+            .filter(|&n| n < i32::MAX as usize)
+            .ok_or_else(|| {
+                schema(format!(
+                    "dataset `{}`: a grouped statistic has too many cells",
+                    ds.name
+                ))
+            })?;
+    }
+    if n == 0 || keys.is_empty() {
+        return Err(schema(format!(
+            "dataset `{}`: a grouped statistic has no cell",
+            ds.name
+        )));
+    }
+    Ok(n)
 }
 
 fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
     let mut fields: Vec<(String, i32)> = Vec::new();
-    let mut groupings: Vec<String> = Vec::new();
+    let mut groupings: Vec<Vec<GroupKey>> = Vec::new();
     let mut cells = Vec::new();
+    // one filter for every statistic of a statement, as the embedded
+    // engine's pass
+    let filter_of = |s: &Statistic| s.kind.filter().cloned();
+    let filter = stats.first().and_then(filter_of);
+    if stats.iter().any(|s| filter_of(s) != filter) {
+        return Err(schema(format!(
+            "dataset `{}`: statistics with different filters need separate passes",
+            ds.name
+        )));
+    }
+    if let Some(f) = &filter {
+        check_filter(ds, f)?;
+    }
     for s in stats {
-        let (value, by) = match &s.kind {
+        let (value, keys) = match s.kind.unfiltered() {
             StatKind::Count => (None, None),
             StatKind::Sum { column } => (Some(column), None),
-            StatKind::GroupedCount { by } => (None, Some(by)),
-            StatKind::GroupedSum { by, column } => (Some(column), Some(by)),
-            StatKind::Cells { .. } | StatKind::Distinct { .. } | StatKind::Where { .. } => {
-                return Err(unsupported(&s.kind))
+            StatKind::GroupedCount { by } => (None, Some(vec![category_key(ds, by)?])),
+            StatKind::GroupedSum { by, column } => {
+                (Some(column), Some(vec![category_key(ds, by)?]))
             }
+            StatKind::Cells { keys, column } => (column.as_ref(), Some(keys.clone())),
+            StatKind::Distinct { .. } | StatKind::Where { .. } => return Err(unsupported()),
         };
         if value.is_none() && s.grid > 0 {
             return Err(schema("a count needs a grid exponent ≤ 0".into()));
         }
-        let (set, coords) = match by {
+        let (set, coords) = match keys {
             None => (None, 1),
-            Some(by) => {
-                let c = column(ds, by)?;
-                let domain = c
-                    .domain
-                    .as_ref()
-                    .ok_or_else(|| schema(format!("column `{by}` has no public domain")))?;
-                let j = match groupings.iter().position(|g| g == by) {
+            Some(keys) => {
+                let coords = cell_count(ds, &keys)?;
+                let j = match groupings.iter().position(|g| *g == keys) {
                     Some(j) => j,
                     None => {
-                        groupings.push(by.clone());
+                        groupings.push(keys);
                         groupings.len() - 1
                     }
                 };
-                (Some(j), domain.len())
+                (Some(j), coords)
             }
         };
         let field = match value {
@@ -260,7 +327,166 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         fields,
         groupings,
         cells,
+        filter,
     })
+}
+
+/// Every column of a filter is declared, a comparison's a number and an
+/// `in` set's a category with a public domain (what the checker
+/// guarantees; an executable plan edited by hand is refused here).
+fn check_filter(ds: &Dataset, f: &Filter) -> Result<(), EngineError> {
+    for name in f.columns() {
+        column(ds, name)?;
+        quote(name)?;
+    }
+    match f {
+        Filter::And { items } | Filter::Or { items } => {
+            items.iter().try_for_each(|i| check_filter(ds, i))
+        }
+        Filter::Not { inner } => check_filter(ds, inner),
+        Filter::Compare {
+            column: c, value, ..
+        } => {
+            if !matches!(column(ds, c)?.ty, ColumnKind::Int | ColumnKind::Float) {
+                return Err(schema(format!(
+                    "column `{c}` is compared with a number but is not a declared number"
+                )));
+            }
+            if value.is_nan() {
+                return Err(schema(format!("column `{c}` is compared with NaN")));
+            }
+            Ok(())
+        }
+        Filter::In { .. } => Ok(()),
+    }
+}
+
+/// The filter's columns that a comparison reads, in order of first use.
+fn compared_columns(f: &Filter, out: &mut Vec<String>) {
+    match f {
+        Filter::And { items } | Filter::Or { items } => {
+            items.iter().for_each(|i| compared_columns(i, out));
+        }
+        Filter::Not { inner } => compared_columns(inner, out),
+        Filter::In { .. } => {}
+        Filter::Compare { column, .. } => {
+            if !out.contains(column) {
+                out.push(column.clone());
+            }
+        }
+    }
+}
+
+/// The filter's columns that an `in` set reads, in order of first use.
+fn in_columns(f: &Filter, out: &mut Vec<String>) {
+    match f {
+        Filter::And { items } | Filter::Or { items } => {
+            items.iter().for_each(|i| in_columns(i, out));
+        }
+        Filter::Not { inner } => in_columns(inner, out),
+        Filter::Compare { .. } => {}
+        Filter::In { column, .. } => {
+            if !out.contains(column) {
+                out.push(column.clone());
+            }
+        }
+    }
+}
+
+/// The filter as a predicate on step 1's columns: a comparison reads the
+/// valid (or imputed) number `n{i}` before it is clamped, as the embedded
+/// engine's; an `in` set is false for a null or empty field (never NULL,
+/// so that `not` stays two-valued). The sets are bound parameters
+/// (`:fv0`…).
+fn predicate(
+    f: &Filter,
+    numbers: &[&dpplan_plan::Column],
+    ins: &[String],
+    params: &mut BTreeMap<String, Param>,
+) -> String {
+    let all = |items: &[Filter], op: &str, params: &mut BTreeMap<String, Param>| {
+        let parts: Vec<String> = items
+            .iter()
+            .map(|i| predicate(i, numbers, ins, params))
+            .collect();
+        match parts.is_empty() {
+            // an empty `and` holds, an empty `or` does not
+            true if op == "AND" => "TRUE".to_string(),
+            true => "FALSE".to_string(),
+            false => format!("({})", parts.join(&format!(" {op} "))),
+        }
+    };
+    match f {
+        Filter::And { items } => all(items, "AND", params),
+        Filter::Or { items } => all(items, "OR", params),
+        Filter::Not { inner } => format!("(NOT {})", predicate(inner, numbers, ins, params)),
+        Filter::Compare { column, cmp, value } => {
+            let i = numbers.iter().position(|c| c.name == *column).unwrap_or(0);
+            let op = match cmp {
+                Comparison::Lt => "<",
+                Comparison::Le => "<=",
+                Comparison::Gt => ">",
+                Comparison::Ge => ">=",
+                Comparison::Eq => "=",
+                Comparison::Ne => "<>",
+            };
+            format!("(n{i} {op} {})", double(*value))
+        }
+        Filter::In { column, values } => {
+            let m = ins.iter().position(|c| c == column).unwrap_or(0);
+            let name = format!(
+                "fv{}",
+                params.keys().filter(|k| k.starts_with("fv")).count()
+            );
+            let p = format!("coalesce(array_contains(:{name}, w{m}), FALSE)");
+            params.insert(name, Param::Strings(values.clone()));
+            p
+        }
+    }
+}
+
+/// The suffix of the names of key `m` of grouping `j` when it is a
+/// category (its column `c…`, its domain's parameters `:dk…`, `:di…`):
+/// `{j}` for a grouping of one category (a histogram), `{j}_{m}` in a
+/// product of keys.
+fn key_suffix(keys: &[GroupKey], j: usize, m: usize) -> String {
+    if keys.len() == 1 {
+        format!("{j}")
+    } else {
+        format!("{j}_{m}")
+    }
+}
+
+/// The bin of the number `x` (never NaN: a valid or imputed number) as
+/// [`GroupKey::bin`] computes it: outside [e0, en] the first or last bin
+/// (`clamp`) or NULL (`drop`), else the number of inner edges e1…e(n−1)
+/// that are ≤ x, found by a balanced tree of comparisons (depth log2 n,
+/// so a quantile's grid of thousands of candidates stays cheap per row).
+fn bin(x: &str, edges: &[f64], outside: InvalidRule) -> String {
+    let n = edges.len() - 1;
+    let (below, above) = match outside {
+        InvalidRule::Clamp => ("0".to_string(), (n - 1).to_string()),
+        InvalidRule::Drop => ("NULL".to_string(), "NULL".to_string()),
+    };
+    // the count of inner edges ≤ x, known to lie in [lo, hi]
+    fn count(x: &str, edges: &[f64], lo: usize, hi: usize) -> String {
+        if lo == hi {
+            return lo.to_string();
+        }
+        let mid = (lo + hi).div_ceil(2);
+        format!(
+            "CASE WHEN {x} >= {} THEN {} ELSE {} END",
+            double(edges[mid]),
+            count(x, edges, mid, hi),
+            count(x, edges, lo, mid - 1)
+        )
+    }
+    format!(
+        "(CASE WHEN {x} < {} THEN {below} WHEN {x} > {} THEN {above} ELSE {} END)",
+        double(edges[0]),
+        double(edges[n]),
+        count(x, edges, 0, n - 1)
+    )
 }
 
 /// What step 1 leaves to step 2: the declared numbers, whether there is a
@@ -269,6 +495,8 @@ struct Typed<'d> {
     numbers: Vec<&'d dpplan_plan::Column>,
     id: bool,
     checks: Vec<String>,
+    /// The columns an `in` set of the filter reads (`w{m}`).
+    ins: Vec<String>,
 }
 
 /// Step 1, `typed`, `parsed`, `valid`: the declared columns this statement
@@ -296,7 +524,23 @@ fn typed<'d>(
         .iter()
         .filter(|c| matches!(c.ty, ColumnKind::Int | ColumnKind::Float))
         .collect();
-    let used = |c: &dpplan_plan::Column| fields.iter().any(|(n, _)| *n == c.name);
+    // the numbers a filter compares are read as the summed ones (under
+    // `invalid_rows clamp` an invalid one is imputed and compared)
+    let mut compared: Vec<String> = Vec::new();
+    if let Some(f) = &uses.filter {
+        compared_columns(f, &mut compared);
+    }
+    // and so are the binned ones
+    for k in groupings.iter().flatten() {
+        if let GroupKey::Bins { column, .. } = k {
+            if !compared.contains(column) {
+                compared.push(column.clone());
+            }
+        }
+    }
+    let used = |c: &dpplan_plan::Column| {
+        fields.iter().any(|(n, _)| *n == c.name) || compared.contains(&c.name)
+    };
     let mut select: Vec<String> = Vec::new();
     if let Some(id) = &id {
         select.push(format!("CAST({id} AS STRING) AS u"));
@@ -332,8 +576,23 @@ fn typed<'d>(
             checks.push(format!("n{i} IS NOT NULL"));
         }
     }
-    for (j, g) in groupings.iter().enumerate() {
-        select.push(format!("CAST({} AS STRING) AS c{j}", quote(g)?));
+    for (j, keys) in groupings.iter().enumerate() {
+        for (m, k) in keys.iter().enumerate() {
+            if let GroupKey::Category { column, .. } = k {
+                select.push(format!(
+                    "CAST({} AS STRING) AS c{}",
+                    quote(column)?,
+                    key_suffix(keys, j, m)
+                ));
+            }
+        }
+    }
+    let mut ins = Vec::new();
+    if let Some(f) = &uses.filter {
+        in_columns(f, &mut ins);
+    }
+    for (m, c) in ins.iter().enumerate() {
+        select.push(format!("CAST({} AS STRING) AS w{m}", quote(c)?));
     }
     // every declared column must exist: the driver checks it (with its
     // type) before the statement runs
@@ -366,6 +625,7 @@ fn typed<'d>(
         numbers,
         id: id.is_some(),
         checks,
+        ins,
     })
 }
 
@@ -382,6 +642,7 @@ fn cells(
         numbers,
         id,
         mut checks,
+        ins,
     } = typed;
     let mut cell_cols: Vec<String> = Vec::new();
     let mut grid_cols: Vec<String> = Vec::new();
@@ -389,6 +650,10 @@ fn cells(
     if id {
         cell_cols.push("u".into());
         checks.insert(0, "u IS NOT NULL AND u <> ''".into());
+    }
+    // the filter, on the valid rows, before bounding
+    if let Some(f) = &uses.filter {
+        checks.push(predicate(f, &numbers, &ins, &mut params));
     }
     for (f, (name, k)) in fields.iter().enumerate() {
         let (scale, lo, hi) = grid_bounds(ds, name, *k)?;
@@ -407,22 +672,49 @@ fn cells(
              ELSE CAST(x{f} AS BIGINT) END AS f{f}"
         ));
     }
-    for (j, g) in groupings.iter().enumerate() {
-        let domain = column(ds, g)?.domain.clone().unwrap_or_default();
-        // the first index of each distinct value (as the embedded engine's
-        // lookup), as two parallel arrays
-        let (mut keys, mut idx): (Vec<String>, Vec<i64>) = (Vec::new(), Vec::new());
-        for (i, v) in domain.iter().enumerate() {
-            if !keys.contains(v) {
-                keys.push(v.clone());
-                idx.push(i as i64);
-            }
+    for (j, keys) in groupings.iter().enumerate() {
+        // first key slowest: a key's stride is the product of the later
+        // keys' sizes
+        let mut terms = Vec::with_capacity(keys.len());
+        let mut stride: usize = 1;
+        for (m, k) in keys.iter().enumerate().rev() {
+            let index = match k {
+                GroupKey::Category { domain, .. } => {
+                    let suffix = key_suffix(keys, j, m);
+                    // the first index of each distinct value (as the
+                    // embedded engine's lookup), as two parallel arrays
+                    let (mut names, mut idx): (Vec<String>, Vec<i64>) = (Vec::new(), Vec::new());
+                    for (i, v) in domain.iter().enumerate() {
+                        if !names.contains(v) {
+                            names.push(v.clone());
+                            idx.push(i as i64);
+                        }
+                    }
+                    params.insert(format!("dk{suffix}"), Param::Strings(names));
+                    params.insert(format!("di{suffix}"), Param::Ints(idx));
+                    format!(
+                        "CAST(try_element_at(map_from_arrays(:dk{suffix}, :di{suffix}), c{suffix}) AS INT)"
+                    )
+                }
+                GroupKey::Bins {
+                    column,
+                    edges,
+                    outside,
+                } => {
+                    let i = numbers.iter().position(|c| c.name == *column).unwrap_or(0);
+                    bin(&format!("n{i}"), edges, *outside)
+                }
+            };
+            terms.push(if stride == 1 {
+                index
+            } else {
+                format!("{index} * {stride}")
+            });
+            stride *= k.len();
         }
-        params.insert(format!("dk{j}"), Param::Strings(keys));
-        params.insert(format!("di{j}"), Param::Ints(idx));
-        cell_cols.push(format!(
-            "CAST(try_element_at(map_from_arrays(:dk{j}, :di{j}), c{j}) AS INT) AS g{j}"
-        ));
+        terms.reverse();
+        // NULL (outside) when any key is
+        cell_cols.push(format!("{} AS g{j}", terms.join(" + ")));
     }
     if cell_cols.is_empty() {
         cell_cols.push("1 AS one".into());

@@ -318,10 +318,13 @@ exit 1"#,
     kept(&e, false);
 }
 
-/// A quantile (its statistic is the rows per bin of its candidate grid) is
-/// refused before any job, with the reason and the way out.
+/// A quantile's statistic (the rows per bin of its candidate grid: a
+/// value's bin is the number of candidates ≤ it) is counted by Spark — a
+/// balanced tree of comparisons per row, depth log2 of the grid — and the
+/// selection stays in dpplan. The tree's literals are the grid's edges,
+/// written so that Spark reads back the same doubles.
 #[test]
-fn quantiles_are_refused_clearly() {
+fn quantiles_are_counted_per_bin() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/trip-fares");
     let text = std::fs::read_to_string(format!("{dir}/trip-fares.dpplan")).unwrap();
     let p = plan(&text);
@@ -333,22 +336,34 @@ fn quantiles_are_refused_clearly() {
         source,
         stats: st,
     }];
-    let e = SparkEngine::explain(&req).unwrap_err().to_string();
+    let sql = SparkEngine::explain(&req).unwrap();
+    // the median's grid: 161 candidates 0, 0.5, …, 80 (bins 0..=161),
+    // values below the first or above the last clamped into the end bins
+    assert!(sql.contains("WHEN n0 < -5e-324 THEN 0"), "{sql}");
     assert!(
-        e.contains("nor quantiles") && e.contains("--engine csv"),
-        "{e}"
+        sql.contains("WHEN n0 > 8.000000000000001e1 THEN 161"),
+        "{sql}"
     );
-    // near miss: the same dataset's plain count is accepted
-    let count = [Statistic {
-        kind: StatKind::Count,
-        grid: 0,
-    }];
-    let req = [Request {
-        dataset: ds,
-        source,
-        stats: &count,
-    }];
-    assert!(SparkEngine::explain(&req).is_ok());
+    assert!(sql.contains("CASE WHEN n0 >= 4e1 THEN"), "{sql}");
+    // a tree, not a chain: depth ⌈log2 162⌉ = 8 comparisons deep at most
+    let line = sql
+        .lines()
+        .find(|l| l.contains("8.000000000000001e1"))
+        .unwrap();
+    let mut depth: usize = 0;
+    let mut deepest = 0;
+    for w in line.split_whitespace() {
+        match w {
+            "CASE" => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            "END" | "END)" => depth = depth.saturating_sub(1),
+            _ if w.starts_with("END") => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    assert!((8..=10).contains(&deepest), "{deepest}: {line}");
 }
 
 /// A histogram over keys from the data is refused by the Spark engine
@@ -378,4 +393,113 @@ fn keys_from_data_are_refused_before_any_charge() {
         .to_string();
     assert!(e.contains("embedded CSV engine only"), "{e}");
     assert!(!ledger.exists(), "a ledger was created");
+}
+
+/// A `where` filter becomes a predicate on the valid rows before bounding:
+/// a comparison reads the valid (or imputed) number, an `in` set is a
+/// bound parameter that is never written into the statement (a hostile
+/// value stays out of the SQL text), a negated set stays two-valued; the
+/// statement is deterministic; statistics with different filters are
+/// refused (as the embedded engine refuses them in one pass), and so is a
+/// comparison of a column that is not a number.
+#[test]
+fn filters_are_predicates_with_bound_sets() {
+    use dpplan_vocab::rows::Filter;
+    use dpplan_vocab::Comparison;
+    let p = plan(
+        r#"plan "t" {
+  privacy { unit user by uid adjacency add_remove budget epsilon 1 delta 1e-6 }
+  dataset d {
+    column uid : id
+    column v : float in [0, 10]
+    column w : int in [0, 5]
+    column g : category { "a", "q'u`ote\"; DROP TABLE x; --" }
+    invalid_rows clamp
+    contribution { rows_per_unit 2 groups_per_unit 1 }
+  }
+  query s { histogram(d by g) noise laplace scale 10 schedule once }
+}"#,
+    );
+    let ds = &p.body.datasets["d"];
+    let hostile = "q'u`ote\"; DROP TABLE x; --".to_string();
+    let filter = Filter::Or {
+        items: vec![
+            Filter::And {
+                items: vec![
+                    Filter::Compare {
+                        column: "w".into(),
+                        cmp: Comparison::Gt,
+                        value: 2.0,
+                    },
+                    Filter::In {
+                        column: "g".into(),
+                        values: vec![hostile.clone()],
+                    },
+                ],
+            },
+            Filter::Not {
+                inner: Box::new(Filter::In {
+                    column: "g".into(),
+                    values: vec!["a".into()],
+                }),
+            },
+        ],
+    };
+    let of = |kind: StatKind, f: &Filter| Statistic {
+        kind: StatKind::Where {
+            filter: f.clone(),
+            of: Box::new(kind),
+        },
+        grid: 0,
+    };
+    let st = vec![
+        of(StatKind::Count, &filter),
+        of(StatKind::GroupedCount { by: "g".into() }, &filter),
+    ];
+    let q = sql::generate(ds, &st, Columns::Text).unwrap();
+    assert_eq!(q, sql::generate(ds, &st, Columns::Text).unwrap());
+    // w is the second declared number (n1), compared before bounding, and
+    // imputed under `invalid_rows clamp` although nothing sums it
+    assert!(
+        q.sql
+            .contains("(((n1 > 2e0) AND coalesce(array_contains(:fv0, w0), FALSE)) OR (NOT coalesce(array_contains(:fv1, w0), FALSE)))"),
+        "{}",
+        q.sql
+    );
+    assert!(q.sql.contains(", 0e0) AS n1"), "{}", q.sql);
+    assert!(q.sql.contains("CAST(`g` AS STRING) AS w0"), "{}", q.sql);
+    let filtered = q.sql.find("array_contains").unwrap();
+    let bounded = q.sql.find("numbered AS").unwrap();
+    assert!(filtered < bounded, "the filter comes before bounding");
+    assert!(!q.sql.contains("DROP TABLE"), "{}", q.sql);
+    assert_eq!(q.params["fv0"], sql::Param::Strings(vec![hostile]));
+    assert_eq!(q.params["fv1"], sql::Param::Strings(vec!["a".into()]));
+    // different filters in one statement: refused
+    let other = Filter::Compare {
+        column: "v".into(),
+        cmp: Comparison::Lt,
+        value: 1.0,
+    };
+    let mixed = vec![of(StatKind::Count, &filter), of(StatKind::Count, &other)];
+    let e = sql::generate(ds, &mixed, Columns::Text).unwrap_err();
+    assert!(e.to_string().contains("different filters"), "{e}");
+    // near miss: the unfiltered statement has no predicate and no set
+    let plain = sql::generate(ds, &[stat_count()], Columns::Text).unwrap();
+    assert!(!plain.sql.contains("array_contains"), "{}", plain.sql);
+    assert!(plain.params.keys().all(|k| !k.starts_with("fv")));
+    // a comparison of a category: refused
+    let bad = Filter::Compare {
+        column: "g".into(),
+        cmp: Comparison::Lt,
+        value: 1.0,
+    };
+    let e = sql::generate(ds, &[of(StatKind::Count, &bad)], Columns::Text).unwrap_err();
+    assert!(e.to_string().contains("not a declared number"), "{e}");
+}
+
+fn stat_count() -> Statistic {
+    Statistic {
+        kind: StatKind::Count,
+        grid: 0,
+    }
 }

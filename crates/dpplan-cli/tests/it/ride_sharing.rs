@@ -106,7 +106,7 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
 }
 
 #[test]
-fn the_spark_engine_refuses_filters_before_anything_is_charged() {
+fn the_spark_engine_refuses_distinct_counts_before_anything_is_charged() {
     let dir = tempfile::tempdir().unwrap();
     let plan = compile(dir.path());
     let ledger = dir.path().join("ledger.sqlite");
@@ -118,12 +118,12 @@ fn the_spark_engine_refuses_filters_before_anything_is_charged() {
         "--engine",
         "spark",
         "--query",
-        "madrid_paid_trips",
+        "daily_riders",
         "--slot",
         "0",
     ]);
     assert!(!o.status.success());
     let err = text(&o.stderr);
-    assert!(err.contains("does not support a `where` filter"), "{err}");
+    assert!(err.contains("does not support a distinct count"), "{err}");
     assert!(!ledger.exists(), "nothing charged: no ledger was created");
 }
