@@ -72,10 +72,22 @@ struct Cell {
     /// The grouping set (index into [`Query::groupings`]), `None` for the
     /// ungrouped set.
     set: Option<usize>,
-    /// The summed field (index into the sums), `None` for a count.
-    field: Option<usize>,
+    /// What it reads of its set's row.
+    value: Value,
     coords: usize,
     count_shift: i32,
+}
+
+/// What a statistic reads of a result row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Value {
+    /// The row count (shifted onto the grid).
+    Count,
+    /// A summed field (index into the sums).
+    Sum(usize),
+    /// A distinct count (index into the distinct counts; shifted onto the
+    /// grid as a count).
+    Distinct(usize),
 }
 
 /// The generated statement and how to read its rows back.
@@ -87,6 +99,7 @@ pub struct Query {
     pub params: BTreeMap<String, Param>,
     groupings: usize,
     fields: usize,
+    distincts: usize,
     cells: Vec<Cell>,
 }
 
@@ -162,6 +175,9 @@ struct Uses {
     /// several keys and bins (the first key slowest).
     groupings: Vec<Vec<GroupKey>>,
     cells: Vec<Cell>,
+    /// The columns of the distinct counts, in order of first use (the
+    /// unit id's own column under a user-level unit: the units).
+    distincts: Vec<String>,
     /// The statistics' common `where` filter, decided on the valid rows
     /// before bounding (as the embedded engine decides it).
     filter: Option<Filter>,
@@ -180,23 +196,15 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
     let typed = typed(&mut sql, ds, &uses, columns)?;
     let params = cells(&mut sql, ds, &uses, typed)?;
     bounding(&mut sql, ds, &uses);
-    aggregation(&mut sql, &uses);
+    aggregation(&mut sql, ds, &uses);
     Ok(Query {
         sql,
         params,
         groupings: uses.groupings.len(),
         fields: uses.fields.len(),
+        distincts: uses.distincts.len(),
         cells: uses.cells,
     })
-}
-
-/// The Spark engine does not run a distinct count yet. Refused before any
-/// job is submitted (and so before anything is charged).
-fn unsupported() -> EngineError {
-    schema(
-        "the Spark engine does not support a distinct count yet: run this plan with the embedded engine (`--engine csv`)"
-            .into(),
-    )
 }
 
 /// A histogram's key: the category column `by` and its public domain.
@@ -255,6 +263,7 @@ fn cell_count(ds: &Dataset, keys: &[GroupKey]) -> Result<usize, EngineError> {
 fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
     let mut fields: Vec<(String, i32)> = Vec::new();
     let mut groupings: Vec<Vec<GroupKey>> = Vec::new();
+    let mut distincts: Vec<String> = Vec::new();
     let mut cells = Vec::new();
     // one filter for every statistic of a statement, as the embedded
     // engine's pass
@@ -278,7 +287,32 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
                 (Some(column), Some(vec![category_key(ds, by)?]))
             }
             StatKind::Cells { keys, column } => (column.as_ref(), Some(keys.clone())),
-            StatKind::Distinct { .. } | StatKind::Where { .. } => return Err(unsupported()),
+            StatKind::Distinct { column: d } => {
+                // an id column: the distinct non-empty ids of the kept rows
+                if !matches!(column(ds, d)?.ty, ColumnKind::Id | ColumnKind::Category) {
+                    return Err(schema(format!(
+                        "column `{d}` is counted distinct but is not an id"
+                    )));
+                }
+                quote(d)?;
+                if !distincts.contains(d) {
+                    distincts.push(d.clone());
+                }
+                let q = distincts.iter().position(|x| x == d).unwrap_or(0);
+                cells.push(Cell {
+                    set: None,
+                    value: Value::Distinct(q),
+                    coords: 1,
+                    count_shift: -s.grid,
+                });
+                if s.grid > 0 {
+                    return Err(schema("a count needs a grid exponent ≤ 0".into()));
+                }
+                continue;
+            }
+            StatKind::Where { .. } => {
+                return Err(schema("a filter inside a filter is not a statistic".into()))
+            }
         };
         if value.is_none() && s.grid > 0 {
             return Err(schema("a count needs a grid exponent ≤ 0".into()));
@@ -297,27 +331,27 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
                 (Some(j), coords)
             }
         };
-        let field = match value {
-            None => None,
-            Some(name) => {
+        let value = match value {
+            None => Value::Count,
+            Some(name) => Value::Sum({
                 let c = column(ds, name)?;
                 if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
                     return Err(schema(format!("column `{name}` is not a declared number")));
                 }
                 grid_bounds(ds, name, s.grid)?;
                 let f = (name.clone(), s.grid);
-                Some(match fields.iter().position(|x| *x == f) {
+                match fields.iter().position(|x| *x == f) {
                     Some(i) => i,
                     None => {
                         fields.push(f);
                         fields.len() - 1
                     }
-                })
-            }
+                }
+            }),
         };
         cells.push(Cell {
             set,
-            field,
+            value,
             coords,
             count_shift: -s.grid,
         });
@@ -327,6 +361,7 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         fields,
         groupings,
         cells,
+        distincts,
         filter,
     })
 }
@@ -443,6 +478,24 @@ fn predicate(
             p
         }
     }
+}
+
+/// The column each distinct count counts: `u` for the unit id's own column
+/// under a user-level unit (the units with a kept row), `d{q}` for any
+/// other id column.
+fn distinct_aliases(ds: &Dataset, uses: &Uses) -> Vec<String> {
+    let b = &ds.bounding;
+    uses.distincts
+        .iter()
+        .enumerate()
+        .map(|(q, d)| {
+            if b.per_unit && b.id_column.as_deref() == Some(d.as_str()) {
+                "u".to_string()
+            } else {
+                format!("d{q}")
+            }
+        })
+        .collect()
 }
 
 /// The suffix of the names of key `m` of grouping `j` when it is a
@@ -587,6 +640,11 @@ fn typed<'d>(
             }
         }
     }
+    for (d, alias) in uses.distincts.iter().zip(distinct_aliases(ds, uses)) {
+        if alias != "u" {
+            select.push(format!("CAST({} AS STRING) AS {alias}", quote(d)?));
+        }
+    }
     let mut ins = Vec::new();
     if let Some(f) = &uses.filter {
         in_columns(f, &mut ins);
@@ -650,6 +708,13 @@ fn cells(
     if id {
         cell_cols.push("u".into());
         checks.insert(0, "u IS NOT NULL AND u <> ''".into());
+    }
+    for alias in distinct_aliases(ds, uses) {
+        if alias != "u" {
+            cell_cols.push(format!(
+                "CASE WHEN {alias} <> '' THEN {alias} END AS {alias}"
+            ));
+        }
     }
     // the filter, on the valid rows, before bounding
     if let Some(f) = &uses.filter {
@@ -747,9 +812,17 @@ fn cells(
 fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
     let (fields, groupings) = (&uses.fields, &uses.groupings);
     let b = &ds.bounding;
+    // a distinct count's ids are used fields too: rows that differ only in
+    // them are told apart by their values, not by an arbitrary order
     let used_cols: Vec<String> = (0..fields.len())
         .map(|f| format!("f{f}"))
         .chain((0..groupings.len()).map(|j| format!("coalesce(g{j}, -1)")))
+        .chain(
+            distinct_aliases(ds, uses)
+                .into_iter()
+                .filter(|a| a != "u")
+                .map(|a| format!("coalesce({a}, '')")),
+        )
         .collect();
     if b.per_unit {
         let cap = b.rows_per_unit.unwrap_or(1).max(1);
@@ -812,8 +885,10 @@ fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
     }
 }
 
-/// Step 4: one aggregation, a grouping set per grouping column.
-fn aggregation(w: &mut String, uses: &Uses) {
+/// Step 4: one aggregation, a grouping set per grouping column; a distinct
+/// count counts the kept rows' distinct non-empty ids (the decoder reads it
+/// from the ungrouped set only).
+fn aggregation(w: &mut String, ds: &Dataset, uses: &Uses) {
     let (fields, groupings) = (&uses.fields, &uses.groupings);
     let mut out: Vec<String> = Vec::new();
     for j in 0..groupings.len() {
@@ -825,6 +900,9 @@ fn aggregation(w: &mut String, uses: &Uses) {
     out.push("count(*) AS n".into());
     for f in 0..fields.len() {
         out.push(format!("sum(CAST(f{f} AS DECIMAL(38,0))) AS s{f}"));
+    }
+    for (q, alias) in distinct_aliases(ds, uses).iter().enumerate() {
+        out.push(format!("count(DISTINCT {alias}) AS dc{q}"));
     }
     let group_by = if groupings.is_empty() {
         String::new()
@@ -844,7 +922,7 @@ fn aggregation(w: &mut String, uses: &Uses) {
 impl Query {
     /// The number of columns of a result row.
     pub fn width(&self) -> usize {
-        2 * self.groupings + 1 + self.fields
+        2 * self.groupings + 1 + self.fields + self.distincts
     }
 
     /// Reads the statement's result rows (each cell a decimal integer or
@@ -861,8 +939,8 @@ impl Query {
             }
         };
         // per set (0 = ungrouped, j + 1 = grouping j): per coordinate, the
-        // count and the sums
-        let width = 1 + self.fields;
+        // count, the sums and the distinct counts
+        let width = 1 + self.fields + self.distincts;
         let mut sets: Vec<Vec<Vec<i128>>> = vec![vec![vec![0; width]]];
         for c in &self.cells {
             if let Some(j) = c.set {
@@ -907,9 +985,15 @@ impl Query {
             let set = c.set.map_or(0, |j| j + 1);
             let mut v = Vec::with_capacity(c.coords);
             for coord in &sets[set] {
-                v.push(match c.field {
-                    Some(f) => coord[1 + f],
-                    None => {
+                let shifted = |n: i128| {
+                    n.checked_shl(c.count_shift as u32)
+                        .filter(|y| (y >> c.count_shift) == n)
+                        .ok_or_else(|| EngineError::Overflow("a count overflowed 128 bits".into()))
+                };
+                v.push(match c.value {
+                    Value::Sum(f) => coord[1 + f],
+                    Value::Distinct(q) => shifted(coord[1 + self.fields + q])?,
+                    Value::Count => {
                         let n = coord[0];
                         n.checked_shl(c.count_shift as u32)
                             .filter(|y| (y >> c.count_shift) == n)

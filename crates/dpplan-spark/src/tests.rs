@@ -503,3 +503,70 @@ fn stat_count() -> Statistic {
         grid: 0,
     }
 }
+
+/// A distinct count: under a user-level unit, of the unit's own id, the
+/// units with a kept row (`count(DISTINCT u)`); of another id column (and
+/// under a row unit), the distinct non-empty ids of the kept rows, which
+/// also enter the rows' hash (rows that differ only in them are told apart
+/// by value). Read back from the ungrouped set, shifted as a count; a
+/// number column is refused.
+#[test]
+fn distinct_counts_count_the_kept_rows_ids() {
+    let p = plan(
+        r#"plan "t" {
+  privacy { unit user by uid adjacency add_remove budget epsilon 1 delta 1e-6 }
+  dataset d {
+    column uid : id
+    column sid : id
+    column v : float in [0, 10]
+    column g : category { "a", "b" }
+    contribution { rows_per_unit 2 groups_per_unit 1 }
+  }
+  query s { histogram(d by g) noise laplace scale 10 schedule once }
+}"#,
+    );
+    let ds = &p.body.datasets["d"];
+    let distinct = |c: &str, grid| Statistic {
+        kind: StatKind::Distinct { column: c.into() },
+        grid,
+    };
+    let st = vec![
+        distinct("uid", 0),
+        distinct("sid", -1),
+        Statistic {
+            kind: StatKind::GroupedCount { by: "g".into() },
+            grid: 0,
+        },
+    ];
+    let q = sql::generate(ds, &st, Columns::Text).unwrap();
+    assert!(q.sql.contains("count(DISTINCT u) AS dc0"), "{}", q.sql);
+    assert!(q.sql.contains("count(DISTINCT d1) AS dc1"), "{}", q.sql);
+    assert!(q.sql.contains("CAST(`sid` AS STRING) AS d1"), "{}", q.sql);
+    assert!(
+        q.sql.contains("CASE WHEN d1 <> '' THEN d1 END AS d1"),
+        "{}",
+        q.sql
+    );
+    assert!(q.sql.contains("coalesce(d1, '')"), "{}", q.sql);
+    assert_eq!(q.width(), 2 + 1 + 2);
+    // the ungrouped row (flags 1: not grouped by g), then g's cells
+    let row = |a: &str, k: Option<&str>, n: &str, d0: &str, d1: &str| {
+        vec![
+            Some(a.to_string()),
+            k.map(str::to_string),
+            Some(n.to_string()),
+            Some(d0.to_string()),
+            Some(d1.to_string()),
+        ]
+    };
+    let rows = vec![
+        row("1", None, "9", "4", "6"),
+        row("0", Some("0"), "5", "3", "3"),
+        row("0", Some("1"), "4", "2", "2"),
+    ];
+    let got = q.decode(&rows).unwrap();
+    assert_eq!(got, vec![vec![4], vec![12], vec![5, 4]]);
+    // a number is not an id
+    let e = sql::generate(ds, &[distinct("v", 0)], Columns::Text).unwrap_err();
+    assert!(e.to_string().contains("not an id"), "{e}");
+}

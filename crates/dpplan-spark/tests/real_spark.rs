@@ -85,15 +85,6 @@ fn examples() -> PathBuf {
 /// crates/dpplan-cli/tests/it/cumulative_cli.rs)
 const SPARK_REFUSES: &[&str] = &["signups", "site-visits"];
 
-/// Whether the Spark engine refuses a pass: a distinct count (ride-sharing's
-/// `daily_riders`; crates/dpplan-cli/tests/it/ride_sharing.rs checks that
-/// refusal). Its other passes — filters, several keys, bins — run.
-fn refused(stats: &[Statistic]) -> bool {
-    stats
-        .iter()
-        .any(|s| matches!(s.kind.unfiltered(), StatKind::Distinct { .. }))
-}
-
 /// Every shipped example with data: row-level (exact) and, for user-level
 /// units, the bounded aggregates.
 fn example_cases(cases: &mut Vec<Case>) {
@@ -116,7 +107,7 @@ fn example_cases(cases: &mut Vec<Case>) {
             ..Default::default()
         };
         for (ds, source, stats) in dpplan_runtime::planned_aggregates(&plan, &opts).unwrap() {
-            if !source.exists() || refused(&stats) {
+            if !source.exists() {
                 continue;
             }
             n += 1;
@@ -170,6 +161,19 @@ fn dataset(unit: &str, bounds: &str, invalid: &str) -> Dataset {
 
 fn all_stats() -> Vec<Statistic> {
     vec![
+        // row-level: the distinct non-empty ids; user-level: the units
+        stat(
+            StatKind::Distinct {
+                column: "uid".into(),
+            },
+            0,
+        ),
+        stat(
+            StatKind::Distinct {
+                column: "uid".into(),
+            },
+            -1,
+        ),
         stat(StatKind::Count, 0),
         stat(StatKind::Count, -3),
         stat(StatKind::Sum { column: "v".into() }, -2),
@@ -633,6 +637,36 @@ fn spark_engine_on_a_real_spark() {
             check: Check::Equal,
         });
     }
+    // the distinct values of a column other than the unit's, among the
+    // kept rows (deterministic here: the adversarial unit's rows are
+    // alike, every other unit has one row), with a grouped count beside
+    let distinct_g = vec![
+        stat(StatKind::Distinct { column: "g".into() }, 0),
+        stat(StatKind::GroupedCount { by: "g".into() }, 0),
+    ];
+    for (what, source, unit, bounds) in [
+        ("million", &million, "row", ""),
+        (
+            "adversarial",
+            &adv,
+            "user by uid",
+            "rows_per_unit 3 groups_per_unit 1 rows_per_group 2",
+        ),
+        (
+            "one row per unit",
+            &single,
+            "user by uid",
+            "rows_per_unit 2 groups_per_unit 1 rows_per_group 1",
+        ),
+    ] {
+        cases.push(Case {
+            name: format!("{what}, distinct g, {unit}"),
+            dataset: dataset(unit, bounds, ""),
+            source: source.clone(),
+            stats: distinct_g.clone(),
+            check: Check::Equal,
+        });
+    }
     let (sel_d, sel_csv, grp_e, grp_csv) = selection(dir.path());
     let sel_stats = vec![
         stat(
@@ -717,8 +751,13 @@ fn check_bounded(c: &Case, got: &[Vec<i128>], embedded: &[Vec<i128>], row: &[Vec
         };
         match (s.kind.unfiltered(), summed) {
             (StatKind::Count, _) => assert_eq!(got[i], embedded[i], "{}: count", c.name),
+            // the units with a kept row: those with a valid row
+            (StatKind::Distinct { column }, _) if b.id_column.as_ref() == Some(column) => {
+                assert_eq!(got[i], embedded[i], "{}: units", c.name)
+            }
+            // another column's distinct values among the kept rows
             (StatKind::Distinct { .. }, _) => {
-                panic!("{}: the Spark engine refuses distinct counts", c.name)
+                assert!(0 <= got[i][0] && got[i][0] <= row[i][0], "{}", c.name)
             }
             (_, None) => {
                 // a grouped count: each cell within the row-level cell

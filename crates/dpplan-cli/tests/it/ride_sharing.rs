@@ -106,7 +106,7 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
 }
 
 #[test]
-fn the_spark_engine_refuses_distinct_counts_before_anything_is_charged() {
+fn the_spark_engine_refuses_windows_before_anything_is_charged() {
     let dir = tempfile::tempdir().unwrap();
     let plan = compile(dir.path());
     let ledger = dir.path().join("ledger.sqlite");
@@ -118,12 +118,15 @@ fn the_spark_engine_refuses_distinct_counts_before_anything_is_charged() {
         "--engine",
         "spark",
         "--query",
-        "daily_riders",
-        "--slot",
-        "0",
+        "hourly_district_trips",
+        "--start",
+        "2026-03-02",
+        "--at",
+        // half past the second hour: the first hour's window has closed
+        "1772415000",
     ]);
     assert!(!o.status.success());
     let err = text(&o.stderr);
-    assert!(err.contains("does not support a distinct count"), "{err}");
+    assert!(err.contains("embedded CSV engine only"), "{err}");
     assert!(!ledger.exists(), "nothing charged: no ledger was created");
 }
