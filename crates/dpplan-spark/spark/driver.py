@@ -129,6 +129,9 @@ def cell(v):
         return "1" if v else "0"
     if isinstance(v, int):
         return str(v)
+    # a key from the data (a string): as it is
+    if isinstance(v, str):
+        return v
     # Decimal(38,0): its exact integer
     return format(v, "f")
 

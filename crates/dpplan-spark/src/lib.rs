@@ -140,6 +140,30 @@ fn declared(ty: ColumnKind) -> &'static str {
     }
 }
 
+/// One job of the driver's job file: the source, its declared columns, the
+/// statement and its bound parameters (the selection seed drawn here).
+fn job(dataset: &Dataset, source: &Source, q: &Query, rng: &mut SecureRng) -> Value {
+    let mut args = serde_json::Map::new();
+    // the selection seed: secret, fresh per run, an i64 for Spark
+    args.insert("seed".into(), json!(rng.next_u64() as i64));
+    for (k, v) in &q.params {
+        args.insert(k.clone(), serde_json::to_value(v).unwrap_or(Value::Null));
+    }
+    let columns: Vec<Value> = dataset
+        .columns
+        .iter()
+        .map(|c| json!({"name": c.name, "type": declared(c.ty)}))
+        .collect();
+    json!({
+        "dataset": dataset.name,
+        "source": {"kind": if source.format == "table" { "table" } else { "file" },
+                   "format": source.format, "location": source.location},
+        "columns": columns,
+        "sql": q.sql,
+        "args": Value::Object(args),
+    })
+}
+
 fn job_failed(message: String) -> EngineError {
     EngineError::Io(IoError::new(message))
 }
@@ -202,26 +226,7 @@ impl SparkEngine {
         for r in requests {
             let source = Source::parse(&r.dataset.name, r.source)?;
             let q = sql::generate(r.dataset, r.stats, source.columns())?;
-            let mut args = serde_json::Map::new();
-            // the selection seed: secret, fresh per run, an i64 for Spark
-            args.insert("seed".into(), json!(rng.next_u64() as i64));
-            for (k, v) in &q.params {
-                args.insert(k.clone(), serde_json::to_value(v).unwrap_or(Value::Null));
-            }
-            let columns: Vec<Value> = r
-                .dataset
-                .columns
-                .iter()
-                .map(|c| json!({"name": c.name, "type": declared(c.ty)}))
-                .collect();
-            jobs.push(json!({
-                "dataset": r.dataset.name,
-                "source": {"kind": if source.format == "table" { "table" } else { "file" },
-                           "format": source.format, "location": source.location},
-                "columns": columns,
-                "sql": q.sql,
-                "args": Value::Object(args),
-            }));
+            jobs.push(job(r.dataset, &source, &q, rng));
             queries.push(q);
         }
         let rows = self.submit(&json!({ "jobs": jobs }), requests.len())?;
@@ -299,7 +304,9 @@ impl SparkEngine {
         }
         if !status.success() || answer.is_none() {
             // Spark's log may quote data values: kept for the operator in a
-            // private directory, never printed.
+            // private directory, never printed. A result written before a
+            // failure (counts per key from the data among them) is not kept.
+            let _ = std::fs::remove_file(&result);
             let kept = dir.keep();
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),
@@ -341,6 +348,26 @@ fn kill_signal(_: &std::process::ExitStatus) -> String {
 }
 
 impl Engine for SparkEngine {
+    /// The exact bounded count per key of `column` (keys from the data),
+    /// computed by Spark ([`sql::generate_keys`]); the threshold, and so
+    /// which keys are ever revealed, stays in dpplan. The counts of every
+    /// key seen travel only through the job's private result file, deleted
+    /// with its directory.
+    fn aggregate_keys(
+        &self,
+        dataset: &Dataset,
+        source: &Path,
+        column: &str,
+        filter: Option<&dpplan_vocab::rows::Filter>,
+        rng: &mut SecureRng,
+    ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
+        let src = Source::parse(&dataset.name, source)?;
+        let q = sql::generate_keys(dataset, column, filter, src.columns())?;
+        let jobs = vec![job(dataset, &src, &q, rng)];
+        let rows = self.submit(&json!({ "jobs": jobs }), 1)?;
+        q.decode_keys(rows.first().map_or(&[][..], Vec::as_slice))
+    }
+
     fn aggregate(
         &self,
         dataset: &Dataset,

@@ -178,6 +178,9 @@ struct Uses {
     /// The columns of the distinct counts, in order of first use (the
     /// unit id's own column under a user-level unit: the units).
     distincts: Vec<String>,
+    /// Keys from the data: the only grouping is this column's values as
+    /// they are (no public domain; an empty or null value drops the row).
+    data_keys: Option<String>,
     /// The statistics' common `where` filter, decided on the valid rows
     /// before bounding (as the embedded engine decides it).
     filter: Option<Filter>,
@@ -203,6 +206,66 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
         groupings: uses.groupings.len(),
         fields: uses.fields.len(),
         distincts: uses.distincts.len(),
+        cells: uses.cells,
+    })
+}
+
+/// The statement of a histogram over keys taken from the data: the
+/// bounded count of every value of `column` seen in the valid rows that
+/// `filter` holds for, by the same steps as [`generate`] (the dataset's
+/// validity rules; under a user-level unit `rows_per_unit` rows, then
+/// `groups_per_unit` keys, then `rows_per_group` rows per key, each by the
+/// keyed hash), the key being the column's value itself. Its rows are read
+/// back by [`Query::decode_keys`]; what they hold must never be revealed
+/// but through the threshold.
+pub fn generate_keys(
+    ds: &Dataset,
+    column_name: &str,
+    filter: Option<&Filter>,
+    columns: Columns,
+) -> Result<Query, EngineError> {
+    let c = column(ds, column_name)?;
+    if !matches!(c.ty, ColumnKind::Id | ColumnKind::Category) {
+        return Err(schema(format!(
+            "column `{column_name}` holds the keys but is not a category"
+        )));
+    }
+    quote(column_name)?;
+    if let Some(f) = filter {
+        check_filter(ds, f)?;
+    }
+    let uses = Uses {
+        fields: Vec::new(),
+        groupings: vec![vec![GroupKey::Category {
+            column: column_name.to_string(),
+            domain: Vec::new(),
+        }]],
+        cells: vec![Cell {
+            set: Some(0),
+            value: Value::Count,
+            coords: 0,
+            count_shift: 0,
+        }],
+        distincts: Vec::new(),
+        data_keys: Some(column_name.to_string()),
+        filter: filter.cloned(),
+    };
+    let mut sql = String::new();
+    let _ = writeln!(
+        sql,
+        "-- dataset `{}`: exact bounded counts per key of `{column_name}` (keys from the data: never revealed but through the threshold)",
+        ds.name
+    );
+    let typed = typed(&mut sql, ds, &uses, columns)?;
+    let params = cells(&mut sql, ds, &uses, typed)?;
+    bounding(&mut sql, ds, &uses);
+    aggregation(&mut sql, ds, &uses);
+    Ok(Query {
+        sql,
+        params,
+        groupings: 1,
+        fields: 0,
+        distincts: 0,
         cells: uses.cells,
     })
 }
@@ -362,6 +425,7 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         groupings,
         cells,
         distincts,
+        data_keys: None,
         filter,
     })
 }
@@ -720,6 +784,10 @@ fn cells(
     if let Some(f) = &uses.filter {
         checks.push(predicate(f, &numbers, &ins, &mut params));
     }
+    // keys from the data: a row without a key is no row of the histogram
+    if uses.data_keys.is_some() {
+        checks.push("c0 IS NOT NULL AND c0 <> ''".into());
+    }
     for (f, (name, k)) in fields.iter().enumerate() {
         let (scale, lo, hi) = grid_bounds(ds, name, *k)?;
         let i = numbers.iter().position(|c| c.name == *name).unwrap_or(0);
@@ -738,6 +806,11 @@ fn cells(
         ));
     }
     for (j, keys) in groupings.iter().enumerate() {
+        if uses.data_keys.is_some() {
+            // the key is the value itself
+            cell_cols.push(format!("c{j} AS g{j}"));
+            continue;
+        }
         // first key slowest: a key's stride is the product of the later
         // keys' sizes
         let mut terms = Vec::with_capacity(keys.len());
@@ -816,7 +889,11 @@ fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
     // them are told apart by their values, not by an arbitrary order
     let used_cols: Vec<String> = (0..fields.len())
         .map(|f| format!("f{f}"))
-        .chain((0..groupings.len()).map(|j| format!("coalesce(g{j}, -1)")))
+        .chain((0..groupings.len()).map(|j| match uses.data_keys {
+            // a key is a string, never NULL once the row is valid
+            Some(_) => format!("coalesce(g{j}, '')"),
+            None => format!("coalesce(g{j}, -1)"),
+        }))
         .chain(
             distinct_aliases(ds, uses)
                 .into_iter()
@@ -920,6 +997,33 @@ fn aggregation(w: &mut String, ds: &Dataset, uses: &Uses) {
 }
 
 impl Query {
+    /// Reads the rows of a [`generate_keys`] statement back: every key with
+    /// a positive bounded count, in byte order of the key.
+    pub fn decode_keys(
+        &self,
+        rows: &[Vec<Option<String>>],
+    ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
+        let bad = || EngineError::Schema("the Spark job returned a malformed result".into());
+        let mut out = std::collections::BTreeMap::new();
+        for row in rows {
+            if row.len() != self.width() || self.groupings != 1 {
+                return Err(bad());
+            }
+            // the ungrouped row (a0 = 1) is the total: not a key
+            if row[0].as_deref() != Some("0") {
+                continue;
+            }
+            let (Some(key), Some(n)) = (&row[1], &row[2]) else {
+                continue; // rows not kept for the grouping
+            };
+            let n: i128 = n.parse().map_err(|_| bad())?;
+            if n > 0 && out.insert(key.as_bytes().to_vec(), n).is_some() {
+                return Err(bad());
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
+
     /// The number of columns of a result row.
     pub fn width(&self) -> usize {
         2 * self.groupings + 1 + self.fields + self.distincts
