@@ -9,7 +9,7 @@ use miette::{miette, IntoDiagnostic, Result, WrapErr};
 use dpplan_engine::{CsvEngine, Engine};
 use dpplan_runtime::ledger::SignoffRule;
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
-use dpplan_spark::{Request, SparkEngine};
+use dpplan_spark::{KeysRequest, Request, SparkEngine};
 
 /// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
 /// Times outside the years 1–9999 are refused (no schedule arithmetic can
@@ -295,7 +295,25 @@ fn explain(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, spark: bool) -
             stats,
         })
         .collect();
-    match SparkEngine::explain(&requests) {
+    let keys = match dpplan_runtime::planned_keys(plan, opts) {
+        Ok(k) => k,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let keys: Vec<KeysRequest<'_>> = keys
+        .iter()
+        .map(|k| KeysRequest {
+            dataset: k.dataset,
+            source: &k.source,
+            column: k.column,
+            filter: k.filter,
+        })
+        .collect();
+    let text =
+        SparkEngine::explain(&requests).and_then(|t| Ok(t + &SparkEngine::explain_keys(&keys)?));
+    match text {
         Ok(text) => {
             crate::out::write_bytes(text.as_bytes()).into_diagnostic()?;
             Ok(ExitCode::SUCCESS)

@@ -10,7 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod requests;
-pub use requests::{planned_aggregates, Planned};
+pub use requests::{planned_aggregates, planned_keys, Planned, PlannedKeys};
 mod results;
 pub use results::{results_csv, Cell, RUN_FORMAT, RUN_FORMAT_VERSION};
 mod budgets;

@@ -113,6 +113,47 @@ pub fn planned_aggregates<'p>(
         .collect())
 }
 
+/// What an engine is asked for every selected histogram over keys from
+/// the data (all of them with no `--query`), whether due or not: the
+/// release's name, its dataset and source, the key column and the filter
+/// (`dpplan run --explain`; a run asks the same, `crate::selection`).
+/// Reads no ledger and no data.
+pub fn planned_keys<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+) -> Result<Vec<PlannedKeys<'p>>, RunError> {
+    let mut out = Vec::new();
+    for r in plan.body.releases.iter() {
+        if !(opts.queries.is_empty() || opts.queries.contains(&r.name)) {
+            continue;
+        }
+        let Some(sel) = &r.aggregation.selection else {
+            continue;
+        };
+        let ds =
+            plan.body.datasets.get(&r.dataset).ok_or_else(|| {
+                RunError::Data(format!("the plan has no dataset `{}`", r.dataset))
+            })?;
+        out.push(PlannedKeys {
+            release: &r.name,
+            dataset: ds,
+            source: source_path(ds, opts)?,
+            column: &sel.column,
+            filter: r.aggregation.filter.as_ref(),
+        });
+    }
+    Ok(out)
+}
+
+/// One histogram over keys from the data, as an engine is asked for it.
+pub struct PlannedKeys<'p> {
+    pub release: &'p str,
+    pub dataset: &'p Dataset,
+    pub source: PathBuf,
+    pub column: &'p str,
+    pub filter: Option<&'p dpplan_vocab::rows::Filter>,
+}
+
 /// The statistic of every part of `r`, in part order (what a run asks the
 /// engine for this release; `dpplan audit` asks the same).
 pub fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {

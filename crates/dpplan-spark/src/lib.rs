@@ -111,6 +111,36 @@ impl Source {
     }
 }
 
+/// A statement as `--explain` prints it: its source, its parameters (the
+/// seed by name only), the SQL.
+fn explained(out: &mut String, source: &Source, q: &Query) {
+    // a path may hold a line break (or any byte): escaped, it stays inside
+    // its comment line
+    out.push_str(&format!(
+        "-- source: {} `{}`\n",
+        source.format,
+        dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
+    ));
+    out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
+    for (k, v) in &q.params {
+        out.push_str(&format!(
+            ", :{k} = {}",
+            serde_json::to_string(v).unwrap_or_default()
+        ));
+    }
+    out.push('\n');
+    out.push_str(&q.sql);
+    out.push_str(";\n\n");
+}
+
+/// One histogram over keys from the data to count.
+pub struct KeysRequest<'a> {
+    pub dataset: &'a Dataset,
+    pub source: &'a Path,
+    pub column: &'a str,
+    pub filter: Option<&'a dpplan_vocab::rows::Filter>,
+}
+
 /// One dataset's aggregates to compute.
 pub struct Request<'a> {
     pub dataset: &'a Dataset,
@@ -192,23 +222,19 @@ impl SparkEngine {
         for r in requests {
             let source = Source::parse(&r.dataset.name, r.source)?;
             let q = sql::generate(r.dataset, r.stats, source.columns())?;
-            // a path may hold a line break (or any byte): escaped, it
-            // stays inside its comment line
-            out.push_str(&format!(
-                "-- source: {} `{}`\n",
-                source.format,
-                dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
-            ));
-            out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
-            for (k, v) in &q.params {
-                out.push_str(&format!(
-                    ", :{k} = {}",
-                    serde_json::to_string(v).unwrap_or_default()
-                ));
-            }
-            out.push('\n');
-            out.push_str(&q.sql);
-            out.push_str(";\n\n");
+            explained(&mut out, &source, &q);
+        }
+        Ok(out)
+    }
+
+    /// The statement of each histogram over keys from the data, as
+    /// [`SparkEngine::explain`] prints the others.
+    pub fn explain_keys(requests: &[KeysRequest<'_>]) -> Result<String, EngineError> {
+        let mut out = String::new();
+        for r in requests {
+            let source = Source::parse(&r.dataset.name, r.source)?;
+            let q = sql::generate_keys(r.dataset, r.column, r.filter, source.columns())?;
+            explained(&mut out, &source, &q);
         }
         Ok(out)
     }

@@ -73,6 +73,40 @@ fn explain_is_deterministic_and_charges_nothing() {
     assert!(text(&o.stderr).contains("--engine spark"));
 }
 
+/// `--explain` shows the statement of a histogram over keys from the data
+/// too (the key as its value, no public domain): one statement per such
+/// query, beside the others; nothing is read or charged.
+#[test]
+fn explain_shows_the_keys_from_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/site-visits");
+    let plan = dir.path().join("site-visits.json");
+    let o = dpplan(&[
+        "compile",
+        ex.join("site-visits.dpplan").to_str().unwrap(),
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ledger = dir.path().join("l.sqlite");
+    let o = dpplan(&[
+        "run",
+        "--engine",
+        "spark",
+        "--explain",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sql = text(&o.stdout);
+    let keyed = sql.matches("exact bounded counts per key of").count();
+    assert_eq!(keyed, 2, "{sql}");
+    assert!(sql.contains("per key of `country`") && sql.contains("per key of `page`"));
+    assert!(sql.contains("c0 IS NOT NULL AND c0 <> ''"), "{sql}");
+    assert!(!ledger.exists());
+}
+
 /// A data path is printed escaped: a line break in it cannot end the
 /// `-- source:` comment and put text of its own on a line of the SQL (it
 /// was printed raw).
