@@ -122,27 +122,36 @@ pub fn planned_keys<'p>(
     plan: &'p ExecutablePlan,
     opts: &RunOptions,
 ) -> Result<Vec<PlannedKeys<'p>>, RunError> {
-    let mut out = Vec::new();
-    for r in plan.body.releases.iter() {
-        if !(opts.queries.is_empty() || opts.queries.contains(&r.name)) {
-            continue;
-        }
-        let Some(sel) = &r.aggregation.selection else {
-            continue;
-        };
-        let ds =
-            plan.body.datasets.get(&r.dataset).ok_or_else(|| {
-                RunError::Data(format!("the plan has no dataset `{}`", r.dataset))
-            })?;
-        out.push(PlannedKeys {
-            release: &r.name,
-            dataset: ds,
-            source: source_path(ds, opts)?,
-            column: &sel.column,
-            filter: r.aggregation.filter.as_ref(),
-        });
-    }
-    Ok(out)
+    plan.body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+        .filter_map(|r| keys_request(plan, opts, r).transpose())
+        .collect()
+}
+
+/// What a run asks an engine for release `r` when it is a histogram over
+/// keys from the data; `None` for any other release.
+pub(crate) fn keys_request<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+    r: &'p Release,
+) -> Result<Option<PlannedKeys<'p>>, RunError> {
+    let Some(sel) = &r.aggregation.selection else {
+        return Ok(None);
+    };
+    let ds = plan
+        .body
+        .datasets
+        .get(&r.dataset)
+        .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{}`", r.dataset)))?;
+    Ok(Some(PlannedKeys {
+        release: &r.name,
+        dataset: ds,
+        source: source_path(ds, opts)?,
+        column: &sel.column,
+        filter: r.aggregation.filter.as_ref(),
+    }))
 }
 
 /// One histogram over keys from the data, as an engine is asked for it.

@@ -36,16 +36,10 @@ pub(crate) fn aggregate<'p>(
 ) -> Result<Keyed, RunError> {
     let mut out = Keyed::new();
     for r in releases {
-        let Some(sel) = &r.aggregation.selection else {
+        let Some(k) = requests::keys_request(plan, opts, r)? else {
             continue;
         };
-        let ds =
-            plan.body.datasets.get(&r.dataset).ok_or_else(|| {
-                RunError::Data(format!("the plan has no dataset `{}`", r.dataset))
-            })?;
-        let path = requests::source_path(ds, opts)?;
-        let filter = r.aggregation.filter.as_ref();
-        let counts = engine.aggregate_keys(ds, &path, &sel.column, filter, rng)?;
+        let counts = engine.aggregate_keys(k.dataset, &k.source, k.column, k.filter, rng)?;
         out.insert(r.name.clone(), counts);
     }
     Ok(out)

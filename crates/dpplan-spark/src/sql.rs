@@ -189,13 +189,17 @@ struct Uses {
 /// Generates the statement of `stats` over dataset `ds`: four steps, each a
 /// few common table expressions.
 pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Query, EngineError> {
-    let uses = uses(ds, stats)?;
-    let mut sql = String::new();
-    let _ = writeln!(
-        sql,
+    let head = format!(
         "-- dataset `{}`: exact bounded aggregates (no noise is drawn here)",
         ds.name
     );
+    statement(ds, uses(ds, stats)?, &head, columns)
+}
+
+/// The four steps of what `uses` asks for, under the comment `head`.
+fn statement(ds: &Dataset, uses: Uses, head: &str, columns: Columns) -> Result<Query, EngineError> {
+    let mut sql = String::new();
+    let _ = writeln!(sql, "{head}");
     let typed = typed(&mut sql, ds, &uses, columns)?;
     let params = cells(&mut sql, ds, &uses, typed)?;
     bounding(&mut sql, ds, &uses);
@@ -250,24 +254,11 @@ pub fn generate_keys(
         data_keys: Some(column_name.to_string()),
         filter: filter.cloned(),
     };
-    let mut sql = String::new();
-    let _ = writeln!(
-        sql,
+    let head = format!(
         "-- dataset `{}`: exact bounded counts per key of `{column_name}` (keys from the data: never revealed but through the threshold)",
         ds.name
     );
-    let typed = typed(&mut sql, ds, &uses, columns)?;
-    let params = cells(&mut sql, ds, &uses, typed)?;
-    bounding(&mut sql, ds, &uses);
-    aggregation(&mut sql, ds, &uses);
-    Ok(Query {
-        sql,
-        params,
-        groupings: 1,
-        fields: 0,
-        distincts: 0,
-        cells: uses.cells,
-    })
+    statement(ds, uses, &head, columns)
 }
 
 /// A histogram's key: the category column `by` and its public domain.
@@ -460,35 +451,21 @@ fn check_filter(ds: &Dataset, f: &Filter) -> Result<(), EngineError> {
     }
 }
 
-/// The filter's columns that a comparison reads, in order of first use.
-fn compared_columns(f: &Filter, out: &mut Vec<String>) {
-    match f {
+/// The filter's columns read by its comparisons (`compared`) or by its
+/// `in` sets (`!compared`), added to `out` in order of first use.
+fn leaf_columns(f: &Filter, compared: bool, out: &mut Vec<String>) {
+    let column = match f {
         Filter::And { items } | Filter::Or { items } => {
-            items.iter().for_each(|i| compared_columns(i, out));
+            items.iter().for_each(|i| leaf_columns(i, compared, out));
+            return;
         }
-        Filter::Not { inner } => compared_columns(inner, out),
-        Filter::In { .. } => {}
-        Filter::Compare { column, .. } => {
-            if !out.contains(column) {
-                out.push(column.clone());
-            }
-        }
-    }
-}
-
-/// The filter's columns that an `in` set reads, in order of first use.
-fn in_columns(f: &Filter, out: &mut Vec<String>) {
-    match f {
-        Filter::And { items } | Filter::Or { items } => {
-            items.iter().for_each(|i| in_columns(i, out));
-        }
-        Filter::Not { inner } => in_columns(inner, out),
-        Filter::Compare { .. } => {}
-        Filter::In { column, .. } => {
-            if !out.contains(column) {
-                out.push(column.clone());
-            }
-        }
+        Filter::Not { inner } => return leaf_columns(inner, compared, out),
+        Filter::Compare { column, .. } if compared => column,
+        Filter::In { column, .. } if !compared => column,
+        Filter::Compare { .. } | Filter::In { .. } => return,
+    };
+    if !out.contains(column) {
+        out.push(column.clone());
     }
 }
 
@@ -645,7 +622,7 @@ fn typed<'d>(
     // `invalid_rows clamp` an invalid one is imputed and compared)
     let mut compared: Vec<String> = Vec::new();
     if let Some(f) = &uses.filter {
-        compared_columns(f, &mut compared);
+        leaf_columns(f, true, &mut compared);
     }
     // and so are the binned ones
     for k in groupings.iter().flatten() {
@@ -711,7 +688,7 @@ fn typed<'d>(
     }
     let mut ins = Vec::new();
     if let Some(f) = &uses.filter {
-        in_columns(f, &mut ins);
+        leaf_columns(f, false, &mut ins);
     }
     for (m, c) in ins.iter().enumerate() {
         select.push(format!("CAST({} AS STRING) AS w{m}", quote(c)?));
