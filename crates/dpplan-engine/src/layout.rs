@@ -165,6 +165,22 @@ impl Layout {
         out
     }
 
+    /// The columns a row is read through as numbers ([`Fields::number`],
+    /// [`Fields::valid`]): the parsed ones and the checked ones, in header
+    /// order without repeats. A column neither here nor in
+    /// [`Layout::text_columns`] is never read.
+    pub(super) fn number_columns(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .vals
+            .iter()
+            .chain(&self.checks)
+            .map(|c| c.index)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Keys the distinct count's ids with `hashers`.
     pub(super) fn set_distinct_hashers(&mut self, hashers: (IdHasher, IdHasher)) {
         if let Some(index) = self.distinct_column {

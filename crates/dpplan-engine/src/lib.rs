@@ -377,7 +377,7 @@ impl CsvEngine {
     ) -> Result<Vec<Vec<i128>>, EngineError> {
         let opened = native::open(dataset, source, format)?;
         let (layout, prepared) = Layout::resolve(dataset, &opened.header, stats)?;
-        let feed = opened.feed(&layout.text_columns(), self.block);
+        let feed = opened.feed(&layout.text_columns(), &layout.number_columns(), self.block);
         match self.thread_count() {
             1 => one_thread(
                 dataset,

@@ -63,12 +63,23 @@ struct Part {
     parquet: Option<(ArrowReaderMetadata, ProjectionMask)>,
 }
 
-/// What every piece shares: the dataset (for errors), the parts, and which
-/// header columns are read as text.
+/// How a row reads a header column.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    /// Never (a declared column no statistic, check or filter reads).
+    Not,
+    /// As text (`Fields::field`; its number from the text).
+    Text,
+    /// Only as a number.
+    Number,
+}
+
+/// What every piece shares: the dataset (for errors), the parts, and how
+/// each header column is read.
 struct Source {
     dataset: Dataset,
     parts: Vec<Part>,
-    text: Vec<bool>,
+    reads: Vec<Read>,
 }
 
 impl Source {
@@ -152,12 +163,17 @@ pub(crate) fn open(
 
 impl Opened {
     /// The source's pieces of about `block` bytes, with the header columns
-    /// at `text` read as text.
-    pub(crate) fn feed(self, text: &[usize], block: usize) -> NativeFeed {
-        let mut flags = vec![false; self.header.len()];
-        for &i in text {
-            if let Some(f) = flags.get_mut(i) {
-                *f = true;
+    /// at `text` read as text, those at `numbers` (and not at `text`) only
+    /// as numbers, the others never (not even decoded into a row).
+    pub(crate) fn feed(self, text: &[usize], numbers: &[usize], block: usize) -> NativeFeed {
+        let mut reads = vec![Read::Not; self.header.len()];
+        for (&i, how) in numbers
+            .iter()
+            .map(|i| (i, Read::Number))
+            .chain(text.iter().map(|i| (i, Read::Text)))
+        {
+            if let Some(r) = reads.get_mut(i) {
+                *r = how;
             }
         }
         let groups = self
@@ -177,7 +193,7 @@ impl Opened {
             source: Arc::new(Source {
                 dataset: self.dataset,
                 parts: self.parts,
-                text: flags,
+                reads,
             }),
             block: block.max(1) as u64,
             groups,
@@ -362,14 +378,20 @@ enum Col {
     Int64(Int64Array),
     UInt64(UInt64Array),
     Float64(Float64Array),
+    /// A column no row reads.
+    Unread,
 }
 
 impl Col {
     /// The column for header column `i` of part `part`'s `batch`.
     fn new(source: &Source, part: usize, i: usize, batch: &RecordBatch) -> Result<Col, ArrowError> {
         let (name, write) = &source.parts[part].columns[i];
+        let text = match source.reads[i] {
+            Read::Not => return Ok(Col::Unread),
+            Read::Text => true,
+            Read::Number => false,
+        };
         let array = batch.column(batch.schema().index_of(name)?);
-        let text = source.text[i];
         let ty = array.data_type();
         Ok(match (write, ty) {
             (Write::Text, DataType::Utf8) => Col::Utf8(array.as_string::<i32>().clone()),
@@ -437,7 +459,7 @@ impl ArrowRow {
         batch: &RecordBatch,
     ) -> Result<(), EngineError> {
         self.cols.clear();
-        for i in 0..source.text.len() {
+        for i in 0..source.reads.len() {
             let col = Col::new(source, part, i, batch).map_err(|e| source.decode_error(part, e))?;
             self.cols.push(col);
         }
@@ -450,7 +472,8 @@ impl ArrowRow {
 
 impl Fields for ArrowRow {
     /// A text column's bytes (a null: empty); `None` for a column read
-    /// only as a number (never asked: [`crate::layout::Layout::text_columns`]).
+    /// only as a number, or not at all (never asked:
+    /// [`crate::layout::Layout::text_columns`]).
     #[inline]
     fn field(&self, i: usize) -> Option<&[u8]> {
         let r = self.row;
@@ -470,7 +493,7 @@ impl Fields for ArrowRow {
             } else {
                 a.value(r).as_bytes()
             }),
-            Col::Int64(_) | Col::UInt64(_) | Col::Float64(_) => None,
+            Col::Int64(_) | Col::UInt64(_) | Col::Float64(_) | Col::Unread => None,
         }
     }
 
