@@ -39,8 +39,12 @@ use std::fmt::Write;
 use dpplan_engine::{grid_bounds, EngineError, StatKind, Statistic};
 use dpplan_plan::Dataset;
 use dpplan_vocab::rows::{Filter, GroupKey};
-use dpplan_vocab::{ColumnKind, Comparison, InvalidRule};
+use dpplan_vocab::{ColumnKind, InvalidRule};
 use serde::Serialize;
+
+mod decode;
+mod filter;
+use filter::{check_filter, leaf_columns, predicate};
 
 /// The view the driver registers the dataset's source as.
 pub const SOURCE_VIEW: &str = "dpplan_source";
@@ -419,106 +423,6 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         data_keys: None,
         filter,
     })
-}
-
-/// Every column of a filter is declared, a comparison's a number and an
-/// `in` set's a category with a public domain (what the checker
-/// guarantees; an executable plan edited by hand is refused here).
-fn check_filter(ds: &Dataset, f: &Filter) -> Result<(), EngineError> {
-    for name in f.columns() {
-        column(ds, name)?;
-        quote(name)?;
-    }
-    match f {
-        Filter::And { items } | Filter::Or { items } => {
-            items.iter().try_for_each(|i| check_filter(ds, i))
-        }
-        Filter::Not { inner } => check_filter(ds, inner),
-        Filter::Compare {
-            column: c, value, ..
-        } => {
-            if !matches!(column(ds, c)?.ty, ColumnKind::Int | ColumnKind::Float) {
-                return Err(schema(format!(
-                    "column `{c}` is compared with a number but is not a declared number"
-                )));
-            }
-            if value.is_nan() {
-                return Err(schema(format!("column `{c}` is compared with NaN")));
-            }
-            Ok(())
-        }
-        Filter::In { .. } => Ok(()),
-    }
-}
-
-/// The filter's columns read by its comparisons (`compared`) or by its
-/// `in` sets (`!compared`), added to `out` in order of first use.
-fn leaf_columns(f: &Filter, compared: bool, out: &mut Vec<String>) {
-    let column = match f {
-        Filter::And { items } | Filter::Or { items } => {
-            items.iter().for_each(|i| leaf_columns(i, compared, out));
-            return;
-        }
-        Filter::Not { inner } => return leaf_columns(inner, compared, out),
-        Filter::Compare { column, .. } if compared => column,
-        Filter::In { column, .. } if !compared => column,
-        Filter::Compare { .. } | Filter::In { .. } => return,
-    };
-    if !out.contains(column) {
-        out.push(column.clone());
-    }
-}
-
-/// The filter as a predicate on step 1's columns: a comparison reads the
-/// valid (or imputed) number `n{i}` before it is clamped, as the embedded
-/// engine's; an `in` set is false for a null or empty field (never NULL,
-/// so that `not` stays two-valued). The sets are bound parameters
-/// (`:fv0`…).
-fn predicate(
-    f: &Filter,
-    numbers: &[&dpplan_plan::Column],
-    ins: &[String],
-    params: &mut BTreeMap<String, Param>,
-) -> String {
-    let all = |items: &[Filter], op: &str, params: &mut BTreeMap<String, Param>| {
-        let parts: Vec<String> = items
-            .iter()
-            .map(|i| predicate(i, numbers, ins, params))
-            .collect();
-        match parts.is_empty() {
-            // an empty `and` holds, an empty `or` does not
-            true if op == "AND" => "TRUE".to_string(),
-            true => "FALSE".to_string(),
-            false => format!("({})", parts.join(&format!(" {op} "))),
-        }
-    };
-    match f {
-        Filter::And { items } => all(items, "AND", params),
-        Filter::Or { items } => all(items, "OR", params),
-        Filter::Not { inner } => format!("(NOT {})", predicate(inner, numbers, ins, params)),
-        Filter::Compare { column, cmp, value } => {
-            let i = numbers.iter().position(|c| c.name == *column).unwrap_or(0);
-            let op = match cmp {
-                Comparison::Lt => "<",
-                Comparison::Le => "<=",
-                Comparison::Gt => ">",
-                Comparison::Ge => ">=",
-                Comparison::Eq => "=",
-                Comparison::Ne => "<>",
-            };
-            format!("(n{i} {op} {})", double(*value))
-        }
-        Filter::In { column, values } => {
-            let m = ins.iter().position(|c| c == column).unwrap_or(0);
-            let name = format!(
-                "fv{}",
-                params.keys().filter(|k| k.starts_with("fv")).count()
-            );
-            let p = format!("coalesce(array_contains(:{name}, w{m}), FALSE)");
-            params.insert(name, Param::Strings(values.clone()));
-            p
-        }
-    }
 }
 
 /// The column each distinct count counts: `u` for the unit id's own column
@@ -971,121 +875,4 @@ fn aggregation(w: &mut String, ds: &Dataset, uses: &Uses) {
         "SELECT\n  {}\nFROM selected{group_by}\n",
         out.join(",\n  ")
     );
-}
-
-impl Query {
-    /// Reads the rows of a [`generate_keys`] statement back: every key with
-    /// a positive bounded count, in byte order of the key.
-    pub fn decode_keys(
-        &self,
-        rows: &[Vec<Option<String>>],
-    ) -> Result<Vec<(Vec<u8>, i128)>, EngineError> {
-        let bad = || EngineError::Schema("the Spark job returned a malformed result".into());
-        let mut out = std::collections::BTreeMap::new();
-        for row in rows {
-            if row.len() != self.width() || self.groupings != 1 {
-                return Err(bad());
-            }
-            // the ungrouped row (a0 = 1) is the total: not a key
-            if row[0].as_deref() != Some("0") {
-                continue;
-            }
-            let (Some(key), Some(n)) = (&row[1], &row[2]) else {
-                continue; // rows not kept for the grouping
-            };
-            let n: i128 = n.parse().map_err(|_| bad())?;
-            if n > 0 && out.insert(key.as_bytes().to_vec(), n).is_some() {
-                return Err(bad());
-            }
-        }
-        Ok(out.into_iter().collect())
-    }
-
-    /// The number of columns of a result row.
-    pub fn width(&self) -> usize {
-        2 * self.groupings + 1 + self.fields + self.distincts
-    }
-
-    /// Reads the statement's result rows (each cell a decimal integer or
-    /// null) back into one vector per statistic, as the `Engine` trait
-    /// returns them (counts shifted onto the grid as the embedded engine
-    /// does).
-    pub fn decode(&self, rows: &[Vec<Option<String>>]) -> Result<Vec<Vec<i128>>, EngineError> {
-        let m = self.groupings;
-        let bad = || EngineError::Schema("the Spark job returned a malformed result".into());
-        let int = |v: &Option<String>| -> Result<i128, EngineError> {
-            match v {
-                None => Ok(0),
-                Some(s) => s.parse::<i128>().map_err(|_| bad()),
-            }
-        };
-        // per set (0 = ungrouped, j + 1 = grouping j): per coordinate, the
-        // count, the sums and the distinct counts
-        let width = 1 + self.fields + self.distincts;
-        let mut sets: Vec<Vec<Vec<i128>>> = vec![vec![vec![0; width]]];
-        for c in &self.cells {
-            if let Some(j) = c.set {
-                while sets.len() <= j + 1 {
-                    sets.push(Vec::new());
-                }
-                sets[j + 1] = vec![vec![0; width]; c.coords];
-            }
-        }
-        for row in rows {
-            if row.len() != self.width() {
-                return Err(bad());
-            }
-            let flags: Vec<i128> = row[..m].iter().map(int).collect::<Result<_, _>>()?;
-            let set = match flags.iter().filter(|&&a| a == 0).count() {
-                0 => 0,
-                1 => 1 + flags.iter().position(|&a| a == 0).unwrap_or(0),
-                _ => return Err(bad()),
-            };
-            let coord = if set == 0 {
-                0
-            } else {
-                match &row[m + set - 1] {
-                    // rows not kept for this grouping column, or outside
-                    // its domain
-                    None => continue,
-                    Some(s) => s.parse::<usize>().map_err(|_| bad())?,
-                }
-            };
-            let Some(slot) = sets.get_mut(set).and_then(|s| s.get_mut(coord)) else {
-                if set < sets.len() {
-                    return Err(bad());
-                }
-                continue; // a grouping no statistic reads
-            };
-            for (x, v) in slot.iter_mut().zip(&row[2 * m..]) {
-                *x = int(v)?;
-            }
-        }
-        let mut out = Vec::with_capacity(self.cells.len());
-        for c in &self.cells {
-            let set = c.set.map_or(0, |j| j + 1);
-            let mut v = Vec::with_capacity(c.coords);
-            for coord in &sets[set] {
-                let shifted = |n: i128| {
-                    n.checked_shl(c.count_shift as u32)
-                        .filter(|y| (y >> c.count_shift) == n)
-                        .ok_or_else(|| EngineError::Overflow("a count overflowed 128 bits".into()))
-                };
-                v.push(match c.value {
-                    Value::Sum(f) => coord[1 + f],
-                    Value::Distinct(q) => shifted(coord[1 + self.fields + q])?,
-                    Value::Count => {
-                        let n = coord[0];
-                        n.checked_shl(c.count_shift as u32)
-                            .filter(|y| (y >> c.count_shift) == n)
-                            .ok_or_else(|| {
-                                EngineError::Overflow("a count overflowed 128 bits".into())
-                            })?
-                    }
-                });
-            }
-            out.push(v);
-        }
-        Ok(out)
-    }
 }
