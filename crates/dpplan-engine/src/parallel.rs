@@ -1,6 +1,8 @@
-//! The engine on every core: the calling thread reads the CSV in blocks
-//! and cuts them at record boundaries ([`super::split`]); `threads` workers
-//! parse the chunks.
+//! The engine on every core: the calling thread produces the pieces of
+//! the data (a [`Feed`]: a CSV read in blocks and cut at record boundaries
+//! by [`super::split`], or a Parquet / Arrow source's row groups and
+//! batches by [`crate::native`]); `threads` workers read the pieces' rows
+//! (and decode a Parquet piece's row groups themselves).
 //!
 //! * Row- and event-level units: each worker adds its rows to its own
 //!   [`Accumulators`]; they are merged by exact integer addition, so the

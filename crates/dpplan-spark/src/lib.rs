@@ -4,7 +4,10 @@
 //! dataset it generates one Spark SQL statement ([`sql::generate`]), and a
 //! small PySpark driver (`spark/driver.py`, embedded in the binary and
 //! written to a private temporary directory per run) submitted with
-//! `spark-submit` runs it and returns one exact integer per cell. Everything
+//! `spark-submit` runs it and returns one exact integer per cell (for a
+//! histogram over keys from the data, [`sql::generate_keys`], every key
+//! seen with its exact bounded count: the threshold that decides which keys
+//! are ever revealed is applied by dpplan, to noisy counts). Everything
 //! that involves privacy loss stays in the dpplan process: the ledger, the
 //! charge before the draw, and the exact samplers; Spark never draws noise.
 //!
