@@ -8,6 +8,7 @@
 mod common;
 
 mod accounting;
+mod conformance;
 mod exponential;
 mod kov_long;
 mod lone_laplace;
