@@ -105,6 +105,7 @@ mod accountants;
 pub mod conversions;
 mod dgauss;
 mod dgauss_shapes;
+pub mod dp_event;
 mod gaussian;
 mod grid;
 pub mod roots;
