@@ -14,7 +14,16 @@ use dpplan_review::averaging::averaging;
 #[derive(clap::Args)]
 pub struct Args {
     /// The plan file.
-    pub path: PathBuf,
+    #[arg(required_unless_present = "dp_event", conflicts_with = "dp_event")]
+    pub path: Option<PathBuf>,
+    /// Account a dp_accounting DpEvent tree instead of a plan (its
+    /// `to_named_tuple()` JSON, or the document `dpplan export` writes): a
+    /// second opinion on another tool's claim.
+    #[arg(long, value_name = "FILE", requires = "delta")]
+    pub dp_event: Option<PathBuf>,
+    /// The δ to account a DpEvent tree at (with `--dp-event`).
+    #[arg(long, value_name = "DELTA")]
+    pub delta: Option<f64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -26,9 +35,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let text = crate::check::read_plan(&args.path)?;
+    if let Some(file) = &args.dp_event {
+        return dp_event(file, args.delta.unwrap_or(0.0), &args);
+    }
+    let plan = args.path.as_ref().ok_or_else(|| {
+        miette!("name a plan file, or a DpEvent tree with `--dp-event FILE --delta D`")
+    })?;
+    let text = crate::check::read_plan(plan)?;
     let analysis = analyze(&text);
-    let path = args.path.display().to_string();
+    let path = plan.display().to_string();
     if analysis.has_errors() {
         let file = dpplan_render::FileResult {
             path: &path,
@@ -204,4 +219,129 @@ fn print_averaging(report: &dpplan_check::CheckedPlan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--dp-event FILE --delta D`: every accountant's ε for a DpEvent tree
+/// written by any tool, the tightest, or the events dpplan cannot account
+/// (then no ε is printed: a total without them would understate).
+fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode> {
+    use dpplan_accounting::dp_event::{import, DpEvent};
+    use miette::{IntoDiagnostic, WrapErr};
+    if !(0.0..1.0).contains(&delta) {
+        return Err(miette!(
+            help = "δ is the probability bound of the (ε, δ) claim: a number in [0, 1), e.g. 1e-6",
+            "`--delta {delta}` is not in [0, 1)"
+        ));
+    }
+    let text = std::fs::read_to_string(file)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read `{}`", file.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        miette!(
+            help = "write the tree as dp_accounting's `to_named_tuple()` turned into JSON objects, or pass the document `dpplan export` writes",
+            "`{}` is not JSON: {e}",
+            file.display()
+        )
+    })?;
+    // the document `dpplan export` writes carries the tree in `event`
+    let tree = match value.get("format").and_then(|f| f.as_str()) {
+        Some(dpplan_review::dp_event::FORMAT) => value
+            .get("event")
+            .ok_or_else(|| miette!("`{}` has no `event`", file.display()))?,
+        _ => &value,
+    };
+    let event = DpEvent::from_json(tree).map_err(|e| {
+        miette!(
+            help = "each event is an object with `class_name` and its fields, as dp_accounting's `to_named_tuple()` gives them",
+            "`{}`: {e}",
+            file.display()
+        )
+    })?;
+    let imported = import(&event);
+    let path = file.display().to_string();
+    if !imported.unsupported.is_empty() {
+        if args.json {
+            let doc = serde_json::json!({
+                "path": path,
+                "delta": delta,
+                "accounted": false,
+                "unsupported": imported.unsupported,
+            });
+            outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        } else {
+            errln!("error: `{path}`: dpplan cannot account every event of this tree, so it claims no ε (a total without them would understate the privacy loss):");
+            for u in &imported.unsupported {
+                errln!("  - {u}");
+            }
+            errln!("help: dpplan accounts Gaussian, Laplace and discrete Laplace events and their compositions exactly");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let results = if imported.releases.is_empty() {
+        Vec::new()
+    } else {
+        dpplan_accounting::all(&imported.releases, delta)
+    };
+    let best = dpplan_accounting::best_of(
+        results
+            .iter()
+            .filter(|(a, _)| dpplan_accounting::TIGHT.contains(a))
+            .map(|(_, r)| r.clone()),
+    )
+    .ok();
+    let shown = |e: f64| {
+        if args.all_digits {
+            format!("{e}")
+        } else {
+            num(e)
+        }
+    };
+    if args.json {
+        let accountants: Vec<serde_json::Value> = results
+            .iter()
+            .map(|(a, r)| match r {
+                Ok(b) => {
+                    serde_json::json!({"accountant": a, "epsilon": b.epsilon, "detail": b.detail})
+                }
+                Err(e) => {
+                    serde_json::json!({"accountant": a, "epsilon": null, "error": e.to_string()})
+                }
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "path": path,
+            "delta": delta,
+            "accounted": true,
+            "releases": imported.releases.iter().map(|r| r.count).sum::<u64>(),
+            "best": best.as_ref().map(|b| serde_json::json!({"accountant": b.accountant, "epsilon": b.epsilon})),
+            "accountants": accountants,
+        });
+        outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "DpEvent tree `{path}`: {} release(s), δ = {}",
+        imported.releases.iter().map(|r| r.count).sum::<u64>(),
+        num(delta)
+    );
+    if results.is_empty() {
+        outln!("\n  no privacy loss: every event is a no-op (ε = 0)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!();
+    for (a, r) in &results {
+        match r {
+            Ok(b) => outln!("  {:<28}  {}", a.title(), shown(b.epsilon)),
+            Err(e) => outln!("  {:<28}  —  {e}", a.title()),
+        }
+    }
+    if let Some(b) = best {
+        outln!(
+            "\n  best: ε = {} at δ = {} ({})",
+            shown(b.epsilon),
+            num(delta),
+            b.accountant.title()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

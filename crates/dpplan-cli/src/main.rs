@@ -23,6 +23,7 @@ mod budget;
 mod check;
 mod compile;
 mod diff;
+mod export;
 mod fmt;
 mod freeze;
 mod ledger;
@@ -107,8 +108,10 @@ enum Command {
         #[arg(long)]
         all_digits: bool,
     },
-    /// Every accountant's (ε, δ) for a plan, with the ratio of each to the best.
+    /// Every accountant's (ε, δ) for a plan (or a dp_accounting DpEvent tree, `--dp-event`), with the ratio of each to the best.
     Account(account::Args),
+    /// The plan's whole accounted schedule as a dp_accounting DpEvent tree (JSON), for another accountant.
+    Export(export::Args),
     /// A reviewer's report of a plan: the contract in words, every query's noise and accuracy, figures, negative controls.
     Report(report::Args),
     /// Rewrite plans in the canonical layout (comments kept, meaning unchanged).
@@ -166,6 +169,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Account(a) => account::run(a),
+        Command::Export(a) => export::run(a),
         Command::Report(a) => report::run(a),
         Command::Fmt { paths, check } => fmt::run(&paths, check),
         Command::Lsp => lsp::run(),

@@ -10,8 +10,11 @@
 //!   ε (read by `dpplan account` and the report).
 //! * [`diff`] — `dpplan diff`: two checked plans compared query by query,
 //!   and the guarantee before and after under the same accountant.
+//! * [`dp_event`] — `dpplan export`: the accounted schedule as a
+//!   dp_accounting `DpEvent` tree.
 #![forbid(unsafe_code)]
 
 pub mod averaging;
 pub mod diff;
+pub mod dp_event;
 pub mod report;

@@ -21,6 +21,7 @@ mod budget_cli;
 mod cumulative_cli;
 mod diff_cli;
 mod distinct_cli;
+mod dp_event_cli;
 mod frozen_cli;
 mod ledger_faults;
 mod lint_cli;
