@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use miette::{miette, Result};
 
-use dpplan_check::analyze;
 use dpplan_render::num;
 use dpplan_review::averaging::averaging;
 
@@ -41,22 +40,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let plan = args.path.as_ref().ok_or_else(|| {
         miette!("name a plan file, or a DpEvent tree with `--dp-event FILE --delta D`")
     })?;
-    let text = crate::check::read_plan(plan)?;
-    let analysis = analyze(&text);
+    let analysis = match crate::check::clean_plan(plan, "no guarantee can be accounted")? {
+        Ok(analysis) => analysis,
+        Err(code) => return Ok(code),
+    };
     let path = plan.display().to_string();
-    if analysis.has_errors() {
-        let file = dpplan_render::FileResult {
-            path: &path,
-            text: &text,
-            analysis: &analysis,
-        };
-        err!("{}", crate::out::human(&file));
-        // A plan's own errors exit 1, as in `dpplan check`; 2 is for usage
-        // and IO errors.
-        errln!("error: `{path}` has errors: no guarantee can be accounted");
-        errln!("help: run `dpplan check` and fix the errors first");
-        return Ok(ExitCode::from(1));
-    }
     let report = analysis
         .report
         .as_ref()

@@ -52,6 +52,31 @@ pub fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// A plan read and analysed for a command that needs it free of errors
+/// (`account`, `export`): `Err(exit code 1)` after printing its
+/// diagnostics and `consequence` (a plan's own errors exit 1, as in
+/// `dpplan check`; 2 is for usage and IO errors).
+pub fn clean_plan(
+    path: &Path,
+    consequence: &str,
+) -> Result<std::result::Result<Analysis, ExitCode>> {
+    let text = read_plan(path)?;
+    let analysis = analyze(&text);
+    if analysis.has_errors() {
+        let shown = path.display().to_string();
+        let file = FileResult {
+            path: &shown,
+            text: &text,
+            analysis: &analysis,
+        };
+        err!("{}", crate::out::human(&file));
+        errln!("error: `{shown}` has errors: {consequence}");
+        errln!("help: run `dpplan check` and fix the errors first");
+        return Ok(Err(ExitCode::from(1)));
+    }
+    Ok(Ok(analysis))
+}
+
 pub fn read_plan(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path)
         .into_diagnostic()

@@ -7,8 +7,6 @@ use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
-use dpplan_check::analyze;
-
 #[derive(clap::Args)]
 pub struct Args {
     /// The plan file.
@@ -19,20 +17,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let text = crate::check::read_plan(&args.path)?;
-    let analysis = analyze(&text);
-    let path = args.path.display().to_string();
-    if analysis.has_errors() {
-        let file = dpplan_render::FileResult {
-            path: &path,
-            text: &text,
-            analysis: &analysis,
+    let analysis =
+        match crate::check::clean_plan(&args.path, "nothing is exported until they are fixed")? {
+            Ok(analysis) => analysis,
+            Err(code) => return Ok(code),
         };
-        err!("{}", crate::out::human(&file));
-        errln!("error: `{path}` has errors: nothing is exported until they are fixed");
-        errln!("help: run `dpplan check` and fix the errors first");
-        return Ok(ExitCode::from(1));
-    }
+    let path = args.path.display().to_string();
     let report = analysis
         .report
         .as_ref()

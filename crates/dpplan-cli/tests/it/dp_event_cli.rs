@@ -108,6 +108,20 @@ const GENERATED: &[(&str, &str)] = &[
     ),
 ];
 
+/// `dpplan account --dp-event FILE --delta D --json`, which must succeed.
+fn account_tree(file: &Path, delta: f64) -> Value {
+    let o = dpplan(&[
+        "account",
+        "--dp-event",
+        file.to_str().unwrap(),
+        "--delta",
+        &delta.to_string(),
+        "--json",
+    ]);
+    ok(&o);
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 struct Exported {
     name: String,
     doc: Value,
@@ -274,16 +288,7 @@ fn an_exported_tree_is_accounted_again_by_dpplan() {
             doc["epsilon"].as_f64().unwrap(),
             doc["delta"].as_f64().unwrap(),
         );
-        let o = dpplan(&[
-            "account",
-            "--dp-event",
-            file.to_str().unwrap(),
-            "--delta",
-            &delta.to_string(),
-            "--json",
-        ]);
-        ok(&o);
-        let got: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let got = account_tree(&file, delta);
         let again = got["best"]["epsilon"].as_f64().unwrap();
         assert!(
             again >= eps * (1.0 - 1e-12) && again <= eps * (1.0 + 1e-6),
@@ -292,16 +297,7 @@ fn an_exported_tree_is_accounted_again_by_dpplan() {
         // the bare tree (what any tool writes) reads the same
         let bare = dir.path().join(format!("{name}.event.json"));
         std::fs::write(&bare, serde_json::to_vec(&doc["event"]).unwrap()).unwrap();
-        let o = dpplan(&[
-            "account",
-            "--dp-event",
-            bare.to_str().unwrap(),
-            "--delta",
-            &delta.to_string(),
-            "--json",
-        ]);
-        ok(&o);
-        let bare_got: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let bare_got = account_tree(&bare, delta);
         assert_eq!(bare_got["best"], got["best"], "{name}");
         // negative control: one more self-composition claims more
         let mut grown = doc["event"].clone();
@@ -312,16 +308,7 @@ fn an_exported_tree_is_accounted_again_by_dpplan() {
             grown["events"].as_array_mut().unwrap().push(first);
         }
         std::fs::write(&bare, serde_json::to_vec(&grown).unwrap()).unwrap();
-        let o = dpplan(&[
-            "account",
-            "--dp-event",
-            bare.to_str().unwrap(),
-            "--delta",
-            &delta.to_string(),
-            "--json",
-        ]);
-        ok(&o);
-        let g: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let g = account_tree(&bare, delta);
         assert!(
             g["best"]["epsilon"].as_f64().unwrap() > again,
             "{name}: one more release did not move ε"
