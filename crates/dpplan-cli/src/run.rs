@@ -9,7 +9,7 @@ use miette::{miette, IntoDiagnostic, Result, WrapErr};
 use dpplan_engine::{CsvEngine, Engine};
 use dpplan_runtime::ledger::SignoffRule;
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
-use dpplan_spark::{KeysRequest, Request, SparkEngine};
+use dpplan_spark::{KeysRequest, Request, SparkEngine, WindowsRequest};
 
 /// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
 /// Times outside the years 1–9999 are refused (no schedule arithmetic can
@@ -311,8 +311,28 @@ fn explain(plan: &dpplan_plan::ExecutablePlan, opts: &RunOptions, spark: bool) -
             filter: k.filter,
         })
         .collect();
-    let text =
-        SparkEngine::explain(&requests).and_then(|t| Ok(t + &SparkEngine::explain_keys(&keys)?));
+    let windows = match dpplan_runtime::planned_windows(plan, opts) {
+        Ok(w) => w,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let windows: Vec<WindowsRequest<'_>> = windows
+        .iter()
+        .map(|w| WindowsRequest {
+            release: w.release,
+            dataset: &w.dataset,
+            source: &w.source,
+            column: w.column,
+            period: w.period,
+            bound: w.bound,
+            stats: &w.stats,
+        })
+        .collect();
+    let text = SparkEngine::explain(&requests).and_then(|t| {
+        Ok(t + &SparkEngine::explain_keys(&keys)? + &SparkEngine::explain_windows(&windows)?)
+    });
     match text {
         Ok(text) => {
             crate::out::write_bytes(text.as_bytes()).into_diagnostic()?;

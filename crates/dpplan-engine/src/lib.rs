@@ -197,6 +197,31 @@ pub trait Engine {
         )))
     }
 
+    /// The due slots of a windowed release (or of a cumulative count's
+    /// windows), each window's rows selected by the engine itself from the
+    /// source: an engine that reads the data where it is kept (Spark)
+    /// cannot hand the rows back for [`Engine::aggregate_selected`]. The
+    /// selection is the runtime's exactly (`dpplan-runtime`'s `window`):
+    /// the rows whose time (by the time grammar) lies in a wanted slot;
+    /// under a per-unit bound, a unit of keyed hash `h` that has a row in
+    /// the window is kept in its slots in slot order until it reaches
+    /// `bound` windows (counting `kept[h]` of earlier runs), its rows in any
+    /// other wanted slot left out; a row without an id is left to the
+    /// bounding, which drops it. Each slot is then bounded and aggregated as
+    /// [`Engine::aggregate_selected`] would (`dataset` carries the window's
+    /// `rows_per_window` as its `rows_per_unit`). `None`: the engine takes
+    /// no source for windows, and the runtime selects the rows itself.
+    fn aggregate_windows(
+        &self,
+        _dataset: &Dataset,
+        _source: &Path,
+        _window: &WindowRequest<'_>,
+        _stats: &[Statistic],
+        _rng: &mut SecureRng,
+    ) -> Result<Option<Vec<WindowSlot>>, EngineError> {
+        Ok(None)
+    }
+
     /// A histogram over keys taken from the data: the exact bounded count
     /// of every value of `column` seen (in byte order of the key), on the
     /// rows `filter` holds for. What is returned must never be revealed
@@ -215,6 +240,42 @@ pub trait Engine {
             dataset.name
         )))
     }
+}
+
+/// The windows a windowed release asks of [`Engine::aggregate_windows`].
+#[derive(Debug, Clone, Copy)]
+pub struct WindowRequest<'a> {
+    /// The release (for messages).
+    pub release: &'a str,
+    /// The `time` column.
+    pub column: &'a str,
+    /// Slot s is [start + s·period, start + (s + 1)·period), in Unix seconds.
+    pub start: i64,
+    pub period: i64,
+    /// The wanted slots, ascending.
+    pub slots: &'a [u64],
+    /// Per-unit bounds only: the ledger's secret unit key (a unit's keyed
+    /// hash is the lowercase hex SHA-256 of the key then the id's bytes),
+    /// the windows each unit was kept in so far, by keyed hash (a unit
+    /// absent was kept in none), and the bound.
+    pub units: Option<WindowUnits<'a>>,
+}
+
+/// The per-unit state of a [`WindowRequest`].
+#[derive(Debug, Clone, Copy)]
+pub struct WindowUnits<'a> {
+    pub key: &'a [u8],
+    pub kept: &'a std::collections::HashMap<String, u64>,
+    pub bound: u64,
+}
+
+/// One slot's exact bounded aggregates and the keyed hashes of the units
+/// kept in it (empty without a per-unit bound).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowSlot {
+    pub slot: u64,
+    pub values: Vec<Vec<i128>>,
+    pub units: std::collections::BTreeSet<String>,
 }
 
 /// The built-in streaming CSV engine, on every core by default.

@@ -382,64 +382,71 @@ fn windowed(r: &Release) -> Result<Release, RunError> {
 
 /// A tree's slots read in ONE pass of its data and counted in slot order,
 /// each without the units brought to W′ slots by the ledger or by an
-/// earlier slot of this run.
-struct SlotReader<'a> {
-    windowed: Release,
-    start: i64,
-    rows: BTreeMap<u64, Vec<u8>>,
-    key: Option<window::UnitKey>,
-    kept: window::Kept,
-    plan: &'a ExecutablePlan,
-    engine: &'a dyn Engine,
+/// earlier slot of this run ([`window::slots_of`]: by the engine itself
+/// when it selects windows, else by the runtime).
+struct SlotReader {
+    counted: BTreeMap<u64, Counted>,
+    name: String,
 }
 
-impl<'a> SlotReader<'a> {
-    /// Reads slots `slots` of `r` (nothing is counted yet).
+impl SlotReader {
+    /// Counts slots `slots` (ascending) of `r`, each unit kept in its first
+    /// slots up to W′ counting the ledger's and `before`'s (the units of a
+    /// slot counted before the reader, not yet recorded).
     fn new(
-        (plan, opts, engine): (&'a ExecutablePlan, &RunOptions, &'a dyn Engine),
+        (plan, opts, engine): (&ExecutablePlan, &RunOptions, &dyn Engine),
         r: &Release,
         slots: &[u64],
         (ledger_start, ledger): (i64, Option<&Ledger>),
+        before: Option<&BTreeSet<String>>,
         rng: &mut SecureRng,
-    ) -> Result<SlotReader<'a>, RunError> {
+    ) -> Result<SlotReader, RunError> {
         let c = tree_of(r)?;
         let ds = window::dataset_of(plan, r)?;
         let start = r.schedule.start.unwrap_or(ledger_start);
-        let rows = window::read_slots(ds, opts, r, (start, c.seconds), slots)?;
         let key = window::unit_key(ds, opts, ledger, rng)?;
-        let kept = window::Kept::read(ledger, &r.name, c.kept_slots, ds.bounding.per_unit)?;
-        Ok(SlotReader {
-            windowed: windowed(r)?,
+        let mut kept = window::Kept::read(ledger, &r.name, c.kept_slots, ds.bounding.per_unit)?;
+        if let Some(units) = before {
+            kept.add(units);
+        }
+        let windowed = windowed(r)?;
+        let mut counted = BTreeMap::new();
+        for s in window::slots_of(
+            (plan, opts, engine),
+            &windowed,
             start,
-            rows,
-            key,
-            kept,
-            plan,
-            engine,
+            slots,
+            (&kept, key.as_ref()),
+            rng,
+        )? {
+            let count = s
+                .values
+                .first()
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| {
+                    RunError::Data(format!("no count for `{}` slot {}", r.name, s.slot))
+                })?;
+            let slot = s.slot;
+            counted.insert(
+                slot,
+                Counted {
+                    slot,
+                    count,
+                    units: s.units,
+                },
+            );
+        }
+        Ok(SlotReader {
+            counted,
+            name: r.name.clone(),
         })
     }
 
     /// Slot `slot`'s exact count and the units kept in it.
-    fn count(&self, slot: u64, rng: &mut SecureRng) -> Result<Counted, RunError> {
-        let name = &self.windowed.name;
-        let rows = self
-            .rows
-            .get(&slot)
-            .ok_or_else(|| RunError::Data(format!("`{name}`: slot {slot} was not read")))?;
-        let (values, units) = window::aggregate_slot(
-            self.plan,
-            self.engine,
-            (&self.windowed, slot),
-            self.start,
-            rows,
-            (&self.kept.at_bound, self.key.as_ref()),
-            rng,
-        )?;
-        let count = values
-            .first()
-            .and_then(|v| v.first().copied())
-            .ok_or_else(|| RunError::Data(format!("no count for `{name}` slot {slot}")))?;
-        Ok(Counted { slot, count, units })
+    fn count(&mut self, slot: u64) -> Result<Counted, RunError> {
+        self.counted
+            .remove(&slot)
+            .ok_or_else(|| RunError::Data(format!("`{}`: slot {slot} was not read", self.name)))
     }
 }
 
@@ -471,8 +478,15 @@ pub(crate) fn count_first(
         ));
     }
     for &(r, _) in due {
-        let reader = SlotReader::new((plan, opts, engine), r, &[0], (ledger_start, None), rng)?;
-        out.insert(r.name.clone(), reader.count(0, rng)?);
+        let mut reader = SlotReader::new(
+            (plan, opts, engine),
+            r,
+            &[0],
+            (ledger_start, None),
+            None,
+            rng,
+        )?;
+        out.insert(r.name.clone(), reader.count(0)?);
     }
     Ok(out)
 }
@@ -631,14 +645,14 @@ fn run_tree(
         r,
         &slots,
         (tree.reader.ledger_start, Some(ledger)),
+        first.as_ref().filter(|f| f.slot == next).map(|f| &f.units),
         rng,
     )?;
     for slot in next..=last {
         let counted = match first.take() {
             Some(f) if f.slot == slot => f,
-            _ => reader.count(slot, rng)?,
+            _ => reader.count(slot)?,
         };
-        let units = counted.units.clone();
         match run_slot(
             (&mut *ledger, &mut *charges),
             tree,
@@ -648,7 +662,6 @@ fn run_tree(
             rng,
         )? {
             Ok(mut result) => {
-                reader.kept.add(&units);
                 result.backfilled = slot < last;
                 ran.results.push(result);
             }

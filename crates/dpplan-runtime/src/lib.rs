@@ -10,7 +10,9 @@
 #![forbid(unsafe_code)]
 
 pub mod requests;
-pub use requests::{planned_aggregates, planned_keys, Planned, PlannedKeys};
+pub use requests::{
+    planned_aggregates, planned_keys, planned_windows, Planned, PlannedKeys, PlannedWindow,
+};
 mod results;
 pub use results::{results_csv, Cell, RUN_FORMAT, RUN_FORMAT_VERSION};
 mod budgets;

@@ -105,12 +105,65 @@ pub fn planned_aggregates<'p>(
         .releases
         .iter()
         .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name));
-    // a tree is run slot by slot by `dpplan run`: no statement for it
-    crate::cumulative::refuse(selected.clone(), "the Spark engine")?;
+    // windows and trees have statements of their own (`planned_windows`)
+    let selected = selected.filter(|r| r.window.is_none() && r.cumulative.is_none());
     Ok(requests(plan, opts, selected)?
         .into_iter()
         .map(|r| r.planned)
         .collect())
+}
+
+/// What an engine that selects windows itself is asked for a windowed
+/// release or a cumulative count (`Engine::aggregate_windows`), but its
+/// run's values (the first window's start, the due slots, the units'
+/// state): `dpplan run --explain`. Reads no ledger and no data.
+pub struct PlannedWindow<'p> {
+    pub release: &'p str,
+    /// The dataset as a window bounds it (`rows_per_window` rows per unit).
+    pub dataset: Dataset,
+    pub source: PathBuf,
+    pub column: &'p str,
+    /// Seconds per window.
+    pub period: i64,
+    /// Windows per unit, under a per-unit bound.
+    pub bound: Option<u64>,
+    pub stats: Vec<Statistic>,
+}
+
+/// The [`PlannedWindow`] of every selected windowed release and
+/// cumulative count (all of them with no `--query`), whether due or not.
+pub fn planned_windows<'p>(
+    plan: &'p ExecutablePlan,
+    opts: &RunOptions,
+) -> Result<Vec<PlannedWindow<'p>>, RunError> {
+    let mut out = Vec::new();
+    for r in plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+    {
+        let (column, w) = match (&r.window, &r.cumulative) {
+            (Some(w), _) => (&w.column, w.clone()),
+            (None, Some(c)) => (&c.column, c.slot_window()),
+            (None, None) => continue,
+        };
+        let windowed = Release {
+            window: Some(w.clone()),
+            ..r.clone()
+        };
+        let ds = crate::window::dataset_of(plan, r)?;
+        out.push(PlannedWindow {
+            release: &r.name,
+            dataset: crate::window::window_dataset(ds, &windowed),
+            source: source_path(ds, opts)?,
+            column,
+            period: w.seconds as i64,
+            bound: ds.bounding.per_unit.then_some(w.windows_per_unit.max(1)),
+            stats: release_statistics(r)?,
+        });
+    }
+    Ok(out)
 }
 
 /// What an engine is asked for every selected histogram over keys from

@@ -8,11 +8,19 @@
 //! rows per unit, Algorithm R, and the grouped bounds), so nothing outside
 //! the window reaches the aggregate.
 //!
-//! **Times.** A `time` column holds UTC instants as RFC 3339 / ISO 8601
+//! **Times.** A `time` column holds UTC instants as RFC 3339 instants
 //! (`2026-03-02T14:05:00Z`, an offset such as `+01:00`, fractions of a
-//! second) or whole Unix seconds (`1772460300`). A row whose time does not
-//! parse (or is empty) lies in no window: it is dropped under both
-//! `invalid_rows` rules (there is no public bound to clamp a time to).
+//! second) or whole Unix seconds (`1772460300`), by the grammar of
+//! [`parse_time`], which the Spark engine's SQL follows exactly. A row
+//! whose time does not parse (or is empty) lies in no window: it is
+//! dropped under both `invalid_rows` rules (there is no public bound to
+//! clamp a time to).
+//!
+//! **Engines.** An engine that reads the data where it is kept (Spark)
+//! selects a window's rows itself ([`Engine::aggregate_windows`]), by the
+//! same rule as [`runtime_windows`], which the runtime uses otherwise:
+//! the rows of the due slots, in slot order, each unit kept while the
+//! windows it was kept in stay below its bound.
 //!
 //! **Late rows.** Each window is released once: its slot is charged in the
 //! ledger before its noise is drawn and is never drawn again. A row that
@@ -38,22 +46,125 @@ use dpplan_plan::{Dataset, ExecutablePlan, Release, Window};
 use crate::ledger::Ledger;
 use crate::{requests, RunError, RunOptions};
 use dpplan_engine::rng::SecureRng;
-use dpplan_engine::{Engine, EngineError, IoError};
+use dpplan_engine::{
+    Engine, EngineError, IoError, Statistic, WindowRequest, WindowSlot, WindowUnits,
+};
 
-/// A time of a `time` column in Unix seconds: RFC 3339 (ISO 8601 with `Z`
-/// or an offset; fractions floored to the second) or whole Unix seconds.
+/// A time of a `time` column in Unix seconds, by dpplan's time grammar
+/// (docs/language.md, "Times"), which every engine reads alike (the Spark
+/// engine's SQL is generated from the same grammar: `dpplan_spark::sql`),
+/// after trimming Unicode white space:
+///
+/// ```text
+/// time    = unix | instant
+/// unix    = ["-"] digit+                       (a 64-bit integer)
+/// instant = date sep clock offset
+/// date    = YYYY "-" MM "-" DD                 (year 0001–9999, a day of the proleptic Gregorian calendar)
+/// sep     = "T" | "t" | " "
+/// clock   = hh ":" mm [":" ss [("." | ",") digit{1,9}]]   (hh ≤ 23, mm ≤ 59, ss ≤ 60; 60, a leap second, read as 59)
+/// offset  = "Z" | "z" | ("+" | "-") hh [[":"] mm]          (hh ≤ 23, mm ≤ 59)
+/// ```
+///
+/// A fraction of a second is floored; anything else is no time.
 pub fn parse_time(field: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(field).ok()?.trim();
+    let s = std::str::from_utf8(field).ok()?.trim().as_bytes();
     if s.is_empty() {
         return None;
     }
-    if s.bytes().all(|b| b.is_ascii_digit()) || (s.starts_with('-') && s.len() > 1) {
-        if let Ok(n) = s.parse::<i64>() {
-            return Some(n);
+    let digits = s.strip_prefix(b"-").unwrap_or(s);
+    if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+        return std::str::from_utf8(s).ok()?.parse::<i64>().ok();
+    }
+    instant(s)
+}
+
+/// The `instant` of [`parse_time`]'s grammar.
+fn instant(s: &[u8]) -> Option<i64> {
+    // a run of exactly `n` ASCII digits at `at`, as a number
+    let num = |at: usize, n: usize| -> Option<i64> {
+        let d = s.get(at..at + n)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0i64, |a, &b| a * 10 + i64::from(b - b'0')))
+    };
+    let at = |i: usize, c: u8| s.get(i) == Some(&c);
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    if !(at(4, b'-') && at(7, b'-') && matches!(s.get(10), Some(b'T' | b't' | b' '))) {
+        return None;
+    }
+    let (h, mi) = (num(11, 2)?, num(14, 2)?);
+    if !at(13, b':') {
+        return None;
+    }
+    let mut i = 16;
+    let mut sec = 0;
+    if at(i, b':') {
+        sec = num(i + 1, 2)?;
+        i += 3;
+        if matches!(s.get(i), Some(b'.' | b',')) {
+            let n = s[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if !(1..=9).contains(&n) {
+                return None;
+            }
+            i += 1 + n;
         }
     }
-    let t: jiff::Timestamp = s.parse().ok()?;
-    Some(t.as_second())
+    let offset = match &s[i..] {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), rest @ ..] => {
+            let (oh, om) = match rest.len() {
+                2 => (num(i + 1, 2)?, 0),
+                4 => (num(i + 1, 2)?, num(i + 3, 2)?),
+                5 if rest[2] == b':' => (num(i + 1, 2)?, num(i + 4, 2)?),
+                _ => return None,
+            };
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = oh * 3600 + om * 60;
+            if *sign == b'-' {
+                -o
+            } else {
+                o
+            }
+        }
+        _ => return None,
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if y < 1 || !(1..=12).contains(&mo) || d < 1 || d > month_days[(mo - 1) as usize] {
+        return None;
+    }
+    if h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec.min(59) - offset)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date of year ≥ 1
+/// (H. Hinnant's `days_from_civil`; the Spark engine's SQL computes the
+/// same sum).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// The window of slot `slot`: [start + slot·period, start + (slot+1)·period).
@@ -177,14 +288,23 @@ pub fn select<R: Read>(
     dataset: &Dataset,
     r: &Release,
     reader: R,
+    range: (i64, i64),
+    excluded: &BTreeSet<String>,
+    key: Option<&UnitKey>,
+) -> Result<Selected, RunError> {
+    let w = window_of(r)?;
+    select_rows(dataset, &w.column, reader, range, excluded, key)
+}
+
+/// [`select`] by the window's time column `column`.
+fn select_rows<R: Read>(
+    dataset: &Dataset,
+    column: &str,
+    reader: R,
     (lo, hi): (i64, i64),
     excluded: &BTreeSet<String>,
     key: Option<&UnitKey>,
 ) -> Result<Selected, RunError> {
-    let w = r
-        .window
-        .as_ref()
-        .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))?;
     let read_err = |e: csv::Error| {
         RunError::Engine(EngineError::Io(
             IoError::new(format!(
@@ -210,7 +330,7 @@ pub fn select<R: Read>(
                 )))
             })
     };
-    let time = find(&w.column)?;
+    let time = find(column)?;
     let id = match (&dataset.bounding.id_column, key) {
         (Some(c), Some(_)) => Some(find(c)?),
         _ => None,
@@ -261,9 +381,10 @@ pub fn window_dataset(dataset: &Dataset, r: &Release) -> Dataset {
 /// `windows_per_unit`, a tree's W′ slots), kept up to date over a run's
 /// slots: read from the ledger once, not once per slot. The ledger's own
 /// check in each intent's transaction stays authoritative.
+#[derive(Clone)]
 pub(crate) struct Kept {
-    bound: u64,
-    slots: std::collections::HashMap<String, u64>,
+    pub(crate) bound: u64,
+    pub(crate) slots: std::collections::HashMap<String, u64>,
     pub(crate) at_bound: BTreeSet<String>,
 }
 
@@ -291,6 +412,21 @@ impl Kept {
         })
     }
 
+    /// The units of `slots` (windows kept so far) against `bound`.
+    pub(crate) fn of(slots: std::collections::HashMap<String, u64>, bound: u64) -> Kept {
+        let bound = bound.max(1);
+        let at_bound = slots
+            .iter()
+            .filter(|(_, &n)| n >= bound)
+            .map(|(u, _)| u.clone())
+            .collect();
+        Kept {
+            bound,
+            slots,
+            at_bound,
+        }
+    }
+
     /// A slot's units, recorded with its intent.
     pub(crate) fn add(&mut self, units: &BTreeSet<String>) {
         for u in units {
@@ -312,10 +448,9 @@ pub(crate) struct SlotAggregate {
 }
 
 /// Every due slot of a windowed release, in slot order, before anything
-/// is charged: the dataset read once and cut into the slots' windows, each
-/// window without the units at their bound (those of the ledger, and
-/// those this run's earlier slots bring to it), bounded and aggregated by
-/// the engine.
+/// is charged: each window without the units at their bound (those of the
+/// ledger, and those this run's earlier slots bring to it), bounded and
+/// aggregated ([`slots_of`]).
 pub(crate) fn prepare(
     plan: &ExecutablePlan,
     opts: &RunOptions,
@@ -328,28 +463,137 @@ pub(crate) fn prepare(
     let w = window_of(r)?;
     let ds = dataset_of(plan, r)?;
     let start = r.schedule.start.unwrap_or(ledger_start);
-    let rows = read_slots(ds, opts, r, (start, w.seconds), slots)?;
     let key = unit_key(ds, opts, ledger, rng)?;
-    let mut kept = Kept::read(ledger, &r.name, w.windows_per_unit, ds.bounding.per_unit)?;
-    let mut out = Vec::with_capacity(slots.len());
-    for &slot in slots {
-        let selected = rows
+    let kept = Kept::read(ledger, &r.name, w.windows_per_unit, ds.bounding.per_unit)?;
+    Ok(slots_of(
+        (plan, opts, engine),
+        r,
+        start,
+        slots,
+        (&kept, key.as_ref()),
+        rng,
+    )?
+    .into_iter()
+    .map(|s| SlotAggregate {
+        slot: s.slot,
+        values: s.values,
+        units: s.units,
+    })
+    .collect())
+}
+
+/// The slots `slots` (ascending) of the windowed release `r` (from
+/// `start`), each window's rows without the units brought to `kept.bound`
+/// windows by `kept` or by an earlier slot, bounded and aggregated: by the
+/// engine itself when it selects windows ([`Engine::aggregate_windows`]:
+/// the Spark engine, which reads the data where it is kept), else by the
+/// runtime ([`runtime_windows`]); the same rule either way. One
+/// [`WindowSlot`] per slot asked, in slot order.
+pub(crate) fn slots_of(
+    (plan, opts, engine): (&ExecutablePlan, &RunOptions, &dyn Engine),
+    r: &Release,
+    start: i64,
+    slots: &[u64],
+    (kept, key): (&Kept, Option<&UnitKey>),
+    rng: &mut SecureRng,
+) -> Result<Vec<WindowSlot>, RunError> {
+    let w = window_of(r)?;
+    let ds = dataset_of(plan, r)?;
+    if !(w.seconds.is_finite() && w.seconds >= 1.0 && w.seconds.fract() == 0.0) {
+        return Err(RunError::Data(format!(
+            "`{}`: a window of {} s is not a whole number of seconds",
+            r.name, w.seconds
+        )));
+    }
+    if slots.windows(2).any(|p| p[0] >= p[1]) {
+        return Err(RunError::Data(format!(
+            "`{}`: the due slots are not in order",
+            r.name
+        )));
+    }
+    let stats = r
+        .parts
+        .iter()
+        .map(|p| requests::statistic(r, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let path = requests::source_path(ds, opts)?;
+    let request = WindowRequest {
+        release: &r.name,
+        column: &w.column,
+        start,
+        period: w.seconds as i64,
+        slots,
+        units: key.map(|k| WindowUnits {
+            key: k.bytes(),
+            kept: &kept.slots,
+            bound: kept.bound,
+        }),
+    };
+    let bounded = window_dataset(ds, r);
+    match engine.aggregate_windows(&bounded, &path, &request, &stats, rng)? {
+        Some(out) => {
+            if out.iter().map(|s| s.slot).ne(slots.iter().copied()) {
+                return Err(RunError::Data(format!(
+                    "`{}`: the engine returned other windows than asked",
+                    r.name
+                )));
+            }
+            Ok(out)
+        }
+        None => runtime_windows(engine, &bounded, &path, &request, &stats, rng),
+    }
+}
+
+/// The runtime's own selection of the windows of `w` from `source` (read
+/// once): per slot in order, the rows whose time lies in it, without the
+/// units already kept in `bound` windows (counting `kept` and the slots
+/// before), then bounded and aggregated by `engine` as selected rows
+/// ([`Engine::aggregate_selected`]). What [`Engine::aggregate_windows`]
+/// must equal; public for the tests that compare the engines.
+pub fn runtime_windows(
+    engine: &dyn Engine,
+    dataset: &Dataset,
+    source: &Path,
+    w: &WindowRequest<'_>,
+    stats: &[Statistic],
+    rng: &mut SecureRng,
+) -> Result<Vec<WindowSlot>, RunError> {
+    let rows = read_rows(dataset, source, w.column, (w.start, w.period), w.slots)?;
+    let (key, mut kept) = match &w.units {
+        Some(u) => {
+            let key: [u8; 32] = u
+                .key
+                .try_into()
+                .map_err(|_| RunError::Data("the unit key is not 32 bytes".into()))?;
+            (Some(UnitKey(key)), Kept::of(u.kept.clone(), u.bound))
+        }
+        None => (None, Kept::of(Default::default(), 1)),
+    };
+    let mut out = Vec::with_capacity(w.slots.len());
+    for &slot in w.slots {
+        let range = bounds(w.start, w.period as f64, slot).ok_or_else(|| {
+            RunError::Data(format!(
+                "`{}`: the window of slot {slot} is not within the years 1–9999",
+                w.release
+            ))
+        })?;
+        let csv = rows
             .get(&slot)
-            .ok_or_else(|| RunError::Data(format!("`{}`: slot {slot} was not read", r.name)))?;
-        let (values, units) = aggregate_slot(
-            plan,
-            engine,
-            (r, slot),
-            start,
-            selected,
-            (&kept.at_bound, key.as_ref()),
-            rng,
+            .ok_or_else(|| RunError::Data(format!("`{}`: slot {slot} was not read", w.release)))?;
+        let selected = select_rows(
+            dataset,
+            w.column,
+            csv.as_slice(),
+            range,
+            &kept.at_bound,
+            key.as_ref(),
         )?;
-        kept.add(&units);
-        out.push(SlotAggregate {
+        let values = engine.aggregate_selected(dataset, &selected.csv, stats, rng)?;
+        kept.add(&selected.units);
+        out.push(WindowSlot {
             slot,
             values,
-            units,
+            units: selected.units,
         });
     }
     Ok(out)
@@ -401,38 +645,30 @@ pub(crate) fn ledger_key(
     UnitKey::load(path, create, rng)
 }
 
-/// The rows of the slots `wanted` of `r`'s windows (of `period` seconds
-/// from `start`), from its dataset's CSV in ONE pass: each slot's rows as a
-/// CSV (header first; a slot without rows has the header only). A row
-/// whose time does not parse, or lies in no wanted slot, is left out.
-pub(crate) fn read_slots(
+/// The rows of the slots `wanted` of windows of `period` seconds from
+/// `start` by the time column `column`, from the dataset's source at
+/// `path` in ONE pass: each slot's rows as a CSV (header first; a slot
+/// without rows has the header only). A row whose time does not parse, or
+/// lies in no wanted slot, is left out.
+fn read_rows(
     ds: &Dataset,
-    opts: &RunOptions,
-    r: &Release,
-    (start, period): (i64, f64),
+    path: &Path,
+    column: &str,
+    (start, period): (i64, i64),
     wanted: &[u64],
 ) -> Result<BTreeMap<u64, Vec<u8>>, RunError> {
-    let column = r
-        .window
-        .as_ref()
-        .map(|w| &w.column)
-        .or(r.cumulative.as_ref().map(|c| &c.column))
-        .ok_or_else(|| RunError::Data(format!("`{}` has no window", r.name)))?;
     let mut out = BTreeMap::new();
     if wanted.is_empty() {
         return Ok(out);
     }
-    if !(period.is_finite() && period >= 1.0 && period.fract() == 0.0) {
+    if period < 1 {
         return Err(RunError::Data(format!(
-            "`{}`: a window of {period} s is not a whole number of seconds",
-            r.name
+            "a window of {period} s is not a whole number of seconds"
         )));
     }
-    let period = period as i64;
-    let path = requests::source_path(ds, opts)?;
     // a CSV file, or a Parquet / Arrow source as the CSV text of its
     // declared columns (dpplan_engine::open_source)
-    let file = dpplan_engine::open_source(ds, &path).map_err(RunError::Engine)?;
+    let file = dpplan_engine::open_source(ds, path).map_err(RunError::Engine)?;
     let read_err = |e: csv::Error| {
         RunError::Engine(EngineError::Io(
             IoError::new(format!("cannot read the CSV of dataset `{}`: {e}", ds.name))
@@ -485,37 +721,6 @@ pub(crate) fn read_slots(
     Ok(out)
 }
 
-/// One windowed release's slot: the rows `rows` read for it (its window),
-/// without the units of `excluded` (those already at their bound),
-/// bounded and aggregated by the engine; the aggregates, and the keyed
-/// hashes of the units kept.
-pub(crate) fn aggregate_slot(
-    plan: &ExecutablePlan,
-    engine: &dyn Engine,
-    (r, slot): (&Release, u64),
-    start: i64,
-    rows: &[u8],
-    (excluded, key): (&BTreeSet<String>, Option<&UnitKey>),
-    rng: &mut SecureRng,
-) -> Result<(Vec<Vec<i128>>, BTreeSet<String>), RunError> {
-    let w = window_of(r)?;
-    let ds = dataset_of(plan, r)?;
-    let range = bounds(start, w.seconds, slot).ok_or_else(|| {
-        RunError::Data(format!(
-            "`{}`: the window of slot {slot} is not a whole number of seconds within the years 1–9999",
-            r.name
-        ))
-    })?;
-    let selected = select(ds, r, rows, range, excluded, key)?;
-    let stats = r
-        .parts
-        .iter()
-        .map(|p| requests::statistic(r, p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let values = engine.aggregate_selected(&window_dataset(ds, r), &selected.csv, &stats, rng)?;
-    Ok((values, selected.units))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,6 +735,28 @@ mod tests {
         assert_eq!(parse_time(b"2026-03-02T14:05:00.999Z"), Some(1_772_460_300));
         assert_eq!(parse_time(b"1772460300"), Some(1_772_460_300));
         assert_eq!(parse_time(b" 1772460300 "), Some(1_772_460_300));
+        // the grammar's other forms
+        for (text, want) in [
+            (&b"2026-03-02t14:05z"[..], 1_772_460_300),
+            (b"2026-03-02 14:05:00+00", 1_772_460_300),
+            (b"2026-03-02T15:35:00+0130", 1_772_460_300),
+            (b"2026-03-02T13:05:00,5-01:00", 1_772_460_300),
+            (b"2026-03-02T14:05:00.123456789Z", 1_772_460_300),
+            (b"2016-12-31T23:59:60Z", 1_483_228_799),
+            (b"1969-12-31T23:59:59.5Z", -1),
+            (b"-0", 0),
+            (b"-9223372036854775808", i64::MIN),
+            (b"0001-01-01T00:00:00Z", -62_135_596_800),
+            (b"9999-12-31T23:59:59-23:59", 253_402_387_139),
+            (b"2024-02-29T00:00:00Z", 1_709_164_800),
+        ] {
+            assert_eq!(
+                parse_time(text),
+                Some(want),
+                "{:?}",
+                std::str::from_utf8(text)
+            );
+        }
         // not a time: no window holds the row
         for bad in [
             &b""[..],
@@ -537,8 +764,72 @@ mod tests {
             b"2026-03-02",
             b"2026-13-02T00:00:00Z",
             b"1.5",
+            b"+5",
+            b"-",
+            b"9223372036854775808",
+            b"2026-03-02T14:05:00",
+            b"2026-03-02T14:05:00.Z",
+            b"2026-03-02T14:05:00.1234567890Z",
+            b"2026-03-02T24:00:00Z",
+            b"2026-03-02T14:60:00Z",
+            b"2026-03-02T14:05:61Z",
+            b"2026-03-02T14:05:00+24:00",
+            b"2026-03-02T14:05:00+01:60",
+            b"2026-03-02T14:05:00+1",
+            b"2026-03-02T14:05:00+01:0",
+            b"2026-03-02T14:05:00Z[UTC]",
+            b"2025-02-29T00:00:00Z",
+            b"2026-04-31T00:00:00Z",
+            b"0000-01-01T00:00:00Z",
+            b"20260302T140500Z",
+            b"2026-03-02T14Z",
+            b"2026-03-02_14:05Z",
+            "２０２６-03-02T14:05Z".as_bytes(),
         ] {
             assert_eq!(parse_time(bad), None, "{:?}", std::str::from_utf8(bad));
+        }
+    }
+
+    /// Every instant of the grammar against jiff's calendar: random
+    /// dates, clocks, fractions, separators and offsets.
+    #[test]
+    fn instants_agree_with_jiffs_calendar() {
+        let mut rng = SecureRng::from_seed_for_tests(7);
+        for _ in 0..20_000 {
+            let secs = rng.below_u64(253_402_300_800 + 62_135_596_800) as i64 - 62_135_596_800;
+            let off_min = rng.below_u64(2 * 1439 + 1) as i32 - 1439;
+            let offset = jiff::tz::Offset::from_seconds(off_min * 60).unwrap();
+            let ts = jiff::Timestamp::from_second(secs).unwrap();
+            let dt = offset.to_datetime(ts);
+            if dt.year() < 1 || dt.year() > 9999 {
+                continue;
+            }
+            let sep = ["T", "t", " "][rng.below_u64(3) as usize];
+            let frac = match rng.below_u64(3) {
+                0 => String::new(),
+                1 => format!(".{}", rng.below_u64(1000)),
+                _ => format!(",{:09}", rng.below_u64(1_000_000_000)),
+            };
+            let (sign, a) = if off_min < 0 {
+                ('-', -off_min)
+            } else {
+                ('+', off_min)
+            };
+            let off = match rng.below_u64(3) {
+                0 if off_min == 0 => "Z".to_string(),
+                0 | 1 => format!("{sign}{:02}:{:02}", a / 60, a % 60),
+                _ => format!("{sign}{:02}{:02}", a / 60, a % 60),
+            };
+            let text = format!(
+                "{:04}-{:02}-{:02}{sep}{:02}:{:02}:{:02}{frac}{off}",
+                dt.year(),
+                dt.month(),
+                dt.day(),
+                dt.hour(),
+                dt.minute(),
+                dt.second()
+            );
+            assert_eq!(parse_time(text.as_bytes()), Some(secs), "{text}");
         }
     }
 

@@ -16,6 +16,11 @@ and its bound parameters. The driver
    the bound parameters (`spark.sql(sql, args=...)`);
 3. writes one exact integer per cell, as decimal strings, to RESULT.json.
 
+A windowed job first selects its windows' rows (its own statement, over the
+views of the ledger's unit key and the units' windows so far, both from the
+job file and never in a statement's text), keeps them as the view
+`dpplan_windowed`, returns the units kept per window, then aggregates.
+
 It never draws noise, and it never prints or writes a data value: an error is
 written to RESULT.json as its kind, the dataset and column names, the types,
 and Spark's error class (never Spark's message, which may quote a value).
@@ -33,6 +38,10 @@ ACCEPTED = {
     "category": ("string",) + INTEGRAL,
     "int": INTEGRAL,
     "float": INTEGRAL + ("float", "double"),
+    # read by dpplan's time grammar: the driver first writes a timestamp
+    # (floored to the second), a date (midnight UTC) or an integer as Unix
+    # seconds, as the embedded engine reads a typed source
+    "time": ("string", "timestamp", "timestamp_ntz", "date") + INTEGRAL,
 }
 
 
@@ -122,6 +131,52 @@ def check_types(df, job):
             )
 
 
+def time_as_text(df, job):
+    """A windowed job's time column as text: a typed time as Unix seconds
+    (floored), a string as it is (read by the time grammar in the SQL)."""
+    from pyspark.sql import functions as F
+
+    name = job["window"]["time"]
+    types = {}
+    for f in df.schema.fields:
+        types.setdefault(f.name, f.dataType.simpleString())
+    t = types.get(name)
+    q = "`%s`" % name
+    if t == "timestamp_ntz":
+        q, t = "CAST(%s AS TIMESTAMP)" % q, "timestamp"
+    if t == "timestamp":
+        micros = "unix_micros(%s)" % q
+        expr = "CAST((%s - pmod(%s, 1000000)) DIV 1000000 AS STRING)" % (micros, micros)
+    elif t == "date":
+        expr = "CAST(CAST(unix_date(%s) AS BIGINT) * 86400 AS STRING)" % q
+    else:
+        expr = "CAST(%s AS STRING)" % q
+    return df.withColumn(name, F.expr(expr))
+
+
+def window_views(spark, df, job):
+    """Registers the source, the unit key and the units' windows so far, runs
+    the window's selection, keeps it as `dpplan_windowed`; the units kept
+    per slot."""
+    w = job["window"]
+    df = time_as_text(df, job)
+    df.createOrReplaceTempView("dpplan_source")
+    if w["key"] is not None:
+        spark.createDataFrame([(bytearray.fromhex(w["key"]),)], "`#key` BINARY").createOrReplaceTempView(
+            "dpplan_unit_key"
+        )
+        state = [(h, int(n)) for h, n in w["state"]]
+        spark.createDataFrame(state, "`#su` STRING, `#sn` BIGINT").createOrReplaceTempView("dpplan_window_state")
+    # computed once and cut from its plan: the units and the aggregates read
+    # it without running the selection again, planned over a plain scan
+    selected = spark.sql(w["sql"], args=w["args"]).localCheckpoint(eager=True)
+    selected.createOrReplaceTempView("dpplan_windowed")
+    if not w["units_sql"]:
+        return selected, []
+    units = [[cell(v) for v in row] for row in spark.sql(w["units_sql"]).collect()]
+    return selected, units
+
+
 def cell(v):
     if v is None:
         return None
@@ -148,6 +203,12 @@ def main(job_path, out_path):
         spark.sparkContext.setLogLevel("ERROR")
         # overflow is an error, never a wrong or NULL sum
         spark.conf.set("spark.sql.ansi.enabled", "true")
+        # inferring filters from the statements' long CASE expressions costs
+        # Spark's optimizer about ten seconds per statement and changes no
+        # result (it only adds redundant filters)
+        spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
+        # a timestamp without a time zone is a UTC instant, as in dpplan
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
         # 1. every source opened and checked before anything runs
         frames = []
         for job in jobs:
@@ -157,12 +218,22 @@ def main(job_path, out_path):
             frames.append(df)
         # 2. the aggregates
         results = []
+        units = []
         for job, df in zip(jobs, frames):
             current = job["dataset"]
-            df.createOrReplaceTempView("dpplan_source")
+            selected = None
+            if job.get("window"):
+                selected, kept = window_views(spark, df, job)
+                units.append(kept)
+            else:
+                df.createOrReplaceTempView("dpplan_source")
+                units.append(None)
             rows = spark.sql(job["sql"], args=job["args"]).collect()
             results.append([[cell(v) for v in row] for row in rows])
-        out = {"results": results}
+            if selected is not None:
+                selected.unpersist()
+                spark.catalog.dropTempView("dpplan_windowed")
+        out = {"results": results, "units": units}
         code = 0
     except Refused as e:
         out = {"error": {"kind": e.kind, "dataset": e.dataset, "message": e.message}}

@@ -7,7 +7,11 @@
 //! `spark-submit` runs it and returns one exact integer per cell (for a
 //! histogram over keys from the data, [`sql::generate_keys`], every key
 //! seen with its exact bounded count: the threshold that decides which keys
-//! are ever revealed is applied by dpplan, to noisy counts). Everything
+//! are ever revealed is applied by dpplan, to noisy counts; for a windowed
+//! release or a cumulative count, [`sql::generate_windows`], the due
+//! windows' rows selected by Spark by the runtime's own rule, each window's
+//! aggregates and the units kept in it, which dpplan records in the
+//! ledger). Everything
 //! that involves privacy loss stays in the dpplan process: the ledger, the
 //! charge before the draw, and the exact samplers; Spark never draws noise.
 //!
@@ -30,7 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use dpplan_engine::rng::SecureRng;
-use dpplan_engine::{Engine, EngineError, IoError, Statistic};
+use std::collections::{BTreeMap, BTreeSet};
+
+use dpplan_engine::{Engine, EngineError, IoError, Statistic, WindowRequest, WindowSlot};
 use dpplan_plan::Dataset;
 use dpplan_vocab::ColumnKind;
 use serde::Serialize;
@@ -144,6 +150,30 @@ pub struct KeysRequest<'a> {
     pub filter: Option<&'a dpplan_vocab::rows::Filter>,
 }
 
+/// One windowed release (or cumulative count) to explain.
+pub struct WindowsRequest<'a> {
+    pub release: &'a str,
+    /// The dataset as a window bounds it.
+    pub dataset: &'a Dataset,
+    pub source: &'a Path,
+    pub column: &'a str,
+    pub period: i64,
+    pub bound: Option<u64>,
+    pub stats: &'a [Statistic],
+}
+
+/// One job's result rows: each cell a decimal integer, a key or null.
+type ResultRows = Vec<Vec<Option<String>>>;
+
+/// One windowed release's windows to select and aggregate.
+pub struct WindowJob<'a> {
+    /// The dataset as a window bounds it.
+    pub dataset: &'a Dataset,
+    pub source: &'a Path,
+    pub window: WindowRequest<'a>,
+    pub stats: &'a [Statistic],
+}
+
 /// One dataset's aggregates to compute.
 pub struct Request<'a> {
     pub dataset: &'a Dataset,
@@ -242,6 +272,93 @@ impl SparkEngine {
         Ok(out)
     }
 
+    /// The statements of each windowed release or cumulative count, as
+    /// [`SparkEngine::explain`] prints the others: the selection, the units
+    /// kept, the aggregates per window.
+    pub fn explain_windows(requests: &[WindowsRequest<'_>]) -> Result<String, EngineError> {
+        let mut out = String::new();
+        for r in requests {
+            let source = Source::parse(&r.dataset.name, r.source)?;
+            let q = sql::generate_windows(
+                r.dataset,
+                r.release,
+                r.column,
+                r.period,
+                r.bound,
+                r.stats,
+                source.columns(),
+            )?;
+            out.push_str(&format!(
+                "-- source: {} `{}`
+",
+                source.format,
+                dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
+            ));
+            out.push_str(
+                "-- parameters: :start = the first window's start (Unix seconds), :slots = the due windows",
+            );
+            if r.bound.is_some() {
+                out.push_str(
+                    "; views: dpplan_unit_key = the ledger's secret unit key, dpplan_window_state = each unit's windows so far (keyed hashes, from the ledger)",
+                );
+            }
+            out.push('\n');
+            out.push_str(&q.select);
+            out.push_str(";\n\n");
+            if !q.units_sql.is_empty() {
+                out.push_str(&q.units_sql);
+                out.push_str(";\n\n");
+            }
+            explained(&mut out, &source, &q.aggregate);
+        }
+        Ok(out)
+    }
+
+    /// The windows of every job in one `spark-submit`, as
+    /// [`Engine::aggregate_windows`] returns them.
+    pub fn windows_many(
+        &self,
+        jobs: &[WindowJob<'_>],
+        rng: &mut SecureRng,
+    ) -> Result<Vec<Vec<WindowSlot>>, EngineError> {
+        let mut files = Vec::new();
+        let mut queries = Vec::new();
+        for j in jobs {
+            let src = Source::parse(&j.dataset.name, j.source)?;
+            let w = &j.window;
+            let q = sql::generate_windows(
+                j.dataset,
+                w.release,
+                w.column,
+                w.period,
+                w.units.map(|u| u.bound),
+                j.stats,
+                src.columns(),
+            )?;
+            files.push(window_job(j.dataset, &src, &q, w, rng)?);
+            queries.push(q);
+        }
+        let (rows, answer) = self.submit_answer(&json!({ "jobs": files }), jobs.len())?;
+        let mut out = Vec::with_capacity(jobs.len());
+        for (i, (j, q)) in jobs.iter().zip(&queries).enumerate() {
+            let w = &j.window;
+            let values = q.aggregate.decode_slots(&rows[i], w.slots)?;
+            let units = window_units(&answer, i, w.slots, w.units.is_some())?;
+            out.push(
+                w.slots
+                    .iter()
+                    .zip(values.into_iter().zip(units))
+                    .map(|(&slot, (values, units))| WindowSlot {
+                        slot,
+                        values,
+                        units,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
     /// Computes the exact bounded aggregates of every request in one
     /// `spark-submit` (one JVM start): every source is opened and its types
     /// checked before any aggregation runs.
@@ -267,7 +384,17 @@ impl SparkEngine {
     }
 
     /// Runs the driver on a job file; the result rows of each job.
-    fn submit(&self, job: &Value, n: usize) -> Result<Vec<Vec<Vec<Option<String>>>>, EngineError> {
+    fn submit(&self, job: &Value, n: usize) -> Result<Vec<ResultRows>, EngineError> {
+        Ok(self.submit_answer(job, n)?.0)
+    }
+
+    /// Runs the driver on a job file; the result rows of each job, and the
+    /// driver's whole answer (a windowed job's units are in `units`).
+    fn submit_answer(
+        &self,
+        job: &Value,
+        n: usize,
+    ) -> Result<(Vec<ResultRows>, Value), EngineError> {
         let io = |what: &str, e: std::io::Error| {
             EngineError::Io(IoError::new(format!("{what}: {e}")).with_source(e))
         };
@@ -358,7 +485,7 @@ impl SparkEngine {
                 .map_err(|_| job_failed("the Spark driver returned a malformed result".into()))?;
             out.push(rows);
         }
-        Ok(out)
+        Ok((out, answer.unwrap_or(Value::Null)))
     }
 }
 
@@ -376,7 +503,102 @@ fn kill_signal(_: &std::process::ExitStatus) -> String {
     "failed".into()
 }
 
+/// The job of a windowed release: its aggregate statement as any job, and
+/// the window's selection with the run's parameters, the unit key and the
+/// units' windows so far (the key and the state go to the driver's private
+/// job file and into views, never into a statement's text).
+fn window_job(
+    dataset: &Dataset,
+    source: &Source,
+    q: &sql::Windowed,
+    w: &WindowRequest<'_>,
+    rng: &mut SecureRng,
+) -> Result<Value, EngineError> {
+    let mut j = job(dataset, source, &q.aggregate, rng);
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let (key, state) = match &w.units {
+        Some(u) => {
+            let mut state: Vec<(&String, &u64)> = u.kept.iter().filter(|(_, &n)| n > 0).collect();
+            state.sort();
+            (json!(hex(u.key)), json!(state))
+        }
+        None => (Value::Null, json!([])),
+    };
+    j["window"] = json!({
+        "time": w.column,
+        "sql": q.select,
+        "args": sql::select_params(w.start, w.slots)?,
+        "units_sql": q.units_sql,
+        "key": key,
+        "state": state,
+    });
+    Ok(j)
+}
+
+/// A windowed job's units: per slot asked, the keyed hashes the driver
+/// returned for it.
+fn window_units(
+    answer: &Value,
+    job: usize,
+    slots: &[u64],
+    per_unit: bool,
+) -> Result<Vec<BTreeSet<String>>, EngineError> {
+    let bad = || job_failed("the Spark driver returned a malformed result".into());
+    let mut by: BTreeMap<u64, BTreeSet<String>> =
+        slots.iter().map(|&s| (s, BTreeSet::new())).collect();
+    if per_unit {
+        let rows = answer
+            .get("units")
+            .and_then(|u| u.get(job))
+            .and_then(Value::as_array)
+            .ok_or_else(bad)?;
+        for row in rows {
+            let slot = row
+                .get(0)
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<u64>().ok());
+            let hash = row.get(1).and_then(Value::as_str);
+            let (Some(slot), Some(hash)) = (slot, hash) else {
+                return Err(bad());
+            };
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad());
+            }
+            by.get_mut(&slot)
+                .ok_or_else(bad)?
+                .insert(hash.to_ascii_lowercase());
+        }
+    }
+    Ok(slots
+        .iter()
+        .map(|s| by.remove(s).unwrap_or_default())
+        .collect())
+}
+
 impl Engine for SparkEngine {
+    /// A windowed release's due slots, selected and aggregated by Spark
+    /// ([`sql::generate_windows`]); the units kept per slot come back for
+    /// the ledger.
+    fn aggregate_windows(
+        &self,
+        dataset: &Dataset,
+        source: &Path,
+        w: &WindowRequest<'_>,
+        stats: &[Statistic],
+        rng: &mut SecureRng,
+    ) -> Result<Option<Vec<WindowSlot>>, EngineError> {
+        let mut out = self.windows_many(
+            &[WindowJob {
+                dataset,
+                source,
+                window: *w,
+                stats,
+            }],
+            rng,
+        )?;
+        Ok(out.pop())
+    }
+
     /// The exact bounded count per key of `column` (keys from the data),
     /// computed by Spark ([`sql::generate_keys`]); the threshold, and so
     /// which keys are ever revealed, stays in dpplan. The counts of every

@@ -44,7 +44,11 @@ use serde::Serialize;
 
 mod decode;
 mod filter;
+mod window;
 use filter::{check_filter, leaf_columns, predicate};
+pub use window::{
+    generate_windows, select_params, Windowed, UNIT_KEY_VIEW, WINDOWED_VIEW, WINDOW_STATE_VIEW,
+};
 
 /// The view the driver registers the dataset's source as.
 pub const SOURCE_VIEW: &str = "dpplan_source";
@@ -68,6 +72,10 @@ pub enum Columns {
 pub enum Param {
     Strings(Vec<String>),
     Ints(Vec<i64>),
+    Int(i64),
+    /// Text, e.g. a JSON array that a statement parses (PySpark cannot bind
+    /// an array whose numbers need both `INT` and `BIGINT`).
+    Text(String),
 }
 
 /// One statistic's place in the result rows.
@@ -105,6 +113,8 @@ pub struct Query {
     fields: usize,
     distincts: usize,
     cells: Vec<Cell>,
+    /// Rows lead with their slot (a windowed statement).
+    slotted: bool,
 }
 
 fn schema(msg: String) -> EngineError {
@@ -188,6 +198,10 @@ struct Uses {
     /// The statistics' common `where` filter, decided on the valid rows
     /// before bounding (as the embedded engine decides it).
     filter: Option<Filter>,
+    /// Windows: the rows come from [`WINDOWED_VIEW`] with their slot
+    /// `#sl`; a unit is bounded per slot (its id prefixed by the slot) and
+    /// every grouping set is grouped by the slot too.
+    slotted: bool,
 }
 
 /// Generates the statement of `stats` over dataset `ds`: four steps, each a
@@ -215,6 +229,7 @@ fn statement(ds: &Dataset, uses: Uses, head: &str, columns: Columns) -> Result<Q
         fields: uses.fields.len(),
         distincts: uses.distincts.len(),
         cells: uses.cells,
+        slotted: uses.slotted,
     })
 }
 
@@ -257,6 +272,7 @@ pub fn generate_keys(
         distincts: Vec::new(),
         data_keys: Some(column_name.to_string()),
         filter: filter.cloned(),
+        slotted: false,
     };
     let head = format!(
         "-- dataset `{}`: exact bounded counts per key of `{column_name}` (keys from the data: never revealed but through the threshold)",
@@ -422,6 +438,7 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         distincts,
         data_keys: None,
         filter,
+        slotted: false,
     })
 }
 
@@ -541,7 +558,17 @@ fn typed<'d>(
     };
     let mut select: Vec<String> = Vec::new();
     if let Some(id) = &id {
-        select.push(format!("CAST({id} AS STRING) AS u"));
+        if uses.slotted {
+            // a unit per slot: bounded in each window apart
+            select.push(format!(
+                "CASE WHEN CAST({id} AS STRING) <> '' THEN concat(CAST(`#sl` AS STRING), ':', CAST({id} AS STRING)) END AS u"
+            ));
+        } else {
+            select.push(format!("CAST({id} AS STRING) AS u"));
+        }
+    }
+    if uses.slotted {
+        select.push("`#sl` AS sl".into());
     }
     let mut checks: Vec<String> = Vec::new();
     let mut valid: Vec<String> = Vec::new();
@@ -604,8 +631,13 @@ fn typed<'d>(
     }
     let _ = writeln!(
         w,
-        "WITH typed AS (\n  SELECT\n    {}\n  FROM {SOURCE_VIEW}\n),",
-        select.join(",\n    ")
+        "WITH typed AS (\n  SELECT\n    {}\n  FROM {}\n),",
+        select.join(",\n    "),
+        if uses.slotted {
+            WINDOWED_VIEW
+        } else {
+            SOURCE_VIEW
+        }
     );
     let _ = writeln!(
         w,
@@ -653,6 +685,9 @@ fn cells(
     if id {
         cell_cols.push("u".into());
         checks.insert(0, "u IS NOT NULL AND u <> ''".into());
+    }
+    if uses.slotted {
+        cell_cols.push("sl".into());
     }
     for alias in distinct_aliases(ds, uses) {
         if alias != "u" {
@@ -849,6 +884,9 @@ fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
 fn aggregation(w: &mut String, ds: &Dataset, uses: &Uses) {
     let (fields, groupings) = (&uses.fields, &uses.groupings);
     let mut out: Vec<String> = Vec::new();
+    if uses.slotted {
+        out.push("sl".into());
+    }
     for j in 0..groupings.len() {
         out.push(format!("grouping(k{j}) AS a{j}"));
     }
@@ -862,11 +900,17 @@ fn aggregation(w: &mut String, ds: &Dataset, uses: &Uses) {
     for (q, alias) in distinct_aliases(ds, uses).iter().enumerate() {
         out.push(format!("count(DISTINCT {alias}) AS dc{q}"));
     }
+    let sl = if uses.slotted { "sl" } else { "" };
     let group_by = if groupings.is_empty() {
-        String::new()
+        if uses.slotted {
+            "\nGROUP BY sl".to_string()
+        } else {
+            String::new()
+        }
     } else {
-        let sets: Vec<String> = std::iter::once("()".to_string())
-            .chain((0..groupings.len()).map(|j| format!("(k{j})")))
+        let with = if uses.slotted { "sl, " } else { "" };
+        let sets: Vec<String> = std::iter::once(format!("({sl})"))
+            .chain((0..groupings.len()).map(|j| format!("({with}k{j})")))
             .collect();
         format!("\nGROUP BY GROUPING SETS ({})", sets.join(", "))
     };

@@ -600,3 +600,107 @@ fn distinct_counts_count_the_kept_rows_ids() {
     let e = sql::generate(ds, &[distinct("v", 0)], Columns::Text).unwrap_err();
     assert!(e.to_string().contains("not an id"), "{e}");
 }
+
+/// The ride-sharing example's hourly windows: the three statements are
+/// deterministic and reviewed (a snapshot, shown in docs/executable-plan.md);
+/// the unit key and the units' state are views, never text or parameters.
+#[test]
+fn windowed_sql_snapshot() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ride-sharing");
+    let p = plan(&std::fs::read_to_string(format!("{dir}/ride-sharing.dpplan")).unwrap());
+    let ds = &p.body.datasets["trips"];
+    let st = [Statistic {
+        kind: StatKind::GroupedCount {
+            by: "district".into(),
+        },
+        grid: 0,
+    }];
+    let req = [WindowsRequest {
+        release: "hourly_district_trips",
+        dataset: ds,
+        source: Path::new("/data/trips.csv"),
+        column: "started_at",
+        period: 3600,
+        bound: Some(20),
+        stats: &st,
+    }];
+    let a = SparkEngine::explain_windows(&req).unwrap();
+    assert_eq!(a, SparkEngine::explain_windows(&req).unwrap());
+    assert!(!a.contains(":key"));
+    insta::assert_snapshot!("ride_sharing_hourly_windows", a);
+    // a row-level unit: no key, no state, no units
+    let mut row = ds.clone();
+    row.bounding.per_unit = false;
+    let q = sql::generate_windows(&row, "q", "started_at", 3600, None, &st, Columns::Text).unwrap();
+    assert!(!q.select.contains("dpplan_unit_key") && !q.select.contains("dpplan_window_state"));
+    assert!(q.units_sql.is_empty());
+    // a unit state that does not match the dataset's unit, a column that is
+    // not a time, a window under a second: refused
+    assert!(
+        sql::generate_windows(&row, "q", "started_at", 3600, Some(3), &st, Columns::Text).is_err()
+    );
+    assert!(sql::generate_windows(ds, "q", "city", 3600, Some(3), &st, Columns::Text).is_err());
+    assert!(sql::generate_windows(ds, "q", "started_at", 0, Some(3), &st, Columns::Text).is_err());
+}
+
+/// A windowed statement's rows are read back per slot asked (a slot
+/// without rows: zeros); a row of a slot not asked, or without its slot, is
+/// a malformed result. The units come back per slot, as lowercase hex.
+#[test]
+fn windowed_results_are_read_per_slot() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ride-sharing");
+    let p = plan(&std::fs::read_to_string(format!("{dir}/ride-sharing.dpplan")).unwrap());
+    let ds = &p.body.datasets["trips"];
+    let st = [
+        stat_count(),
+        Statistic {
+            kind: StatKind::GroupedCount {
+                by: "district".into(),
+            },
+            grid: 0,
+        },
+    ];
+    let q = sql::generate_windows(ds, "q", "started_at", 3600, Some(2), &st, Columns::Text)
+        .unwrap()
+        .aggregate;
+    let s = |x: &str| Some(x.to_string());
+    // (sl, a0, k0, n)
+    let rows = vec![
+        vec![s("3"), s("1"), None, s("7")],
+        vec![s("3"), s("0"), s("1"), s("4")],
+        vec![s("5"), s("1"), None, s("2")],
+    ];
+    let out = q.decode_slots(&rows, &[3, 4, 5]).unwrap();
+    assert_eq!(out[0], vec![vec![7], vec![0, 4, 0, 0, 0]]);
+    assert_eq!(out[1], vec![vec![0], vec![0; 5]]);
+    assert_eq!(out[2], vec![vec![2], vec![0; 5]]);
+    assert!(q.decode_slots(&rows, &[3, 4]).is_err(), "slot 5 not asked");
+    assert!(q
+        .decode_slots(&[vec![None, s("1"), None, s("7")]], &[3])
+        .is_err());
+    assert!(q
+        .decode_slots(&[vec![s("x"), s("1"), None, s("7")]], &[3])
+        .is_err());
+    // an ordinary statement has no slots
+    assert!(sql::generate(ds, &st, Columns::Text)
+        .unwrap()
+        .decode_slots(&[], &[0])
+        .is_err());
+
+    let h = "ab".repeat(32);
+    let answer = serde_json::json!({"units": [[["3", h], ["5", h.to_uppercase()]]]});
+    let units = window_units(&answer, 0, &[3, 4, 5], true).unwrap();
+    assert_eq!(units[0].iter().collect::<Vec<_>>(), [&h]);
+    assert!(units[1].is_empty());
+    assert_eq!(units[2].iter().collect::<Vec<_>>(), [&h]);
+    for bad in [
+        serde_json::json!({"units": [[["9", h]]]}),
+        serde_json::json!({"units": [[["3", "not hex"]]]}),
+        serde_json::json!({"units": [[["3"]]]}),
+        serde_json::json!({}),
+    ] {
+        assert!(window_units(&bad, 0, &[3], true).is_err(), "{bad}");
+    }
+    // a row-level unit returns no units
+    assert!(window_units(&serde_json::json!({}), 0, &[3], false).unwrap()[0].is_empty());
+}

@@ -14,36 +14,13 @@ use std::path::{Path, PathBuf};
 use dpplan_engine::rng::SecureRng;
 use dpplan_engine::{CsvEngine, Engine, StatKind, Statistic};
 use dpplan_plan::Dataset;
-use dpplan_spark::{Request, SparkEngine};
+use dpplan_spark::Request;
 use dpplan_vocab::rows::{Filter, GroupKey};
 use dpplan_vocab::{Comparison, InvalidRule};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
-/// The engine on the cluster the test script started, or `None` (skip)
-/// outside CI.
-pub fn spark() -> Option<SparkEngine> {
-    let home = std::env::var_os("DPPLAN_SPARK_HOME").filter(|h| !h.is_empty());
-    let master = std::env::var("DPPLAN_SPARK_MASTER")
-        .ok()
-        .filter(|m| !m.is_empty());
-    match (home, master) {
-        (Some(h), Some(m)) => Some(SparkEngine {
-            submit: Path::new(&h).join("bin").join("spark-submit"),
-            master: Some(m),
-            conf: vec![
-                ("spark.executor.memory".into(), "1g".into()),
-                ("spark.sql.shuffle.partitions".into(), "8".into()),
-            ],
-        }),
-        _ if std::env::var("CI").as_deref() == Ok("true") => panic!(
-            "DPPLAN_SPARK_HOME and DPPLAN_SPARK_MASTER are not set: run the Spark tests through scripts/test.sh"
-        ),
-        _ => {
-            eprintln!("skipped: set DPPLAN_SPARK_HOME and DPPLAN_SPARK_MASTER (scripts/test.sh does)");
-            None
-        }
-    }
-}
+mod common;
+use common::{spark, to_parquet};
 
 fn compile(text: &str) -> dpplan_plan::ExecutablePlan {
     dpplan_compile::compile(text).unwrap_or_else(|e| panic!("{e}"))
@@ -77,11 +54,6 @@ fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-/// Shipped examples that use what the Spark engine does not run yet
-/// (signups: a cumulative count, refused before any charge, as
-/// crates/dpplan-cli/tests/it/ride_sharing.rs checks for windows).
-const SPARK_REFUSES: &[&str] = &["signups"];
-
 /// Every shipped example with data: row-level (exact) and, for user-level
 /// units, the bounded aggregates.
 fn example_cases(cases: &mut Vec<Case>) {
@@ -94,9 +66,6 @@ fn example_cases(cases: &mut Vec<Case>) {
     let mut n = 0;
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        if SPARK_REFUSES.contains(&name.as_str()) {
-            continue;
-        }
         let text = std::fs::read_to_string(dir.join(format!("{name}.dpplan"))).unwrap();
         let plan = compile(&text);
         let opts = dpplan_runtime::RunOptions {
@@ -405,23 +374,6 @@ fn one_row_per_unit(dir: &Path) -> PathBuf {
     s.push_str("idnan,a,NaN,1\nidnull,b,,2\n");
     std::fs::write(&p, s).unwrap();
     p
-}
-
-/// A CSV converted to Parquet by PySpark (local mode, PYSPARK_PYTHON), with
-/// the given schema (a typed source for the engine).
-pub fn to_parquet(csv: &Path, out: &Path, schema: &str) {
-    let python = std::env::var("PYSPARK_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = "import sys\nfrom pyspark.sql import SparkSession\n\
-        spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n\
-        spark.read.option('header', 'true').schema(sys.argv[3]).csv(sys.argv[1]).write.parquet(sys.argv[2])\n";
-    let o = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(csv)
-        .arg(out)
-        .arg(schema)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// The units of the selection test: each unit's rows are `ROWS` (values,

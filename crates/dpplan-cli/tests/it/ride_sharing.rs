@@ -105,28 +105,58 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
 }
 
+/// The Spark engine selects the windows itself (its statements are shown
+/// by --explain, reading nothing); a Spark that cannot start charges
+/// nothing. The runs on a real Spark, against the embedded engine, are in
+/// crates/dpplan-spark/tests/real_spark_windows.rs.
 #[test]
-fn the_spark_engine_refuses_windows_before_anything_is_charged() {
+fn the_spark_engine_runs_windows_and_charges_nothing_without_spark() {
     let dir = tempfile::tempdir().unwrap();
     let plan = compile(dir.path());
     let ledger = dir.path().join("ledger.sqlite");
-    let o = dpplan(&[
-        "run",
-        &plan,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--engine",
-        "spark",
-        "--query",
-        "hourly_district_trips",
-        "--start",
-        "2026-03-02",
-        "--at",
-        // half past the second hour: the first hour's window has closed
-        "1772415000",
-    ]);
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "run",
+            &plan,
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--engine",
+            "spark",
+            "--spark-submit",
+            "/nonexistent/spark-submit",
+            "--query",
+            "hourly_district_trips",
+            "--start",
+            "2026-03-02",
+            "--at",
+            // half past the second hour: the first hour's window has closed
+            "1772415000",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let o = dpplan(&args(&[]));
     assert!(!o.status.success());
     let err = text(&o.stderr);
-    assert!(err.contains("embedded CSV engine only"), "{err}");
+    assert!(
+        err.contains("cannot start `/nonexistent/spark-submit`"),
+        "{err}"
+    );
     assert!(!ledger.exists(), "nothing charged: no ledger was created");
+    let o = dpplan(&args(&["--explain"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sql = text(&o.stdout);
+    for part in [
+        "release `hourly_district_trips`: the rows of the due windows of `started_at`",
+        "a unit kept in at most 20 windows",
+        "LEFT JOIN dpplan_window_state",
+        "SELECT DISTINCT `#sl`, `#uh` FROM dpplan_windowed",
+        "exact bounded aggregates per window",
+        "GROUP BY GROUPING SETS ((sl), (sl, k0))",
+    ] {
+        assert!(sql.contains(part), "{part}: {sql}");
+    }
+    // the key and the units' state are views, never in the text
+    assert!(!sql.contains(":key"), "{sql}");
+    assert!(!ledger.exists(), "--explain reads and charges nothing");
 }

@@ -33,6 +33,33 @@ impl Query {
         Ok(out.into_iter().collect())
     }
 
+    /// Reads a windowed statement's rows (each led by its slot) back: per
+    /// slot of `slots`, what [`Query::decode`] reads of its rows (a slot
+    /// without rows: zeros).
+    pub fn decode_slots(
+        &self,
+        rows: &[Vec<Option<String>>],
+        slots: &[u64],
+    ) -> Result<Vec<Vec<Vec<i128>>>, EngineError> {
+        let bad = || EngineError::Schema("the Spark job returned a malformed result".into());
+        if !self.slotted {
+            return Err(bad());
+        }
+        let mut by: std::collections::BTreeMap<u64, Vec<Vec<Option<String>>>> =
+            slots.iter().map(|&s| (s, Vec::new())).collect();
+        for row in rows {
+            let (Some(Some(first)), rest) = (row.first(), row.get(1..).unwrap_or(&[])) else {
+                return Err(bad());
+            };
+            let slot: u64 = first.parse().map_err(|_| bad())?;
+            by.get_mut(&slot).ok_or_else(bad)?.push(rest.to_vec());
+        }
+        slots
+            .iter()
+            .map(|s| self.decode(by.get(s).map_or(&[][..], Vec::as_slice)))
+            .collect()
+    }
+
     /// The number of columns of a result row.
     pub fn width(&self) -> usize {
         2 * self.groupings + 1 + self.fields + self.distincts
