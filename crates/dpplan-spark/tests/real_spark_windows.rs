@@ -10,6 +10,7 @@
 //! must hold the same exact counts.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -19,6 +20,7 @@ use dpplan_engine::{CsvEngine, StatKind, Statistic, WindowRequest, WindowSlot, W
 use dpplan_plan::Dataset;
 use dpplan_runtime::window::{parse_time, runtime_windows};
 use dpplan_spark::WindowJob;
+use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 const PLAN: &str = r#"plan "w" {
   privacy { unit UNIT adjacency add_remove budget epsilon 20 delta 1e-6 }
@@ -349,6 +351,30 @@ fn windows_on_a_real_spark() {
         });
     }
 
+    // 5. the selection within a window (rows_per_window binds): SEEDS runs
+    // of 1,500 units × 2 windows, checked by χ² below, not exactly
+    let exact_jobs = jobs.len();
+    let (sel_ds, sel_csv) = selection(dir.path());
+    for seed in 0..SEEDS {
+        jobs.push(Job {
+            name: format!("selection, seed {seed}"),
+            dataset: sel_ds.clone(),
+            source: sel_csv.clone(),
+            column: "t".into(),
+            start: 0,
+            period: 100,
+            slots: vec![0, 1],
+            units: Some((key.clone(), HashMap::new(), 5)),
+            stats: vec![stat(
+                StatKind::GroupedSum {
+                    by: "who".into(),
+                    column: "v".into(),
+                },
+                0,
+            )],
+        });
+    }
+
     let window_jobs: Vec<WindowJob<'_>> = jobs
         .iter()
         .map(|j| WindowJob {
@@ -362,7 +388,8 @@ fn windows_on_a_real_spark() {
     let got = engine
         .windows_many(&window_jobs, &mut srng)
         .unwrap_or_else(|e| panic!("{e}"));
-    for (j, got) in jobs.iter().zip(&got) {
+    check_selection(&jobs[exact_jobs..], &got[exact_jobs..]);
+    for (j, got) in jobs.iter().zip(&got).take(exact_jobs) {
         let want = j.reference();
         assert_eq!(got.len(), want.len(), "{}", j.name);
         let mut rows = 0;
@@ -484,6 +511,133 @@ fn windowed_and_cumulative_examples_run_alike_on_both_engines() {
             assert!(recorded[0].1.as_ref().is_some_and(|o| !o.is_null()));
         }
     }
+}
+
+/// The units of the selection check: each unit has the values `ROWS`
+/// (with a duplicate) in each of two windows, and the category `who`
+/// names the unit, so a grouped sum by `who` is each unit's bounded sum
+/// in the window.
+const UNITS: usize = 1500;
+const ROWS: [u32; 6] = [0, 0, 1, 2, 3, 5];
+const SEEDS: usize = 4;
+
+fn selection(dir: &Path) -> (Dataset, PathBuf) {
+    let who: Vec<String> = (0..UNITS).map(|u| format!("\"w{u}\"")).collect();
+    let text = format!(
+        r#"plan "sel" {{
+  privacy {{ unit user by uid adjacency add_remove budget epsilon 20 delta 1e-6 }}
+  dataset d {{
+    column uid : id
+    column who : category {{ {} }}
+    column v : int in [0, 5]
+    column t : time
+    contribution {{ rows_per_unit 12 groups_per_unit 1 windows_per_unit 5 rows_per_window 2 }}
+  }}
+  query s {{
+    sum(d.v)
+    noise laplace scale 1000
+    schedule every 100 seconds for 200 seconds
+    window 100 seconds
+  }}
+}}"#,
+        who.join(", ")
+    );
+    let plan = dpplan_compile::compile(&text).unwrap_or_else(|e| panic!("{e}"));
+    let mut ds = plan.body.datasets["d"].clone();
+    // as the runtime bounds a window: rows_per_window rows per unit
+    ds.bounding.rows_per_unit = Some(2);
+    let mut s = String::from("uid,who,v,t\n");
+    for u in 0..UNITS {
+        for slot in 0..2 {
+            for (i, v) in ROWS.iter().enumerate() {
+                let _ = writeln!(s, "x{u},w{u},{v},{}", slot * 100 + i as u64);
+            }
+        }
+    }
+    let p = dir.join("sel.csv");
+    std::fs::write(&p, s).unwrap();
+    (ds, p)
+}
+
+/// Each unit's kept sum in each window (2 of its 6 rows, uniformly): its
+/// distribution over all units, windows and seeds against the runtime's
+/// (two-sample χ²) and against the exact one (all pairs of distinct
+/// positions), with the wrong distribution (duplicates merged) rejected.
+fn check_selection(jobs: &[Job], got: &[Vec<WindowSlot>]) {
+    let hist = |runs: &[Vec<WindowSlot>]| {
+        let mut h = vec![0u64; 11];
+        for slots in runs {
+            assert_eq!(slots.len(), 2);
+            for s in slots {
+                assert_eq!(s.units.len(), UNITS, "every unit kept in window {}", s.slot);
+                for &x in &s.values[0] {
+                    assert!((0..=8).contains(&x), "a unit's sum {x} outside [0, 8]");
+                    h[x as usize] += 1;
+                }
+            }
+        }
+        h
+    };
+    let embedded: Vec<Vec<WindowSlot>> = jobs
+        .iter()
+        .map(|j| {
+            let mut rng = SecureRng::from_os().unwrap();
+            runtime_windows(
+                &CsvEngine,
+                &j.dataset,
+                &j.source,
+                &j.request(),
+                &j.stats,
+                &mut rng,
+            )
+            .unwrap()
+        })
+        .collect();
+    let (hs, he) = (hist(got), hist(&embedded));
+    let critical = |df: f64| ChiSquared::new(df).unwrap().inverse_cdf(1.0 - 1e-6);
+    let (mut chi, mut cells) = (0.0, 0.0);
+    let (na, nb) = (hs.iter().sum::<u64>() as f64, he.iter().sum::<u64>() as f64);
+    for (&x, &y) in hs.iter().zip(&he) {
+        let t = (x + y) as f64;
+        if t > 0.0 {
+            let (ea, eb) = (t * na / (na + nb), t * nb / (na + nb));
+            chi += (x as f64 - ea).powi(2) / ea + (y as f64 - eb).powi(2) / eb;
+            cells += 1.0;
+        }
+    }
+    assert!(
+        chi < critical(cells - 1.0),
+        "two-sample χ² {chi}: {hs:?} vs {he:?}"
+    );
+    let pmf = |values: &[u32]| {
+        let mut p = vec![0f64; 11];
+        let pairs = (values.len() * (values.len() - 1) / 2) as f64;
+        for i in 0..values.len() {
+            for j in i + 1..values.len() {
+                p[(values[i] + values[j]) as usize] += 1.0 / pairs;
+            }
+        }
+        p
+    };
+    let n = na;
+    let fit = |p: &[f64]| -> (f64, f64) {
+        let (mut chi, mut df) = (0.0, -1.0);
+        for (o, p) in hs.iter().zip(p) {
+            if *p > 0.0 {
+                chi += (*o as f64 - n * p).powi(2) / (n * p);
+                df += 1.0;
+            }
+        }
+        (chi, df)
+    };
+    let (chi, df) = fit(&pmf(&ROWS));
+    assert!(chi < critical(df), "goodness of fit χ² {chi}: {hs:?}");
+    // negative control: duplicates merged (each distinct value alike)
+    let (wrong, _) = fit(&pmf(&[0, 1, 2, 3, 5]));
+    assert!(
+        wrong > critical(df),
+        "the wrong pmf was not rejected: {wrong}"
+    );
 }
 
 fn common_examples() -> PathBuf {
