@@ -472,12 +472,27 @@ fn key_suffix(keys: &[GroupKey], j: usize, m: usize) -> String {
     }
 }
 
+/// Edges above which a bin is found by a loop over a bound array rather
+/// than a written-out tree of comparisons (whose text grows with the
+/// edges: 80,000 candidates of a quantile made a 3.7 MB statement that
+/// Spark's parser could not hold in a 1 GB driver).
+const BIN_TREE_EDGES: usize = 257;
+
 /// The bin of the number `x` (never NaN: a valid or imputed number) as
 /// [`GroupKey::bin`] computes it: outside [e0, en] the first or last bin
 /// (`clamp`) or NULL (`drop`), else the number of inner edges e1…e(n−1)
-/// that are ≤ x, found by a balanced tree of comparisons (depth log2 n,
-/// so a quantile's grid of thousands of candidates stays cheap per row).
-fn bin(x: &str, edges: &[f64], outside: InvalidRule) -> String {
+/// that are ≤ x, found by binary search (depth log2 n, so a quantile's
+/// grid of thousands of candidates stays cheap per row): up to
+/// [`BIN_TREE_EDGES`] edges as a balanced tree of comparisons in the text,
+/// above it as a loop of `aggregate` over the edges bound as the parameter
+/// `name` (a JSON array of the exact doubles, parsed once), the same
+/// comparisons in the same order.
+fn bin(
+    x: &str,
+    edges: &[f64],
+    outside: InvalidRule,
+    (name, params): (&str, &mut BTreeMap<String, Param>),
+) -> Result<String, EngineError> {
     let n = edges.len() - 1;
     let (below, above) = match outside {
         InvalidRule::Clamp => ("0".to_string(), (n - 1).to_string()),
@@ -496,12 +511,28 @@ fn bin(x: &str, edges: &[f64], outside: InvalidRule) -> String {
             count(x, edges, lo, mid - 1)
         )
     }
-    format!(
-        "(CASE WHEN {x} < {} THEN {below} WHEN {x} > {} THEN {above} ELSE {} END)",
+    let inner = if edges.len() <= BIN_TREE_EDGES {
+        count(x, edges, 0, n - 1)
+    } else {
+        let json = serde_json::to_string(edges)
+            .map_err(|_| schema("the bins' edges cannot be written".into()))?;
+        params.insert(name.to_string(), Param::Text(json));
+        // ⌈log2 n⌉ + 1 halvings reach lo = hi from [0, n − 1]
+        let steps = usize::BITS - n.leading_zeros() + 1;
+        format!(
+            "CAST(aggregate(sequence(1, {steps}), named_struct('lo', CAST(0 AS BIGINT), 'hi', CAST({} AS BIGINT)), \
+             (a, s) -> CASE WHEN a.lo >= a.hi THEN a \
+             WHEN {x} >= element_at(from_json(:{name}, 'ARRAY<DOUBLE>'), CAST((a.lo + a.hi + 1) DIV 2 + 1 AS INT)) \
+             THEN named_struct('lo', (a.lo + a.hi + 1) DIV 2, 'hi', a.hi) \
+             ELSE named_struct('lo', a.lo, 'hi', (a.lo + a.hi + 1) DIV 2 - 1) END).lo AS INT)",
+            n - 1
+        )
+    };
+    Ok(format!(
+        "(CASE WHEN {x} < {} THEN {below} WHEN {x} > {} THEN {above} ELSE {inner} END)",
         double(edges[0]),
         double(edges[n]),
-        count(x, edges, 0, n - 1)
-    )
+    ))
 }
 
 /// What step 1 leaves to step 2: the declared numbers, whether there is a
@@ -756,7 +787,8 @@ fn cells(
                     outside,
                 } => {
                     let i = numbers.iter().position(|c| c.name == *column).unwrap_or(0);
-                    bin(&format!("n{i}"), edges, *outside)
+                    let name = format!("be{}", key_suffix(keys, j, m));
+                    bin(&format!("n{i}"), edges, *outside, (&name, &mut params))?
                 }
             };
             terms.push(if stride == 1 {

@@ -366,6 +366,44 @@ fn quantiles_are_counted_per_bin() {
     assert!((8..=10).contains(&deepest), "{deepest}: {line}");
 }
 
+/// A grid of 80,000 candidates (`candidates every 0.001` over [0, 80],
+/// tests/corpus/dp030-near-miss.dpplan) is a loop over its edges bound as
+/// one parameter, not a tree written out: the statement stays small
+/// (written out it was 3.7 MB, which Spark's parser could not hold).
+/// tests/real_spark_windows.rs runs it against the embedded engine.
+#[test]
+fn large_candidate_grids_are_bound_not_written_out() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus");
+    let text = std::fs::read_to_string(format!("{dir}/dp030-near-miss.dpplan")).unwrap();
+    let p = plan(&text);
+    let mut data = std::collections::BTreeMap::new();
+    data.insert(
+        "trips".to_string(),
+        std::path::PathBuf::from("/data/trips.csv"),
+    );
+    let opts = dpplan_runtime::RunOptions {
+        data,
+        ..Default::default()
+    };
+    let planned = dpplan_runtime::planned_aggregates(&p, &opts).unwrap();
+    let mut largest = 0;
+    for (ds, _, st) in &planned {
+        let q = sql::generate(ds, st, Columns::Text).unwrap();
+        assert!(q.sql.len() < 64 << 10, "{} bytes", q.sql.len());
+        for (name, v) in &q.params {
+            if let (true, sql::Param::Text(json)) = (name.starts_with("be"), v) {
+                let edges: Vec<f64> = serde_json::from_str(json).unwrap();
+                assert!(edges.windows(2).all(|w| w[0] < w[1]));
+                largest = largest.max(edges.len());
+                assert!(q
+                    .sql
+                    .contains(&format!("from_json(:{name}, 'ARRAY<DOUBLE>')")));
+            }
+        }
+    }
+    assert!(largest > 80_000, "{largest} edges");
+}
+
 /// A histogram over keys from the data asks Spark for the counts per key
 /// before the ledger exists: a Spark that cannot start fails the run with
 /// the reason, and nothing is charged. The statement keeps the key as its
