@@ -57,12 +57,6 @@ use pld_leaves::{leaf_sd, LeafKind, Noise, Split};
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
-/// a plan of at most this many leaf groups gets [`SMALL_REFINE`] times
-/// [`RES_NODE`]: its grids stay small, and the connect-the-dots round-up
-/// (second order in h) falls well below 10⁻⁶ of ε (docs/accounting.md,
-/// "DpEvent")
-const SMALL_PLAN_LEAVES: usize = 16;
-const SMALL_REFINE: f64 = 8.0;
 /// grid points per standard deviation of the whole plan's loss (finest useful grid)
 const RES_GLOBAL: f64 = 4096.0;
 /// hard cap on bins of one node
@@ -70,14 +64,8 @@ const MAX_BINS: usize = 1 << 21;
 /// distinct Laplace/RR parameters above which ε is rounded up onto a geometric grid
 const BUCKET_ABOVE: usize = 256;
 const BUCKET_RATIO: f64 = 1e-3;
-/// share of the target δ that tail truncation may spend (over all
-/// operations), while the per-step threshold stays above [`TRUNC_FLOOR`]
-const TRUNC_FRACTION: f64 = 1e-5;
-/// the share used where [`TRUNC_FRACTION`] would put the threshold below
-/// [`TRUNC_FLOOR`] (tiny δ): the threshold is then never below this share's
-const TRUNC_FRACTION_SMALL_DELTA: f64 = 1e-3;
-/// the per-step threshold [`TRUNC_FRACTION`] may lower τ to, no further
-const TRUNC_FLOOR: f64 = 1e-16;
+/// share of the target δ that tail truncation may spend (over all operations)
+const TRUNC_FRACTION: f64 = 1e-3;
 
 #[derive(Debug, Clone)]
 pub(crate) struct GridPld {
@@ -318,9 +306,6 @@ struct Ctx {
     conv: Convolver,
     tau: f64,
     e_global: i32,
-    /// grid points per standard deviation of a node ([`RES_NODE`], refined
-    /// for small plans)
-    res_node: f64,
     /// many identical pure releases as their exact binomial leaf
     /// (`pld_binomial.rs`) rather than composed on the grid
     binomial: bool,
@@ -383,7 +368,7 @@ fn target_e(ctx: &Ctx, sd: f64) -> i32 {
     if sd <= 0.0 || !sd.is_finite() {
         return ctx.e_global;
     }
-    ((sd / ctx.res_node).log2().floor() as i32).max(ctx.e_global)
+    ((sd / RES_NODE).log2().floor() as i32).max(ctx.e_global)
 }
 
 /// Bring the node to its resolution and cap its size.
@@ -706,19 +691,10 @@ impl Ctx {
         // the noise stops every truncation and the grid of a k-fold self-composition grows
         // to the full support ±k·ε instead of ±O(√k·ε).
         let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
-        // the finer share where its threshold stays above the floor; the
-        // coarser share's threshold, unchanged, where that one is below it
-        let fine = delta * TRUNC_FRACTION / n_ops;
-        let coarse = delta * TRUNC_FRACTION_SMALL_DELTA / n_ops;
         Ctx {
             conv: Convolver::new(),
-            tau: fine.max(coarse.min(TRUNC_FLOOR)).max(1e-300),
+            tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
             e_global,
-            res_node: if leaves.len() <= SMALL_PLAN_LEAVES {
-                RES_NODE * SMALL_REFINE
-            } else {
-                RES_NODE
-            },
             binomial: false,
             delta,
         }
@@ -805,7 +781,7 @@ fn compose_leaves(
         heap.push(Node { sd, g });
     }
     let mut g = heap.pop().map(|n| n.g).unwrap_or_else(GridPld::identity);
-    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / ctx.res_node)
+    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / RES_NODE)
         .log2()
         .floor() as i32)
         .max(g.e);
