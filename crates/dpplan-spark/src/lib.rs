@@ -463,6 +463,9 @@ impl SparkEngine {
             // private directory, never printed. A result written before a
             // failure (counts per key from the data among them) is not kept.
             let _ = std::fs::remove_file(&result);
+            // nor is the job file: it holds the run's selection seed and,
+            // for windows, the ledger's unit key (--explain shows its SQL)
+            let _ = std::fs::remove_file(&job_file);
             let kept = dir.keep();
             let how = match status.code() {
                 Some(c) => format!("exited with status {c}"),

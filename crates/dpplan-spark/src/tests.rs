@@ -274,6 +274,9 @@ fn runner_failures_are_clear() {
                 .mode();
             assert_eq!(mode & 0o777, 0o700, "the job's directory is private");
         }
+        // the job file (the run's seed, a ledger's unit key) is not kept
+        assert!(!log.with_file_name("job.json").exists());
+        assert!(!log.with_file_name("result.json").exists());
         assert_eq!(
             std::fs::read_to_string(log)
                 .unwrap()
