@@ -222,6 +222,18 @@ impl Job {
     }
 }
 
+/// The jobs as the Spark engine takes them.
+fn window_jobs(jobs: &[Job]) -> Vec<WindowJob<'_>> {
+    jobs.iter()
+        .map(|j| WindowJob {
+            dataset: &j.dataset,
+            source: &j.source,
+            window: j.request(),
+            stats: &j.stats,
+        })
+        .collect()
+}
+
 fn key_hash(key: &[u8], id: &str) -> String {
     let mut b = key.to_vec();
     b.extend_from_slice(id.as_bytes());
@@ -378,15 +390,7 @@ fn windows_on_a_real_spark() {
         });
     }
 
-    let window_jobs: Vec<WindowJob<'_>> = jobs
-        .iter()
-        .map(|j| WindowJob {
-            dataset: &j.dataset,
-            source: &j.source,
-            window: j.request(),
-            stats: &j.stats,
-        })
-        .collect();
+    let window_jobs = window_jobs(&jobs);
     let mut srng = SecureRng::from_os().unwrap();
     let got = engine
         .windows_many(&window_jobs, &mut srng)
@@ -850,17 +854,8 @@ fn every_plan_runs_alike_on_both_engines() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got, &want, "{name}");
     }
-    let jobs: Vec<WindowJob<'_>> = windows
-        .iter()
-        .map(|j| WindowJob {
-            dataset: &j.dataset,
-            source: &j.source,
-            window: j.request(),
-            stats: &j.stats,
-        })
-        .collect();
     let got = spark
-        .windows_many(&jobs, &mut srng)
+        .windows_many(&window_jobs(&windows), &mut srng)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut kept = 0;
     for (j, got) in windows.iter().zip(&got) {
