@@ -120,16 +120,20 @@ impl Source {
     }
 }
 
-/// A statement as `--explain` prints it: its source, its parameters (the
-/// seed by name only), the SQL.
-fn explained(out: &mut String, source: &Source, q: &Query) {
-    // a path may hold a line break (or any byte): escaped, it stays inside
-    // its comment line
+/// The `-- source:` line of an explained statement: a path may hold a line
+/// break (or any byte): escaped, it stays inside its comment line.
+fn source_line(out: &mut String, source: &Source) {
     out.push_str(&format!(
         "-- source: {} `{}`\n",
         source.format,
         dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
     ));
+}
+
+/// A statement as `--explain` prints it: its source, its parameters (the
+/// seed by name only), the SQL.
+fn explained(out: &mut String, source: &Source, q: &Query) {
+    source_line(out, source);
     out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
     for (k, v) in &q.params {
         out.push_str(&format!(
@@ -288,12 +292,7 @@ impl SparkEngine {
                 r.stats,
                 source.columns(),
             )?;
-            out.push_str(&format!(
-                "-- source: {} `{}`
-",
-                source.format,
-                dpplan_vocab::rows::escape_bytes(source.location.as_bytes())
-            ));
+            source_line(&mut out, &source);
             out.push_str(
                 "-- parameters: :start = the first window's start (Unix seconds), :slots = the due windows",
             );
