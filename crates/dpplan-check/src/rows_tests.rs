@@ -340,6 +340,7 @@ fn bad_filters_bins_and_distinct_are_located_errors() {
         codes(&p("count(distinct trips.city)")),
         [Code::TypeMismatch]
     );
+    // grouped, it counts units per cell: refused under a row unit
     assert_eq!(
         codes(&p("count(distinct trips.rider_id by city)")),
         [Code::Unsupported]
@@ -416,5 +417,84 @@ fn a_misspelt_filter_column_gets_a_suggestion() {
     assert!(
         !d.help.as_deref().unwrap_or("").contains("did you mean"),
         "{d:#?}"
+    );
+}
+
+/// Users per cell, `count(distinct trips.rider_id by …)` under the rider
+/// as unit: each rider adds 1 to each of at most groups_per_unit cells,
+/// whatever its rows there. Against the independent formula (L1 = m, L2 =
+/// √m under add/remove with m = min(groups_per_unit, cells, rows); under
+/// replace the supports of the two units are disjoint: min(2m, cells)),
+/// with negative controls: the row histogram of the same unit, and a
+/// larger groups_per_unit.
+#[test]
+fn users_per_cell_cost_what_groups_per_unit_allows() {
+    let user =
+        |adj: &str, contribution: &str, q: &str| plan("user by rider_id", adj, contribution, "", q);
+    let q = "count(distinct trips.rider_id by district)";
+    // add/remove: m = 2 cells of 4, L1 = 2, L2 = √2, ε = 2/10
+    let (l1, l2, eps) = l1_l2_eps(&user("add_remove", USER, q));
+    assert_eq!((l1, l2), (2.0, 2f64.sqrt()));
+    assert!((eps - 0.2).abs() < 1e-12, "{eps}");
+    // replace: 2 + 2 disjoint cells of 4: L1 = 4, L2 = 2
+    let (l1, l2, _) = l1_l2_eps(&user("replace", USER, q));
+    assert_eq!((l1, l2), (4.0, 2.0));
+    // … but 3 cells leave room for 3 only: L1 = 3
+    let (l1, _, _) = l1_l2_eps(&user(
+        "replace",
+        USER,
+        "count(distinct trips.rider_id by city)",
+    ));
+    assert_eq!(l1, 3.0);
+    // a product of keys counts cells: 4 × 6 = 24, m = 2 still
+    let (l1, _, _) = l1_l2_eps(&user(
+        "add_remove",
+        USER,
+        "count(distinct trips.rider_id by district, hour)",
+    ));
+    assert_eq!(l1, 2.0);
+    // negative control: the row histogram of the same unit counts rows
+    // (2 groups × 3 rows per group = 6)
+    let (l1, _, _) = l1_l2_eps(&user("add_remove", USER, "histogram(trips by district)"));
+    assert_eq!(l1, 6.0);
+    // negative control: a looser groups_per_unit moves the claim
+    let loose = "contribution { rows_per_unit 6 groups_per_unit 3 rows_per_group 3 }";
+    let (l1, _, eps) = l1_l2_eps(&user("add_remove", loose, q));
+    assert_eq!(l1, 3.0);
+    assert!((eps - 0.3).abs() < 1e-12, "{eps}");
+    // the derivation says why the rows do not enter
+    let r = report(&user("add_remove", USER, q));
+    let part = &r.queries[0].parts[0];
+    assert_eq!(
+        part.statistic,
+        dpplan_vocab::Statistic::GroupedDistinctCount
+    );
+    assert!(
+        part.derivation
+            .iter()
+            .any(|s| s.contains("counts once in each cell")),
+        "{:?}",
+        part.derivation
+    );
+    // refused: another id column grouped, no groups_per_unit, a row unit
+    let two_ids = plan(
+        "user by rider_id",
+        "add_remove",
+        USER,
+        "",
+        "count(distinct trips.rider_id by district)",
+    )
+    .replace(
+        "column rider_id : id\n",
+        "column rider_id : id\n    column trip_id : id\n",
+    );
+    assert!(codes(&two_ids).is_empty(), "{:?}", codes(&two_ids));
+    let other = two_ids.replace("distinct trips.rider_id by", "distinct trips.trip_id by");
+    assert_eq!(codes(&other), [Code::Unsupported]);
+    let no_groups = user("add_remove", "contribution { rows_per_unit 6 }", q);
+    assert_eq!(codes(&no_groups), [Code::UnboundedGroups]);
+    assert_eq!(
+        codes(&plan("row", "replace", "", "", q)),
+        [Code::Unsupported]
     );
 }

@@ -478,6 +478,34 @@ fn rerelease_hints_follow_the_statistics() {
         .as_deref()
         .unwrap()
         .contains("`publish c1 = c0`"));
+    // a windowed release reads only its window's rows: another statistic
+    // than the same aggregation over every row, the same as another
+    // release over the same window
+    let windowed = |n: usize| {
+        (0..n)
+            .map(|i| format!("  query w{i} {{\n    count(visits)\n    noise laplace scale 1000\n    schedule every 1 day for 10 days\n    window 1 day\n  }}\n"))
+            .collect::<String>()
+    };
+    let timed = VISITS
+        .replace(
+            "column secs : float in [0, 3600]\n",
+            "column secs : float in [0, 3600]\n    column at : time\n",
+        )
+        .replace(
+            "groups_per_unit 3\n",
+            "groups_per_unit 3\n      windows_per_unit 10\n      rows_per_window 5\n",
+        );
+    let with = |queries: String| plan("user by uid", "epsilon 10", "best", &timed, &queries);
+    let once =
+        "  query c0 {\n    count(visits)\n    noise laplace scale 1000\n    schedule once\n  }\n";
+    let mixed = with(format!("{once}{}", windowed(1)));
+    assert!(
+        analyze(&mixed).diagnostics.iter().all(|d| !d.is_error()),
+        "{:?}",
+        analyze(&mixed).diagnostics
+    );
+    assert!(rerelease_hints(&mixed).is_empty());
+    assert_eq!(rerelease_hints(&with(windowed(2))).len(), 1);
     // 2,000 queries: still one hint, with 20 locations
     let many = rerelease_hints(&repeated(2_000, 0));
     assert_eq!(many.len(), 1);

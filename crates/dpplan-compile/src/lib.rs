@@ -189,7 +189,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
     // The checker lists the statistics of a query in this order; any other
     // list is a checker bug, refused rather than compiled.
     let statistics = match spec.distinct {
-        true => Some(Statistic::DISTINCT),
+        true => Some(Statistic::distinct(spec.by.is_some())),
         false => Statistic::of(spec.kind, spec.by.is_some()),
     }
     .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;

@@ -121,9 +121,21 @@ fn hand_edits_are_refused() {
         load(&to_json(&with)),
         Err(LoadError::WrongFormat(_))
     ));
-    // the same record in version 6 is read back as written
-    with.format_version = FORMAT_VERSION;
-    assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
+    // the same record in versions 6 and 7 is read back as written
+    for v in [6, FORMAT_VERSION] {
+        with.format_version = v;
+        assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
+    }
+    // a version-6 runtime must not meet users per cell: version 7
+    assert_eq!(FORMAT_VERSION, 7);
+    let grouped = compile("plan \"u\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column uid : id\n    column g : category { \"a\", \"b\" }\n    contribution { rows_per_unit 3 groups_per_unit 1 }\n  }\n  query users {\n    count(distinct d.uid by g)\n    noise laplace scale 1\n    schedule once\n  }\n}\n").unwrap();
+    let part = &grouped.body.releases[0].parts[0];
+    assert_eq!(
+        part.statistic,
+        dpplan_vocab::Statistic::GroupedDistinctCount
+    );
+    assert_eq!((part.l1, part.l2), (1.0, 1.0));
+    assert!(to_json(&grouped).contains("\"grouped_distinct_count\""));
 }
 
 #[test]
@@ -191,7 +203,7 @@ fn error_texts() {
 fn a_cumulative_count_compiles_with_its_tree_charged_once() {
     let text = "plan \"c\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 10 delta 1e-6\n  }\n  dataset signups {\n    source \"signups.csv\"\n    column signed_up_at : time\n  }\n  query running {\n    cumulative count(signups)\n    noise laplace scale 9\n    schedule every 1 day for 365 days\n  }\n}\n";
     let plan = compile(text).unwrap();
-    assert_eq!(plan.format_version, 6);
+    assert_eq!(plan.format_version, FORMAT_VERSION);
     let r = &plan.body.releases[0];
     let c = r.cumulative.as_ref().expect("the tree");
     // independent: K = ⌊log₂ 365⌋ + 1 = 9 (2⁸ = 256 ≤ 365 < 512), and the

@@ -653,6 +653,18 @@ impl KeptRows<'_> {
             if p.group != Some(g) {
                 continue;
             }
+            if p.distinct {
+                // users per cell: the unit counts once in each cell it kept
+                // a row in (at most groups_per_unit cells, so few to scan)
+                let mut cells: Vec<u32> = Vec::new();
+                for r in (0..self.rows).filter(|&r| kept[r]) {
+                    if !cells.contains(&cats[r]) {
+                        cells.push(cats[r]);
+                        acc.counts[i][cats[r] as usize] += 1;
+                    }
+                }
+                continue;
+            }
             for r in (0..self.rows).filter(|&r| kept[r]) {
                 let c = cats[r] as usize;
                 match p.field {

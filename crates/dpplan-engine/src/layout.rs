@@ -440,6 +440,16 @@ fn prepare(
             let (slot, coords) = groups.slot_of(dataset, headers, keys, slots)?;
             (column.as_deref(), Some(slot), coords)
         }
+        StatKind::UnitsPerCell { keys } => {
+            if !dataset.bounding.per_unit {
+                return Err(EngineError::Schema(format!(
+                    "dataset `{}`: units per cell need a user-level unit (its rows bounded per unit)",
+                    dataset.name
+                )));
+            }
+            let (slot, coords) = groups.slot_of(dataset, headers, keys, slots)?;
+            (None, Some(slot), coords)
+        }
         StatKind::Where { .. } => {
             return Err(EngineError::Schema("a filter inside a filter".into()))
         }
@@ -471,7 +481,10 @@ fn prepare(
         },
         coords,
         count_shift: -s.grid,
-        distinct: matches!(kind, StatKind::Distinct { .. }),
+        distinct: matches!(
+            kind,
+            StatKind::Distinct { .. } | StatKind::UnitsPerCell { .. }
+        ),
         of_ids: match kind {
             StatKind::Distinct { column } => {
                 !dataset.bounding.per_unit

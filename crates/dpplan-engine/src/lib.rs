@@ -96,6 +96,12 @@ pub enum StatKind {
     Distinct {
         column: String,
     },
+    /// Users per cell: the number of units with a kept row in each cell of
+    /// the product of `keys` (rows bounded as for [`StatKind::Cells`]),
+    /// under a user-level unit only.
+    UnitsPerCell {
+        keys: Vec<GroupKey>,
+    },
     /// `of`, on the rows `filter` holds for, decided before bounding. The
     /// statistics of one engine call share one filter (or none).
     Where {

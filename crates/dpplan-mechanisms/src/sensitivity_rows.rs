@@ -149,6 +149,29 @@ pub fn distinct(u: UnitBound, adj: Adjacency, keyed: bool) -> Derived {
     }
 }
 
+/// `count(distinct d.unit_id by k)` over `d` cells (users per cell): the
+/// number of units with a kept row in each cell, under a user-level unit
+/// (the checker refuses it under any other). A unit adds 1 to each cell
+/// where it has a kept row, whatever the number of its rows there, so its
+/// vector is the grouped count's with at most one row per group: it
+/// touches at most min(groups_per_unit, d, rows_per_unit) cells, each by 1.
+/// `why`: why rows can be dropped (a filter), if they can.
+pub fn units_per_cell(u: UnitBound, adj: Adjacency, d: u64, why: Option<&str>) -> Derived {
+    let one = UnitBound {
+        rows_per_group: Some(1),
+        ..u
+    };
+    let mut out = match why {
+        Some(why) => grouped(one, adj, d, None, why),
+        None => sensitivity::grouped(one, adj, d, None),
+    };
+    out.steps.insert(
+        0,
+        "the column is the unit's id: a unit counts once in each cell where it has a kept row, however many rows it has there (rows_per_group does not enter): its vector is a grouped count's with one row per group".into(),
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +304,94 @@ mod tests {
         );
         assert_eq!(distinct(ROW, Adjacency::Replace, false).l1, 1.0);
         assert_eq!(sensitivity::count(ROW, Adjacency::Replace).l1, 0.0);
+    }
+
+    /// A unit's users-per-cell vector: 1 in each cell where it keeps a
+    /// row. Every unit the bounds allow: its rows (≤ c) spread over at most
+    /// m of the d cells, at most g per cell; the vector only sees which
+    /// cells it touches.
+    fn unit_vectors(c: u64, m: u64, g: u64, d: u64) -> Vec<Vec<u64>> {
+        let mut out = vec![vec![0; d as usize]];
+        // every assignment of a row count in [0, g] to each cell
+        let mut counts = vec![0u64; d as usize];
+        loop {
+            let touched = counts.iter().filter(|&&x| x > 0).count() as u64;
+            if counts.iter().sum::<u64>() <= c && touched <= m {
+                out.push(counts.iter().map(|&x| u64::from(x > 0)).collect());
+            }
+            let mut i = 0;
+            loop {
+                if i == counts.len() {
+                    return out;
+                }
+                counts[i] += 1;
+                if counts[i] <= g {
+                    break;
+                }
+                counts[i] = 0;
+                i += 1;
+            }
+        }
+    }
+
+    /// The independent computation: the largest L1 and L2 of the change of
+    /// the users-per-cell vector, over every unit (add/remove) or pair of
+    /// units (replace) the bounds allow, on small universes.
+    #[test]
+    fn units_per_cell_matches_brute_force() {
+        for c in 1..=4u64 {
+            for m in 1..=3u64 {
+                for g in 1..=2u64 {
+                    for d in 1..=4u64 {
+                        let units = unit_vectors(c, m, g, d);
+                        let norms = |x: &[u64], y: &[u64]| {
+                            let l1: u64 = x.iter().zip(y).map(|(a, b)| a.abs_diff(*b)).sum();
+                            (l1 as f64, (l1 as f64).sqrt()) // entries move by 0 or 1
+                        };
+                        let zero = vec![0; d as usize];
+                        let worst = |pairs: &mut dyn Iterator<Item = (f64, f64)>| {
+                            pairs.fold((0.0f64, 0.0f64), |a, b| (a.0.max(b.0), a.1.max(b.1)))
+                        };
+                        let ar = worst(&mut units.iter().map(|x| norms(x, &zero)));
+                        let rep = worst(
+                            &mut units
+                                .iter()
+                                .flat_map(|x| units.iter().map(move |y| (x, y)))
+                                .map(|(x, y)| norms(x, y)),
+                        );
+                        let u = UnitBound {
+                            user: true,
+                            rows: c,
+                            groups: Some(m),
+                            rows_per_group: Some(g),
+                        };
+                        let got_ar = units_per_cell(u, Adjacency::AddRemove, d, None);
+                        let got_rep = units_per_cell(u, Adjacency::Replace, d, None);
+                        let at = format!("c={c} m={m} g={g} d={d}");
+                        assert_eq!((got_ar.l1, got_ar.l2), ar, "add/remove {at}");
+                        assert!(
+                            (got_rep.l1, got_rep.l2) == rep,
+                            "replace {at}: {:?} vs {rep:?}",
+                            (got_rep.l1, got_rep.l2)
+                        );
+                        assert_eq!(got_ar.linf, 1.0, "{at}");
+                        // with a filter (dropped rows) the bound is the same
+                        let f = units_per_cell(u, Adjacency::Replace, d, Some(FILTER));
+                        assert_eq!((f.l1, f.l2), rep, "filter {at}");
+                    }
+                }
+            }
+        }
+        // negative control: the row histogram of the same unit counts its
+        // rows per cell (rows_per_group = 2), so it is larger
+        let u = UnitBound {
+            user: true,
+            rows: 4,
+            groups: Some(2),
+            rows_per_group: Some(2),
+        };
+        let rows = sensitivity::grouped(u, Adjacency::AddRemove, 4, None);
+        let users = units_per_cell(u, Adjacency::AddRemove, 4, None);
+        assert_eq!((rows.l1, users.l1), (4.0, 2.0));
     }
 }

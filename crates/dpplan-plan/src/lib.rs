@@ -44,10 +44,12 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// (`policy`, outside the body: the body and its hash, the plan's identity
 /// in a ledger, do not change with the policy), which `dpplan run` and
 /// `report --freeze` compare with the policy in force; a version-5 file is
-/// still read, as compiled under no policy.
-pub const FORMAT_VERSION: u32 = 6;
+/// still read, as compiled under no policy. Version 7: a part may be a
+/// `grouped_distinct_count` (users per cell), which a version-6 runtime
+/// must not meet; a version-6 file is still read, its body unchanged.
+pub const FORMAT_VERSION: u32 = 7;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
-pub const READS: [u32; 2] = [5, 6];
+pub const READS: [u32; 3] = [5, 6, 7];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -592,7 +594,7 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
     }
     if !READS.contains(&plan.format_version) {
         return Err(LoadError::WrongFormat(format!(
-            "format version {} (this runtime reads versions {} and {FORMAT_VERSION})",
+            "format version {} (this runtime reads versions {} to {FORMAT_VERSION})",
             plan.format_version, READS[0]
         )));
     }

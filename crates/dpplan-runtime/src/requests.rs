@@ -253,6 +253,13 @@ pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic,
             column: col()?,
         },
         Stat::DistinctCount => StatKind::Distinct { column: col()? },
+        Stat::GroupedDistinctCount if keys.is_empty() => {
+            return Err(RunError::Data(format!(
+                "`{}` counts units per cell but has no group keys",
+                r.name
+            )))
+        }
+        Stat::GroupedDistinctCount => StatKind::UnitsPerCell { keys: keys.clone() },
         // the rows per bin of the candidate grid (`quantile::grid_key`)
         Stat::Quantile => {
             let grid = r

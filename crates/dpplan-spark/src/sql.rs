@@ -384,6 +384,41 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
                 }
                 continue;
             }
+            StatKind::UnitsPerCell { keys } => {
+                // the unit id's distinct count in each cell's grouping set
+                // (`u`, counted over the rows kept for that grouping)
+                let id = match (&ds.bounding.id_column, ds.bounding.per_unit) {
+                    (Some(id), true) => id,
+                    _ => {
+                        return Err(schema(format!(
+                            "dataset `{}`: units per cell need a user-level unit (its rows bounded per unit)",
+                            ds.name
+                        )))
+                    }
+                };
+                if s.grid > 0 {
+                    return Err(schema("a count needs a grid exponent ≤ 0".into()));
+                }
+                if !distincts.contains(id) {
+                    distincts.push(id.clone());
+                }
+                let q = distincts.iter().position(|x| x == id).unwrap_or(0);
+                let coords = cell_count(ds, keys)?;
+                let j = match groupings.iter().position(|g| g == keys) {
+                    Some(j) => j,
+                    None => {
+                        groupings.push(keys.clone());
+                        groupings.len() - 1
+                    }
+                };
+                cells.push(Cell {
+                    set: Some(j),
+                    value: Value::Distinct(q),
+                    coords,
+                    count_shift: -s.grid,
+                });
+                continue;
+            }
             StatKind::Where { .. } => {
                 return Err(schema("a filter inside a filter is not a statistic".into()))
             }

@@ -277,6 +277,10 @@ vocabulary! {
         GroupedSum => "grouped_sum",
         /// The number of distinct values of a column (`count(distinct d.c)`).
         DistinctCount => "distinct_count",
+        /// The number of units with a kept row in each cell
+        /// (`count(distinct d.unit_id by k)`: users per cell, under a
+        /// user-level unit).
+        GroupedDistinctCount => "grouped_distinct_count",
         /// One quantile of a clamped column, chosen from a public grid by
         /// the exponential mechanism (`quantile`, one per level of
         /// `quantiles`).
@@ -307,17 +311,33 @@ impl Statistic {
     }
     /// The statistics of `count(distinct d.c)`: one distinct count.
     pub const DISTINCT: &'static [Statistic] = &[Statistic::DistinctCount];
+    /// The statistics of `count(distinct d.unit_id by k)`: one count of
+    /// units per cell.
+    pub const GROUPED_DISTINCT: &'static [Statistic] = &[Statistic::GroupedDistinctCount];
+    /// The statistics of `count(distinct …)`, grouped or not.
+    pub fn distinct(grouped: bool) -> &'static [Statistic] {
+        match grouped {
+            true => Self::GROUPED_DISTINCT,
+            false => Self::DISTINCT,
+        }
+    }
     /// A count (of rows or of distinct values: an integer), as opposed to
     /// a sum of values.
     pub fn is_count(self) -> bool {
         matches!(
             self,
-            Statistic::Count | Statistic::GroupedCount | Statistic::DistinctCount
+            Statistic::Count
+                | Statistic::GroupedCount
+                | Statistic::DistinctCount
+                | Statistic::GroupedDistinctCount
         )
     }
     /// One value per group.
     pub fn is_grouped(self) -> bool {
-        matches!(self, Statistic::GroupedCount | Statistic::GroupedSum)
+        matches!(
+            self,
+            Statistic::GroupedCount | Statistic::GroupedSum | Statistic::GroupedDistinctCount
+        )
     }
 }
 
@@ -489,6 +509,17 @@ mod tests {
                 }
             }
         }
+        // `count(distinct …)`: one distinct count, grouped or not
+        for grouped in [false, true] {
+            let [s] = Statistic::distinct(grouped) else {
+                panic!("one statistic")
+            };
+            assert_eq!((s.is_grouped(), s.is_count()), (grouped, true));
+        }
+        assert_eq!(
+            Statistic::GroupedDistinctCount.as_str(),
+            "grouped_distinct_count"
+        );
     }
 }
 

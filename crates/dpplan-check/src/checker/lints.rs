@@ -134,12 +134,22 @@ pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
     // statistic first appears. (Computed here, not kept in each query's
     // plan: this pass alone reads it, and at 10⁵ queries the plans live on
     // through the accounting.)
-    let statistics: Vec<Option<Statistic>> = queries
+    // A windowed release reads only its window's rows: the same
+    // aggregation over another window (or over all rows) is another
+    // statistic.
+    type Key<'a> = (Statistic<'a>, Option<(&'a str, u64)>);
+    let statistics: Vec<Option<Key>> = queries
         .iter()
-        .map(|q| q.q.aggregates.first().map(Statistic::of))
+        .map(|q| {
+            let window = q
+                .window
+                .as_ref()
+                .map(|w| (w.column.as_str(), w.seconds.to_bits()));
+            q.q.aggregates.first().map(|a| (Statistic::of(a), window))
+        })
         .collect();
     let mut groups: Vec<Vec<&QueryPlan>> = Vec::new();
-    let mut index: HashMap<&Statistic, usize> = HashMap::new();
+    let mut index: HashMap<&Key, usize> = HashMap::new();
     for (q, statistic) in queries.iter().zip(&statistics) {
         let Some(statistic) = statistic else {
             continue;

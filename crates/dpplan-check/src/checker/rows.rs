@@ -504,7 +504,8 @@ fn wrong_literal(c: &mut Checker, name: &str, ci: &ColumnInfo, lit: &Literal) ->
     Reported
 }
 
-/// `count(distinct d.col)`: a count, ungrouped, of an `id` column (DP014,
+/// `count(distinct d.col)`: a count of an `id` column, ungrouped, or
+/// grouped when it is the user-level unit's id (users per cell) (DP014,
 /// DP017). Returns the column.
 pub(super) fn check_distinct<'a>(
     c: &mut Checker,
@@ -543,18 +544,30 @@ pub(super) fn check_distinct<'a>(
         );
         return Err(Reported);
     }
-    if let Some(k) = agg.keys.first() {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                "a grouped distinct count is not supported in this version",
-                k.span(),
-            )
-            .help("release one `count(distinct …)` per group with a filter, e.g. `where district == \"Centro\"`"),
-        );
-        return Err(Reported);
-    }
     let ci = declared(c, info, col)?;
+    if let Some(k) = agg.keys.first() {
+        // users per cell: the unit's id only, whose sensitivity follows from
+        // groups_per_unit (each unit adds 1 to each cell it keeps a row in)
+        let unit_id = info.bound.filter(|b| b.user).and(info.unit_id.as_deref());
+        if unit_id != Some(col.value.as_str()) {
+            let (message, help) = match unit_id {
+                Some(id) => (
+                    format!("a grouped distinct count counts the unit's id `{id}` (users per cell); `{}` is another column", col.value),
+                    format!("write `count(distinct {}.{id} by …)`, or release one `count(distinct {}.{})` per group with a filter, e.g. `where district == \"Centro\"`", agg.target.dataset.value, agg.target.dataset.value, col.value),
+                ),
+                None => (
+                    format!("a grouped distinct count needs a user-level unit: it counts the units per cell, and `{}` has no unit id", info.ds.name.value),
+                    "declare `unit user_id` in the privacy block with a contribution block, or release one `count(distinct …)` per group with a filter".to_string(),
+                ),
+            };
+            c.error(
+                Diagnostic::new(Code::Unsupported, message, k.span())
+                    .secondary(col.span, "counted here")
+                    .help(help),
+            );
+            return Err(Reported);
+        }
+    }
     if !matches!(ci.ty, ColumnType::Id) {
         return Err(wrong_type(
             c,

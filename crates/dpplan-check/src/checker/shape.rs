@@ -66,9 +66,17 @@ pub(super) fn derive_sensitivities(
     unit: UnitBound,
     adjacency: Adjacency,
 ) -> Vec<(Statistic, &'static str, Derived)> {
-    if let Some(keyed) = shape.distinct {
-        let d = sensitivity_rows::distinct(unit, adjacency, keyed);
-        return vec![(Statistic::DistinctCount, "distinct count", d)];
+    match (shape.distinct, shape.group) {
+        // users per cell (the checker allows only the unit's id grouped)
+        (Some(_), Some(cells)) => {
+            let d = sensitivity_rows::units_per_cell(unit, adjacency, cells, shape.drops);
+            return vec![(Statistic::GroupedDistinctCount, "units per cell", d)];
+        }
+        (Some(keyed), None) => {
+            let d = sensitivity_rows::distinct(unit, adjacency, keyed);
+            return vec![(Statistic::DistinctCount, "distinct count", d)];
+        }
+        (None, _) => {}
     }
     let statistics = Statistic::of(kind, shape.group.is_some()).unwrap_or(&[]);
     let values = shape.values;
@@ -103,6 +111,10 @@ pub(super) fn derive_sensitivities(
             (Statistic::DistinctCount, _) => {
                 let d = sensitivity_rows::distinct(unit, adjacency, false);
                 (s, "distinct count", d)
+            }
+            (Statistic::GroupedDistinctCount, _) => {
+                let d = sensitivity_rows::units_per_cell(unit, adjacency, domain, shape.drops);
+                (s, "units per cell", d)
             }
             // (quantiles are derived per level in `plan_parts`; the level-free
             // bound Δ = rows holds for every level)

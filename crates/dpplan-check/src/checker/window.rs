@@ -380,7 +380,8 @@ pub(in crate::checker) fn horizon(
     let what = windows::Shape {
         user: unit.user,
         groups: shape.group.unwrap_or(1),
-        own_id: shape.distinct == Some(true),
+        // (users per cell say it in their own derivation)
+        own_id: shape.distinct == Some(true) && shape.group.is_none(),
     };
     let mut unwindowed = Vec::with_capacity(per_release.len());
     let horizon = per_release

@@ -66,8 +66,9 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
     let ledger = ledger.to_str().unwrap();
     // a week of hourly windows from 2026-03-02, one process per hour (at
     // half past): the daily queries fall due at each day's first hour, the
-    // weekly ones at the very first only, and each hourly window once it
-    // has closed (the previous hour's; none at the very first)
+    // weekly ones at the very first only, and each hourly (daily) window
+    // once it has closed (the previous hour's, day's; none at the very
+    // first)
     for h in 0..168 {
         let (mut fresh, out) = run_hour(&plan, ledger, h);
         fresh.sort();
@@ -84,10 +85,20 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
             assert_eq!(grid[119], "oeste, 23");
             continue;
         } else if h % 24 == 0 {
+            // and the day that closed: its riders per city
             assert_eq!(
                 fresh,
-                ["daily_riders", "hourly_district_trips", "madrid_paid_trips"],
+                [
+                    "daily_riders",
+                    "daily_riders_by_city",
+                    "hourly_district_trips",
+                    "madrid_paid_trips"
+                ],
                 "hour {h}"
+            );
+            assert_eq!(
+                cells(&out, "daily_riders_by_city"),
+                ["Madrid", "Barcelona", "Valencia"]
             );
         } else {
             assert_eq!(fresh, ["hourly_district_trips"], "hour {h}");

@@ -234,6 +234,12 @@ fn every_example_gives_the_same_exact_aggregates_from_parquet_and_arrow() {
             if ds.bounding.per_unit {
                 let mut row = ds.clone();
                 row.bounding.per_unit = false;
+                // (users per cell count units: user-level only)
+                let stats: Vec<Statistic> = stats
+                    .iter()
+                    .filter(|s| !matches!(s.kind.unfiltered(), StatKind::UnitsPerCell { .. }))
+                    .cloned()
+                    .collect();
                 assert_same(
                     &row,
                     &source,
@@ -246,6 +252,49 @@ fn every_example_gives_the_same_exact_aggregates_from_parquet_and_arrow() {
         }
     }
     assert!(checked >= 8, "only {checked} example datasets with data");
+}
+
+/// Users per cell from Parquet and Arrow as from CSV: the corpus plan's
+/// grouped distinct counts (a category, a filter with bins) on riders with
+/// several rows in several cities, groups_per_unit binding.
+#[test]
+fn users_per_cell_are_the_same_from_parquet_and_arrow() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/users-per-cell.dpplan"),
+    )
+    .unwrap();
+    let plan = compile(&text);
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("trips.csv");
+    let mut s = String::from("rider_id,city,fare,started_at\n");
+    let cities = ["Madrid", "Lisbon", "Porto", "Paris"];
+    for u in 0..300u64 {
+        for k in 0..(1 + u % 6) {
+            let city = cities[((u * 7 + k * 3) % 4) as usize];
+            let fare = if (u + k) % 17 == 0 {
+                "NaN".to_string()
+            } else {
+                format!("{}", (u * 13 + k * 5) % 90)
+            };
+            s.push_str(&format!(
+                "r{u},{city},{fare},2026-03-0{}T10:00:00Z\n",
+                1 + k % 3
+            ));
+        }
+    }
+    std::fs::write(&csv, s).unwrap();
+    let mut opts = dpplan_runtime::RunOptions::default();
+    opts.data.insert("trips".into(), csv.clone());
+    opts.queries = vec!["riders_by_city".into(), "riders_by_city_and_fare".into()];
+    let mut seen = 0;
+    for (ds, source, stats) in dpplan_runtime::planned_aggregates(&plan, &opts).unwrap() {
+        assert!(stats
+            .iter()
+            .all(|s| matches!(s.kind.unfiltered(), StatKind::UnitsPerCell { .. })));
+        seen += stats.len();
+        assert_same(ds, &source, &stats, tmp.path(), "users per cell");
+    }
+    assert_eq!(seen, 2);
 }
 
 const HOSTILE_PLAN: &str = r#"plan "t" {

@@ -56,6 +56,9 @@ fn statistics(plan: &ExecutablePlan, dataset: &str) -> Vec<Statistic> {
                     column: col(),
                 },
                 Stat::DistinctCount => StatKind::Distinct { column: col() },
+                Stat::GroupedDistinctCount => StatKind::UnitsPerCell {
+                    keys: r.aggregation.keys.clone(),
+                },
                 Stat::Quantile => StatKind::Cells {
                     keys: vec![dpplan_runtime::quantile::grid_key(
                         &col(),

@@ -316,3 +316,104 @@ fn under_a_user_unit_distinct_ids_of_another_column_are_the_kept_rows_ids() {
     let unbounded = DRIVERS_PLAN.replace("rows_per_unit 2", "rows_per_unit 5");
     assert_eq!(aggregates(&unbounded, &s, 1)["drivers"], vec![50 + 5 * 300]);
 }
+
+const CELLS_PLAN: &str = r#"plan "rides" {
+  privacy { unit user by rider_id adjacency add_remove budget epsilon 10000 }
+  dataset trips {
+    column rider_id : id
+    column city : category { "Madrid", "Lisbon", "Porto" }
+    column district : category { "a", "b" }
+    column fare : float in [0, 100]
+    contribution { rows_per_unit 20 groups_per_unit 6 rows_per_group 20 }
+  }
+  query users_by_city { count(distinct trips.rider_id by city) noise laplace scale 1 schedule once }
+  query users_cells { count(distinct trips.rider_id by city, district) noise laplace scale 1 schedule once }
+  query users_dear { count(distinct trips.rider_id where fare > 10 by city) noise laplace scale 1 schedule once }
+  query rides_by_city { histogram(trips by city) noise laplace scale 1 schedule once }
+}
+"#;
+
+/// Users per cell in the embedded engine: per cell, the riders with a
+/// kept row there, counted once whatever their rows. With bounds loose
+/// enough to keep every row, against the count computed here from the
+/// rows (unknown categories and invalid fares dropped); with
+/// groups_per_unit binding, against what no choice of kept cells can
+/// change (the total is units × min(cells touched, groups_per_unit); no
+/// cell above its loose count).
+#[test]
+fn users_per_cell_count_each_unit_once_per_kept_cell() {
+    let mut s = String::from("rider_id,city,district,fare\n");
+    let (cities, districts) = (["Madrid", "Lisbon", "Porto", "Paris"], ["a", "b"]);
+    let mut x: u64 = 3;
+    let mut rows = Vec::new();
+    for u in 0..400u64 {
+        let n = 1 + u % 7;
+        for _ in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let c = cities[(x >> 33) as usize % 4]; // Paris: outside the domain
+            let d = districts[(x >> 40) as usize % 2];
+            let fare = match (x >> 50) % 9 {
+                0 => "NaN".to_string(),
+                f => format!("{}", f * 3),
+            };
+            s.push_str(&format!("u{u},{c},{d},{fare}\n"));
+            rows.push((u, c, d, fare));
+        }
+    }
+    // the independent count: the set of (cell, unit) pairs of valid rows
+    let valid = || {
+        rows.iter()
+            .filter(|r| r.3 != "NaN" && r.1 != "Paris")
+            .map(|r| {
+                let c = cities.iter().position(|x| *x == r.1).unwrap();
+                let d = districts.iter().position(|x| *x == r.2).unwrap();
+                (r.0, c, d, r.3.parse::<f64>().unwrap())
+            })
+    };
+    let per_cell = |cell: &dyn Fn(usize, usize) -> usize, n: usize, dear: bool| {
+        let pairs: HashSet<(usize, u64)> = valid()
+            .filter(|v| !dear || v.3 > 10.0)
+            .map(|v| (cell(v.1, v.2), v.0))
+            .collect();
+        let mut out = vec![0i128; n];
+        for (c, _) in pairs {
+            out[c] += 1;
+        }
+        out
+    };
+    let by_city = per_cell(&|c, _| c, 3, false);
+    let cells = per_cell(&|c, d| c * 2 + d, 6, false);
+    let dear = per_cell(&|c, _| c, 3, true);
+    let rides = {
+        let mut out = vec![0i128; 3];
+        for v in valid() {
+            out[v.1] += 1;
+        }
+        out
+    };
+    for threads in [1, 3] {
+        let got = aggregates(CELLS_PLAN, &s, threads);
+        assert_eq!(got["users_by_city"], by_city, "{threads}");
+        assert_eq!(got["users_cells"], cells, "{threads}");
+        assert_eq!(got["users_dear"], dear, "{threads}");
+        // the control: the row histogram counts rides, not riders
+        assert_eq!(got["rides_by_city"], rides, "{threads}");
+        assert!(rides.iter().sum::<i128>() > by_city.iter().sum::<i128>());
+    }
+    // groups_per_unit 2 binds: each rider keeps min(its cells, 2) cells
+    let tight = CELLS_PLAN.replace("groups_per_unit 6", "groups_per_unit 2");
+    let mut touched: BTreeMap<u64, HashSet<usize>> = BTreeMap::new();
+    for v in valid() {
+        touched.entry(v.0).or_default().insert(v.1 * 2 + v.2);
+    }
+    let total: i128 = touched.values().map(|t| t.len().min(2) as i128).sum();
+    assert!(touched.values().any(|t| t.len() > 2), "the bound binds");
+    for threads in [1, 2] {
+        let got = aggregates(&tight, &s, threads);
+        assert_eq!(got["users_cells"].iter().sum::<i128>(), total, "{threads}");
+        assert!(got["users_cells"].iter().zip(&cells).all(|(g, c)| g <= c));
+        assert!(got["users_cells"].iter().sum::<i128>() < cells.iter().sum::<i128>());
+    }
+}
