@@ -280,6 +280,11 @@ pub struct QueryReport {
     /// the JSON for every other query.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<Box<SelectionSpec>>,
+    /// `postprocess …`: the steps applied to each released value (free);
+    /// absent from the JSON when the query has none (boxed: few queries
+    /// have them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postprocess: Option<Box<Vec<dpplan_vocab::PostStep>>>,
 }
 
 /// Why a query's whole schedule is one accounted release.
@@ -292,6 +297,11 @@ pub enum OneRelease {
 }
 
 impl QueryReport {
+    /// The `postprocess` steps, in order (empty without them).
+    pub fn postprocess(&self) -> &[dpplan_vocab::PostStep] {
+        self.postprocess.as_deref().map_or(&[], |v| &v[..])
+    }
+
     /// `Some` when the query's schedule is accounted as one release (its
     /// `per_release` cost is then that whole release's).
     pub fn one_release(&self) -> Option<OneRelease> {
@@ -352,6 +362,10 @@ pub struct QuerySpec {
     /// Keys from the data: the key column and the threshold (partition
     /// selection); `None` for every other query.
     pub selection: Option<Box<SelectionSpec>>,
+    /// `postprocess …`: the steps applied to each released value, in
+    /// order (post-processing: free); `None` without steps (boxed: few
+    /// queries have them, [`crate::checker`]'s size bounds).
+    pub postprocess: Option<Box<Vec<dpplan_vocab::PostStep>>>,
 }
 
 /// A `cumulative count(d)`, resolved: at slot t (1-based) the runtime

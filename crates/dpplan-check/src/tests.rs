@@ -778,3 +778,46 @@ fn alike_derivations_share_their_sentences() {
     assert_ne!(step(0), step(2));
     assert!(!std::sync::Arc::ptr_eq(&step(0), &step(2)));
 }
+
+/// `postprocess`: the steps reach the query's report and spec in order;
+/// the claim does not move (post-processing is free: the negative control
+/// is the same plan without them, whose ε is the same to the bit); a
+/// repeated step and a second statement are DP013.
+#[test]
+fn postprocess_steps_are_free_and_listed_once() {
+    let q = |pp: &str| {
+        format!("  query n {{\n    histogram(visits by page)\n    noise laplace scale 50\n    schedule every 1 day for 30 days\n{pp}  }}")
+    };
+    let with = plan(
+        "user by uid",
+        "epsilon 40",
+        "best",
+        VISITS,
+        &q("    postprocess nonnegative, round\n"),
+    );
+    let without = plan("user by uid", "epsilon 40", "best", VISITS, &q(""));
+    let (a, b) = (report(&with), report(&without));
+    assert_eq!(
+        a.queries[0].postprocess(),
+        [
+            dpplan_vocab::PostStep::Nonnegative,
+            dpplan_vocab::PostStep::Round
+        ]
+    );
+    assert!(b.queries[0].postprocess.is_none());
+    let spec = a.queries[0].spec.as_ref().unwrap();
+    assert_eq!(spec.postprocess, a.queries[0].postprocess);
+    assert_eq!(
+        a.total.unwrap().epsilon.to_bits(),
+        b.total.unwrap().epsilon.to_bits()
+    );
+    // DP013: a step twice, a second statement
+    for bad in [
+        "    postprocess round, nonnegative, round\n",
+        "    postprocess round\n    postprocess nonnegative\n",
+    ] {
+        let text = plan("user by uid", "epsilon 40", "best", VISITS, &q(bad));
+        let codes: Vec<_> = analyze(&text).diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [dpplan_diagnostics::Code::Duplicate], "{bad}");
+    }
+}

@@ -278,6 +278,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             // set by `build_body`, which knows the dataset's bounds
             kept_slots: c.windows_per_unit,
         }),
+        postprocess: q.postprocess().to_vec(),
     })
 }
 

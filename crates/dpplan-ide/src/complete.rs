@@ -293,6 +293,7 @@ fn query_statements(items: &Items, out: &mut Vec<CompletionItem>) {
             "release",
             "candidates",
             "cumulative",
+            "postprocess",
         ],
     );
     // `release after `: the statement is two keywords
@@ -357,12 +358,22 @@ fn aggregation_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]
 }
 
 /// A query's settings: `noise`, `candidates`, `accuracy`, `schedule`,
-/// `release after`, `window`, `sensitivity`.
+/// `release after`, `window`, `sensitivity`, `postprocess`.
 fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
     let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
     match (stmt.first().copied(), stmt.last().copied()) {
         (Some("noise"), Some("noise")) => kw(out, &noise_kinds(items)),
         (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
+        // `postprocess nonnegative, round`: a step after the keyword or a
+        // comma (a word already listed is not offered again)
+        (Some("postprocess"), Some(w)) if w == "postprocess" || w == "," => {
+            let left: Vec<&str> = dpplan_vocab::PostStep::ALL
+                .iter()
+                .map(|p| p.name())
+                .filter(|n| !stmt.contains(n))
+                .collect();
+            kw(out, &left)
+        }
         (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
             kw(out, &["scale", "epsilon", "auto"])
         }

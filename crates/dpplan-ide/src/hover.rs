@@ -142,6 +142,14 @@ fn query_hover(doc: &Document, name: &str, report: Option<&CheckedPlan>) -> Opti
         return Some(md);
     }
     query_parts(&mut md, r);
+    if !r.postprocess().is_empty() {
+        let steps: Vec<&str> = r.postprocess().iter().map(|p| p.name()).collect();
+        let _ = writeln!(
+            md,
+            "**Post-processing:** `{}` on each released value, after its noise — free: it reads only the released values (the ledger keeps them as `raw_value`)\n",
+            steps.join(", ")
+        );
+    }
     query_cost(&mut md, r, report);
     if r.total.is_none() {
         let errors = unknown::query_errors(doc, q.span, Some(&r.dataset));

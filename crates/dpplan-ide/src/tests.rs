@@ -323,6 +323,24 @@ fn completion_and_hover_of_filters_bins_keys_and_distinct() {
         doc.completions(off).into_iter().map(|c| c.label).collect()
     };
     assert_eq!(labels("count("), vec!["visits", "distinct"]);
+    // `postprocess`: the steps, each offered once
+    assert_eq!(labels("postprocess "), vec!["nonnegative", "round"]);
+    assert_eq!(labels("postprocess round, "), vec!["nonnegative"]);
+    let text = base.replace(
+        "CURSOR",
+        "count(distinct visits.uid by page)\n    noise laplace scale 2\n    schedule once\n    postprocess nonnegative, round",
+    );
+    let doc = Document::new(text.clone());
+    let h = doc.hover(at(&text, "query q") + 6).expect("hover");
+    assert!(
+        h.markdown
+            .contains("**Post-processing:** `nonnegative, round`"),
+        "{}",
+        h.markdown
+    );
+    for word in ["postprocess", "nonnegative", "round"] {
+        assert!(crate::docs::keyword_doc(word).is_some(), "{word}");
+    }
     assert_eq!(labels("sum("), vec!["visits"]);
     assert_eq!(labels("count(distinct "), vec!["visits"]);
     assert_eq!(labels("count(visits "), vec!["where", "by"]);

@@ -45,8 +45,10 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// in a ledger, do not change with the policy), which `dpplan run` and
 /// `report --freeze` compare with the policy in force; a version-5 file is
 /// still read, as compiled under no policy. Version 7: a part may be a
-/// `grouped_distinct_count` (users per cell), which a version-6 runtime
-/// must not meet; a version-6 file is still read, its body unchanged.
+/// `grouped_distinct_count` (users per cell), and a release may carry
+/// `postprocess` (steps on its released values), which a version-6
+/// runtime must not meet; a version-6 file is still read, its body
+/// unchanged.
 pub const FORMAT_VERSION: u32 = 7;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
 pub const READS: [u32; 3] = [5, 6, 7];
@@ -199,6 +201,12 @@ pub struct Release {
     /// bodies are unchanged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cumulative: Option<Cumulative>,
+    /// `postprocess …`: the steps applied, in order, to each released
+    /// value (`nonnegative`, `round`); the ledger keeps the value before
+    /// them (`raw_value`). Absent when there are none, so other bodies are
+    /// unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub postprocess: Vec<dpplan_vocab::PostStep>,
 }
 
 /// A release's `cumulative`: the binary tree over `slots` leaves. Slot `t`

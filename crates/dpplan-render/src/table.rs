@@ -281,6 +281,14 @@ pub(crate) fn table_text(r: &CheckedPlan, width: usize, n: &Numbers) -> String {
             n.num(d)
         ));
     }
+    let post: Vec<String> = r
+        .queries
+        .iter()
+        .filter_map(|q| Some(format!("{} {}", q.name, postprocess_of(q)?)))
+        .collect();
+    if !post.is_empty() {
+        out.push_str(&format!("  (post-processed, free: {})\n", post.join("; ")));
+    }
     if !dropped.is_empty() {
         dropped.reverse();
         out.push_str(&format!(
@@ -289,6 +297,18 @@ pub(crate) fn table_text(r: &CheckedPlan, width: usize, n: &Numbers) -> String {
         ));
     }
     out
+}
+
+/// A query's `postprocess` steps in words (`nonnegative, round`), if any.
+fn postprocess_of(q: &QueryReport) -> Option<String> {
+    let steps = q.postprocess();
+    (!steps.is_empty()).then(|| {
+        steps
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 /// Every query as a block of short lines, for a terminal too narrow for
@@ -334,6 +354,11 @@ fn blocks(r: &CheckedPlan, n: &Numbers) -> String {
             out.push_str(&format!(
                 "    accuracy {}\n",
                 n.accuracy(q.accuracy.as_deref())
+            ));
+        }
+        if let Some(steps) = postprocess_of(q) {
+            out.push_str(&format!(
+                "    post-processed: {steps} (free: reads only the released values)\n"
             ));
         }
     }

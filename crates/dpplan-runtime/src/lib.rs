@@ -935,13 +935,19 @@ fn mechanism_text(r: &Release) -> String {
         .join(" + ")
 }
 
-/// One fresh release as published.
+/// One fresh release as published: its cells after the release's
+/// `postprocess` steps (every fresh release passes here, so every engine,
+/// the ledger and `dpplan audit` see the same published values).
 pub(crate) fn fresh_result(
     r: &Release,
     slot: u64,
     cells: Vec<Cell>,
     approximate: bool,
 ) -> ReleaseResult {
+    let cells = cells
+        .into_iter()
+        .map(|c| c.postprocessed(&r.postprocess))
+        .collect();
     ReleaseResult {
         query: r.name.clone(),
         slot,

@@ -1,8 +1,8 @@
 //! What a run publishes: each released number as a [`Cell`] with its
 //! accuracy, the run output's format, and the results as CSV (`dpplan run
 //! --csv`): one line per cell, the columns of the run output's cells
-//! (format 2: `rank_error95` last, so that no earlier column moves; an
-//! absent figure is an empty field).
+//! (format 2: `rank_error95` last, so that no earlier column moves; format
+//! 3: `raw_value` after it; an absent figure is an empty field).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,8 +13,10 @@ pub const RUN_FORMAT: &str = "dpplan-run";
 /// The run output's version (`format_version` in its JSON): 2 since a
 /// quantile's accuracy is its rank error (`rank_error95`) and its cells
 /// carry no value-unit `noise_std` or interval (`null`); an output without
-/// these two fields is version 1.
-pub const RUN_FORMAT_VERSION: u32 = 2;
+/// these two fields is version 1. 3 since a post-processed release's cells
+/// carry `raw_value` (the value before `postprocess`), and the CSV has a
+/// `raw_value` column, last.
+pub const RUN_FORMAT_VERSION: u32 = 3;
 
 /// One released number (a group's, or the only one), with its accuracy
 /// computed from the mechanism alone, never from the data: the noise's
@@ -47,6 +49,11 @@ pub struct Cell {
     /// absent for every other statistic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_error95: Option<f64>,
+    /// The value as the mechanism released it, before the release's
+    /// `postprocess` steps (`value` is after them); absent without steps.
+    /// The ledger keeps both: post-processing never erases the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_value: Option<f64>,
 }
 
 impl Cell {
@@ -60,6 +67,7 @@ impl Cell {
             ci95_low: Some(value - half),
             ci95_high: Some(value + half),
             rank_error95: None,
+            raw_value: None,
         }
     }
 
@@ -72,12 +80,34 @@ impl Cell {
             ci95_low: None,
             ci95_high: None,
             rank_error95: Some(rank_error95),
+            raw_value: None,
         }
     }
 }
 
+impl Cell {
+    /// The cell after `steps` (post-processing: a function of the released
+    /// cell alone). The value before them is kept as `raw_value`. The 95 %
+    /// interval is about the true value, which the steps do not move: it
+    /// is kept, but clipped at 0 under `nonnegative` (the author states
+    /// that the true value is not negative). Without steps, unchanged.
+    pub fn postprocessed(mut self, steps: &[dpplan_vocab::PostStep]) -> Cell {
+        if steps.is_empty() {
+            return self;
+        }
+        self.raw_value = Some(self.value);
+        self.value = dpplan_vocab::PostStep::apply_all(steps, self.value);
+        if steps.contains(&dpplan_vocab::PostStep::Nonnegative) {
+            let clip = |x: Option<f64>| x.map(|x| dpplan_vocab::PostStep::Nonnegative.apply(x));
+            self.ci95_low = clip(self.ci95_low);
+            self.ci95_high = clip(self.ci95_high);
+        }
+        self
+    }
+}
+
 /// The CSV header, in column order.
-const HEADER: [&str; 14] = [
+const HEADER: [&str; 15] = [
     "query",
     "slot",
     "origin",
@@ -92,6 +122,7 @@ const HEADER: [&str; 14] = [
     "ledger_seq",
     "corrected_by",
     "rank_error95",
+    "raw_value",
 ];
 
 /// A figure, or an empty field when there is none.
@@ -126,6 +157,7 @@ pub fn results_csv(out: &RunOutput) -> String {
                     .collect::<Vec<_>>()
                     .join(" "),
                 figure(c.rank_error95),
+                figure(c.raw_value),
             ]);
         }
     }

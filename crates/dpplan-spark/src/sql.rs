@@ -387,14 +387,11 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
             StatKind::UnitsPerCell { keys } => {
                 // the unit id's distinct count in each cell's grouping set
                 // (`u`, counted over the rows kept for that grouping)
-                let id = match (&ds.bounding.id_column, ds.bounding.per_unit) {
-                    (Some(id), true) => id,
-                    _ => {
-                        return Err(schema(format!(
-                            "dataset `{}`: units per cell need a user-level unit (its rows bounded per unit)",
-                            ds.name
-                        )))
-                    }
+                let (Some(id), true) = (&ds.bounding.id_column, ds.bounding.per_unit) else {
+                    return Err(schema(format!(
+                        "dataset `{}`: units per cell need a user-level unit (its rows bounded per unit)",
+                        ds.name
+                    )));
                 };
                 if s.grid > 0 {
                     return Err(schema("a count needs a grid exponent ≤ 0".into()));

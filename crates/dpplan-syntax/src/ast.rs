@@ -178,7 +178,19 @@ pub struct Query {
     pub release_after: Vec<ReleaseAfter>,
     /// `candidates [c1, …]` / `candidates every <step>`: a quantile's grid.
     pub candidates: Vec<Candidates>,
+    /// `postprocess nonnegative, round`: steps on the released values.
+    pub postprocess: Vec<Postprocess>,
 }
+
+/// `postprocess step, step, …`: what is done to each released value after
+/// its noise, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Postprocess {
+    pub span: Span,
+    pub steps: Vec<Spanned<PostStep>>,
+}
+
+pub use dpplan_vocab::PostStep;
 
 /// `window <duration>`: tumbling windows aligned with the schedule's slots.
 #[derive(Debug, Clone, PartialEq, Serialize)]

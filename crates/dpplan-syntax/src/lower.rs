@@ -391,6 +391,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         windows: vec![],
         release_after: vec![],
         candidates: vec![],
+        postprocess: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -423,6 +424,18 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                 }
             }
             Rule::candidates_stmt => out.candidates.extend(candidates(cx, &stmt, span)),
+            Rule::postprocess_stmt => {
+                let steps = stmt
+                    .clone()
+                    .into_inner()
+                    .filter(|p| p.as_rule() == Rule::postprocess_step)
+                    .filter_map(|p| {
+                        let step = PostStep::from_name(p.as_str())?;
+                        Some(Spanned::new(step, cx.span(&p)))
+                    })
+                    .collect();
+                out.postprocess.push(Postprocess { span, steps });
+            }
             Rule::accuracy_stmt => out.accuracies.extend(accuracy(cx, &stmt, span)),
             _ => {}
         }

@@ -124,6 +124,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         accuracy_measure => "`ci95` or `std`",
         window_stmt => "`window <duration>`",
         release_stmt => "`release after <duration>`",
+        postprocess_stmt => "`postprocess nonnegative, round`",
+        postprocess_step => "`nonnegative` or `round`",
         publish_cond => "`when <value> <comparison> <number>`",
         operand => "a released value",
         cmp => "a comparison (`>`, `>=`, `<`, `<=`, `==` or `!=`)",

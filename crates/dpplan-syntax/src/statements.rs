@@ -85,7 +85,8 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::accuracy_stmt
         | Rule::window_stmt
         | Rule::release_stmt
-        | Rule::candidates_stmt => StatementKind::Simple,
+        | Rule::candidates_stmt
+        | Rule::postprocess_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,
     })

@@ -741,3 +741,57 @@ fn a_malformed_release_after_is_one_error_at_its_place() {
     assert_eq!(p.diagnostics.len(), 1, "{:#?}", p.diagnostics);
     assert_eq!(p.diagnostics[0].suggestion.as_deref(), Some("release"));
 }
+
+#[test]
+fn postprocess_parses_and_lowers_with_its_steps() {
+    let text = DELAYED.replace(
+        "    release after 2 hours\n",
+        "    release after 2 hours\n    postprocess nonnegative,round\n",
+    );
+    parse_strict(&text).unwrap();
+    let p = parse(&text);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let pp = &p.plan.queries[0].postprocess;
+    assert_eq!(pp.len(), 1);
+    assert_eq!(
+        &text[pp[0].span.start..pp[0].span.end],
+        "postprocess nonnegative,round"
+    );
+    let steps: Vec<_> = pp[0].steps.iter().map(|s| s.value).collect();
+    assert_eq!(steps, [PostStep::Nonnegative, PostStep::Round]);
+    assert_eq!(
+        &text[pp[0].steps[1].span.start..pp[0].steps[1].span.end],
+        "round"
+    );
+    // a repeated step and a second statement are kept for the checker (DP013)
+    let twice = text.replace(
+        "postprocess nonnegative,round\n",
+        "postprocess round, round\n    postprocess nonnegative\n",
+    );
+    let p = parse(&twice);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    assert_eq!(p.plan.queries[0].postprocess.len(), 2);
+    assert_eq!(p.plan.queries[0].postprocess[0].steps.len(), 2);
+    // one statement of the layout
+    assert!(statements(&text).unwrap().iter().any(|s| {
+        &text[s.span.start..s.span.end] == "postprocess nonnegative,round"
+            && s.kind == StatementKind::Simple
+    }));
+    // an unknown step is one error at its place, naming the steps
+    for (bad, at) in [("postprocess clamp", "clamp"), ("postprocess round,", "}")] {
+        let text = text.replace("postprocess nonnegative,round", bad);
+        assert!(parse_strict(&text).is_err(), "{bad}");
+        let p = parse(&text);
+        assert_eq!(p.diagnostics.len(), 1, "{bad}: {:#?}", p.diagnostics);
+        let d = &p.diagnostics[0];
+        assert!(
+            d.message.contains("`nonnegative` or `round`"),
+            "{bad}: {}",
+            d.message
+        );
+        assert!(
+            text[d.primary.span.start..].trim_start().starts_with(at),
+            "{bad}: {d:#?}"
+        );
+    }
+}

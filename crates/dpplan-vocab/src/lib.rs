@@ -342,6 +342,38 @@ impl Statistic {
 }
 
 vocabulary! {
+    /// A post-processing step on a released value (`postprocess …`): a
+    /// function of the released value alone, so it costs nothing.
+    PostStep {
+        /// max(x, 0): a count or any statistic known to be non-negative.
+        Nonnegative => "nonnegative",
+        /// The nearest integer (ties to even).
+        Round => "round",
+    }
+}
+
+impl PostStep {
+    /// The step applied to one value.
+    pub fn apply(self, x: f64) -> f64 {
+        let y = match self {
+            PostStep::Nonnegative => x.max(0.0),
+            PostStep::Round => x.round_ties_even(),
+        };
+        // −0 (from rounding −0.4) reads as 0
+        if y == 0.0 {
+            0.0
+        } else {
+            y
+        }
+    }
+
+    /// The steps applied in order (a released value to a published one).
+    pub fn apply_all(steps: &[PostStep], x: f64) -> f64 {
+        steps.iter().fold(x, |x, s| s.apply(x))
+    }
+}
+
+vocabulary! {
     /// The shape of a release schedule.
     ScheduleKind {
         /// One release.
@@ -484,6 +516,19 @@ mod tests {
         );
         let err = serde_json::from_str::<Part>(r#"{"mechanism":"cauchy"}"#).unwrap_err();
         assert!(err.to_string().contains("`none`"), "{err}");
+    }
+
+    #[test]
+    fn post_steps_are_functions_of_the_value() {
+        use PostStep::*;
+        assert_eq!(Nonnegative.apply(-37.9), 0.0);
+        assert_eq!(Nonnegative.apply(12.5), 12.5);
+        assert_eq!(Round.apply(2.5), 2.0);
+        assert_eq!(Round.apply(3.5), 4.0);
+        assert_eq!(Round.apply(-0.4).to_bits(), 0f64.to_bits());
+        assert_eq!(PostStep::apply_all(&[Nonnegative, Round], -37.9), 0.0);
+        assert_eq!(PostStep::apply_all(&[Nonnegative, Round], 41.6), 42.0);
+        assert_eq!(PostStep::apply_all(&[], -1.5), -1.5);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind};
-use dpplan_vocab::{ScheduleKind, Statistic};
+use dpplan_vocab::{PostStep, ScheduleKind, Statistic};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
 use super::noise::{noise_kind, noise_scale};
@@ -225,7 +225,46 @@ pub(super) fn plan_query<'a>(
         Ok(spec) => plan.spec = schedule_spec.map(|s| Box::new(spec(s))),
         Err(Reported) => plan.ok = false,
     }
+    if let Some(spec) = &mut plan.spec {
+        let steps = postprocess(c, q);
+        spec.postprocess = (!steps.is_empty()).then(|| Box::new(steps));
+    }
     Some(plan)
+}
+
+/// The `postprocess` steps in order, each once, from one statement
+/// (DP013 on a second statement or a repeated step). Any step may follow
+/// any release: it reads only the released value.
+fn postprocess(c: &mut Checker, q: &ast::Query) -> Vec<PostStep> {
+    let Some(stmt) = super::declared_once(
+        c,
+        &q.postprocess,
+        |p| p.span,
+        || format!("the post-processing of `{}`", q.name.value),
+    ) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PostStep> = Vec::new();
+    for (i, step) in stmt.steps.iter().enumerate() {
+        if let Some(first) = stmt.steps[..i].iter().find(|s| s.value == step.value) {
+            c.error(
+                Diagnostic::new(
+                    Code::Duplicate,
+                    format!(
+                        "`{}` is listed twice in the post-processing of `{}`",
+                        step.value.name(),
+                        q.name.value
+                    ),
+                    step.span,
+                )
+                .secondary(first.span, "first listed here")
+                .help("list each step once"),
+            );
+            continue;
+        }
+        out.push(step.value);
+    }
+    out
 }
 
 /// The steps from the aggregation to the noisy parts; each step that
@@ -361,6 +400,7 @@ fn plan_parts(
         quantile: quantile_spec.map(Box::new),
         cumulative: cumulative_spec.map(Box::new),
         selection: None,
+        postprocess: None,
     })
 }
 

@@ -129,6 +129,7 @@ pub(super) fn plan_parts(
             release_probability: f64::NAN,
             delta: f64::NAN,
         })),
+        postprocess: None,
     })
 }
 

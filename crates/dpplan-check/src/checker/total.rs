@@ -389,6 +389,7 @@ fn query_report(
         per_release,
         total: qtotal,
         selection: q.spec.as_ref().and_then(|s| s.selection.clone()),
+        postprocess: q.spec.as_ref().and_then(|s| s.postprocess.clone()),
         spec: q.spec.take(),
         accuracy: accuracy.map(Box::new),
     }

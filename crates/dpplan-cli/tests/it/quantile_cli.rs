@@ -195,7 +195,7 @@ fn a_quantiles_accuracy_is_its_rank_error_in_the_json_the_csv_and_the_export() {
     ok(&o);
     let out: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(out["format"], "dpplan-run");
-    assert_eq!(out["format_version"], 2);
+    assert_eq!(out["format_version"], 3);
     // the rank error is the plan's, per level; the re-published median's too
     let median = half["median_fare"][0];
     assert_ranks(&cells_of(&out, "median_fare")[0], median);
@@ -218,7 +218,7 @@ fn a_quantiles_accuracy_is_its_rank_error_in_the_json_the_csv_and_the_export() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "query,slot,origin,republished_from,group,value,noise_std,ci95_low,ci95_high,epsilon,delta,ledger_seq,corrected_by,rank_error95"
+        "query,slot,origin,republished_from,group,value,noise_std,ci95_low,ci95_high,epsilon,delta,ledger_seq,corrected_by,rank_error95,raw_value"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     let row = |q: &str| rows.iter().find(|r| r[0] == q).unwrap();

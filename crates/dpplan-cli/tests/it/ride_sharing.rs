@@ -100,6 +100,22 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
                 cells(&out, "daily_riders_by_city"),
                 ["Madrid", "Barcelona", "Valencia"]
             );
+            // `postprocess nonnegative, round`: whole, non-negative values,
+            // the released ones beside them
+            let riders = out["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["query"] == "daily_riders_by_city")
+                .unwrap();
+            for c in riders["cells"].as_array().unwrap() {
+                let (v, raw) = (
+                    c["value"].as_f64().unwrap(),
+                    c["raw_value"].as_f64().unwrap(),
+                );
+                assert_eq!(v, raw.round_ties_even().max(0.0), "{c}");
+                assert!(c["ci95_low"].as_f64().unwrap() >= 0.0, "{c}");
+            }
         } else {
             assert_eq!(fresh, ["hourly_district_trips"], "hour {h}");
         }

@@ -24,6 +24,17 @@ pub(super) fn query_fields(q: &QueryReport) -> Vec<(String, Value)> {
             json!(delay.map(dpplan_check::schedule::describe_seconds)),
         ));
     }
+    // `postprocess`: free, but what the reader sees (empty on both sides
+    // when neither plan states it)
+    if q.spec.is_some() {
+        let steps: Vec<&str> = q.postprocess().iter().map(|p| p.name()).collect();
+        let steps = if steps.is_empty() {
+            Value::Null
+        } else {
+            json!(steps)
+        };
+        f.push(("postprocess".into(), steps));
+    }
     f.push(("releases".into(), json!(q.releases)));
     f
 }

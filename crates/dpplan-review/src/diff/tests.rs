@@ -331,6 +331,47 @@ fn a_changed_release_delay_is_a_query_change_of_no_epsilon() {
     assert!(run(&delayed, &delayed).identical);
 }
 
+/// `postprocess` steps added, reordered or removed are a change of the
+/// query and of nothing it costs (post-processing is free).
+#[test]
+fn a_changed_postprocess_is_a_query_change_of_no_epsilon() {
+    let t = example("ride-sharing");
+    let none = edit(&t, "    postprocess nonnegative, round\n", "");
+    let swapped = edit(
+        &t,
+        "postprocess nonnegative, round",
+        "postprocess round, nonnegative",
+    );
+    for (old, new, was, now) in [
+        (&none, &t, json!(null), json!(["nonnegative", "round"])),
+        (
+            &t,
+            &swapped,
+            json!(["nonnegative", "round"]),
+            json!(["round", "nonnegative"]),
+        ),
+        (&t, &none, json!(["nonnegative", "round"]), json!(null)),
+    ] {
+        let d = run(old, new);
+        assert!(!d.identical && !d.verdict.increase && !d.verdict.contract_changed);
+        assert_eq!(d.guarantee.change, Some(0.0));
+        assert_eq!(d.queries.len(), 1, "{:#?}", d.queries);
+        let q = &d.queries[0];
+        assert_eq!(q.name, "daily_riders_by_city");
+        assert_eq!(
+            q.changes,
+            [Change {
+                field: "postprocess".into(),
+                old: was,
+                new: now,
+            }]
+        );
+        assert!(q.parts.is_empty());
+        assert_eq!(q.epsilon_alone.old, q.epsilon_alone.new);
+    }
+    assert!(run(&t, &t).identical);
+}
+
 /// The issue's example: `auto` noise refills the budget, so ε barely moves,
 /// while a loosened clamp and `2 times` multiply a sum's σ.
 const FARES: &str = r#"plan "fares" {

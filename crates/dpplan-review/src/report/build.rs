@@ -252,6 +252,7 @@ fn query_review(
         schedule,
         mean: mean_accuracy(q, mean_counts),
         selection: q.selection.as_deref().cloned(),
+        postprocess: q.postprocess().to_vec(),
         one_release: one_release_text(q),
         parts,
         epsilon_per_release: q.per_release.as_ref().map(|c| c.epsilon),

@@ -209,6 +209,16 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
             .m(&q.schedule.last)
             .t("."),
     ];
+    if !q.postprocess.is_empty() {
+        let steps: Vec<&str> = q.postprocess.iter().map(|p| p.name()).collect();
+        items.push(
+            Text::plain("Post-processing: ")
+                .c(steps.join(", "))
+                .t(" on each released value, after its noise. Free: it reads only the released values, never the data; the ledger keeps each value before it (")
+                .c("raw_value")
+                .t(")."),
+        );
+    }
     // a windowed query's (a cumulative count's) releases are one
     // accounted release: no window (no total) has an ε of its own
     let per_release = match &q.one_release {

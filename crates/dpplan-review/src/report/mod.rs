@@ -201,6 +201,10 @@ pub struct QueryReview {
     /// every other query).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<dpplan_check::SelectionSpec>,
+    /// `postprocess …`: the steps applied to each released value, in
+    /// order (free; absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub postprocess: Vec<dpplan_vocab::PostStep>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

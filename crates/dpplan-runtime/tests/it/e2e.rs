@@ -504,7 +504,7 @@ fn a_corrected_value_is_served_with_its_correction() {
         .lines()
         .next()
         .unwrap()
-        .ends_with(",corrected_by,rank_error95"));
+        .ends_with(",corrected_by,rank_error95,raw_value"));
     assert!(csv.contains(&format!("{} {}", c1.seq, c2.seq)));
     // a correction of another slot does not attach here
     let mut o6 = o.clone();
@@ -999,4 +999,108 @@ fn concurrent_runtimes_never_both_spend_the_last_release() {
     dedup.sort();
     dedup.dedup();
     assert_eq!(dedup.len(), 4, "four distinct slots: {slots:?}");
+}
+
+const POST_PLAN: &str = r#"plan "p" {
+  privacy { unit user by uid adjacency add_remove budget epsilon 100 delta 1e-6 }
+  dataset d {
+    source "d.csv"
+    column uid : id
+    column g : category { "a", "b", "c", "d", "e", "f", "g", "h" }
+    column x : float in [0, 10]
+    contribution { rows_per_unit 1 groups_per_unit 1 }
+  }
+  query users { count(distinct d.uid by g) noise laplace scale 40 schedule once POST }
+  query total { sum(d.x) noise gaussian sigma 30 schedule once POST }
+}"#;
+
+/// `postprocess nonnegative, round` on the release path itself: with the
+/// same seed, the released values are the ones the plan without it
+/// releases (post-processing draws nothing), and the published ones are
+/// those values rounded and clipped at 0; the interval is the same, clipped
+/// at 0. Through a run, the ledger keeps both, and serves both again.
+#[test]
+fn postprocess_publishes_a_function_of_the_released_values_and_keeps_them() {
+    let with =
+        dpplan_compile::compile(&POST_PLAN.replace("POST", "postprocess nonnegative, round"))
+            .unwrap();
+    let without = dpplan_compile::compile(&POST_PLAN.replace("POST", "")).unwrap();
+    assert_eq!(
+        with.body.releases[0].postprocess,
+        [
+            dpplan_vocab::PostStep::Nonnegative,
+            dpplan_vocab::PostStep::Round
+        ]
+    );
+    assert!(without.body.releases[0].postprocess.is_empty());
+    // post-processing costs nothing
+    assert_eq!(
+        with.body.privacy.total.epsilon.to_bits(),
+        without.body.privacy.total.epsilon.to_bits()
+    );
+    let mut exact = BTreeMap::new();
+    exact.insert(("users".to_string(), 0), vec![0i128, 1, 2, 3, 5, 8, 13, 21]);
+    // the sum on its grid: 7 units of 2^k
+    let k = with.body.release("total").unwrap().parts[0].grid_exponent;
+    exact.insert(("total".to_string(), 0), vec![7i128 << (-k).max(0)]);
+    let mut negatives = 0;
+    for seed in 0..20 {
+        for name in ["users", "total"] {
+            let a = dpplan_runtime::draw(
+                with.body.release(name).unwrap(),
+                0,
+                &exact,
+                &mut SecureRng::from_seed_for_tests(seed),
+            )
+            .unwrap();
+            let b = dpplan_runtime::draw(
+                without.body.release(name).unwrap(),
+                0,
+                &exact,
+                &mut SecureRng::from_seed_for_tests(seed),
+            )
+            .unwrap();
+            for (ca, cb) in a.cells.iter().zip(&b.cells) {
+                assert_eq!(ca.raw_value, Some(cb.value), "{name}");
+                assert_eq!(cb.raw_value, None);
+                assert_eq!(ca.value, cb.value.round_ties_even().max(0.0), "{name}");
+                assert_eq!(ca.ci95_low, cb.ci95_low.map(|x| x.max(0.0)));
+                assert_eq!(ca.ci95_high, cb.ci95_high.map(|x| x.max(0.0)));
+                assert_eq!(ca.noise_std, cb.noise_std);
+                negatives += usize::from(cb.value < 0.0);
+            }
+        }
+    }
+    // the control: the mechanism did release negative values
+    assert!(negatives > 10, "{negatives}");
+
+    // a run: the ledger keeps the released value beside the published one
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("uid,g,x\n");
+    for u in 0..30 {
+        csv.push_str(&format!("u{u},{},{}\n", ["a", "b", "c"][u % 3], u % 11));
+    }
+    std::fs::write(dir.path().join("d.csv"), csv).unwrap();
+    let o = RunOptions {
+        base_dir: Some(dir.path().to_path_buf()),
+        ledger: dir.path().join("l.sqlite"),
+        ..Default::default()
+    };
+    let first = run(&with, &o, &CsvEngine).unwrap();
+    let again = run(&with, &o, &CsvEngine).unwrap();
+    assert_eq!(first.results.len(), 2);
+    for (f, a) in first.results.iter().zip(&again.results) {
+        assert_eq!(a.origin.name(), "ledger");
+        for (cf, ca) in f.cells.iter().zip(&a.cells) {
+            let raw = cf.raw_value.expect("the released value");
+            assert_eq!(cf.value, raw.round_ties_even().max(0.0));
+            assert_eq!((ca.value, ca.raw_value), (cf.value, cf.raw_value));
+        }
+    }
+    let csv_out = dpplan_runtime::results_csv(&first);
+    assert!(csv_out
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",rank_error95,raw_value"));
 }
