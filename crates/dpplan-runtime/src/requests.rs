@@ -158,7 +158,7 @@ pub fn planned_windows<'p>(
             dataset: crate::window::window_dataset(ds, &windowed),
             source: source_path(ds, opts)?,
             column,
-            period: w.seconds as i64,
+            period: crate::window::period_of(&r.name, w.seconds)?,
             bound: ds.bounding.per_unit.then_some(w.windows_per_unit.max(1)),
             stats: release_statistics(r)?,
         });

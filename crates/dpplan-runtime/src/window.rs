@@ -482,6 +482,19 @@ pub(crate) fn prepare(
     .collect())
 }
 
+/// A window's length as whole seconds, as every engine reads rows by it:
+/// a length that is not a whole number of seconds (a plan edited by hand:
+/// the compiler writes whole ones) is refused, never truncated.
+pub(crate) fn period_of(release: &str, seconds: f64) -> Result<i64, RunError> {
+    if seconds.is_finite() && seconds >= 1.0 && seconds.fract() == 0.0 && seconds < 2f64.powi(62) {
+        Ok(seconds as i64)
+    } else {
+        Err(RunError::Data(format!(
+            "`{release}`: a window of {seconds} s is not a whole number of seconds"
+        )))
+    }
+}
+
 /// The slots `slots` (ascending) of the windowed release `r` (from
 /// `start`), each window's rows without the units brought to `kept.bound`
 /// windows by `kept` or by an earlier slot, bounded and aggregated: by the
@@ -499,12 +512,7 @@ pub(crate) fn slots_of(
 ) -> Result<Vec<WindowSlot>, RunError> {
     let w = window_of(r)?;
     let ds = dataset_of(plan, r)?;
-    if !(w.seconds.is_finite() && w.seconds >= 1.0 && w.seconds.fract() == 0.0) {
-        return Err(RunError::Data(format!(
-            "`{}`: a window of {} s is not a whole number of seconds",
-            r.name, w.seconds
-        )));
-    }
+    let period = period_of(&r.name, w.seconds)?;
     if slots.windows(2).any(|p| p[0] >= p[1]) {
         return Err(RunError::Data(format!(
             "`{}`: the due slots are not in order",
@@ -521,7 +529,7 @@ pub(crate) fn slots_of(
         release: &r.name,
         column: &w.column,
         start,
-        period: w.seconds as i64,
+        period,
         slots,
         units: key.map(|k| WindowUnits {
             key: k.bytes(),

@@ -1104,3 +1104,31 @@ fn postprocess_publishes_a_function_of_the_released_values_and_keeps_them() {
         .unwrap()
         .ends_with(",rank_error95,raw_value"));
 }
+
+/// A window that is not a whole number of seconds (a plan edited by hand)
+/// is refused by what an engine is asked for, never truncated; the same
+/// plan with whole seconds is asked for as compiled.
+#[test]
+fn a_window_of_a_fraction_of_a_second_is_refused_not_truncated() {
+    let mut plan = compiled("ride-sharing");
+    let o = opts("ride-sharing", Path::new("unused.sqlite"));
+    let hourly = |p: &ExecutablePlan| {
+        dpplan_runtime::planned_windows(p, &o).map(|w| {
+            w.iter()
+                .find(|w| w.release == "hourly_district_trips")
+                .map(|w| w.period)
+        })
+    };
+    assert_eq!(hourly(&plan).unwrap(), Some(3600));
+    for bad in [3600.5, 0.5, f64::INFINITY, 1e300] {
+        let r = plan
+            .body
+            .releases
+            .iter_mut()
+            .find(|r| r.name == "hourly_district_trips")
+            .unwrap();
+        r.window.as_mut().unwrap().seconds = bad;
+        let e = hourly(&plan).unwrap_err().to_string();
+        assert!(e.contains("not a whole number of seconds"), "{bad}: {e}");
+    }
+}
