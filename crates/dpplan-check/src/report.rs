@@ -364,7 +364,7 @@ pub struct QuerySpec {
     pub selection: Option<Box<SelectionSpec>>,
     /// `postprocess …`: the steps applied to each released value, in
     /// order (post-processing: free); `None` without steps (boxed: few
-    /// queries have them, [`crate::checker`]'s size bounds).
+    /// queries have them: the checker's per-query size bounds).
     pub postprocess: Option<Box<Vec<dpplan_vocab::PostStep>>>,
 }
 
