@@ -654,12 +654,8 @@ fn compose_with(
     let mut ctx = Ctx::for_leaves(leaves, mu2, delta);
     ctx.binomial = binomial;
     let (g, shapes_note) = compose_leaves(&mut ctx, leaves, mu2)?;
-    let h = h_of(g.e);
-    let losses: Vec<f64> = (0..g.p.len())
-        .map(|i| (g.lo + i as i64) as f64 * h)
-        .collect();
     Ok(Composed {
-        curve: Curve { g, mu, losses },
+        curve: Curve::new(g, mu),
         leaves: leaves.len(),
         shapes_note,
         error_terms: error_terms(&ctx),
