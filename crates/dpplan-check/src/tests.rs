@@ -811,6 +811,20 @@ fn postprocess_steps_are_free_and_listed_once() {
         a.total.unwrap().epsilon.to_bits(),
         b.total.unwrap().epsilon.to_bits()
     );
+    // every kind of query keeps its steps: keys from the data too
+    let keyed = plan(
+        "user by uid",
+        "epsilon 40 delta 1e-6",
+        "best",
+        &VISITS.replace(
+            "column page : category { \"a\", \"b\", \"c\" }",
+            "column page : category",
+        ),
+        "  query k {\n    histogram(visits by page keys from data)\n    noise laplace scale 50\n    schedule once\n    postprocess round\n  }",
+    );
+    let r = report(&keyed);
+    assert!(r.queries[0].selection.is_some(), "keys from the data");
+    assert_eq!(r.queries[0].postprocess(), [dpplan_vocab::PostStep::Round]);
     // DP013: a step twice, a second statement
     for bad in [
         "    postprocess round, nonnegative, round\n",

@@ -165,6 +165,7 @@ pub(super) fn plan_query<'a>(
     budget_delta: Option<f64>,
 ) -> Option<QueryPlan<'a>> {
     duplicates(c, q);
+    let steps = postprocess(c, q);
     let agg = aggregation(c, q)?;
     let noise = q.noises.first();
     let mut ok = has_noise(c, q, noise);
@@ -219,17 +220,23 @@ pub(super) fn plan_query<'a>(
             Ok(spec) => plan.spec = schedule_spec.map(|s| Box::new(spec(s))),
             Err(Reported) => plan.ok = false,
         }
+        with_postprocess(&mut plan, steps);
         return Some(plan);
     }
     match plan_parts(c, &mut plan, agg, noise, datasets, adjacency, budget_delta) {
         Ok(spec) => plan.spec = schedule_spec.map(|s| Box::new(spec(s))),
         Err(Reported) => plan.ok = false,
     }
+    with_postprocess(&mut plan, steps);
+    Some(plan)
+}
+
+/// The query's `postprocess` steps on its resolved spec (every kind of
+/// query: keys from the data too).
+fn with_postprocess(plan: &mut QueryPlan, steps: Vec<PostStep>) {
     if let Some(spec) = &mut plan.spec {
-        let steps = postprocess(c, q);
         spec.postprocess = (!steps.is_empty()).then(|| Box::new(steps));
     }
-    Some(plan)
 }
 
 /// The `postprocess` steps in order, each once, from one statement
