@@ -83,9 +83,7 @@ impl Cell {
             raw_value: None,
         }
     }
-}
 
-impl Cell {
     /// The cell after `steps` (post-processing: a function of the released
     /// cell alone). The value before them is kept as `raw_value`. The 95 %
     /// interval is about the true value, which the steps do not move: it

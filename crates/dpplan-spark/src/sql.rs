@@ -334,6 +334,27 @@ fn cell_count(ds: &Dataset, keys: &[GroupKey]) -> Result<usize, EngineError> {
     Ok(n)
 }
 
+/// What a statistic reads of each cell's rows: their count, a summed
+/// number, or the distinct values of an id column (of the unit's own
+/// column, the units).
+enum Reads<'s> {
+    Rows,
+    Sum(&'s String),
+    Distinct(&'s String),
+}
+
+/// The index of `x` in `v`, pushed at the end when it is not there yet
+/// (groupings, fields and distinct columns each listed once).
+fn index_of<T: PartialEq>(v: &mut Vec<T>, x: T) -> usize {
+    match v.iter().position(|y| *y == x) {
+        Some(i) => i,
+        None => {
+            v.push(x);
+            v.len() - 1
+        }
+    }
+}
+
 fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
     let mut fields: Vec<(String, i32)> = Vec::new();
     let mut groupings: Vec<Vec<GroupKey>> = Vec::new();
@@ -353,14 +374,17 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
         check_filter(ds, f)?;
     }
     for s in stats {
-        let (value, keys) = match s.kind.unfiltered() {
-            StatKind::Count => (None, None),
-            StatKind::Sum { column } => (Some(column), None),
-            StatKind::GroupedCount { by } => (None, Some(vec![category_key(ds, by)?])),
+        let (reads, keys) = match s.kind.unfiltered() {
+            StatKind::Count => (Reads::Rows, None),
+            StatKind::Sum { column } => (Reads::Sum(column), None),
+            StatKind::GroupedCount { by } => (Reads::Rows, Some(vec![category_key(ds, by)?])),
             StatKind::GroupedSum { by, column } => {
-                (Some(column), Some(vec![category_key(ds, by)?]))
+                (Reads::Sum(column), Some(vec![category_key(ds, by)?]))
             }
-            StatKind::Cells { keys, column } => (column.as_ref(), Some(keys.clone())),
+            StatKind::Cells { keys, column } => (
+                column.as_ref().map_or(Reads::Rows, Reads::Sum),
+                Some(keys.clone()),
+            ),
             StatKind::Distinct { column: d } => {
                 // an id column: the distinct non-empty ids of the kept rows
                 if !matches!(column(ds, d)?.ty, ColumnKind::Id | ColumnKind::Category) {
@@ -369,20 +393,7 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
                     )));
                 }
                 quote(d)?;
-                if !distincts.contains(d) {
-                    distincts.push(d.clone());
-                }
-                let q = distincts.iter().position(|x| x == d).unwrap_or(0);
-                cells.push(Cell {
-                    set: None,
-                    value: Value::Distinct(q),
-                    coords: 1,
-                    count_shift: -s.grid,
-                });
-                if s.grid > 0 {
-                    return Err(schema("a count needs a grid exponent ≤ 0".into()));
-                }
-                continue;
+                (Reads::Distinct(d), None)
             }
             StatKind::UnitsPerCell { keys } => {
                 // the unit id's distinct count in each cell's grouping set
@@ -393,67 +404,33 @@ fn uses(ds: &Dataset, stats: &[Statistic]) -> Result<Uses, EngineError> {
                         ds.name
                     )));
                 };
-                if s.grid > 0 {
-                    return Err(schema("a count needs a grid exponent ≤ 0".into()));
-                }
-                if !distincts.contains(id) {
-                    distincts.push(id.clone());
-                }
-                let q = distincts.iter().position(|x| x == id).unwrap_or(0);
-                let coords = cell_count(ds, keys)?;
-                let j = match groupings.iter().position(|g| g == keys) {
-                    Some(j) => j,
-                    None => {
-                        groupings.push(keys.clone());
-                        groupings.len() - 1
-                    }
-                };
-                cells.push(Cell {
-                    set: Some(j),
-                    value: Value::Distinct(q),
-                    coords,
-                    count_shift: -s.grid,
-                });
-                continue;
+                (Reads::Distinct(id), Some(keys.clone()))
             }
             StatKind::Where { .. } => {
                 return Err(schema("a filter inside a filter is not a statistic".into()))
             }
         };
-        if value.is_none() && s.grid > 0 {
+        if !matches!(reads, Reads::Sum(_)) && s.grid > 0 {
             return Err(schema("a count needs a grid exponent ≤ 0".into()));
         }
         let (set, coords) = match keys {
             None => (None, 1),
             Some(keys) => {
                 let coords = cell_count(ds, &keys)?;
-                let j = match groupings.iter().position(|g| *g == keys) {
-                    Some(j) => j,
-                    None => {
-                        groupings.push(keys);
-                        groupings.len() - 1
-                    }
-                };
-                (Some(j), coords)
+                (Some(index_of(&mut groupings, keys)), coords)
             }
         };
-        let value = match value {
-            None => Value::Count,
-            Some(name) => Value::Sum({
+        let value = match reads {
+            Reads::Rows => Value::Count,
+            Reads::Distinct(d) => Value::Distinct(index_of(&mut distincts, d.clone())),
+            Reads::Sum(name) => {
                 let c = column(ds, name)?;
                 if !matches!(c.ty, ColumnKind::Int | ColumnKind::Float) {
                     return Err(schema(format!("column `{name}` is not a declared number")));
                 }
                 grid_bounds(ds, name, s.grid)?;
-                let f = (name.clone(), s.grid);
-                match fields.iter().position(|x| *x == f) {
-                    Some(i) => i,
-                    None => {
-                        fields.push(f);
-                        fields.len() - 1
-                    }
-                }
-            }),
+                Value::Sum(index_of(&mut fields, (name.clone(), s.grid)))
+            }
         };
         cells.push(Cell {
             set,

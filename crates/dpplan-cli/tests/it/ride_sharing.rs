@@ -43,14 +43,19 @@ fn run_hour(plan: &str, ledger: &str, h: i64) -> (Vec<String>, serde_json::Value
     (fresh, out)
 }
 
-/// The labels of a query's released cells.
-fn cells(out: &serde_json::Value, q: &str) -> Vec<String> {
+/// The run's result of query `q`.
+fn result<'o>(out: &'o serde_json::Value, q: &str) -> &'o serde_json::Value {
     out["results"]
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["query"] == q)
-        .unwrap()["cells"]
+        .unwrap()
+}
+
+/// The labels of a query's released cells.
+fn cells(out: &serde_json::Value, q: &str) -> Vec<String> {
+    result(out, q)["cells"]
         .as_array()
         .unwrap()
         .iter()
@@ -102,12 +107,7 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
             );
             // `postprocess nonnegative, round`: whole, non-negative values,
             // the released ones beside them
-            let riders = out["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|r| r["query"] == "daily_riders_by_city")
-                .unwrap();
+            let riders = result(&out, "daily_riders_by_city");
             for c in riders["cells"].as_array().unwrap() {
                 let (v, raw) = (
                     c["value"].as_f64().unwrap(),
@@ -119,12 +119,7 @@ fn the_ride_sharing_example_compiles_runs_and_verifies() {
         } else {
             assert_eq!(fresh, ["hourly_district_trips"], "hour {h}");
         }
-        let hourly = out["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["query"] == "hourly_district_trips")
-            .unwrap();
+        let hourly = result(&out, "hourly_district_trips");
         assert_eq!(hourly["slot"], h - 1, "hour {h}: the window that closed");
         assert_eq!(cells(&out, "hourly_district_trips").len(), 5);
     }
