@@ -214,6 +214,29 @@ def site_visits():
     write("site-visits", "visits.csv", ["user_id", "country", "page"], rows)
 
 
+def news_sections():
+    """Reads of a news site's 12 sections for the top-k example: 4,000
+    readers with 1–8 reads each in 1–3 sections, sections Zipf-distributed
+    so that the first ranks are clear and the middle ones close, plus a
+    heavy reader with 300 reads of `science` (bounded to their share), a
+    read of a section outside the public list and a row without a reader."""
+    r = random.Random(2718)
+    sections = ["politics", "sport", "business", "culture", "world", "science",
+                "technology", "health", "travel", "food", "opinion", "weather"]
+    weights = [1 / (i + 1) ** 0.9 for i in range(len(sections))]
+    rows = []
+    for u in range(4000):
+        uid = f"reader-{u:05d}"
+        mine = r.choices(sections, weights, k=r.randint(1, 3))
+        for _ in range(r.randint(1, 8)):
+            rows.append([uid, r.choice(mine)])
+    rows.extend([["reader-heavy", "science"]] * 300)
+    rows.append(["reader-00007", "horoscopes"])
+    rows.append(["", "sport"])
+    r.shuffle(rows)
+    write("news-sections", "reads.csv", ["reader_id", "section"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -225,3 +248,4 @@ if __name__ == "__main__":
     trip_fares()
     signups()
     site_visits()
+    news_sections()

@@ -5,7 +5,9 @@
 //!   *declared* mechanism (Laplace: Σ(|y−b|−|y−a|)/scale; Gaussian:
 //!   Σ((y−b)²−(y−a)²)/2σ²), the Neyman–Pearson test for the mechanism the
 //!   plan claims; for a mean (post-processing of two noisy parts) the
-//!   projection of the cells on the difference of the exact means.
+//!   projection of the cells on the difference of the exact means; for a
+//!   top-k, log P_D(y)/P_D′(y) of the selections in order, each among the
+//!   cells not chosen before (the exponential mechanism's exact law).
 //! * `low_bits`: Mironov's (2012) test against the textbook floating-point
 //!   Laplace `x − b·sgn(u)·ln(1 − 2|u|)` on a 53-bit float uniform: the set
 //!   of doubles that sampler can output depends on x, so "reachable from
@@ -71,8 +73,67 @@ pub fn laplace_scale(r: &Release) -> Option<f64> {
     }
 }
 
+/// A top-k's release seen per candidate: one cell per cell of the plan's
+/// `groups`, in that order, valued by the rank it was chosen at (0: not
+/// chosen). Its labels are then the same on every run, and the
+/// distinguishers read the choices from the values. Any other release is
+/// returned as it is.
+pub fn per_candidate(
+    r: &Release,
+    mut x: dpplan_runtime::ReleaseResult,
+) -> dpplan_runtime::ReleaseResult {
+    let (Some(_), Some(labels)) = (&r.aggregation.top, &r.aggregation.groups) else {
+        return x;
+    };
+    let chosen = std::mem::take(&mut x.cells);
+    x.cells = labels
+        .iter()
+        .map(|l| {
+            let rank = chosen
+                .iter()
+                .find(|c| c.group.as_deref() == Some(l.as_str()))
+                .map_or(0.0, |c| c.value);
+            dpplan_runtime::Cell::ranked(l.clone(), rank)
+        })
+        .collect();
+    x
+}
+
+/// log P(the selections `y` per candidate) of a top-k over the counts
+/// `counts`: Σ over ranks of w(chosen) − log Σ over the cells not chosen
+/// before of w, with w = count/b′ (b′ = b when monotone, else 2b).
+fn top_log_probability(y: &[f64], counts: &[f64], b: f64) -> f64 {
+    let mut order: Vec<(f64, usize)> = y
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| r > 0.0)
+        .map(|(j, &r)| (r, j))
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut left: Vec<bool> = vec![true; counts.len()];
+    let mut lp = 0.0;
+    for (_, j) in order {
+        let w = |i: usize| counts[i] / b;
+        let top = (0..counts.len())
+            .filter(|&i| left[i])
+            .map(w)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = (0..counts.len())
+            .filter(|&i| left[i])
+            .map(|i| (w(i) - top).exp())
+            .sum();
+        lp += w(j) - top - z.ln();
+        left[j] = false;
+    }
+    lp
+}
+
 fn likelihood_ratio(r: &Release, c: &Centres, y: &[f64]) -> f64 {
     let p = &r.parts[0];
+    if let (Some(t), Some(s)) = (&r.aggregation.top, p.scale) {
+        let b = if t.monotone { s } else { 2.0 * s };
+        return top_log_probability(y, &c.d, b) - top_log_probability(y, &c.dp, b);
+    }
     let cells = y.iter().zip(c.d.iter().zip(&c.dp));
     if r.aggregation.kind == AggKind::Mean || p.scale.is_none() {
         return cells.map(|(y, (a, b))| (y - 0.5 * (a + b)) * (a - b)).sum();

@@ -46,7 +46,8 @@ fn one_release(
     rng: &mut SecureRng,
 ) -> Result<dpplan_runtime::ReleaseResult, RunError> {
     #[allow(unused_mut)]
-    let mut x = dpplan_runtime::draw(noisy, 0, exact, rng)?;
+    let mut x =
+        super::distinguish::per_candidate(noisy, dpplan_runtime::draw(noisy, 0, exact, rng)?);
     #[cfg(feature = "audit-faults")]
     if let Some(x0) = exact.get(&(noisy.name.clone(), 0)) {
         faults::suppress(&mut x, x0, fault(_opts));

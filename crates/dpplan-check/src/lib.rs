@@ -20,7 +20,7 @@ use dpplan_diagnostics::Diagnostic;
 use dpplan_syntax::ast;
 
 pub use checker::AnalysisOptions;
-pub use checker::{rank_error, QuantileSpec, MAX_CANDIDATES};
+pub use checker::{rank_error, QuantileSpec, TopSpec, MAX_CANDIDATES};
 /// The vocabulary the checked plan is written in.
 pub use dpplan_vocab::{
     Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
@@ -115,6 +115,9 @@ mod rows_tests;
 
 #[cfg(test)]
 mod quantile_tests;
+
+#[cfg(test)]
+mod top_tests;
 
 #[cfg(test)]
 mod cumulative_tests;

@@ -357,6 +357,8 @@ pub struct QuerySpec {
     pub distinct: bool,
     /// A quantile's levels and candidate grid.
     pub quantile: Option<Box<crate::checker::QuantileSpec>>,
+    /// A top-k's k and whether its selections are monotone.
+    pub top: Option<Box<crate::checker::TopSpec>>,
     /// A `cumulative` count's tree.
     pub cumulative: Option<Box<CumulativeSpec>>,
     /// Keys from the data: the key column and the threshold (partition

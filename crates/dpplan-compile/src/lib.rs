@@ -194,9 +194,11 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
     }
     .ok_or_else(|| unsupported(&format!("(`{}`) is not executable", q.aggregation)))?;
     // a quantile query has one part per level, each a `quantile`
-    let expected: Vec<Statistic> = match &spec.quantile {
-        Some(qs) => vec![Statistic::Quantile; qs.levels.len()],
-        None => statistics.to_vec(),
+    // a top-k has one part per rank, each a `top_k`
+    let expected: Vec<Statistic> = match (&spec.quantile, spec.top.as_deref()) {
+        (Some(qs), _) => vec![Statistic::Quantile; qs.levels.len()],
+        (None, Some(t)) => vec![Statistic::TopK; t.k as usize],
+        (None, None) => statistics.to_vec(),
     };
     if !q.parts.iter().map(|p| p.statistic).eq(expected) {
         return Err(unsupported("has parts that do not match its aggregation"));
@@ -238,6 +240,10 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             quantile: spec.quantile.as_ref().map(|qs| QuantileGrid {
                 levels: qs.levels.clone(),
                 candidates: qs.candidates.clone(),
+            }),
+            top: spec.top.as_deref().map(|t| TopK {
+                k: t.k,
+                monotone: t.monotone,
             }),
             selection: spec.selection.as_ref().map(|s| Selection {
                 column: s.column.clone(),
@@ -317,8 +323,10 @@ fn part(p: &PartReport, bounds: Option<[f64; 2]>) -> Option<Part> {
                 l2: m.sensitivity.l2,
                 coords: m.sensitivity.coords,
                 linf: m.sensitivity.linf,
-                // a quantile's statistic is counts of rows below candidates
-                grid_exponent: if m.kind.is_discrete() || stat == Statistic::Quantile {
+                // a quantile's and a top-k's statistics are counts
+                grid_exponent: if m.kind.is_discrete()
+                    || matches!(stat, Statistic::Quantile | Statistic::TopK)
+                {
                     0
                 } else {
                     grid_exponent(m.scale, if stat.is_count() { None } else { bounds })

@@ -121,13 +121,14 @@ fn hand_edits_are_refused() {
         load(&to_json(&with)),
         Err(LoadError::WrongFormat(_))
     ));
-    // the same record in versions 6 and 7 is read back as written
-    for v in [6, FORMAT_VERSION] {
+    // the same record in versions 6 to 8 is read back as written
+    for v in [6, 7, FORMAT_VERSION] {
         with.format_version = v;
         assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
     }
-    // a version-6 runtime must not meet users per cell: version 7
-    assert_eq!(FORMAT_VERSION, 7);
+    // a version-6 runtime must not meet users per cell (version 7), a
+    // version-7 one a top-k (version 8)
+    assert_eq!(FORMAT_VERSION, 8);
     let grouped = compile("plan \"u\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column uid : id\n    column g : category { \"a\", \"b\" }\n    contribution { rows_per_unit 3 groups_per_unit 1 }\n  }\n  query users {\n    count(distinct d.uid by g)\n    noise laplace scale 1\n    schedule once\n  }\n}\n").unwrap();
     let part = &grouped.body.releases[0].parts[0];
     assert_eq!(
@@ -295,6 +296,28 @@ fn release_after_is_in_the_schedule_and_absent_unless_stated() {
     // schedule is `deny_unknown_fields` (here: an unknown one next to it)
     let unknown = json.replace("\"release_after_seconds\"", "\"release_after_secs\"");
     assert!(matches!(load(&unknown), Err(LoadError::NotJson(_))));
+}
+
+/// A top-k: its `top` and its `top_k` parts, counted on the integer grid;
+/// executable plan format 8.
+#[test]
+fn a_top_k_compiles_with_its_parts() {
+    let top = compile("plan \"t\" {\n  privacy {\n    unit row\n    adjacency replace\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column g : category { \"a\", \"b\", \"c\" }\n  }\n  query best {\n    top(d by g, 2)\n    noise exponential scale 4\n    schedule once\n  }\n}\n").unwrap();
+    let r = &top.body.releases[0];
+    assert_eq!(
+        r.aggregation.top,
+        Some(TopK {
+            k: 2,
+            monotone: false
+        })
+    );
+    assert!(r
+        .parts
+        .iter()
+        .all(|p| p.statistic == dpplan_vocab::Statistic::TopK && p.grid_exponent == 0));
+    let json = to_json(&top);
+    assert!(json.contains("\"top_k\"") && json.contains("\"monotone\": false"));
+    assert_eq!(load(&json).unwrap().body, top.body);
 }
 
 mod kept_slots {

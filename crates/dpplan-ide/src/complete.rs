@@ -276,7 +276,15 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 
 /// The statements a query's line starts with.
 fn query_statements(items: &Items, out: &mut Vec<CompletionItem>) {
-    for agg in ["count", "sum", "mean", "histogram", "quantile", "quantiles"] {
+    for agg in [
+        "count",
+        "sum",
+        "mean",
+        "histogram",
+        "quantile",
+        "quantiles",
+        "top",
+    ] {
         items.kw(out, &[agg]);
         if let Some(i) = out.last_mut() {
             i.insert_text = Some(format!("{agg}("));
@@ -406,7 +414,7 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 }
 
 /// The noise kinds that type-check for the query at the cursor, as the
-/// checker decides (DP017, DP007): a quantile only `exponential`, any other
+/// checker decides (DP017, DP007): a quantile or a top-k only `exponential`, any other
 /// statistic additive noise but not `exponential`; discrete noise only on
 /// integer values (not a float column's sum or mean); Gaussian noise only
 /// under a budget with δ > 0. Every kind when the query's statistic is not
@@ -416,7 +424,7 @@ fn noise_kinds(items: &Items) -> Vec<&'static str> {
     let Some((kind, target)) = aggregation_before(items.doc, items.replace.start) else {
         return names::<NoiseKind>();
     };
-    if matches!(kind, AggKind::Quantile | AggKind::Quantiles) {
+    if matches!(kind, AggKind::Quantile | AggKind::Quantiles | AggKind::Top) {
         return vec![NoiseKind::Exponential.name()];
     }
     let float_values = target.split_once('.').is_some_and(|(dataset, col)| {

@@ -196,6 +196,15 @@ fn query_parts(md: &mut String, r: &QueryReport) {
         if let Some(sel) = &r.selection {
             selection(md, sel);
         }
+        if p.statistic == dpplan_check::Statistic::TopK {
+            let _ = writeln!(
+                md,
+                "**Count error per release:** no count is released; the key chosen at this rank has a count within {} of the largest among the cells not chosen before, with probability ≥ 95 % (root-mean-square ≤ {})\n",
+                num(p.ci95_half_width),
+                num(p.noise_std)
+            );
+            continue;
+        }
         if m.kind == Some(dpplan_check::NoiseKind::Exponential) {
             let _ = writeln!(
                 md,

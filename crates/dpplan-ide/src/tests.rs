@@ -906,6 +906,44 @@ fn hover_and_hints_on_a_quantile_query() {
     assert!(w.markdown.contains("Noise per release") && !w.markdown.contains("Rank error"));
 }
 
+/// A top-k: each rank's sensitivity and count error in the hover (not
+/// additive noise, not a rank error), the keyword's docs, and only the
+/// exponential mechanism offered for its noise.
+#[test]
+fn hover_and_completion_on_a_top_k() {
+    let text = example("news-sections");
+    let doc = Document::new(text.clone());
+    let h = doc
+        .hover(at(&text, "top_sections_weekly {") + 3)
+        .expect("hover");
+    let md = &h.markdown;
+    assert!(md.contains("**top 3**"), "{md}");
+    assert!(md.contains("Sensitivity:** L1 = 4"), "{md}");
+    assert!(md.contains("`exponential`, scale b = 40"), "{md}");
+    assert!(
+        md.contains("Count error per release:** no count is released; the key chosen at this rank has a count within 219.226"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("Noise per release") && !md.contains("Rank error"),
+        "{md}"
+    );
+    let k = doc.hover(at(&text, "top(reads") + 1).expect("keyword");
+    assert!(
+        k.markdown.contains("the k cells with the largest counts"),
+        "{}",
+        k.markdown
+    );
+    // the noise kinds offered after a top-k: only the exponential mechanism
+    let cursor = at(&text, "exponential epsilon 0.3");
+    let labels: Vec<String> = doc
+        .completions(cursor)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    assert_eq!(labels, ["exponential"], "{labels:?}");
+}
+
 #[test]
 fn keys_from_data_show_their_threshold_and_delta() {
     let text = example("site-visits");

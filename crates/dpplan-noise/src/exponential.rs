@@ -92,6 +92,13 @@ impl ExponentialMechanism {
         Ok(ExponentialMechanism { num, den })
     }
 
+    /// Candidate j with probability ∝ exp(`counts[j]`/(2b)), for integer
+    /// scores (a top-k's counts per cell) and `scale` = b.
+    pub fn over_counts(counts: &[i128], scale: f64) -> Result<Self, NoiseError> {
+        let scores: Vec<IBig> = counts.iter().map(|&c| IBig::from(c)).collect();
+        Self::new(&scores, &UBig::ONE, scale)
+    }
+
     /// The number of candidates.
     pub fn len(&self) -> usize {
         self.num.len()

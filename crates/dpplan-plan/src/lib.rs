@@ -48,10 +48,13 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// `grouped_distinct_count` (users per cell), and a release may carry
 /// `postprocess` (steps on its released values), which a version-6
 /// runtime must not meet; a version-6 file is still read, its body
-/// unchanged.
-pub const FORMAT_VERSION: u32 = 7;
+/// unchanged. Version 8: a part may be a `top_k` (one selection of a
+/// top-k by the exponential mechanism) and `aggregation` may carry `top`,
+/// which a version-7 runtime must not run as a histogram; versions 5 to 7
+/// are still read.
+pub const FORMAT_VERSION: u32 = 8;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
-pub const READS: [u32; 3] = [5, 6, 7];
+pub const READS: [u32; 4] = [5, 6, 7, 8];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -310,6 +313,10 @@ pub struct Aggregation {
     /// `quantile`/`quantiles`: the levels (one part each, in order) and
     /// the public candidate grid the exponential mechanism chooses from.
     pub quantile: Option<QuantileGrid>,
+    /// `top(d by k, n)`: the n keys with the largest counts, one
+    /// `top_k` part per rank (absent for every other query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<TopK>,
     /// Keys from the data: the key column and the threshold (absent for
     /// every other query).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -331,6 +338,19 @@ pub struct Selection {
     /// Upper bound on the probability that one release reveals a key
     /// only one unit has (part of `cost_per_release.delta`).
     pub release_probability: f64,
+}
+
+/// A top-k: `k` selections by the exponential mechanism over the cells
+/// of `groups`, each among the cells not chosen before, scored by the
+/// cells' exact counts (rows, or units per cell with `distinct`). Part i
+/// picks cell j with probability ∝ exp(count_j/b) when `monotone`
+/// (add/remove: every count moves the same way), else ∝ exp(count_j/(2b));
+/// either way ε = Δ/b for the part's sensitivity Δ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopK {
+    pub k: u64,
+    pub monotone: bool,
 }
 
 /// A quantile query's levels and public candidates.

@@ -329,8 +329,15 @@ fn blocks(r: &CheckedPlan, n: &Numbers) -> String {
             } else {
                 String::new()
             };
+            // a selection has no additive noise: its figures are a score
+            // error (a quantile's in ranks, a top-k's in counts)
+            let spread = match p.statistic {
+                dpplan_check::Statistic::Quantile => "rank error rms",
+                dpplan_check::Statistic::TopK => "count error rms",
+                _ => "noise std",
+            };
             out.push_str(&format!(
-                "    {}{role}: L1 {}, L2 {}, noise std {}, 95% ± {}\n",
+                "    {}{role}: L1 {}, L2 {}, {spread} {}, 95% ± {}\n",
                 n.mechanism(&p.mechanism),
                 n.num(p.l1),
                 n.num(p.l2),

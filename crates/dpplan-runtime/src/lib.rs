@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod quantile;
 pub mod schedule;
 mod selection;
+pub mod top;
 pub mod tree;
 pub mod window;
 
@@ -876,6 +877,10 @@ pub fn draw(
         let cells = quantile::draw(r, grid, exact, rng)?;
         return Ok(fresh_result(r, slot, cells, false));
     }
+    if let Some(top) = &r.aggregation.top {
+        let cells = top::draw(r, top, exact, rng)?;
+        return Ok(fresh_result(r, slot, cells, false));
+    }
     let mut noisy: Vec<Vec<f64>> = Vec::new();
     for (pi, p) in r.parts.iter().enumerate() {
         let noise = Noise::new(p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
@@ -925,9 +930,10 @@ fn mechanism_text(r: &Release) -> String {
         .iter()
         .map(|p| match (p.mechanism, p.scale) {
             (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
-            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => {
-                quantile::mechanism_words(s, p.ci95_half_width)
-            }
+            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => match &r.aggregation.top {
+                Some(t) => top::mechanism_words(s, t.monotone, p.ci95_half_width),
+                None => quantile::mechanism_words(s, p.ci95_half_width),
+            },
             (Some(kind), Some(s)) => format!("{kind} b={s}"),
             _ => "none (public statistic)".to_string(),
         })

@@ -260,6 +260,21 @@ pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic,
             )))
         }
         Stat::GroupedDistinctCount => StatKind::UnitsPerCell { keys: keys.clone() },
+        // a top-k's scores: every part reads the same counts per cell
+        Stat::TopK if keys.is_empty() => {
+            return Err(RunError::Data(format!(
+                "`{}` ranks cells but has no group keys",
+                r.name
+            )))
+        }
+        Stat::TopK if r.aggregation.distinct => StatKind::UnitsPerCell { keys: keys.clone() },
+        Stat::TopK if single => StatKind::GroupedCount {
+            by: single_key(keys).map_or_else(by, Ok)?,
+        },
+        Stat::TopK => StatKind::Cells {
+            keys: keys.clone(),
+            column: None,
+        },
         // the rows per bin of the candidate grid (`quantile::grid_key`)
         Stat::Quantile => {
             let grid = r

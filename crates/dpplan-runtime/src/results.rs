@@ -84,6 +84,20 @@ impl Cell {
         }
     }
 
+    /// One key of a top-k: the chosen cell's label and its rank (1 to k).
+    /// No count is published, so no noise figure either.
+    pub fn ranked(group: String, rank: f64) -> Cell {
+        Cell {
+            group: Some(group),
+            value: rank,
+            noise_std: None,
+            ci95_low: None,
+            ci95_high: None,
+            rank_error95: None,
+            raw_value: None,
+        }
+    }
+
     /// The cell after `steps` (post-processing: a function of the released
     /// cell alone). The value before them is kept as `raw_value`. The 95 %
     /// interval is about the true value, which the steps do not move: it

@@ -79,10 +79,13 @@ fn example_cases(cases: &mut Vec<Case>) {
             n += 1;
             let mut row = ds.clone();
             row.bounding.per_unit = false;
+            // units per cell need units: at row level, the rows per cell
+            // (an upper bound of the units per cell, checked as one)
+            let row_stats: Vec<Statistic> = stats.iter().map(rows_per_cell).collect();
             if ds.bounding.per_unit {
                 let mut rng = SecureRng::from_seed_for_tests(1);
                 let row_level = CsvEngine
-                    .aggregate(&row, &source, &stats, &mut rng)
+                    .aggregate(&row, &source, &row_stats, &mut rng)
                     .unwrap();
                 cases.push(Case {
                     name: format!("{name}/{} (user-level)", ds.name),
@@ -96,12 +99,34 @@ fn example_cases(cases: &mut Vec<Case>) {
                 name: format!("{name}/{} (row-level)", ds.name),
                 dataset: row,
                 source,
-                stats,
+                stats: row_stats,
                 check: Check::Equal,
             });
         }
     }
     assert!(n >= 6, "only {n} example datasets with data");
+}
+
+/// A statistic a row-level dataset can compute: units per cell become
+/// the rows per cell (filtered alike).
+fn rows_per_cell(s: &Statistic) -> Statistic {
+    fn map(k: &StatKind) -> StatKind {
+        match k {
+            StatKind::UnitsPerCell { keys } => StatKind::Cells {
+                keys: keys.clone(),
+                column: None,
+            },
+            StatKind::Where { filter, of } => StatKind::Where {
+                filter: filter.clone(),
+                of: Box::new(map(of)),
+            },
+            other => other.clone(),
+        }
+    }
+    Statistic {
+        kind: map(&s.kind),
+        grid: s.grid,
+    }
 }
 
 const STATS_PLAN: &str = r#"plan "t" {

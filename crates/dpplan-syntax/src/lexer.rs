@@ -300,6 +300,7 @@ pub const KEYWORDS: &[&str] = &[
     "histogram",
     "quantile",
     "quantiles",
+    "top",
     "candidates",
     "postprocess",
     "nonnegative",

@@ -94,7 +94,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         invalid_stmt => "`invalid_rows drop` or `invalid_rows clamp`",
         invalid_rule => "`drop` or `clamp`",
         aggregate => "an aggregation such as `count(visits)`",
-        agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram`, `quantile` or `quantiles`)",
+        agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram`, `quantile`, `quantiles` or `top`)",
         level_list => "a list of levels such as `[0.25, 0.5, 0.9]`",
         candidates_stmt | kw_candidates => "`candidates [c1, c2, …]` or `candidates every <step>`",
         candidate_list => "a list of candidates such as `[0, 5, 10]`",

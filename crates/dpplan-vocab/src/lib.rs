@@ -259,6 +259,7 @@ vocabulary! {
         Histogram => "histogram",
         Quantile => "quantile",
         Quantiles => "quantiles",
+        Top => "top",
     }
 }
 
@@ -285,6 +286,10 @@ vocabulary! {
         /// the exponential mechanism (`quantile`, one per level of
         /// `quantiles`).
         Quantile => "quantile",
+        /// One selection of a top-k (`top(d by k, 3)`): the key of the
+        /// i-th largest count among the cells not chosen before, by the
+        /// exponential mechanism (k selections, one part each).
+        TopK => "top_k",
     }
 }
 
@@ -304,9 +309,9 @@ impl Statistic {
             (AggKind::Sum, true) => &[GroupedSum],
             (AggKind::Mean, true) => &[GroupedSum, GroupedCount],
             (AggKind::Quantile | AggKind::Quantiles, false) => &[Quantile],
-            (AggKind::Histogram, false) | (AggKind::Quantile | AggKind::Quantiles, true) => {
-                return None
-            }
+            (AggKind::Top, true) => &[TopK],
+            (AggKind::Histogram | AggKind::Top, false)
+            | (AggKind::Quantile | AggKind::Quantiles, true) => return None,
         })
     }
     /// The statistics of `count(distinct d.c)`: one distinct count.

@@ -210,23 +210,32 @@ fn check_grid(
     }
 }
 
-/// DP017: a quantile is released by the exponential mechanism, and the
-/// exponential mechanism releases only quantiles.
+/// DP017: a quantile or a top-k is released by the exponential mechanism,
+/// and the exponential mechanism releases only those.
 pub(super) fn mechanism_fits(c: &mut Checker, agg: &ast::Aggregate, noise: &ast::Noise) -> bool {
     let exp = noise.kind.value == NoiseKind::Exponential;
     let quantile = is_quantile(agg.kind.value);
-    if exp == quantile {
+    let selection = quantile || agg.kind.value == AggKind::Top;
+    if exp == selection {
         return true;
     }
-    let (msg, help) = if quantile {
+    let (msg, help) = if selection {
+        let what = if quantile {
+            "a quantile is chosen from its candidates"
+        } else {
+            "a top-k's keys are chosen"
+        };
         (
-            format!("a quantile is chosen from its candidates by the exponential mechanism, not by {} noise", noise.kind.value.as_str()),
+            format!(
+                "{what} by the exponential mechanism, not by {} noise",
+                noise.kind.value.as_str()
+            ),
             "write `noise exponential epsilon …`".to_string(),
         )
     } else {
         (
             format!(
-                "the exponential mechanism selects a quantile; `{}` needs additive noise",
+                "the exponential mechanism selects a quantile or a top-k's keys; `{}` needs additive noise",
                 agg.kind.value.as_str()
             ),
             "use `laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian` noise"

@@ -60,8 +60,12 @@ pub(super) struct Part {
     /// A windowed query's per-release sensitivity, composed over the whole
     /// data (for the side-by-side figure); `derived` is the horizon's.
     pub(super) without_window: Option<Box<Derived>>,
-    /// The number of candidates of a quantile (0 for the other statistics).
+    /// The number of candidates of a quantile or of one selection of a
+    /// top-k (0 for the other statistics).
     pub(super) candidates: usize,
+    /// A top-k's selection under add/remove: it draws ∝ exp(count/b),
+    /// which halves its count error (`top::count_error`).
+    pub(super) monotone: bool,
     /// A cumulative count's slots: its spread is the worst running
     /// total's, not one node's.
     pub(super) tree_slots: Option<u64>,
@@ -205,6 +209,12 @@ pub(super) fn plan_query<'a>(
         cells: None,
         unit: None,
     };
+    if agg.keys_from_data.is_some() && super::top::is_top(agg.kind.value) {
+        // (DP014 with the reason)
+        super::top::supported(c, q, agg);
+        plan.ok = false;
+        return Some(plan);
+    }
     if agg.keys_from_data.is_some() {
         // keys taken from the data: partition selection (`selection.rs`)
         let parts = super::selection::plan_parts(
@@ -290,6 +300,10 @@ fn plan_parts(
     if quantile && !super::quantile::supported(c, plan.q, agg) {
         return Err(Reported);
     }
+    let top = super::top::is_top(agg.kind.value);
+    if top && !super::top::supported(c, plan.q, agg) {
+        return Err(Reported);
+    }
     if agg.cumulative.is_some() {
         super::cumulative::shape(c, plan.q, agg)?;
     }
@@ -317,15 +331,33 @@ fn plan_parts(
         }),
         _ => None,
     };
+    let top_spec = match (top, target.group) {
+        (true, Some(cells)) => Some(super::top::TopSpec {
+            k: super::top::k(c, agg, cells)?,
+            monotone: adjacency == Adjacency::AddRemove,
+        }),
+        _ => None,
+    };
     let shape = Shape {
         group: target.group,
         values,
         drops: drops_rows(target.info, filter.is_some(), target.group, adjacency),
         distinct: distinct.map(|col| unit_id(target.info) == Some(col.value.as_str())),
     };
-    let derived = match &quantile_spec {
-        Some(spec) => super::quantile::derived(spec, unit, adjacency),
-        None => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
+    let derived = match (&quantile_spec, top_spec) {
+        (Some(spec), _) => super::quantile::derived(spec, unit, adjacency),
+        (None, Some(spec)) => {
+            // the scores: the histogram's counts (or units per cell)
+            let base = derive_sensitivities(AggKind::Histogram, &shape, unit, adjacency);
+            let counted = if shape.distinct.is_some() {
+                "units with a row in it"
+            } else {
+                "bounded rows"
+            };
+            let (_, _, base) = base.into_iter().next().ok_or(Reported)?;
+            super::top::derived(spec, &base, counted, adjacency)
+        }
+        (None, None) => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
     };
     plan.unit = Some(unit);
     plan.cells = target.cells.clone().map(Box::new);
@@ -379,6 +411,9 @@ fn plan_parts(
     if let Some(spec) = &quantile_spec {
         super::quantile::label_parts(&mut plan.parts, spec);
     }
+    if let (Some(spec), Some(cells)) = (top_spec, target.group) {
+        super::top::label_parts(&mut plan.parts, spec, cells);
+    }
     let (kind, dataset) = (agg.kind.value, target.info.ds.name.value.clone());
     let column = target.column.map(|(col, _)| col.value.clone());
     let keys = target.cells.map(|k| k.keys).unwrap_or_default();
@@ -405,6 +440,7 @@ fn plan_parts(
         keys,
         distinct,
         quantile: quantile_spec.map(Box::new),
+        top: top_spec.map(Box::new),
         cumulative: cumulative_spec.map(Box::new),
         selection: None,
         postprocess: None,
@@ -792,7 +828,19 @@ fn value_bounds(
             );
             Err(Reported)
         }
-        (AggKind::Count | AggKind::Histogram, None) => Ok(None),
+        (AggKind::Top, Some((col, _))) => {
+            let ds = &info.ds.name.value;
+            c.error(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    format!("`top` ranks the cells by their counts: it takes a dataset, not the column `{}`", col.value),
+                    col.span,
+                )
+                .help(format!("rank rows per cell with `top({ds} by …, k)`, or units per cell with `top(distinct {ds}.<unit id> by …, k)`")),
+            );
+            Err(Reported)
+        }
+        (AggKind::Count | AggKind::Histogram | AggKind::Top, None) => Ok(None),
         (AggKind::Sum | AggKind::Mean | AggKind::Quantile | AggKind::Quantiles, None) => {
             c.error(
                 Diagnostic::new(
@@ -861,7 +909,8 @@ fn groups(
     unit: UnitBound,
 ) -> Result<(), Reported> {
     let info = target.info;
-    let grouped_kind = matches!(agg.kind.value, AggKind::Histogram) || target.group.is_some();
+    let grouped_kind =
+        matches!(agg.kind.value, AggKind::Histogram | AggKind::Top) || target.group.is_some();
     if grouped_kind {
         if unit.user && unit.groups.is_none() {
             let by_span = agg.keys.first().map_or(agg.span, |k| k.span());
@@ -880,15 +929,21 @@ fn groups(
             return Err(Reported);
         }
         if target.group.is_none() {
+            let kind = agg.kind.value.as_str();
             c.error(
                 Diagnostic::new(
                     Code::TypeMismatch,
-                    "a histogram needs groups: `histogram(dataset by column)`",
+                    format!("a {kind} needs groups: `{kind}(dataset by column)`"),
                     agg.span,
                 )
                 .help(format!(
-                    "write `histogram({} by <category column>)`",
-                    info.ds.name.value
+                    "write `{kind}({} by <category column>{})`",
+                    info.ds.name.value,
+                    if agg.kind.value == AggKind::Top {
+                        ", k"
+                    } else {
+                        ""
+                    }
                 )),
             );
             return Err(Reported);
@@ -1053,6 +1108,7 @@ pub(super) fn parts(
             without_window: None,
             tree_slots: None,
             candidates: 0,
+            monotone: false,
             label: None,
         });
     }

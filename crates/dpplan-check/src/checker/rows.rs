@@ -527,7 +527,9 @@ pub(super) fn check_distinct<'a>(
         );
         return Err(Reported);
     };
-    if agg.kind.value != ast::AggKind::Count {
+    // (`top(distinct d.unit_id by k, n)` ranks the cells by units per cell)
+    let ranked = agg.kind.value == ast::AggKind::Top && !agg.keys.is_empty();
+    if agg.kind.value != ast::AggKind::Count && !ranked {
         c.error(
             Diagnostic::new(
                 Code::TypeMismatch,

@@ -119,6 +119,7 @@ pub(super) fn plan_parts(
         keys: Vec::new(),
         distinct: false,
         quantile: None,
+        top: None,
         cumulative: None,
         selection: Some(Box::new(SelectionSpec {
             column,

@@ -95,10 +95,13 @@ pub(super) fn derive_sensitivities(
                 sensitivity_rows::sum(unit, adjacency, lo, hi, why),
             ),
             (Statistic::Sum, None) => (s, "sum", sensitivity::sum(unit, adjacency, lo, hi)),
-            (Statistic::GroupedCount | Statistic::GroupedSum, _) => {
+            // (a top-k's selections are derived from the histogram's counts
+            // in `plan_parts`, `top::derived`)
+            (Statistic::GroupedCount | Statistic::GroupedSum | Statistic::TopK, _) => {
                 let v = (s == Statistic::GroupedSum).then_some(values).flatten();
                 let role = match (s, kind) {
                     (Statistic::GroupedSum, _) => "grouped sum",
+                    (Statistic::TopK, _) => "top",
                     (_, AggKind::Mean) => "grouped count",
                     _ => "histogram",
                 };

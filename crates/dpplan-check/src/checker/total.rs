@@ -475,6 +475,11 @@ fn part_report(p: &mut Part, sentences: &mut Sentences) -> PartReport {
     let scale = p.resolved.unwrap_or(f64::NAN);
     let (std, ci) = match (p.kind, p.tree_slots) {
         // a quantile's: its rank error (RMS bound, 95 % bound)
+        (dpplan_vocab::NoiseKind::Exponential, _)
+            if p.statistic == dpplan_vocab::Statistic::TopK =>
+        {
+            super::top::count_error(scale, p.candidates, p.monotone)
+        }
         (dpplan_vocab::NoiseKind::Exponential, _) => {
             super::quantile::rank_error(scale, p.candidates)
         }

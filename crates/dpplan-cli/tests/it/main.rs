@@ -37,4 +37,5 @@ mod selection_cli;
 mod signoff_cli;
 mod spark_cli;
 mod summary_cli;
+mod top_cli;
 mod window_cli;

@@ -372,6 +372,61 @@ fn a_changed_postprocess_is_a_query_change_of_no_epsilon() {
     assert!(run(&t, &t).identical);
 }
 
+/// A top-k asked for one more key: a rank added, each rank's share of ε
+/// smaller (scale up), the derivation unchanged; the rows bound loosened:
+/// every rank's sensitivity moves; with `epsilon` fixed the scale follows
+/// (ε the same, the count error worse, the contract changed).
+#[test]
+fn a_top_k_with_another_rank_or_a_looser_bound() {
+    let t = example("news-sections");
+    let more = edit(&t, "top(reads by section, 3)", "top(reads by section, 4)");
+    let d = run(&t, &more);
+    assert_eq!(d.queries.len(), 1, "{:#?}", d.queries);
+    let q = &d.queries[0];
+    assert_eq!(q.name, "top_sections_weekly");
+    let roles: Vec<(&str, Status)> = q
+        .parts
+        .iter()
+        .map(|p| (p.role.as_str(), p.status))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("top 1", Status::Changed),
+            ("top 2", Status::Changed),
+            ("top 3", Status::Changed),
+            ("top 4", Status::Added)
+        ]
+    );
+    for p in &q.parts[..3] {
+        assert!(
+            p.derivation_added.is_empty() && p.derivation_removed.is_empty(),
+            "{p:#?}"
+        );
+        assert!(p.changes.iter().any(|c| c.field == "scale"), "{p:#?}");
+    }
+    let looser = edit(&t, "rows_per_group 4", "rows_per_group 5");
+    let d = run(&t, &looser);
+    assert!(
+        !d.verdict.increase && d.verdict.contract_changed && d.verdict.accuracy_worse,
+        "{:#?}",
+        d.verdict
+    );
+    let weekly = d
+        .queries
+        .iter()
+        .find(|q| q.name == "top_sections_weekly")
+        .unwrap();
+    assert!(weekly
+        .parts
+        .iter()
+        .all(|p| p.changes.iter().any(|c| c.field == "l1")));
+    assert!(weekly
+        .parts
+        .iter()
+        .all(|p| p.changes.iter().any(|c| c.field == "scale")));
+}
+
 /// The issue's example: `auto` noise refills the budget, so ε barely moves,
 /// while a loosened clamp and `2 times` multiply a sum's σ.
 const FARES: &str = r#"plan "fares" {

@@ -270,18 +270,16 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
                     Text::marked(&p.calibration),
                     num(p.l1).into(),
                     num(p.l2).into(),
-                    // a quantile's error is in ranks (rows), not in the
-                    // value's units: said so in the cell itself
-                    if p.noise == "exponential" {
-                        format!("{} ranks (rms)", num(p.noise_std))
-                    } else {
-                        num(p.noise_std)
+                    // a quantile's error is in ranks (rows), a top-k's in
+                    // counts, not in the value's units: said so in the cell
+                    match selection_unit(p) {
+                        Some(unit) => format!("{} {unit} (rms)", num(p.noise_std)),
+                        None => num(p.noise_std),
                     }
                     .into(),
-                    if p.noise == "exponential" {
-                        format!("±{} ranks", num(p.ci95_half_width))
-                    } else {
-                        format!("±{}", num(p.ci95_half_width))
+                    match selection_unit(p) {
+                        Some(unit) => format!("±{} {unit}", num(p.ci95_half_width)),
+                        None => format!("±{}", num(p.ci95_half_width)),
                     }
                     .into(),
                 ]
@@ -313,8 +311,19 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
     }
 }
 
+/// What a selection's error is counted in: a quantile's in ranks, a
+/// top-k's in counts; `None` for additive noise.
+fn selection_unit(p: &super::PartReview) -> Option<&'static str> {
+    match (p.noise.as_str(), p.statistic.as_str()) {
+        ("exponential", "top_k") => Some("counts"),
+        ("exponential", _) => Some("ranks"),
+        _ => None,
+    }
+}
+
 /// Why each part is what it is: its derivation in words, the threshold of
-/// keys from the data, a quantile's rank error, the cells it releases.
+/// keys from the data, a quantile's rank error, a top-k's count error,
+/// the cells it releases.
 fn part_notes(q: &QueryReview) -> Vec<Text> {
     let mut why = Vec::new();
     for p in &q.parts {
@@ -335,7 +344,15 @@ fn part_notes(q: &QueryReview) -> Vec<Text> {
                     )),
             );
         }
-        if p.noise == "exponential" {
+        if selection_unit(p) == Some("counts") {
+            why.push(Text::marked(&format!(
+                "{}: no count is released — the key chosen at this rank is one of the cells not chosen at an earlier rank; its count is within {} of the largest count among those cells with probability ≥ 95 % (the noise std and 95 % columns are this count error: root-mean-square ≤ {}, 95 % ≤ {}). Close counts may come out in either order.",
+                p.role,
+                num(p.ci95_half_width),
+                num(p.noise_std),
+                num(p.ci95_half_width)
+            )));
+        } else if p.noise == "exponential" {
             why.push(Text::marked(&format!(
                 "{}: no additive noise — the released value is one of the candidates; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error, in rows of the data, not in the value's units: root-mean-square ≤ {}, 95 % ≤ {}). How far that is in the value's units depends on how many rows lie near the quantile, which only the data knows; the released value is never further than the candidate grid allows.",
                 p.role,

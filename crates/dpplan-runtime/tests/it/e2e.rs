@@ -34,9 +34,10 @@ fn opts(name: &str, ledger: &Path) -> RunOptions {
     }
 }
 
-const EXAMPLES: [&str; 7] = [
+const EXAMPLES: [&str; 8] = [
     "app-events",
     "census",
+    "news-sections",
     "repeated-release",
     "retail-mixed",
     "ride-sharing",
@@ -73,6 +74,23 @@ fn every_example_runs_on_its_data() {
                 .release(r.republished_from.as_deref().unwrap_or(&r.query))
                 .unwrap();
             match &rel.aggregation.groups {
+                // a top-k: k distinct keys of the domain, ranked 1 to k,
+                // with no count and no noise figure
+                Some(g) if rel.aggregation.top.is_some() => {
+                    let k = rel.aggregation.top.unwrap().k as usize;
+                    assert_eq!(r.cells.len(), k, "{name}");
+                    let mut seen = std::collections::BTreeSet::new();
+                    for (i, c) in r.cells.iter().enumerate() {
+                        let key = c.group.clone().unwrap();
+                        assert!(g.contains(&key) && seen.insert(key), "{name}: {c:?}");
+                        assert_eq!(c.value, (i + 1) as f64);
+                        assert_eq!(
+                            (c.noise_std, c.ci95_low, c.rank_error95),
+                            (None, None, None)
+                        );
+                    }
+                    continue;
+                }
                 Some(g) => {
                     let keys: Vec<&str> = r
                         .cells

@@ -8,3 +8,4 @@ mod parallel;
 mod quantile;
 mod rows;
 mod selection;
+mod top;

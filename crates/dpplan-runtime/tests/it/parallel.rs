@@ -59,6 +59,10 @@ fn statistics(plan: &ExecutablePlan, dataset: &str) -> Vec<Statistic> {
                 Stat::GroupedDistinctCount => StatKind::UnitsPerCell {
                     keys: r.aggregation.keys.clone(),
                 },
+                Stat::TopK if r.aggregation.distinct => StatKind::UnitsPerCell {
+                    keys: r.aggregation.keys.clone(),
+                },
+                Stat::TopK => StatKind::GroupedCount { by: by() },
                 Stat::Quantile => StatKind::Cells {
                     keys: vec![dpplan_runtime::quantile::grid_key(
                         &col(),

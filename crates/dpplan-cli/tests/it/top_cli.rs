@@ -1,0 +1,178 @@
+//! Top-k through the real binary, as an operator runs it: a daily ranking
+//! from cron a few minutes after midnight, a missed day, a run long after
+//! the schedule ended. Each run publishes the ranked keys and no count, the ledger
+//! charges the claimed ε per release, a missed period is skipped and
+//! recorded (never released later), the CSV has the rank as its value
+//! and empty noise figures, and the ledger verifies. The ranking follows
+//! the data of the run (scale 0.05: a swap across a gap of 3 rows has
+//! probability below e⁻⁶⁰).
+
+use std::path::PathBuf;
+
+use crate::support::{dpplan, text};
+
+const PLAN: &str = r#"plan "top" {
+  privacy {
+    unit row
+    adjacency add_remove
+    budget epsilon 1000 delta 1e-6
+  }
+  dataset ev {
+    source "ev.csv"
+    column t : time
+    column page : category { "home", "search", "cart", "help" }
+  }
+  query busiest {
+    top(ev by page, 2)
+    noise exponential scale 0.05
+    schedule every 1 day from 2026-01-01 until 2026-01-06
+  }
+}
+"#;
+
+/// Unix seconds of `2026-01-DDTHH:MM:00Z`.
+fn unix(day: i64, h: i64, m: i64) -> i64 {
+    1_767_225_600 + (day - 1) * 86_400 + h * 3600 + m * 60
+}
+
+/// The data as they are on day `day`: `cart` leads from day 3 on (the
+/// ranking moves with the data), `help` never has a row.
+fn data(dir: &std::path::Path, day: i64) {
+    let mut s = String::from("t,page\n");
+    let rows = if day < 3 {
+        [("home", 9), ("search", 6), ("cart", 3)]
+    } else {
+        [("cart", 9), ("home", 6), ("search", 3)]
+    };
+    for (page, n) in rows {
+        for _ in 0..n {
+            s.push_str(&format!("2025-12-31T10:00:00Z,{page}\n"));
+        }
+    }
+    std::fs::write(dir.join("ev.csv"), s).unwrap();
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    plan: String,
+    ledger: String,
+}
+
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("p.dpplan"), PLAN).unwrap();
+    let plan = dir.join("p.json").to_str().unwrap().to_string();
+    let o = dpplan(&[
+        "compile",
+        dir.join("p.dpplan").to_str().unwrap(),
+        "-o",
+        &plan,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ledger = dir.join("l.sqlite").to_str().unwrap().to_string();
+    Setup {
+        _tmp: tmp,
+        dir,
+        plan,
+        ledger,
+    }
+}
+
+impl Setup {
+    fn run_at(&self, at: i64, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+        data(&self.dir, (at - unix(1, 0, 0)).div_euclid(86_400) + 1);
+        let at = at.to_string();
+        let mut args = vec!["run", &self.plan, "--ledger", &self.ledger, "--at", &at];
+        args.extend_from_slice(extra);
+        let o = dpplan(&args);
+        let v = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        (o, v)
+    }
+}
+
+/// (slot, ranked keys, ε) of each fresh release of a run.
+fn fresh(v: &serde_json::Value) -> Vec<(u64, Vec<String>, f64)> {
+    v["results"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r["origin"] == "fresh")
+        .map(|r| {
+            let cells = r["cells"].as_array().unwrap();
+            for (i, c) in cells.iter().enumerate() {
+                assert_eq!(c["value"], (i + 1) as f64, "{c}");
+                assert!(c["noise_std"].is_null() && c["ci95_low"].is_null(), "{c}");
+            }
+            (
+                r["slot"].as_u64().unwrap(),
+                cells
+                    .iter()
+                    .map(|c| c["group"].as_str().unwrap().to_string())
+                    .collect(),
+                r["epsilon"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
+    let s = setup();
+    // ε per release: 2 ranks of Δ/b = 1/0.05 = 20 (zCDP's bounded-range
+    // figure is larger here; basic composition's 40 is the best)
+    let (o, v) = s.run_at(unix(1, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got = fresh(&v);
+    assert_eq!(got.len(), 1, "{v}");
+    assert_eq!(got[0].0, 0);
+    assert_eq!(got[0].1, ["home", "search"]);
+    let eps = got[0].2;
+    assert!(eps > 0.0 && eps <= 40.0, "{eps}");
+    let (o, v) = s.run_at(unix(2, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(fresh(&v).iter().map(|g| g.0).collect::<Vec<_>>(), [1]);
+    // no run on day 3: day 4's run releases slot 3 on the data as they are
+    // now, and records slot 2 as skipped
+    let (o, v) = s.run_at(unix(4, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got = fresh(&v);
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
+    assert_eq!(got[0].1, ["cart", "home"], "the ranking follows the data");
+    assert_eq!(v["skipped"][0]["from"], 2, "{v}");
+    // far past the schedule (day 300): the last period passed without a run; nothing is
+    // released, and it is recorded once
+    let (o, v) = s.run_at(unix(300, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(fresh(&v).is_empty(), "{v}");
+    assert_eq!(v["skipped"][0]["from"], 4, "{v}");
+    let (o, v) = s.run_at(unix(301, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(fresh(&v).is_empty() && v.get("skipped").is_none(), "{v}");
+    // the CSV: the rank as the value, the noise figures empty
+    let o = dpplan(&[
+        "run", &s.plan, "--ledger", &s.ledger, "--slot", "3", "--csv",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let csv = text(&o.stdout);
+    let rows: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with("busiest,3,"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(rows[0].contains(",cart,1,,,,"), "{csv}");
+    assert!(rows[1].contains(",home,2,,,,"), "{csv}");
+    // charged what the checker claims, three fresh releases in all
+    let o = dpplan(&["ledger", "show", &s.ledger, "--json"]);
+    let entries: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let charged: f64 = entries
+        .iter()
+        .filter(|e| e["kind"] == "intent")
+        .map(|e| e["epsilon"].as_f64().unwrap())
+        .sum();
+    assert!((charged - 3.0 * eps).abs() < 1e-9, "{charged} vs 3 × {eps}");
+    let o = dpplan(&["ledger", "verify", &s.ledger]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+}
