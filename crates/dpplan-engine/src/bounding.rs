@@ -25,6 +25,9 @@ pub(super) struct Accumulators {
     /// The ids of a row-level distinct count (one set, shared by every
     /// distinct statistic of the pass: they count one column).
     ids: IdSet,
+    /// Scratch: the cells one unit counted in, for users per cell (reused
+    /// from unit to unit: no allocation per unit).
+    unit_cells: Vec<u32>,
 }
 
 impl Accumulators {
@@ -33,6 +36,7 @@ impl Accumulators {
             values: prepared.iter().map(|p| vec![0i128; p.coords]).collect(),
             counts: prepared.iter().map(|p| vec![0u64; p.coords]).collect(),
             ids: IdSet::default(),
+            unit_cells: Vec::new(),
         }
     }
 
@@ -656,10 +660,10 @@ impl KeptRows<'_> {
             if p.distinct {
                 // users per cell: the unit counts once in each cell it kept
                 // a row in (at most groups_per_unit cells, so few to scan)
-                let mut cells: Vec<u32> = Vec::new();
+                acc.unit_cells.clear();
                 for r in (0..self.rows).filter(|&r| kept[r]) {
-                    if !cells.contains(&cats[r]) {
-                        cells.push(cats[r]);
+                    if !acc.unit_cells.contains(&cats[r]) {
+                        acc.unit_cells.push(cats[r]);
                         acc.counts[i][cats[r] as usize] += 1;
                     }
                 }

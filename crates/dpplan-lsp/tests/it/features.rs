@@ -678,3 +678,41 @@ fn every_offered_fix_fixes_through_the_server() {
     assert!(applied >= files.len(), "only {applied} fixes applied");
     assert!(c.shutdown());
 }
+
+/// The constructs of mechanisms v3 over the protocol: a top-k's hover
+/// gives each rank's count error and its noise completion only the
+/// exponential mechanism; a post-processed query's hover says its steps
+/// are free, and the `postprocess` keyword completes in a query.
+#[test]
+fn top_k_and_postprocess_over_the_protocol() {
+    let mut c = Client::utf16();
+    let text = example("news-sections");
+    assert!(c.open(URI, &text).is_empty());
+    let (l, ch) = utf16_pos(&text, text.find("top_sections_weekly {").unwrap());
+    let h = c.ok("textDocument/hover", at(URI, l, ch + 2));
+    let md = h["contents"]["value"].as_str().unwrap();
+    assert!(
+        md.contains("**top 3**") && md.contains("Count error per release"),
+        "{md}"
+    );
+    let (l, ch) = utf16_pos(&text, text.find("exponential epsilon 0.3").unwrap());
+    let items = c.ok("textDocument/completion", at(URI, l, ch));
+    let labels: Vec<&str> = items
+        .as_array()
+        .or_else(|| items["items"].as_array())
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["exponential"], "{items}");
+
+    let uri = "file:///work/ride.dpplan";
+    let ride = example("ride-sharing");
+    assert!(c.open(uri, &ride).is_empty());
+    let (l, ch) = utf16_pos(&ride, ride.find("daily_riders_by_city {").unwrap());
+    let h = c.ok("textDocument/hover", at(uri, l, ch + 2));
+    let md = h["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("nonnegative, round"), "{md}");
+    assert!(md.to_lowercase().contains("post-processing"), "{md}");
+    assert!(c.shutdown());
+}
