@@ -38,4 +38,5 @@ mod signoff_cli;
 mod spark_cli;
 mod summary_cli;
 mod top_cli;
+mod users_per_cell_cron;
 mod window_cli;
