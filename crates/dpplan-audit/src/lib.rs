@@ -400,7 +400,12 @@ fn centres(r: &Release, exact: &Exact) -> Vec<f64> {
             .map(|(&s, c)| (value(s, k(0)) / value(c, k(1)).max(1.0)).clamp(lo, hi))
             .collect();
     }
-    part(0).iter().map(|&x| value(x, k(0))).collect()
+    let mut out: Vec<f64> = part(0).iter().map(|&x| value(x, k(0))).collect();
+    if r.aggregation.total {
+        // a histogram's total: the last cell, the sum of the exact cells
+        out.push(value(part(1).iter().sum(), k(1)));
+    }
+    out
 }
 
 fn audit_release(

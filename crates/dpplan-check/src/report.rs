@@ -359,6 +359,8 @@ pub struct QuerySpec {
     pub quantile: Option<Box<crate::checker::QuantileSpec>>,
     /// A top-k's k and whether its selections are monotone.
     pub top: Option<Box<crate::checker::TopSpec>>,
+    /// `histogram(…) with total`: a second part releases the cells' total.
+    pub total: bool,
     /// A `cumulative` count's tree.
     pub cumulative: Option<Box<CumulativeSpec>>,
     /// Keys from the data: the key column and the threshold (partition

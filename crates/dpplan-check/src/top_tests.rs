@@ -2,7 +2,9 @@
 //! sensitivity) from the unit, the adjacency and the bounds, ε = Δ/b per
 //! rank, the count-error figures, what is refused and why, and negative
 //! controls; and the peeling mechanism's privacy checked exactly, by
-//! enumerating every outcome on neighbouring count vectors.
+//! enumerating every outcome on neighbouring count vectors. Also the other
+//! v3 release over a histogram's cells: its total (`with total`) and the
+//! `consistent` step.
 
 use dpplan_diagnostics::Code;
 
@@ -372,4 +374,132 @@ fn peeling_is_k_times_delta_over_b_dp_on_every_neighbour() {
     // negative control: exp(count/b) where counts move both ways
     let broken = worst_loss(&[0, 0, 0, 0], &[-2, -1, 0, 1, 2], b, k);
     assert!(broken > eps * 1.2, "{broken} vs {eps}");
+}
+
+/// `histogram(…) with total`: a second part whose sensitivity is the rows
+/// one unit keeps in the cells (checked against a brute force over every
+/// count vector the bounds allow: the largest |Σx − Σy|), accounted with
+/// the histogram; `consistent` needs it and stands alone.
+#[test]
+fn a_histogram_with_its_total_and_the_consistent_step() {
+    let q = |query: &str| format!("{query}\n    noise gaussian sigma 30\n    schedule once");
+    // (contribution, Δ of the total): min(c, m·g) with m = min(groups, 5 cells, c)
+    for (contribution, want) in [
+        (USER, 6.0),
+        ("rows_per_unit 6 groups_per_unit 1 rows_per_group 2", 2.0),
+        ("rows_per_unit 3 groups_per_unit 4", 3.0),
+    ] {
+        for adj in ["add_remove", "replace"] {
+            let text = plan(
+                "unit user by id",
+                adj,
+                contribution,
+                &q("histogram(d by page) with total\n    postprocess consistent"),
+            );
+            let r = checked(&text);
+            let parts = &r.queries[0].parts;
+            assert_eq!(parts.len(), 2);
+            assert_eq!(parts[1].statistic, Statistic::CellsTotal);
+            assert_eq!(
+                (parts[1].l1, parts[1].l2),
+                (want, want),
+                "{contribution} {adj}"
+            );
+            // the brute force: every vector of ≤ m non-zero cells, each ≤ g,
+            // summing to ≤ c; the total of two such vectors differs by at
+            // most the largest total (both ≥ 0)
+            let bound: Vec<u64> = contribution
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            let (c, m, g) = (
+                bound[0],
+                bound.get(1).copied().unwrap_or(5).min(5).min(bound[0]),
+                bound.get(2).copied().unwrap_or(bound[0]).min(bound[0]),
+            );
+            let mut largest = 0;
+            for v in 0..(g + 1).pow(5) {
+                let cells: Vec<u64> = (0..5).map(|i| v / (g + 1).pow(i) % (g + 1)).collect();
+                let nonzero = cells.iter().filter(|&&x| x > 0).count() as u64;
+                let sum: u64 = cells.iter().sum();
+                if nonzero <= m && sum <= c {
+                    largest = largest.max(sum);
+                }
+            }
+            assert_eq!(largest as f64, want, "{contribution}");
+        }
+        // negative control: the total costs: the plan's ε is above the
+        // histogram's alone
+        let with = checked(&plan(
+            "unit user by id",
+            "add_remove",
+            contribution,
+            &q("histogram(d by page) with total"),
+        ));
+        let without = checked(&plan(
+            "unit user by id",
+            "add_remove",
+            contribution,
+            &q("histogram(d by page)"),
+        ));
+        assert!(with.total.unwrap().epsilon > without.total.unwrap().epsilon);
+    }
+    // a row unit: 1 under both adjacencies (a replaced row may leave the
+    // histogram: a category outside the domain)
+    for adj in ["add_remove", "replace"] {
+        let r = checked(&plan(
+            "unit row",
+            adj,
+            "rows_per_unit 1",
+            &q("histogram(d by page) with total"),
+        ));
+        assert_eq!(r.queries[0].parts[1].l1, 1.0, "{adj}");
+    }
+    // consistent is free: the same claim with and without it
+    let free = |steps: &str| {
+        checked(&plan(
+            "unit user by id",
+            "add_remove",
+            USER,
+            &q(&format!("histogram(d by page) with total{steps}")),
+        ))
+        .total
+        .unwrap()
+        .epsilon
+    };
+    assert_eq!(free(""), free("\n    postprocess consistent"));
+    // what is refused, and why
+    let user = |query: &str| errors(&plan("unit user by id", "add_remove", USER, &q(query)));
+    for (errs, code, says) in [
+        (
+            user("histogram(d by page)\n    postprocess consistent"),
+            Code::TypeMismatch,
+            "releases no total",
+        ),
+        (
+            user("histogram(d by page) with total\n    postprocess consistent, round"),
+            Code::Unsupported,
+            "would break the sums",
+        ),
+        (
+            user("sum(d.x by page) with total"),
+            Code::Unsupported,
+            "count of rows per cell",
+        ),
+        (
+            user("count(distinct d.id by page) with total"),
+            Code::Unsupported,
+            "count of rows per cell",
+        ),
+        (
+            user("count(d) with total"),
+            Code::Unsupported,
+            "count of rows per cell",
+        ),
+    ] {
+        assert!(
+            errs.iter().any(|(c, m)| *c == code && m.contains(says)),
+            "{code:?} {says}: {errs:?}"
+        );
+    }
 }

@@ -198,6 +198,12 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
     let expected: Vec<Statistic> = match (&spec.quantile, spec.top.as_deref()) {
         (Some(qs), _) => vec![Statistic::Quantile; qs.levels.len()],
         (None, Some(t)) => vec![Statistic::TopK; t.k as usize],
+        // a histogram with its total: the cells, then their total
+        (None, None) if spec.total => statistics
+            .iter()
+            .copied()
+            .chain([Statistic::CellsTotal])
+            .collect(),
         (None, None) => statistics.to_vec(),
     };
     if !q.parts.iter().map(|p| p.statistic).eq(expected) {
@@ -245,6 +251,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
                 k: t.k,
                 monotone: t.monotone,
             }),
+            total: spec.total,
             selection: spec.selection.as_ref().map(|s| Selection {
                 column: s.column.clone(),
                 threshold: s.threshold,

@@ -373,10 +373,13 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
         (Some("noise"), Some("noise")) => kw(out, &noise_kinds(items)),
         (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
         // `postprocess nonnegative, round`: a step after the keyword or a
-        // comma (a word already listed is not offered again)
+        // comma (a word already listed is not offered again); `consistent`
+        // only after `… with total`, which it needs
         (Some("postprocess"), Some(w)) if w == "postprocess" || w == "," => {
+            let total = releases_total(items.doc, items.replace.start);
             let left: Vec<&str> = dpplan_vocab::PostStep::ALL
                 .iter()
+                .filter(|p| total || **p != dpplan_vocab::PostStep::Consistent)
                 .map(|p| p.name())
                 .filter(|n| !stmt.contains(n))
                 .collect();
@@ -451,6 +454,21 @@ fn noise_kinds(items: &Items) -> Vec<&'static str> {
 /// The aggregation of the query block around `at`, read from the tokens
 /// (the statement being typed does not parse yet): its kind and its target
 /// as written (`d` or `d.col`).
+/// Whether the query at `at` releases its histogram's total (`with
+/// total` between its `query` word and `at`).
+fn releases_total(doc: &Document, at: usize) -> bool {
+    let text = doc.text();
+    let tokens = doc.tokens();
+    let end = tokens.partition_point(|t| t.start < at);
+    let words: Vec<&str> = tokens[..end]
+        .iter()
+        .filter(|t| !t.is_comment())
+        .map(|t| t.text(text))
+        .collect();
+    let start = words.iter().rposition(|w| *w == "query").unwrap_or(0);
+    words[start..].windows(2).any(|w| w == ["with", "total"])
+}
+
 fn aggregation_before(doc: &Document, at: usize) -> Option<(AggKind, &str)> {
     let text = doc.text();
     let tokens = doc.tokens();

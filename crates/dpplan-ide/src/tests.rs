@@ -326,6 +326,11 @@ fn completion_and_hover_of_filters_bins_keys_and_distinct() {
     // `postprocess`: the steps, each offered once
     assert_eq!(labels("postprocess "), vec!["nonnegative", "round"]);
     assert_eq!(labels("postprocess round, "), vec!["nonnegative"]);
+    // `consistent` only for a histogram with its total
+    assert_eq!(
+        labels("histogram(visits by page) with total\n    postprocess "),
+        vec!["nonnegative", "round", "consistent"]
+    );
     let text = base.replace(
         "CURSOR",
         "count(distinct visits.uid by page)\n    noise laplace scale 2\n    schedule once\n    postprocess nonnegative, round",
@@ -338,7 +343,14 @@ fn completion_and_hover_of_filters_bins_keys_and_distinct() {
         "{}",
         h.markdown
     );
-    for word in ["postprocess", "nonnegative", "round"] {
+    for word in [
+        "postprocess",
+        "nonnegative",
+        "round",
+        "consistent",
+        "with",
+        "total",
+    ] {
         assert!(crate::docs::keyword_doc(word).is_some(), "{word}");
     }
     assert_eq!(labels("sum("), vec!["visits"]);

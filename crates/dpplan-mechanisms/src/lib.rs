@@ -6,6 +6,7 @@
 //! its sensitivity, Honaker's estimator), and a noise's utility figures and
 //! their inverse (`noise`). Each derivation returns its steps in words.
 
+pub mod consistency;
 pub mod noise;
 pub mod sensitivity;
 pub mod sensitivity_rows;

@@ -50,8 +50,9 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// runtime must not meet; a version-6 file is still read, its body
 /// unchanged. Version 8: a part may be a `top_k` (one selection of a
 /// top-k by the exponential mechanism) and `aggregation` may carry `top`,
-/// which a version-7 runtime must not run as a histogram; versions 5 to 7
-/// are still read.
+/// which a version-7 runtime must not run as a histogram; a part may be a
+/// `cells_total` (`aggregation.total`, a histogram's total) and a release's
+/// `postprocess` may be `consistent`; versions 5 to 7 are still read.
 pub const FORMAT_VERSION: u32 = 8;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
 pub const READS: [u32; 4] = [5, 6, 7, 8];
@@ -317,6 +318,10 @@ pub struct Aggregation {
     /// `top_k` part per rank (absent for every other query).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top: Option<TopK>,
+    /// `histogram(…) with total`: a second part (`cells_total`) releases
+    /// the sum of the histogram's exact cells (absent: no total).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
     /// Keys from the data: the key column and the threshold (absent for
     /// every other query).
     #[serde(default, skip_serializing_if = "Option::is_none")]

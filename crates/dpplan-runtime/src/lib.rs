@@ -887,6 +887,14 @@ pub fn draw(
         let x = exact
             .get(&(r.name.clone(), pi))
             .ok_or_else(|| RunError::Data(format!("no aggregate for `{}`", r.name)))?;
+        // a histogram's total: the sum of its exact cells, one value
+        let summed;
+        let x = if p.statistic == dpplan_vocab::Statistic::CellsTotal {
+            summed = [x.iter().sum::<i128>()];
+            &summed[..]
+        } else {
+            &x[..]
+        };
         noisy.push(
             x.iter()
                 .map(|&v| noise.release(v, p.grid_exponent, rng))
@@ -920,7 +928,13 @@ pub fn draw(
             cells.push(Cell::noisy(group, v, p.noise_std, p.ci95_half_width));
         }
     }
-    Ok(fresh_result(r, slot, cells, mean))
+    if r.aggregation.total {
+        // the total: the last cell, without a group
+        let (p, v) = (&r.parts[1], noisy[1][0]);
+        cells.push(Cell::noisy(None, v, p.noise_std, p.ci95_half_width));
+    }
+    let approximate = mean || r.postprocess.contains(&dpplan_vocab::PostStep::Consistent);
+    Ok(fresh_result(r, slot, cells, approximate))
 }
 
 /// The parts' mechanisms in words (`laplace b=2 + laplace b=4`); a
@@ -941,6 +955,37 @@ fn mechanism_text(r: &Release) -> String {
         .join(" + ")
 }
 
+/// `postprocess consistent` on a histogram with its total (the last
+/// cell): the cells and the total by weighted least squares on the
+/// released values alone, with the noise figures after it (closed form,
+/// `dpplan_mechanisms::consistency`; the interval ±1.96 std, approximate
+/// unless the noise is Gaussian). The raw values are kept as `raw_value`.
+/// Any other release is returned as it is.
+fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
+    use dpplan_mechanisms::consistency;
+    if !(r.aggregation.total && r.postprocess.contains(&dpplan_vocab::PostStep::Consistent)) {
+        return cells;
+    }
+    let (Some(total), [cell_part, total_part]) = (cells.pop(), &r.parts[..]) else {
+        return cells;
+    };
+    let (sh, st) = (cell_part.noise_std, total_part.noise_std);
+    let released: Vec<f64> = cells.iter().map(|c| c.value).collect();
+    let (values, sum) = consistency::consistent(&released, sh * sh, total.value, st * st);
+    let (after_h, after_t) = consistency::after(sh, st, cells.len());
+    let with = |c: Cell, v: f64, std: f64| Cell {
+        raw_value: Some(c.value),
+        ..Cell::noisy(c.group, v, std, dpplan_mechanisms::Z95 * std)
+    };
+    let mut out: Vec<Cell> = cells
+        .into_iter()
+        .zip(values)
+        .map(|(c, v)| with(c, v, after_h))
+        .collect();
+    out.push(with(total, sum, after_t));
+    out
+}
+
 /// One fresh release as published: its cells after the release's
 /// `postprocess` steps (every fresh release passes here, so every engine,
 /// the ledger and `dpplan audit` see the same published values).
@@ -950,7 +995,7 @@ pub(crate) fn fresh_result(
     cells: Vec<Cell>,
     approximate: bool,
 ) -> ReleaseResult {
-    let cells = cells
+    let cells = consistent(r, cells)
         .into_iter()
         .map(|c| c.postprocessed(&r.postprocess))
         .collect();

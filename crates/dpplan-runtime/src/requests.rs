@@ -241,11 +241,20 @@ pub(crate) fn statistic(r: &Release, p: &dpplan_plan::Part) -> Result<Statistic,
     let kind = match p.statistic {
         Stat::Count => StatKind::Count,
         Stat::Sum => StatKind::Sum { column: col()? },
-        Stat::GroupedCount | Stat::GroupedSum if !keys.is_empty() && !single => StatKind::Cells {
-            keys: keys.clone(),
-            column: (p.statistic == Stat::GroupedSum).then(col).transpose()?,
-        },
-        Stat::GroupedCount => StatKind::GroupedCount {
+        // a histogram's total: the runtime sums the same counts per cell
+        Stat::GroupedCount | Stat::GroupedSum | Stat::CellsTotal if !keys.is_empty() && !single => {
+            StatKind::Cells {
+                keys: keys.clone(),
+                column: (p.statistic == Stat::GroupedSum).then(col).transpose()?,
+            }
+        }
+        Stat::CellsTotal if keys.is_empty() => {
+            return Err(RunError::Data(format!(
+                "`{}` totals cells but has no group keys",
+                r.name
+            )))
+        }
+        Stat::GroupedCount | Stat::CellsTotal => StatKind::GroupedCount {
             by: single_key(keys).map_or_else(by, Ok)?,
         },
         Stat::GroupedSum => StatKind::GroupedSum {

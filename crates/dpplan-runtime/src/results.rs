@@ -107,7 +107,8 @@ impl Cell {
         if steps.is_empty() {
             return self;
         }
-        self.raw_value = Some(self.value);
+        // (kept when a step over the whole release set it: `consistent`)
+        self.raw_value.get_or_insert(self.value);
         self.value = dpplan_vocab::PostStep::apply_all(steps, self.value);
         if steps.contains(&dpplan_vocab::PostStep::Nonnegative) {
             let clip = |x: Option<f64>| x.map(|x| dpplan_vocab::PostStep::Nonnegative.apply(x));

@@ -266,6 +266,11 @@ pub struct Aggregate {
     /// released only above a threshold (partition selection).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys_from_data: Option<Box<KeysFromData>>,
+    /// `… ) with total`: the histogram's total is released too (a flag, not
+    /// a span: the aggregation's span locates it, and an inline span would
+    /// cost 24 bytes per query).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub with_total: bool,
 }
 
 /// `keys from data [threshold auto | threshold τ]`.

@@ -274,6 +274,8 @@ pub const KEYWORDS: &[&str] = &[
     "keys",
     "data",
     "threshold",
+    "with",
+    "total",
     // fixed-alternative atomic rules
     "event",
     "row",
@@ -305,6 +307,7 @@ pub const KEYWORDS: &[&str] = &[
     "postprocess",
     "nonnegative",
     "round",
+    "consistent",
     "exponential",
     "discrete_laplace",
     "discrete_gaussian",

@@ -752,5 +752,6 @@ fn aggregate(
                     .map(|n| cx.number(&n)),
             })
         }),
+        with_total: first(stmt, Rule::with_total).is_some(),
     })
 }

@@ -290,6 +290,9 @@ vocabulary! {
         /// i-th largest count among the cells not chosen before, by the
         /// exponential mechanism (k selections, one part each).
         TopK => "top_k",
+        /// The total of a histogram's cells (`histogram(…) with total`):
+        /// the number of rows the histogram keeps.
+        CellsTotal => "cells_total",
     }
 }
 
@@ -335,6 +338,7 @@ impl Statistic {
                 | Statistic::GroupedCount
                 | Statistic::DistinctCount
                 | Statistic::GroupedDistinctCount
+                | Statistic::CellsTotal
         )
     }
     /// One value per group.
@@ -354,6 +358,11 @@ vocabulary! {
         Nonnegative => "nonnegative",
         /// The nearest integer (ties to even).
         Round => "round",
+        /// A histogram's cells and its total made to add up, by weighted
+        /// least squares on the released values (`histogram(…) with
+        /// total`): a step over the whole release, not one value
+        /// (`dpplan_mechanisms::consistency`).
+        Consistent => "consistent",
     }
 }
 
@@ -363,6 +372,8 @@ impl PostStep {
         let y = match self {
             PostStep::Nonnegative => x.max(0.0),
             PostStep::Round => x.round_ties_even(),
+            // applied to the release as a whole, before the others
+            PostStep::Consistent => x,
         };
         // −0 (from rounding −0.4) reads as 0
         if y == 0.0 {

@@ -25,6 +25,7 @@ mod statistic;
 mod top;
 pub(crate) mod total;
 mod window;
+mod with_total;
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
@@ -502,10 +503,11 @@ mod sizes {
             ("QuerySpec", size_of::<crate::report::QuerySpec>(), 304),
             // (+8: the boxed `postprocess`)
             ("QueryReport", size_of::<crate::report::QueryReport>(), 338),
+            // (+8: the `with_total` flag, padded)
             (
                 "ast::Aggregate",
                 size_of::<dpplan_syntax::ast::Aggregate>(),
-                240,
+                248,
             ),
         ];
         for (name, size, bound) in sizes {

@@ -170,9 +170,10 @@ pub(super) fn plan_query<'a>(
 ) -> Option<QueryPlan<'a>> {
     duplicates(c, q);
     let steps = postprocess(c, q);
+    let steps_ok = super::with_total::check_steps(c, q, &steps);
     let agg = aggregation(c, q)?;
     let noise = q.noises.first();
-    let mut ok = has_noise(c, q, noise);
+    let mut ok = has_noise(c, q, noise) && steps_ok;
     let (releases, schedule_text, schedule_spec) = match schedule(c, q) {
         Ok(v) => v,
         Err(Reported) => {
@@ -209,6 +210,12 @@ pub(super) fn plan_query<'a>(
         cells: None,
         unit: None,
     };
+    if agg.keys_from_data.is_some() && agg.with_total {
+        // (DP014 with the reason)
+        super::with_total::supported(c, q, agg);
+        plan.ok = false;
+        return Some(plan);
+    }
     if agg.keys_from_data.is_some() && super::top::is_top(agg.kind.value) {
         // (DP014 with the reason)
         super::top::supported(c, q, agg);
@@ -304,6 +311,9 @@ fn plan_parts(
     if top && !super::top::supported(c, plan.q, agg) {
         return Err(Reported);
     }
+    if !super::with_total::supported(c, plan.q, agg) {
+        return Err(Reported);
+    }
     if agg.cumulative.is_some() {
         super::cumulative::shape(c, plan.q, agg)?;
     }
@@ -358,6 +368,11 @@ fn plan_parts(
             super::top::derived(spec, &base, counted, adjacency)
         }
         (None, None) => derive_sensitivities(agg.kind.value, &shape, unit, adjacency),
+    };
+    let with_total = agg.with_total;
+    let derived = match (with_total, target.group) {
+        (true, Some(cells)) => super::with_total::with_total_part(derived, unit, adjacency, cells)?,
+        _ => derived,
     };
     plan.unit = Some(unit);
     plan.cells = target.cells.clone().map(Box::new);
@@ -441,6 +456,7 @@ fn plan_parts(
         distinct,
         quantile: quantile_spec.map(Box::new),
         top: top_spec.map(Box::new),
+        total: with_total,
         cumulative: cumulative_spec.map(Box::new),
         selection: None,
         postprocess: None,
@@ -629,7 +645,7 @@ fn schedule_spec(s: &ast::Schedule) -> ScheduleSpec {
 /// The aggregation in words, e.g. `sum(visits.seconds by region)`.
 fn describe_aggregation(agg: &ast::Aggregate) -> String {
     format!(
-        "{}{}({}{}{}{}{})",
+        "{}{}({}{}{}{}{}){}",
         if agg.cumulative.is_some() {
             "cumulative "
         } else {
@@ -662,7 +678,8 @@ fn describe_aggregation(agg: &ast::Aggregate) -> String {
                 let v: Vec<String> = l.value.iter().map(|n| n.value.to_string()).collect();
                 format!(", [{}]", v.join(", "))
             }))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if agg.with_total { " with total" } else { "" }
     )
 }
 

@@ -120,6 +120,7 @@ pub(super) fn plan_parts(
         distinct: false,
         quantile: None,
         top: None,
+        total: false,
         cumulative: None,
         selection: Some(Box::new(SelectionSpec {
             column,

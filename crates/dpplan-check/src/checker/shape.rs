@@ -115,6 +115,11 @@ pub(super) fn derive_sensitivities(
                 let d = sensitivity_rows::distinct(unit, adjacency, false);
                 (s, "distinct count", d)
             }
+            (Statistic::CellsTotal, _) => (
+                s,
+                "total",
+                super::with_total::sensitivity(unit, adjacency, domain),
+            ),
             (Statistic::GroupedDistinctCount, _) => {
                 let d = sensitivity_rows::units_per_cell(unit, adjacency, domain, shape.drops);
                 (s, "units per cell", d)

@@ -38,6 +38,9 @@ impl<'a> Statistic<'a> {
             argument,
             levels,
             keys_from_data,
+            // dropped on purpose: `with total` releases the same cells again
+            // (and their total besides), a re-release DP009 should see
+            with_total: _,
         } = agg;
         Statistic {
             cumulative: cumulative.is_some(),

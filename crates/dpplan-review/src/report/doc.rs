@@ -218,6 +218,9 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
                 .c("raw_value")
                 .t(")."),
         );
+        if let Some(t) = consistency_note(q) {
+            items.push(t);
+        }
     }
     // a windowed query's (a cumulative count's) releases are one
     // accounted release: no window (no total) has an ε of its own
@@ -309,6 +312,26 @@ fn query_section(b: &mut Vec<Block>, q: &QueryReview) {
                 .collect(),
         ));
     }
+}
+
+/// `postprocess consistent` on a histogram with its total: the estimator
+/// and the noise before and after it (closed form, from the mechanism).
+fn consistency_note(q: &QueryReview) -> Option<Text> {
+    if !q.postprocess.contains(&dpplan_vocab::PostStep::Consistent) {
+        return None;
+    }
+    let [cells, total] = &q.parts[..] else {
+        return None;
+    };
+    let m = cells.cells.len();
+    let (h, t) = dpplan_mechanisms::consistency::after(cells.noise_std, total.noise_std, m);
+    Some(Text::plain(format!(
+        "Consistent: the {m} cells and the total are made to add up by weighted least squares on the released values and their noise variances (Hay et al. 2010; each cell moves by a·(total − Σ cells), a = v_cell/(m·v_cell + v_total), and the published total is the sum of the published cells). Unbiased; the noise std of each cell goes from {} to {}, the total's from {} to {} (closed form, computed from the mechanism, not from the data); the published intervals are ±1.96 std, approximate unless the noise is Gaussian.",
+        num(cells.noise_std),
+        num(h),
+        num(total.noise_std),
+        num(t)
+    )))
 }
 
 /// What a selection's error is counted in: a quantile's in ranks, a

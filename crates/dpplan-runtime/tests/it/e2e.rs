@@ -92,11 +92,25 @@ fn every_example_runs_on_its_data() {
                     continue;
                 }
                 Some(g) => {
-                    let keys: Vec<&str> = r
-                        .cells
-                        .iter()
-                        .map(|c| c.group.as_deref().unwrap())
-                        .collect();
+                    // a histogram with its total: the total last, without
+                    // a group (consistent: the cells add up to it)
+                    let cells = match rel.aggregation.total {
+                        true => {
+                            let (total, cells) = r.cells.split_last().unwrap();
+                            assert!(total.group.is_none(), "{name}: {total:?}");
+                            if rel
+                                .postprocess
+                                .contains(&dpplan_vocab::PostStep::Consistent)
+                            {
+                                let sum: f64 = cells.iter().map(|c| c.value).sum();
+                                assert_eq!(sum, total.value, "{name}: consistent");
+                            }
+                            cells
+                        }
+                        false => &r.cells[..],
+                    };
+                    let keys: Vec<&str> =
+                        cells.iter().map(|c| c.group.as_deref().unwrap()).collect();
                     assert_eq!(
                         keys,
                         g.iter().map(String::as_str).collect::<Vec<_>>(),

@@ -50,7 +50,7 @@ fn statistics(plan: &ExecutablePlan, dataset: &str) -> Vec<Statistic> {
             let kind = match p.statistic {
                 Stat::Count => StatKind::Count,
                 Stat::Sum => StatKind::Sum { column: col() },
-                Stat::GroupedCount => StatKind::GroupedCount { by: by() },
+                Stat::GroupedCount | Stat::CellsTotal => StatKind::GroupedCount { by: by() },
                 Stat::GroupedSum => StatKind::GroupedSum {
                     by: by(),
                     column: col(),
