@@ -933,7 +933,14 @@ pub fn draw(
         let (p, v) = (&r.parts[1], noisy[1][0]);
         cells.push(Cell::noisy(None, v, p.noise_std, p.ci95_half_width));
     }
-    let approximate = mean || r.postprocess.contains(&dpplan_vocab::PostStep::Consistent);
+    // a consistent release's intervals are ±1.96 std of a weighted sum of
+    // the noises: exact only when every noise is (continuous) Gaussian
+    let consistent = r.postprocess.contains(&dpplan_vocab::PostStep::Consistent);
+    let gaussian = r
+        .parts
+        .iter()
+        .all(|p| p.mechanism == Some(dpplan_vocab::NoiseKind::Gaussian));
+    let approximate = mean || (consistent && !gaussian);
     Ok(fresh_result(r, slot, cells, approximate))
 }
 
