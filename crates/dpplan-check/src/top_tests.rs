@@ -8,7 +8,8 @@
 
 use dpplan_diagnostics::Code;
 
-use crate::{analyze, CheckedPlan, NoiseKind, Statistic};
+use crate::test_support::report as checked;
+use crate::{analyze, NoiseKind, Statistic};
 
 fn plan(unit: &str, adjacency: &str, contribution: &str, query: &str) -> String {
     format!(
@@ -28,16 +29,6 @@ fn plan(unit: &str, adjacency: &str, contribution: &str, query: &str) -> String 
 }
 
 const USER: &str = "rows_per_unit 6 groups_per_unit 2 rows_per_group 3";
-
-fn checked(text: &str) -> CheckedPlan {
-    let a = analyze(text);
-    assert!(
-        !a.diagnostics.iter().any(|d| d.is_error()),
-        "{:?}",
-        a.diagnostics
-    );
-    a.report.expect("a checked plan")
-}
 
 /// The errors of a plan: code and message.
 type Errors = Vec<(Code, String)>;

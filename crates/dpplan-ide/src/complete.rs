@@ -276,15 +276,7 @@ fn query_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 
 /// The statements a query's line starts with.
 fn query_statements(items: &Items, out: &mut Vec<CompletionItem>) {
-    for agg in [
-        "count",
-        "sum",
-        "mean",
-        "histogram",
-        "quantile",
-        "quantiles",
-        "top",
-    ] {
+    for agg in AggKind::ALL.iter().map(|k| k.name()) {
         items.kw(out, &[agg]);
         if let Some(i) = out.last_mut() {
             i.insert_text = Some(format!("{agg}("));

@@ -8,9 +8,9 @@
 //! nothing. Each figure is checked against the data's exact counts (Laplace
 //! noise of scale 0.0001).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::support::{dpplan, sql, text};
+use crate::support::{dpplan, jan_2026 as unix, sql, text, Scheduled};
 
 const PLAN: &str = r#"plan "cron" {
   privacy {
@@ -52,42 +52,24 @@ fn all_rows() -> Vec<String> {
     rows
 }
 
-/// Unix seconds of `2026-01-DDTHH:MM:00Z`.
-fn unix(day: i64, h: i64, m: i64) -> i64 {
-    1_767_225_600 + (day - 1) * 86_400 + h * 3600 + m * 60
-}
-
 fn time_of(row: &str) -> i64 {
     let n = |a: usize, b: usize| row[a..b].parse::<i64>().unwrap();
     unix(n(8, 10), n(11, 13), n(14, 16))
 }
 
-struct Setup {
-    _dir: tempfile::TempDir,
-    dir: PathBuf,
-    plan: String,
-    ledger: String,
+/// The cron plan compiled beside its ledger, run on the data as they are
+/// at each run's time.
+struct Setup(Scheduled);
+
+impl std::ops::Deref for Setup {
+    type Target = Scheduled;
+    fn deref(&self) -> &Scheduled {
+        &self.0
+    }
 }
 
 fn setup(plan_text: &str) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_path_buf();
-    std::fs::write(path.join("p.dpplan"), plan_text).unwrap();
-    let plan = path.join("p.json").to_str().unwrap().to_string();
-    let o = dpplan(&[
-        "compile",
-        path.join("p.dpplan").to_str().unwrap(),
-        "-o",
-        &plan,
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let ledger = path.join("l.sqlite").to_str().unwrap().to_string();
-    Setup {
-        _dir: dir,
-        dir: path,
-        plan,
-        ledger,
-    }
+    Setup(Scheduled::new(plan_text))
 }
 
 impl Setup {
@@ -104,12 +86,7 @@ impl Setup {
     /// `dpplan run` at `at` with the data as they are then.
     fn run_at(&self, at: i64, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
         self.data_at(at);
-        let at = at.to_string();
-        let mut args = vec!["run", &self.plan, "--ledger", &self.ledger, "--at", &at];
-        args.extend_from_slice(extra);
-        let o = dpplan(&args);
-        let v = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        (o, v)
+        self.0.run_at(at, extra)
     }
 
     fn entries(&self) -> usize {
@@ -121,11 +98,6 @@ impl Setup {
         serde_json::from_slice::<Vec<serde_json::Value>>(&o.stdout)
             .unwrap()
             .len()
-    }
-
-    fn verify(&self) {
-        let o = dpplan(&["ledger", "verify", &self.ledger]);
-        assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     }
 }
 

@@ -153,3 +153,50 @@ pub fn forge_value(ledger: &str, kind: &str, edit: impl Fn(&mut serde_json::Valu
     });
     std::fs::write(format!("{ledger}.head"), format!("{head}\n")).unwrap();
 }
+
+/// Unix seconds of `2026-01-DDTHH:MM:00Z` (schedules in January 2026).
+pub fn jan_2026(day: i64, h: i64, m: i64) -> i64 {
+    1_767_225_600 + (day - 1) * 86_400 + h * 3600 + m * 60
+}
+
+/// A plan compiled in a temporary directory (`p.dpplan` → `p.json`), with
+/// its ledger's path beside it (`l.sqlite`), for the tests that run it as
+/// cron would, at chosen times: they write its data into `dir` first.
+pub struct Scheduled {
+    _tmp: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub plan: String,
+    pub ledger: String,
+}
+
+impl Scheduled {
+    pub fn new(plan_text: &str) -> Scheduled {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let plan = compiled(&dir, "p", plan_text).to_str().unwrap().to_string();
+        let ledger = dir.join("l.sqlite").to_str().unwrap().to_string();
+        Scheduled {
+            _tmp: tmp,
+            dir,
+            plan,
+            ledger,
+        }
+    }
+
+    /// `dpplan run PLAN --ledger LEDGER --at AT [extra…]`: the output and
+    /// its JSON (null when there is none).
+    pub fn run_at(&self, at: i64, extra: &[&str]) -> (Output, serde_json::Value) {
+        let at = at.to_string();
+        let mut args = vec!["run", &self.plan, "--ledger", &self.ledger, "--at", &at];
+        args.extend_from_slice(extra);
+        let o = dpplan(&args);
+        let v = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        (o, v)
+    }
+
+    /// `dpplan ledger verify` passes.
+    pub fn verify(&self) {
+        let o = dpplan(&["ledger", "verify", &self.ledger]);
+        assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    }
+}

@@ -7,9 +7,7 @@
 //! the data of the run (scale 0.05: a swap across a gap of 3 rows has
 //! probability below e⁻⁶⁰).
 
-use std::path::PathBuf;
-
-use crate::support::{dpplan, text};
+use crate::support::{dpplan, jan_2026 as unix, text, Scheduled};
 
 const PLAN: &str = r#"plan "top" {
   privacy {
@@ -30,11 +28,6 @@ const PLAN: &str = r#"plan "top" {
 }
 "#;
 
-/// Unix seconds of `2026-01-DDTHH:MM:00Z`.
-fn unix(day: i64, h: i64, m: i64) -> i64 {
-    1_767_225_600 + (day - 1) * 86_400 + h * 3600 + m * 60
-}
-
 /// The data as they are on day `day`: `cart` leads from day 3 on (the
 /// ranking moves with the data), `help` never has a row.
 fn data(dir: &std::path::Path, day: i64) {
@@ -52,44 +45,10 @@ fn data(dir: &std::path::Path, day: i64) {
     std::fs::write(dir.join("ev.csv"), s).unwrap();
 }
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    plan: String,
-    ledger: String,
-}
-
-fn setup() -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    std::fs::write(dir.join("p.dpplan"), PLAN).unwrap();
-    let plan = dir.join("p.json").to_str().unwrap().to_string();
-    let o = dpplan(&[
-        "compile",
-        dir.join("p.dpplan").to_str().unwrap(),
-        "-o",
-        &plan,
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let ledger = dir.join("l.sqlite").to_str().unwrap().to_string();
-    Setup {
-        _tmp: tmp,
-        dir,
-        plan,
-        ledger,
-    }
-}
-
-impl Setup {
-    fn run_at(&self, at: i64, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
-        data(&self.dir, (at - unix(1, 0, 0)).div_euclid(86_400) + 1);
-        let at = at.to_string();
-        let mut args = vec!["run", &self.plan, "--ledger", &self.ledger, "--at", &at];
-        args.extend_from_slice(extra);
-        let o = dpplan(&args);
-        let v = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        (o, v)
-    }
+/// A run at `at` on the data of its day.
+fn run_at(s: &Scheduled, at: i64) -> (std::process::Output, serde_json::Value) {
+    data(&s.dir, (at - unix(1, 0, 0)).div_euclid(86_400) + 1);
+    s.run_at(at, &[])
 }
 
 /// (slot, ranked keys, ε) of each fresh release of a run.
@@ -120,10 +79,10 @@ fn fresh(v: &serde_json::Value) -> Vec<(u64, Vec<String>, f64)> {
 
 #[test]
 fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
-    let s = setup();
+    let s = Scheduled::new(PLAN);
     // ε per release: 2 ranks of Δ/b = 1/0.05 = 20 (zCDP's bounded-range
     // figure is larger here; basic composition's 40 is the best)
-    let (o, v) = s.run_at(unix(1, 0, 5), &[]);
+    let (o, v) = run_at(&s, unix(1, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let got = fresh(&v);
     assert_eq!(got.len(), 1, "{v}");
@@ -131,12 +90,12 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     assert_eq!(got[0].1, ["home", "search"]);
     let eps = got[0].2;
     assert!(eps > 0.0 && eps <= 40.0, "{eps}");
-    let (o, v) = s.run_at(unix(2, 0, 5), &[]);
+    let (o, v) = run_at(&s, unix(2, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(fresh(&v).iter().map(|g| g.0).collect::<Vec<_>>(), [1]);
     // no run on day 3: day 4's run releases slot 3 on the data as they are
     // now, and records slot 2 as skipped
-    let (o, v) = s.run_at(unix(4, 0, 5), &[]);
+    let (o, v) = run_at(&s, unix(4, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let got = fresh(&v);
     assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
@@ -144,11 +103,11 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     assert_eq!(v["skipped"][0]["from"], 2, "{v}");
     // far past the schedule (day 300): the last period passed without a run; nothing is
     // released, and it is recorded once
-    let (o, v) = s.run_at(unix(300, 0, 5), &[]);
+    let (o, v) = run_at(&s, unix(300, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(fresh(&v).is_empty(), "{v}");
     assert_eq!(v["skipped"][0]["from"], 4, "{v}");
-    let (o, v) = s.run_at(unix(301, 0, 5), &[]);
+    let (o, v) = run_at(&s, unix(301, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(fresh(&v).is_empty() && v.get("skipped").is_none(), "{v}");
     // the CSV: the rank as the value, the noise figures empty
@@ -173,6 +132,5 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
         .map(|e| e["epsilon"].as_f64().unwrap())
         .sum();
     assert!((charged - 3.0 * eps).abs() < 1e-9, "{charged} vs 3 × {eps}");
-    let o = dpplan(&["ledger", "verify", &s.ledger]);
-    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    s.verify();
 }

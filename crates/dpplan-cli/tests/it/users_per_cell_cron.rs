@@ -7,9 +7,7 @@
 //! beyond ±0.5 has probability 10⁻²³), with the
 //! mechanism's value kept as `raw_value`; the ledger verifies.
 
-use std::path::PathBuf;
-
-use crate::support::{dpplan, text};
+use crate::support::{jan_2026 as unix, text, Scheduled};
 
 const PLAN: &str = r#"plan "riders" {
   privacy {
@@ -39,11 +37,6 @@ const PLAN: &str = r#"plan "riders" {
 }
 "#;
 
-/// Unix seconds of `2026-01-DDTHH:MM:00Z`.
-fn unix(day: i64, h: i64, m: i64) -> i64 {
-    1_767_225_600 + (day - 1) * 86_400 + h * 3600 + m * 60
-}
-
 /// Day d's trips: riders r1..r(d) ride in `a` (r1 three times), rider z
 /// in `b` — so day d has d riders in `a` and 1 in `b` — plus a trip in
 /// `b` at 00:01 by rider y (in the data of a run at 00:05).
@@ -65,49 +58,16 @@ fn expected(day: i64) -> (f64, f64) {
     (day as f64, 2.0)
 }
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    plan: String,
-    ledger: String,
-}
-
-fn setup() -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    std::fs::write(dir.join("p.dpplan"), PLAN).unwrap();
-    let plan = dir.join("p.json").to_str().unwrap().to_string();
-    let o = dpplan(&[
-        "compile",
-        dir.join("p.dpplan").to_str().unwrap(),
-        "-o",
-        &plan,
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let ledger = dir.join("l.sqlite").to_str().unwrap().to_string();
-    Setup {
-        _tmp: tmp,
-        dir,
-        plan,
-        ledger,
-    }
-}
-
-impl Setup {
-    /// `dpplan run` at `at`, with the trips as they are then.
-    fn run_at(&self, at: i64) -> (std::process::Output, serde_json::Value) {
-        let mut s = String::from("rider,city,t\n");
-        for d in 1..=5 {
-            for (t, row) in rows(d).into_iter().filter(|(t, _)| *t < at) {
-                s.push_str(&format!("{row},{t}\n"));
-            }
+/// `dpplan run` at `at`, with the trips as they are then.
+fn run_at(s: &Scheduled, at: i64) -> (std::process::Output, serde_json::Value) {
+    let mut csv = String::from("rider,city,t\n");
+    for d in 1..=5 {
+        for (t, row) in rows(d).into_iter().filter(|(t, _)| *t < at) {
+            csv.push_str(&format!("{row},{t}\n"));
         }
-        std::fs::write(self.dir.join("t.csv"), s).unwrap();
-        let at = at.to_string();
-        let o = dpplan(&["run", &self.plan, "--ledger", &self.ledger, "--at", &at]);
-        let v = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        (o, v)
     }
+    std::fs::write(s.dir.join("t.csv"), csv).unwrap();
+    s.run_at(at, &[])
 }
 
 /// (slot, (riders in a, riders in b), backfilled) of each fresh release;
@@ -144,14 +104,14 @@ fn fresh(v: &serde_json::Value) -> Vec<(u64, (f64, f64), bool)> {
 
 #[test]
 fn daily_riders_per_city_from_cron_after_missed_days_and_the_end() {
-    let s = setup();
+    let s = Scheduled::new(PLAN);
     // 00:05 on day 2: day 1 has closed, day 2 (rider y already rode) has not
-    let (o, v) = s.run_at(unix(2, 0, 5));
+    let (o, v) = run_at(&s, unix(2, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(fresh(&v), [(0, expected(1), false)]);
     // no run on days 3 and 4: day 5's run backfills days 2 and 3 in order
     // and releases day 4 on time
-    let (o, v) = s.run_at(unix(5, 0, 5));
+    let (o, v) = run_at(&s, unix(5, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         fresh(&v),
@@ -163,12 +123,11 @@ fn daily_riders_per_city_from_cron_after_missed_days_and_the_end() {
     );
     // long after the schedule's end: the last window (the latest closed
     // one, so not a backfill), then nothing
-    let (o, v) = s.run_at(unix(300, 0, 5));
+    let (o, v) = run_at(&s, unix(300, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(fresh(&v), [(4, expected(5), false)]);
-    let (o, v) = s.run_at(unix(301, 0, 5));
+    let (o, v) = run_at(&s, unix(301, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(fresh(&v).is_empty(), "{v}");
-    let o = dpplan(&["ledger", "verify", &s.ledger]);
-    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    s.verify();
 }
