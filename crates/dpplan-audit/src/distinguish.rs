@@ -68,7 +68,14 @@ impl Distinguisher {
 pub fn laplace_scale(r: &Release) -> Option<f64> {
     match (r.aggregation.kind, r.parts.as_slice()) {
         (AggKind::Mean, _) => None,
-        (_, [p]) if matches!(p.mechanism, Some(k) if !k.is_gaussian()) => p.scale,
+        (_, [p])
+            if matches!(
+                p.mechanism,
+                Some(NoiseKind::Laplace | NoiseKind::DiscreteLaplace)
+            ) =>
+        {
+            p.scale
+        }
         _ => None,
     }
 }

@@ -197,7 +197,7 @@ fn what_a_top_k_refuses_says_why() {
         (
             user("top(d by page, 6)\n    noise exponential epsilon 1\n    schedule once"),
             Code::InvalidParameter,
-            "from 1 to its 5 cells",
+            "from 1 to 5 (5 cells",
         ),
         (
             user("top(d by page, 1.5)\n    noise exponential epsilon 1\n    schedule once"),
@@ -341,6 +341,30 @@ fn worst_loss(base: &[i64], moves: &[i64], t: f64, k: usize) -> f64 {
     worst
 }
 
+/// For one rank (k = 1): the largest |loss| and the largest span
+/// max − min of the loss over the outcomes, over every neighbour of
+/// `base` whose counts each move by a value in `moves`.
+fn one_rank(base: &[i64], moves: &[i64], t: f64) -> (f64, f64) {
+    let m = base.len();
+    let (mut worst, mut span): (f64, f64) = (0.0, 0.0);
+    for code in 0..moves.len().pow(m as u32) {
+        let mut other = base.to_vec();
+        let mut c = code;
+        for o in other.iter_mut() {
+            *o += moves[c % moves.len()];
+            c /= moves.len();
+        }
+        let losses: Vec<f64> = (0..m)
+            .map(|j| (peel_probability(base, t, &[j]) / peel_probability(&other, t, &[j])).ln())
+            .collect();
+        let hi = losses.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = losses.iter().copied().fold(f64::INFINITY, f64::min);
+        worst = worst.max(hi.abs()).max(lo.abs());
+        span = span.max(hi - lo);
+    }
+    (worst, span)
+}
+
 /// The mechanism's privacy, exactly: over every outcome of peeling k = 2
 /// of 4 cells and every neighbour the bounds allow, the privacy loss is at
 /// most k·Δ/b — with weights exp(count/b) when every count moves the same
@@ -357,8 +381,17 @@ fn peeling_is_k_times_delta_over_b_dp_on_every_neighbour() {
         // replace: each count by −Δ..=Δ, with weights exp(count/(2b))
         let both = worst_loss(&base, &[-2, -1, 0, 1, 2], 2.0 * b, k);
         assert!(both <= eps + 1e-12, "replace {base:?}: {both} > {eps}");
-        // the bound is nearly attained somewhere (the figure is not slack)
-        let _ = delta;
+        // one rank: ε = Δ/b, and the loss over the outcomes spans at most
+        // Δ/b (ε-bounded-range: what the zCDP charge ε²/8 rests on)
+        let one = delta as f64 / b;
+        for (moves, t) in [(&[0, 1, 2][..], b), (&[-2, -1, 0, 1, 2][..], 2.0 * b)] {
+            let (worst, span) = one_rank(&base, moves, t);
+            assert!(worst <= one + 1e-12, "{base:?} {moves:?}: {worst} > {one}");
+            assert!(
+                span <= one + 1e-12,
+                "{base:?} {moves:?}: range {span} > {one}"
+            );
+        }
     }
     let attained = worst_loss(&[0, 0, 0, 0], &[0, 1, 2], b, k);
     assert!(attained > 0.5 * eps, "{attained} vs {eps}");

@@ -40,7 +40,10 @@ pub fn consistent(cells: &[f64], var_cell: f64, total: f64, var_total: f64) -> (
 pub fn after(std_cell: f64, std_total: f64, m: usize) -> (f64, f64) {
     let (vh, vt, m) = (std_cell * std_cell, std_total * std_total, m as f64);
     let denom = m * vh + vt;
-    if !(denom.is_finite() && denom > 0.0) {
+    // the same guard as [`consistent`]: without two positive variances the
+    // values are published as released, and so are their figures
+    let ok = |v: f64| v.is_finite() && v > 0.0;
+    if !(ok(vh) && ok(vt) && m > 0.0) {
         return (std_cell, std_total);
     }
     let a = vh / denom;
@@ -67,9 +70,12 @@ mod tests {
         // an exact total and exact cells stay as they are
         let (c, t) = consistent(&[1.0, 2.0], 1.0, 3.0, 1.0);
         assert_eq!((c, t), (vec![1.0, 2.0], 3.0));
-        // no variance: nothing to weigh, the values as released
+        // no variance: nothing to weigh, the values as released, and so
+        // their figures
         let (c, t) = consistent(&[1.0, 2.0], 0.0, 7.0, 1.0);
         assert_eq!((c, t), (vec![1.0, 2.0], 7.0));
+        assert_eq!(after(0.0, 1.0, 2), (0.0, 1.0));
+        assert_eq!(after(2.0, 0.0, 2), (2.0, 0.0));
     }
 
     /// The closed-form variances against simulation: 2·10⁵ draws of a

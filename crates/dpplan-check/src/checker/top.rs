@@ -2,7 +2,7 @@
 //! largest counts (rows, or with `distinct d.unit_id` units per cell), in
 //! order, without their counts — chosen by the exponential mechanism, one
 //! selection per rank, each among the cells not chosen before ("peeling").
-//! What it does not support yet (DP014, DP031), its n (DP007), and each
+//! What it does not support yet (DP014), its n (DP007), and each
 //! selection's sensitivity in words.
 //!
 //! The score of a cell is its count c_j. One unit moves each count by at
@@ -15,9 +15,15 @@
 //! the privacy loss of an outcome j is (c_j − c′_j)/b − ln(Z/Z′), where
 //! c_j − c′_j ∈ [0, Δ] and ln(Z/Z′) ∈ [0, Δ/b], so it lies in [−ε, ε] and in
 //! an interval of width ε whatever the outcome (ε-bounded-range, Durfee &
-//! Rogers 2019, as the two-sided form is). Peeling n selections of ε/n
-//! each is the one-shot Gumbel top-n (Durfee & Rogers 2019), accounted as
-//! n exponential mechanisms: nε pure, n·(ε/n)²/8 zCDP.
+//! Rogers 2019, as the two-sided form is). Peeling n selections is the
+//! one-shot Gumbel top-n (Durfee & Rogers 2019), accounted as n
+//! exponential mechanisms: with `epsilon ε` split evenly, ε/n each, so ε
+//! pure in all and n·(ε/n)²/8 zCDP.
+//!
+//! The monotone form relies on an invariant of the engines' bounding: a
+//! unit's kept rows are chosen per unit (its own random draw, or on Spark
+//! a keyed hash of the unit and the row), so adding a unit never changes
+//! which rows another unit keeps — only its own rows are added.
 
 use dpplan_diagnostics::{Code, Diagnostic};
 use dpplan_syntax::ast::{self, Adjacency, AggKind};
@@ -39,7 +45,7 @@ pub(super) fn is_top(kind: AggKind) -> bool {
     kind == AggKind::Top
 }
 
-/// DP014 and DP031: what a top-k does not support in this version.
+/// DP014: what a top-k does not support in this version.
 pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -> bool {
     let unsupported = |what: &str| format!("{what} is not supported in this version");
     let mut problems = Vec::new();
@@ -99,7 +105,12 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
     ok
 }
 
-/// k: a whole number from 1 to the number of cells (DP007, DP017).
+/// The most keys a top-k releases: the runtime runs one exponential
+/// mechanism over the cells per rank (k·cells big-integer scores).
+pub const MAX_K: u64 = 1_000;
+
+/// k: a whole number from 1 to the number of cells, at most [`MAX_K`]
+/// (DP007, DP017).
 pub(super) fn k(c: &mut Checker, agg: &ast::Aggregate, cells: u64) -> Result<u64, Reported> {
     let Some(n) = &agg.argument else {
         c.error(
@@ -113,17 +124,18 @@ pub(super) fn k(c: &mut Checker, agg: &ast::Aggregate, cells: u64) -> Result<u64
         return Err(Reported);
     };
     let v = n.value;
-    if !(v >= 1.0 && v.fract() == 0.0 && v <= cells as f64) {
+    let most = cells.min(MAX_K);
+    if !(v >= 1.0 && v.fract() == 0.0 && v <= most as f64) {
         c.error(
             Diagnostic::new(
                 Code::InvalidParameter,
                 format!(
-                    "a top-k releases a whole number of keys from 1 to its {cells} cells, found {v}"
+                    "a top-k releases a whole number of keys from 1 to {most} ({cells} cells, at most {MAX_K} keys), found {v}"
                 ),
                 n.span,
             )
             .help(format!(
-                "choose k between 1 and {cells}; to release every cell's count write `histogram(…)`"
+                "choose k between 1 and {most}; to release every cell's count write `histogram(…)`"
             )),
         );
         return Err(Reported);

@@ -81,7 +81,7 @@ fn fresh(v: &serde_json::Value) -> Vec<(u64, Vec<String>, f64)> {
 fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     let s = Scheduled::new(PLAN);
     // ε per release: 2 ranks of Δ/b = 1/0.05 = 20 (zCDP's bounded-range
-    // figure is larger here; basic composition's 40 is the best)
+    // figure is larger here; the pure composition's ≈ 40 is the best)
     let (o, v) = run_at(&s, unix(1, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let got = fresh(&v);
@@ -89,7 +89,9 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     assert_eq!(got[0].0, 0);
     assert_eq!(got[0].1, ["home", "search"]);
     let eps = got[0].2;
-    assert!(eps > 0.0 && eps <= 40.0, "{eps}");
+    // (the exact composition of the two ranks at δ = 1e-6 is a hair
+    // below 2 × 20)
+    assert!(eps <= 40.0 && eps > 40.0 - 1e-5, "{eps}");
     let (o, v) = run_at(&s, unix(2, 0, 5));
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(fresh(&v).iter().map(|g| g.0).collect::<Vec<_>>(), [1]);
