@@ -403,7 +403,7 @@ fn centres(r: &Release, exact: &Exact) -> Vec<f64> {
     let mut out: Vec<f64> = part(0).iter().map(|&x| value(x, k(0))).collect();
     if r.aggregation.total {
         // a histogram's total: the last cell, the sum of the exact cells
-        out.push(value(part(1).iter().sum(), k(1)));
+        out.push(value(part(0).iter().sum(), k(0)));
     }
     out
 }

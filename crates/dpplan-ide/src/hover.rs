@@ -196,20 +196,23 @@ fn query_parts(md: &mut String, r: &QueryReport) {
         if let Some(sel) = &r.selection {
             selection(md, sel);
         }
-        if p.statistic == dpplan_check::Statistic::TopK {
+        // a selection (a top-k's rank, a quantile's level): its error is
+        // a score's, not additive noise
+        let selection = match (p.statistic, m.kind) {
+            (dpplan_check::Statistic::TopK, _) => Some(format!(
+                "**Count error per release:** no count is released; the key chosen at this rank has a count within {} of the largest among the cells not chosen before",
+                num(p.ci95_half_width)
+            )),
+            (_, Some(dpplan_check::NoiseKind::Exponential)) => Some(format!(
+                "**Rank error per release:** the chosen candidate's rank is within {} rows of the best candidate's",
+                num(p.ci95_half_width)
+            )),
+            _ => None,
+        };
+        if let Some(error) = selection {
             let _ = writeln!(
                 md,
-                "**Count error per release:** no count is released; the key chosen at this rank has a count within {} of the largest among the cells not chosen before, with probability ≥ 95 % (root-mean-square ≤ {})\n",
-                num(p.ci95_half_width),
-                num(p.noise_std)
-            );
-            continue;
-        }
-        if m.kind == Some(dpplan_check::NoiseKind::Exponential) {
-            let _ = writeln!(
-                md,
-                "**Rank error per release:** the chosen candidate's rank is within {} rows of the best candidate's with probability ≥ 95 % (root-mean-square ≤ {}); no additive noise\n",
-                num(p.ci95_half_width),
+                "{error} with probability ≥ 95 % (root-mean-square ≤ {}); no additive noise\n",
                 num(p.noise_std)
             );
             continue;

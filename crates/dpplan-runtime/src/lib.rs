@@ -884,13 +884,14 @@ pub fn draw(
     let mut noisy: Vec<Vec<f64>> = Vec::new();
     for (pi, p) in r.parts.iter().enumerate() {
         let noise = Noise::new(p.mechanism, p.scale, p.grid_exponent).map_err(RunError::Noise)?;
+        // a histogram's total reads the cells' counts (part 0's aggregate)
+        let total = p.statistic == dpplan_vocab::Statistic::CellsTotal;
         let x = exact
-            .get(&(r.name.clone(), pi))
+            .get(&(r.name.clone(), if total { 0 } else { pi }))
             .ok_or_else(|| RunError::Data(format!("no aggregate for `{}`", r.name)))?;
-        // a histogram's total: the sum of its exact cells, one value
         let summed;
-        let x = if p.statistic == dpplan_vocab::Statistic::CellsTotal {
-            summed = [x.iter().sum::<i128>()];
+        let x = if total {
+            summed = [cells_total(x, r.parts[0].grid_exponent, p.grid_exponent)];
             &summed[..]
         } else {
             &x[..]
@@ -944,6 +945,14 @@ pub fn draw(
     Ok(fresh_result(r, slot, cells, approximate))
 }
 
+/// The total of exact counts per cell given in units of 2^`from`, in
+/// units of 2^`to` (counts are whole numbers on a grid of exponent ≤ 0, so
+/// both shifts are exact).
+fn cells_total(cells: &[i128], from: i32, to: i32) -> i128 {
+    let count = cells.iter().sum::<i128>() >> (-from).max(0);
+    count << (-to).max(0)
+}
+
 /// The parts' mechanisms in words (`laplace b=2 + laplace b=4`); a
 /// quantile's with its rank error at 95 %.
 fn mechanism_text(r: &Release) -> String {
@@ -973,7 +982,11 @@ fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
     if !(r.aggregation.total && r.postprocess.contains(&dpplan_vocab::PostStep::Consistent)) {
         return cells;
     }
-    let (Some(total), [cell_part, total_part]) = (cells.pop(), &r.parts[..]) else {
+    // (the parts checked before the total is taken off: nothing is lost)
+    let [cell_part, total_part] = &r.parts[..] else {
+        return cells;
+    };
+    let Some(total) = cells.pop() else {
         return cells;
     };
     let (sh, st) = (cell_part.noise_std, total_part.noise_std);

@@ -219,13 +219,14 @@ pub struct PlannedKeys<'p> {
 /// The statistic of every part of `r`, in part order (what a run asks the
 /// engine for this release; `dpplan audit` asks the same).
 pub fn release_statistics(r: &Release) -> Result<Vec<Statistic>, RunError> {
-    if r.aggregation.top.is_some() {
-        // a top-k's ranks all read the same counts per cell: asked once
-        // (part 0's; `top::draw` reads only it)
+    if r.aggregation.top.is_some() || r.aggregation.total {
+        // a top-k's ranks all read the same counts per cell, and so does a
+        // histogram's total: asked once (part 0's; `top::draw` and `draw`
+        // read only it)
         let first = r
             .parts
             .first()
-            .ok_or_else(|| RunError::Data(format!("`{}` has no selection", r.name)))?;
+            .ok_or_else(|| RunError::Data(format!("`{}` has no statistic", r.name)))?;
         return Ok(vec![statistic(r, first)?]);
     }
     r.parts.iter().map(|p| statistic(r, p)).collect()

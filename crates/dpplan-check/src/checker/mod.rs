@@ -22,6 +22,7 @@ mod rows;
 mod selection;
 mod shape;
 mod statistic;
+mod target;
 mod top;
 pub(crate) mod total;
 mod window;

@@ -6,7 +6,8 @@ use dpplan_diagnostics::{Code, Diagnostic};
 use dpplan_syntax::ast::{self, NoiseParam};
 use dpplan_vocab::Statistic;
 
-use super::query::{describe_target, Reported, Scale};
+use super::query::{Reported, Scale};
+use super::target::describe_target;
 use super::{valid_positive, Checker};
 use dpplan_mechanisms::sensitivity::{fmt_num, Derived};
 

@@ -12,7 +12,8 @@ use dpplan_vocab::rows::{Filter, GroupKey};
 use dpplan_vocab::{AccuracyMeasure, InvalidRule};
 
 use super::datasets::{ColumnInfo, DatasetInfo};
-use super::query::{group_domain, QueryPlan, Reported};
+use super::query::{QueryPlan, Reported};
+use super::target::group_domain;
 use super::{data_dependent, Checker};
 use dpplan_mechanisms::noise;
 use dpplan_mechanisms::sensitivity::{fmt_num, UnitBound};
@@ -186,7 +187,7 @@ fn declared<'i>(
     info: &'i DatasetInfo,
     col: &ast::Ident,
 ) -> Result<&'i ColumnInfo<'i>, Reported> {
-    super::query::declared_column(c, info, col, "use one of:")
+    super::target::declared_column(c, info, col, "use one of:")
 }
 
 /// The `where` predicate, normalised ([`Filter`]); every problem in it is
@@ -728,9 +729,9 @@ fn operand(o: &PredOperand) -> String {
             Some(f) => format!(
                 "{}({})",
                 f.value,
-                super::query::describe_target(&expr.target)
+                super::target::describe_target(&expr.target)
             ),
-            None => super::query::describe_target(&expr.target),
+            None => super::target::describe_target(&expr.target),
         },
     }
 }

@@ -21,8 +21,9 @@ use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, Adjacency, AggKind, ColumnType, NoiseKind};
 
 use super::datasets::DatasetInfo;
-use super::query::{declared_column, parts, target, QueryPlan, Reported, Scale};
+use super::query::{parts, QueryPlan, Reported, Scale};
 use super::shape::{derive_sensitivities, drops_rows, Shape};
+use super::target::{declared_column, target};
 use super::{rows, Checker};
 use crate::report::{QuerySpec, ScheduleSpec, SelectionSpec, TotalReport};
 use dpplan_mechanisms::sensitivity::{fmt_num, UnitBound};

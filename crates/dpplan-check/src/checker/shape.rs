@@ -57,6 +57,41 @@ pub(super) fn drops_rows(
         .then_some(sensitivity_rows::OUTSIDE_DOMAIN)
 }
 
+/// Every noisy part of a query with its sensitivity: a quantile's levels,
+/// a top-k's ranks (each scored by the histogram's counts or units per
+/// cell), or the aggregation's statistics ([`derive_sensitivities`]), then
+/// a histogram's total when it has one.
+pub(super) fn derive_parts(
+    kind: AggKind,
+    shape: &Shape,
+    (unit, adjacency): (UnitBound, Adjacency),
+    (quantile, top, with_total): (
+        Option<&super::quantile::QuantileSpec>,
+        Option<super::top::TopSpec>,
+        bool,
+    ),
+) -> Result<Vec<(Statistic, &'static str, Derived)>, super::query::Reported> {
+    let derived = match (quantile, top) {
+        (Some(spec), _) => super::quantile::derived(spec, unit, adjacency),
+        (None, Some(spec)) => {
+            // the scores: the histogram's counts (or units per cell)
+            let base = derive_sensitivities(AggKind::Histogram, shape, unit, adjacency);
+            let counted = if shape.distinct.is_some() {
+                "units with a row in it"
+            } else {
+                "bounded rows"
+            };
+            let (_, _, base) = base.into_iter().next().ok_or(super::query::Reported)?;
+            super::top::derived(spec, &base, counted, adjacency)
+        }
+        (None, None) => derive_sensitivities(kind, shape, unit, adjacency),
+    };
+    match (with_total, shape.group) {
+        (true, Some(cells)) => super::with_total::with_total_part(derived, unit, adjacency, cells),
+        _ => Ok(derived),
+    }
+}
+
 /// The sensitivity of each noisy part, derived from the unit's bound, the
 /// adjacency, the cells, the values' bounds and the filter: one per
 /// statistic the aggregation releases ([`Statistic::of`]), in that order.

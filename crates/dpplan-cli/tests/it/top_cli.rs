@@ -136,3 +136,73 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     assert!((charged - 3.0 * eps).abs() < 1e-9, "{charged} vs 3 × {eps}");
     s.verify();
 }
+
+/// A histogram with its total, consistent, through the real binary on the
+/// shipped example: `dpplan run` publishes cells that add up to the total
+/// (the last cell, without a group), each with its raw value and the std
+/// after the step, in the JSON and in the CSV; `dpplan report` states the
+/// estimator and the std before and after; the ledger verifies.
+#[test]
+fn a_consistent_histogram_through_the_binary() {
+    let src = crate::support::root().join("examples/news-sections");
+    let s = Scheduled::new(&std::fs::read_to_string(src.join("news-sections.dpplan")).unwrap());
+    std::fs::create_dir_all(s.dir.join("data")).unwrap();
+    std::fs::copy(src.join("data/reads.csv"), s.dir.join("data/reads.csv")).unwrap();
+    let o = dpplan(&[
+        "run",
+        &s.plan,
+        "--ledger",
+        &s.ledger,
+        "--query",
+        "reads_by_section",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["approximate_interval"], false, "Gaussian noise: {r}");
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 13, "12 sections and the total");
+    let (total, sections) = cells.split_last().unwrap();
+    assert!(total["group"].is_null());
+    let sum: f64 = sections.iter().map(|c| c["value"].as_f64().unwrap()).sum();
+    assert_eq!(sum, total["value"].as_f64().unwrap());
+    // the std after the step: cells 40 → 38.545…, the total 56.57 → 52.37…
+    for c in sections {
+        let std = c["noise_std"].as_f64().unwrap();
+        assert!((std - 38.545).abs() < 1e-3, "{c}");
+        assert!(c["raw_value"].as_f64().is_some(), "{c}");
+    }
+    assert!((total["noise_std"].as_f64().unwrap() - 52.3723).abs() < 1e-3);
+    // the CSV (slot 0 served again from the ledger): the total's line has
+    // an empty group, its raw value last
+    let o = dpplan(&[
+        "run",
+        &s.plan,
+        "--ledger",
+        &s.ledger,
+        "--query",
+        "reads_by_section",
+        "--slot",
+        "0",
+        "--csv",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let csv = text(&o.stdout);
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with("reads_by_section,0,ledger,,,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    assert!(!line.ends_with(','), "raw value present: {line}");
+    let o = dpplan(&[
+        "report",
+        src.join("news-sections.dpplan").to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    let md = text(&o.stdout);
+    assert!(
+        md.contains("the noise std of each cell goes from 40 to 38.545, the total's from 56.5686 to 52.3723"),
+        "{md}"
+    );
+    s.verify();
+}

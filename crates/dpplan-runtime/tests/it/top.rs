@@ -142,10 +142,25 @@ fn the_example_publishes_keys_and_ranks_and_no_count() {
     );
 }
 
-/// Counts in units of 2^grid (as the engine returns a statistic computed
-/// on its part's grid).
-fn on_grid(counts: &[i128], grid: i32) -> Vec<i128> {
-    counts.iter().map(|&c| c << (-grid).max(0)).collect()
+/// The exact aggregates of every part of `r` for these counts per cell,
+/// each in units of 2^grid of its part (as the engine returns a statistic
+/// computed on its part's grid).
+fn exact_on_grids(r: &Release, counts: &[i128]) -> BTreeMap<(String, usize), Vec<i128>> {
+    let asked = dpplan_runtime::requests::release_statistics(r)
+        .unwrap()
+        .len();
+    r.parts
+        .iter()
+        .take(asked)
+        .enumerate()
+        .map(|(pi, p)| {
+            let shift = (-p.grid_exponent).max(0);
+            (
+                (r.name.clone(), pi),
+                counts.iter().map(|&c| c << shift).collect(),
+            )
+        })
+        .collect()
 }
 
 /// A histogram with its total through the release path: the published
@@ -178,14 +193,7 @@ fn a_consistent_histogram_publishes_the_estimator_of_its_released_values() {
         let plan = compile(noise, "postprocess consistent");
         let r = &plan.body.releases[0];
         assert!(r.aggregation.total);
-        let exact: BTreeMap<(String, usize), Vec<i128>> = (0..r.parts.len())
-            .map(|pi| {
-                (
-                    (r.name.clone(), pi),
-                    on_grid(&counts, r.parts[pi].grid_exponent),
-                )
-            })
-            .collect();
+        let exact = exact_on_grids(r, &counts);
         let mut rng = SecureRng::from_seed_for_tests(50);
         let out = dpplan_runtime::draw(r, 0, &exact, &mut rng).unwrap();
         assert_eq!(out.cells.len(), 5);
@@ -211,14 +219,7 @@ fn a_consistent_histogram_publishes_the_estimator_of_its_released_values() {
     // negative control: the same release without `consistent`
     let plan = compile("laplace scale 3", "");
     let r = &plan.body.releases[0];
-    let exact: BTreeMap<(String, usize), Vec<i128>> = (0..r.parts.len())
-        .map(|pi| {
-            (
-                (r.name.clone(), pi),
-                on_grid(&counts, r.parts[pi].grid_exponent),
-            )
-        })
-        .collect();
+    let exact = exact_on_grids(r, &counts);
     let mut rng = SecureRng::from_seed_for_tests(50);
     let out = dpplan_runtime::draw(r, 0, &exact, &mut rng).unwrap();
     assert!(out.cells.iter().all(|c| c.raw_value.is_none()));
