@@ -7,6 +7,7 @@ use std::time::Duration;
 
 fn rel(kind: NoiseKind, scale: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale,
@@ -43,6 +44,7 @@ fn bench(c: &mut Criterion) {
     let minute_lap = vec![rel(NoiseKind::Laplace, 100.0, 43_200)];
     let minute_gauss = vec![rel(NoiseKind::Gaussian, 200.0, 43_200)];
     let minute_lap_b3000 = vec![Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: 3000.0,
@@ -126,6 +128,7 @@ fn bench(c: &mut Criterion) {
 fn dgauss_histogram(sigma: f64, b: (f64, f64, f64, u64), count: u64) -> Vec<Release> {
     vec![
         Release {
+            sample: None,
             mechanism: Mechanism {
                 kind: NoiseKind::DiscreteGaussian,
                 scale: sigma,
@@ -213,6 +216,7 @@ fn bench_attack_risk(c: &mut Criterion) {
 /// coordinates), one release.
 fn laplace_counts(b: f64, s: (f64, f64, f64, u64)) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: b,

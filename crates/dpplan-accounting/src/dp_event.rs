@@ -49,6 +49,12 @@ pub enum DpEvent {
     SelfComposed { event: Box<DpEvent>, count: u64 },
     /// `ComposedDpEvent`.
     Composed { events: Vec<DpEvent> },
+    /// `PoissonSampledDpEvent`: the event run on a Poisson sample, each
+    /// unit kept with `sampling_probability`.
+    PoissonSampled {
+        sampling_probability: f64,
+        event: Box<DpEvent>,
+    },
     /// Any other class (sampling, trees, randomized response, …), kept as
     /// read: dpplan does not account it.
     Other { class_name: String, value: Value },
@@ -66,6 +72,7 @@ impl DpEvent {
             DpEvent::Zcdp { .. } => "ZCDpEvent",
             DpEvent::SelfComposed { .. } => "SelfComposedDpEvent",
             DpEvent::Composed { .. } => "ComposedDpEvent",
+            DpEvent::PoissonSampled { .. } => "PoissonSampledDpEvent",
             DpEvent::Other { class_name, .. } => class_name,
         }
     }
@@ -94,6 +101,13 @@ impl DpEvent {
             DpEvent::SelfComposed { event, count } => {
                 m.insert("event".into(), event.to_json());
                 m.insert("count".into(), json!(count));
+            }
+            DpEvent::PoissonSampled {
+                sampling_probability,
+                event,
+            } => {
+                m.insert("sampling_probability".into(), json!(sampling_probability));
+                m.insert("event".into(), event.to_json());
             }
             DpEvent::Composed { events } => {
                 m.insert(
@@ -176,6 +190,14 @@ fn from_json_at(v: &Value, at: &str) -> Result<DpEvent, String> {
                 &format!("{at}.event"),
             )?),
             count: count("count")?,
+        },
+        "PoissonSampledDpEvent" => DpEvent::PoissonSampled {
+            sampling_probability: num("sampling_probability")?,
+            event: Box::new(from_json_at(
+                obj.get("event")
+                    .ok_or_else(|| format!("{at} ({class}) has no `event`"))?,
+                &format!("{at}.event"),
+            )?),
         },
         "ComposedDpEvent" => {
             let events = obj
@@ -263,6 +285,12 @@ pub fn event_of(m: &Mechanism) -> Result<(DpEvent, Fidelity, &'static str), Acco
                 }
             },
         ),
+        // `effective` of a mechanism alone is never sampled
+        Eff::SGauss { .. } | Eff::SPure { .. } => {
+            return Err(AccountingError::InvalidParameter(
+                "a sampled mechanism has no event of its own".into(),
+            ))
+        }
         e @ Eff::DGauss { .. } => (
             zcdp(crate::accountants::eff_rho(&e)),
             Fidelity::Sound,
@@ -277,8 +305,32 @@ fn integral(s: &Sensitivity) -> Option<u64> {
 }
 
 /// One exported release: its event, composed `count` times.
+///
+/// A release on a Poisson sample (rate q < 1) is dp_accounting's
+/// `PoissonSampledDpEvent` around its Gaussian or Laplace event, which
+/// dpplan composes by the same pairs (`accountants/pld_sampled.rs`); any
+/// other event is written without its sampling: an upper bound, as
+/// sampling never adds loss.
 pub fn release_event(r: &Release) -> Result<(DpEvent, Fidelity, &'static str), AccountingError> {
     let (e, f, why) = event_of(&r.mechanism)?;
+    let (e, f, why) = match r.sample {
+        Some(q) if q < 1.0 && e != DpEvent::NoOp => match e {
+            DpEvent::Gaussian { .. } | DpEvent::Laplace { .. } => (
+                DpEvent::PoissonSampled {
+                    sampling_probability: q,
+                    event: Box::new(e),
+                },
+                f,
+                why,
+            ),
+            e => (
+                e,
+                Fidelity::Sound,
+                "a release on a Poisson sample whose base has no event dp_accounting samples: written without its sampling (an upper bound)",
+            ),
+        },
+        _ => (e, f, why),
+    };
     let e = if r.count == 1 || e == DpEvent::NoOp {
         e
     } else {
@@ -311,6 +363,7 @@ pub fn import(e: &DpEvent) -> Imported {
 
 fn walk(e: &DpEvent, times: u64, at: &str, out: &mut Imported) {
     let scalar = |kind: NoiseKind, scale: f64, sens: f64| Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale,
@@ -350,6 +403,37 @@ fn walk(e: &DpEvent, times: u64, at: &str, out: &mut Imported) {
         DpEvent::Composed { events } => {
             for (i, x) in events.iter().enumerate() {
                 walk(x, times, &format!("{at}.events[{i}]"), out);
+            }
+        }
+        DpEvent::PoissonSampled {
+            sampling_probability: q,
+            event,
+        } => {
+            let inner = import(event);
+            let at_inner = format!("{at}.event");
+            if !(*q > 0.0 && *q <= 1.0) {
+                out.unsupported.push(format!(
+                    "{at}: PoissonSampledDpEvent: a sampling probability must lie in (0, 1], got {q}"
+                ));
+            } else if !inner.unsupported.is_empty() {
+                out.unsupported.extend(inner.unsupported);
+            } else if inner
+                .releases
+                .iter()
+                .any(|r| r.count != 1 || r.sample.is_some())
+                || inner.releases.len() > 1
+            {
+                // a sample shared by several events is one mixture, not
+                // several sampled events: not accounted here
+                out.unsupported.push(format!(
+                    "{at_inner}: a PoissonSampledDpEvent around several events (one sample shared by all) is not accounted by dpplan: sample each event on its own"
+                ));
+            } else {
+                for mut r in inner.releases {
+                    r.count = times;
+                    r.sample = (*q < 1.0).then_some(*q);
+                    out.releases.push(r);
+                }
             }
         }
         DpEvent::NonPrivate
@@ -487,8 +571,36 @@ mod tests {
         )
         .unwrap();
         let imported = import(&DpEvent::from_json(&sgd).unwrap());
-        assert_eq!(imported.unsupported.len(), 1);
-        assert!(imported.unsupported[0].starts_with("the event.events[0]: PoissonSampledDpEvent"));
+        assert!(imported.unsupported.is_empty(), "{:?}", imported.unsupported);
+        assert_eq!(imported.releases.len(), 1);
+        assert_eq!(imported.releases[0].sample, Some(0.01));
+        assert_eq!(imported.releases[0].mechanism.kind, NoiseKind::Gaussian);
+        // and back: the same event (σ/Δ₂ rounded towards more loss)
+        let (back, fidelity, _) = release_event(&imported.releases[0]).unwrap();
+        assert_eq!(fidelity, Fidelity::Exact);
+        assert_eq!(
+            back,
+            DpEvent::PoissonSampled {
+                sampling_probability: 0.01,
+                event: Box::new(DpEvent::Gaussian {
+                    noise_multiplier: 1.0f64.next_down()
+                })
+            }
+        );
+        // one sample shared by several releases is one mixture, not
+        // several sampled releases: named, with its place
+        let shared = DpEvent::PoissonSampled {
+            sampling_probability: 0.01,
+            event: Box::new(DpEvent::SelfComposed {
+                event: Box::new(DpEvent::Gaussian {
+                    noise_multiplier: 1.0,
+                }),
+                count: 3,
+            }),
+        };
+        let imported = import(&shared);
+        assert!(imported.releases.is_empty());
+        assert!(imported.unsupported[0].starts_with("the event.event: a PoissonSampledDpEvent around several"));
         // no noise is unbounded loss, never a release without cost
         let bare = import(&DpEvent::Gaussian {
             noise_multiplier: 0.0,

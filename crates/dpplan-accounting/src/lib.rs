@@ -109,6 +109,7 @@ pub mod dp_event;
 mod gaussian;
 mod grid;
 pub mod roots;
+mod sampled;
 pub mod selection;
 mod special;
 pub mod tradeoff;
@@ -165,6 +166,13 @@ pub struct Mechanism {
 pub struct Release {
     pub mechanism: Mechanism,
     pub count: u64,
+    /// Poisson sampling of the privacy units, drawn afresh for each of the
+    /// `count` releases: each unit is kept independently with probability
+    /// q ∈ (0, 1] (`None`: no sampling). Accounted for add/remove
+    /// neighbours only, as dp_accounting does: the caller refuses a
+    /// sampled release under replace neighbours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
 }
 
 /// A proven (ε, δ)-DP guarantee.
@@ -240,12 +248,29 @@ pub(crate) enum Eff {
     /// (Durfee & Rogers 2019), hence ε²/8-zCDP (Cesar & Rogers 2021);
     /// otherwise treated as any ε-DP mechanism (the RR dominating pair)
     Exp { eps: f64 },
+    /// a continuous Gaussian (μ = Δ₂/σ) on a Poisson sample of the units
+    /// at rate q < 1, add/remove neighbours (`sampled.rs`)
+    SGauss { mu: f64, q: f64 },
+    /// an ε-DP mechanism (`base` = Δ₁/b) on a Poisson sample at rate q < 1:
+    /// `eps` = ln(1 + q(e^base − 1)) rounded up, the amplified pure ε every
+    /// accountant may use as for any ε-DP mechanism (Balle, Barthe &
+    /// Gaboardi 2018, Thm 8); `laplace` when it is one continuous Laplace
+    /// coordinate, whose exact subsampled pair the PLD uses (`sampled.rs`)
+    SPure {
+        eps: f64,
+        base: f64,
+        q: f64,
+        laplace: bool,
+    },
 }
 
 impl Eff {
     pub(crate) fn pure_eps(&self) -> Option<f64> {
         match *self {
-            Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => Some(eps),
+            Eff::Laplace { eps, .. }
+            | Eff::DLaplace { eps, .. }
+            | Eff::Exp { eps }
+            | Eff::SPure { eps, .. } => Some(eps),
             _ => None,
         }
     }
@@ -279,6 +304,10 @@ impl Eff {
                 shape.map(|s| s.1),
             ),
             Eff::Exp { eps } => (4, eps.to_bits(), 0, 0, None),
+            Eff::SGauss { mu, q } => (5, mu.to_bits(), q.to_bits(), 0, None),
+            Eff::SPure {
+                base, q, laplace, ..
+            } => (6, base.to_bits(), q.to_bits(), laplace as u64, None),
         }
     }
 }
@@ -511,6 +540,8 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
         Eff::Gauss { mu } => mu.is_finite(),
         Eff::DGauss { rho, .. } => rho.is_finite(),
         Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => eps.is_finite(),
+        // built from an effective mechanism below, in [`normalise`]
+        Eff::SGauss { .. } | Eff::SPure { .. } => true,
     };
     if !finite {
         return Err(AccountingError::InvalidParameter(
@@ -534,9 +565,17 @@ pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
         if r.count == 0 {
             continue;
         }
-        let ratio = eff
-            .pure_eps()
-            .map(|_| (pure_l1(&r.mechanism.sensitivity), r.mechanism.scale));
+        let eff = match r.sample {
+            None => eff,
+            Some(q) => sampled::effective(eff, q)?,
+        };
+        // Σε is exact only for the plan's own Δ₁/b, not an amplified ε
+        let ratio = match eff {
+            Eff::SPure { .. } => None,
+            _ => eff
+                .pure_eps()
+                .map(|_| (pure_l1(&r.mechanism.sensitivity), r.mechanism.scale)),
+        };
         plan.items.push(Item {
             eff,
             count: r.count,
@@ -771,7 +810,8 @@ pub fn single_release_epsilon(m: &Mechanism, delta: f64) -> Result<f64, Accounti
 pub fn rho(m: &Mechanism) -> Option<f64> {
     match effective(m).ok()? {
         None => Some(0.0),
-        Some(Eff::Gauss { mu }) => Some(mu * mu / 2.0),
+        Some(Eff::Gauss { mu }) | Some(Eff::SGauss { mu, .. }) => Some(mu * mu / 2.0),
+        Some(Eff::SPure { eps, .. }) => Some(eps * eps / 2.0),
         Some(Eff::DGauss { rho, .. }) => Some(rho),
         Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps, .. }) => Some(eps * eps / 2.0),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)

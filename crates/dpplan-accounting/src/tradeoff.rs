@@ -25,7 +25,7 @@
 //! * The thresholds of keys from the data add their δ to every ε
 //!   (`extra_delta`), as they add it to the plan's claim.
 
-use crate::accountants::pld::{compose_plan, Curve};
+use crate::accountants::pld::{compose_plan, directions, Curve};
 use crate::special::{golden, ln_phi_approx, ELEM_ULPS, U};
 use crate::{normalise, AccountingError, Eff, Plan, Release};
 use serde::Serialize;
@@ -128,14 +128,23 @@ pub fn attack_risk(
     // the PLD's truncation needs a target; at δ = 0 (a pure plan) a small one
     let target = if delta > 0.0 { delta } else { 1e-9 };
     let pure = plan.all_pure().then(|| plan.pure_sum());
-    let (curve, tpr): (CurveSource, Box<dyn Fn(f64) -> f64>) = match compose_plan(&plan, target) {
-        Ok(c) => {
-            let curve = c.curve;
-            (
-                CurveSource::Pld,
-                Box::new(move |a| tpr_from_curve(&curve, a)),
-            )
-        }
+    // a plan with sampled releases has one curve per order of neighbours:
+    // the attack's power is the larger
+    let curves = directions(&plan).and_then(|dirs| {
+        dirs.iter()
+            .map(|&d| compose_plan(&plan, target, d).map(|c| c.curve))
+            .collect::<Result<Vec<Curve>, _>>()
+    });
+    let (curve, tpr): (CurveSource, Box<dyn Fn(f64) -> f64>) = match curves {
+        Ok(curves) => (
+            CurveSource::Pld,
+            Box::new(move |a| {
+                curves
+                    .iter()
+                    .map(|c| tpr_from_curve(c, a))
+                    .fold(0.0, f64::max)
+            }),
+        ),
         Err(AccountingError::NotApplicable(_)) | Err(AccountingError::InfiniteEpsilon(_)) => {
             let lines = fast_lines(releases);
             (
@@ -341,6 +350,7 @@ mod tests {
         // the generic path (the sup over ε of the (ε, δ(ε)) lines, δ from
         // Balle–Wang) against Φ(Φ⁻¹(α) + μ): the duality and the search
         let releases = [crate::Release {
+            sample: None,
             mechanism: crate::Mechanism {
                 kind: crate::NoiseKind::Gaussian,
                 scale: 2.0,
@@ -349,7 +359,7 @@ mod tests {
             count: 9,
         }];
         let plan = normalise(&releases).unwrap();
-        let curve = compose_plan(&plan, 1e-6).unwrap().curve;
+        let curve = compose_plan(&plan, 1e-6, crate::accountants::pld::Direction::Remove).unwrap().curve;
         for alpha in [0.1, 0.01, 0.001, 1e-5] {
             let closed = tpr_gdp(1.5, alpha);
             let searched = tpr_from_curve(&curve, alpha);

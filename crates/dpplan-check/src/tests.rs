@@ -386,6 +386,7 @@ fn every_part_carries_the_mechanism_the_total_composed() {
             assert_eq!(Some(m.scale), p.scale());
             assert_eq!((m.sensitivity.l1, m.sensitivity.l2), (p.l1, p.l2));
             releases.push(dpplan_accounting::Release {
+                sample: None,
                 mechanism: m,
                 count: q.releases,
             });
@@ -547,6 +548,7 @@ fn a_discrete_gaussian_histogram_is_accounted_by_its_shift_shapes() {
         .queries
         .iter()
         .map(|q| dpplan_accounting::Release {
+            sample: None,
             mechanism: q.parts[0].accounted.unwrap(),
             count: 1,
         })
@@ -594,10 +596,12 @@ fn laplace_records_the_shift_shape_for_counts_only() {
     let eps = |m: dpplan_accounting::Mechanism| {
         let rs = [
             dpplan_accounting::Release {
+                sample: None,
                 mechanism: m,
                 count: 1,
             },
             dpplan_accounting::Release {
+                sample: None,
                 mechanism: gauss,
                 count: 1,
             },
@@ -651,6 +655,7 @@ fn costs_on_two_threads_and_the_attack_risk_beside_the_total_are_the_plans() {
     }
     let releases: Vec<acct::Release> = (0..n)
         .map(|i| acct::Release {
+            sample: None,
             mechanism: acct::Mechanism {
                 kind: acct::NoiseKind::Laplace,
                 scale: (1000 + i) as f64,

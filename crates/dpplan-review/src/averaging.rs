@@ -57,6 +57,7 @@ pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
             .filter_map(|r| {
                 let b = acct::best(
                     &[acct::Release {
+                        sample: None,
                         mechanism: mech,
                         count: r,
                     }],

@@ -86,6 +86,7 @@ fn composing_every_release_gives_the_checkers_total() {
             .flat_map(|q| {
                 q.parts.iter().filter_map(|p| {
                     Some(dpplan_accounting::Release {
+                        sample: None,
                         mechanism: p.accounted?,
                         count: q.accounted_releases,
                     })
@@ -204,6 +205,7 @@ fn doubling_control_equals_the_checker_on_a_doubled_bound() {
                 m.sensitivity.l1 *= 2.0;
                 m.sensitivity.l2 *= 2.0;
                 Some(dpplan_accounting::Release {
+                    sample: None,
                     mechanism: m,
                     count: q.releases,
                 })

@@ -39,9 +39,13 @@ use crate::{AccountingError, Eff, Plan};
 /// arithmetic) and rounded up (the enclosure's).
 fn classical_rho(eff: &Eff) -> (f64, f64) {
     match *eff {
-        Eff::Gauss { mu } => (0.5 * mu * mu, 0.5 * mul_up(mu, mu)),
+        // a sampled Gaussian keeps the base's ρ (`sampled.rs`)
+        Eff::Gauss { mu } | Eff::SGauss { mu, .. } => (0.5 * mu * mu, 0.5 * mul_up(mu, mu)),
         Eff::DGauss { rho, .. } => (rho, rho),
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => {
+        Eff::Laplace { eps, .. }
+        | Eff::DLaplace { eps, .. }
+        | Eff::Exp { eps }
+        | Eff::SPure { eps, .. } => {
             (0.5 * eps * eps, 0.5 * mul_up(eps, eps))
         }
     }

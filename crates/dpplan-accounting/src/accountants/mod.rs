@@ -133,7 +133,16 @@ pub(crate) fn infinite(what: &str) -> AccountingError {
 /// tightest single-release ε of an effective mechanism at δ
 pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> {
     match *eff {
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => Ok(eps),
+        Eff::Laplace { eps, .. }
+        | Eff::DLaplace { eps, .. }
+        | Eff::Exp { eps }
+        | Eff::SPure { eps, .. } => Ok(eps),
+        Eff::SGauss { mu, q } => {
+            if delta <= 0.0 {
+                return Err(infinite("a Gaussian release"));
+            }
+            Ok(crate::sampled::gauss_epsilon(mu, q, delta))
+        }
         Eff::Gauss { mu } => {
             if delta <= 0.0 {
                 return Err(infinite("a Gaussian release"));
@@ -162,8 +171,11 @@ pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> 
 /// product (u), one float up.
 pub(crate) fn eff_rho(eff: &Eff) -> f64 {
     match *eff {
-        Eff::Gauss { mu } => 0.5 * mul_up(mu, mu),
+        // a sampled Gaussian keeps the base's ρ (`sampled.rs`)
+        Eff::Gauss { mu } | Eff::SGauss { mu, .. } => 0.5 * mul_up(mu, mu),
         Eff::DGauss { rho, .. } => rho,
+        // any ε′-DP mechanism
+        Eff::SPure { eps, .. } => pure_rho(eps),
         // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
         Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } => pure_rho(eps),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2);
@@ -254,6 +266,7 @@ mod tests {
 
     fn gaussian(sigma: f64, l2: f64, count: u64) -> Release {
         Release {
+            sample: None,
             mechanism: Mechanism {
                 kind: NoiseKind::Gaussian,
                 scale: sigma,

@@ -49,11 +49,14 @@ mod pld_dlaplace;
 mod pld_laplace;
 #[path = "pld_leaves.rs"]
 mod pld_leaves;
+#[path = "pld_sampled.rs"]
+mod pld_sampled;
 pub(crate) use pld_curve::Curve;
 use pld_dgauss::Coord;
 use pld_laplace::laplace_leaf;
 pub(crate) use pld_laplace::lone_laplace_epsilon;
 use pld_leaves::{leaf_sd, LeafKind, Noise, Split};
+pub(crate) use pld_sampled::Direction;
 
 /// grid points per standard deviation of a node's own loss distribution
 const RES_NODE: f64 = 256.0;
@@ -311,6 +314,9 @@ struct Ctx {
     binomial: bool,
     /// the target δ (sets the lower-tail budget, [`Ctx::tau_low`])
     delta: f64,
+    /// a leaf is on a Poisson sample: tilts follow the tails' reach
+    /// ([`Ctx::tilt_to`])
+    skewed: bool,
 }
 
 impl Ctx {
@@ -325,6 +331,16 @@ impl Ctx {
     /// `pld_conv.rs`) be cut, which an absolute τ ≈ 10⁻²¹ at δ = 10⁻¹⁵ could not.
     fn tau_low(&self) -> f64 {
         (0.5 * self.tau / self.delta).min(0.01)
+    }
+
+    /// Exponential tilt per grid index that puts the tilted mass where an
+    /// output whose upper tail reaches `reach` above its mean is cut:
+    /// θ = z_τ²/reach (= z_τ/σ when reach = z_τσ, as for a Gaussian).
+    fn tilt_to(&self, reach: f64, e: i32) -> f64 {
+        if reach.is_nan() || reach <= 0.0 || reach.is_infinite() {
+            return 0.0;
+        }
+        2.0 * (1.0 / self.tau).ln() / reach * h_of(e)
     }
 
     /// Exponential tilt per grid index for a convolution whose output has
@@ -428,8 +444,18 @@ fn compose(ctx: &mut Ctx, a: &GridPld, b: &GridPld) -> GridPld {
     // upper-tail round-off needs the tilted pass only if the untilted bound's
     // whole mass would not fit in the truncation budget τ (it then costs at
     // most what one truncation may)
-    let sd = a.mean_sd().1.hypot(b.mean_sd().1);
-    let tilt = ctx.tilt(sd, e);
+    let (ma, sa) = a.mean_sd();
+    let (mb, sb) = b.mean_sd();
+    let tilt = if ctx.skewed {
+        // a sampled leaf's loss is skewed: its upper tail reaches many
+        // standard deviations, and a tilt set by the spread would grow
+        // there; set it by how far the kept upper tails reach instead
+        // (for a Gaussian both give the same θ: z/σ = z²/(zσ))
+        let reach = |g: &GridPld, m: f64| (g.lo + g.p.len() as i64 - 1) as f64 * h_of(g.e) - m;
+        ctx.tilt_to(reach(a, ma).hypot(reach(b, mb)), e)
+    } else {
+        ctx.tilt(sa.hypot(sb), e)
+    };
     let (p, underflow) = ctx.conv.convolve(&a.p, &b.p, tilt, ctx.tau);
     // the ∞ mass of the convolution of the stored measures, a∞·(B + b∞) + A·b∞
     // (A, B the finite masses; = 1 − (1 − a∞)(1 − b∞) for probabilities, but the
@@ -562,7 +588,42 @@ pub(crate) fn pld_epsilon(plan: &Plan, delta: f64) -> Result<(f64, String), Acco
             format!("one Laplace release: its privacy-loss distribution in closed form, ε = ε₀ + 2·ln(1 − δ) with ε₀ = {eps0:.6e} (exact)"),
         ));
     }
-    let composed = compose_plan(plan, delta)?;
+    let dirs = directions(plan)?;
+    let mut worst: Option<(f64, String)> = None;
+    let mut each = vec![];
+    for &dir in dirs {
+        let (eps, detail) = epsilon_in(plan, delta, dir)?;
+        each.push(format!("{} {eps:.6}", dir.name()));
+        if worst.as_ref().is_none_or(|w| eps > w.0) {
+            worst = Some((eps, detail));
+        }
+    }
+    let (eps, detail) = worst.unwrap_or((0.0, String::new()));
+    if dirs.len() > 1 {
+        return Ok((
+            eps,
+            format!(
+                "Poisson-sampled releases: composed in both orders of neighbours (ε {}), the larger kept; {detail}",
+                each.join(", ")
+            ),
+        ));
+    }
+    Ok((eps, detail))
+}
+
+/// The orders of neighbours the plan must be composed in: one when every
+/// pair is symmetric, both when a release is on a Poisson sample.
+pub(crate) fn directions(plan: &Plan) -> Result<&'static [Direction], AccountingError> {
+    Ok(if Split::of(plan)?.has_sampled() {
+        &[Direction::Remove, Direction::Add]
+    } else {
+        &[Direction::Remove]
+    })
+}
+
+/// ε at δ of the plan composed in the order `dir`.
+fn epsilon_in(plan: &Plan, delta: f64, dir: Direction) -> Result<(f64, String), AccountingError> {
+    let composed = compose_plan(plan, delta, dir)?;
     let (g, mu) = (&composed.curve.g, composed.curve.mu);
     if g.inf >= delta {
         return Err(AccountingError::InfiniteEpsilon(format!(
@@ -616,7 +677,11 @@ pub(crate) struct Composed {
 /// Every release of `plan` composed into one dominating pair; `delta` sets
 /// the truncation budget only (soundness does not depend on it, see
 /// [`Ctx::for_leaves`]).
-pub(crate) fn compose_plan(plan: &Plan, delta: f64) -> Result<Composed, AccountingError> {
+pub(crate) fn compose_plan(
+    plan: &Plan,
+    delta: f64,
+    dir: Direction,
+) -> Result<Composed, AccountingError> {
     let split = Split::of(plan)?;
     if plan.total_count() > 1e12 {
         return Err(AccountingError::NotApplicable(
@@ -625,7 +690,7 @@ pub(crate) fn compose_plan(plan: &Plan, delta: f64) -> Result<Composed, Accounti
     }
     let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
     let mu2 = split.mu2;
-    let leaves = split.leaves();
+    let leaves = split.leaves(dir);
     let grid = compose_with(&leaves, mu, mu2, delta, false)?;
     if !pld_binomial::has_binomial(&leaves) {
         return Ok(grid);
@@ -693,6 +758,9 @@ impl Ctx {
             e_global,
             binomial: false,
             delta,
+            skewed: leaves
+                .iter()
+                .any(|(k, _)| matches!(k, LeafKind::Sampled(..))),
         }
     }
 }
@@ -710,6 +778,7 @@ fn leaf_pld(
     }
     let e = target_e(ctx, leaf_sd(&k));
     let g = match k {
+        LeafKind::Sampled(s, dir) => pld_sampled::sampled_leaf(e, s, dir, ctx.tau),
         LeafKind::Laplace(eps) => laplace_leaf(e, eps),
         LeafKind::Rr(eps) => rr_leaf(e, eps),
         LeafKind::DGauss(s, d) => match DiscreteGaussian::new(s, d) {

@@ -2,6 +2,7 @@
 //! the releases of each grid leaf, counted by parameters (many distinct
 //! pure ε bucketed onto a geometric grid first).
 
+use super::pld_sampled::{Direction, Sampled};
 use super::{BUCKET_ABOVE, BUCKET_RATIO};
 use crate::dgauss::DiscreteGaussian;
 use crate::dgauss_shapes::ShapeBound;
@@ -31,6 +32,8 @@ pub(super) enum LeafKind {
     /// release of an integer-valued query (its RR pair at ε if the shapes
     /// are too many)
     LaplaceShapes(f64, ShapeBound, f64, Noise),
+    /// a mechanism on a Poisson sample, in one order (`pld_sampled.rs`)
+    Sampled(Sampled, Direction),
 }
 
 pub(super) fn leaf_sd(k: &LeafKind) -> f64 {
@@ -39,6 +42,7 @@ pub(super) fn leaf_sd(k: &LeafKind) -> f64 {
         LeafKind::DGauss(s, d) => d as f64 / s,
         LeafKind::DGaussShapes(s, b) => b.l2_max() / s,
         LeafKind::LaplaceShapes(scale, b, eps, _) => (b.l2_max() / scale).min(eps),
+        LeafKind::Sampled(s, _) => s.sd(),
     }
 }
 
@@ -53,6 +57,9 @@ pub(super) struct Split {
     shapes: BTreeMap<(u64, ShapeBound), u64>,
     /// (b, bounds, ε) of multi-coordinate Laplace releases
     lap_shapes: BTreeMap<(u64, ShapeBound, u64, Noise), u64>,
+    /// (kind: 0 Gaussian μ, 1 Laplace ε, 2 randomized response ε; the
+    /// parameter and q as bits) of releases on a Poisson sample
+    sampled: BTreeMap<(u8, u64, u64), u64>,
 }
 
 impl Split {
@@ -107,6 +114,18 @@ impl Split {
                     shape: Some(b),
                     ..
                 } => add(s.shapes.entry((sigma.to_bits(), b)).or_insert(0), it.count),
+                Eff::SGauss { mu, q } => add(
+                    s.sampled.entry((0, mu.to_bits(), q.to_bits())).or_insert(0),
+                    it.count,
+                ),
+                Eff::SPure {
+                    base, q, laplace, ..
+                } => add(
+                    s.sampled
+                        .entry((if laplace { 1 } else { 2 }, base.to_bits(), q.to_bits()))
+                        .or_insert(0),
+                    it.count,
+                ),
                 Eff::DGauss { .. } => {
                     return Err(AccountingError::NotApplicable(
                         "PLD: no exact dominating pair for a discrete Gaussian with σ > 2·10⁴, or over several coordinates without an ℓ∞ sensitivity".into(),
@@ -117,9 +136,38 @@ impl Split {
         Ok(s)
     }
 
-    /// The grid leaves and how often each is used; many distinct ε are
-    /// bucketed first ([`bucket`]).
-    pub(super) fn leaves(mut self) -> Vec<(LeafKind, u64)> {
+    /// Whether some release is on a Poisson sample: its pair then differs
+    /// between the two orders of neighbours, and the plan is composed in each.
+    pub(super) fn has_sampled(&self) -> bool {
+        !self.sampled.is_empty()
+    }
+
+    /// The grid leaves and how often each is used, the sampled ones in the
+    /// order `dir`; many distinct ε are bucketed first ([`bucket`]).
+    pub(super) fn leaves(&self, dir: Direction) -> Vec<(LeafKind, u64)> {
+        let mut this = Split {
+            mu2: self.mu2,
+            lap: self.lap.clone(),
+            rr: self.rr.clone(),
+            dgs: self.dgs.clone(),
+            shapes: self.shapes.clone(),
+            lap_shapes: self.lap_shapes.clone(),
+            sampled: BTreeMap::new(),
+        };
+        let mut leaves = this.unsampled_leaves();
+        for (&(kind, p, q), &c) in &self.sampled {
+            let (p, q) = (f64::from_bits(p), f64::from_bits(q));
+            let s = match kind {
+                0 => Sampled::Gauss { mu: p, q },
+                1 => Sampled::Laplace { eps: p, q },
+                _ => Sampled::Rr { eps: p, q },
+            };
+            leaves.push((LeafKind::Sampled(s, dir), c));
+        }
+        leaves
+    }
+
+    fn unsampled_leaves(&mut self) -> Vec<(LeafKind, u64)> {
         // many distinct multi-coordinate Laplace releases: each would cost
         // up to 48 shapes of convolutions; their RR pairs (which dominate
         // every shape) keep the accounting fast
@@ -130,19 +178,19 @@ impl Split {
             }
         }
         let mut leaves: Vec<(LeafKind, u64)> = vec![];
-        for (e, c) in bucket(self.lap) {
+        for (e, c) in bucket(std::mem::take(&mut self.lap)) {
             leaves.push((LeafKind::Laplace(e), c));
         }
-        for (e, c) in bucket(self.rr) {
+        for (e, c) in bucket(std::mem::take(&mut self.rr)) {
             leaves.push((LeafKind::Rr(e), c));
         }
-        for ((s, d), c) in self.dgs {
+        for ((s, d), c) in std::mem::take(&mut self.dgs) {
             leaves.push((LeafKind::DGauss(f64::from_bits(s), d), c));
         }
-        for ((s, b), c) in self.shapes {
+        for ((s, b), c) in std::mem::take(&mut self.shapes) {
             leaves.push((LeafKind::DGaussShapes(f64::from_bits(s), b), c));
         }
-        for ((s, b, e, n), c) in self.lap_shapes {
+        for ((s, b, e, n), c) in std::mem::take(&mut self.lap_shapes) {
             let kind = LeafKind::LaplaceShapes(f64::from_bits(s), b, f64::from_bits(e), n);
             leaves.push((kind, c));
         }

@@ -5,6 +5,7 @@ use super::{eff_rho, infinite};
 use crate::conversions::{balle2020_thm21_at, linear_rdp_closed_form, mironov_prop3_at, Order};
 use crate::grid::GeometricGrid;
 use crate::special::{log_grid, minimize_on_grid, mul_up, sum_up, ELEM_ULPS, U};
+use crate::sampled::rdp_sgm;
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -50,6 +51,10 @@ struct RdpCurve {
     /// ε-bounded-range releases (the exponential mechanism): the smaller
     /// of the RR curve and α·ε²/8 (Cesar & Rogers 2021), both valid
     br: Vec<(f64, f64)>,
+    /// Gaussians on a Poisson sample: (μ, q, n), each term already an
+    /// upper bound ([`rdp_sgm`]); above 64 distinct, μ and q rounded up
+    /// onto a geometric grid (the curve grows with both)
+    sgm: Vec<(f64, f64, f64)>,
 }
 
 /// RDP of an ε-bounded-range mechanism at α: min(RR curve, α·ε²/8).
@@ -65,6 +70,7 @@ impl RdpCurve {
             lap_buckets: vec![],
             rr: vec![],
             br: vec![],
+            sgm: vec![],
         };
         let mut rho_terms = vec![];
         for it in &plan.items {
@@ -72,7 +78,9 @@ impl RdpCurve {
             match it.eff {
                 Eff::Gauss { .. } | Eff::DGauss { .. } => rho_terms.push((n, eff_rho(&it.eff))),
                 Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
-                Eff::DLaplace { eps, .. } => c.rr.push((eps, n)),
+                // any ε′-DP mechanism: the randomized-response curve at ε′
+                Eff::DLaplace { eps, .. } | Eff::SPure { eps, .. } => c.rr.push((eps, n)),
+                Eff::SGauss { mu, q } => c.sgm.push((mu, q, n)),
                 Eff::Exp { eps } => c.br.push((eps, n)),
             }
         }
@@ -101,6 +109,19 @@ impl RdpCurve {
                 c.lap_buckets.push((lo * (1.0 - 1e-12), hi, n, s));
             }
             c.laplace.clear();
+        }
+        if c.sgm.len() > 64 {
+            let grid = GeometricGrid::new(1e-2);
+            let mut map: BTreeMap<(u64, u64), f64> = BTreeMap::new();
+            for &(mu, q, n) in &c.sgm {
+                let q = grid.round_up(q).1.min(1.0);
+                *map.entry((grid.round_up(mu).1.to_bits(), q.to_bits()))
+                    .or_insert(0.0) += n;
+            }
+            c.sgm = map
+                .into_iter()
+                .map(|((m, q), n)| (f64::from_bits(m), f64::from_bits(q), n))
+                .collect();
         }
         // both curves increase with ε: rounding ε up is sound
         for list in [&mut c.rr, &mut c.br] {
@@ -134,6 +155,9 @@ impl RdpCurve {
         }
         for &(e, n) in &self.br {
             r += n * rdp_br(alpha, e);
+        }
+        for &(mu, q, n) in &self.sgm {
+            r += n * rdp_sgm(alpha, mu, q);
         }
         r
     }
@@ -192,6 +216,14 @@ impl RdpCurve {
             mag += n * eps;
             m += 1.0;
         }
+        // a sampled Gaussian's term is an upper bound already: the product
+        // by n (u) and the sum below
+        for &(mu, q, n) in &self.sgm {
+            let v = n * rdp_sgm(alpha, mu, q);
+            err += U * v;
+            mag += v;
+            m += 1.0;
+        }
         err + (m + 1.0) * U * mag
     }
     /// [`RdpCurve::eval`] raised by its error bound, one float up.
@@ -207,6 +239,7 @@ impl RdpCurve {
             && self.lap_buckets.is_empty()
             && self.rr.is_empty()
             && self.br.is_empty()
+            && self.sgm.is_empty()
     }
 }
 

@@ -21,12 +21,14 @@ fn mech(kind: NoiseKind, scale: f64, l1: f64, l2: f64, coords: u64) -> Mechanism
 }
 fn gauss(sigma: f64, sens: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: mech(NoiseKind::Gaussian, sigma, sens, sens, 1),
         count,
     }
 }
 fn laplace(b: f64, sens: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: mech(NoiseKind::Laplace, b, sens, sens, 1),
         count,
     }
@@ -142,6 +144,7 @@ fn skipping_an_accountant_that_cannot_win_never_changes_the_choice() {
                 let scale = 10f64.powf(rng.random_range(-0.5..6.0));
                 let count = [1, 1, 2, 10, 1000][rng.random_range(0..5)];
                 Release {
+                    sample: None,
                     mechanism: mech(kind, scale, sens, sens, 1),
                     count,
                 }
@@ -473,6 +476,7 @@ fn invalid_parameters_are_errors_not_panics() {
     }
     assert!(epsilon(
         &[Release {
+            sample: None,
             mechanism: mech(NoiseKind::Laplace, 1.0, 1.0, 1.0, 0),
             count: 1
         }],
@@ -598,6 +602,7 @@ fn matches_dp_accounting_reference() {
                 };
                 let s = r[2].as_f64().unwrap();
                 Release {
+                    sample: None,
                     mechanism: mech(kind, r[1].as_f64().unwrap(), s, s, 1),
                     count: r[3].as_u64().unwrap(),
                 }
@@ -708,6 +713,7 @@ fn discrete_gaussian_curve() {
     }
     // PLD of a 1-D discrete Gaussian composition is ≤ RDP and ≥ 0.9 × continuous exact
     let plan = vec![Release {
+        sample: None,
         mechanism: mech(NoiseKind::DiscreteGaussian, 4.0, 1.0, 1.0, 1),
         count: 10,
     }];
@@ -717,6 +723,7 @@ fn discrete_gaussian_curve() {
     assert!(pld <= rdp && pld > 0.9 * cont, "{pld} {rdp} {cont}");
     // multi-coordinate discrete Gaussian: PLD not applicable, others fine
     let plan = vec![Release {
+        sample: None,
         mechanism: mech(NoiseKind::DiscreteGaussian, 4.0, 3.0, 2.0, 4),
         count: 3,
     }];
@@ -731,6 +738,7 @@ fn discrete_gaussian_curve() {
 fn multi_coordinate_laplace_and_discrete_laplace() {
     // discrete Laplace is charged through RR: PLD equals the RR composition ≥ Laplace PLD
     let dl = vec![Release {
+        sample: None,
         mechanism: mech(NoiseKind::DiscreteLaplace, 10.0, 1.0, 1.0, 1),
         count: 50,
     }];
@@ -823,6 +831,7 @@ fn extreme_inputs_do_not_panic() {
             for &count in &[1u64, 1_000_000_007, u64::MAX] {
                 for coords in [1u64, 7] {
                     let r = Release {
+                        sample: None,
                         mechanism: mech(kind, scale, sens, sens, coords),
                         count,
                     };
@@ -853,6 +862,7 @@ fn many_distinct_parameters_give_the_same_bits_every_time() {
         plan.push(laplace(100.0 + i as f64 * 0.37, 1.0, 1 + i % 3));
         plan.push(gauss(50.0 + i as f64 * 0.11, 1.0, 1));
         plan.push(Release {
+            sample: None,
             mechanism: mech(NoiseKind::DiscreteLaplace, 200.0 + i as f64, 1.0, 1.0, 2),
             count: 1,
         });
@@ -906,6 +916,7 @@ fn without_a_bound_an_unbounded_epsilon_is_reported() {
     // and best() follows the same rule: Gaussian noise at δ = 0 is unbounded
     // under every accountant
     let g = Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Gaussian,
             scale: 1.0,

@@ -11,6 +11,7 @@ use dpplan_accounting::{self as acct, Accountant, Mechanism, NoiseKind, Release,
 fn plan(kind: NoiseKind, eps: f64, count: u64) -> Vec<Release> {
     // Δ = 2, b = Δ/ε: ε exact for these values
     vec![Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale: 2.0 / eps,

@@ -17,6 +17,7 @@ use crate::common;
 /// scale `b` (also the single-release tests' plan: `lone_laplace.rs`).
 pub(crate) fn laplace(b: f64, count: u64) -> Vec<Release> {
     vec![Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: b,
@@ -205,6 +206,7 @@ fn mixed_plans_are_not_claimed_as_the_exact_composition() {
     assert!(b.epsilon > one, "{} vs {one}", b.epsilon);
     let mut with_gauss = laplace(1e4, 1_000_000);
     with_gauss.push(Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Gaussian,
             scale: 100.0,

@@ -92,6 +92,7 @@ fn only_one_laplace_release_takes_the_closed_form() {
     assert!(two.epsilon > 1.9 * one.epsilon);
     // a Laplace release over several coordinates is not one coordinate
     let hist = vec![Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: 10.0,

@@ -18,5 +18,6 @@ mod pld_dgauss;
 mod pld_laplace_shapes;
 mod pld_long_laplace;
 mod pld_small_delta;
+mod sampled;
 mod selection;
 mod tradeoff;

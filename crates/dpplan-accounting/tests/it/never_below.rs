@@ -13,6 +13,10 @@
 //!   and must be tight to it.
 //! * Gaussian + Laplace plans: both lower bounds (each part alone).
 //! * one discrete Gaussian release: its exact profile (CKS 2020).
+//! * Gaussian or Laplace releases on a Poisson sample: a lower bound on the
+//!   true profile (each output thresholded at Δ/2 is randomized response,
+//!   so the sampled mechanism loses at least the sampled RR, composed
+//!   exactly in both orders of neighbours).
 //!
 //! δ(ε) decreases, so "ε ≥ ε_exact" ⟺ "δ_ref(ε) ≤ δ": one 60-digit
 //! evaluation per check. Under CI=true a missing Python/mpmath fails the
@@ -114,6 +118,7 @@ fn cases(seed: u64) -> Vec<Case> {
             let share = 1.0 / groups as f64;
             let sigma = sens * (k as f64 / share).sqrt() / mu_total;
             releases.push(Release {
+                sample: None,
                 mechanism: mech(NoiseKind::Gaussian, sigma, sens),
                 count: k,
             });
@@ -145,6 +150,7 @@ fn cases(seed: u64) -> Vec<Case> {
         let sens = r.log_uniform(1e-2, 1e2);
         let b = sens / eps0;
         let releases = vec![Release {
+            sample: None,
             mechanism: mech(NoiseKind::Laplace, b, sens),
             count: k,
         }];
@@ -179,10 +185,12 @@ fn cases(seed: u64) -> Vec<Case> {
         let b = sens / eps0;
         let releases = vec![
             Release {
+                sample: None,
                 mechanism: mech(NoiseKind::Gaussian, sigma, sens),
                 count: kg,
             },
             Release {
+                sample: None,
                 mechanism: mech(NoiseKind::Laplace, b, sens),
                 count: kl,
             },
@@ -212,6 +220,7 @@ fn cases(seed: u64) -> Vec<Case> {
         let sigma = r.log_uniform(0.4, 12.0);
         let shift = 1 + (r.next() % 3);
         let releases = vec![Release {
+            sample: None,
             mechanism: mech(NoiseKind::DiscreteGaussian, sigma, shift as f64),
             count: 1,
         }];
@@ -221,6 +230,43 @@ fn cases(seed: u64) -> Vec<Case> {
             releases,
             refs: vec![json!({"kind": "dg", "sigma": f(sigma), "shift": shift})],
             accountants: Accountant::ALL.to_vec(),
+            tight: None,
+        });
+    }
+    // releases on a Poisson sample: 400. The reference is a lower bound of
+    // the truth: each output thresholded at Δ/2 is randomized response
+    // (post-processing), so the sampled mechanism's profile is at least
+    // the sampled RR's, composed exactly in both orders of neighbours
+    for i in 0..400 {
+        let gauss = i % 2 == 0;
+        let q = r.log_uniform(1e-3, 0.9);
+        let k = r.count(200.0);
+        let sens = r.log_uniform(1e-2, 1e2);
+        let (kind, scale, param) = if gauss {
+            let mu = r.log_uniform(0.05, 5.0);
+            (NoiseKind::Gaussian, sens / mu, "srr_gauss")
+        } else {
+            let eps0 = r.log_uniform(1e-2, 3.0);
+            (NoiseKind::Laplace, sens / eps0, "srr_lap")
+        };
+        let releases = vec![Release {
+            sample: Some(q),
+            mechanism: mech(kind, scale, sens),
+            count: k,
+        }];
+        let delta = r.log_uniform(1e-12, 0.1);
+        let accountants = if i % 4 == 0 {
+            Accountant::ALL.to_vec()
+        } else {
+            FAST_AND_ADV.to_vec()
+        };
+        out.push(Case {
+            delta,
+            releases,
+            refs: vec![json!({
+                "kind": param, "k": k.to_string(), "q": f(q), "l1": f(sens), "b": f(scale)
+            })],
+            accountants,
             tight: None,
         });
     }
@@ -390,6 +436,7 @@ fn the_old_unmargined_search_is_caught_below_the_reference() {
     // the witness of issue 13: σ = 10^1.3 (μ ≈ 0.0501), δ = 1e-5
     let mu = 1.0 / 10f64.powf(1.3);
     let releases = vec![Release {
+        sample: None,
         mechanism: mech(NoiseKind::Gaussian, 10f64.powf(1.3), 1.0),
         count: 1,
     }];

@@ -21,6 +21,7 @@ use dpplan_accounting::*;
 
 fn laplace(b: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: b,
@@ -32,6 +33,7 @@ fn laplace(b: f64, count: u64) -> Release {
 
 fn gaussian(sigma: f64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Gaussian,
             scale: sigma,
@@ -214,6 +216,7 @@ fn the_tighter_composition_is_kept() {
 fn discrete_laplace_counts_are_their_exact_binomial() {
     let (k, b, delta) = (1000u64, 20.0, 1e-6);
     let dlap = |count: u64| Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::DiscreteLaplace,
             scale: b,

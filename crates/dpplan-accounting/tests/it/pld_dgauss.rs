@@ -13,6 +13,7 @@ use dpplan_accounting::*;
 /// ‖d‖₁ ≤ l1, ‖d‖₂ ≤ l2, ‖d‖∞ ≤ linf, at most `coords` non-zero entries.
 fn histogram(sigma: f64, l1: f64, l2: f64, linf: f64, coords: u64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::DiscreteGaussian,
             scale: sigma,
@@ -30,6 +31,7 @@ fn histogram(sigma: f64, l1: f64, l2: f64, linf: f64, coords: u64, count: u64) -
 /// One Laplace count (Δ = 1), ε = 1/b.
 fn laplace(b: f64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale: b,

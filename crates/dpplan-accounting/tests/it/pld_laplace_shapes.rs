@@ -169,6 +169,7 @@ fn counts(
     count: u64,
 ) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale: b,
@@ -186,6 +187,7 @@ fn counts(
 /// A Gaussian part of μ = Δ₂/σ, one release.
 fn gaussian(l2: f64, sigma: f64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Gaussian,
             scale: sigma,

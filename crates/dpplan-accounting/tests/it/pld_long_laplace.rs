@@ -5,6 +5,7 @@ use dpplan_accounting::*;
 
 fn laplace(scale: f64, sens: f64, count: u64) -> Vec<Release> {
     vec![Release {
+        sample: None,
         mechanism: Mechanism {
             kind: NoiseKind::Laplace,
             scale,

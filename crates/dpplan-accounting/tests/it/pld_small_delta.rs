@@ -37,6 +37,7 @@ fn plan_of(p: &Value) -> Vec<Release> {
                 k => panic!("{k}"),
             };
             Release {
+                sample: None,
                 mechanism: Mechanism {
                     kind,
                     scale: r[1].as_f64().unwrap(),

@@ -11,6 +11,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 
 fn release(kind: NoiseKind, scale: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale,

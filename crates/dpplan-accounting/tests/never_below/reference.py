@@ -111,6 +111,37 @@ def dg_delta(sigma, shift, eps):
     return tot / z
 
 
+def srr_delta(k, e0, q, eps):
+    """k-fold randomized response RR_e0 on a Poisson sample at rate q,
+    exactly: the larger hockey stick of the two orders of neighbours.
+    Remove: P-outcomes with loss a = ln(1-q+q e^e0) (prob (1-q+q e^e0)/(1+e^e0))
+    and b = ln(1-q+q e^-e0); add: losses -a (prob 1/(1+e^e0)) and -b."""
+    e0, q, eps = mpf(e0), mpf(q), mpf(eps)
+    E = mpmath.exp(e0)
+    a = mpmath.log(1 - q + q * E)
+    b = mpmath.log(1 - q + q / E)
+    pa = (1 - q + q * E) / (1 + E)
+    orders = [(a, pa, b), (-a, 1 / (1 + E), -b)]
+    best = mpf(0)
+    for la, p, lb in orders:
+        tot = mpf(0)
+        for j in range(k + 1):
+            loss = j * la + (k - j) * lb
+            if loss > eps:
+                tot += mpmath.binomial(k, j) * p ** j * (1 - p) ** (k - j) * (1 - mpmath.exp(eps - loss))
+        best = max(best, tot)
+    return best
+
+
+def thresholded_eps(ref):
+    """the RR that a release thresholded at Δ/2 is: Laplace ln(2e^{e0/2} - 1);
+    Gaussian ln(Φ(μ/2)/Φ(-μ/2))"""
+    ratio = mpf(float(ref["l1"])) / mpf(float(ref["b"]))
+    if ref["kind"] == "srr_lap":
+        return lap_eps_prime(ratio)
+    return mpmath.log(ncdf(ratio / 2) / ncdf(-ratio / 2))
+
+
 def plan_mu(ref):
     """mu = sqrt(sum k l2^2/sigma^2) of the plan's floats, exactly"""
     return mpmath.sqrt(mpmath.fsum(int(k) * (mpf(float(l2)) / mpf(float(s))) ** 2
@@ -131,6 +162,8 @@ def profile(ref, eps):
         return rr_delta(int(ref["k"]), lap_eps_prime(plan_eps0(ref)), eps)
     if kind == "dg":
         return dg_delta(float(ref["sigma"]), int(ref["shift"]), eps)
+    if kind in ("srr_lap", "srr_gauss"):
+        return srr_delta(int(ref["k"]), thresholded_eps(ref), float(ref["q"]), eps)
     raise ValueError(kind)
 
 

@@ -107,6 +107,7 @@ pub(super) fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]
                     let derived = p.derived.clone();
                     let build = move |t: f64| {
                         vec![acct::Release {
+                            sample: None,
                             mechanism: mechanism(kind, t, &derived, 1.0, false),
                             count: 1,
                         }]
@@ -164,6 +165,7 @@ pub(super) fn calibrate_auto(
         .flat_map(|q| {
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
+                    sample: None,
                     mechanism: p.accounted(1.0)?,
                     count: q.accounted_releases(),
                 })
@@ -196,6 +198,7 @@ pub(super) fn calibrate_auto(
         let mut rs = fixed.clone();
         for (kind, d, w, n, count) in &autos {
             rs.push(acct::Release {
+                sample: None,
                 mechanism: mechanism(*kind, t * unit_scale(*kind, d, *w), d, 1.0, *count),
                 count: *n,
             });

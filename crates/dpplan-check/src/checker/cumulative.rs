@@ -231,6 +231,7 @@ pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Vec
     let n = t.bounds.slots;
     let eps = |d: &Derived, count: u64| -> Option<f64> {
         let r = acct::Release {
+            sample: None,
             mechanism: mechanism(p.kind, scale, d, 1.0, p.statistic.is_count()),
             count,
         };

@@ -33,6 +33,7 @@ pub(super) fn releases_of(
             let m = mult(q);
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
+                    sample: None,
                     mechanism: p.accounted(m)?,
                     count: q.accounted_releases(),
                 })
@@ -204,8 +205,8 @@ struct Costs(HashMap<CostsKey, Option<CostReport>>);
 /// one set of releases always has one form.
 #[derive(PartialEq, Eq, Hash)]
 enum CostsKey {
-    One([u64; 7]),
-    Many(Box<[[u64; 7]]>),
+    One([u64; 8]),
+    Many(Box<[[u64; 8]]>),
 }
 
 fn costs_key(releases: &[acct::Release]) -> CostsKey {
@@ -272,10 +273,14 @@ impl Costs {
 /// The exact bits of a release, every field of its mechanism (ℓ∞
 /// included: it sets a discrete Gaussian's shift shapes): equal keys,
 /// equal releases.
-fn release_key(r: &acct::Release) -> [u64; 7] {
+fn release_key(r: &acct::Release) -> [u64; 8] {
     // destructured without `..`: a new field is a compile error here,
     // never a silently shared cache entry
-    let acct::Release { mechanism, count } = r;
+    let acct::Release {
+        mechanism,
+        count,
+        sample,
+    } = r;
     let acct::Mechanism {
         kind,
         scale,
@@ -295,6 +300,8 @@ fn release_key(r: &acct::Release) -> [u64; 7] {
         *coords,
         linf.to_bits(),
         *count,
+        // NaN bits for None: never equal to a rate's bits
+        sample.map_or(u64::MAX, f64::to_bits),
     ]
 }
 
@@ -321,6 +328,7 @@ fn query_releases(q: &QueryPlan, count: u64) -> Option<Vec<acct::Release>> {
         .filter(|p| !p.public)
         .map(|p| {
             Some(acct::Release {
+                sample: None,
                 mechanism: p.accounted(1.0)?,
                 count,
             })
@@ -524,6 +532,7 @@ mod tests {
     #[test]
     fn release_keys_differ_in_every_field() {
         let base = acct::Release {
+            sample: None,
             mechanism: acct::Mechanism {
                 kind: dpplan_vocab::NoiseKind::DiscreteGaussian,
                 scale: 3.0,
@@ -538,6 +547,10 @@ mod tests {
         };
         let variants: Vec<acct::Release> = vec![
             acct::Release { count: 2, ..base },
+            acct::Release {
+                sample: Some(0.5),
+                ..base
+            },
             acct::Release {
                 mechanism: acct::Mechanism {
                     kind: dpplan_vocab::NoiseKind::Gaussian,

@@ -413,6 +413,7 @@ pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Opt
     let n = w.horizon.slots;
     let eps = |d: &Derived, count: u64| -> Option<f64> {
         let r = acct::Release {
+            sample: None,
             mechanism: mechanism(p.kind, scale, d, 1.0, p.statistic.is_count()),
             count,
         };

@@ -175,6 +175,7 @@ fn one_laplace_release_costs_its_exact_epsilon_in_check() {
     assert!(eps >= exact && eps - exact < 1e-15, "{eps} vs {exact}");
     let rdp = dpplan_accounting::epsilon(
         &[dpplan_accounting::Release {
+            sample: None,
             mechanism: dpplan_accounting::Mechanism {
                 kind: dpplan_accounting::NoiseKind::Laplace,
                 scale: 4.0,

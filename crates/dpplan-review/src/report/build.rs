@@ -82,6 +82,7 @@ fn releases(
                 // bound too
                 m.sensitivity.linf *= mult(i);
                 Some(acct::Release {
+                    sample: None,
                     mechanism: m,
                     count: count(i),
                 })

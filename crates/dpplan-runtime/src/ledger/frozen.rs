@@ -85,6 +85,7 @@ impl AccountantInputs {
         self.mechanisms
             .iter()
             .map(|m| acct::Release {
+                sample: None,
                 mechanism: acct::Mechanism {
                     kind: m.kind,
                     scale: m.scale,

@@ -1378,20 +1378,24 @@ mod tests {
         };
         let histories = [
             vec![acct::Release {
+                sample: None,
                 mechanism: laplace,
                 count: 37,
             }],
             vec![
                 acct::Release {
+                    sample: None,
                     mechanism: gauss,
                     count: 12,
                 },
                 acct::Release {
+                    sample: None,
                     mechanism: laplace,
                     count: 5,
                 },
             ],
             vec![acct::Release {
+                sample: None,
                 mechanism: gauss,
                 count: 400,
             }],

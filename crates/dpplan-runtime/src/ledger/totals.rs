@@ -174,6 +174,7 @@ pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism,
         r.count += count;
     } else {
         releases.push(acct::Release {
+            sample: None,
             mechanism: m,
             count,
         });

@@ -42,6 +42,7 @@ impl std::fmt::Display for Source {
 
 pub fn release(kind: NoiseKind, scale: f64, sens: f64, count: u64) -> Release {
     Release {
+        sample: None,
         mechanism: Mechanism {
             kind,
             scale,

@@ -1,0 +1,435 @@
+//! The PLD accountant's leaves for a mechanism run on a Poisson sample of
+//! the units (rate q, add/remove neighbours).
+//!
+//! **The pairs.** Let (μ₀, μ₁) be the base mechanism's pair — the output
+//! without and with the unit — and r = dμ₁/dμ₀ its likelihood ratio. On a
+//! Poisson sample the unit's presence is a coin of bias q, so (Zhu, Dong &
+//! Wang 2022, Prop. 30; the pairs dp_accounting composes):
+//!
+//! * *remove* (the unit is in the larger dataset): P = (1 − q)μ₀ + qμ₁,
+//!   Q = μ₀, loss L = ln(1 − q + q·r(X)), X ~ P;
+//! * *add*: P = μ₀, Q = (1 − q)μ₀ + qμ₁, loss L = −ln(1 − q + q·r(X)),
+//!   X ~ μ₀.
+//!
+//! The two are not mirror images, so the accountant composes every release
+//! in the remove order and, separately, in the add order, and reports the
+//! larger ε (for one pair of neighbours every release faces the same
+//! order). A base pair that dominates the base mechanism in both orders
+//! gives pairs that dominate the sampled one (the cited proposition).
+//!
+//! * Gaussian (μ = Δ₂/σ; several coordinates project onto the shift's
+//!   direction): r(x) = exp(μx − μ²/2), μ₀ = N(0, 1), μ₁ = N(μ, 1);
+//! * Laplace on one coordinate (ε = Δ/b, b = 1): r(x) = exp(clamp(2x − ε,
+//!   −ε, ε)), μ₀ = Lap(0, 1), μ₁ = Lap(ε, 1): atoms at both ends of L;
+//! * any other ε-DP mechanism: randomized response RR_ε, which dominates
+//!   every ε-DP mechanism in both orders (Kairouz, Oh & Viswanath 2015):
+//!   two atoms.
+//!
+//! **The grid (pessimistic).** r(X) > ρ(t) ⇔ L > t in the remove order,
+//! with ρ(t) = (e^t − (1 − q))/q; so the tail G(t) = P(L > t) is a sum of
+//! the base distributions' tails at the point where r = ρ(t) — Φ̄ for the
+//! Gaussian, exponentials for the Laplace. The leaf puts at each grid point
+//! kh the mass G((k−1)h) − G(kh) of the cell ((k−1)h, kh], all mass below
+//! the first point at the first point, and G at the last point on the atom
+//! at +∞: every cell's mass is moved *up* to the cell's top, so the stored
+//! vector dominates the pair's masses in the upper-cumulative order (the
+//! accountant's invariant, docs/accounting.md, "The PLD's grid") whatever
+//! the first and last points are — they are chosen for tightness only.
+//!
+//! **Rounding.** Each G̃(kh) is an upper bound of G(kh): ρ is enclosed
+//! ([`rho_lo`], [`rho_hi`]: e^t − (1 − q) = expm1(t) + q with its absolute
+//! error), the point x where r = ρ is then moved by a generous bound η on
+//! its own rounding in the direction that raises the tail, and the tail's
+//! value is raised by its relative error allowance (erfc [`ERFC_ULPS`],
+//! exp [`ELEM_ULPS`] ulps). The masses are differences of the same G̃
+//! values, each rounded up, so their sums from any point up telescope to at
+//! least G̃ there; a negative difference (G̃ need not be monotone) is 0.
+
+use super::{h_of, GridPld, MAX_BINS};
+use crate::special::{norm_cdf, ELEM_ULPS, ERFC_ULPS, U};
+
+/// Which neighbour holds the unit: the two orders of the sampled pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Direction {
+    /// the unit is in the dataset the mechanism ran on first (P has it)
+    Remove,
+    /// the unit is in the second dataset (Q has it)
+    Add,
+}
+
+impl Direction {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Direction::Remove => "remove",
+            Direction::Add => "add",
+        }
+    }
+}
+
+/// A sampled base mechanism: its parameter and the rate q.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Sampled {
+    /// μ = Δ₂/σ
+    Gauss { mu: f64, q: f64 },
+    /// ε = Δ/b of one continuous Laplace coordinate
+    Laplace { eps: f64, q: f64 },
+    /// ε of any ε-DP mechanism (randomized response)
+    Rr { eps: f64, q: f64 },
+}
+
+impl Sampled {
+    /// A rough standard deviation of the loss (sets the grid's resolution
+    /// only): q·√(e^{μ²} − 1) for small q, never above the base's.
+    pub(super) fn sd(&self) -> f64 {
+        match *self {
+            Sampled::Gauss { mu, q } => (q * (mu * mu).min(50.0).exp_m1().sqrt())
+                .min(mu)
+                .max(1e-12),
+            // a loss within [ln(1 − q + qe^{−ε}), ln(1 − q + qe^ε)]
+            Sampled::Laplace { .. } | Sampled::Rr { .. } => {
+                let (lo, hi) = loss_range(*self, Direction::Remove);
+                (0.5 * (hi - lo)).max(1e-12)
+            }
+        }
+    }
+}
+
+/// Upper bounds on a leaf's tail are raised by this relative allowance:
+/// the tail function (erfc: 2·ERFC_ULPS u; exp: 2·ELEM_ULPS u), the
+/// weights (1 − q) and q (u each), the products and the sum (3u), and the
+/// factor's own rounding.
+fn tail_factor() -> f64 {
+    (1.0 + 1.01 * (2.0 * ERFC_ULPS.max(ELEM_ULPS) + 12.0) * U).next_up()
+}
+
+/// The exact value of e^t − (1 − q) = expm1(t) + q lies within ±err of the
+/// computed one: expm1 (2·ELEM_ULPS u of its value) and the sum (u).
+fn num_enclosure(t: f64, q: f64) -> (f64, f64) {
+    let m = libm::expm1(t);
+    let v = m + q;
+    let err = 2.0 * ELEM_ULPS * U * m.abs() + U * v.abs() + 1e-300;
+    (v, 1.01 * err)
+}
+
+/// A float ≤ ρ(t) = (e^t − (1 − q))/q (0 when the enclosure reaches 0).
+fn rho_lo(t: f64, q: f64) -> f64 {
+    let (v, err) = num_enclosure(t, q);
+    let lo = v - err;
+    if lo <= 0.0 {
+        0.0
+    } else {
+        (lo / q * (1.0 - 3.0 * U)).next_down().max(0.0)
+    }
+}
+
+/// A float ≥ ρ(t).
+fn rho_hi(t: f64, q: f64) -> f64 {
+    let (v, err) = num_enclosure(t, q);
+    ((v + err).max(0.0) / q * (1.0 + 3.0 * U)).next_up()
+}
+
+/// A bound on the rounding of x = (ln ρ + c)/d from an exact ρ (ln:
+/// 2·ELEM_ULPS u of its value and u of the argument; the sum and the
+/// quotient u each), doubled, plus the rounding of the tail function's
+/// argument (4u|x|).
+fn eta(ln_rho: f64, c: f64, d: f64, x: f64) -> f64 {
+    let e = ((2.0 * ELEM_ULPS + 4.0) * U * (ln_rho.abs() + c.abs() + 1.0)) / d;
+    2.0 * e + 8.0 * U * x.abs() + 1e-300
+}
+
+/// Upper bound of the standard normal tail Φ̄(x) = Φ(−x).
+fn sf(x: f64) -> f64 {
+    norm_cdf(-x)
+}
+
+/// G̃(t) ≥ P(L > t) for the leaf in the given order.
+fn tail_up(s: Sampled, dir: Direction, t: f64) -> f64 {
+    let raw = match (s, dir) {
+        (Sampled::Gauss { mu, q }, Direction::Remove) => {
+            // r > ρ ⇔ x > (ln ρ + μ²/2)/μ; the tail decreases in x and x in ρ
+            let rho = rho_lo(t, q);
+            if rho <= 0.0 {
+                return 1.0;
+            }
+            let c = 0.5 * mu * mu;
+            let l = libm::log(rho);
+            let x = (l + c) / mu;
+            let x = x - eta(l, c, mu, x);
+            (1.0 - q) * sf(x) + q * sf(x - mu)
+        }
+        (Sampled::Gauss { mu, q }, Direction::Add) => {
+            // L > t ⇔ r < ρ(−t) ⇔ X < x; Φ(x) increases in ρ
+            let rho = rho_hi(-t, q);
+            if rho <= 0.0 {
+                return 0.0;
+            }
+            let c = 0.5 * mu * mu;
+            let l = libm::log(rho);
+            let x = (l + c) / mu;
+            let x = x + eta(l, c, mu, x);
+            norm_cdf(x)
+        }
+        (Sampled::Laplace { eps, q }, Direction::Remove) => {
+            let rho = rho_lo(t, q);
+            if rho <= 0.0 {
+                return 1.0;
+            }
+            let l = libm::log(rho);
+            // r > ρ ⇔ X > x = (ln ρ + ε)/2 for ρ in [e^{−ε}, e^ε)
+            let x = 0.5 * (l + eps);
+            let x = x - eta(l, eps, 2.0, x);
+            if x <= 0.0 {
+                // possibly ρ < e^{−ε}: every outcome passes
+                return 1.0;
+            }
+            if x >= eps {
+                return 0.0;
+            }
+            // μ₀(X > x) = ½e^{−x}; μ₁(X > x) = 1 − ½e^{x−ε}
+            (1.0 - q) * 0.5 * libm::exp(-x) + q * (1.0 - 0.5 * libm::exp(x - eps))
+        }
+        (Sampled::Laplace { eps, q }, Direction::Add) => {
+            let rho = rho_hi(-t, q);
+            if rho <= 0.0 {
+                return 0.0;
+            }
+            let l = libm::log(rho);
+            let x = 0.5 * (l + eps);
+            let x = x + eta(l, eps, 2.0, x);
+            if x <= 0.0 {
+                return 0.0;
+            }
+            if x > eps {
+                return 1.0;
+            }
+            // μ₀(X < x) = 1 − ½e^{−x}
+            1.0 - 0.5 * libm::exp(-x)
+        }
+        (Sampled::Rr { .. }, _) => unreachable!("randomized response is built from atoms"),
+    };
+    (raw * tail_factor()).min(1.0)
+}
+
+/// The lowest and highest loss of the leaf (±∞ where unbounded), as
+/// floats near the exact ends (they only place the grid).
+fn loss_range(s: Sampled, dir: Direction) -> (f64, f64) {
+    let (lo, hi) = match s {
+        Sampled::Gauss { q, .. } => (libm::log1p(-q), f64::INFINITY),
+        Sampled::Laplace { eps, q } | Sampled::Rr { eps, q } => (
+            libm::log((1.0 - q) + q * libm::exp(-eps)),
+            eps + libm::log(q + (1.0 - q) * libm::exp(-eps)),
+        ),
+    };
+    match dir {
+        Direction::Remove => (lo, hi),
+        Direction::Add => (-hi, -lo),
+    }
+}
+
+/// The leaf's grid PLD on the grid 2^e (made coarser if its span would
+/// exceed [`MAX_BINS`]); `tau` is the upper-tail mass the leaf may put at
+/// +∞ when its loss is unbounded.
+pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> GridPld {
+    if let Sampled::Rr { eps, q } = s {
+        return rr_leaf(e, eps, q, dir);
+    }
+    let (lo, hi) = loss_range(s, dir);
+    let sd = s.sd();
+    // built 64 times finer than asked, so that moving each cell's mass to
+    // its top costs little; the accountant then coarsens the leaf by
+    // connect-the-dots to its own resolution (`regularise`)
+    let e = e - 6;
+    // where the loss stops mattering: an unbounded end is cut where the
+    // tail is below τ (remove order) or where the mass below is negligible
+    // (add order); the cut points only trade tightness for size
+    let tau = tau.clamp(1e-300, 1e-3);
+    let hi = if hi.is_finite() {
+        hi
+    } else {
+        cut(lo.max(0.0), sd, |t| tail_up(s, dir, t) > tau)
+    };
+    let lo = if lo.is_finite() {
+        lo
+    } else {
+        -cut(-hi.min(0.0), sd, |t| 1.0 - tail_up(s, dir, -t) > tau)
+    };
+    // A small q skews the loss: most of its mass near 0, a tail out to
+    // many standard deviations. On a grid of sd/256 that span is long, and
+    // the convolutions' round-off floor over a long grid (`pld_conv.rs`)
+    // stops the truncation of the composed tails: the leaf keeps at most
+    // [`SPAN_POINTS`] points over its span (the composition refines nothing
+    // and coarsens as its spread grows, so this is the leaf's resolution).
+    let mut e_out = e + 6;
+    while (hi - lo) / h_of(e_out) > SPAN_POINTS && e_out < 1000 {
+        e_out += 1;
+    }
+    let mut e = e.max(e_out - 6).clamp(-1000, 1000);
+    while (hi - lo) / h_of(e) > (MAX_BINS - 2) as f64 && e < 1000 {
+        e += 1;
+    }
+    let h = h_of(e);
+    let k_lo = (lo / h).floor() as i64;
+    // one cell above the top: the computed end may be a little low
+    let k_hi = ((hi / h).ceil() as i64 + 1).max(k_lo + 1);
+    let g: Vec<f64> = (k_lo..=k_hi)
+        .map(|k| tail_up(s, dir, k as f64 * h))
+        .collect();
+    let mut p = Vec::with_capacity(g.len());
+    // everything at or below the first point, at the first point
+    p.push(up((1.0 - g[0]).max(0.0)));
+    for w in g.windows(2) {
+        p.push(if w[0] > w[1] { up(w[0] - w[1]) } else { 0.0 });
+    }
+    GridPld {
+        e,
+        lo: k_lo,
+        p,
+        inf: g[g.len() - 1],
+    }
+    .trimmed_zeros()
+    .coarsen(e_out)
+}
+
+/// The most grid points a sampled leaf spans (see [`sampled_leaf`]).
+const SPAN_POINTS: f64 = 16384.0;
+
+/// A point t ≥ `from` where `above(t)` has turned false (to within 1 %
+/// of the distance from `from`), `above` being true up to some point and
+/// false after it: doubling steps, then bisection.
+fn cut(from: f64, sd: f64, above: impl Fn(f64) -> bool) -> f64 {
+    let mut step = sd.max(1e-9);
+    let mut lo = from;
+    let mut hi = from + step;
+    while above(hi) && hi < 1e6 {
+        lo = hi;
+        step *= 2.0;
+        hi = from + step;
+    }
+    while hi - lo > 0.01 * (hi - from) {
+        let mid = 0.5 * (lo + hi);
+        if above(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// A float above the exact value of a computed difference or sum.
+fn up(x: f64) -> f64 {
+    (x * (1.0 + 4.0 * U)).next_up()
+}
+
+/// Randomized response RR_ε on a sample: P-side outcomes (P₀ has the
+/// larger loss)
+/// * remove: (1 − q + qe^ε)/(1 + e^ε) at ln(1 − q + qe^ε) and
+///   ((1 − q)e^ε + q)/(1 + e^ε) at ln(1 − q + qe^{−ε});
+/// * add: 1/(1 + e^ε) at −ln(1 − q + qe^ε) and e^ε/(1 + e^ε) at
+///   −ln(1 − q + qe^{−ε}).
+///
+/// Losses are raised by their rounding bound (an atom moved up dominates),
+/// masses rounded up.
+fn rr_leaf(e: i32, eps: f64, q: f64, dir: Direction) -> GridPld {
+    // ln(1 − q + qe^ε) = ε + ln(q + (1 − q)e^{−ε}): positive terms only
+    let em = libm::exp(-eps);
+    let a = q + (1.0 - q) * em;
+    let l_plus = eps + libm::log(a);
+    let b = (1.0 - q) + q * em;
+    let l_minus = libm::log(b);
+    let err = |l: f64| (2.0 * ELEM_ULPS + 8.0) * U * (l.abs() + eps + 1.0);
+    // masses: 1/(1 + e^ε) = e^{−ε}/(1 + e^{−ε}), e^ε/(1 + e^ε) = 1/(1 + e^{−ε})
+    let lo_mass = em / (1.0 + em);
+    let hi_mass = 1.0 / (1.0 + em);
+    let mass = |m: f64| (m * (1.0 + (2.0 * ELEM_ULPS + 8.0) * U)).next_up();
+    let atoms = match dir {
+        Direction::Remove => [
+            // P₀ = (1 − q)·lo_mass + q·hi_mass
+            (l_plus + err(l_plus), mass((1.0 - q) * lo_mass + q * hi_mass)),
+            (l_minus + err(l_minus), mass((1.0 - q) * hi_mass + q * lo_mass)),
+        ],
+        Direction::Add => [
+            (-l_plus + err(l_plus), mass(lo_mass)),
+            (-l_minus + err(l_minus), mass(hi_mass)),
+        ],
+    };
+    GridPld::from_atoms(e, &atoms, 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// δ(ε) of a stored leaf.
+    fn delta_of(g: &GridPld, eps: f64) -> f64 {
+        let h = h_of(g.e);
+        g.inf
+            + g.p
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| m * (-libm::expm1(eps - (g.lo + i as i64) as f64 * h)).max(0.0))
+                .sum::<f64>()
+    }
+
+    /// The exact hockey-stick divergence of the sampled Gaussian pair by
+    /// quadrature (a reference, not a bound).
+    fn gauss_delta(mu: f64, q: f64, dir: Direction, eps: f64) -> f64 {
+        let n = 400_000;
+        let (a, b) = (-40.0, 40.0 + mu);
+        let dx = (b - a) / n as f64;
+        let phi = |x: f64| (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let mut s = 0.0;
+        for i in 0..n {
+            let x = a + (i as f64 + 0.5) * dx;
+            let m0 = phi(x);
+            let mix = (1.0 - q) * m0 + q * phi(x - mu);
+            let (p, qq) = match dir {
+                Direction::Remove => (mix, m0),
+                Direction::Add => (m0, mix),
+            };
+            s += (p - eps.exp() * qq).max(0.0) * dx;
+        }
+        s
+    }
+
+    #[test]
+    fn the_sampled_gaussian_leaf_bounds_the_exact_profile_closely() {
+        for &(mu, q) in &[(2.0, 0.2), (0.5, 0.01), (4.0, 0.5)] {
+            for dir in [Direction::Remove, Direction::Add] {
+                let s = Sampled::Gauss { mu, q };
+                let g = sampled_leaf(-14, s, dir, 1e-14);
+                for &eps in &[0.0, 0.1, 0.5, 1.0, 2.0] {
+                    let ours = delta_of(&g, eps);
+                    let exact = gauss_delta(mu, q, dir, eps);
+                    assert!(
+                        ours >= exact - 1e-9,
+                        "μ {mu} q {q} {dir:?} ε {eps}: {ours} < {exact}"
+                    );
+                    assert!(
+                        ours <= exact * 1.01 + 1e-6,
+                        "μ {mu} q {q} {dir:?} ε {eps}: {ours} ≫ {exact}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sampled_laplace_leaf_keeps_its_atoms_and_bounds() {
+        // ε = 2, q = 0.2: the largest loss is ln(1 + 0.2(e² − 1))
+        let (eps, q): (f64, f64) = (2.0, 0.2);
+        let top = (1.0f64 + q * (eps.exp() - 1.0)).ln();
+        for dir in [Direction::Remove, Direction::Add] {
+            let g = sampled_leaf(-12, Sampled::Laplace { eps, q }, dir, 1e-14);
+            assert_eq!(g.inf, 0.0);
+            let total: f64 = g.p.iter().sum();
+            assert!((1.0..1.0 + 1e-9).contains(&total), "{dir:?}: {total}");
+            // no loss above the top (one cell of rounding)
+            assert!(delta_of(&g, top + h_of(g.e)) == 0.0, "{dir:?}");
+            // but some right below it in the remove order (the atom)
+            if dir == Direction::Remove {
+                assert!(delta_of(&g, top - 0.01) > 0.0);
+            }
+        }
+    }
+}
