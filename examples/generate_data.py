@@ -237,6 +237,29 @@ def news_sections():
     write("news-sections", "reads.csv", ["reader_id", "section"], rows)
 
 
+def daily_panel():
+    """Sessions of an app for the sampled-dashboard example: 12,000 users
+    with 1–6 sessions each on 1–2 platforms (minutes skewed, a few over the
+    120-minute bound), plus a heavy user with 400 sessions (bounded to
+    their share), an unparsable number, a platform outside the public list
+    and a row without a user."""
+    r = random.Random(31415)
+    platforms = ["ios", "android", "web"]
+    rows = []
+    for u in range(12000):
+        uid = f"user-{u:05d}"
+        mine = r.sample(platforms, r.randint(1, 2))
+        for _ in range(r.randint(1, 6)):
+            minutes = min(round(r.expovariate(1 / 18), 1), 180.0)
+            rows.append([uid, r.choice(mine), minutes])
+    rows.extend([["user-heavy", "web", 60.0]] * 400)
+    rows.append(["user-00042", "ios", "n/a"])
+    rows.append(["user-00043", "smart-tv", 12.0])
+    rows.append(["", "android", 5.0])
+    r.shuffle(rows)
+    write("daily-panel", "sessions.csv", ["user_id", "platform", "minutes"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -249,3 +272,4 @@ if __name__ == "__main__":
     signups()
     site_visits()
     news_sections()
+    daily_panel()

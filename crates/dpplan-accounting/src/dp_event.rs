@@ -571,7 +571,11 @@ mod tests {
         )
         .unwrap();
         let imported = import(&DpEvent::from_json(&sgd).unwrap());
-        assert!(imported.unsupported.is_empty(), "{:?}", imported.unsupported);
+        assert!(
+            imported.unsupported.is_empty(),
+            "{:?}",
+            imported.unsupported
+        );
         assert_eq!(imported.releases.len(), 1);
         assert_eq!(imported.releases[0].sample, Some(0.01));
         assert_eq!(imported.releases[0].mechanism.kind, NoiseKind::Gaussian);
@@ -600,7 +604,8 @@ mod tests {
         };
         let imported = import(&shared);
         assert!(imported.releases.is_empty());
-        assert!(imported.unsupported[0].starts_with("the event.event: a PoissonSampledDpEvent around several"));
+        assert!(imported.unsupported[0]
+            .starts_with("the event.event: a PoissonSampledDpEvent around several"));
         // no noise is unbounded loss, never a release without cost
         let bare = import(&DpEvent::Gaussian {
             noise_multiplier: 0.0,

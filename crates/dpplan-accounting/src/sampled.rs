@@ -154,12 +154,21 @@ mod tests {
 
     #[test]
     fn amplification_matches_its_closed_form_and_never_exceeds_the_base() {
-        for &(e, q) in &[(1.0, 0.01), (2.0, 0.2), (0.001, 0.5), (800.0, 0.1), (5.0, 1e-9)] {
+        for &(e, q) in &[
+            (1.0, 0.01),
+            (2.0, 0.2),
+            (0.001, 0.5),
+            (800.0, 0.1),
+            (5.0, 1e-9),
+        ] {
             let a = amplify(e, q);
             // std's (the platform's) log1p and expm1: an independent evaluation
             let exact = (q * e.exp_m1()).ln_1p();
             if exact.is_finite() {
-                assert!(a >= exact && a <= exact * (1.0 + 1e-12), "{e} {q}: {a} {exact}");
+                assert!(
+                    a >= exact && a <= exact * (1.0 + 1e-12),
+                    "{e} {q}: {a} {exact}"
+                );
             }
             assert!(a <= e);
         }
@@ -171,7 +180,10 @@ mod tests {
         let (mu, q) = (2.0, 0.2);
         let exact = (1.0 + q * q * (f64::exp(mu * mu) - 1.0)).ln();
         let ours = rdp_sgm(2.0, mu, q);
-        assert!(ours >= exact && ours <= exact * (1.0 + 1e-12), "{ours} {exact}");
+        assert!(
+            ours >= exact && ours <= exact * (1.0 + 1e-12),
+            "{ours} {exact}"
+        );
         // a fractional order takes the next integer
         assert_eq!(rdp_sgm(1.5, mu, q), ours);
         // never above the base

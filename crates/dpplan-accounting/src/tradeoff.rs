@@ -359,7 +359,9 @@ mod tests {
             count: 9,
         }];
         let plan = normalise(&releases).unwrap();
-        let curve = compose_plan(&plan, 1e-6, crate::accountants::pld::Direction::Remove).unwrap().curve;
+        let curve = compose_plan(&plan, 1e-6, crate::accountants::pld::Direction::Remove)
+            .unwrap()
+            .curve;
         for alpha in [0.1, 0.01, 0.001, 1e-5] {
             let closed = tpr_gdp(1.5, alpha);
             let searched = tpr_from_curve(&curve, alpha);

@@ -220,6 +220,22 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
         "`dpplan audit`",
     )?;
+    // the audit computes each data set's exact aggregates once and draws
+    // the noise N times: a sampled release draws its sample per release,
+    // which those N runs would not, and the base mechanism it would then
+    // measure loses more than the amplified claim
+    if let Some(r) = plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+        .find(|r| r.sample.is_some())
+    {
+        return Err(RunError::Data(format!(
+            "`{}` runs on a Poisson sample of its dataset's units (`sample units`): `dpplan audit` draws the exact aggregates once per data set, not a sample per release, so it does not audit sampled releases yet; leave it out with --query",
+            r.name
+        )));
+    }
     let mut rng = match opts.seed {
         Some(s) => SecureRng::from_seed_for_tests(s),
         None => SecureRng::from_os().map_err(RunError::Rng)?,

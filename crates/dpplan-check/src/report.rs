@@ -258,6 +258,12 @@ pub struct QueryReport {
     /// windows), else `releases` (not in the JSON).
     #[serde(skip)]
     pub accounted_releases: u64,
+    /// Its dataset's `sample units` rate: each release runs on a fresh
+    /// Poisson sample of the units, and its parts are composed as sampled
+    /// mechanisms (absent when the dataset is not sampled).
+    /// (Boxed: few queries have it, [`QueryReport::sampled`] reads it.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Box<f64>>,
     /// The mechanism of the first part (the whole query but for a mean).
     pub mechanism: MechanismReport,
     pub l1: f64,
@@ -297,6 +303,11 @@ pub enum OneRelease {
 }
 
 impl QueryReport {
+    /// Its dataset's sampling rate, when it is sampled.
+    pub fn sampled(&self) -> Option<f64> {
+        self.sample.as_deref().copied()
+    }
+
     /// The `postprocess` steps, in order (empty without them).
     pub fn postprocess(&self) -> &[dpplan_vocab::PostStep] {
         self.postprocess.as_deref().map_or(&[], |v| &v[..])
@@ -466,6 +477,8 @@ pub struct DatasetSpec {
     /// `windows_per_unit` and `rows_per_window` as declared.
     pub windows_per_unit: Option<u64>,
     pub rows_per_window: Option<u64>,
+    /// `sample units q`, valid and below 1: the sampling rate.
+    pub sample: Option<f64>,
 }
 
 impl DatasetSpec {

@@ -68,6 +68,7 @@ pub fn accountant_inputs(plan: &CheckedPlan) -> Option<AccountantInputs> {
                     coords: m.sensitivity.coords,
                     linf: m.sensitivity.linf,
                     releases: q.releases,
+                    sample: q.sampled(),
                 })
             })
         })

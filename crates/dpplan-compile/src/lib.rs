@@ -165,6 +165,7 @@ fn dataset(ds: &DatasetSpec, user: bool, unit_id: Option<&str>) -> Dataset {
         source: ds.source.clone(),
         columns,
         invalid_rows: ds.invalid_rows,
+        sample: ds.sample,
         bounding: Bounding {
             per_unit: user,
             id_column: if user {
@@ -292,6 +293,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             kept_slots: c.windows_per_unit,
         }),
         postprocess: q.postprocess().to_vec(),
+        sample: q.sampled(),
     })
 }
 

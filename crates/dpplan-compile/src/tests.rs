@@ -127,8 +127,9 @@ fn hand_edits_are_refused() {
         assert_eq!(load(&to_json(&with)).unwrap().policy, with.policy);
     }
     // a version-6 runtime must not meet users per cell (version 7), a
-    // version-7 one a top-k (version 8)
-    assert_eq!(FORMAT_VERSION, 8);
+    // version-7 one a top-k (version 8), a version-8 one a sampled dataset
+    // (version 9)
+    assert_eq!(FORMAT_VERSION, 9);
     let grouped = compile("plan \"u\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column uid : id\n    column g : category { \"a\", \"b\" }\n    contribution { rows_per_unit 3 groups_per_unit 1 }\n  }\n  query users {\n    count(distinct d.uid by g)\n    noise laplace scale 1\n    schedule once\n  }\n}\n").unwrap();
     let part = &grouped.body.releases[0].parts[0];
     assert_eq!(
@@ -137,6 +138,41 @@ fn hand_edits_are_refused() {
     );
     assert_eq!((part.l1, part.l2), (1.0, 1.0));
     assert!(to_json(&grouped).contains("\"grouped_distinct_count\""));
+}
+
+/// A sampled dataset: its rate on the dataset and on each release that
+/// reads it (the ledger composes the release's parts as sampled); a file
+/// that says otherwise, or an older version that carries it, is refused.
+#[test]
+fn a_sampled_dataset_is_version_9_and_its_releases_carry_the_rate() {
+    let src = "plan \"s\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1 delta 1e-6\n  }\n  dataset d {\n    source \"d.csv\"\n    sample units 2%\n    column uid : id\n    contribution { rows_per_unit 3 }\n  }\n  query n {\n    count(d)\n    noise gaussian sigma 10\n    schedule every 1 day for 30 days\n  }\n}\n";
+    let plan = compile(src).unwrap();
+    assert_eq!(plan.body.datasets["d"].sample, Some(0.02));
+    assert_eq!(plan.body.releases[0].sample, Some(0.02));
+    let json = to_json(&plan);
+    assert!(load(&json).is_ok());
+    // the release's rate must be its dataset's
+    let mut off = plan.clone();
+    off.body.releases[0].sample = Some(0.5);
+    off.body_sha256 = dpplan_plan::body_hash(&off.body);
+    assert!(matches!(
+        load(&to_json(&off)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // a version-8 file has no sampled datasets
+    let mut old = plan.clone();
+    old.format_version = 8;
+    assert!(matches!(
+        load(&to_json(&old)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // negative control: the same plan without sampling carries no field
+    // (and costs ε ≈ 8.7: a larger budget)
+    let plain = src
+        .replace("    sample units 2%\n", "")
+        .replace("epsilon 1 ", "epsilon 20 ");
+    let plain = compile(&plain).unwrap();
+    assert!(!to_json(&plain).contains("\"sample\""));
 }
 
 #[test]

@@ -13,6 +13,15 @@ use super::table::UnitTable;
 use super::{EngineError, RowReader};
 use crate::rng::SecureRng;
 
+/// A sampled dataset's coin: a unit is kept when a uniform 64-bit draw is
+/// below ⌊q·2⁶⁴⌋, with probability ⌊q·2⁶⁴⌋/2⁶⁴ ≤ q — never above the rate
+/// the accountants compose (their bound grows with q). `None`: no sampling.
+pub(super) fn sample_threshold(dataset: &Dataset) -> Option<u64> {
+    let q = dataset.sample?;
+    // q·2⁶⁴ is exact (a power of two), its floor below 2⁶⁴ for q < 1
+    (q < 1.0).then(|| (q * 18_446_744_073_709_551_616.0).floor() as u64)
+}
+
 fn overflow() -> EngineError {
     EngineError::Overflow("a sum overflowed 128 bits".into())
 }
@@ -548,11 +557,14 @@ impl Reservoirs {
     /// Step 2: per unit, the kept rows feed the ungrouped statistics; the
     /// grouped ones are bounded further per grouping column (at most
     /// `groups_per_unit` groups and `rows_per_group` rows per group).
+    /// A sampled dataset ([`sample_threshold`]) keeps each unit with
+    /// probability t/2⁶⁴, by a coin of `rng` drawn for it alone.
     pub(super) fn drain(
         self,
         layout: &Layout,
         prepared: &[Prepared],
         bounding: &Bounding,
+        sample: Option<u64>,
         acc: &mut Accumulators,
         rng: &mut SecureRng,
     ) -> Result<(), EngineError> {
@@ -567,6 +579,11 @@ impl Reservoirs {
         let mut sums = vec![0u128; layout.fields.len()];
         let mut row_cats: Vec<u32> = Vec::with_capacity(cap.min(1 << 16) as usize);
         for at in units.units() {
+            if let Some(t) = sample {
+                if rng.next_u64() >= t {
+                    continue;
+                }
+            }
             let unit = KeptRows {
                 units: &units,
                 at,

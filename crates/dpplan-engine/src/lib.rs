@@ -466,6 +466,7 @@ fn one_thread<Rd: RowReader>(
     prepared: &[layout::Prepared],
     rng: &mut SecureRng,
 ) -> Result<Vec<Vec<i128>>, EngineError> {
+    row_units_unsampled(dataset, &layout)?;
     let mut acc = Accumulators::new(prepared);
     layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
     match layout.id {
@@ -478,7 +479,8 @@ fn one_thread<Rd: RowReader>(
             let hashers = (IdHasher::new(rng), IdHasher::new(rng));
             let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
             reservoirs.fill(records, &layout, id, rng)?;
-            reservoirs.drain(&layout, prepared, &dataset.bounding, &mut acc, rng)?;
+            let sample = bounding::sample_threshold(dataset);
+            reservoirs.drain(&layout, prepared, &dataset.bounding, sample, &mut acc, rng)?;
         }
     }
     acc.finish(prepared)
@@ -494,6 +496,7 @@ fn on_threads<F: parallel::Feed>(
     prepared: &[layout::Prepared],
     rng: &mut SecureRng,
 ) -> Result<Vec<Vec<i128>>, EngineError> {
+    row_units_unsampled(dataset, &layout)?;
     layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
     let acc = match layout.id {
         None => parallel::every_row(feed, threads, dataset, &layout, prepared)?,
@@ -503,6 +506,19 @@ fn on_threads<F: parallel::Feed>(
         }
     };
     acc.finish(prepared)
+}
+
+/// The engine samples the units of a user-level unit only (the checker
+/// refuses a sampled dataset under a row or event unit, DP014): a sampled
+/// dataset without a unit id is refused, never read whole.
+fn row_units_unsampled(dataset: &Dataset, layout: &Layout) -> Result<(), EngineError> {
+    if dataset.sample.is_some() && layout.id.is_none() {
+        return Err(EngineError::Schema(format!(
+            "dataset `{}` samples its units but has no unit id column: the engine samples the units of a user-level unit only",
+            dataset.name
+        )));
+    }
+    Ok(())
 }
 
 /// Row- and event-level units: every valid row goes straight into the

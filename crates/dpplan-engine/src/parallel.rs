@@ -293,6 +293,8 @@ impl Owner<'_> {
         dataset: &str,
         prepared: &[Prepared],
         bounding: &Bounding,
+        // a sampled dataset's threshold (`bounding::sample_threshold`)
+        sample: Option<u64>,
     ) -> Result<Accumulators, EngineError> {
         // 1.
         while let Some(chunk) = self.next_chunk(rx) {
@@ -312,8 +314,14 @@ impl Owner<'_> {
         }
         // 3.
         let mut acc = Accumulators::new(prepared);
-        self.reservoirs
-            .drain(self.layout, prepared, bounding, &mut acc, &mut self.rng)?;
+        self.reservoirs.drain(
+            self.layout,
+            prepared,
+            bounding,
+            sample,
+            &mut acc,
+            &mut self.rng,
+        )?;
         Ok(acc)
     }
 
@@ -454,7 +462,8 @@ pub(super) fn per_unit<F: Feed>(
             .into_iter()
             .map(|o| {
                 let (rx, done) = (rx.clone(), done.clone());
-                s.spawn(move || o.work(&rx, &done, name, prepared, &dataset.bounding))
+                let sample = super::bounding::sample_threshold(dataset);
+                s.spawn(move || o.work(&rx, &done, name, prepared, &dataset.bounding, sample))
             })
             .collect();
         drop((rx, done));

@@ -203,7 +203,8 @@ fn space_between(text: &str, prev: &Lexeme, t: &Lexeme, inline_open: bool) -> bo
         return true;
     }
     match t.kind {
-        Punct(b',' | b')' | b']') => return false,
+        // `1%`: a percentage sticks to its number
+        Punct(b',' | b')' | b']' | b'%') => return false,
         Punct(b'}') if inline_open && prev.kind == Punct(b'{') => return false,
         // a call (`count(`, `bins(`), but not a filter's parenthesised
         // group after `where`, `and`, `or`, `not`

@@ -252,7 +252,11 @@ fn privacy_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 fn dataset_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
     let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
     match (stmt.first().copied(), stmt.last().copied()) {
-        (None, _) => kw(out, &["source", "column", "contribution", "invalid_rows"]),
+        (None, _) => kw(
+            out,
+            &["source", "column", "contribution", "invalid_rows", "sample"],
+        ),
+        (Some("sample"), Some("sample")) => kw(out, &["units"]),
         (Some("column"), Some(":")) => kw(out, &names::<ColumnKind>()),
         (Some("column"), Some("int" | "float")) => kw(out, &["in"]),
         (Some("invalid_rows"), Some("invalid_rows")) => kw(out, &names::<InvalidRule>()),

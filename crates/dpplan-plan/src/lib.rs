@@ -53,9 +53,12 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// which a version-7 runtime must not run as a histogram; a part may be a
 /// `cells_total` (`aggregation.total`, a histogram's total) and a release's
 /// `postprocess` may be `consistent`; versions 5 to 7 are still read.
-pub const FORMAT_VERSION: u32 = 8;
+/// Version 9: a dataset may carry `sample` (every release that reads it
+/// runs on a fresh Poisson sample of its units), which a version-8
+/// runtime must not run on every unit; versions 5 to 8 are still read.
+pub const FORMAT_VERSION: u32 = 9;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
-pub const READS: [u32; 4] = [5, 6, 7, 8];
+pub const READS: [u32; 5] = [5, 6, 7, 8, 9];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -153,6 +156,11 @@ pub struct Dataset {
     /// `drop` (default) or `clamp`.
     pub invalid_rows: InvalidRule,
     pub bounding: Bounding,
+    /// `sample units q`: every release that reads the dataset runs on a
+    /// fresh Poisson sample of its units, each kept with probability q
+    /// (format version 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +219,11 @@ pub struct Release {
     /// unchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub postprocess: Vec<dpplan_vocab::PostStep>,
+    /// Its dataset's `sample`: each release runs on a fresh Poisson sample
+    /// of the units at this rate, and the ledger composes its parts as
+    /// sampled mechanisms (format version 9; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
 }
 
 /// A release's `cumulative`: the binary tree over `slots` leaves. Slot `t`
@@ -629,6 +642,21 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
         return Err(LoadError::WrongFormat(format!(
             "format version {} (this runtime reads versions {} to {FORMAT_VERSION})",
             plan.format_version, READS[0]
+        )));
+    }
+    for r in &plan.body.releases {
+        let ds = plan.body.datasets.get(&r.dataset).and_then(|d| d.sample);
+        if r.sample != ds {
+            return Err(LoadError::WrongFormat(format!(
+                "release `{}` is sampled at {:?} but its dataset `{}` at {:?}",
+                r.name, r.sample, r.dataset, ds
+            )));
+        }
+    }
+    if plan.format_version < 9 && plan.body.datasets.values().any(|d| d.sample.is_some()) {
+        return Err(LoadError::WrongFormat(format!(
+            "format version {} has no sampled datasets (they came with version 9)",
+            plan.format_version
         )));
     }
     if plan.format_version < 6 && plan.policy.is_some() {

@@ -341,7 +341,7 @@ fn on_source(r: &CheckedPlan, names: &[String]) -> (Vec<acct::Release>, f64) {
         .flat_map(|q| {
             q.parts.iter().filter_map(move |p| {
                 p.accounted.map(|m| acct::Release {
-                    sample: None,
+                    sample: q.sampled(),
                     mechanism: m,
                     count: q.accounted_releases,
                 })

@@ -289,6 +289,9 @@ pub(crate) fn table_text(r: &CheckedPlan, width: usize, n: &Numbers) -> String {
     if !post.is_empty() {
         out.push_str(&format!("  (post-processed, free: {})\n", post.join("; ")));
     }
+    if let Some(line) = sampled_line(r, n) {
+        out.push_str(&line);
+    }
     if !dropped.is_empty() {
         dropped.reverse();
         out.push_str(&format!(
@@ -368,6 +371,12 @@ fn blocks(r: &CheckedPlan, n: &Numbers) -> String {
                 "    post-processed: {steps} (free: reads only the released values)\n"
             ));
         }
+        if let Some(q) = q.sampled() {
+            out.push_str(&format!(
+                "    each release on a fresh Poisson sample of {} % of the units: ε amplified\n",
+                n.num(q * 100.0)
+            ));
+        }
     }
     for p in &r.publishes {
         out.push_str(&format!(
@@ -382,4 +391,28 @@ fn blocks(r: &CheckedPlan, n: &Numbers) -> String {
         ));
     }
     out
+}
+
+/// The queries on sampled datasets, by rate: their ε per release is the
+/// amplified one (`sample units`).
+fn sampled_line(r: &CheckedPlan, n: &Numbers) -> Option<String> {
+    let mut by_rate: Vec<(f64, Vec<&str>)> = Vec::new();
+    for q in &r.queries {
+        let Some(rate) = q.sampled() else { continue };
+        match by_rate.iter_mut().find(|(x, _)| *x == rate) {
+            Some((_, names)) => names.push(&q.name),
+            None => by_rate.push((rate, vec![&q.name])),
+        }
+    }
+    if by_rate.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_rate
+        .iter()
+        .map(|(rate, names)| format!("{} on {} %", names.join(", "), n.num(rate * 100.0)))
+        .collect();
+    Some(format!(
+        "  (on a fresh Poisson sample of the units each release, ε amplified: {})\n",
+        parts.join("; ")
+    ))
 }

@@ -39,6 +39,11 @@ pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
         if q.releases < 2 || q.accounted_releases != q.releases {
             continue;
         }
+        // on a sampled dataset each answer also carries its sample's
+        // error, which the noise's std does not show: no advice
+        if q.sampled().is_some() {
+            continue;
+        }
         // exactly the mechanism the checker accounted
         let Some(mech) = part.accounted else {
             continue;

@@ -47,7 +47,7 @@ pub fn export(plan: &CheckedPlan) -> Result<(DpEvent, Vec<ExportedRelease>), Str
         for p in &q.parts {
             let Some(m) = p.accounted else { continue };
             let r = acct::Release {
-                sample: None,
+                sample: q.sampled(),
                 mechanism: m,
                 count: q.accounted_releases,
             };

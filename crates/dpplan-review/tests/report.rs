@@ -86,7 +86,7 @@ fn composing_every_release_gives_the_checkers_total() {
             .flat_map(|q| {
                 q.parts.iter().filter_map(|p| {
                     Some(dpplan_accounting::Release {
-                        sample: None,
+                        sample: q.sampled(),
                         mechanism: p.accounted?,
                         count: q.accounted_releases,
                     })

@@ -954,8 +954,22 @@ fn cells_total(cells: &[i128], from: i32, to: i32) -> i128 {
 }
 
 /// The parts' mechanisms in words (`laplace b=2 + laplace b=4`); a
-/// quantile's with its rank error at 95 %.
+/// quantile's with its rank error at 95 %; a sampled release's with its
+/// sample (its values and intervals are the sample's: the noise's, not the
+/// sampling's error).
 fn mechanism_text(r: &Release) -> String {
+    let text = mechanism_parts_text(r);
+    match r.sample {
+        Some(q) => format!(
+            "{text}, on a fresh Poisson sample of {} % of the units (a value counts the sample; divided by {q} it estimates all the units, with the sampling's error on top of the interval)",
+            // 7 %, not 7.000000000000001 %
+            (q * 1e11).round() / 1e9
+        ),
+        None => text,
+    }
+}
+
+fn mechanism_parts_text(r: &Release) -> String {
     r.parts
         .iter()
         .map(|p| match (p.mechanism, p.scale) {

@@ -32,8 +32,10 @@ fn requests<'p>(
     releases: impl IntoIterator<Item = &'p Release>,
 ) -> Result<Vec<Request<'p>>, RunError> {
     // one pass per dataset and filter: a filter is decided before bounding,
-    // so differently filtered statistics are bounded on different rows
-    let mut by_dataset: BTreeMap<(&str, String), Vec<&Release>> = BTreeMap::new();
+    // so differently filtered statistics are bounded on different rows; on
+    // a sampled dataset one pass per release, each on a fresh sample of
+    // the units (the engine's coins: one sample per pass)
+    let mut by_dataset: BTreeMap<(&str, String, &str), Vec<&Release>> = BTreeMap::new();
     // keys from the data are counted apart (`crate::selection`)
     for r in releases
         .into_iter()
@@ -42,13 +44,19 @@ fn requests<'p>(
         let filter = r.aggregation.filter.as_ref().map_or_else(String::new, |f| {
             serde_json::to_string(f).unwrap_or_default()
         });
+        let sampled = plan
+            .body
+            .datasets
+            .get(&r.dataset)
+            .is_some_and(|d| d.sample.is_some());
+        let own = if sampled { r.name.as_str() } else { "" };
         by_dataset
-            .entry((r.dataset.as_str(), filter))
+            .entry((r.dataset.as_str(), filter, own))
             .or_default()
             .push(r);
     }
     let mut out = Vec::with_capacity(by_dataset.len());
-    for ((ds_name, _), rels) in by_dataset {
+    for ((ds_name, _, _), rels) in by_dataset {
         let ds = plan
             .body
             .datasets

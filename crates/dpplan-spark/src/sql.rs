@@ -216,6 +216,14 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
 
 /// The four steps of what `uses` asks for, under the comment `head`.
 fn statement(ds: &Dataset, uses: Uses, head: &str, columns: Columns) -> Result<Query, EngineError> {
+    if ds.sample.is_some() {
+        // refused before any charge: the runtime asks the engine for the
+        // statement before it charges the ledger
+        return Err(EngineError::Schema(format!(
+            "dataset `{}` samples its units (`sample units`): the Spark engine does not draw the sample yet; run the plan on the embedded engine (`--engine csv`, the default)",
+            ds.name
+        )));
+    }
     let mut sql = String::new();
     let _ = writeln!(sql, "{head}");
     let typed = typed(&mut sql, ds, &uses, columns)?;

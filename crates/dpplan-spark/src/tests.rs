@@ -79,6 +79,25 @@ fn row_level_sql_has_no_bounding() {
     assert!(q.sql.contains("p0 % 1.0D"), "{}", q.sql);
 }
 
+/// A sampled dataset is refused by the generated statement, with its
+/// reason, before the runtime charges anything (it asks for the statement
+/// first); the same dataset unsampled is generated (negative control).
+#[test]
+fn a_sampled_dataset_is_refused_with_its_reason() {
+    let p = web();
+    let mut ds = p.body.datasets["visits"].clone();
+    let st = stats();
+    assert!(sql::generate(&ds, &st, Columns::Text).is_ok());
+    ds.sample = Some(0.05);
+    let err = sql::generate(&ds, &st, Columns::Text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("samples its units") && err.contains("--engine csv"),
+        "{err}"
+    );
+}
+
 /// No user string reaches the SQL unquoted: names that are not plain
 /// identifiers are refused, domain values are bound parameters, table names
 /// are validated, and file paths only travel in the job file.

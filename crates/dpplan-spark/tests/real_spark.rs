@@ -73,7 +73,10 @@ fn example_cases(cases: &mut Vec<Case>) {
             ..Default::default()
         };
         for (ds, source, stats) in dpplan_runtime::planned_aggregates(&plan, &opts).unwrap() {
-            if !source.exists() {
+            // a sampled dataset (examples/daily-panel) is refused by the
+            // Spark engine before any charge (`sql::tests`), and its
+            // aggregates are a fresh sample's on every pass
+            if !source.exists() || ds.sample.is_some() {
                 continue;
             }
             n += 1;

@@ -793,6 +793,10 @@ fn every_plan_runs_alike_on_both_engines() {
         let planned = dpplan_runtime::planned_aggregates(&plan, &opts)
             .unwrap_or_else(|e| panic!("{label}: {e}"));
         for (ds, source, stats) in planned {
+            // a sampled dataset is refused by the Spark engine (`sql::tests`)
+            if ds.sample.is_some() {
+                continue;
+            }
             let mut row = ds.clone();
             row.bounding.per_unit = false;
             let row_stats = row_level(&stats);

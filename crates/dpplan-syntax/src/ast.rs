@@ -90,6 +90,29 @@ pub struct Dataset {
     pub columns: Vec<Column>,
     pub contributions: Vec<Contribution>,
     pub invalid_rows: Vec<Spanned<InvalidRule>>,
+    /// `sample units …` statements (the checker takes one).
+    pub samples: Vec<Sample>,
+}
+
+/// `sample units 1%`: Poisson sampling of the dataset's units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    pub span: Span,
+    /// the number as written
+    pub rate: Number,
+    /// written with `%`: the rate is the number / 100
+    pub percent: bool,
+}
+
+impl Sample {
+    /// The sampling rate q the statement declares.
+    pub fn q(&self) -> f64 {
+        if self.percent {
+            self.rate.value / 100.0
+        } else {
+            self.rate.value
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -168,7 +168,7 @@ pub fn token_at(text: &str, pos: usize) -> Option<Token> {
             };
             (TokenKind::Str { terminated }, end.min(bytes.len()))
         }
-        b'{' | b'}' | b'(' | b')' | b'[' | b']' | b',' | b':' | b'.' | b'+' | b'-' => {
+        b'{' | b'}' | b'(' | b')' | b'[' | b']' | b',' | b':' | b'.' | b'+' | b'-' | b'%' => {
             (TokenKind::Punct(first), pos + 1)
         }
         b'=' | b'<' | b'>' | b'!' => (
@@ -244,6 +244,8 @@ pub const KEYWORDS: &[&str] = &[
     "until",
     "contribution",
     "invalid_rows",
+    "sample",
+    "units",
     "query",
     "noise",
     "scale",

@@ -235,6 +235,7 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
         columns: vec![],
         contributions: vec![],
         invalid_rows: vec![],
+        samples: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -254,6 +255,15 @@ fn dataset(cx: &Ctx, pair: Pair<Rule>) -> Option<Dataset> {
                         InvalidRule::Drop
                     };
                     out.invalid_rows.push(Spanned::new(rule, span));
+                }
+            }
+            Rule::sample_stmt => {
+                if let Some(n) = first(&stmt, Rule::number) {
+                    out.samples.push(Sample {
+                        span,
+                        rate: cx.number(&n),
+                        percent: first(&stmt, Rule::percent).is_some(),
+                    });
                 }
             }
             _ => {}

@@ -40,6 +40,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_until => "`until`",
         kw_contribution => "`contribution`",
         kw_invalid => "`invalid_rows`",
+        kw_sample => "`sample`",
+        kw_units => "`units`",
         kw_query => "`query`",
         kw_noise => "`noise`",
         kw_scale => "`scale`",
@@ -93,6 +95,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         }
         invalid_stmt => "`invalid_rows drop` or `invalid_rows clamp`",
         invalid_rule => "`drop` or `clamp`",
+        sample_stmt => "`sample units 1%`",
+        percent => "`%`",
         aggregate => "an aggregation such as `count(visits)`",
         agg_kind => "an aggregation (`count`, `sum`, `mean`, `histogram`, `quantile`, `quantiles` or `top`)",
         level_list => "a list of levels such as `[0.25, 0.5, 0.9]`",

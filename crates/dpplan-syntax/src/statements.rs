@@ -77,6 +77,7 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::column_stmt
         | Rule::contribution_stmt
         | Rule::invalid_stmt
+        | Rule::sample_stmt
         | Rule::aggregate
         | Rule::cumulative_aggregate
         | Rule::noise_stmt

@@ -333,6 +333,18 @@ impl Ctx {
         (0.5 * self.tau / self.delta).min(0.01)
     }
 
+    /// Grid points per standard deviation of a node: [`RES_NODE`], eight
+    /// times more in a plan with a sampled leaf (its skewed loss moves its
+    /// ε by a grid step's share more than a symmetric one's; the arrays
+    /// stay short, as the tilt follows the tails' reach).
+    fn res_node(&self) -> f64 {
+        if self.skewed {
+            8.0 * RES_NODE
+        } else {
+            RES_NODE
+        }
+    }
+
     /// Exponential tilt per grid index that puts the tilted mass where an
     /// output whose upper tail reaches `reach` above its mean is cut:
     /// θ = z_τ²/reach (= z_τ/σ when reach = z_τσ, as for a Gaussian).
@@ -384,7 +396,7 @@ fn target_e(ctx: &Ctx, sd: f64) -> i32 {
     if sd <= 0.0 || !sd.is_finite() {
         return ctx.e_global;
     }
-    ((sd / RES_NODE).log2().floor() as i32).max(ctx.e_global)
+    ((sd / ctx.res_node()).log2().floor() as i32).max(ctx.e_global)
 }
 
 /// Bring the node to its resolution and cap its size.
@@ -846,7 +858,7 @@ fn compose_leaves(
         heap.push(Node { sd, g });
     }
     let mut g = heap.pop().map(|n| n.g).unwrap_or_else(GridPld::identity);
-    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / RES_NODE)
+    let te = (((g.mean_sd().1.powi(2) + mu2).sqrt() / ctx.res_node())
         .log2()
         .floor() as i32)
         .max(g.e);

@@ -82,9 +82,9 @@ impl Sampled {
     /// only): q·√(e^{μ²} − 1) for small q, never above the base's.
     pub(super) fn sd(&self) -> f64 {
         match *self {
-            Sampled::Gauss { mu, q } => (q * (mu * mu).min(50.0).exp_m1().sqrt())
-                .min(mu)
-                .max(1e-12),
+            Sampled::Gauss { mu, q } => {
+                (q * (mu * mu).min(50.0).exp_m1().sqrt()).min(mu).max(1e-12)
+            }
             // a loss within [ln(1 − q + qe^{−ε}), ln(1 − q + qe^ε)]
             Sampled::Laplace { .. } | Sampled::Rr { .. } => {
                 let (lo, hi) = loss_range(*self, Direction::Remove);
@@ -235,10 +235,6 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
     }
     let (lo, hi) = loss_range(s, dir);
     let sd = s.sd();
-    // built 64 times finer than asked, so that moving each cell's mass to
-    // its top costs little; the accountant then coarsens the leaf by
-    // connect-the-dots to its own resolution (`regularise`)
-    let e = e - 6;
     // where the loss stops mattering: an unbounded end is cut where the
     // tail is below τ (remove order) or where the mass below is negligible
     // (add order); the cut points only trade tightness for size
@@ -259,11 +255,13 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
     // stops the truncation of the composed tails: the leaf keeps at most
     // [`SPAN_POINTS`] points over its span (the composition refines nothing
     // and coarsens as its spread grows, so this is the leaf's resolution).
-    let mut e_out = e + 6;
+    let mut e_out = e.clamp(-1000, 1000);
     while (hi - lo) / h_of(e_out) > SPAN_POINTS && e_out < 1000 {
         e_out += 1;
     }
-    let mut e = e.max(e_out - 6).clamp(-1000, 1000);
+    // built 2^FINER times finer, so that moving each cell's mass to its
+    // top costs little, then brought to e_out by connect-the-dots
+    let mut e = (e_out - FINER).clamp(-1000, 1000);
     while (hi - lo) / h_of(e) > (MAX_BINS - 2) as f64 && e < 1000 {
         e += 1;
     }
@@ -289,6 +287,10 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
     .trimmed_zeros()
     .coarsen(e_out)
 }
+
+/// A sampled leaf is built on a grid 2^FINER times finer than it is kept
+/// on (see [`sampled_leaf`]).
+const FINER: i32 = 9;
 
 /// The most grid points a sampled leaf spans (see [`sampled_leaf`]).
 const SPAN_POINTS: f64 = 16384.0;
@@ -345,8 +347,14 @@ fn rr_leaf(e: i32, eps: f64, q: f64, dir: Direction) -> GridPld {
     let atoms = match dir {
         Direction::Remove => [
             // P₀ = (1 − q)·lo_mass + q·hi_mass
-            (l_plus + err(l_plus), mass((1.0 - q) * lo_mass + q * hi_mass)),
-            (l_minus + err(l_minus), mass((1.0 - q) * hi_mass + q * lo_mass)),
+            (
+                l_plus + err(l_plus),
+                mass((1.0 - q) * lo_mass + q * hi_mass),
+            ),
+            (
+                l_minus + err(l_minus),
+                mass((1.0 - q) * hi_mass + q * lo_mass),
+            ),
         ],
         Direction::Add => [
             (-l_plus + err(l_plus), mass(lo_mass)),

@@ -4,8 +4,8 @@
 use super::{eff_rho, infinite};
 use crate::conversions::{balle2020_thm21_at, linear_rdp_closed_form, mironov_prop3_at, Order};
 use crate::grid::GeometricGrid;
-use crate::special::{log_grid, minimize_on_grid, mul_up, sum_up, ELEM_ULPS, U};
 use crate::sampled::rdp_sgm;
+use crate::special::{log_grid, minimize_on_grid, mul_up, sum_up, ELEM_ULPS, U};
 use crate::{normalise, Accountant, AccountingError, Bound, Eff, Plan, Release};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -4,7 +4,9 @@
 //! its optimistic one), against closed forms, with negative controls.
 
 use crate::common::dp_accounting_reference;
-use dpplan_accounting::{all, best, epsilon, Accountant, Mechanism, NoiseKind, Release, Sensitivity};
+use dpplan_accounting::{
+    all, best, epsilon, Accountant, Mechanism, NoiseKind, Release, Sensitivity,
+};
 use serde_json::json;
 
 fn sampled(kind: NoiseKind, scale: f64, q: Option<f64>, count: u64) -> Release {
@@ -52,7 +54,10 @@ fn the_published_sampled_laplace_value() {
     let plan = [sampled(NoiseKind::Laplace, 0.5, Some(0.2), 3)];
     let eps1 = (1.0f64 + 0.2 * (2.0f64.exp() - 1.0)).ln();
     let basic = epsilon(&plan, 0.0, Accountant::Basic).unwrap().epsilon;
-    assert!(basic >= 3.0 * eps1 && basic < 3.0 * eps1 * (1.0 + 1e-12), "{basic}");
+    assert!(
+        basic >= 3.0 * eps1 && basic < 3.0 * eps1 * (1.0 + 1e-12),
+        "{basic}"
+    );
     assert!((basic - 2.46964).abs() < 1e-5);
     // the PLD's grid puts each release's top atom on a grid point: within
     // two steps of its final grid (2^−9 here) — dp_accounting's own test
@@ -113,7 +118,10 @@ fn sampled_plans_agree_with_dp_accounting() {
             // tight: within 0.5 % of dp_accounting's pessimistic PLD (the
             // grid's coarsening over 1,000 compositions costs 0.25 % on
             // DP-SGD's plan; the other plans are within 10⁻³)
-            assert!(ours <= pess * (1.0 + 5e-3) + 2e-3, "plan {i} δ {d}: {ours} ≫ {pess}");
+            assert!(
+                ours <= pess * (1.0 + 5e-3) + 2e-3,
+                "plan {i} δ {d}: {ours} ≫ {pess}"
+            );
             if let Some(r) = reference[i]["rdp"][j].as_f64() {
                 let ours = epsilon(&rel, d, Accountant::Rdp).unwrap().epsilon;
                 eprintln!("plan {i} δ {d:e}: RDP {ours} vs dp_accounting {r}");
@@ -123,8 +131,15 @@ fn sampled_plans_agree_with_dp_accounting() {
                 // at fractional orders (9.8 on DP-SGD's plan: 0.24 %
                 // tighter; its integer orders alone give dpplan's value to
                 // 10⁻⁹). σ < Δ puts the optimum below order 2.
-                let slack = if p.iter().all(|r| r.1 >= 1.0) { 5e-3 } else { 0.1 };
-                assert!(ours <= r * (1.0 + slack), "plan {i} δ {d}: RDP {ours} > {r}");
+                let slack = if p.iter().all(|r| r.1 >= 1.0) {
+                    5e-3
+                } else {
+                    0.1
+                };
+                assert!(
+                    ours <= r * (1.0 + slack),
+                    "plan {i} δ {d}: RDP {ours} > {r}"
+                );
                 assert!(ours >= opt - 1e-9);
             }
             let b = best(&rel, d).unwrap().epsilon;
@@ -145,12 +160,24 @@ fn sampled_plans_agree_with_dp_accounting() {
 /// as if unsampled (sound, named in the docs).
 #[test]
 fn pure_releases_are_amplified_in_every_accountant() {
-    for kind in [NoiseKind::Laplace, NoiseKind::DiscreteLaplace, NoiseKind::Exponential] {
+    for kind in [
+        NoiseKind::Laplace,
+        NoiseKind::DiscreteLaplace,
+        NoiseKind::Exponential,
+    ] {
         let plan = [sampled(kind, 1.0, Some(0.1), 5)];
         let one = (1.0f64 + 0.1 * (1.0f64.exp() - 1.0)).ln();
-        for a in [Accountant::Basic, Accountant::Advanced, Accountant::Rdp, Accountant::Pld] {
+        for a in [
+            Accountant::Basic,
+            Accountant::Advanced,
+            Accountant::Rdp,
+            Accountant::Pld,
+        ] {
             let e = epsilon(&plan, 0.0, a).unwrap().epsilon;
-            assert!(e >= 5.0 * one && e <= 5.0 * one * (1.0 + 1e-9), "{kind:?} {a}: {e}");
+            assert!(
+                e >= 5.0 * one && e <= 5.0 * one * (1.0 + 1e-9),
+                "{kind:?} {a}: {e}"
+            );
         }
         // negative control: the unsampled plan costs 5
         let full = epsilon(&[sampled(kind, 1.0, None, 5)], 0.0, Accountant::Basic).unwrap();
@@ -168,9 +195,24 @@ fn pure_releases_are_amplified_in_every_accountant() {
 #[test]
 fn rates_are_checked() {
     for q in [0.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
-        assert!(epsilon(&[sampled(NoiseKind::Gaussian, 1.0, Some(q), 1)], 1e-6, Accountant::Pld).is_err());
+        assert!(epsilon(
+            &[sampled(NoiseKind::Gaussian, 1.0, Some(q), 1)],
+            1e-6,
+            Accountant::Pld
+        )
+        .is_err());
     }
-    let one = epsilon(&[sampled(NoiseKind::Gaussian, 1.0, Some(1.0), 4)], 1e-6, Accountant::Gdp).unwrap();
-    let none = epsilon(&[sampled(NoiseKind::Gaussian, 1.0, None, 4)], 1e-6, Accountant::Gdp).unwrap();
+    let one = epsilon(
+        &[sampled(NoiseKind::Gaussian, 1.0, Some(1.0), 4)],
+        1e-6,
+        Accountant::Gdp,
+    )
+    .unwrap();
+    let none = epsilon(
+        &[sampled(NoiseKind::Gaussian, 1.0, None, 4)],
+        1e-6,
+        Accountant::Gdp,
+    )
+    .unwrap();
     assert_eq!(one.epsilon, none.epsilon);
 }

@@ -165,14 +165,14 @@ pub(super) fn calibrate_auto(
         .flat_map(|q| {
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    sample: None,
+                    sample: q.sample,
                     mechanism: p.accounted(1.0)?,
                     count: q.accounted_releases(),
                 })
             })
         })
         .collect();
-    let autos: Vec<(NoiseKind, Derived, f64, u64, bool)> = queries
+    let autos: Vec<(NoiseKind, Derived, f64, u64, bool, Option<f64>)> = queries
         .iter()
         .flat_map(|q| {
             q.parts
@@ -185,6 +185,7 @@ pub(super) fn calibrate_auto(
                         weight,
                         q.accounted_releases(),
                         p.statistic.is_count(),
+                        q.sample,
                     )),
                     _ => None,
                 })
@@ -196,9 +197,9 @@ pub(super) fn calibrate_auto(
     };
     let build = |t: f64| -> Vec<acct::Release> {
         let mut rs = fixed.clone();
-        for (kind, d, w, n, count) in &autos {
+        for (kind, d, w, n, count, sample) in &autos {
             rs.push(acct::Release {
-                sample: None,
+                sample: *sample,
                 mechanism: mechanism(*kind, t * unit_scale(*kind, d, *w), d, 1.0, *count),
                 count: *n,
             });

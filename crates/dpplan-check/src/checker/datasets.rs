@@ -32,6 +32,8 @@ pub(super) struct DatasetInfo<'a> {
     pub(super) windows: super::window::WindowBounds,
     /// The id column of a user-level unit.
     pub(super) unit_id: Option<String>,
+    /// `sample units q`: the sampling rate, when valid and below 1.
+    pub(super) sample: Option<f64>,
 }
 
 /// A positive whole number, or a DP007 diagnostic.
@@ -96,6 +98,7 @@ fn dataset<'a>(
     duplicate(c, &ds.sources, |s| s.span, "the dataset's source");
     duplicate(c, &ds.contributions, |s| s.span, "the contribution block");
     duplicate(c, &ds.invalid_rows, |s| s.span, "the invalid-row rule");
+    let sample = super::sample::rate(c, ds, privacy);
     let (columns, id_columns) = columns(c, ds);
     let contribution = contribution(c, ds);
     let bound = match privacy {
@@ -125,6 +128,7 @@ fn dataset<'a>(
             }) => Some(id.value.clone()),
             _ => None,
         },
+        sample,
     }
 }
 

@@ -19,6 +19,7 @@ mod quantile;
 mod query;
 mod recover;
 mod rows;
+mod sample;
 mod selection;
 mod shape;
 mod statistic;
@@ -462,6 +463,14 @@ fn dataset_spec(ds: &ast::Dataset) -> DatasetSpec {
         rows_per_group: first(contribution.map(|c| &c.rows_per_group)),
         windows_per_unit: first(contribution.map(|c| &c.windows_per_unit)),
         rows_per_window: first(contribution.map(|c| &c.rows_per_window)),
+        // its errors (a rate outside (0, 1], replace neighbours, a row
+        // unit) are the checker's (`sample.rs`): a plan with one is not
+        // compiled
+        sample: ds
+            .samples
+            .first()
+            .map(ast::Sample::q)
+            .filter(|q| q.is_finite() && *q > 0.0 && *q < 1.0),
     }
 }
 
@@ -502,8 +511,8 @@ mod sizes {
             ("QueryPlan", size_of::<super::query::QueryPlan>(), 400),
             // (+8: the boxed `top`)
             ("QuerySpec", size_of::<crate::report::QuerySpec>(), 304),
-            // (+8: the boxed `postprocess`)
-            ("QueryReport", size_of::<crate::report::QueryReport>(), 338),
+            // (+8: the boxed `postprocess`; +8: the boxed `sample`)
+            ("QueryReport", size_of::<crate::report::QueryReport>(), 346),
             // (+8: the `with_total` flag, padded)
             (
                 "ast::Aggregate",

@@ -116,6 +116,9 @@ pub(super) struct QueryPlan<'a> {
     pub(super) window: Option<Box<super::window::Window>>,
     /// A `cumulative` count's tree: its nodes are one vector release.
     pub(super) cumulative: Option<Box<super::cumulative::Cumulative>>,
+    /// Its dataset's sampling rate: each release runs on a fresh Poisson
+    /// sample of the units (`sample.rs`).
+    pub(super) sample: Option<f64>,
 }
 
 impl QueryPlan<'_> {
@@ -193,7 +196,15 @@ pub(super) fn plan_query<'a>(
         cumulative: None,
         cells: None,
         unit: None,
+        sample: None,
     };
+    if let Some(info) = datasets.get(dataset_name) {
+        if !super::sample::query_supported(c, q, agg, info) {
+            plan.ok = false;
+            return Some(plan);
+        }
+        plan.sample = info.sample;
+    }
     let top = super::top::is_top(agg.kind.value);
     if agg.keys_from_data.is_some() && (top || agg.with_total) {
         // a top-k or a total over keys from the data: refused, each

@@ -31,9 +31,13 @@ pub(super) fn releases_of(
         .filter(|q| q.ok)
         .flat_map(|q| {
             let m = mult(q);
+            // group privacy: each member of a group is sampled on its own,
+            // so the group is not one q-coin; its claim forgoes the
+            // amplification (sound: sampling never adds loss)
+            let sample = if m == 1.0 { q.sample } else { None };
             q.parts.iter().filter(|p| !p.public).filter_map(move |p| {
                 Some(acct::Release {
-                    sample: None,
+                    sample,
                     mechanism: p.accounted(m)?,
                     count: q.accounted_releases(),
                 })
@@ -328,7 +332,7 @@ fn query_releases(q: &QueryPlan, count: u64) -> Option<Vec<acct::Release>> {
         .filter(|p| !p.public)
         .map(|p| {
             Some(acct::Release {
-                sample: None,
+                sample: q.sample,
                 mechanism: p.accounted(1.0)?,
                 count,
             })
@@ -383,6 +387,7 @@ fn query_report(
         schedule: std::mem::take(&mut q.schedule),
         releases: q.releases,
         accounted_releases: q.accounted_releases(),
+        sample: q.sample.map(Box::new),
         mechanism: first
             .map(|p| p.mechanism.clone())
             .unwrap_or(MechanismReport {

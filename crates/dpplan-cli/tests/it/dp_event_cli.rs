@@ -216,9 +216,17 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
         // (examples/web-analytics, where dp_accounting has converged and a
         // 64 times finer dpplan grid still leaves 1.4·10⁻⁶; the issue asks
         // 10⁻⁶, docs/accounting.md, "DpEvent"); 10⁻⁵ holds
+        // A tree with Poisson-sampled events: dpplan's sampled leaves move
+        // each cell's mass to the cell's top on a grid 2⁷ times finer than
+        // they are kept on (the connect-the-dots split of a cell needs the
+        // difference of two tails, left for now): 1.2·10⁻⁴ relative on
+        // examples/daily-panel (1.40701 vs 1.40683, where dp_accounting has
+        // converged), 5·10⁻⁴ holds
+        let sampled = e.doc["event"].to_string().contains("PoissonSampledDpEvent");
+        let tolerance = if sampled { 5e-4 } else { 1e-5 };
         if let Some(p) = number(&r["pld_pessimistic"]) {
             assert!(
-                eps <= p * (1.0 + 1e-5),
+                eps <= p * (1.0 + tolerance),
                 "{name}: dpplan {eps} > dp_accounting PLD {p}"
             );
             worst = worst.max(eps / p - 1.0);
@@ -322,11 +330,22 @@ fn an_exported_tree_is_accounted_again_by_dpplan() {
 fn unsupported_and_malformed_trees_are_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("sgd.json");
-    // a DP-SGD step as dp_accounting writes it: Poisson-sampled Gaussian
+    // a DP-SGD run as dp_accounting writes it: 1,000 Poisson-sampled
+    // Gaussian steps, accounted (dp_accounting 0.6.0's PLD at δ = 10⁻⁵,
+    // value interval 10⁻⁴: 1.5154 pessimistic, 1.4654 optimistic)
+    let sgd = r#"{"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": 1000,
+            "event": {"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent", "sampling_probability": 0.01,
+                      "event": {"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": 1.1}}}"#;
+    std::fs::write(&f, sgd).unwrap();
+    let got = account_tree(&f, 1e-5);
+    let eps = got["best"]["epsilon"].as_f64().unwrap();
+    assert!((1.4654..=1.5154 * 1.005).contains(&eps), "{eps}");
+    // one sample shared by several steps is one mixture, not several
+    // sampled steps: named, and no ε is claimed
     std::fs::write(
         &f,
-        r#"{"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": 1000,
-            "event": {"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent", "sampling_probability": 0.01,
+        r#"{"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent", "sampling_probability": 0.01,
+            "event": {"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": 1000,
                       "event": {"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": 1.1}}}"#,
     )
     .unwrap();

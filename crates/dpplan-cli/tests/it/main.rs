@@ -32,6 +32,7 @@ mod report_browser;
 mod report_cli;
 mod ride_sharing;
 mod run_cli;
+mod sampled_cli;
 mod schedule_cli;
 mod selection_cli;
 mod signoff_cli;

@@ -165,6 +165,7 @@ pub(super) fn dataset_fields(d: &DatasetSpec) -> Vec<(String, Value)> {
         ("windows_per_unit".to_string(), json!(d.windows_per_unit)),
         ("rows_per_window".to_string(), json!(d.rows_per_window)),
         ("invalid_rows".to_string(), json!(d.invalid_rows.name())),
+        ("sample".to_string(), json!(d.sample)),
     ];
     for c in &d.columns {
         f.push((format!("column {}: kind", c.name), json!(c.kind.name())));

@@ -11,7 +11,7 @@ pub(super) fn releases_of(q: Option<&QueryReport>) -> Vec<acct::Release> {
             .iter()
             .filter_map(|p| p.accounted)
             .map(|m| acct::Release {
-                sample: None,
+                sample: q.sampled(),
                 mechanism: m,
                 count: q.accounted_releases,
             })

@@ -134,6 +134,33 @@ fn a_doubled_contribution_bound_raises_epsilon_and_is_flagged() {
     assert!(!d.verdict.increase);
 }
 
+/// A larger sample raises ε and shows as a dataset change (not a change
+/// of the contract: the ledger composes each release at its own rate);
+/// dropping the sampling raises it far more; a smaller one lowers it.
+#[test]
+fn a_changed_sampling_rate_moves_epsilon_and_is_a_dataset_change() {
+    let t = example("daily-panel");
+    let d = run(&t, &edit(&t, "sample units 5%", "sample units 10%"));
+    assert!(d.verdict.increase && !d.verdict.contract_changed);
+    let (o, n) = (
+        d.guarantee.old_epsilon.unwrap(),
+        d.guarantee.new_epsilon.unwrap(),
+    );
+    assert!(n > 1.5 * o, "{o} → {n}");
+    let ds = &d.datasets[0];
+    assert!(ds
+        .changes
+        .iter()
+        .any(|c| c.field == "sample" && c.old == json!(0.05) && c.new == json!(0.1)));
+    // no sampling at all: the year on every unit
+    let all = run(&t, &edit(&t, "    sample units 5%\n", ""));
+    assert!(all.guarantee.new_epsilon.unwrap() > 10.0 * o);
+    // negative control: a smaller sample lowers ε
+    let d = run(&t, &edit(&t, "sample units 5%", "sample units 2%"));
+    assert!(!d.verdict.increase);
+    assert!(d.guarantee.new_epsilon.unwrap() < o);
+}
+
 #[test]
 fn a_removed_query_lowers_epsilon_and_an_added_one_raises_it() {
     let t = example("census");

@@ -82,7 +82,9 @@ fn releases(
                 // bound too
                 m.sensitivity.linf *= mult(i);
                 Some(acct::Release {
-                    sample: None,
+                    // a group's members are each sampled on their own: a
+                    // group claim forgoes the amplification (sound)
+                    sample: if mult(i) == 1.0 { q.sampled() } else { None },
                     mechanism: m,
                     count: count(i),
                 })

@@ -49,6 +49,17 @@ pub(super) fn protection(plan: &CheckedPlan) -> (Vec<String>, Vec<String>) {
             }
         }
     }
+    for d in plan.datasets.iter().filter(|d| d.sample.is_some()) {
+        let pct = num(d.sample.unwrap_or(1.0) * 100.0);
+        yes.push(format!(
+            "Every release that reads `{}` runs on a fresh Poisson sample of {pct} % of the units (each unit kept or left out with all its rows, independently, by the runtime's secure random source): the claim composes these sampled mechanisms, which lose less than the same releases on every unit (amplification by sampling). A released value counts its sample: divided by the rate it estimates all the units, with the sampling's error on top of the noise's.",
+            d.name
+        ));
+        no.push(format!(
+            "The amplification of `{}` holds only while each release's sample stays unknown: whoever learns which units a release kept faces, for those units, the loss of the same release on every unit. A group's claim (k units) forgoes it.",
+            d.name
+        ));
+    }
     match plan.adjacency {
         Adjacency::AddRemove => yes.push(
             "Neighbouring datasets differ by adding or removing one unit: the guarantee also hides whether a unit is in the data at all."
@@ -137,6 +148,12 @@ pub(super) fn dataset_bounds(plan: &CheckedPlan) -> Vec<DatasetBounds> {
             }
             if let Some(g) = d.rows_per_group {
                 words.push(format!("rows_per_group = {g}"));
+            }
+            if let Some(q) = d.sample {
+                words.push(format!(
+                    "each release on a fresh Poisson sample of {} % of the units",
+                    num(q * 100.0)
+                ));
             }
             for c in &clamps {
                 words.push(format!(

@@ -57,6 +57,10 @@ pub struct AccountedRelease {
     pub linf: f64,
     /// The query's release count over its whole schedule.
     pub releases: u64,
+    /// The Poisson sampling rate the query's releases run at (absent: not
+    /// sampled; a frozen report written before it existed reads as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
 }
 
 /// A claim: the (ε, δ) and the accountant that produced it.
@@ -85,7 +89,7 @@ impl AccountantInputs {
         self.mechanisms
             .iter()
             .map(|m| acct::Release {
-                sample: None,
+                sample: m.sample,
                 mechanism: acct::Mechanism {
                     kind: m.kind,
                     scale: m.scale,
@@ -440,6 +444,7 @@ mod tests {
     fn laplace(n: u64, l1: f64, b: f64, claim: f64) -> AccountantInputs {
         AccountantInputs {
             mechanisms: vec![AccountedRelease {
+                sample: None,
                 query: "q".into(),
                 kind: NoiseKind::Laplace,
                 scale: b,

@@ -23,7 +23,17 @@ pub struct MechanismRecord {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cumulative: Option<dpplan_plan::Cumulative>,
+    /// The release ran on a Poisson sample of the units at this rate
+    /// (`sample units`): its parts are composed as sampled mechanisms.
+    /// Absent otherwise, so every record written before it existed reads
+    /// (and hashes) as it did; a binary that predates it ignores it and
+    /// composes the parts unsampled — a larger, still sound, total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
 }
+
+/// A charged mechanism and the Poisson sampling rate it ran at.
+pub type Accounted = (acct::Mechanism, Option<f64>);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartRecord {
@@ -62,10 +72,11 @@ impl MechanismRecord {
                 .collect(),
             window: r.window.clone(),
             cumulative: r.cumulative.clone(),
+            sample: r.sample,
         }
     }
 
-    pub fn accounting(&self) -> Vec<acct::Mechanism> {
+    pub fn accounting(&self) -> Vec<Accounted> {
         self.parts
             .iter()
             .filter_map(|p| {
@@ -79,6 +90,7 @@ impl MechanismRecord {
                         linf: p.linf,
                     },
                 )
+                .map(|m| (m, self.sample))
             })
             .collect()
     }
@@ -169,12 +181,16 @@ pub(super) fn after_intent(
     out
 }
 
-pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: acct::Mechanism, count: u64) {
-    if let Some(r) = releases.iter_mut().find(|r| r.mechanism == m) {
+pub(super) fn add_release(releases: &mut Vec<acct::Release>, m: Accounted, count: u64) {
+    let (m, sample) = m;
+    if let Some(r) = releases
+        .iter_mut()
+        .find(|r| r.mechanism == m && r.sample == sample)
+    {
         r.count += count;
     } else {
         releases.push(acct::Release {
-            sample: None,
+            sample,
             mechanism: m,
             count,
         });

@@ -79,7 +79,7 @@ impl Ledger {
                 (None, None) => r.schedule.slots,
             };
             for m in r.mechanisms() {
-                add_release(&mut releases, m, count);
+                add_release(&mut releases, (m, r.sample), count);
             }
         }
         let p = &plan.body.privacy;

@@ -42,7 +42,7 @@ mod blocks;
 pub use blocks::{Blocks, Per, Reads};
 
 use crate::ledger::anchor::{read_head, remove_leftovers, temp_sibling, write_head, Head};
-use crate::ledger::totals::{add_release, plan_bound, MechanismRecord};
+use crate::ledger::totals::{add_release, plan_bound, Accounted, MechanismRecord};
 use crate::ledger::{
     configure, ledger_id, now_rfc3339, refuse_orphan_anchor, LedgerError, GENESIS_PREV,
 };
@@ -271,7 +271,7 @@ struct Composed {
     plans: BTreeMap<String, PlanPart>,
     /// Each mechanism record read, by its text: its mechanisms, and
     /// whether it is a vector release (windows or a tree).
-    parsed: HashMap<String, (Vec<acct::Mechanism>, bool)>,
+    parsed: HashMap<String, (Vec<Accounted>, bool)>,
     charges: u64,
     /// A per-block budget: each block's charges with a window, composed.
     block: BTreeMap<i64, Vec<acct::Release>>,
@@ -288,7 +288,7 @@ struct Composed {
 const MAX_BLOCKS: i64 = 10_000;
 
 impl Composed {
-    fn mechanisms(&mut self, text: &str) -> Option<(Vec<acct::Mechanism>, bool)> {
+    fn mechanisms(&mut self, text: &str) -> Option<(Vec<Accounted>, bool)> {
         if let Some(p) = self.parsed.get(text) {
             return Some(p.clone());
         }
@@ -337,7 +337,7 @@ impl Composed {
         let mut out = self.block.get(&k).cloned().unwrap_or_default();
         for rs in self.upto.range(k..).map(|(_, rs)| rs) {
             for r in rs {
-                add_release(&mut out, r.mechanism, r.count);
+                add_release(&mut out, (r.mechanism, r.sample), r.count);
             }
         }
         out
@@ -349,7 +349,7 @@ impl Composed {
         let mut out = Vec::new();
         for rs in self.upto.values() {
             for r in rs {
-                add_release(&mut out, r.mechanism, r.count);
+                add_release(&mut out, (r.mechanism, r.sample), r.count);
             }
         }
         out
@@ -361,7 +361,7 @@ impl Composed {
         plan: &str,
         plan_hash: &str,
         key: (String, String, String),
-        (mechanisms, vector): (Vec<acct::Mechanism>, bool),
+        (mechanisms, vector): (Vec<Accounted>, bool),
         blocks: Option<Blocks>,
     ) {
         let composes = self.composes(vector, &key);
@@ -886,7 +886,7 @@ impl BudgetLedger {
 
     /// Each plan's share and the total, as of the history this process
     /// verified.
-    fn shares(&self, extra: Option<(&str, &[acct::Mechanism])>) -> Vec<BudgetShare> {
+    fn shares(&self, extra: Option<(&str, &[Accounted])>) -> Vec<BudgetShare> {
         let mut plans = self.composed.plans.clone();
         if let Some((plan, ms)) = extra {
             let p = plans.entry(plan.to_string()).or_default();
@@ -1052,14 +1052,14 @@ impl BudgetLedger {
     fn overspent(
         &self,
         name: &str,
-        parsed: &(Vec<acct::Mechanism>, bool),
+        parsed: &(Vec<Accounted>, bool),
         key: &(String, String, String),
         blocks: Option<Blocks>,
         k: Option<i64>,
         over: &acct::Bound,
     ) -> LedgerError {
         let (b_eps, b_delta) = (self.open.epsilon, self.open.delta);
-        let extra: &[acct::Mechanism] = if self.composed.composes(parsed.1, key) {
+        let extra: &[Accounted] = if self.composed.composes(parsed.1, key) {
             &parsed.0
         } else {
             &[]
