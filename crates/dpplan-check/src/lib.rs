@@ -122,4 +122,6 @@ mod top_tests;
 #[cfg(test)]
 mod cumulative_tests;
 #[cfg(test)]
+mod sample_tests;
+#[cfg(test)]
 mod selection_tests;
