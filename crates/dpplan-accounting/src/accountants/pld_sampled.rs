@@ -45,7 +45,7 @@
 //! values, each rounded up, so their sums from any point up telescope to at
 //! least G̃ there; a negative difference (G̃ need not be monotone) is 0.
 
-use super::{h_of, GridPld, MAX_BINS};
+use super::{h_of, GridPld};
 use crate::special::{norm_cdf, ELEM_ULPS, ERFC_ULPS, U};
 
 /// Which neighbour holds the unit: the two orders of the sampled pair.
@@ -227,7 +227,7 @@ fn loss_range(s: Sampled, dir: Direction) -> (f64, f64) {
 }
 
 /// The leaf's grid PLD on the grid 2^e (made coarser if its span would
-/// exceed [`MAX_BINS`]); `tau` is the upper-tail mass the leaf may put at
+/// exceed [`FINE_BINS`]); `tau` is the upper-tail mass the leaf may put at
 /// +∞ when its loss is unbounded.
 pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> GridPld {
     if let Sampled::Rr { eps, q } = s {
@@ -262,7 +262,7 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
     // built 2^FINER times finer, so that moving each cell's mass to its
     // top costs little, then brought to e_out by connect-the-dots
     let mut e = (e_out - FINER).clamp(-1000, 1000);
-    while (hi - lo) / h_of(e) > (MAX_BINS - 2) as f64 && e < 1000 {
+    while (hi - lo) / h_of(e) > FINE_BINS as f64 && e < 1000 {
         e += 1;
     }
     let h = h_of(e);
@@ -288,8 +288,12 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
     .coarsen(e_out)
 }
 
+/// The most points of the finer grid a sampled leaf is built on (its
+/// tails are evaluated at each): the leaf's cost.
+const FINE_BINS: usize = 1 << 19;
+
 /// A sampled leaf is built on a grid 2^FINER times finer than it is kept
-/// on (see [`sampled_leaf`]).
+/// on (see [`sampled_leaf`]), at most [`FINE_BINS`] points.
 const FINER: i32 = 9;
 
 /// The most grid points a sampled leaf spans (see [`sampled_leaf`]).

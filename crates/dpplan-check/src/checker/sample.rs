@@ -52,33 +52,28 @@ pub(super) fn rate(c: &mut Checker, ds: &ast::Dataset, privacy: Option<&Privacy>
         return None;
     }
     let privacy = privacy?;
-    if privacy.adjacency != Adjacency::AddRemove {
+    let refused = if privacy.adjacency != Adjacency::AddRemove {
+        Some((
+            "the plan's neighbours replace a unit: sampling amplification is accounted for add/remove neighbours only",
+            "use `adjacency add_remove`, or drop `sample units` (dp_accounting's Poisson sampling has the same restriction)",
+        ))
+    } else if !matches!(privacy.unit, Unit::User { .. }) {
+        Some((
+            "the privacy unit is a row or an event: the engine samples the units of a user-level unit only (all of a unit's rows kept or dropped together)",
+            "declare `unit user by <id column>`, or drop `sample units`",
+        ))
+    } else {
+        None
+    };
+    if let Some((why, help)) = refused {
         c.error(
             Diagnostic::new(
                 Code::Unsupported,
-                format!(
-                    "dataset `{}` samples its units, but the plan's neighbours replace a unit: sampling amplification is accounted for add/remove neighbours only",
-                    ds.name.value
-                ),
+                format!("dataset `{}` samples its units, but {why}", ds.name.value),
                 s.span,
             )
             .secondary(privacy.unit_span, "the privacy unit")
-            .help("use `adjacency add_remove`, or drop `sample units` (dp_accounting's Poisson sampling has the same restriction)"),
-        );
-        return None;
-    }
-    if !matches!(privacy.unit, Unit::User { .. }) {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                format!(
-                    "dataset `{}` samples its units, but the privacy unit is a row or an event: the engine samples the units of a user-level unit only (all of a unit's rows kept or dropped together)",
-                    ds.name.value
-                ),
-                s.span,
-            )
-            .secondary(privacy.unit_span, "the privacy unit")
-            .help("declare `unit user by <id column>`, or drop `sample units`"),
+            .help(help),
         );
         return None;
     }

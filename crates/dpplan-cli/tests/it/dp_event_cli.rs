@@ -217,10 +217,10 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
         // 64 times finer dpplan grid still leaves 1.4·10⁻⁶; the issue asks
         // 10⁻⁶, docs/accounting.md, "DpEvent"); 10⁻⁵ holds
         // A tree with Poisson-sampled events: dpplan's sampled leaves move
-        // each cell's mass to the cell's top on a grid 2⁷ times finer than
-        // they are kept on (the connect-the-dots split of a cell needs the
-        // difference of two tails, left for now): 1.2·10⁻⁴ relative on
-        // examples/daily-panel (1.40701 vs 1.40683, where dp_accounting has
+        // each cell's mass to the cell's top on a grid of at most 2¹⁹
+        // points (the connect-the-dots split of a cell needs the difference
+        // of two tails, left for now): 2.7·10⁻⁴ relative on
+        // examples/daily-panel (1.40721 vs 1.40683, where dp_accounting has
         // converged), 5·10⁻⁴ holds
         let sampled = e.doc["event"].to_string().contains("PoissonSampledDpEvent");
         let tolerance = if sampled { 5e-4 } else { 1e-5 };

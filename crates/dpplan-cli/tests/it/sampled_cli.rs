@@ -16,12 +16,7 @@ fn plan_text() -> String {
 /// (query, slot, value of the first cell, ε, mechanism words) of each
 /// fresh release of a run.
 fn fresh(v: &serde_json::Value) -> Vec<(String, u64, f64, f64, String)> {
-    v["results"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r["origin"] == "fresh")
+    crate::support::fresh_results(v)
         .map(|r| {
             (
                 r["query"].as_str().unwrap().to_string(),

@@ -103,12 +103,7 @@ impl Setup {
 
 /// The fresh results of a run: (query, slot, value, backfilled).
 fn fresh(v: &serde_json::Value) -> Vec<(String, u64, f64, bool)> {
-    let mut out: Vec<_> = v["results"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r["origin"] == "fresh")
+    let mut out: Vec<_> = crate::support::fresh_results(v)
         .map(|r| {
             (
                 r["query"].as_str().unwrap().to_string(),

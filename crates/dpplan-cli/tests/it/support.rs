@@ -200,3 +200,13 @@ impl Scheduled {
         assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     }
 }
+
+/// The fresh releases of a run's JSON (`results` whose origin is `fresh`).
+pub fn fresh_results(v: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    v["results"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r["origin"] == "fresh")
+}

@@ -53,12 +53,7 @@ fn run_at(s: &Scheduled, at: i64) -> (std::process::Output, serde_json::Value) {
 
 /// (slot, ranked keys, ε) of each fresh release of a run.
 fn fresh(v: &serde_json::Value) -> Vec<(u64, Vec<String>, f64)> {
-    v["results"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r["origin"] == "fresh")
+    crate::support::fresh_results(v)
         .map(|r| {
             let cells = r["cells"].as_array().unwrap();
             for (i, c) in cells.iter().enumerate() {
