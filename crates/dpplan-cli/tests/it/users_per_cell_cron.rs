@@ -73,12 +73,7 @@ fn run_at(s: &Scheduled, at: i64) -> (std::process::Output, serde_json::Value) {
 /// (slot, (riders in a, riders in b), backfilled) of each fresh release;
 /// checks each cell's raw value is the mechanism's, near its value.
 fn fresh(v: &serde_json::Value) -> Vec<(u64, (f64, f64), bool)> {
-    v["results"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r["origin"] == "fresh")
+    crate::support::fresh_results(v)
         .map(|r| {
             let cells = r["cells"].as_array().unwrap();
             assert_eq!(cells[0]["group"], "a");
