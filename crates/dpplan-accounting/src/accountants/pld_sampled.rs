@@ -290,7 +290,7 @@ pub(super) fn sampled_leaf(e: i32, s: Sampled, dir: Direction, tau: f64) -> Grid
 
 /// The most points of the finer grid a sampled leaf is built on (its
 /// tails are evaluated at each): the leaf's cost.
-const FINE_BINS: usize = 1 << 19;
+const FINE_BINS: usize = 1 << 17;
 
 /// A sampled leaf is built on a grid 2^FINER times finer than it is kept
 /// on (see [`sampled_leaf`]), at most [`FINE_BINS`] points.

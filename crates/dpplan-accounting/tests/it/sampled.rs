@@ -72,7 +72,7 @@ fn the_published_sampled_laplace_value() {
 }
 
 /// The same plans through dp_accounting 0.6.0: dpplan's PLD within
-/// 0.5 % of its pessimistic PLD (value interval 10⁻⁴) and never below its
+/// 1 % of its pessimistic PLD (value interval 10⁻⁴) and never below its
 /// optimistic one; dpplan's RDP at most its RDP (dpplan searches the
 /// orders continuously; dp_accounting scans a list); the best accountant
 /// never above either.
@@ -115,11 +115,13 @@ fn sampled_plans_agree_with_dp_accounting() {
             let opt = reference[i]["optimistic"][j].as_f64().unwrap();
             eprintln!("plan {i} δ {d:e}: PLD {ours} vs dp_accounting [{opt}, {pess}]");
             assert!(ours >= opt - 1e-9, "plan {i} δ {d}: {ours} below {opt}");
-            // tight: within 0.5 % of dp_accounting's pessimistic PLD (the
-            // grid's coarsening over 1,000 compositions costs 0.25 % on
-            // DP-SGD's plan; the other plans are within 10⁻³)
+            // tight: within 1 % of dp_accounting's pessimistic PLD (each
+            // sampled leaf moves its cells' mass to their tops on at most
+            // 2¹⁷ points: 0.72 % over DP-SGD's 1,000 releases at δ = 10⁻⁹,
+            // 0.13 % with 2¹⁹ points at four times the cost; the other
+            // plans are within 10⁻³)
             assert!(
-                ours <= pess * (1.0 + 5e-3) + 2e-3,
+                ours <= pess * (1.0 + 1e-2) + 2e-3,
                 "plan {i} δ {d}: {ours} ≫ {pess}"
             );
             if let Some(r) = reference[i]["rdp"][j].as_f64() {
