@@ -205,7 +205,9 @@ fn tail_up(s: Sampled, dir: Direction, t: f64) -> f64 {
             // μ₀(X < x) = 1 − ½e^{−x}
             1.0 - 0.5 * libm::exp(-x)
         }
-        (Sampled::Rr { .. }, _) => unreachable!("randomized response is built from atoms"),
+        // randomized response is built from its atoms (`rr_leaf`) and never
+        // asks for a tail; were it to, 1 bounds every tail: sound, no panic
+        (Sampled::Rr { .. }, _) => return 1.0,
     };
     (raw * tail_factor()).min(1.0)
 }
