@@ -7,6 +7,7 @@
 //! their inverse (`noise`). Each derivation returns its steps in words.
 
 pub mod consistency;
+pub mod factorization;
 pub mod noise;
 pub mod sensitivity;
 pub mod sensitivity_rows;
