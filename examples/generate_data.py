@@ -260,6 +260,37 @@ def daily_panel():
     write("daily-panel", "sessions.csv", ["user_id", "platform", "minutes"], rows)
 
 
+def hourly_logins():
+    """Logins to a service, March 1–30, 2026, for the factorized running
+    count: 1,200 users logging in 1–12 times at hours skewed to the
+    daytime, a burst user with 300 logins in one hour (bounded to two),
+    an unparsable time and a row without a user."""
+    import datetime
+
+    r = random.Random(2718)
+    start = datetime.datetime(2026, 3, 1, tzinfo=datetime.timezone.utc)
+    apps = ["web", "ios", "android"]
+    rows = []
+    for u in range(1200):
+        uid = f"u{u:04d}"
+        app = r.choice(apps)
+        for _ in range(r.randint(1, 12)):
+            day = r.randrange(30)
+            hour = min(23, max(0, int(r.gauss(14, 4))))
+            at = start + datetime.timedelta(
+                days=day, hours=hour, seconds=r.randrange(3600)
+            )
+            rows.append([uid, at.strftime("%Y-%m-%dT%H:%M:%SZ"), app])
+    burst = start + datetime.timedelta(days=9, hours=20)
+    for i in range(300):
+        at = burst + datetime.timedelta(seconds=i * 11)
+        rows.append(["u-burst", at.strftime("%Y-%m-%dT%H:%M:%SZ"), "web"])
+    rows.append(["u0007", "yesterday", "ios"])
+    rows.append(["", "2026-03-04T10:00:00Z", "web"])
+    r.shuffle(rows)
+    write("hourly-logins", "logins.csv", ["user_id", "at", "app"], rows)
+
+
 if __name__ == "__main__":
     web_analytics()
     app_events()
@@ -273,3 +304,4 @@ if __name__ == "__main__":
     site_visits()
     news_sections()
     daily_panel()
+    hourly_logins()

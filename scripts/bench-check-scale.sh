@@ -23,7 +23,7 @@ SIZES=("$@")
 RUNS=${RUNS:-3}
 FORMATS=${FORMATS:-json human}
 
-cargo build --release --locked -q -p dpplan-cli -p dpplan-check --example gen-plan
+cargo build --release --locked -q -p dpplan-cli -p dpplan-check --bin dpplan --example gen-plan
 DPPLAN=${DPPLAN:-$TARGET/release/dpplan}
 GEN=$TARGET/release/examples/gen-plan
 

@@ -3,6 +3,8 @@
 # year (8,760 slots, 17,511 nodes) on 100,000 rows of 60,000 users.
 #
 #   scripts/bench-tree.sh [SLOTS]   (default 1440: the first 60 days)
+#   MECHANISM=factorization scripts/bench-tree.sh [SLOTS]   (the same count
+#   by the square-root factorization: one coordinate per slot)
 #
 # Builds the release `dpplan`, writes the data and the plan under
 # $TARGET/bench-tree/, then times (wall clock and peak memory, GNU time):
@@ -22,11 +24,13 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 cargo build --release --locked -q -p dpplan-cli
+MECHANISM=${MECHANISM:-tree}
 DPPLAN=${DPPLAN:-$TARGET/release/dpplan}
 
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$MECHANISM" <<'PY'
 import random, sys
 out = sys.argv[1]
+mechanism = sys.argv[2]
 random.seed(1)
 start = 1767225600  # 2026-01-01T00:00:00Z
 with open(f"{out}/events.csv", "w") as f:
@@ -49,11 +53,12 @@ open(f"{out}/hourly.dpplan", "w").write("""plan "hourly" {
   }
   query running {
     cumulative count(events)
+    mechanism MECHANISM
     noise gaussian sigma 60
     schedule every 1 hour from 2026-01-01 until 2027-01-01
   }
 }
-""")
+""".replace("MECHANISM", mechanism))
 PY
 "$DPPLAN" compile "$OUT/hourly.dpplan" -o "$OUT/plan.json" >/dev/null 2>&1
 

@@ -246,3 +246,153 @@ fn replace_is_bounded_tree_by_tree() {
         plan("row", "basic", SIGNUPS, &daily("laplace scale 100")).replace("add_remove", "replace");
     assert_eq!(report(&row).queries[0].l1, 16.0);
 }
+
+/// `mechanism factorization`: the L2 of r rows in each of the first
+/// ⌈M/r⌉ slots through E = √A, summed here from binom(2k, k)/4ᵏ computed
+/// as a float product (independently of the mechanisms crate's integer
+/// recurrence), then the exact Gaussian mechanism's curve.
+fn factorized_l2(t: usize, r: f64, m: usize) -> f64 {
+    let mut c = vec![1.0f64; t];
+    for k in 1..t {
+        c[k] = c[k - 1] * (2 * k - 1) as f64 / (2 * k) as f64;
+    }
+    (0..t)
+        .map(|i| {
+            let s: f64 = (0..=i.min(m - 1)).map(|j| c[i - j]).sum();
+            (r * s) * (r * s)
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
+fn factorized(noise: &str) -> String {
+    format!(
+        "  query running {{\n    cumulative count(signups)\n    mechanism factorization\n    noise {noise}\n    schedule every 1 day for 365 days\n  }}"
+    )
+}
+
+#[test]
+fn a_factorized_cumulative_count_is_one_release_of_t_coordinates() {
+    let text = plan(
+        "user by user_id",
+        "gdp",
+        SIGNUPS,
+        &factorized("gaussian sigma 10"),
+    );
+    let r = report(&text);
+    let q = &r.queries[0];
+    assert_eq!((q.releases, q.accounted_releases), (365, 1));
+    let spec = q.spec.as_ref().unwrap().cumulative.as_ref().unwrap();
+    assert_eq!((spec.levels, spec.nodes), (1, 365));
+    assert_eq!(
+        spec.mechanism,
+        dpplan_vocab::CumulativeMechanism::Factorization
+    );
+    // rows_per_unit 3, rows_per_window 3 (undeclared): one slot of 3 rows
+    let l2 = factorized_l2(365, 3.0, 1);
+    assert!(q.l2 >= l2 && q.l2 - l2 < 1e-9 * l2, "{} vs {l2}", q.l2);
+    let eps = r.total.as_ref().unwrap().epsilon;
+    let want = gdp_epsilon(l2 / 10.0, 1e-6);
+    assert!(eps >= want * (1.0 - 1e-9), "{eps} < {want}");
+    assert!(eps <= want * (1.0 + 1e-6), "{eps} vs {want}");
+    // the derivation compares it with the tree at the same privacy
+    let steps = &q.parts[0].derivation;
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("the binary tree at the same privacy")),
+        "{steps:#?}"
+    );
+
+    // negative controls: one more row per unit raises ε; the tree at the
+    // same σ claims more; rows spread over slots (rows_per_window 1) are
+    // bounded by the first three slots
+    let more = total(&text.replace("rows_per_unit 3", "rows_per_unit 4"));
+    assert!(more > eps);
+    assert!((more - gdp_epsilon(factorized_l2(365, 4.0, 1) / 10.0, 1e-6)).abs() < 1e-6 * more);
+    let tree = total(&text.replace("    mechanism factorization\n", ""));
+    assert!(tree > 1.5 * eps, "{tree} vs {eps}");
+    let spread = report(&text.replace(
+        "rows_per_unit 3\n",
+        "rows_per_unit 3\n      rows_per_window 1\n",
+    ));
+    let l2_spread = factorized_l2(365, 1.0, 3);
+    assert!((spread.queries[0].l2 - l2_spread).abs() < 1e-9 * l2_spread);
+    assert!(l2_spread < l2, "three rows in one slot are the worst");
+
+    // replace: at most √2 × add/remove
+    let rp = report(&text.replace("add_remove", "replace"));
+    let want_rp = 2f64.sqrt() * l2;
+    assert!(rp.queries[0].l2 >= want_rp && rp.queries[0].l2 < want_rp * (1.0 + 1e-9));
+}
+
+#[test]
+fn the_factorization_is_refused_where_it_does_not_apply() {
+    // Laplace noise: its L1 grows like √T
+    let laplace = plan(
+        "user by user_id",
+        "basic",
+        SIGNUPS,
+        &factorized("laplace scale 10"),
+    );
+    assert_eq!(codes(&laplace), vec![Code::Cumulative]);
+    // not a cumulative count
+    let plain = plan(
+        "user by user_id",
+        "basic",
+        SIGNUPS,
+        "  query q {\n    count(signups)\n    mechanism factorization\n    noise gaussian sigma 10\n    schedule once\n  }",
+    );
+    assert_eq!(codes(&plain), vec![Code::Cumulative]);
+    // twice
+    let twice = plan(
+        "user by user_id",
+        "basic",
+        SIGNUPS,
+        &factorized("gaussian sigma 10").replace(
+            "mechanism factorization\n",
+            "mechanism factorization\n    mechanism tree\n",
+        ),
+    );
+    assert_eq!(codes(&twice), vec![Code::Duplicate]);
+    // `mechanism tree` is the default: the same claim as none
+    let explicit = plan(
+        "user by user_id",
+        "gdp",
+        SIGNUPS,
+        &factorized("gaussian sigma 10").replace("factorization", "tree"),
+    );
+    let default = plan(
+        "user by user_id",
+        "gdp",
+        SIGNUPS,
+        &daily("gaussian sigma 10"),
+    );
+    assert_eq!(total(&explicit), total(&default));
+}
+
+/// More slots than the factorization takes (65,536) are refused with the
+/// reason; the tree takes them (negative control).
+#[test]
+fn a_factorization_over_too_many_slots_is_refused() {
+    let minutely = |m: &str| {
+        plan(
+            "row",
+            "gdp",
+            SIGNUPS,
+            &format!("  query running {{\n    cumulative count(signups)\n{m}    noise gaussian sigma 10\n    schedule every 1 minute for 46 days\n  }}"),
+        )
+    };
+    let a = analyze(&minutely("    mechanism factorization\n"));
+    let refusal = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::Cumulative)
+        .expect("DP041");
+    assert!(
+        refusal.message.contains("at most 65536 slots"),
+        "{}",
+        refusal.message
+    );
+    assert!(!codes(&minutely("")).contains(&Code::Cumulative));
+}

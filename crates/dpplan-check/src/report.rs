@@ -300,6 +300,9 @@ pub enum OneRelease {
     Windows,
     /// A `cumulative` count: its running totals are read from one tree.
     Tree,
+    /// A `cumulative` count by the factorization: its running totals are
+    /// read from one vector of encoded counts.
+    Factorization,
 }
 
 impl QueryReport {
@@ -318,12 +321,15 @@ impl QueryReport {
     pub fn one_release(&self) -> Option<OneRelease> {
         let spec = self.spec.as_ref()?;
         if spec.window.is_some() {
-            Some(OneRelease::Windows)
-        } else if spec.cumulative.is_some() {
-            Some(OneRelease::Tree)
-        } else {
-            None
+            return Some(OneRelease::Windows);
         }
+        spec.cumulative.as_ref().map(|c| {
+            if c.mechanism.is_tree() {
+                OneRelease::Tree
+            } else {
+                OneRelease::Factorization
+            }
+        })
     }
 }
 
@@ -401,8 +407,12 @@ pub struct CumulativeSpec {
     pub rows_per_window: u64,
     /// K = ⌊log₂ T⌋ + 1: the levels with a node closing within the schedule.
     pub levels: u32,
-    /// Σ_l ⌊T / 2ˡ⌋: the nodes released over the schedule.
+    /// Σ_l ⌊T / 2ˡ⌋: the nodes released over the schedule (T under the
+    /// factorization: one coordinate per slot).
     pub nodes: u64,
+    /// `mechanism factorization`: the square-root factorization instead
+    /// of the tree (absent for the tree, the default).
+    pub mechanism: dpplan_vocab::CumulativeMechanism,
 }
 
 /// A histogram over keys taken from the data (`keys from data`): a key is

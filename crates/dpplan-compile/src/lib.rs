@@ -291,6 +291,7 @@ fn release(q: &QueryReport, adjacency: Adjacency) -> Result<Release, CompileErro
             rows_per_window: c.rows_per_window,
             // set by `build_body`, which knows the dataset's bounds
             kept_slots: c.windows_per_unit,
+            mechanism: c.mechanism,
         }),
         postprocess: q.postprocess().to_vec(),
         sample: q.sampled(),

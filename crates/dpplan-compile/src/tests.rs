@@ -128,8 +128,8 @@ fn hand_edits_are_refused() {
     }
     // a version-6 runtime must not meet users per cell (version 7), a
     // version-7 one a top-k (version 8), a version-8 one a sampled dataset
-    // (version 9)
-    assert_eq!(FORMAT_VERSION, 9);
+    // (version 9), a version-9 one a factorized cumulative count (version 10)
+    assert_eq!(FORMAT_VERSION, 10);
     let grouped = compile("plan \"u\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column uid : id\n    column g : category { \"a\", \"b\" }\n    contribution { rows_per_unit 3 groups_per_unit 1 }\n  }\n  query users {\n    count(distinct d.uid by g)\n    noise laplace scale 1\n    schedule once\n  }\n}\n").unwrap();
     let part = &grouped.body.releases[0].parts[0];
     assert_eq!(
@@ -173,6 +173,40 @@ fn a_sampled_dataset_is_version_9_and_its_releases_carry_the_rate() {
         .replace("epsilon 1 ", "epsilon 20 ");
     let plain = compile(&plain).unwrap();
     assert!(!to_json(&plain).contains("\"sample\""));
+}
+
+/// A factorized cumulative count: `mechanism: "factorization"` on its
+/// `cumulative`, one level and T coordinates (format version 10); a
+/// version-9 file that carries it is refused; the tree carries no field.
+#[test]
+fn a_factorized_count_is_version_10() {
+    let src = "plan \"f\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 5 delta 1e-6\n  }\n  dataset d {\n    source \"d.csv\"\n    column at : time\n  }\n  query n {\n    cumulative count(d)\n    mechanism factorization\n    noise gaussian sigma 10\n    schedule every 1 day for 30 days\n  }\n}\n";
+    let plan = compile(src).unwrap();
+    let c = plan.body.releases[0].cumulative.as_ref().unwrap();
+    assert_eq!(
+        c.mechanism,
+        dpplan_vocab::CumulativeMechanism::Factorization
+    );
+    assert_eq!((c.levels, c.nodes, c.slots), (1, 30, 30));
+    let json = to_json(&plan);
+    assert!(json.contains("\"mechanism\": \"factorization\""));
+    assert!(load(&json).is_ok());
+    let mut old = plan.clone();
+    old.format_version = 9;
+    assert!(matches!(
+        load(&to_json(&old)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // negative control: the tree writes no `mechanism`, and its levels
+    let tree = compile(&src.replace("    mechanism factorization\n", "")).unwrap();
+    let t = tree.body.releases[0].cumulative.as_ref().unwrap();
+    assert_eq!((t.levels, t.nodes), (5, 56));
+    let t_json = serde_json::to_value(t).unwrap();
+    assert!(t_json.get("mechanism").is_none(), "{t_json}");
+    assert_eq!(
+        serde_json::to_value(c).unwrap()["mechanism"],
+        "factorization"
+    );
 }
 
 #[test]
@@ -371,6 +405,7 @@ mod kept_slots {
             windows_per_unit: w,
             rows_per_window: r,
             kept_slots: 0,
+            mechanism: Default::default(),
         }
     }
     fn slot_window(c: &Cumulative, rows: Option<u64>) -> Window {

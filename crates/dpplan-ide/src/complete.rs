@@ -298,6 +298,7 @@ fn query_statements(items: &Items, out: &mut Vec<CompletionItem>) {
             "candidates",
             "cumulative",
             "postprocess",
+            "mechanism",
         ],
     );
     // `release after `: the statement is two keywords
@@ -362,12 +363,15 @@ fn aggregation_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]
 }
 
 /// A query's settings: `noise`, `candidates`, `accuracy`, `schedule`,
-/// `release after`, `window`, `sensitivity`, `postprocess`.
+/// `release after`, `window`, `sensitivity`, `postprocess`, `mechanism`.
 fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
     let kw = |out: &mut Vec<CompletionItem>, words: &[&str]| items.kw(out, words);
     match (stmt.first().copied(), stmt.last().copied()) {
         (Some("noise"), Some("noise")) => kw(out, &noise_kinds(items)),
         (Some("candidates"), Some("candidates")) => kw(out, &["every"]),
+        (Some("mechanism"), Some("mechanism")) => {
+            kw(out, &names::<dpplan_vocab::CumulativeMechanism>())
+        }
         // `postprocess nonnegative, round`: a step after the keyword or a
         // comma (a word already listed is not offered again); `consistent`
         // only after `… with total`, which it needs

@@ -258,6 +258,9 @@ fn query_cost(md: &mut String, r: &QueryReport, report: &CheckedPlan) {
         (Some(_), Some(dpplan_check::OneRelease::Tree)) => {
             " (one release: the whole tree of running totals)".to_string()
         }
+        (Some(_), Some(dpplan_check::OneRelease::Factorization)) => {
+            " (one release: every running total, by the square-root factorization)".to_string()
+        }
         (Some(c), None) => format!(" (ε = {} per release)", num(c.epsilon)),
         (None, _) => String::new(),
     };
@@ -570,7 +573,11 @@ pub(crate) fn inlay_hints(doc: &Document, range: Span) -> Vec<InlayHint> {
             None => releases,
         };
         if let Some(tree) = r.spec.as_ref().and_then(|s| s.cumulative.as_ref()) {
-            label.push_str(&format!(" · one tree of {} nodes", tree.nodes));
+            if tree.mechanism.is_tree() {
+                label.push_str(&format!(" · one tree of {} nodes", tree.nodes));
+            } else {
+                label.push_str(&format!(" · factorized, {} coordinates", tree.nodes));
+            }
         }
         // keys from the data: the threshold and its δ
         let label = match &r.selection {

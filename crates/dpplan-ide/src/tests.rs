@@ -326,6 +326,8 @@ fn completion_and_hover_of_filters_bins_keys_and_distinct() {
     // `postprocess`: the steps, each offered once
     assert_eq!(labels("postprocess "), vec!["nonnegative", "round"]);
     assert_eq!(labels("postprocess round, "), vec!["nonnegative"]);
+    // `mechanism`: a cumulative count's two
+    assert_eq!(labels("mechanism "), vec!["tree", "factorization"]);
     // `consistent` only for a histogram with its total
     assert_eq!(
         labels("histogram(visits by page) with total\n    postprocess "),
@@ -874,6 +876,39 @@ fn hover_and_hints_on_a_cumulative_count() {
         .map(|c| c.label)
         .collect();
     assert!(labels.contains(&"cumulative".to_string()), "{labels:?}");
+
+    // `mechanism factorization`: the hover, the hint and the keyword's docs
+    let text = text.replace(
+        "    noise gaussian sigma 40
+",
+        "    mechanism factorization
+    noise gaussian sigma 40
+",
+    );
+    let doc = Document::new(text.clone());
+    assert!(doc.diagnostics().is_empty(), "{:?}", doc.diagnostics());
+    let md = doc
+        .hover(at(&text, "running {") + 2)
+        .expect("hover")
+        .markdown;
+    assert!(
+        md.contains("every running total, by the square-root factorization"),
+        "{md}"
+    );
+    assert!(md.contains("the binary tree at the same privacy"), "{md}");
+    let hints = doc.inlay_hints(dpplan_diagnostics::Span::new(0, text.len()));
+    assert!(
+        hints.iter().any(|h| h
+            .label
+            .contains("365 releases · factorized, 365 coordinates")),
+        "{hints:?}"
+    );
+    let h = doc.hover(at(&text, "factorization") + 2).expect("hover");
+    assert!(
+        h.markdown.contains("square-root factorization"),
+        "{}",
+        h.markdown
+    );
 }
 
 /// A quantile query: its hover gives each level's sensitivity, the

@@ -238,7 +238,7 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
             b.mass(),
             fmt_num(norm),
             fmt_num(r as f64 * norm),
-            if b.mass() % r == 0 { " (reached)" } else { " (sound; r does not divide M)" },
+            if b.mass().is_multiple_of(r) { " (reached)" } else { " (sound; r does not divide M)" },
         ));
     } else {
         steps.push(format!(
@@ -411,7 +411,7 @@ mod tests {
                         let claim = l2(Adjacency::AddRemove, b);
                         let worst = brute_force(b);
                         assert!(worst <= claim, "{b:?}: {worst} > {claim}");
-                        if b.mass() % r == 0 {
+                        if b.mass().is_multiple_of(r) {
                             assert!(claim - worst <= 1e-9 * claim, "{b:?}: {worst} vs {claim}");
                         }
                         if (r + 1).pow(slots as u32) <= 300 {

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 
 use dpplan_accounting as acct;
 use dpplan_vocab::{
-    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, InvalidRule,
-    NoiseKind, ScheduleKind, Statistic, UnitKind,
+    Accountant, AccountantChoice, Adjacency, AggKind, ColumnKind, Comparison, CumulativeMechanism,
+    InvalidRule, NoiseKind, ScheduleKind, Statistic, UnitKind,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -56,9 +56,13 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// Version 9: a dataset may carry `sample` (every release that reads it
 /// runs on a fresh Poisson sample of its units), which a version-8
 /// runtime must not run on every unit; versions 5 to 8 are still read.
-pub const FORMAT_VERSION: u32 = 9;
+/// Version 10: a release's `cumulative` may carry `mechanism:
+/// "factorization"` (the square-root factorization instead of the tree),
+/// which a version-9 runtime must not run as a tree; versions 5 to 9 are
+/// still read.
+pub const FORMAT_VERSION: u32 = 10;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
-pub const READS: [u32; 5] = [5, 6, 7, 8, 9];
+pub const READS: [u32; 6] = [5, 6, 7, 8, 9, 10];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -253,6 +257,12 @@ pub struct Cumulative {
     pub rows_per_window: u64,
     /// W′: the slots the runtime keeps one unit in ([`Cumulative::kept_slots_for`]).
     pub kept_slots: u64,
+    /// `factorization`: the square-root factorization
+    /// (`dpplan_mechanisms::factorization`): one coordinate per slot,
+    /// stored as the level-0 node closing at it (`levels` is 1). Absent
+    /// for the tree (format version 10).
+    #[serde(default, skip_serializing_if = "CumulativeMechanism::is_tree")]
+    pub mechanism: CumulativeMechanism,
 }
 
 impl Cumulative {
@@ -652,6 +662,18 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
                 r.name, r.sample, r.dataset, ds
             )));
         }
+    }
+    if plan.format_version < 10
+        && plan.body.releases.iter().any(|r| {
+            r.cumulative
+                .as_ref()
+                .is_some_and(|c| !c.mechanism.is_tree())
+        })
+    {
+        return Err(LoadError::WrongFormat(format!(
+            "format version {} has no factorized cumulative counts (they came with version 10)",
+            plan.format_version
+        )));
     }
     if plan.format_version < 9 && plan.body.datasets.values().any(|d| d.sample.is_some()) {
         return Err(LoadError::WrongFormat(format!(

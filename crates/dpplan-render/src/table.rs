@@ -108,6 +108,9 @@ impl Numbers {
         match (&q.per_release, q.one_release()) {
             (Some(_), Some(dpplan_check::OneRelease::Windows)) => format!("{cost} (all windows)"),
             (Some(_), Some(dpplan_check::OneRelease::Tree)) => format!("{cost} (whole tree)"),
+            (Some(_), Some(dpplan_check::OneRelease::Factorization)) => {
+                format!("{cost} (all totals)")
+            }
             _ => cost,
         }
     }

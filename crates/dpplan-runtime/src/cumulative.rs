@@ -44,6 +44,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dpplan_mechanisms::factorization;
 use dpplan_mechanisms::tree as math;
 use dpplan_plan::{ExecutablePlan, Release};
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,10 @@ struct QueryState {
     /// before its first slot, and in format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last_intent: Option<String>,
+    /// Under the factorization: the exact count of every slot fed, in
+    /// order (its encoder reads them all); absent for a tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    counts: Vec<i128>,
 }
 
 /// Slot `slot`'s (1-based) exact count, written before its intent.
@@ -313,6 +318,7 @@ fn reconcile(
             open: Open::new(c.slots, c.levels),
             pending: None,
             last_intent: None,
+            counts: Vec::new(),
         },
         None => {
             return Err(state_error(
@@ -336,6 +342,9 @@ fn reconcile(
             q.open
                 .close(p.slot, p.count)
                 .map_err(|e| state_error(ledger_path, format!("`{}`: {e}", r.name)))?;
+            if !c.mechanism.is_tree() {
+                q.counts.push(p.count);
+            }
             q.last_intent = ledger.intent_hashes(&r.name)?.last().cloned();
         }
     }
@@ -348,6 +357,17 @@ fn reconcile(
             format!(
                 "`{}` was fed up to another intent than the ledger's latest; the exact sums do not match the released nodes, so its tree cannot continue",
                 r.name
+            ),
+        ));
+    }
+    if !c.mechanism.is_tree() && q.counts.len() as u64 != q.open.last {
+        return Err(state_error(
+            ledger_path,
+            format!(
+                "`{}` keeps {} slot count(s) for its factorization but has fed {} slot(s); the exact counts do not match the released coordinates, so it cannot continue",
+                r.name,
+                q.counts.len(),
+                q.open.last
             ),
         ));
     }
@@ -708,6 +728,7 @@ fn run_slot(
         slot: t,
         count: counted.count,
     });
+    let mut counts = q.counts.clone();
     save(&opts.ledger, state, tree.binding)?;
 
     let part = r
@@ -717,10 +738,43 @@ fn run_slot(
     let noise =
         Noise::new(part.mechanism, part.scale, part.grid_exponent).map_err(RunError::Noise)?;
     let k = part.grid_exponent;
+    let c = tree_of(r)?;
+    // Under the factorization the one coordinate closing at t is
+    // (E·x)_t, exact on the grid 2^(k − 60), from every slot's exact count.
+    let closing = if c.mechanism.is_tree() {
+        closing
+            .into_iter()
+            .map(|(id, exact)| (id, exact, k))
+            .collect::<Vec<_>>()
+    } else {
+        counts.push(counted.count);
+        // counts on a fine grid (a count's is 2^−35) share trailing zero
+        // bits: dropped, exactly, so that E·x fits in 128 bits
+        let zeros = counts
+            .iter()
+            .filter(|&&x| x != 0)
+            .map(|x| x.trailing_zeros())
+            .min()
+            .unwrap_or(0);
+        let counts: Vec<i128> = counts.iter().map(|&x| x >> zeros).collect();
+        let enc = factorization::encoder(c.slots);
+        let exact = factorization::encode(&enc, &counts, t).ok_or_else(|| {
+            RunError::Data(format!(
+                "`{}`: the factorization's encoded count overflowed",
+                r.name
+            ))
+        })?;
+        let shift = i32::try_from(factorization::FRAC_BITS).unwrap_or(i32::MAX);
+        let zeros = i32::try_from(zeros).unwrap_or(0);
+        closing
+            .into_iter()
+            .map(|(id, _)| (id, exact, k + zeros - shift))
+            .collect()
+    };
     let mut draw = || {
         Ok(closing
             .iter()
-            .map(|&((level, index), exact)| TreeNode {
+            .map(|&((level, index), exact, k)| TreeNode {
                 level,
                 index,
                 value: noise.release(exact, k, rng),
@@ -735,6 +789,9 @@ fn run_slot(
     let intent = match begun {
         Ok(e) => {
             q.open = after;
+            if !tree_of(r)?.mechanism.is_tree() {
+                q.counts.push(counted.count);
+            }
             q.pending = None;
             q.last_intent = Some(e.hash.clone());
             save(&opts.ledger, state, tree.binding)?;
@@ -779,10 +836,15 @@ fn publish(
         .ok_or_else(|| RunError::Data(format!("`{}` has no noisy part", r.name)))?;
     let gaussian = part.mechanism.is_some_and(|m| m.is_gaussian());
     let scale = part.scale.unwrap_or(0.0);
-    let s2 = math::node_variance(scale, gaussian);
-    let total = tree::running_total_with(&nodes.nodes, s2, t, &mut nodes.estimates)
-        .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
-    let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
+    let (total, sd) = if c.mechanism.is_tree() {
+        let s2 = math::node_variance(scale, gaussian);
+        let total = tree::running_total_with(&nodes.nodes, s2, t, &mut nodes.estimates)
+            .map_err(|e| RunError::Data(format!("`{}`: {e}", r.name)))?;
+        let sd = math::total_variance(&math::node_variances(s2, math::levels(c.slots)), t).sqrt();
+        (total, sd)
+    } else {
+        factorized_total(r, &nodes.nodes, scale, t)?
+    };
     let half = math::ci95(sd, gaussian);
     let mut result = crate::fresh_result(r, slot, vec![Cell::noisy(None, total, sd, half)], false);
     result.epsilon = intent.epsilon;
@@ -791,6 +853,36 @@ fn publish(
     let value = ledger.commit_value(intent, serde_json::to_string(&result).expect("serialises"))?;
     result.ledger_seq = Some(value.seq);
     Ok(result)
+}
+
+/// The running total at slot `t` (1-based) of a factorized cumulative
+/// count from its stored coordinates u_1 … u_t (the level-0 nodes), and
+/// its standard deviation: post-processing, the checker's own figures.
+fn factorized_total(
+    r: &Release,
+    stored: &BTreeMap<tree::NodeId, f64>,
+    sigma: f64,
+    t: u64,
+) -> Result<(f64, f64), RunError> {
+    let mut u = Vec::with_capacity(usize::try_from(t).unwrap_or(0));
+    for j in 0..t {
+        let v = stored.get(&(0, j)).ok_or_else(|| {
+            RunError::Data(format!(
+                "`{}`: the running total at slot {t} needs the coordinate of slot {}, which is not stored",
+                r.name,
+                j + 1
+            ))
+        })?;
+        u.push(*v);
+    }
+    let dec = factorization::decoder(t);
+    let total = factorization::running_total(&dec, &u, t)
+        .ok_or_else(|| RunError::Data(format!("`{}`: no running total at slot {t}", r.name)))?;
+    let var = factorization::variance_factors(t)
+        .last()
+        .copied()
+        .unwrap_or(1.0);
+    Ok((total, sigma * var.sqrt()))
 }
 
 /// `dpplan audit` and the Spark engine's `--explain` do not run a tree:
@@ -802,8 +894,13 @@ pub fn refuse<'a>(
     match releases.into_iter().find(|r| r.cumulative.is_some()) {
         None => Ok(()),
         Some(r) => Err(RunError::Data(format!(
-            "`{}` is a cumulative count (the binary tree mechanism): {what} does not run its tree, which `dpplan run` runs slot by slot on the embedded CSV engine; nothing was charged (leave it out with --query)",
-            r.name
+            "`{}` is a cumulative count ({}): {what} does not run its tree, which `dpplan run` runs slot by slot on the embedded CSV engine; nothing was charged (leave it out with --query)",
+            r.name,
+            if r.cumulative.as_ref().is_some_and(|c| !c.mechanism.is_tree()) {
+                "the square-root factorization"
+            } else {
+                "the binary tree mechanism"
+            }
         ))),
     }
 }

@@ -203,6 +203,8 @@ pub struct Query {
     pub candidates: Vec<Candidates>,
     /// `postprocess nonnegative, round`: steps on the released values.
     pub postprocess: Vec<Postprocess>,
+    /// `mechanism tree|factorization`: a cumulative count's mechanism.
+    pub mechanisms: Vec<Spanned<CumulativeMechanism>>,
 }
 
 /// `postprocess step, step, …`: what is done to each released value after
@@ -213,7 +215,7 @@ pub struct Postprocess {
     pub steps: Vec<Spanned<PostStep>>,
 }
 
-pub use dpplan_vocab::PostStep;
+pub use dpplan_vocab::{CumulativeMechanism, PostStep};
 
 /// `window <duration>`: tumbling windows aligned with the schedule's slots.
 #[derive(Debug, Clone, PartialEq, Serialize)]

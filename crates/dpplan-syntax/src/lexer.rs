@@ -278,6 +278,7 @@ pub const KEYWORDS: &[&str] = &[
     "threshold",
     "with",
     "total",
+    "mechanism",
     // fixed-alternative atomic rules
     "event",
     "row",
@@ -310,6 +311,8 @@ pub const KEYWORDS: &[&str] = &[
     "nonnegative",
     "round",
     "consistent",
+    "tree",
+    "factorization",
     "exponential",
     "discrete_laplace",
     "discrete_gaussian",

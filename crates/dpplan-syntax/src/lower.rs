@@ -402,6 +402,7 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         release_after: vec![],
         candidates: vec![],
         postprocess: vec![],
+        mechanisms: vec![],
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -445,6 +446,16 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     })
                     .collect();
                 out.postprocess.push(Postprocess { span, steps });
+            }
+            Rule::mechanism_stmt => {
+                if let Some(kind) = stmt
+                    .clone()
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::mechanism_kind)
+                    .and_then(|p| CumulativeMechanism::from_name(p.as_str()))
+                {
+                    out.mechanisms.push(Spanned::new(kind, span));
+                }
             }
             Rule::accuracy_stmt => out.accuracies.extend(accuracy(cx, &stmt, span)),
             _ => {}

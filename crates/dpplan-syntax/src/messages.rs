@@ -130,6 +130,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         release_stmt => "`release after <duration>`",
         postprocess_stmt => "`postprocess nonnegative, round`",
         postprocess_step => "`nonnegative` or `round`",
+        mechanism_stmt | kw_mechanism => "`mechanism tree` or `mechanism factorization`",
+        mechanism_kind => "`tree` or `factorization`",
         publish_cond => "`when <value> <comparison> <number>`",
         operand => "a released value",
         cmp => "a comparison (`>`, `>=`, `<`, `<=`, `==` or `!=`)",

@@ -87,7 +87,8 @@ fn kind_of(rule: Rule) -> Option<StatementKind> {
         | Rule::window_stmt
         | Rule::release_stmt
         | Rule::candidates_stmt
-        | Rule::postprocess_stmt => StatementKind::Simple,
+        | Rule::postprocess_stmt
+        | Rule::mechanism_stmt => StatementKind::Simple,
         Rule::plan_end => StatementKind::PlanEnd,
         _ => return None,
     })

@@ -795,3 +795,43 @@ fn postprocess_parses_and_lowers_with_its_steps() {
         );
     }
 }
+
+#[test]
+fn mechanism_parses_and_lowers() {
+    use crate::ast::CumulativeMechanism;
+    let text = DELAYED.replace(
+        "    release after 2 hours\n",
+        "    release after 2 hours\n    mechanism factorization\n",
+    );
+    parse_strict(&text).unwrap();
+    let p = parse(&text);
+    assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
+    let m = &p.plan.queries[0].mechanisms;
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].value, CumulativeMechanism::Factorization);
+    assert_eq!(
+        &text[m[0].span.start..m[0].span.end],
+        "mechanism factorization"
+    );
+    let tree = parse(&text.replace("factorization", "tree"));
+    assert_eq!(
+        tree.plan.queries[0].mechanisms[0].value,
+        CumulativeMechanism::Tree
+    );
+    assert!(statements(&text).unwrap().iter().any(|s| {
+        &text[s.span.start..s.span.end] == "mechanism factorization"
+            && s.kind == StatementKind::Simple
+    }));
+    // an unknown mechanism is one error at its place, naming both
+    let bad = text.replace("mechanism factorization", "mechanism matrix");
+    assert!(parse_strict(&bad).is_err());
+    let p = parse(&bad);
+    assert_eq!(p.diagnostics.len(), 1, "{:#?}", p.diagnostics);
+    assert!(
+        p.diagnostics[0]
+            .message
+            .contains("`tree` or `factorization`"),
+        "{}",
+        p.diagnostics[0].message
+    );
+}

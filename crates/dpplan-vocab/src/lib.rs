@@ -390,6 +390,27 @@ impl PostStep {
 }
 
 vocabulary! {
+    /// How a cumulative count's running totals are released
+    /// (`mechanism …`, docs/language.md "Continual counting").
+    #[derive(Default)]
+    CumulativeMechanism {
+        /// The binary tree mechanism with Honaker's estimator (the default).
+        #[default]
+        Tree => "tree",
+        /// The square-root factorization of the prefix-sum matrix
+        /// (`dpplan_mechanisms::factorization`), Gaussian noise only.
+        Factorization => "factorization",
+    }
+}
+
+impl CumulativeMechanism {
+    /// The default: `tree`.
+    pub fn is_tree(&self) -> bool {
+        *self == CumulativeMechanism::Tree
+    }
+}
+
+vocabulary! {
     /// The shape of a release schedule.
     ScheduleKind {
         /// One release.

@@ -14,12 +14,21 @@ use super::query::{Part, QueryPlan, Reported};
 use super::window::{rows_per_window, time_columns, Parts};
 use super::{fast_best, mechanism, Checker};
 use crate::report::CumulativeSpec;
+use dpplan_mechanisms::factorization;
 use dpplan_mechanisms::sensitivity::{fmt_num, Derived, UnitBound};
 use dpplan_mechanisms::tree::{self, TreeBounds};
+use dpplan_vocab::CumulativeMechanism;
 
 /// The most slots a cumulative count may have: the runtime keeps every
 /// released node (about 2T) in the ledger.
 pub const MAX_SLOTS: u64 = 1 << 20;
+
+/// The most slots a factorized cumulative count may have: slot t's
+/// coordinate and total cost O(t) (the encoder and decoder read every
+/// earlier slot) and the state keeps every slot's exact count, so a run
+/// that backfills T slots costs O(T²); an hourly year (8,760 slots) in one
+/// run took 108 s for two such counts (docs/benchmarks.md).
+pub const MAX_FACTORIZED_SLOTS: u64 = 1 << 16;
 
 /// A cumulative count, resolved.
 #[derive(Debug, Clone)]
@@ -27,6 +36,11 @@ pub(in crate::checker) struct Cumulative {
     pub(in crate::checker) column: String,
     pub(in crate::checker) seconds: f64,
     pub(in crate::checker) bounds: TreeBounds,
+    /// `mechanism …`: the tree (the default) or the factorization.
+    pub(in crate::checker) mechanism: CumulativeMechanism,
+    /// The plan's adjacency (the factorization's error against the tree's
+    /// at the same privacy depends on it).
+    pub(in crate::checker) adjacency: Adjacency,
 }
 
 impl Cumulative {
@@ -37,8 +51,23 @@ impl Cumulative {
             slots: self.bounds.slots,
             windows_per_unit: self.bounds.windows,
             rows_per_window: self.bounds.rows_per_slot,
-            levels: tree::levels(self.bounds.slots),
-            nodes: tree::nodes(self.bounds.slots),
+            levels: self.levels(),
+            nodes: if self.mechanism.is_tree() {
+                tree::nodes(self.bounds.slots)
+            } else {
+                self.bounds.slots
+            },
+            mechanism: self.mechanism,
+        }
+    }
+
+    /// The tree's levels; 1 under the factorization (one coordinate per
+    /// slot, stored as a level-0 node closing at its slot).
+    fn levels(&self) -> u32 {
+        if self.mechanism.is_tree() {
+            tree::levels(self.bounds.slots)
+        } else {
+            1
         }
     }
 }
@@ -60,6 +89,7 @@ pub(in crate::checker) fn resolve(
     info: &DatasetInfo,
     unit: UnitBound,
     releases: u64,
+    adjacency: Adjacency,
 ) -> Result<Option<Cumulative>, Reported> {
     let Some(span) = agg.cumulative else {
         return Ok(None);
@@ -75,6 +105,18 @@ pub(in crate::checker) fn resolve(
             span,
             format!("a cumulative count has at most {MAX_SLOTS} slots (the ledger keeps every node of its tree), this schedule has {releases}"),
             "schedule fewer, longer slots (`every 1 day` rather than `every 1 minute`)",
+        ));
+    }
+    let mechanism = q
+        .mechanisms
+        .first()
+        .map_or(CumulativeMechanism::Tree, |m| m.value);
+    if mechanism == CumulativeMechanism::Factorization && releases > MAX_FACTORIZED_SLOTS {
+        return Err(refuse(
+            c,
+            span,
+            format!("a factorized cumulative count has at most {MAX_FACTORIZED_SLOTS} slots (each slot's coordinate and total read every earlier slot, and the exact counts of all of them are kept beside the ledger), this schedule has {releases}"),
+            "schedule fewer, longer slots, or use the tree (remove `mechanism factorization`), which takes up to 1,048,576",
         ));
     }
     let column = time_column(c, info, span)?;
@@ -97,6 +139,8 @@ pub(in crate::checker) fn resolve(
         column,
         seconds,
         bounds,
+        mechanism,
+        adjacency,
     }))
 }
 
@@ -133,7 +177,25 @@ pub(in crate::checker) fn shape(
             "remove the requirement and read each slot's error in the derivation",
         ));
     }
+    let factorization = super::declared_once(
+        c,
+        &q.mechanisms,
+        |m| m.span,
+        || format!("the mechanism of `{}`", q.name.value),
+    )
+    .is_some_and(|m| m.value == CumulativeMechanism::Factorization);
     if let Some(n) = q.noises.first() {
+        if factorization && n.kind.value != NoiseKind::Gaussian {
+            return Err(refuse(
+                c,
+                n.kind.span,
+                format!(
+                    "the factorization takes `gaussian` noise, not `{}`: it is built for the L2 norm (the L1 norm of its encoder's column grows like √T, so Laplace noise on it does worse than the tree)",
+                    n.kind.value.name()
+                ),
+                "write `noise gaussian sigma …`, or remove `mechanism factorization` (the tree takes Laplace noise)",
+            ));
+        }
         if !matches!(n.kind.value, NoiseKind::Laplace | NoiseKind::Gaussian) {
             return Err(refuse(
                 c,
@@ -202,6 +264,26 @@ fn time_column(c: &mut Checker, info: &DatasetInfo, span: Span) -> Result<String
     Err(Reported)
 }
 
+/// A `mechanism` statement on a query that is not a cumulative count
+/// (DP041): it chooses how running totals are released.
+pub(in crate::checker) fn stray_mechanism(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) {
+    if agg.cumulative.is_some() {
+        return;
+    }
+    if let Some(m) = q.mechanisms.first() {
+        refuse(
+            c,
+            m.span,
+            format!(
+                "`mechanism {}` chooses how a cumulative count's running totals are released; `{}` is not a cumulative count",
+                m.value.name(),
+                q.name.value
+            ),
+            "write `cumulative count(d)`, or remove the `mechanism` statement",
+        );
+    }
+}
+
 /// With a tree, the count's sensitivity over all its nodes, and the
 /// per-release count it replaces (for the side-by-side figure).
 pub(in crate::checker) fn tree_parts(
@@ -215,7 +297,13 @@ pub(in crate::checker) fn tree_parts(
         .into_iter()
         .map(|(s, role, d)| {
             fresh.push(d);
-            (s, role, tree::derived(unit, adjacency, t.bounds))
+            let d = match t.mechanism {
+                CumulativeMechanism::Tree => tree::derived(unit, adjacency, t.bounds),
+                CumulativeMechanism::Factorization => {
+                    factorization::derived(unit, adjacency, t.bounds)
+                }
+            };
+            (s, role, d)
         })
         .collect();
     (parts, Some(fresh))
@@ -246,16 +334,25 @@ pub(in crate::checker) fn comparison(q: &QueryPlan, p: &Part, delta: f64) -> Vec
         }
     };
     let mut out = Vec::new();
+    let factorized = t.mechanism == CumulativeMechanism::Factorization;
     if let (Some(before), Some(after)) = (eps(fresh, n), eps(&p.derived, 1)) {
+        let by = if factorized {
+            format!("by the factorization: one release of {n} coordinates")
+        } else {
+            format!("by the tree: one release of {} nodes", tree::nodes(n))
+        };
         out.push(format!(
-            "as fresh releases: {n} running totals over the whole history, {} each, compose to ε = {} at δ = {}; by the tree: one release of {} nodes, {}: ε = {} (fast accountants)",
+            "as fresh releases: {n} running totals over the whole history, {} each, compose to ε = {} at δ = {}; {by}, {}: ε = {} (fast accountants)",
             norm(fresh),
             fmt_num(before),
             fmt_num(delta),
-            tree::nodes(n),
             norm(&p.derived),
             fmt_num(after)
         ));
+    }
+    if factorized {
+        out.extend(factorization::error_steps(scale, t.adjacency, t.bounds));
+        return out;
     }
     out.extend(tree::error_steps(
         tree::node_variance(scale, gaussian),

@@ -68,7 +68,7 @@ pub(super) struct Part {
     pub(super) monotone: bool,
     /// A cumulative count's slots: its spread is the worst running
     /// total's, not one node's.
-    pub(super) tree_slots: Option<u64>,
+    pub(super) tree_slots: Option<(u64, dpplan_vocab::CumulativeMechanism)>,
     /// A quantile's role with its level (`quantile 0.25`): the parts of
     /// `quantiles` are told apart by it (report, diff).
     pub(super) label: Option<String>,
@@ -310,6 +310,8 @@ fn plan_parts(
     }
     if agg.cumulative.is_some() {
         super::cumulative::shape(c, plan.q, agg)?;
+    } else {
+        super::cumulative::stray_mechanism(c, plan.q, agg);
     }
     let target = target(c, agg, datasets)?;
     // DP001 was reported on the dataset.
@@ -364,7 +366,8 @@ fn plan_parts(
         unit,
         (plan.releases, quantile_spec.is_some()),
     )?;
-    let tree = super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases)?;
+    let tree =
+        super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases, adjacency)?;
     let (derived, unwindowed) = match &tree {
         Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
         None => super::window::horizon(
@@ -401,7 +404,7 @@ fn plan_parts(
     plan.window = window.map(Box::new);
     let cumulative_spec = tree.as_ref().map(super::cumulative::Cumulative::spec);
     for p in &mut plan.parts {
-        p.tree_slots = cumulative_spec.as_ref().map(|t| t.slots);
+        p.tree_slots = cumulative_spec.as_ref().map(|t| (t.slots, t.mechanism));
     }
     plan.cumulative = tree.map(Box::new);
     if let Some(spec) = &quantile_spec {

@@ -496,8 +496,12 @@ fn part_report(p: &mut Part, sentences: &mut Sentences) -> PartReport {
         (dpplan_vocab::NoiseKind::Exponential, _) => {
             super::quantile::rank_error(scale, p.candidates)
         }
-        // a running total's: the worst slot's (tree.rs)
-        (kind, Some(slots)) => {
+        // a running total's: the worst slot's (tree.rs, factorization.rs)
+        (_, Some((slots, dpplan_vocab::CumulativeMechanism::Factorization))) => {
+            let sd = dpplan_mechanisms::factorization::spread(scale, slots).1;
+            (sd, dpplan_mechanisms::Z95 * sd)
+        }
+        (kind, Some((slots, _))) => {
             dpplan_mechanisms::tree::worst_spread(scale, slots, kind.is_gaussian())
         }
         (kind, None) => dpplan_mechanisms::noise::spread(kind, scale),

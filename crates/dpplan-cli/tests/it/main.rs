@@ -22,6 +22,7 @@ mod cumulative_cli;
 mod diff_cli;
 mod distinct_cli;
 mod dp_event_cli;
+mod factorization_cli;
 mod frozen_cli;
 mod ledger_faults;
 mod lint_cli;

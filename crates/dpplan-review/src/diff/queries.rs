@@ -35,6 +35,12 @@ pub(super) fn query_fields(q: &QueryReport) -> Vec<(String, Value)> {
         };
         f.push(("postprocess".into(), steps));
     }
+    // a cumulative count's mechanism (`tree` or `factorization`; null,
+    // the same on both sides, for any other query)
+    if let Some(s) = &q.spec {
+        let m = s.cumulative.as_ref().map(|c| c.mechanism.name());
+        f.push(("cumulative_mechanism".into(), json!(m)));
+    }
     f.push(("releases".into(), json!(q.releases)));
     f
 }

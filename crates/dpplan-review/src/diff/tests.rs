@@ -586,3 +586,39 @@ fn every_dataset_bound_is_part_of_the_contract() {
         );
     }
 }
+
+/// A cumulative count switched from the tree to the factorization: the
+/// diff names the mechanism, the L2 falls (2 × 3 → 2 × 1.7158), and so
+/// does ε (a decrease); switching back is an increase (negative control).
+#[test]
+fn a_cumulative_count_switched_to_the_factorization() {
+    let t = std::fs::read_to_string(format!(
+        "{}/../../examples/signups/signups.dpplan",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let f = t.replace(
+        "    cumulative count(signups)\n    noise gaussian sigma 40\n",
+        "    cumulative count(signups)\n    mechanism factorization\n    noise gaussian sigma 40\n",
+    );
+    assert_ne!(t, f);
+    let d = run(&t, &f);
+    assert!(!d.verdict.increase);
+    let q = d
+        .queries
+        .iter()
+        .find(|q| q.name == "running_signups")
+        .unwrap();
+    assert!(
+        q.changes.iter().any(|c| c.field == "cumulative_mechanism"
+            && c.old == json!("tree")
+            && c.new == json!("factorization")),
+        "{:#?}",
+        q.changes
+    );
+    let l2 = q.parts[0].changes.iter().find(|c| c.field == "l2").unwrap();
+    assert_eq!(l2.old, json!(6.0));
+    let new = l2.new.as_f64().unwrap();
+    assert!((new - 2.0 * 1.715_83).abs() < 1e-4, "{new}");
+    assert!(run(&f, &t).verdict.increase);
+}

@@ -349,6 +349,13 @@ fn one_release_text(q: &dpplan_check::QueryReport) -> Option<String> {
         ));
     }
     let t = spec.cumulative.as_ref()?;
+    if !t.mechanism.is_tree() {
+        return Some(format!(
+            "a running total by the square-root factorization on `{}`: the {} totals are decoded from one vector of {} noisy encoded counts (one drawn at each slot, from the exact counts of the slots so far), accounted as one release; {}",
+            t.column, t.slots, t.nodes,
+            when("each slot's running total is released", "the slot")
+        ));
+    }
     Some(format!(
         "a running total by the tree mechanism on `{}`: the {} totals are estimated from one tree of {} noisy nodes ({} levels), each node drawn once, and the tree is accounted as one release; {}",
         t.column, t.slots, t.nodes, t.levels,
