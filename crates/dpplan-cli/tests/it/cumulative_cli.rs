@@ -14,7 +14,7 @@ use crate::support::{compiled, dpplan, root, text};
 
 /// `dpplan run PLAN --ledger LEDGER --data DATA --at AT EXTRA…`, with no
 /// standard input.
-fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> Command {
+pub(crate) fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> Command {
     let mut c = crate::support::command();
     c.args([
         "run",
@@ -30,12 +30,12 @@ fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> 
 
 /// Five minutes after January `day`, 2026 ends: when a daily cron run
 /// releases that day's slot (due once its window has closed).
-fn end_of(day: u32) -> String {
+pub(crate) fn end_of(day: u32) -> String {
     format!("2026-01-{:02}T00:05:00Z", day + 1)
 }
 
 /// Every entry of the ledger, as `dpplan ledger show --json` prints it.
-fn entries(ledger: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn entries(ledger: &Path) -> Vec<serde_json::Value> {
     let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
@@ -54,7 +54,7 @@ fn row_level_tree(dir: &Path, until: &str) -> std::path::PathBuf {
 }
 
 /// `dpplan ledger verify` passes.
-fn verified(ledger: &Path) {
+pub(crate) fn verified(ledger: &Path) {
     let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
 }

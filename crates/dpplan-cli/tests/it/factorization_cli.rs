@@ -8,40 +8,8 @@
 //! under its MAC (a tampered count stops the run, nothing charged); a begun
 //! tree cannot be upgraded into a factorization.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-use crate::support::{compiled, dpplan, text};
-
-fn run_cmd(plan: &Path, ledger: &Path, data: &str, at: &str, extra: &[&str]) -> Command {
-    let mut c = crate::support::command();
-    c.args([
-        "run",
-        plan.to_str().unwrap(),
-        "--ledger",
-        ledger.to_str().unwrap(),
-    ])
-    .args(["--data", data, "--at", at])
-    .args(extra)
-    .stdin(Stdio::null());
-    c
-}
-
-/// Five minutes after January `day`, 2026 ends.
-fn end_of(day: u32) -> String {
-    format!("2026-01-{:02}T00:05:00Z", day + 1)
-}
-
-fn entries(ledger: &Path) -> Vec<serde_json::Value> {
-    let o = dpplan(&["ledger", "show", ledger.to_str().unwrap(), "--json"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-fn verified(ledger: &Path) {
-    let o = dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-}
+use crate::cumulative_cli::{end_of, entries, run_cmd, verified};
+use crate::support::{compiled, text};
 
 fn plan_text(mechanism: &str) -> String {
     format!(
