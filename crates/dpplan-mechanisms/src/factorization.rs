@@ -212,8 +212,13 @@ pub fn l1(adjacency: Adjacency, b: TreeBounds) -> f64 {
 
 /// The L2 sensitivity of the encoded vector under `adjacency`.
 pub fn l2(adjacency: Adjacency, b: TreeBounds) -> f64 {
+    l2_of(adjacency, b, prefix_norm(b.slots, support(b)))
+}
+
+/// [`l2`] from ‖E·1_[0,m)‖ already computed (rounded up).
+fn l2_of(adjacency: Adjacency, b: TreeBounds, norm: f64) -> f64 {
     let r = b.rows_per_slot.max(1) as f64;
-    let ar = (r * prefix_norm(b.slots, support(b))).next_up();
+    let ar = (r * norm).next_up();
     match adjacency {
         Adjacency::AddRemove => ar,
         Adjacency::Replace => (ar * std::f64::consts::SQRT_2).next_up(),
@@ -246,7 +251,7 @@ pub fn derived(unit: UnitBound, adjacency: Adjacency, b: TreeBounds) -> Derived 
             fmt_num(norm)
         ));
     }
-    let l2v = l2(adjacency, b);
+    let l2v = l2_of(adjacency, b, norm);
     steps.push(format!(
         "L1 (not used: Gaussian noise only) = {}: ‖E·v‖₁ is linear in v and each slot's column sum falls with the slot, so the same rows packed from the first slot are its worst{}",
         fmt_num(l1(adjacency, b)),
@@ -312,17 +317,12 @@ pub fn error_steps(sigma: f64, adjacency: Adjacency, b: TreeBounds) -> Vec<Strin
 /// Per unit of the factorization's σ: (worst-slot standard deviation,
 /// root-mean-square over the slots) of each, factorization first.
 pub fn against_tree(adjacency: Adjacency, b: TreeBounds) -> ((f64, f64), (f64, f64)) {
-    let ratio = crate::tree::derived(
-        UnitBound {
-            user: b.rows > 1 || b.rows_per_slot > 1 || b.windows > 1,
-            rows: b.rows,
-            groups: None,
-            rows_per_group: None,
-        },
-        adjacency,
-        b,
-    )
-    .l2 / l2(adjacency, b);
+    // the tree's own exact norms (tree.rs), the same the checker claims
+    let (_, tree_l2sq) = match adjacency {
+        Adjacency::AddRemove => crate::tree::add_remove(b),
+        Adjacency::Replace => crate::tree::replace(b),
+    };
+    let ratio = (tree_l2sq as f64).sqrt() / l2(adjacency, b);
     let f = variance_factors(b.slots);
     let f_worst = f.last().copied().unwrap_or(1.0).sqrt();
     let f_mean = (f.iter().sum::<f64>() / f.len().max(1) as f64).sqrt();

@@ -280,6 +280,15 @@ pub(crate) fn check_bound(ledger: &Ledger) -> Result<(), crate::ledger::LedgerEr
                 "`{name}` was not fed up to its latest intent (a state of another moment)"
             )));
         }
+        // a factorization keeps one exact count per slot fed (a pending
+        // slot is in neither)
+        if !q.counts.is_empty() && q.counts.len() as u64 != q.open.last {
+            return Err(damaged(format!(
+                "`{name}` keeps {} slot count(s) but has fed {} slot(s)",
+                q.counts.len(),
+                q.open.last
+            )));
+        }
     }
     Ok(())
 }
@@ -748,27 +757,10 @@ fn run_slot(
             .collect::<Vec<_>>()
     } else {
         counts.push(counted.count);
-        // counts on a fine grid (a count's is 2^−35) share trailing zero
-        // bits: dropped, exactly, so that E·x fits in 128 bits
-        let zeros = counts
-            .iter()
-            .filter(|&&x| x != 0)
-            .map(|x| x.trailing_zeros())
-            .min()
-            .unwrap_or(0);
-        let counts: Vec<i128> = counts.iter().map(|&x| x >> zeros).collect();
-        let enc = factorization::encoder(c.slots);
-        let exact = factorization::encode(&enc, &counts, t).ok_or_else(|| {
-            RunError::Data(format!(
-                "`{}`: the factorization's encoded count overflowed",
-                r.name
-            ))
-        })?;
-        let shift = i32::try_from(factorization::FRAC_BITS).unwrap_or(i32::MAX);
-        let zeros = i32::try_from(zeros).unwrap_or(0);
+        let exact = factorized_centre(r, c.slots, &counts, t)?;
         closing
             .into_iter()
-            .map(|(id, _)| (id, exact, k + zeros - shift))
+            .map(|(id, _)| (id, exact.0, k + exact.1))
             .collect()
     };
     let mut draw = || {
@@ -853,6 +845,35 @@ fn publish(
     let value = ledger.commit_value(intent, serde_json::to_string(&result).expect("serialises"))?;
     result.ledger_seq = Some(value.seq);
     Ok(result)
+}
+
+/// Under the factorization, the one coordinate closing at slot `t` is
+/// (E·x)_t, exact, from every slot's exact count so far (`counts`, in
+/// grid units): its numerator and the shift of the grid's exponent. The
+/// counts' common trailing zero bits (35 on a count's grid) are dropped,
+/// exactly, so that E·x fits in 128 bits.
+fn factorized_centre(
+    r: &Release,
+    slots: u64,
+    counts: &[i128],
+    t: u64,
+) -> Result<(i128, i32), RunError> {
+    let zeros = counts
+        .iter()
+        .filter(|&&x| x != 0)
+        .map(|x| x.trailing_zeros())
+        .min()
+        .unwrap_or(0);
+    let counts: Vec<i128> = counts.iter().map(|&x| x >> zeros).collect();
+    let enc = factorization::encoder(slots);
+    let exact = factorization::encode(&enc, &counts, t).ok_or_else(|| {
+        RunError::Data(format!(
+            "`{}`: the factorization's encoded count overflowed",
+            r.name
+        ))
+    })?;
+    let shift = i32::try_from(factorization::FRAC_BITS).unwrap_or(i32::MAX);
+    Ok((exact, i32::try_from(zeros).unwrap_or(0) - shift))
 }
 
 /// The running total at slot `t` (1-based) of a factorized cumulative

@@ -122,6 +122,14 @@ fn a_factorized_count_keeps_its_schedule_by_cron() {
     let err = format!("{}{}", text(&o.stdout), text(&o.stderr));
     assert!(err.contains("MAC does not hold"), "{err}");
     assert_eq!(intents().len(), before);
+    // and `ledger verify` says so too
+    let o = crate::support::dpplan(&["ledger", "verify", ledger.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("MAC does not hold"),
+        "{}",
+        text(&o.stderr)
+    );
     std::fs::write(&state_path, &original).unwrap();
 
     // far in the future: every remaining slot, in order, then nothing
