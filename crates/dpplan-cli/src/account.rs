@@ -50,15 +50,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .as_ref()
         .ok_or_else(|| miette!("`{path}` declares no privacy block"))?;
     if args.json {
-        let doc = serde_json::json!({
-            "path": path,
-            "plan": report.name,
-            "budget": report.budget,
-            "releases": report.releases,
-            "best": report.total,
-            "accountants": report.accountants,
-            "averaging": averaging(report),
-        });
+        let doc = dpplan_review::averaging::account_document(&path, report);
         outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
     }

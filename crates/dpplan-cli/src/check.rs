@@ -162,7 +162,7 @@ pub fn run(
         let analysis = analyze(&text);
         loaded.push((name, text, analysis));
     }
-    let applied = match crate::policy::apply(&mut loaded, config) {
+    let applied = match dpplan_policy::checked::apply(&mut loaded, config) {
         Ok(applied) => applied,
         Err(e) => {
             // Located in the policy file and rendered as a plan's
@@ -180,8 +180,8 @@ pub fn run(
         }
     };
     let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
-    let shared = crate::policy::rendered(&applied.shared);
-    let chains = crate::policy::chains(&applied, &names);
+    let shared = dpplan_render::shared_budgets_of(&applied.shared);
+    let chains = dpplan_render::applied_policies(&applied, &names);
     let results: Vec<FileResult> = loaded
         .iter()
         .map(|(path, text, analysis)| FileResult {

@@ -34,14 +34,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     };
     if let Some(policy) = &policy {
-        let (analysis, failed) = match crate::policy::check_source(path, &text, a.config.as_deref())
-        {
-            Ok(x) => x,
-            Err(e) => {
-                err!("{}", dpplan_render::policy_error(&e, false));
-                return Ok(ExitCode::from(2));
-            }
-        };
+        let (analysis, failed) =
+            match dpplan_policy::checked::check_source(path, &text, a.config.as_deref()) {
+                Ok(x) => x,
+                Err(e) => {
+                    err!("{}", dpplan_render::policy_error(&e, false));
+                    return Ok(ExitCode::from(2));
+                }
+            };
         if failed {
             print_diagnostics(path, &text, &analysis);
             errln!(
@@ -55,7 +55,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     match dpplan_compile::compile(&text) {
         Ok(mut plan) => {
-            plan.policy = policy.as_ref().map(|p| crate::policy::record(p, path));
+            plan.policy = policy
+                .as_ref()
+                .map(|p| dpplan_policy::checked::record(p, path));
             let json = dpplan_plan::to_json(&plan);
             match out {
                 Some(o) => {

@@ -11,6 +11,7 @@
 //! and sets every diagnostic's level, [`shared_budgets`] composes the plans
 //! that read one source. Nothing here prints.
 
+pub mod checked;
 mod config;
 mod rules;
 mod shared;

@@ -27,11 +27,13 @@ pub use machine::{
     github, github_summary, github_summary_with, json, json_value, write_json, write_json_with,
     write_json_with_policies,
 };
-pub use policy::{github_policies, policies_human, policies_json, policy_of, AppliedPolicy};
+pub use policy::{
+    applied_policies, github_policies, policies_human, policies_json, policy_of, AppliedPolicy,
+};
 pub use sarif::{sarif, sarif_with, SarifOptions};
 pub use table::{summary_rows, Numbers, ROUNDING_NOTE};
 
-pub use shared::{shared_budgets_human, shared_budgets_json, SharedBudget};
+pub use shared::{shared_budgets_human, shared_budgets_json, shared_budgets_of, SharedBudget};
 
 use dpplan_check::Analysis;
 

@@ -89,3 +89,20 @@ pub fn github_policies(policies: &[AppliedPolicy]) -> String {
         })
         .collect()
 }
+
+/// The chains of `applied` as the renderers take them, with the checked
+/// plans' names (by index, as `dpplan_policy::checked::apply` took them).
+pub fn applied_policies<'a>(
+    applied: &'a dpplan_policy::checked::Applied,
+    names: &[&'a str],
+) -> Vec<AppliedPolicy<'a>> {
+    applied
+        .chains
+        .iter()
+        .map(|c| AppliedPolicy {
+            files: c.files.clone(),
+            sha256: &c.hash,
+            plans: c.plans.iter().map(|&i| names[i]).collect(),
+        })
+        .collect()
+}

@@ -143,3 +143,17 @@ pub fn shared_budgets_json(shared: &[SharedBudget]) -> Value {
             .collect(),
     )
 }
+
+/// The shared budgets of a check as the renderers take them (only those
+/// some plan reads).
+pub fn shared_budgets_of(shared: &[dpplan_policy::checked::Shared]) -> Vec<SharedBudget<'_>> {
+    shared
+        .iter()
+        .filter(|sh| !sh.result.shares.is_empty())
+        .map(|sh| SharedBudget {
+            policy: &sh.policy,
+            result: &sh.result,
+            accepted: sh.accepted,
+        })
+        .collect()
+}

@@ -84,3 +84,18 @@ pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
     }
     out
 }
+
+/// `dpplan account --json`'s document (also the Python module's
+/// `dpplan.account`): the plan's budget and releases, the best guarantee,
+/// every accountant's, and what averaging buys.
+pub fn account_document(path: &str, report: &CheckedPlan) -> serde_json::Value {
+    serde_json::json!({
+        "path": path,
+        "plan": report.name,
+        "budget": report.budget,
+        "releases": report.releases,
+        "best": report.total,
+        "accountants": report.accountants,
+        "averaging": averaging(report),
+    })
+}
