@@ -17,6 +17,10 @@
 #     crates/dpplan-accounting/tests/it/tradeoff.rs);
 #   - pre-commit 4.7.0 from PyPI in target/test-deps/precommit-venv (the
 #     repository's hooks are run by it: scripts/test-precommit.sh);
+#   - maturin 1.16.0 from PyPI in target/test-deps/maturin-venv (builds the
+#     wheel: scripts/build-wheel.sh), and pytest 9.2.0 as a wheel in
+#     target/test-deps/wheelhouse, installed offline into the fresh venv
+#     the wheel is tested in (scripts/test-python.sh);
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,5 +76,17 @@ pc_py="$deps/precommit-venv/bin/python"
 if ! { [ -x "$pc_py" ] && "$pc_py" -c 'import importlib.metadata as m, sys; sys.exit(m.version("pre-commit") != "4.7.0")' 2>/dev/null; }; then
   python3 -m venv "$deps/precommit-venv"
   "$deps/precommit-venv/bin/pip" install -q --disable-pip-version-check "pre-commit==4.7.0"
+fi
+# maturin (PyPI, pinned) in a venv: builds the Python wheel
+mat_py="$deps/maturin-venv/bin/python"
+if ! { [ -x "$mat_py" ] && "$mat_py" -c 'import importlib.metadata as m, sys; sys.exit(m.version("maturin") != "1.16.0")' 2>/dev/null; }; then
+  rm -rf "$deps/maturin-venv"
+  python3 -m venv "$deps/maturin-venv"
+  "$deps/maturin-venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0"
+fi
+# pytest (PyPI, pinned) and what it needs, as wheels: the wheel's tests
+# install them offline into a fresh venv
+if ! ls "$deps"/wheelhouse/pytest-9.2.0-*.whl >/dev/null 2>&1; then
+  python3 -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$deps/wheelhouse" "pytest==9.2.0"
 fi
 echo "test dependencies ready in $deps"

@@ -18,6 +18,9 @@ bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-action.sh
 scripts/test-vscode.sh
+# The Python wheel installed with pip in a fresh venv: the binary on PATH
+# and the module, each result equal to the binary's (tests/python).
+scripts/test-python.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target on a fixed, seeded count of inputs, capped at

@@ -1,0 +1,298 @@
+"""dpplan from Python: differential-privacy release plans checked, accounted,
+reviewed, compared and compiled by the same core as the ``dpplan`` binary
+(which this package also installs on PATH).
+
+>>> import dpplan
+>>> result = dpplan.check("examples/signups/signups.dpplan")
+>>> result.ok, result.epsilon                      # doctest: +SKIP
+(True, 1.369339695945743)
+>>> dpplan.report("examples/signups/signups.dpplan")  # shows itself in Jupyter
+
+Every function takes a plan as a path (a ``pathlib.Path``, or a string that
+names an existing file) or as its text. A plan that cannot be used raises
+:class:`PlanError`, whose ``diagnostics`` are the checker's findings (code,
+message, location, help); a policy file that cannot be used raises
+:class:`PolicyError`; a plan its policy refuses raises :class:`Refused`.
+The policy in force is the one ``dpplan`` applies: the nearest
+``dpplan.toml`` up from the plan's path (from the current directory for a
+text), or ``config``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Iterable, List, Optional, Tuple, Union
+
+from . import _dpplan
+from ._model import (
+    Account,
+    AccountantResult,
+    Accuracy,
+    CheckResult,
+    Cost,
+    Diagnostic,
+    Diff,
+    Mechanism,
+    Part,
+    PlanResult,
+    Position,
+    Query,
+    Range,
+    Selection,
+    Summary,
+    Suppressed,
+)
+
+__version__: str = _dpplan.VERSION
+
+__all__ = [
+    "Account",
+    "AccountantResult",
+    "Accuracy",
+    "CheckResult",
+    "Cost",
+    "Diagnostic",
+    "Diff",
+    "DpplanError",
+    "ExecutablePlan",
+    "Mechanism",
+    "Part",
+    "PlanError",
+    "PlanResult",
+    "PolicyError",
+    "Position",
+    "Query",
+    "Range",
+    "Refused",
+    "Report",
+    "Selection",
+    "Summary",
+    "Suppressed",
+    "account",
+    "check",
+    "compile",
+    "diff",
+    "format",
+    "report",
+]
+
+PlanLike = Union[str, "os.PathLike[str]"]
+
+
+class DpplanError(Exception):
+    """Something dpplan cannot use: a plan, a policy or an argument."""
+
+    def __init__(self, message: str, diagnostics: Optional[List[Diagnostic]] = None):
+        super().__init__(message)
+        self.message = message
+        #: the plan's findings, where the error is about a plan's text
+        self.diagnostics: List[Diagnostic] = diagnostics or []
+
+    def __str__(self) -> str:
+        lines = [self.message]
+        shown = [d for d in self.diagnostics if d.is_error] or self.diagnostics
+        lines.extend(str(d) for d in shown)
+        return "\n".join(lines)
+
+
+class PlanError(DpplanError, ValueError):
+    """The plan has errors: it makes no claim (see ``diagnostics``)."""
+
+
+class PolicyError(DpplanError):
+    """A policy file (``dpplan.toml``) cannot be used; the message locates
+    the problem in it."""
+
+
+class Refused(DpplanError):
+    """The plan fails the policy in force, or the runtime cannot execute it."""
+
+
+def _raise(err: _dpplan.Error) -> None:
+    kind, message, payload = err.args
+    diagnostics: List[Diagnostic] = []
+    if payload:
+        doc = json.loads(payload)
+        files = doc.get("files") or []
+        if files:
+            diagnostics = [Diagnostic.from_json(d) for d in files[0].get("diagnostics", [])]
+    cls = {"plan": PlanError, "policy": PolicyError, "refused": Refused}.get(kind)
+    if cls is None:
+        raise ValueError(message) from None
+    raise cls(message, diagnostics) from None
+
+
+def _source(plan: PlanLike) -> Tuple[str, Optional[str]]:
+    """(text, path): a path-like or a string naming an existing file is
+    read (as UTF-8); any other string is the plan's text."""
+    if isinstance(plan, os.PathLike):
+        path = os.fspath(plan)
+    elif isinstance(plan, str) and "\n" not in plan and os.path.isfile(plan):
+        path = plan
+    elif isinstance(plan, str):
+        return plan, None
+    else:
+        raise TypeError(f"a plan is a path or its text, not {type(plan).__name__}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise OSError(e.errno, f"cannot read `{path}`: {e.strerror}", path) from None
+    try:
+        return data.decode("utf-8"), path
+    except UnicodeDecodeError as e:
+        raise PlanError(
+            f"`{path}` is not valid UTF-8 (first invalid byte at offset {e.start}): save the plan as UTF-8"
+        ) from None
+
+
+def _config(config: Optional[PlanLike]) -> Optional[str]:
+    return None if config is None else os.fspath(config)
+
+
+def check(plan: PlanLike, *, config: Optional[PlanLike] = None) -> CheckResult:
+    """The plan checked under its policy: ``dpplan check --format json``'s
+    document as typed records. A plan with errors is returned, not raised:
+    its ``diagnostics`` say what is wrong, and ``ok`` is False."""
+    text, path = _source(plan)
+    try:
+        doc, _ = _dpplan.check(text, path, _config(config))
+    except _dpplan.Error as e:
+        _raise(e)
+    return CheckResult.from_json(json.loads(doc))
+
+
+def account(plan: PlanLike) -> Account:
+    """Every accountant's ε for the plan, side by side (``dpplan account
+    --json``), and what averaging fresh releases buys."""
+    text, path = _source(plan)
+    try:
+        doc = _dpplan.account(text, path)
+    except _dpplan.Error as e:
+        _raise(e)
+    return Account.from_json(json.loads(doc))
+
+
+class Report:
+    """A reviewer's report (``dpplan report``): HTML, Markdown and JSON,
+    derived once. Displays itself in Jupyter."""
+
+    def __init__(self, text: str, path: Optional[str], start: Optional[str], mean_counts: List[float]):
+        try:
+            html, md, doc, controls_ok = _dpplan.review(text, path, start, mean_counts)
+        except _dpplan.Error as e:
+            _raise(e)
+        #: one self-contained HTML page with inline SVG figures
+        self.html: str = html
+        #: Markdown for a pull-request comment
+        self.markdown: str = md
+        #: the JSON document (docs/report.schema.json), as ``--format json`` prints it
+        self.json: str = doc
+        #: whether removing each query or doubling its bound moves the claim
+        #: (``dpplan report`` exits 1 when not: review before signing off)
+        self.controls_ok: bool = controls_ok
+
+    @property
+    def data(self) -> dict:
+        """The report as data (docs/report.schema.json)."""
+        return json.loads(self.json)
+
+    def save(self, path: PlanLike) -> None:
+        """Writes the report: HTML, or Markdown for a ``.md`` path, or JSON
+        for a ``.json`` path."""
+        p = os.fspath(path)
+        suffix = pathlib.Path(p).suffix
+        body = {".md": self.markdown, ".json": self.json}.get(suffix, self.html)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(body)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+
+def report(
+    plan: PlanLike, *, start: Optional[str] = None, mean_counts: Iterable[float] = ()
+) -> Report:
+    """The reviewer's report of the plan (``dpplan report``). ``start``: the
+    first run (``YYYY-MM-DD[THH:MM]``, UTC) that places the schedule on the
+    calendar; ``mean_counts``: the true counts at which a mean's accuracy is
+    stated."""
+    text, path = _source(plan)
+    return Report(text, path, start, [float(n) for n in mean_counts])
+
+
+def diff(old: PlanLike, new: PlanLike, *, accuracy_ratio: Optional[float] = None) -> Diff:
+    """What changing ``old`` into ``new`` does (``dpplan diff``): the claim,
+    the contract, the releases, the accuracy. ``accuracy_ratio``: the growth
+    of a noise's std beyond which accuracy counts as worse (default 1.1)."""
+    old_text, old_path = _source(old)
+    new_text, new_path = _source(new)
+    names = (old_path or "old", new_path or "new")
+    try:
+        doc = _dpplan.diff(old_text, new_text, names[0], names[1], "json", accuracy_ratio)
+        md = _dpplan.diff(old_text, new_text, names[0], names[1], "md", accuracy_ratio)
+    except _dpplan.Error as e:
+        _raise(e)
+    d = Diff.from_json(json.loads(doc))
+    object.__setattr__(d, "markdown", md)
+    return d
+
+
+class ExecutablePlan:
+    """A compiled plan (``dpplan compile``): the artefact a reviewer signs
+    off and ``dpplan run`` executes."""
+
+    def __init__(self, text: str):
+        #: the executable plan's JSON, byte for byte as ``dpplan compile`` writes it
+        self.json: str = text
+        self.data: dict = json.loads(text)
+
+    @property
+    def body_sha256(self) -> str:
+        return self.data["body_sha256"]
+
+    @property
+    def epsilon(self) -> float:
+        return self.data["body"]["privacy"]["total"]["epsilon"]
+
+    @property
+    def delta(self) -> float:
+        return self.data["body"]["privacy"]["total"]["delta"]
+
+    @property
+    def policy(self) -> Optional[dict]:
+        """The record of the policy it was compiled under, if any."""
+        return self.data.get("policy")
+
+    def save(self, path: PlanLike) -> None:
+        with open(os.fspath(path), "w", encoding="utf-8") as f:
+            f.write(self.json)
+
+    def __repr__(self) -> str:
+        return f"<ExecutablePlan sha256 {self.body_sha256[:12]}… ε = {self.epsilon:g} at δ = {self.delta:g}>"
+
+
+def compile(plan: PlanLike, *, config: Optional[PlanLike] = None) -> ExecutablePlan:  # noqa: A001
+    """The executable plan, compiled under the policy in force (recorded in
+    it); a plan with errors raises :class:`PlanError`, one its policy
+    refuses :class:`Refused`."""
+    text, path = _source(plan)
+    try:
+        out = _dpplan.compile(text, path, _config(config))
+    except _dpplan.Error as e:
+        _raise(e)
+    return ExecutablePlan(out)
+
+
+def format(plan: PlanLike) -> str:  # noqa: A001
+    """The plan in its canonical layout (``dpplan fmt``)."""
+    text, _ = _source(plan)
+    try:
+        return _dpplan.format_text(text)
+    except _dpplan.Error as e:
+        _raise(e)

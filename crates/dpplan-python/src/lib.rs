@@ -1,0 +1,384 @@
+//! `dpplan._dpplan`: the native core of the Python package `dpplan`
+//! (crates/dpplan-python/python/dpplan). The same library calls as the
+//! `dpplan` binary's commands, on texts: each function takes a plan's text
+//! (and the path it was read from, for its policy and its name) and returns
+//! the document the command's machine format writes (`check --format
+//! json`, `account --json`, `report`, `diff --format json`, `compile`),
+//! which the Python layer turns into typed objects. A plan that cannot be
+//! used raises `_dpplan.Error(kind, message, payload)`: `kind` is `"plan"`
+//! (the payload is `check --format json`'s document, with the plan's
+//! diagnostics), `"policy"` (a policy file that cannot be used, rendered
+//! located in it) or `"refused"` (a plan that fails its policy, or that
+//! the runtime cannot execute; payload as for `"plan"` where there is one).
+//!
+//! The analysis runs with the GIL released. Nothing here prints.
+
+use std::path::Path;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+use dpplan_check::{analyze, Analysis};
+use dpplan_compile::CompileError;
+use dpplan_render::FileResult;
+use dpplan_review::report::{self, ReviewError, ReviewOptions};
+
+create_exception!(
+    _dpplan,
+    Error,
+    PyException,
+    "A plan, a policy or an argument dpplan cannot use: args (kind, message, payload)."
+);
+
+/// What a call failed with, before it becomes a Python exception.
+struct Failure {
+    kind: &'static str,
+    message: String,
+    payload: Option<String>,
+}
+
+impl From<Failure> for PyErr {
+    fn from(f: Failure) -> PyErr {
+        Error::new_err((f.kind, f.message, f.payload))
+    }
+}
+
+fn argument(message: String) -> Failure {
+    Failure {
+        kind: "argument",
+        message,
+        payload: None,
+    }
+}
+
+/// The name a plan is shown and placed under: its path, else `<string>`
+/// (placed in the current directory to find its policy, as `dpplan check
+/// -` places standard input).
+fn shown(path: Option<&str>) -> String {
+    path.map_or_else(|| "<string>".to_string(), str::to_string)
+}
+
+/// `check --format json`'s document for one plan under its policy.
+fn check_document(
+    name: &str,
+    text: &str,
+    analysis: Analysis,
+    config: Option<&Path>,
+) -> Result<(String, bool), Failure> {
+    let mut loaded = vec![(name.to_string(), text.to_string(), analysis)];
+    let applied = dpplan_policy::checked::apply(&mut loaded, config).map_err(|e| Failure {
+        kind: "policy",
+        message: dpplan_render::policy_error(&e, false),
+        payload: None,
+    })?;
+    let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
+    let shared = dpplan_render::shared_budgets_of(&applied.shared);
+    let chains = dpplan_render::applied_policies(&applied, &names);
+    let results: Vec<FileResult> = loaded
+        .iter()
+        .map(|(path, text, analysis)| FileResult {
+            path,
+            text,
+            analysis,
+        })
+        .collect();
+    let shared_json = (!shared.is_empty()).then(|| dpplan_render::shared_budgets_json(&shared));
+    let policies = dpplan_render::policies_json(&chains);
+    let mut out = Vec::new();
+    dpplan_render::write_json_with_policies(
+        &mut out,
+        &results,
+        shared_json.as_ref(),
+        Some(&policies),
+    )
+    .map_err(|e| argument(format!("cannot write the JSON document: {e}")))?;
+    let has_errors = loaded[0].2.has_errors();
+    let doc = String::from_utf8(out)
+        .map_err(|e| argument(format!("the JSON document is not UTF-8: {e}")))?;
+    Ok((doc, has_errors))
+}
+
+/// A plan with errors: `kind "plan"`, its `check --format json` document
+/// as the payload (its diagnostics; no policy applied).
+fn plan_errors(name: &str, text: &str, analysis: &Analysis, consequence: &str) -> Failure {
+    let file = FileResult {
+        path: name,
+        text,
+        analysis,
+    };
+    let errors = analysis.diagnostics.iter().filter(|d| d.is_error()).count();
+    Failure {
+        kind: "plan",
+        message: format!(
+            "`{name}` has {errors} error{}: {consequence}",
+            if errors == 1 { "" } else { "s" }
+        ),
+        payload: Some(dpplan_render::json(&[file])),
+    }
+}
+
+/// The document of `dpplan check --format json PATH` (the policy in force
+/// at `path` applied, or `config`'s), and whether the plan has errors.
+#[pyfunction]
+#[pyo3(signature = (text, path=None, config=None))]
+fn check(
+    py: Python<'_>,
+    text: String,
+    path: Option<String>,
+    config: Option<String>,
+) -> PyResult<(String, bool)> {
+    py.detach(move || {
+        let name = shown(path.as_deref());
+        let analysis = analyze(&text);
+        Ok(check_document(
+            &name,
+            &text,
+            analysis,
+            config.as_deref().map(Path::new),
+        )?)
+    })
+}
+
+/// The document of `dpplan account --json PATH`.
+#[pyfunction]
+#[pyo3(signature = (text, path=None))]
+fn account(py: Python<'_>, text: String, path: Option<String>) -> PyResult<String> {
+    py.detach(move || {
+        let name = shown(path.as_deref());
+        let analysis = analyze(&text);
+        if analysis.has_errors() {
+            return Err(
+                plan_errors(&name, &text, &analysis, "no guarantee can be accounted").into(),
+            );
+        }
+        let report = analysis.report.as_ref().ok_or_else(|| Failure {
+            kind: "plan",
+            message: format!("`{name}` declares no privacy block"),
+            payload: None,
+        })?;
+        let doc = dpplan_review::averaging::account_document(&name, report);
+        serde_json::to_string_pretty(&doc)
+            .map_err(|e| argument(format!("cannot write the JSON document: {e}")).into())
+    })
+}
+
+/// The reviewer's report (`dpplan report`) in its three formats from one
+/// derivation: (HTML, Markdown, JSON, whether its negative controls move
+/// the claim).
+#[pyfunction]
+#[pyo3(signature = (text, path=None, start=None, mean_counts=Vec::new()))]
+fn review(
+    py: Python<'_>,
+    text: String,
+    path: Option<String>,
+    start: Option<String>,
+    mean_counts: Vec<f64>,
+) -> PyResult<(String, String, String, bool)> {
+    py.detach(move || {
+        let name = shown(path.as_deref());
+        let start = match &start {
+            Some(s) => Some(dpplan_check::schedule::parse_date(s).ok_or_else(|| {
+                argument(format!(
+                    "start `{s}` is not a valid date: write YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+                ))
+            })?),
+            None => None,
+        };
+        if let Some(n) = mean_counts.iter().find(|n| !(n.is_finite() && **n > 0.0)) {
+            return Err(argument(format!(
+                "mean count {n} is not a positive number: a mean's accuracy is stated at a positive count of rows"
+            ))
+            .into());
+        }
+        let analysis = analyze(&text);
+        let review = match report::build(&analysis, &ReviewOptions { start, mean_counts }) {
+            Ok(r) => r,
+            Err(ReviewError::PlanHasErrors) => {
+                return Err(plan_errors(
+                    &name,
+                    &text,
+                    &analysis,
+                    "no guarantee is claimed, so there is nothing to review",
+                )
+                .into())
+            }
+            Err(e) => {
+                return Err(Failure {
+                    kind: "plan",
+                    message: format!("`{name}`: {e}"),
+                    payload: None,
+                }
+                .into())
+            }
+        };
+        let mut json = serde_json::to_string_pretty(&review)
+            .map_err(|e| argument(format!("cannot write the JSON report: {e}")))?;
+        json.push('\n');
+        Ok((
+            report::html(&review),
+            report::markdown(&review),
+            json,
+            review.controls_ok,
+        ))
+    })
+}
+
+/// `dpplan diff OLD NEW` in `format` (`json`, `md` or `human`).
+#[pyfunction]
+#[pyo3(signature = (old, new, old_name="old".to_string(), new_name="new".to_string(), format="json".to_string(), accuracy_ratio=None))]
+fn diff(
+    py: Python<'_>,
+    old: String,
+    new: String,
+    old_name: String,
+    new_name: String,
+    format: String,
+    accuracy_ratio: Option<f64>,
+) -> PyResult<String> {
+    py.detach(move || {
+        if let Some(r) = accuracy_ratio.filter(|r| !(r.is_finite() && *r >= 1.0)) {
+            return Err(argument(format!(
+                "accuracy ratio {r} is not a ratio of at least 1 (1.5: a noise std or 95 % half-width that grows by more than 50 %)"
+            ))
+            .into());
+        }
+        let old_a = analyze(&old);
+        let new_a = analyze(&new);
+        for (text, a, label, which) in [
+            (&old, &old_a, &old_name, "old"),
+            (&new, &new_a, &new_name, "new"),
+        ] {
+            if dpplan_review::diff::comparable(a).is_none() {
+                return Err(if a.has_errors() {
+                    plan_errors(
+                        label,
+                        text,
+                        a,
+                        &format!("the {which} plan makes no claim, so nothing is compared"),
+                    )
+                } else {
+                    Failure {
+                        kind: "plan",
+                        message: format!(
+                            "the {which} plan `{label}` declares no privacy block: there is no guarantee to compare"
+                        ),
+                        payload: None,
+                    }
+                }
+                .into());
+            }
+        }
+        let (Some(o), Some(n)) = (
+            dpplan_review::diff::comparable(&old_a),
+            dpplan_review::diff::comparable(&new_a),
+        ) else {
+            return Err(argument("a plan declares no privacy block".to_string()).into());
+        };
+        let limit = accuracy_ratio.unwrap_or(dpplan_review::diff::DEFAULT_ACCURACY_RATIO);
+        let d = dpplan_review::diff::diff_with_limit(&old_name, o, &new_name, n, limit);
+        Ok(match format.as_str() {
+            "json" => dpplan_review::diff::json(&d),
+            "md" => dpplan_review::diff::markdown(&d),
+            "human" => dpplan_review::diff::human(&d),
+            other => {
+                return Err(argument(format!(
+                    "`{other}` is not a diff format: write \"json\", \"md\" or \"human\""
+                ))
+                .into())
+            }
+        })
+    })
+}
+
+/// `dpplan compile PATH`: the executable plan's JSON, compiled under the
+/// policy in force at `path` (or `config`'s) and recording it; a plan that
+/// fails its policy, as `dpplan check` reports it, is refused.
+#[pyfunction]
+#[pyo3(signature = (text, path=None, config=None))]
+fn compile(
+    py: Python<'_>,
+    text: String,
+    path: Option<String>,
+    config: Option<String>,
+) -> PyResult<String> {
+    py.detach(move || {
+        let name = shown(path.as_deref());
+        let placed = Path::new(if path.is_some() {
+            name.as_str()
+        } else {
+            "plan.dpplan"
+        });
+        let config = config.as_deref().map(Path::new);
+        let policy_error = |e: dpplan_policy::ConfigError| Failure {
+            kind: "policy",
+            message: dpplan_render::policy_error(&e, false),
+            payload: None,
+        };
+        let policy = dpplan_policy::in_force(placed, config).map_err(policy_error)?;
+        if let Some(policy) = &policy {
+            let (analysis, failed) = dpplan_policy::checked::check_source(placed, &text, config)
+                .map_err(|e| policy_error(*e))?;
+            if failed {
+                let file = FileResult {
+                    path: &name,
+                    text: &text,
+                    analysis: &analysis,
+                };
+                return Err(Failure {
+                    kind: "refused",
+                    message: format!(
+                        "`{name}` fails the policy in force ({}, sha256 {}): not compiled",
+                        policy.chain_text(),
+                        policy.hash
+                    ),
+                    payload: Some(dpplan_render::json(&[file])),
+                }
+                .into());
+            }
+        }
+        match dpplan_compile::compile(&text) {
+            Ok(mut plan) => {
+                plan.policy = policy
+                    .as_ref()
+                    .map(|p| dpplan_policy::checked::record(p, placed));
+                Ok(dpplan_plan::to_json(&plan))
+            }
+            Err(CompileError::Diagnostics(analysis)) => {
+                Err(plan_errors(&name, &text, &analysis, "not compiled").into())
+            }
+            Err(e) => Err(Failure {
+                kind: "refused",
+                message: format!("`{name}`: {e}"),
+                payload: None,
+            }
+            .into()),
+        }
+    })
+}
+
+/// The canonical layout of a plan (`dpplan fmt`), or an error when the
+/// text does not parse.
+#[pyfunction]
+fn format_text(py: Python<'_>, text: String) -> PyResult<String> {
+    py.detach(move || {
+        dpplan_fmt::format(&text).map_err(|e| {
+            Failure {
+                kind: "plan",
+                message: format!("the plan is not formatted: {e}"),
+                payload: None,
+            }
+            .into()
+        })
+    })
+}
+
+/// The native core of the `dpplan` Python package.
+#[pymodule]
+mod _dpplan {
+    #[pymodule_export]
+    use super::{account, check, compile, diff, format_text, review, Error};
+
+    #[pymodule_export]
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+}

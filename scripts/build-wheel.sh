@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the `dpplan` wheel into target/wheels: the release `dpplan` binary
+# in the wheel's data scripts (pip installs it on PATH, as ruff's wheel
+# does) and the Python package with its native module (crates/dpplan-python),
+# by maturin 1.16.0 (scripts/test-deps.sh installs it). Prints the wheel's
+# path last.
+#
+#   scripts/build-wheel.sh                 the release wheel (what users install)
+#   scripts/build-wheel.sh --profile test  the same wheel with the binary `cargo
+#                                          test` has already built and the module
+#                                          in the `wheel-test` profile (the test
+#                                          profile's settings): scripts/test-python.sh
+#                                          (the tests check the packaging and the
+#                                          API, not the optimiser, and a release
+#                                          build costs CI ~7 minutes)
+set -euo pipefail
+profile=release
+if [ "${1:-}" = "--profile" ]; then
+  profile="${2:?--profile needs a name}"
+fi
+cd "$(dirname "$0")/.."
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
+maturin="target/test-deps/maturin-venv/bin/maturin"
+if [ ! -x "$maturin" ]; then
+  echo "maturin is not installed: run scripts/test-deps.sh" >&2
+  exit 1
+fi
+cargo build --locked --profile "$profile" --bin dpplan
+case "$profile" in dev | test) bin_dir=debug ;; *) bin_dir="$profile" ;; esac
+data=crates/dpplan-python/wheel-data/scripts
+rm -rf crates/dpplan-python/wheel-data
+mkdir -p "$data"
+# stripped: the symbols are for profiling here, not for users (35 → ~14 MB)
+if command -v strip >/dev/null; then
+  strip -o "$data/dpplan" "$target_dir/$bin_dir/dpplan"
+else
+  cp "$target_dir/$bin_dir/dpplan" "$data/dpplan"
+fi
+out="$target_dir/wheels"
+rm -f "$out"/dpplan-*.whl
+# `cargo rustc --profile test` would build a test harness, not the module
+module_profile="$profile"
+[ "$profile" = test ] && module_profile=wheel-test
+"$maturin" build --locked --profile "$module_profile" -m crates/dpplan-python/Cargo.toml --out "$out" >&2
+ls "$out"/dpplan-*.whl
