@@ -5,13 +5,16 @@
 # (GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY, an event file; `cargo`
 # and the GitHub API replaced by recording stubs).
 #
-# Environment: DPPLAN_BIN (a built dpplan; required).
+# Environment: DPPLAN_BIN (a built dpplan; required); DPPLAN_WHEEL (the
+# dpplan wheel, scripts/build-wheel.sh; required): the `package` input
+# installs it for real with pip, and its binary runs the rest of the test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 py="$root/target/test-deps/precommit-venv/bin/python"   # has PyYAML (pre-commit's dependency)
 [ -x "$py" ] || { echo "run scripts/test-deps.sh first" >&2; exit 1; }
 bin=$(realpath "${DPPLAN_BIN:?set DPPLAN_BIN to a built dpplan}")
+wheel=$(realpath "${DPPLAN_WHEEL:?set DPPLAN_WHEEL to a built dpplan wheel (scripts/build-wheel.sh)}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "action test: $*" >&2; exit 1; }
@@ -37,6 +40,12 @@ for s in a["runs"]["steps"]:
         for script in re.findall(r"\$GITHUB_ACTION_PATH/([\w/.-]+)", s["run"]):
             p = os.path.join(root, script)
             assert os.access(p, os.X_OK), f"{script} missing or not executable"
+upload = [s for s in a["runs"]["steps"] if "upload-sarif" in s.get("uses", "")]
+assert upload and upload[0].get("continue-on-error") is True, "a refused SARIF upload must not fail the job"
+cache = [s for s in a["runs"]["steps"] if s.get("uses", "").startswith("actions/cache@")]
+assert cache and "steps.key.outputs.key" in cache[0]["with"]["key"], "the build is not cached by its source's key"
+for perm in ("security-events: write", "pull-requests: write"):
+    assert perm in text, f"the permissions the Action needs are not documented: {perm}"
 print("action.yml: ok", file=sys.stderr)
 PY
 
@@ -60,7 +69,34 @@ rm -rf "$RUNNER_TEMP/dpplan"
 PATH="$work/stub:$PATH" INPUT_BINARY_URL= scripts/action/install.sh > "$work/out"
 grep -qx "install --locked --quiet --root $RUNNER_TEMP/dpplan --path $root/crates/dpplan-cli" "$work/cargo-args" \
   || fail "cargo install called as: $(cat "$work/cargo-args")"
-export PATH="$RUNNER_TEMP/dpplan/bin:$PATH"
+# ... then restored from the Action's cache: no build
+rm -f "$work/cargo-args"
+PATH="$work/stub:$PATH" INPUT_BINARY_URL= scripts/action/install.sh > "$work/out"
+grep -q "restored from the Action's cache" "$work/out" || fail "a cached build was not reused: $(cat "$work/out")"
+[ ! -e "$work/cargo-args" ] || fail "a cached build was rebuilt"
+# the cache key: the same source gives the same key, a changed source file
+# another, and a build directory inside the source changes nothing
+keytree="$work/keytree"
+mkdir -p "$keytree/crates/a/src" "$keytree/crates/a/target" "$keytree/grammar"
+echo '[workspace]' > "$keytree/Cargo.toml"; echo 'version = 3' > "$keytree/Cargo.lock"
+echo 'fn f() {}' > "$keytree/crates/a/src/lib.rs"; echo 'g = { "x" }' > "$keytree/grammar/g.pest"
+key() { : > "$work/key-out"; GITHUB_ACTION_PATH="$keytree" GITHUB_OUTPUT="$work/key-out" scripts/action/cache-key.sh; cat "$work/key-out"; }
+k1=$(key); k2=$(key)
+echo junk > "$keytree/crates/a/target/x"; k3=$(key)
+echo 'fn g() {}' > "$keytree/crates/a/src/lib.rs"; k4=$(key)
+[[ "$k1" =~ ^key=dpplan-Linux-X64-[0-9a-f]{32}$ ]] || fail "cache key: $k1"
+[ "$k1" = "$k2" ] && [ "$k1" = "$k3" ] || fail "the cache key moved without a source change"
+[ "$k1" != "$k4" ] || fail "the cache key did not move with the source"
+# ... or the wheel, installed for real by pip (`package`): the binary it puts
+# on PATH runs everything below
+rm -rf "$RUNNER_TEMP/dpplan"; : > "$GITHUB_PATH"
+start=$(date +%s)
+INPUT_PACKAGE="$wheel" scripts/action/install.sh > "$work/out"
+echo "action install from the wheel: $(( $(date +%s) - start )) s"
+[ "$(cat "$GITHUB_PATH")" = "$RUNNER_TEMP/dpplan/venv/bin" ] || fail "the wheel's bin is not on GITHUB_PATH: $(cat "$GITHUB_PATH")"
+"$RUNNER_TEMP/dpplan/venv/bin/dpplan" --version | grep -qx "$("$bin" --version)" || fail "the wheel's binary is not this dpplan"
+"$RUNNER_TEMP/dpplan/venv/bin/python" -c 'import dpplan' || fail "the wheel's module does not import"
+export PATH="$RUNNER_TEMP/dpplan/venv/bin:$PATH"
 
 # 3. check: a clean set, then one with an error
 plans="$work/plans"
@@ -160,4 +196,4 @@ echo '[{"id": 5, "body": "a human comment"}, {"id": 99, "body": "<!-- dpplan-dif
 PATH="$work/stub:$PATH" INPUT_DIFF_BASE=main GITHUB_TOKEN=secret "$root/scripts/action/diff-comment.sh" > "$work/out"
 grep -qx "PATCH http://api.test/repos/acme/plans/issues/comments/99" "$work/curl-log" || { cat "$work/curl-log"; fail "no PATCH of the existing comment"; }
 ! grep -q "^POST" "$work/curl-log" || fail "a second comment was posted"
-echo "GitHub Action: ok (manifest, install, check, PR comment)"
+echo "GitHub Action: ok (manifest, install: binary, cargo, cache, wheel; check, PR comment)"

@@ -14,13 +14,14 @@ cargo test --locked --workspace
 spark_cluster_stop
 # The CI packages as users meet them: the pre-commit hooks run by
 # pre-commit, the GitHub Action's scripts, the VS Code extension's .vsix.
+# The Python wheel installed with pip in a fresh venv: the binary on PATH
+# and the module, each result equal to the binary's (tests/python); the
+# Action's test installs the same wheel.
+scripts/test-python.sh
 bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
-DPPLAN_BIN="$bin_dir/dpplan" scripts/test-action.sh
+DPPLAN_BIN="$bin_dir/dpplan" DPPLAN_WHEEL="$(ls "${CARGO_TARGET_DIR:-target}"/wheels/dpplan-*.whl)" scripts/test-action.sh
 scripts/test-vscode.sh
-# The Python wheel installed with pip in a fresh venv: the binary on PATH
-# and the module, each result equal to the binary's (tests/python).
-scripts/test-python.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
 # Every fuzz target on a fixed, seeded count of inputs, capped at
