@@ -21,9 +21,10 @@ fi
 cd "$(dirname "$0")/.."
 target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$(pwd)/$target_dir" ;; esac
-maturin="target/test-deps/maturin-venv/bin/maturin"
-if [ ! -x "$maturin" ]; then
-  echo "maturin is not installed: run scripts/test-deps.sh" >&2
+# MATURIN: another maturin (the release workflow's, pip-installed, pinned)
+maturin="${MATURIN:-target/test-deps/maturin-venv/bin/maturin}"
+if ! command -v "$maturin" >/dev/null; then
+  echo "maturin is not installed: run scripts/test-deps.sh (or set MATURIN)" >&2
   exit 1
 fi
 cargo build --locked --profile "$profile" --bin dpplan

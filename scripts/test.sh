@@ -20,7 +20,10 @@ spark_cluster_stop
 scripts/test-python.sh
 bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
-DPPLAN_BIN="$bin_dir/dpplan" DPPLAN_WHEEL="$(ls "${CARGO_TARGET_DIR:-target}"/wheels/dpplan-*.whl)" scripts/test-action.sh
+wheel="$(ls "${CARGO_TARGET_DIR:-target}"/wheels/dpplan-*.whl)"
+DPPLAN_BIN="$bin_dir/dpplan" DPPLAN_WHEEL="$wheel" scripts/test-action.sh
+# The release workflow linted, one version everywhere, the notes, the tags.
+DPPLAN_BIN="$bin_dir/dpplan" DPPLAN_WHEEL="$wheel" scripts/test-release.sh
 scripts/test-vscode.sh
 # The language server driven by independent clients (pytest-lsp, Neovim).
 DPPLAN_BIN="${CARGO_TARGET_DIR:-target}/debug/dpplan" tests/lsp/run-e2e.sh
