@@ -24,7 +24,17 @@ VENV="${E2E_VENV:-$ROOT/target/e2e-venv}"
 if [[ ! -x "$VENV/bin/python" ]]; then
   python3 -m venv "$VENV"
 fi
-"$VENV/bin/pip" install -q "pytest-lsp==1.0.1" "pytest>=8" "pytest-asyncio>=0.24"
+# pinned, each with what it needs (the versions the tests last passed with);
+# installed only when the venv does not already have exactly these
+pins=(pytest-lsp==1.0.1 pygls==2.1.1 lsprotocol==2025.0.0 attrs==26.1.0 cattrs==26.2.1
+  pytest==9.2.0 pytest-asyncio==1.5.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4
+  Pygments==2.21.0 typing_extensions==4.16.0)
+if ! "$VENV/bin/python" - "${pins[@]}" <<'PY' 2>/dev/null; then
+import importlib.metadata as m, sys
+sys.exit(any(m.version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
+PY
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+fi
 (cd tests/lsp && "$VENV/bin/python" -m pytest -q -p no:cacheprovider test_e2e.py)
 passed=1
 
@@ -37,6 +47,8 @@ if [[ "${SKIP_NVIM:-0}" != 1 ]]; then
   fi
   if command -v nvim >/dev/null; then
     timeout 120 nvim --headless -u NONE -c "luafile tests/lsp/nvim_e2e.lua"
+    # the shipped editors/neovim/dpplan.lua on this Neovim, as a user sets it up
+    timeout 120 nvim --headless -u NONE -c "luafile tests/lsp/nvim_setup.lua"
     passed=2
   else
     echo "e2e: neovim could not be installed" >&2
