@@ -18,6 +18,8 @@ spark_cluster_stop
 # and the module, each result equal to the binary's (tests/python); the
 # Action's test installs the same wheel.
 scripts/test-python.sh
+# docs/tutorial.md run as a reader runs it, with the wheel's dpplan.
+DPPLAN_VENV=target/test-deps/wheel-venv scripts/test-tutorial.sh
 bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 DPPLAN_BIN="$bin_dir/dpplan" scripts/test-precommit.sh
 wheel="$(ls "${CARGO_TARGET_DIR:-target}"/wheels/dpplan-*.whl)"
