@@ -37,13 +37,21 @@ export RUSTFLAGS="${DPPLAN_FUZZ_EXTRA_RUSTFLAGS:-} \
 # build is the same everywhere.
 unset CARGO_ENCODED_RUSTFLAGS RUSTC_WORKSPACE_WRAPPER
 
-# The same dependency versions as the root workspace (what CI tests): start
-# from its lock file; cargo only adds libfuzzer-sys and what it needs.
-cp "$here/../Cargo.lock" "$here/Cargo.lock"
+# The same dependency versions as the root workspace (what CI tests), from
+# fuzz/Cargo.lock, committed: the root's lock file plus libfuzzer-sys and
+# what it needs, so a build neither updates the crates index nor picks a
+# version of its own (--locked). DPPLAN_FUZZ_UPDATE_LOCK=1 makes it again
+# from the root's lock (after the root's lock changes); lock-check.py
+# refuses a fuzz lock whose versions differ from the root's.
+if [ "${DPPLAN_FUZZ_UPDATE_LOCK:-0}" = 1 ]; then
+  cp "$here/../Cargo.lock" "$here/Cargo.lock"
+  cargo metadata --format-version 1 --manifest-path "$here/Cargo.toml" >/dev/null
+fi
+python3 "$here/lock-check.py" "$here/../Cargo.lock" "$here/Cargo.lock" >&2 || exit 1
 
 bins=()
 for t in "$@"; do bins+=(--bin "$t"); done
 [ ${#bins[@]} -gt 0 ] || bins=(--bins)
 
-cargo build --release --target "$host" "${bins[@]}" >&2
+cargo build --locked --release --target "$host" "${bins[@]}" >&2
 echo "$CARGO_TARGET_DIR/$host/release"

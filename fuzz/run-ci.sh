@@ -31,6 +31,22 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 read -r -a targets <<<"${DPPLAN_FUZZ_TARGETS:-parse_check_fmt plan_load csv_engine lsp_transport}"
 
+# the lock check refuses a fuzz lock that drifted from the root's (its
+# negative control: one version changed)
+drift=$(mktemp)
+python3 - "$drift" <<'PY'
+import re, sys
+text = open("Cargo.lock").read()
+drifted = re.sub(r'^version = "(\d+)\.', lambda m: f'version = "9{m.group(1)}.', text, count=1, flags=re.M)
+assert drifted != text
+open(sys.argv[1], "w").write(drifted)
+PY
+if python3 lock-check.py ../Cargo.lock "$drift" 2>/dev/null; then
+  rm -f "$drift"
+  echo "fuzz: the lock check accepted a drifted lock" >&2; exit 1
+fi
+rm -f "$drift"
+
 start=$(date +%s)
 bin_dir="$(./build.sh "${targets[@]}" | tail -n 1)" || { echo "fuzz: build failed" >&2; exit 1; }
 built=$(date +%s)
