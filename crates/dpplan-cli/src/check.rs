@@ -179,17 +179,12 @@ pub fn run(
             return Ok(ExitCode::from(2));
         }
     };
-    let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
-    let shared = dpplan_render::shared_budgets_of(&applied.shared);
-    let chains = dpplan_render::applied_policies(&applied, &names);
-    let results: Vec<FileResult> = loaded
-        .iter()
-        .map(|(path, text, analysis)| FileResult {
-            path,
-            text,
-            analysis,
-        })
-        .collect();
+    let dpplan_render::Checked {
+        names,
+        results,
+        shared,
+        chains,
+    } = dpplan_render::Checked::new(&loaded, &applied);
     let color = match color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -201,16 +196,8 @@ pub fn run(
         Format::Human => human(&results, &shared, &chains, &names, color, view),
         Format::Json => {
             // Streamed: at 10⁵ queries the document is 10⁸ bytes.
-            let shared_json =
-                (!shared.is_empty()).then(|| dpplan_render::shared_budgets_json(&shared));
-            let policies = dpplan_render::policies_json(&chains);
             crate::out::write_stream(|w| {
-                dpplan_render::write_json_with_policies(
-                    w,
-                    &results,
-                    shared_json.as_ref(),
-                    Some(&policies),
-                )
+                dpplan_render::write_check_json(w, &results, &shared, &chains)
             })
             .into_diagnostic()?;
             let code = exit_code(&results, &shared, deny);

@@ -72,27 +72,10 @@ fn check_document(
         message: dpplan_render::policy_error(&e, false),
         payload: None,
     })?;
-    let names: Vec<&str> = loaded.iter().map(|(n, _, _)| n.as_str()).collect();
-    let shared = dpplan_render::shared_budgets_of(&applied.shared);
-    let chains = dpplan_render::applied_policies(&applied, &names);
-    let results: Vec<FileResult> = loaded
-        .iter()
-        .map(|(path, text, analysis)| FileResult {
-            path,
-            text,
-            analysis,
-        })
-        .collect();
-    let shared_json = (!shared.is_empty()).then(|| dpplan_render::shared_budgets_json(&shared));
-    let policies = dpplan_render::policies_json(&chains);
+    let checked = dpplan_render::Checked::new(&loaded, &applied);
     let mut out = Vec::new();
-    dpplan_render::write_json_with_policies(
-        &mut out,
-        &results,
-        shared_json.as_ref(),
-        Some(&policies),
-    )
-    .map_err(|e| argument(format!("cannot write the JSON document: {e}")))?;
+    dpplan_render::write_check_json(&mut out, &checked.results, &checked.shared, &checked.chains)
+        .map_err(|e| argument(format!("cannot write the JSON document: {e}")))?;
     let has_errors = loaded[0].2.has_errors();
     let doc = String::from_utf8(out)
         .map_err(|e| argument(format!("the JSON document is not UTF-8: {e}")))?;

@@ -24,8 +24,8 @@ pub use human::{
 };
 pub use junit::{junit, junit_with};
 pub use machine::{
-    github, github_summary, github_summary_with, json, json_value, write_json, write_json_with,
-    write_json_with_policies,
+    github, github_summary, github_summary_with, json, json_value, write_check_json, write_json,
+    write_json_with, write_json_with_policies,
 };
 pub use policy::{
     applied_policies, github_policies, policies_human, policies_json, policy_of, AppliedPolicy,
@@ -43,6 +43,39 @@ pub struct FileResult<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub analysis: &'a Analysis,
+}
+
+/// A check under policies as the renderers take it: each plan's result,
+/// its name, the shared budgets some plan reads, the chains that applied.
+pub struct Checked<'a> {
+    pub names: Vec<&'a str>,
+    pub results: Vec<FileResult<'a>>,
+    pub shared: Vec<SharedBudget<'a>>,
+    pub chains: Vec<AppliedPolicy<'a>>,
+}
+
+impl<'a> Checked<'a> {
+    /// `plans` (name, text, analysis) after `dpplan_policy::checked::apply`
+    /// returned `applied` for them.
+    pub fn new(
+        plans: &'a [(String, String, Analysis)],
+        applied: &'a dpplan_policy::checked::Applied,
+    ) -> Checked<'a> {
+        let names: Vec<&str> = plans.iter().map(|(n, _, _)| n.as_str()).collect();
+        Checked {
+            results: plans
+                .iter()
+                .map(|(path, text, analysis)| FileResult {
+                    path,
+                    text,
+                    analysis,
+                })
+                .collect(),
+            shared: shared_budgets_of(&applied.shared),
+            chains: applied_policies(applied, &names),
+            names,
+        }
+    }
 }
 
 /// Counts by severity over several files.

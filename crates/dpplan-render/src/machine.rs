@@ -270,6 +270,20 @@ pub fn write_json_with_policies<W: std::io::Write>(
     write_document(w, files, shared, policies, true)
 }
 
+/// `dpplan check --format json`'s document for a check under policies:
+/// the plans' results, the shared budgets some plan reads and the chains
+/// that applied (the binary's and the Python module's one call).
+pub fn write_check_json<W: std::io::Write>(
+    w: W,
+    files: &[FileResult],
+    shared: &[crate::SharedBudget],
+    chains: &[crate::AppliedPolicy],
+) -> std::io::Result<()> {
+    let shared_json = (!shared.is_empty()).then(|| crate::shared_budgets_json(shared));
+    let policies = crate::policies_json(chains);
+    write_document(w, files, shared_json.as_ref(), Some(&policies), true)
+}
+
 /// The queries arrays [`write_json_with`] splices in: those of
 /// [`PARALLEL_QUERIES`](crate::query_array::PARALLEL_QUERIES) queries or more.
 fn spliced(queries: Option<&[dpplan_check::QueryReport]>) -> bool {

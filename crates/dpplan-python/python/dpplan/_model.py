@@ -105,20 +105,12 @@ class Diagnostic(_Record):
 
 
 @_record
-class Suppressed(_Record):
-    """A diagnostic a ``dpplan: allow`` comment suppressed, with its reason."""
+class Suppressed(Diagnostic):
+    """A diagnostic a ``dpplan: allow`` comment suppressed, with its reason
+    and the comment's range."""
 
-    code: str
-    name: str
-    severity: str
-    message: str
-    help: Optional[str]
-    notes: List[str]
-    range: Range
-    label: str
-    related: List[Dict[str, Any]]
-    reason: str
-    suppressed_by: Range
+    reason: Optional[str] = None
+    suppressed_by: Optional[Range] = None
 
 
 @_record
