@@ -1,51 +1,14 @@
 //! Shared budget ledgers (docs/policy.md, `[[budgets]]` with `ledger`):
-//! the budgets `dpplan run` charges, from the policy in force for the
-//! plan, and `dpplan ledger show|verify` of a budget ledger.
+//! `dpplan ledger show|verify|export` of a budget ledger (the budgets
+//! `dpplan run` charges are `dpplan_gate::run_requirements`').
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use miette::{miette, IntoDiagnostic, Result};
 
-use dpplan_runtime::ledger::budget::{BudgetLedger, Per, SharedBudget};
+use dpplan_runtime::ledger::budget::BudgetLedger;
 use dpplan_runtime::ledger::LedgerError;
-
-/// The shared budgets with a budget ledger of the policy in force for the
-/// plan at `plan` (`--config`, or the nearest `dpplan.toml` up from it,
-/// with its chain); none without a policy. A policy that cannot be used is an error located in it.
-pub fn in_force(plan: &Path, config: Option<&Path>) -> Result<Vec<SharedBudget>> {
-    let policy = match dpplan_policy::in_force(plan, config) {
-        Ok(Some(p)) => p,
-        Ok(None) => return Ok(Vec::new()),
-        Err(e) => {
-            err!("{}", dpplan_render::policy_error(&e, false));
-            return Err(miette!(
-                help = "fix the policy: a run never goes on without the budgets it shares",
-                "the policy `{}` in force for `{}` cannot be used",
-                e.file.display(),
-                plan.display()
-            ));
-        }
-    };
-    Ok(policy
-        .budgets
-        .iter()
-        .filter_map(|b| {
-            b.ledger.as_ref().map(|l| SharedBudget {
-                source: b.source.clone(),
-                path: b.path.clone(),
-                epsilon: b.epsilon,
-                delta: b.delta,
-                ledger: l.clone(),
-                policy: b.policy.clone(),
-                per: b.per.map(|p| match p {
-                    dpplan_policy::Per::Week => Per::Week,
-                    dpplan_policy::Per::Month => Per::Month,
-                }),
-            })
-        })
-        .collect())
-}
 
 fn open(path: &Path) -> Result<BudgetLedger> {
     BudgetLedger::open(path).map_err(|e| miette!("{e}"))

@@ -8,10 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use dpplan_check::analyze;
-use dpplan_policy::checked::check_source;
-use dpplan_policy::Policy;
-
 /// `--config` and `--policy-override`: the policy of `compile`, `run`,
 /// `report --freeze` and `ledger freeze`.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -27,32 +23,33 @@ pub struct GateArgs {
     pub policy_override: Option<String>,
 }
 
-/// The policy in force for `at`, or the exit code after its error was
-/// printed.
-fn in_force(at: &Path, config: Option<&Path>) -> Result<Option<Policy>, std::process::ExitCode> {
-    dpplan_policy::in_force(at, config).map_err(|e| {
-        err!("{}", dpplan_render::policy_error(&e, false));
-        std::process::ExitCode::from(2)
-    })
-}
-
-/// Prints an override or a refusal: `None` to go on, else the exit code.
-fn decide(
+/// Prints a gate's decision: `None` to go on, else the exit code (1 for a
+/// refusal, 2 for a policy file that cannot be used, printed located in it).
+fn print_decision(
     what: &str,
-    problem: &str,
-    help: &str,
-    reason: Option<&str>,
+    decided: Result<dpplan_gate::Decision, Box<dpplan_policy::ConfigError>>,
 ) -> Option<std::process::ExitCode> {
     use crate::out::escape_control as esc;
-    match reason {
-        Some(r) => {
+    use dpplan_gate::Decision;
+    match decided {
+        Err(e) => {
+            err!("{}", dpplan_render::policy_error(&e, false));
+            Some(std::process::ExitCode::from(2))
+        }
+        Ok(Decision::Go { note }) => {
+            if let Some(n) = note {
+                errln!("{n}");
+            }
+            None
+        }
+        Ok(Decision::Overridden { reason, problem }) => {
             errln!(
                 "warning: policy override (\"{}\"): {problem}; going on as the operator decided",
-                esc(r)
+                esc(&reason)
             );
             None
         }
-        None => {
+        Ok(Decision::Refused { problem, help }) => {
             errln!("error: {what} is refused: {problem}");
             errln!("help: {help}, or, as an explicit decision, pass --policy-override \"why\"");
             Some(std::process::ExitCode::from(1))
@@ -60,136 +57,50 @@ fn decide(
     }
 }
 
-/// `dpplan run`'s gate: the executable plan at `file` must have been
-/// compiled under the policy in force there (the nearest `dpplan.toml` up
-/// from it, or `--config`), and its embedded source must still pass it;
-/// a plan compiled under no policy or another is refused unless
-/// `--policy-override` says otherwise. `None`: go on.
+/// `dpplan run`'s gate ([`dpplan_gate::compiled`]): the executable plan at
+/// `file` must have been compiled under the policy in force there, and its
+/// embedded source must still pass it. `None`: go on.
 pub fn gate_compiled(
     file: &Path,
     plan: &dpplan_plan::ExecutablePlan,
     gate: &GateArgs,
 ) -> Option<std::process::ExitCode> {
-    let policy = match in_force(file, gate.config.as_deref()) {
-        Ok(p) => p,
-        Err(code) => return Some(code),
-    };
-    let what = format!("`{}`", file.display());
-    let Some(policy) = policy else {
-        if let Some(r) = &plan.policy {
-            errln!(
-                "note: `{}` was compiled under policy {} (sha256 {}); no policy is in force here",
-                file.display(),
-                r.files.join(" → "),
-                r.sha256
-            );
-        }
-        return None;
-    };
-    let problem = match &plan.policy {
-        None => Some(format!(
-            "it was compiled under no policy, and {} (sha256 {}) is in force",
-            policy.chain_text(),
-            policy.hash
-        )),
-        Some(r) if r.sha256 != policy.hash => Some(format!(
-            "it was compiled under policy {} (sha256 {}), and {} (sha256 {}) is in force",
-            r.files.join(" → "),
-            r.sha256,
-            policy.chain_text(),
-            policy.hash
-        )),
-        Some(r) => {
-            // the record says so; the embedded source must also pass it
-            // (a record is not a signature)
-            let root = policy
-                .chain()
-                .first()
-                .and_then(|f| dpplan_policy::normalise(f).parent().map(Path::to_path_buf))
-                .unwrap_or_default();
-            let at = root.join(&r.plan);
-            let mut a = analyze(&plan.body.source.text);
-            dpplan_policy::apply(&policy, &at, &mut a);
-            a.diagnostics.iter().find(|d| d.is_error()).map(|d| {
-                format!(
-                    "its source fails the policy in force ({}): {} {}",
-                    policy.chain_text(),
-                    d.code.as_str(),
-                    d.message
-                )
-            })
-        }
-    };
-    match problem {
-        Some(p) => decide(
-            &what,
-            &p,
-            "recompile the plan under the policy in force (`dpplan compile PLAN.dpplan -o PLAN.json`)",
+    print_decision(
+        &format!("`{}`", file.display()),
+        dpplan_gate::compiled(
+            file,
+            plan,
+            gate.config.as_deref(),
             gate.policy_override.as_deref(),
         ),
-        None => {
-            errln!(
-                "policy: {} (sha256 {}), in force and the one `{}` was compiled under{}",
-                policy.chain_text(),
-                policy.hash,
-                file.display(),
-                if gate.policy_override.is_some() {
-                    "; --policy-override changes nothing"
-                } else {
-                    ""
-                }
-            );
-            None
-        }
-    }
+    )
 }
 
-/// `report --freeze` and `ledger freeze`'s gate: the plan source at
-/// `path` must pass the policy in force there, as `dpplan check` would
-/// report it (a report of a plan the policy refuses is no sign-off),
-/// unless `--policy-override` says otherwise. `None`: go on.
+/// `report --freeze` and `ledger freeze`'s gate ([`dpplan_gate::source`]):
+/// the plan source at `path` must pass the policy in force there, as
+/// `dpplan check` would report it. `None`: go on.
 pub fn gate_source(path: &Path, gate: &GateArgs) -> Option<std::process::ExitCode> {
     // reading is the freeze's own error to report
     let Ok(text) = std::fs::read_to_string(path) else {
         return None;
     };
-    let policy = match in_force(path, gate.config.as_deref()) {
-        Ok(p) => p?,
-        Err(code) => return Some(code),
-    };
-    let (analysis, failed) = match check_source(path, &text, gate.config.as_deref()) {
-        Ok(x) => x,
-        Err(e) => {
-            err!("{}", dpplan_render::policy_error(&e, false));
-            return Some(std::process::ExitCode::from(2));
-        }
-    };
-    if !failed {
-        errln!(
-            "policy: {} (sha256 {}), in force; `{}` passes it",
-            policy.chain_text(),
-            policy.hash,
-            path.display()
-        );
-        return None;
-    }
     let shown = path.display().to_string();
-    if gate.policy_override.is_none() {
-        let file = dpplan_render::FileResult {
-            path: &shown,
-            text: &text,
-            analysis: &analysis,
-        };
-        err!("{}", crate::out::human(&file));
-    }
-    decide(
-        &format!("freezing a report of `{shown}`"),
-        &format!(
-            "the plan fails the policy in force ({}, sha256 {})",
-            policy.chain_text(),
-            policy.hash
-        ),
-        "fix what the policy reports (`dpplan check` shows it), then make and freeze the report again",
+    let decided = dpplan_gate::source(
+        path,
+        &text,
+        gate.config.as_deref(),
         gate.policy_override.as_deref(),
     )
+    .map(|(decision, failing)| {
+        if let (dpplan_gate::Decision::Refused { .. }, Some(analysis)) = (&decision, &failing) {
+            let file = dpplan_render::FileResult {
+                path: &shown,
+                text: &text,
+                analysis,
+            };
+            err!("{}", crate::out::human(&file));
+        }
+        decision
+    });
+    print_decision(&format!("freezing a report of `{shown}`"), decided)
 }

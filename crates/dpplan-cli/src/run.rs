@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
 use dpplan_engine::{CsvEngine, Engine};
-use dpplan_runtime::ledger::SignoffRule;
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
 use dpplan_spark::{KeysRequest, Request, SparkEngine, WindowsRequest};
 
@@ -140,9 +139,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(code);
     }
     let data = data_paths(&plan, &a.data)?;
-    let signoff = match signoff_rules(&a.plan, a.gate.config.as_deref()) {
+    // what the policy in force requires of the run (a policy that cannot be
+    // used was refused by the gate above, exit 2)
+    let (signoff, budgets) = match dpplan_gate::run_requirements(&a.plan, a.gate.config.as_deref())
+    {
         Ok(r) => r,
-        Err(code) => return Ok(code),
+        Err(e) => {
+            err!("{}", dpplan_render::policy_error(&e, false));
+            return Ok(ExitCode::from(2));
+        }
     };
     let opts = RunOptions {
         data,
@@ -157,7 +162,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         raise_budget: a.raise_budget,
         test_clock: a.test_clock,
         signoff,
-        budgets: crate::budget::in_force(&a.plan, a.gate.config.as_deref())?,
+        budgets,
     };
     if a.dry_run {
         return dry_run(&plan, &opts, a.csv);
@@ -208,38 +213,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// The sign-offs the policy in force for the plan at `plan` requires
-/// (every `[signoff]` of its chain, docs/policy.md; `--policy-override`
-/// does not lift them); a policy that cannot be used is printed, located in
-/// its file, and exits 2.
-fn signoff_rules(
-    plan: &Path,
-    config: Option<&Path>,
-) -> std::result::Result<Vec<SignoffRule>, ExitCode> {
-    let policy = match dpplan_policy::in_force(plan, config) {
-        Ok(p) => p,
-        Err(e) => {
-            err!("{}", dpplan_render::policy_error(&e, false));
-            return Err(ExitCode::from(2));
-        }
-    };
-    let Some(p) = policy else {
-        return Ok(Vec::new());
-    };
-    Ok(p.signoffs()
-        .into_iter()
-        .map(|(file, s)| SignoffRule {
-            policy: file.display().to_string(),
-            required: s.required,
-            reviewers: s
-                .reviewers
-                .iter()
-                .map(|r| (r.name.clone(), r.public_key.clone()))
-                .collect(),
-        })
-        .collect())
 }
 
 /// `--data NAME=PATH` options: each names a dataset of the plan.
