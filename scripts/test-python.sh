@@ -13,7 +13,8 @@ venv=target/test-deps/wheel-venv
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-index \
-  --find-links target/test-deps/wheelhouse "$wheel" "pytest==9.2.0"
+  --find-links target/test-deps/wheelhouse "$wheel" "pytest==9.2.0" \
+  "pandas==3.1.1" "pyarrow==26.0.1" "polars==2.1.0"
 echo "wheel: $(basename "$wheel"), $(du -k "$wheel" | cut -f1) KiB"
 "$venv/bin/python" -X importtime -c 'import dpplan' 2>&1 | tail -n 1 | sed 's/^/import dpplan (µs, self | cumulative): /'
 PATH="$(pwd)/$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python

@@ -13,6 +13,7 @@
 //!
 //! The analysis runs with the GIL released. Nothing here prints.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use pyo3::create_exception;
@@ -340,6 +341,148 @@ fn compile(
     })
 }
 
+/// A time given to `run`: Unix seconds, or a UTC date
+/// `YYYY-MM-DD[THH:MM[:SS]][Z]` (as `dpplan run --at` reads it).
+fn run_time(what: &str, t: Option<RunTime>) -> Result<Option<i64>, Failure> {
+    let seconds = match t {
+        None => return Ok(None),
+        Some(RunTime::Seconds(n)) => n,
+        Some(RunTime::Text(s)) => dpplan_check::schedule::parse_date(&s).ok_or_else(|| {
+            argument(format!(
+                "{what} `{s}` is not a time: write a UTC date such as 2026-01-15T06:00Z, or Unix seconds"
+            ))
+        })?,
+    };
+    dpplan_runtime::check_time(what, seconds)
+        .map(Some)
+        .map_err(|e| argument(format!("{what}: {e}")))
+}
+
+/// A time as Python gives it: an int (Unix seconds) or a string.
+#[derive(FromPyObject)]
+enum RunTime {
+    Seconds(i64),
+    Text(String),
+}
+
+/// `dpplan run PLAN.json --data NAME=PATH… --ledger LEDGER`: the releases
+/// that are due, through the same gates as the binary (`dpplan-gate`: the
+/// policy in force at the plan's place, the sign-offs it requires, the
+/// shared budget ledgers it charges) and the same runtime and embedded
+/// engine. Returns the run's JSON output and the gate's notes (the policy
+/// it ran under, an override), which the binary prints on stderr.
+#[pyfunction]
+#[pyo3(signature = (plan, data, ledger, at=None, slot=None, start=None, queries=Vec::new(), test_clock=false, config=None, policy_override=None, threads=None, expect_hash=None))]
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    plan: String,
+    data: BTreeMap<String, String>,
+    ledger: String,
+    at: Option<RunTime>,
+    slot: Option<u64>,
+    start: Option<RunTime>,
+    queries: Vec<String>,
+    test_clock: bool,
+    config: Option<String>,
+    policy_override: Option<String>,
+    threads: Option<usize>,
+    expect_hash: Option<String>,
+) -> PyResult<(String, Vec<String>)> {
+    py.detach(move || {
+        let path = Path::new(&plan);
+        let text = std::fs::read_to_string(path).map_err(|e| Failure {
+            kind: "io",
+            message: format!("cannot read `{plan}`: {e}"),
+            payload: None,
+        })?;
+        let compiled = dpplan_compile::load(&text).map_err(|e| Failure {
+            kind: "refused",
+            message: format!(
+                "`{plan}` is refused: {e}{}",
+                if path.extension().is_some_and(|x| x == "dpplan") {
+                    " (a run takes the compiled plan, the artefact a reviewer signs off: dpplan.compile(...).save(...) first)"
+                } else {
+                    ""
+                }
+            ),
+            payload: None,
+        })?;
+        let config = config.as_deref().map(Path::new);
+        let policy_error = |e: Box<dpplan_policy::ConfigError>| Failure {
+            kind: "policy",
+            message: dpplan_render::policy_error(&e, false),
+            payload: None,
+        };
+        let mut notes = Vec::new();
+        match dpplan_gate::compiled(path, &compiled, config, policy_override.as_deref())
+            .map_err(policy_error)?
+        {
+            dpplan_gate::Decision::Go { note } => notes.extend(note),
+            dpplan_gate::Decision::Overridden { reason, problem } => notes.push(format!(
+                "warning: policy override (\"{reason}\"): {problem}; going on as the operator decided"
+            )),
+            dpplan_gate::Decision::Refused { problem, help } => {
+                return Err(Failure {
+                    kind: "refused",
+                    message: format!(
+                        "`{plan}` is refused: {problem}\nhelp: {help}, or, as an explicit decision, pass policy_override=\"why\""
+                    ),
+                    payload: None,
+                }
+                .into())
+            }
+        }
+        for name in data.keys() {
+            if !compiled.body.datasets.contains_key(name) {
+                return Err(argument(format!(
+                    "the plan has no dataset `{name}` (it has: {})",
+                    compiled
+                        .body
+                        .datasets
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .into());
+            }
+        }
+        let (signoff, budgets) =
+            dpplan_gate::run_requirements(path, config).map_err(policy_error)?;
+        let opts = dpplan_runtime::RunOptions {
+            data: data
+                .into_iter()
+                .map(|(k, v)| (k, std::path::PathBuf::from(v)))
+                .collect(),
+            base_dir: path.parent().map(Path::to_path_buf),
+            slot,
+            at: run_time("at", at)?,
+            queries,
+            ledger: std::path::PathBuf::from(ledger),
+            upgrade: false,
+            start: run_time("start", start)?,
+            expect_hash,
+            raise_budget: false,
+            test_clock,
+            signoff,
+            budgets,
+        };
+        let engine = match threads.and_then(std::num::NonZeroUsize::new) {
+            Some(n) => dpplan_engine::CsvEngine.threads(n),
+            None => dpplan_engine::CsvEngine,
+        };
+        let out = dpplan_runtime::run(&compiled, &opts, &engine).map_err(|e| Failure {
+            kind: if e.is_io() { "io" } else { "run" },
+            message: e.to_string(),
+            payload: None,
+        })?;
+        let json = serde_json::to_string(&out)
+            .map_err(|e| argument(format!("cannot write the run's output: {e}")))?;
+        Ok((json, notes))
+    })
+}
+
 /// The canonical layout of a plan (`dpplan fmt`), or an error when the
 /// text does not parse.
 #[pyfunction]
@@ -360,7 +503,7 @@ fn format_text(py: Python<'_>, text: String) -> PyResult<String> {
 #[pymodule]
 mod _dpplan {
     #[pymodule_export]
-    use super::{account, check, compile, diff, format_text, review, Error};
+    use super::{account, check, compile, diff, format_text, review, run, Error};
 
     #[pymodule_export]
     const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -67,6 +67,8 @@ __all__ = [
     "Range",
     "Refused",
     "Report",
+    "RunError",
+    "RunResult",
     "Selection",
     "Summary",
     "Suppressed",
@@ -76,6 +78,7 @@ __all__ = [
     "diff",
     "format",
     "report",
+    "run",
 ]
 
 PlanLike = Union[str, "os.PathLike[str]"]
@@ -110,6 +113,12 @@ class Refused(DpplanError):
     """The plan fails the policy in force, or the runtime cannot execute it."""
 
 
+class RunError(DpplanError):
+    """A run stopped before releasing (a damaged ledger, a budget that
+    would be exceeded, data that do not match the plan, …): nothing was
+    released that the ledger does not hold."""
+
+
 def _raise(err: _dpplan.Error) -> None:
     kind, message, payload = err.args
     diagnostics: List[Diagnostic] = []
@@ -118,7 +127,9 @@ def _raise(err: _dpplan.Error) -> None:
         files = doc.get("files") or []
         if files:
             diagnostics = [Diagnostic.from_json(d) for d in files[0].get("diagnostics", [])]
-    cls = {"plan": PlanError, "policy": PolicyError, "refused": Refused}.get(kind)
+    if kind == "io":
+        raise OSError(message) from None
+    cls = {"plan": PlanError, "policy": PolicyError, "refused": Refused, "run": RunError}.get(kind)
     if cls is None:
         raise ValueError(message) from None
     raise cls(message, diagnostics) from None
@@ -296,3 +307,150 @@ def format(plan: PlanLike) -> str:  # noqa: A001
         return _dpplan.format_text(text)
     except _dpplan.Error as e:
         _raise(e)
+
+
+class RunResult:
+    """What ``dpplan.run`` released: the run's output document (the JSON
+    ``dpplan run`` prints), its values, and the gate's notes."""
+
+    def __init__(self, doc: dict, notes: List[str]):
+        #: the run's output document, as ``dpplan run`` prints it
+        self.raw: dict = doc
+        #: the policy the run went through (or the override), as the binary prints them
+        self.notes: List[str] = notes
+
+    @property
+    def releases(self) -> List[dict]:
+        """One record per release (query and slot), its cells inside, as
+        the JSON output has them."""
+        return self.raw["results"]
+
+    @property
+    def values(self) -> List[dict]:
+        """One record per released value (a release's cells flattened, as
+        ``dpplan run --csv`` writes them): query, slot, origin, group,
+        value, noise_std, 95 % interval, ε, δ, ledger entry."""
+        out = []
+        for r in self.raw["results"]:
+            head = {k: v for k, v in r.items() if k != "cells"}
+            for c in r.get("cells", []):
+                out.append({**head, **c})
+        return out
+
+    @property
+    def refused(self) -> List[dict]:
+        return self.raw.get("refused", [])
+
+    @property
+    def skipped(self) -> List[dict]:
+        return self.raw.get("skipped", [])
+
+    @property
+    def latest_hash(self) -> str:
+        """The ledger's latest hash: keep it outside the ledger (a cut-off
+        tail is detected against it: ``expect_hash=``)."""
+        return self.raw["ledger_latest_hash"]
+
+    def to_pandas(self):
+        """The values as a pandas DataFrame (pandas must be installed)."""
+        import pandas
+
+        return pandas.DataFrame(self.values)
+
+    def __repr__(self) -> str:
+        return f"<RunResult {len(self.values)} value(s), {len(self.refused)} refused; ledger {self.raw['ledger']} at {self.latest_hash[:12]}…>"
+
+
+def _as_arrow_file(name: str, table, directory: str) -> str:
+    """A DataFrame or table written as an Arrow IPC file the embedded engine
+    reads (its columnar path: the CSV engine's semantics)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.ipc
+    except ImportError:
+        raise TypeError(
+            f"data[{name!r}] is a {type(table).__name__}: DataFrames and tables need pyarrow (pip install pyarrow), or pass a file path"
+        ) from None
+    if isinstance(table, pa.Table):
+        t = table
+    elif type(table).__module__.startswith("pandas"):
+        t = pa.Table.from_pandas(table, preserve_index=False)
+    elif hasattr(table, "to_arrow"):  # Polars
+        t = table.to_arrow()
+    elif hasattr(table, "__arrow_c_stream__"):
+        t = pa.table(table)
+    else:
+        raise TypeError(
+            f"data[{name!r}] is a {type(table).__name__}: give a pandas or Polars DataFrame, a pyarrow Table, or a file path"
+        )
+    path = os.path.join(directory, f"{name}.arrow")
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, t.schema) as writer:
+        writer.write_table(t)
+    return path
+
+
+def run(
+    plan: PlanLike,
+    *,
+    ledger: PlanLike,
+    data: Optional[dict] = None,
+    at=None,
+    slot: Optional[int] = None,
+    start=None,
+    queries: Iterable[str] = (),
+    test_clock: bool = False,
+    config: Optional[PlanLike] = None,
+    policy_override: Optional[str] = None,
+    threads: Optional[int] = None,
+    expect_hash: Optional[str] = None,
+) -> RunResult:
+    """Runs the releases of the compiled plan at ``plan`` (a path: the
+    policy in force is the one at its place) that are due, as ``dpplan run``
+    does, through the same gates, runtime, exact samplers and ledger.
+
+    ``data`` maps a dataset's name to a pandas or Polars DataFrame, a pyarrow
+    Table (written as an Arrow IPC file and read by the embedded engine with
+    the CSV engine's semantics) or a file path; a dataset left out is read
+    from the plan's ``source``. ``at`` and ``start``: Unix seconds, a
+    ``datetime`` or a UTC date string; ``at`` defaults to now."""
+    if isinstance(plan, ExecutablePlan):
+        raise TypeError(
+            "run takes the compiled plan's path, not the object: the policy in force is the one at the plan's place "
+            "(save it first: dpplan.compile(...).save('plan.json'))"
+        )
+    plan_path = os.fspath(plan)
+    import datetime
+    import tempfile
+
+    def when(t):
+        if isinstance(t, datetime.datetime):
+            if t.tzinfo is None:
+                raise ValueError(f"{t!r} has no time zone: give an aware datetime (dpplan speaks UTC)")
+            return int(t.timestamp())
+        return t
+
+    with tempfile.TemporaryDirectory(prefix="dpplan-run-") as tmp:
+        paths = {}
+        for name, value in (data or {}).items():
+            if isinstance(value, (str, os.PathLike)):
+                paths[name] = os.fspath(value)
+            else:
+                paths[name] = _as_arrow_file(name, value, tmp)
+        try:
+            doc, notes = _dpplan.run(
+                plan_path,
+                paths,
+                os.fspath(ledger),
+                when(at),
+                slot,
+                when(start),
+                list(queries),
+                test_clock,
+                _config(config),
+                policy_override,
+                threads,
+                expect_hash,
+            )
+        except _dpplan.Error as e:
+            _raise(e)
+    return RunResult(json.loads(doc), notes)
