@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use miette::{IntoDiagnostic, Result, WrapErr};
 
 use dpplan_compile::CompileError;
+use dpplan_gate::Compiled;
 use dpplan_render::FileResult;
 
 #[derive(clap::Args)]
@@ -26,38 +27,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let text = crate::check::read_plan(path)?;
     // The policy in force first: a plan that fails it, as `dpplan check`
     // reports it, is not compiled; one that passes records it.
-    let policy = match dpplan_policy::in_force(path, a.config.as_deref()) {
-        Ok(p) => p,
+    let (compiled, policy) = match dpplan_gate::compile(path, &text, a.config.as_deref()) {
+        Ok(x) => x,
         Err(e) => {
             err!("{}", dpplan_render::policy_error(&e, false));
             return Ok(ExitCode::from(2));
         }
     };
-    if let Some(policy) = &policy {
-        let (analysis, failed) =
-            match dpplan_policy::checked::check_source(path, &text, a.config.as_deref()) {
-                Ok(x) => x,
-                Err(e) => {
-                    err!("{}", dpplan_render::policy_error(&e, false));
-                    return Ok(ExitCode::from(2));
-                }
-            };
-        if failed {
+    match compiled {
+        Compiled::FailsPolicy(analysis) => {
             print_diagnostics(path, &text, &analysis);
-            errln!(
-                "error: `{}` fails the policy in force ({}, sha256 {}): not compiled",
-                path.display(),
-                policy.chain_text(),
-                policy.hash
-            );
-            return Ok(ExitCode::from(1));
+            if let Some(policy) = &policy {
+                errln!(
+                    "error: `{}` fails the policy in force ({}, sha256 {}): not compiled",
+                    path.display(),
+                    policy.chain_text(),
+                    policy.hash
+                );
+            }
+            Ok(ExitCode::from(1))
         }
-    }
-    match dpplan_compile::compile(&text) {
-        Ok(mut plan) => {
-            plan.policy = policy
-                .as_ref()
-                .map(|p| dpplan_policy::checked::record(p, path));
+        Compiled::Plan(plan) => {
             let json = dpplan_plan::to_json(&plan);
             match out {
                 Some(o) => {
@@ -87,12 +77,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(CompileError::Diagnostics(analysis)) => {
+        Compiled::Refused(CompileError::Diagnostics(analysis)) => {
             print_diagnostics(path, &text, &analysis);
             errln!("error: `{}` has errors: not compiled", path.display());
             Ok(ExitCode::from(1))
         }
-        Err(e) => {
+        Compiled::Refused(e) => {
             errln!("error: `{}`: {e}", path.display());
             Ok(ExitCode::from(1))
         }

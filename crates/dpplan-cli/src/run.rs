@@ -10,25 +10,9 @@ use dpplan_engine::{CsvEngine, Engine};
 use dpplan_runtime::{results_csv, RunOptions, RunOutput};
 use dpplan_spark::{KeysRequest, Request, SparkEngine, WindowsRequest};
 
-/// Parses `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC) or Unix seconds.
-/// Times outside the years 1–9999 are refused (no schedule arithmetic can
-/// overflow on what is accepted).
+/// `dpplan_gate::parse_time`, as a located CLI error with its help.
 pub fn parse_time(s: &str) -> Result<i64> {
-    let t = match s.trim_start_matches('@').parse::<i64>() {
-        Ok(n) => n,
-        Err(_) => dpplan_check::schedule::parse_date(s).ok_or_else(|| {
-            miette!(
-                help = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds",
-                "`{s}` is not a time"
-            )
-        })?,
-    };
-    dpplan_runtime::check_time("the time", t).map_err(|e| {
-        miette!(
-            help = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds",
-            "`{s}`: {e}"
-        )
-    })
+    dpplan_gate::parse_time(s).map_err(|e| miette!(help = dpplan_gate::TIME_HELP, "{e}"))
 }
 
 #[derive(clap::Args)]
@@ -228,17 +212,7 @@ pub fn data_paths(
                 "`--data {d}` is not NAME=PATH"
             )
         })?;
-        if !plan.body.datasets.contains_key(name) {
-            return Err(miette!(
-                "the plan has no dataset `{name}` (it has: {})",
-                plan.body
-                    .datasets
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
+        dpplan_gate::known_dataset(plan, name).map_err(|e| miette!("{e}"))?;
         data.insert(name.to_string(), PathBuf::from(path));
     }
     Ok(data)

@@ -3,7 +3,8 @@
 //! frozen for sign-off, goes on, is refused, or goes on by an operator's
 //! explicit override ([`Decision`]); and what the policy in force requires
 //! of a run ([`run_requirements`]: the sign-offs it needs, the shared budget
-//! ledgers it charges). The binary prints these decisions; another front
+//! ledgers it charges); and [`compile`], which compiles only a plan that
+//! passes the policy, recording it. The binary prints these decisions; another front
 //! end (the Python module) raises on a refusal. One implementation, so no
 //! front end is a way around the policy. Nothing here prints.
 
@@ -14,6 +15,83 @@ use dpplan_plan::ExecutablePlan;
 use dpplan_policy::{ConfigError, Policy};
 use dpplan_runtime::ledger::budget::{Per, SharedBudget};
 use dpplan_runtime::ledger::SignoffRule;
+
+/// A run's time as an operator writes it (`dpplan run --at`, `--start`;
+/// `dpplan.run(at=…)`): Unix seconds (a leading `@` allowed), or a UTC date
+/// `YYYY-MM-DD[THH:MM[:SS]][Z]`; times outside the years 1–9999 are refused
+/// (no schedule arithmetic can overflow on what is accepted). The error
+/// says what is wrong; [`TIME_HELP`] says what to write.
+pub fn parse_time(s: &str) -> Result<i64, String> {
+    let t = match s.trim_start_matches('@').parse::<i64>() {
+        Ok(n) => n,
+        Err(_) => {
+            dpplan_check::schedule::parse_date(s).ok_or_else(|| format!("`{s}` is not a time"))?
+        }
+    };
+    dpplan_runtime::check_time("the time", t).map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// A dataset a run's data are given for must be one of the plan's: the
+/// error names it and the plan's datasets.
+pub fn known_dataset(plan: &ExecutablePlan, name: &str) -> Result<(), String> {
+    if plan.body.datasets.contains_key(name) {
+        return Ok(());
+    }
+    Err(format!(
+        "the plan has no dataset `{name}` (it has: {})",
+        plan.body
+            .datasets
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// What a time given to [`parse_time`] should look like.
+pub const TIME_HELP: &str = "write a UTC date such as 2026-01-15T06:00Z, or Unix seconds";
+
+/// What compiling a plan source under the policy in force gave.
+pub enum Compiled {
+    /// The executable plan, recording the policy it passed (if one is in
+    /// force).
+    Plan(Box<ExecutablePlan>),
+    /// The plan fails the policy in force, as `dpplan check` reports it
+    /// (its analysis under the policy says where): not compiled.
+    FailsPolicy(Box<Analysis>),
+    /// The compiler refused it: the plan's own errors, no claim, or a
+    /// construct the runtime does not execute.
+    Refused(dpplan_compile::CompileError),
+}
+
+/// `dpplan compile`'s gate and compilation: the plan source `text` at
+/// `path` is compiled only when it passes the policy in force there (or
+/// `config`'s), and the executable plan records that policy
+/// ([`dpplan_policy::checked::record`]). With the outcome, the policy in
+/// force. A policy file that cannot be used is the error.
+pub fn compile(
+    path: &Path,
+    text: &str,
+    config: Option<&Path>,
+) -> Result<(Compiled, Option<Policy>), Box<ConfigError>> {
+    let policy = dpplan_policy::in_force(path, config).map_err(Box::new)?;
+    if policy.is_some() {
+        let (analysis, failed) = dpplan_policy::checked::check_source(path, text, config)?;
+        if failed {
+            return Ok((Compiled::FailsPolicy(Box::new(analysis)), policy));
+        }
+    }
+    let compiled = match dpplan_compile::compile(text) {
+        Ok(mut plan) => {
+            plan.policy = policy
+                .as_ref()
+                .map(|p| dpplan_policy::checked::record(p, path));
+            Compiled::Plan(Box::new(plan))
+        }
+        Err(e) => Compiled::Refused(e),
+    };
+    Ok((compiled, policy))
+}
 
 /// What a gate decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

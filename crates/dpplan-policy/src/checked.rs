@@ -243,14 +243,14 @@ pub fn check_source(
     text: &str,
     config: Option<&Path>,
 ) -> Result<(Analysis, bool), Box<ConfigError>> {
-    let mut loaded = vec![(path.display().to_string(), text.to_string(), analyze(text))];
+    // one plan, as an array: `apply` takes a slice, which cannot change its length
+    let mut loaded = [(path.display().to_string(), text.to_string(), analyze(text))];
     let applied = apply(&mut loaded, config)?;
     let over = applied
         .shared
         .iter()
         .any(|s| !s.result.shares.is_empty() && !s.result.within && !s.accepted);
-    // Invariant: `loaded` was made with one plan above and `apply` keeps it.
-    let (_, _, analysis) = loaded.pop().expect("one plan");
+    let [(_, _, analysis)] = loaded;
     // the policy's own errors, a suppression it refused, a level it raised
     // to an error; the checker's errors are the compiler's to report
     // (a plan with checker errors is refused for those first)

@@ -294,44 +294,37 @@ fn compile(
             "plan.dpplan"
         });
         let config = config.as_deref().map(Path::new);
-        let policy_error = |e: dpplan_policy::ConfigError| Failure {
-            kind: "policy",
-            message: dpplan_render::policy_error(&e, false),
-            payload: None,
-        };
-        let policy = dpplan_policy::in_force(placed, config).map_err(policy_error)?;
-        if let Some(policy) = &policy {
-            let (analysis, failed) = dpplan_policy::checked::check_source(placed, &text, config)
-                .map_err(|e| policy_error(*e))?;
-            if failed {
+        let (compiled, policy) =
+            dpplan_gate::compile(placed, &text, config).map_err(|e| Failure {
+                kind: "policy",
+                message: dpplan_render::policy_error(&e, false),
+                payload: None,
+            })?;
+        match compiled {
+            dpplan_gate::Compiled::Plan(plan) => Ok(dpplan_plan::to_json(&plan)),
+            dpplan_gate::Compiled::FailsPolicy(analysis) => {
                 let file = FileResult {
                     path: &name,
                     text: &text,
                     analysis: &analysis,
                 };
-                return Err(Failure {
+                Err(Failure {
                     kind: "refused",
                     message: format!(
-                        "`{name}` fails the policy in force ({}, sha256 {}): not compiled",
-                        policy.chain_text(),
-                        policy.hash
+                        "`{name}` fails the policy in force ({}): not compiled",
+                        policy
+                            .as_ref()
+                            .map(|p| format!("{}, sha256 {}", p.chain_text(), p.hash))
+                            .unwrap_or_default()
                     ),
                     payload: Some(dpplan_render::json(&[file])),
                 }
-                .into());
+                .into())
             }
-        }
-        match dpplan_compile::compile(&text) {
-            Ok(mut plan) => {
-                plan.policy = policy
-                    .as_ref()
-                    .map(|p| dpplan_policy::checked::record(p, placed));
-                Ok(dpplan_plan::to_json(&plan))
-            }
-            Err(CompileError::Diagnostics(analysis)) => {
+            dpplan_gate::Compiled::Refused(CompileError::Diagnostics(analysis)) => {
                 Err(plan_errors(&name, &text, &analysis, "not compiled").into())
             }
-            Err(e) => Err(Failure {
+            dpplan_gate::Compiled::Refused(e) => Err(Failure {
                 kind: "refused",
                 message: format!("`{name}`: {e}"),
                 payload: None,
@@ -341,21 +334,17 @@ fn compile(
     })
 }
 
-/// A time given to `run`: Unix seconds, or a UTC date
-/// `YYYY-MM-DD[THH:MM[:SS]][Z]` (as `dpplan run --at` reads it).
+/// A time given to `run`, read as `dpplan run --at` reads it
+/// (`dpplan_gate::parse_time`).
 fn run_time(what: &str, t: Option<RunTime>) -> Result<Option<i64>, Failure> {
     let seconds = match t {
         None => return Ok(None),
-        Some(RunTime::Seconds(n)) => n,
-        Some(RunTime::Text(s)) => dpplan_check::schedule::parse_date(&s).ok_or_else(|| {
-            argument(format!(
-                "{what} `{s}` is not a time: write a UTC date such as 2026-01-15T06:00Z, or Unix seconds"
-            ))
-        })?,
+        Some(RunTime::Seconds(n)) => n.to_string(),
+        Some(RunTime::Text(s)) => s,
     };
-    dpplan_runtime::check_time(what, seconds)
+    dpplan_gate::parse_time(&seconds)
         .map(Some)
-        .map_err(|e| argument(format!("{what}: {e}")))
+        .map_err(|e| argument(format!("{what}: {e}: {}", dpplan_gate::TIME_HELP)))
 }
 
 /// A time as Python gives it: an int (Unix seconds) or a string.
@@ -434,19 +423,7 @@ fn run(
             }
         }
         for name in data.keys() {
-            if !compiled.body.datasets.contains_key(name) {
-                return Err(argument(format!(
-                    "the plan has no dataset `{name}` (it has: {})",
-                    compiled
-                        .body
-                        .datasets
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .into());
-            }
+            dpplan_gate::known_dataset(&compiled, name).map_err(argument)?;
         }
         let (signoff, budgets) =
             dpplan_gate::run_requirements(path, config).map_err(policy_error)?;
