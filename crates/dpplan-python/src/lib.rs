@@ -208,18 +208,18 @@ fn review(
     })
 }
 
-/// `dpplan diff OLD NEW` in `format` (`json`, `md` or `human`).
+/// `dpplan diff OLD NEW` from one analysis of each plan, in the formats
+/// `--format json` and `--format md` write: (JSON, Markdown).
 #[pyfunction]
-#[pyo3(signature = (old, new, old_name="old".to_string(), new_name="new".to_string(), format="json".to_string(), accuracy_ratio=None))]
+#[pyo3(signature = (old, new, old_name="old".to_string(), new_name="new".to_string(), accuracy_ratio=None))]
 fn diff(
     py: Python<'_>,
     old: String,
     new: String,
     old_name: String,
     new_name: String,
-    format: String,
     accuracy_ratio: Option<f64>,
-) -> PyResult<String> {
+) -> PyResult<(String, String)> {
     py.detach(move || {
         if let Some(r) = accuracy_ratio.filter(|r| !(r.is_finite() && *r >= 1.0)) {
             return Err(argument(format!(
@@ -261,17 +261,10 @@ fn diff(
         };
         let limit = accuracy_ratio.unwrap_or(dpplan_review::diff::DEFAULT_ACCURACY_RATIO);
         let d = dpplan_review::diff::diff_with_limit(&old_name, o, &new_name, n, limit);
-        Ok(match format.as_str() {
-            "json" => dpplan_review::diff::json(&d),
-            "md" => dpplan_review::diff::markdown(&d),
-            "human" => dpplan_review::diff::human(&d),
-            other => {
-                return Err(argument(format!(
-                    "`{other}` is not a diff format: write \"json\", \"md\" or \"human\""
-                ))
-                .into())
-            }
-        })
+        Ok((
+            dpplan_review::diff::json(&d),
+            dpplan_review::diff::markdown(&d),
+        ))
     })
 }
 

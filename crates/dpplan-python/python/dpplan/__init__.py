@@ -245,8 +245,7 @@ def diff(old: PlanLike, new: PlanLike, *, accuracy_ratio: Optional[float] = None
     new_text, new_path = _source(new)
     names = (old_path or "old", new_path or "new")
     try:
-        doc = _dpplan.diff(old_text, new_text, names[0], names[1], "json", accuracy_ratio)
-        md = _dpplan.diff(old_text, new_text, names[0], names[1], "md", accuracy_ratio)
+        doc, md = _dpplan.diff(old_text, new_text, names[0], names[1], accuracy_ratio)
     except _dpplan.Error as e:
         _raise(e)
     d = Diff.from_json(json.loads(doc))
