@@ -68,7 +68,12 @@ pub(super) fn count_keys<R: Read>(
     let (layout, _) = Layout::resolve(dataset, &headers, &[Statistic { kind, grid: 0 }])?;
     let key_index = header_index(&headers, &dataset.name, column)?;
     let mut keys = Interned::default();
-    let mut units: HashMap<Vec<u8>, Vec<u32>> = HashMap::new();
+    // each unit's rows (their keys), the units in the order first seen: the
+    // bounding below draws for them in that order, so the same rows in the
+    // same order make the same random choices for the same generator (a
+    // map's iteration order would vary from run to run)
+    let mut unit_index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut units: Vec<Vec<u32>> = Vec::new();
     let mut counts: Vec<i128> = Vec::new();
     let mut rec = csv::ByteRecord::new();
     // the numbers a filter reads are parsed into these slots
@@ -82,14 +87,25 @@ pub(super) fn count_keys<R: Read>(
         };
         let k = keys.id(key)?;
         match layout.id.and_then(|i| rec.field(i)) {
-            Some(id) => units.entry(id.to_vec()).or_default().push(k),
+            Some(id) => {
+                let i = match unit_index.get(id) {
+                    Some(&i) => i,
+                    None => {
+                        unit_index.insert(id.to_vec(), units.len());
+                        units.push(Vec::new());
+                        units.len() - 1
+                    }
+                };
+                units[i].push(k);
+            }
             None => {
                 counts.resize(counts.len().max(k as usize + 1), 0);
                 counts[k as usize] += 1;
             }
         }
     }
-    for rows in units.values_mut() {
+    drop(unit_index);
+    for rows in &mut units {
         for (k, n) in bound_unit(rows, &dataset.bounding, rng) {
             counts.resize(counts.len().max(k as usize + 1), 0);
             counts[k as usize] += n as i128;

@@ -630,6 +630,37 @@ mod tests {
         plan.body.datasets["d"].clone()
     }
 
+    /// The counts per key seen are the same for the same rows in the same
+    /// order and the same generator: the units are bounded in the order
+    /// first seen (a map's order varies from one map to the next, and with
+    /// it which draw each unit gets).
+    #[test]
+    fn keys_from_the_data_draw_in_row_order() {
+        let ds = dataset(2, "groups_per_unit 1");
+        let mut csv = String::from("uid,g,v,w\n");
+        // units of different shapes: one to three keys, in turn
+        for u in 0..500 {
+            for g in ["a", "b", "c"].iter().cycle().skip(u % 3).take(u % 3 + 1) {
+                csv.push_str(&format!("id{u},{g},1,1\n"));
+            }
+        }
+        let count = |seed| {
+            keys::count_keys(
+                &ds,
+                csv.as_bytes(),
+                "g",
+                None,
+                &mut SecureRng::from_seed_for_tests(seed),
+            )
+            .unwrap()
+        };
+        let first = count(9);
+        assert_eq!(first.values().sum::<i128>(), 500);
+        assert_eq!(count(9), first);
+        // a control: another generator chooses other keys
+        assert_ne!(count(10), first);
+    }
+
     #[test]
     fn a_bound_that_never_binds_gives_the_exact_clamped_aggregates() {
         // many units (the table grows), at most 3 rows each, rows_per_unit 3
