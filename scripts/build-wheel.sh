@@ -12,7 +12,8 @@
 #                                          profile's settings): scripts/test-python.sh
 #                                          (the tests check the packaging and the
 #                                          API, not the optimiser, and a release
-#                                          build costs CI ~7 minutes)
+#                                          build costs CI ~7 minutes), with the
+#                                          module's test hooks (src/hooks.rs)
 set -euo pipefail
 profile=release
 if [ "${1:-}" = "--profile" ]; then
@@ -40,8 +41,22 @@ else
 fi
 out="$target_dir/wheels"
 rm -f "$out"/dpplan-*.whl
-# `cargo rustc --profile test` would build a test harness, not the module
+# `cargo rustc --profile test` would build a test harness, not the module;
+# the tests' wheel carries the module's test hooks (src/hooks.rs: raw exact
+# aggregates), the release wheel never does
 module_profile="$profile"
-[ "$profile" = test ] && module_profile=wheel-test
-"$maturin" build --locked --profile "$module_profile" -m crates/dpplan-python/Cargo.toml --out "$out" >&2
+features=()
+if [ "$profile" = test ]; then
+  module_profile=wheel-test
+  features=(--features test-hooks)
+fi
+"$maturin" build --locked --profile "$module_profile" "${features[@]}" -m crates/dpplan-python/Cargo.toml --out "$out" >&2
+if [ "$profile" != test ] && python3 -c '
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+sys.exit(0 if any(b"_exact_aggregates" in z.read(n) for n in z.namelist() if "/_dpplan" in n) else 1)
+' "$out"/dpplan-*.whl; then
+  echo "the $profile wheel carries the test hooks (_exact_aggregates): built with --features test-hooks?" >&2
+  exit 1
+fi
 ls "$out"/dpplan-*.whl

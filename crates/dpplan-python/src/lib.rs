@@ -469,11 +469,18 @@ fn format_text(py: Python<'_>, text: String) -> PyResult<String> {
     })
 }
 
+#[cfg(feature = "test-hooks")]
+mod hooks;
+
 /// The native core of the `dpplan` Python package.
 #[pymodule]
 mod _dpplan {
     #[pymodule_export]
     use super::{account, check, compile, diff, format_text, review, run, Error};
+
+    #[cfg(feature = "test-hooks")]
+    #[pymodule_export]
+    use super::hooks::_exact_aggregates;
 
     #[pymodule_export]
     const VERSION: &str = env!("CARGO_PKG_VERSION");

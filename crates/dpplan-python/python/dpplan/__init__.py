@@ -360,9 +360,48 @@ class RunResult:
         return f"<RunResult {len(self.values)} value(s), {len(self.refused)} refused; ledger {self.raw['ledger']} at {self.latest_hash[:12]}…>"
 
 
-def _as_arrow_file(name: str, table, directory: str) -> str:
+def _int_columns(plan_path: str) -> dict:
+    """The columns the compiled plan at ``plan_path`` declares ``int``, per
+    dataset; empty when it cannot be read (the run then refuses it)."""
+    try:
+        with open(plan_path, encoding="utf-8") as f:
+            datasets = json.load(f)["body"]["datasets"]
+        return {
+            name: [c["name"] for c in ds["columns"] if c.get("type") == "int"]
+            for name, ds in datasets.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _whole_floats_as_ints(t, columns):
+    """pandas stores an integer column with a missing value as float64 (NaN
+    for the missing): each of ``columns`` (declared ``int``) that is a float
+    column becomes int64 again, with what the embedded engine drops from an
+    ``int`` column of a CSV (NaN, a fractional value) as a null, which it
+    drops (or imputes) alike. A column with an infinity (clamped, not
+    dropped, under ``invalid_rows clamp``) or a value beyond int64 is left
+    as it is, and the run refuses it by name."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in columns:
+        i = t.schema.get_field_index(name)
+        if i < 0 or not pa.types.is_floating(t.schema.field(i).type):
+            continue
+        col = pc.cast(t.column(i), pa.float64())
+        if pc.any(pc.is_inf(col)).as_py() or pc.any(pc.greater_equal(pc.abs(col), 2.0**63)).as_py():
+            continue
+        whole = pc.and_(pc.is_finite(col), pc.equal(pc.floor(col), col))
+        ints = pc.cast(pc.if_else(whole, col, pa.scalar(None, pa.float64())), pa.int64())
+        t = t.set_column(i, pa.field(name, pa.int64(), nullable=True), ints)
+    return t
+
+
+def _as_arrow_file(name: str, table, directory: str, int_columns=()) -> str:
     """A DataFrame or table written as an Arrow IPC file the embedded engine
-    reads (its columnar path: the CSV engine's semantics)."""
+    reads (its columnar path: the CSV engine's semantics); ``int_columns``:
+    the dataset's columns declared ``int`` (``_whole_floats_as_ints``)."""
     try:
         import pyarrow as pa
         import pyarrow.ipc
@@ -382,6 +421,7 @@ def _as_arrow_file(name: str, table, directory: str) -> str:
         raise TypeError(
             f"data[{name!r}] is a {type(table).__name__}: give a pandas or Polars DataFrame, a pyarrow Table, or a file path"
         )
+    t = _whole_floats_as_ints(t, int_columns)
     path = os.path.join(directory, f"{name}.arrow")
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, t.schema) as writer:
         writer.write_table(t)
@@ -430,11 +470,14 @@ def run(
 
     with tempfile.TemporaryDirectory(prefix="dpplan-run-") as tmp:
         paths = {}
+        ints = None
         for name, value in (data or {}).items():
             if isinstance(value, (str, os.PathLike)):
                 paths[name] = os.fspath(value)
             else:
-                paths[name] = _as_arrow_file(name, value, tmp)
+                if ints is None:
+                    ints = _int_columns(plan_path)
+                paths[name] = _as_arrow_file(name, value, tmp, ints.get(name, ()))
         try:
             doc, notes = _dpplan.run(
                 plan_path,
