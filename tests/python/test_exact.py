@@ -1,7 +1,9 @@
 """A DataFrame given to `dpplan.run` and the same data as CSV give
 byte-identical exact aggregates, on every shipped example and for pandas,
 Polars and pyarrow: the frame goes through `dpplan.run`'s own conversion
-(`dpplan._as_arrow_file`) and the embedded engine reads it as a run does.
+(`dpplan._as_arrow_table`), is handed to the native module in memory
+(the Arrow C stream interface) and the embedded engine reads it as a run
+does.
 The aggregates come from the tests' wheel only (`_dpplan._exact_aggregates`,
 the `test-hooks` feature: raw private values, never in a released wheel)."""
 
@@ -67,7 +69,7 @@ def test_a_frame_gives_the_csvs_exact_aggregates(compiled, example, kind, tmp_pa
         assert source.suffix == ".csv" and source.exists(), source
         frame = READERS[kind](source)
         ints = dpplan._int_columns(str(d / "plan.json")).get(ds, ())
-        arrow = dpplan._as_arrow_file(ds, frame, str(tmp_path), ints)
+        arrow = dpplan._as_arrow_table(ds, frame, ints)
         got = exact(d / "plan.json", {ds: arrow})
         assert got == want, f"{example}/{ds} from {kind}"
         compared += sum(len(v) for name, v in got if name == ds)
@@ -84,20 +86,20 @@ def test_pandas_ints_with_a_missing_value_are_ints_again(compiled, tmp_path):
     assert frame["km"].dtype == "float64" and frame["km"].isna().any()
     ints = dpplan._int_columns(str(d / "plan.json"))["trips"]
     assert ints == ["km"]
-    arrow = dpplan._as_arrow_file("trips", frame, str(tmp_path), ints)
+    arrow = dpplan._as_arrow_table("trips", frame, ints)
     assert exact(d / "plan.json", {"trips": arrow}) == exact(d / "plan.json", {})
     # a fractional km is dropped as from the CSV
     (tmp_path / "csv").mkdir()
     frac = frame.copy()
     frac.loc[frac.index[:5], "km"] = 2.5
     frac.to_csv(tmp_path / "csv/trips.csv", index=False)
-    arrow = dpplan._as_arrow_file("trips", frac, str(tmp_path), ints)
+    arrow = dpplan._as_arrow_table("trips", frac, ints)
     assert exact(d / "plan.json", {"trips": arrow}) == exact(d / "plan.json", {"trips": str(tmp_path / "csv/trips.csv")})
     assert exact(d / "plan.json", {"trips": arrow}) != exact(d / "plan.json", {})
     # an infinity: left a float, and refused naming the column
     inf = frame.copy()
     inf.loc[inf.index[0], "km"] = float("inf")
-    arrow = dpplan._as_arrow_file("trips", inf, str(tmp_path), ints)
+    arrow = dpplan._as_arrow_table("trips", inf, ints)
     with pytest.raises(_dpplan.Error, match="column `km`.*Float64"):
         exact(d / "plan.json", {"trips": arrow})
 
@@ -107,7 +109,7 @@ def test_other_rows_give_other_aggregates(compiled, tmp_path):
     d = compiled["web-analytics"]
     frame = pd.read_csv(d / "data/visits.csv")
     more = pd.concat([frame, pd.DataFrame([{"user_id": "u-new", "page": "home", "seconds": 5.0}])])
-    arrow = dpplan._as_arrow_file("visits", more, str(tmp_path))
+    arrow = dpplan._as_arrow_table("visits", more)
     assert exact(d / "plan.json", {"visits": arrow}) != exact(d / "plan.json", {})
 
 
@@ -115,3 +117,26 @@ def test_the_hook_is_not_in_the_package():
     """The raw aggregates are reachable only through the native module of
     the tests' wheel, never re-exported by `dpplan`."""
     assert not any("exact" in name for name in dir(dpplan))
+
+
+def test_an_arrow_stream_is_read_in_memory(compiled):
+    """Any object with `__arrow_c_stream__` is a table; one whose method
+    gives no Arrow stream capsule is refused with a TypeError naming the
+    dataset, and nothing is read."""
+    d = compiled["web-analytics"]
+    table = pyarrow.csv.read_csv(d / "data/visits.csv")
+
+    class Stream:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return table.__arrow_c_stream__(requested_schema)
+
+    assert exact(d / "plan.json", {"visits": Stream()}) == exact(d / "plan.json", {})
+
+    class NotAStream:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return table.schema.__arrow_c_schema__()
+
+    with pytest.raises(TypeError, match="data\\[\"visits\"\\].*capsule"):
+        exact(d / "plan.json", {"visits": NotAStream()})
+    with pytest.raises(TypeError, match="data\\[\"visits\"\\]"):
+        exact(d / "plan.json", {"visits": 42})

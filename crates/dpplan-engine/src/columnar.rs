@@ -69,12 +69,18 @@ pub enum SourceFormat {
     ArrowFile,
     /// The Arrow IPC stream format (`.arrows`).
     ArrowStream,
+    /// A table in this process's memory (`arrow-memory:<n>`,
+    /// [`crate::memory`]): read as an Arrow IPC file's batches are.
+    ArrowMemory,
 }
 
 impl SourceFormat {
     /// The format a source's name says (case-insensitive extension, a
     /// trailing `/` ignored); CSV for every other name.
     pub fn of(source: &Path) -> SourceFormat {
+        if crate::memory::is_memory(source) {
+            return SourceFormat::ArrowMemory;
+        }
         let name = source.to_string_lossy().to_ascii_lowercase();
         let name = name.trim_end_matches('/');
         let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
@@ -104,8 +110,8 @@ pub fn open_source(dataset: &Dataset, source: &Path) -> Result<Box<dyn Read + Se
 /// An error about a file, naming it and the dataset.
 pub(super) fn io_error(dataset: &Dataset, path: &Path, why: impl std::fmt::Display) -> EngineError {
     EngineError::Io(IoError::new(format!(
-        "cannot read `{}` for dataset `{}`: {why}",
-        path.display(),
+        "cannot read {} for dataset `{}`: {why}",
+        crate::memory::shown(path),
         dataset.name
     )))
 }
@@ -116,6 +122,9 @@ pub(super) fn parts(
     source: &Path,
     format: SourceFormat,
 ) -> Result<Vec<PathBuf>, EngineError> {
+    if format == SourceFormat::ArrowMemory {
+        return Ok(vec![source.to_path_buf()]);
+    }
     let meta = std::fs::metadata(source)
         .map_err(|e| EngineError::Io(crate::cannot_open(dataset, source, &e).with_source(e)))?;
     if !meta.is_dir() {
@@ -283,21 +292,21 @@ pub(super) fn resolve(
         // every declared column, as the CSV engine wants it in the header
         let Some(i) = schema.fields().iter().position(|f| *f.name() == col.name) else {
             return Err(EngineError::Schema(format!(
-                "column `{}` of dataset `{}` is missing from `{}`",
+                "column `{}` of dataset `{}` is missing from {}",
                 col.name,
                 dataset.name,
-                path.display()
+                crate::memory::shown(path)
             )));
         };
         let ty = schema.field(i).data_type();
         let Some(w) = writer_for(col.ty, ty) else {
             let nested = ty.is_nested();
             return Err(EngineError::Schema(format!(
-                "column `{}` of dataset `{}` is {} `{ty}` in `{}`, but the plan declares it `{}`: {} is accepted for it",
+                "column `{}` of dataset `{}` is {} `{ty}` in {}, but the plan declares it `{}`: {} is accepted for it",
                 col.name,
                 dataset.name,
                 if nested { "of the nested type" } else { "of type" },
-                path.display(),
+                crate::memory::shown(path),
                 col.ty.as_str(),
                 accepted(col.ty),
             )));
@@ -318,6 +327,18 @@ pub(super) fn open_part(
     path: &Path,
     format: SourceFormat,
 ) -> Result<(Batches, Vec<(String, Write)>), EngineError> {
+    if format == SourceFormat::ArrowMemory {
+        let table = crate::memory::table(path).ok_or_else(|| {
+            io_error(
+                dataset,
+                path,
+                "no table of that name is held in memory (such a source is given by the Python module's `dpplan.run`, for the run's duration)",
+            )
+        })?;
+        let (schema, batches) = (table.0.clone(), table.1.clone());
+        let reader = arrow_array::RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+        return ipc(dataset, path, reader);
+    }
     let file = File::open(path)
         .map_err(|e| EngineError::Io(crate::cannot_open(dataset, path, &e).with_source(e)))?;
     let bad = |what: &str, e: &dyn std::fmt::Display| {
@@ -351,6 +372,7 @@ pub(super) fn open_part(
         }
         // `open_source` opens a CSV as a file; never asked here
         SourceFormat::Csv => Err(bad("columnar", &"a CSV source")),
+        SourceFormat::ArrowMemory => Err(bad("columnar", &"an in-memory table")),
     }
 }
 

@@ -59,6 +59,7 @@ mod domain;
 mod hash;
 mod keys;
 mod layout;
+pub mod memory;
 pub use layout::grid_bounds;
 mod native;
 mod number;

@@ -12,7 +12,7 @@
 //! raw private values: a released wheel must not carry this.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pyo3::prelude::*;
 
@@ -39,20 +39,19 @@ type Request = (String, String, Vec<Vec<String>>);
 pub fn _exact_aggregates(
     py: Python<'_>,
     plan: String,
-    data: BTreeMap<String, String>,
+    data: BTreeMap<String, Bound<'_, PyAny>>,
     seed: u64,
 ) -> PyResult<Vec<Request>> {
+    let (data, held) = crate::frames::sources(data)?;
     py.detach(move || {
+        let _held = held;
         let path = Path::new(&plan);
         let text = std::fs::read_to_string(path)
             .map_err(|e| argument(format!("cannot read `{plan}`: {e}")))?;
         let compiled = dpplan_compile::load(&text)
             .map_err(|e| argument(format!("`{plan}` is not a compiled plan: {e}")))?;
         let opts = dpplan_runtime::RunOptions {
-            data: data
-                .into_iter()
-                .map(|(k, v)| (k, PathBuf::from(v)))
-                .collect(),
+            data,
             base_dir: path.parent().map(Path::to_path_buf),
             ..Default::default()
         };

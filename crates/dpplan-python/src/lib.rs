@@ -359,7 +359,7 @@ enum RunTime {
 fn run(
     py: Python<'_>,
     plan: String,
-    data: BTreeMap<String, String>,
+    data: BTreeMap<String, Bound<'_, PyAny>>,
     ledger: String,
     at: Option<RunTime>,
     slot: Option<u64>,
@@ -371,7 +371,10 @@ fn run(
     threads: Option<usize>,
     expect_hash: Option<String>,
 ) -> PyResult<(String, Vec<String>)> {
+    // the frames become in-memory sources for the run's duration (`held`)
+    let (data, held) = frames::sources(data)?;
     py.detach(move || {
+        let _held = held;
         let path = Path::new(&plan);
         let text = std::fs::read_to_string(path).map_err(|e| Failure {
             kind: "io",
@@ -421,10 +424,7 @@ fn run(
         let (signoff, budgets) =
             dpplan_gate::run_requirements(path, config).map_err(policy_error)?;
         let opts = dpplan_runtime::RunOptions {
-            data: data
-                .into_iter()
-                .map(|(k, v)| (k, std::path::PathBuf::from(v)))
-                .collect(),
+            data,
             base_dir: path.parent().map(Path::to_path_buf),
             slot,
             at: run_time("at", at)?,
@@ -469,6 +469,7 @@ fn format_text(py: Python<'_>, text: String) -> PyResult<String> {
     })
 }
 
+mod frames;
 #[cfg(feature = "test-hooks")]
 mod hooks;
 

@@ -398,13 +398,14 @@ def _whole_floats_as_ints(t, columns):
     return t
 
 
-def _as_arrow_file(name: str, table, directory: str, int_columns=()) -> str:
-    """A DataFrame or table written as an Arrow IPC file the embedded engine
-    reads (its columnar path: the CSV engine's semantics); ``int_columns``:
-    the dataset's columns declared ``int`` (``_whole_floats_as_ints``)."""
+def _as_arrow_table(name: str, table, int_columns=()):
+    """A DataFrame or table as a pyarrow Table, which the native module
+    imports through the Arrow C stream interface without copying its rows
+    (pandas' Arrow-backed and numeric columns, Polars' and pyarrow's are
+    converted without a copy); ``int_columns``: the dataset's columns
+    declared ``int`` (``_whole_floats_as_ints``)."""
     try:
         import pyarrow as pa
-        import pyarrow.ipc
     except ImportError:
         raise TypeError(
             f"data[{name!r}] is a {type(table).__name__}: DataFrames and tables need pyarrow (pip install pyarrow), or pass a file path"
@@ -421,11 +422,7 @@ def _as_arrow_file(name: str, table, directory: str, int_columns=()) -> str:
         raise TypeError(
             f"data[{name!r}] is a {type(table).__name__}: give a pandas or Polars DataFrame, a pyarrow Table, or a file path"
         )
-    t = _whole_floats_as_ints(t, int_columns)
-    path = os.path.join(directory, f"{name}.arrow")
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, t.schema) as writer:
-        writer.write_table(t)
-    return path
+    return _whole_floats_as_ints(t, int_columns)
 
 
 def run(
@@ -448,8 +445,9 @@ def run(
     does, through the same gates, runtime, exact samplers and ledger.
 
     ``data`` maps a dataset's name to a pandas or Polars DataFrame, a pyarrow
-    Table (written as an Arrow IPC file and read by the embedded engine with
-    the CSV engine's semantics) or a file path; a dataset left out is read
+    Table (handed to the embedded engine in memory through the Arrow C
+    stream interface, without a copy, and read with the CSV engine's
+    semantics) or a file path; a dataset left out is read
     from the plan's ``source``. ``at`` and ``start``: Unix seconds, a
     ``datetime`` or a UTC date string; ``at`` defaults to now."""
     if isinstance(plan, ExecutablePlan):
@@ -459,7 +457,6 @@ def run(
         )
     plan_path = os.fspath(plan)
     import datetime
-    import tempfile
 
     def when(t):
         if isinstance(t, datetime.datetime):
@@ -468,31 +465,30 @@ def run(
             return int(t.timestamp())
         return t
 
-    with tempfile.TemporaryDirectory(prefix="dpplan-run-") as tmp:
-        paths = {}
-        ints = None
-        for name, value in (data or {}).items():
-            if isinstance(value, (str, os.PathLike)):
-                paths[name] = os.fspath(value)
-            else:
-                if ints is None:
-                    ints = _int_columns(plan_path)
-                paths[name] = _as_arrow_file(name, value, tmp, ints.get(name, ()))
-        try:
-            doc, notes = _dpplan.run(
-                plan_path,
-                paths,
-                os.fspath(ledger),
-                when(at),
-                slot,
-                when(start),
-                list(queries),
-                test_clock,
-                _config(config),
-                policy_override,
-                threads,
-                expect_hash,
-            )
-        except _dpplan.Error as e:
-            _raise(e)
+    sources = {}
+    ints = None
+    for name, value in (data or {}).items():
+        if isinstance(value, (str, os.PathLike)):
+            sources[name] = os.fspath(value)
+        else:
+            if ints is None:
+                ints = _int_columns(plan_path)
+            sources[name] = _as_arrow_table(name, value, ints.get(name, ()))
+    try:
+        doc, notes = _dpplan.run(
+            plan_path,
+            sources,
+            os.fspath(ledger),
+            when(at),
+            slot,
+            when(start),
+            list(queries),
+            test_clock,
+            _config(config),
+            policy_override,
+            threads,
+            expect_hash,
+        )
+    except _dpplan.Error as e:
+        _raise(e)
     return RunResult(json.loads(doc), notes)

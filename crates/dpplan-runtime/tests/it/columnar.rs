@@ -196,6 +196,22 @@ fn assert_same(ds: &Dataset, csv: &Path, stats: &[Statistic], dir: &Path, what: 
                 .unwrap_or_else(|e| panic!("{what}: {layout:?}: {e}"));
             assert_eq!(got, want, "{what}: {layout:?} on {threads} threads");
         }
+        // the same batches held in memory (what `dpplan.run` hands over),
+        // in slices of 500 rows as the Arrow file's
+        let slices: Vec<RecordBatch> = (0..batch.num_rows())
+            .step_by(500)
+            .map(|at| batch.slice(at, 500.min(batch.num_rows() - at)))
+            .collect();
+        let held = dpplan_engine::memory::MemorySource::register(batch.schema(), slices);
+        let got = engine
+            .aggregate(
+                ds,
+                held.path(),
+                stats,
+                &mut SecureRng::from_seed_for_tests(7),
+            )
+            .unwrap_or_else(|e| panic!("{what}: in memory: {e}"));
+        assert_eq!(got, want, "{what}: in memory on {threads} threads");
     }
 }
 
@@ -395,6 +411,27 @@ fn hostile_values_give_the_same_aggregates_as_the_csv() {
             &format!("hostile rows, `{invalid}`"),
         );
     }
+}
+
+/// An in-memory name that no table holds (a `--data` of the binary, or a
+/// table dropped) is refused naming what such a source is, before anything
+/// is read.
+#[test]
+fn an_in_memory_name_without_its_table_is_refused() {
+    let ds = hostile_dataset();
+    let stats = vec![stat(StatKind::Count, 0)];
+    let held = dpplan_engine::memory::MemorySource::register(
+        Arc::new(Schema::new(vec![Field::new("uid", DataType::Utf8, true)])),
+        Vec::new(),
+    );
+    let path = held.path().to_path_buf();
+    drop(held);
+    let msg = refusal(&ds, &path, &stats);
+    assert!(
+        msg.contains("no table of that name is held in memory"),
+        "{msg}"
+    );
+    assert!(msg.contains("dpplan.run"), "{msg}");
 }
 
 /// The error of aggregating `path`, as the CLI prints it.
