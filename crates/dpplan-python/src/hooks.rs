@@ -5,10 +5,11 @@
 //!
 //! `_exact_aggregates` returns a compiled plan's exact aggregates (no noise,
 //! nothing charged, no ledger) as the embedded engine reads them from the
-//! given files, so that tests/python can show that a DataFrame written by
-//! `dpplan.run`'s own conversion (`dpplan._as_arrow_file`) and the same data
-//! as CSV give byte-identical aggregates, as `dpplan-runtime`'s columnar
-//! tests show for Parquet and Arrow files written in Rust. The aggregates are
+//! given files or frames, so that tests/python can show that a DataFrame
+//! handed over as `dpplan.run` hands it (`dpplan._as_arrow_table`, then
+//! the Arrow C stream interface: `crate::frames`) and the same data as CSV
+//! give byte-identical aggregates, as `dpplan-runtime`'s columnar tests show
+//! for Parquet and Arrow files written in Rust. The aggregates are
 //! raw private values: a released wheel must not carry this.
 
 use std::collections::BTreeMap;
@@ -32,9 +33,10 @@ type Request = (String, String, Vec<Vec<String>>);
 /// every plain release (`dpplan_runtime::planned_aggregates`; a plan with
 /// a cumulative count is asked release by release), and the counts per
 /// key of every histogram over keys from the data (`planned_keys`), the
-/// datasets in `data` read from the given files, the others from the plan's
-/// sources. The user-level selection draws from a generator seeded with `seed`, so two
-/// calls on the same rows in the same order select the same rows.
+/// datasets in `data` read from the given files or frames, the others from
+/// the plan's sources. The user-level selection draws from a generator
+/// seeded with `seed` on one thread, so two calls on the same rows in the
+/// same order select the same rows.
 #[pyfunction]
 pub fn _exact_aggregates(
     py: Python<'_>,

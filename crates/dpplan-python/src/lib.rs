@@ -351,8 +351,10 @@ enum RunTime {
 /// that are due, through the same gates as the binary (`dpplan-gate`: the
 /// policy in force at the plan's place, the sign-offs it requires, the
 /// shared budget ledgers it charges) and the same runtime and embedded
-/// engine. Returns the run's JSON output and the gate's notes (the policy
-/// it ran under, an override), which the binary prints on stderr.
+/// engine. `data` maps a dataset to a file path (a `str`) or to a table
+/// with `__arrow_c_stream__`, read in memory (`frames`). Returns the run's
+/// JSON output and the gate's notes (the policy it ran under, an
+/// override), which the binary prints on stderr.
 #[pyfunction]
 #[pyo3(signature = (plan, data, ledger, at=None, slot=None, start=None, queries=Vec::new(), test_clock=false, config=None, policy_override=None, threads=None, expect_hash=None))]
 #[allow(clippy::too_many_arguments)]
