@@ -181,3 +181,16 @@ def test_what_a_run_refuses(plan):
     t = datetime.datetime(2026, 1, 3, 0, 10, tzinfo=datetime.timezone.utc)
     got = dpplan.run(plan / "plan.json", ledger=plan / "y.sqlite", at=t, start=START)
     assert [v["slot"] for v in got.values if v["query"] == "daily_visits"] == [2]
+
+
+def test_a_plans_source_cannot_name_an_in_memory_table(plan, monkeypatch):
+    """A plan's author cannot make a run read a table given in memory (to
+    this run or to another beside it): a `source` naming one is refused
+    before anything is charged, even for a plan run from its own directory."""
+    text = (plan / "web-analytics.dpplan").read_text().replace('"data/visits.csv"', '"arrow-memory:1"')
+    (plan / "web-analytics.dpplan").write_text(text)
+    cli("compile", plan / "web-analytics.dpplan", "-o", plan / "plan.json")
+    monkeypatch.chdir(plan)
+    with pytest.raises(dpplan.RunError, match="names an in-memory table"):
+        dpplan.run("plan.json", ledger="m.sqlite", at=AT, start=START)
+    assert not (plan / "m.sqlite").exists()

@@ -9,10 +9,11 @@
 //! engine ([`crate::SourceFormat::ArrowMemory`]): the same schema check,
 //! projection, bridge and native reading as an Arrow IPC file's batches,
 //! so the same semantics. A name lives as long as its [`MemorySource`];
-//! the binary never registers one, so a `--data` or a plan's `source`
-//! that names one finds nothing and is refused.
+//! the binary never registers one, so its `--data` naming one finds
+//! nothing and is refused, and the runtime refuses a plan's `source` that
+//! names one (a plan must not read a table given to another run).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,7 +27,7 @@ pub const PREFIX: &str = "arrow-memory:";
 /// A table's schema and batches.
 pub(crate) type Table = Arc<(SchemaRef, Vec<RecordBatch>)>;
 
-static TABLES: Mutex<Option<HashMap<u64, Table>>> = Mutex::new(None);
+static TABLES: Mutex<BTreeMap<u64, Table>> = Mutex::new(BTreeMap::new());
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// A registered table: its name is a source while this lives.
@@ -43,7 +44,6 @@ impl MemorySource {
         TABLES
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(HashMap::new)
             .insert(id, Arc::new((schema, batches)));
         MemorySource {
             id,
@@ -59,13 +59,10 @@ impl MemorySource {
 
 impl Drop for MemorySource {
     fn drop(&mut self) {
-        if let Some(t) = TABLES
+        TABLES
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            t.remove(&self.id);
-        }
+            .remove(&self.id);
     }
 }
 
@@ -90,7 +87,6 @@ pub(crate) fn table(source: &Path) -> Option<Table> {
     TABLES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()?
         .get(&id)
         .cloned()
 }

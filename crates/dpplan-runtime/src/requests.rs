@@ -344,6 +344,14 @@ pub fn source_path(ds: &Dataset, opts: &RunOptions) -> Result<PathBuf, RunError>
         return Ok(p.clone());
     }
     match &ds.source {
+        // an in-memory table is handed over by the caller for its own run
+        // (`dpplan.run`'s frames, through `data`), never named by a plan:
+        // a plan run beside another (the same Python process) would read
+        // the other run's data
+        Some(s) if s.starts_with(dpplan_engine::memory::PREFIX) => Err(RunError::Data(format!(
+            "dataset `{}`: its source `{s}` names an in-memory table; a plan's source is a file, a directory, a URL or a `table:`, and an in-memory table is given to a run as its data (`dpplan.run(data={{\"{}\": frame}})`)",
+            ds.name, ds.name
+        ))),
         // a Spark table (`table:db.events`) or a URL is not under the plan's directory
         Some(s) if s.starts_with("table:") || s.contains("://") => Ok(PathBuf::from(s)),
         Some(s) => Ok(opts.base_dir.as_deref().unwrap_or(Path::new(".")).join(s)),

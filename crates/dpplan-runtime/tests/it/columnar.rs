@@ -413,6 +413,36 @@ fn hostile_values_give_the_same_aggregates_as_the_csv() {
     }
 }
 
+/// A plan's own `source` never names an in-memory table, even a held one
+/// and even where the plan's directory is the empty path (a plan run as
+/// `plan.json` from its own directory, where the join would leave the name
+/// as it is): a table is given to its own run as data, and a plan must not
+/// read one given to another run.
+#[test]
+fn a_plans_source_cannot_name_an_in_memory_table() {
+    let held = dpplan_engine::memory::MemorySource::register(
+        Arc::new(Schema::new(vec![Field::new("uid", DataType::Utf8, true)])),
+        Vec::new(),
+    );
+    let mut ds = hostile_dataset();
+    ds.source = Some(held.path().display().to_string());
+    let opts = dpplan_runtime::RunOptions {
+        base_dir: Some(PathBuf::new()),
+        ..Default::default()
+    };
+    let e = dpplan_runtime::requests::source_path(&ds, &opts).unwrap_err();
+    assert!(e.to_string().contains("names an in-memory table"), "{e}");
+    // given as the run's data, the same name is the dataset's source
+    let opts = dpplan_runtime::RunOptions {
+        data: [(ds.name.clone(), held.path().to_path_buf())].into(),
+        ..opts
+    };
+    assert_eq!(
+        dpplan_runtime::requests::source_path(&ds, &opts).unwrap(),
+        held.path()
+    );
+}
+
 /// An in-memory name that no table holds (a `--data` of the binary, or a
 /// table dropped) is refused naming what such a source is, before anything
 /// is read.
