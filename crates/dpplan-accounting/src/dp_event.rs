@@ -342,19 +342,47 @@ pub fn release_event(r: &Release) -> Result<(DpEvent, Fidelity, &'static str), A
     Ok((e, f, why))
 }
 
-/// What [`import`] read: the releases dpplan accounts exactly, and the
-/// events it could not (each with where it is and why).
+/// What [`import`] read: the releases dpplan accounts, the events it could
+/// not (each with where it is and why), and where the tree has events known
+/// only by their zCDP curve.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Imported {
     pub releases: Vec<Release>,
     pub unsupported: Vec<String>,
+    /// The `ZCDpEvent`s read, each with its place: each stands in
+    /// `releases` as a Gaussian whose RDP curve, ρ'α with ρ' ≥ ρ, is the
+    /// event's, which only the accountants of [`ZCDP_ACCOUNTANTS`] may read
+    /// (the others would use the Gaussian's own privacy profile, which a
+    /// mechanism known only as ρ-zCDP need not have).
+    pub zcdp: Vec<String>,
 }
 
-/// The releases an event tree stands for, where dpplan accounts them
-/// exactly: Gaussian, Laplace and discrete Laplace events, their self-
-/// compositions and compositions (a no-op adds nothing). Everything else is
-/// named in `unsupported`, and no guarantee may be claimed for the tree
-/// while it is not empty.
+/// The accountants that read nothing of a Gaussian but its RDP curve ρα
+/// (its ρ): they account a ρ-zCDP event exactly as its Gaussian stand-in.
+/// The others (basic, advanced, KOV, exact Gaussian, PLD) read the
+/// Gaussian's privacy profile, which a mechanism known only as ρ-zCDP need
+/// not have (a Laplace mechanism's ρ = ε·tanh(ε/2) cover has heavier
+/// tails), so they do not apply to a tree with a `ZCDpEvent`.
+pub const ZCDP_ACCOUNTANTS: [crate::Accountant; 3] = [
+    crate::Accountant::Classical,
+    crate::Accountant::Zcdp,
+    crate::Accountant::Rdp,
+];
+
+impl Imported {
+    /// Whether `accountant` may account the imported releases: every
+    /// accountant, unless the tree has a `ZCDpEvent`.
+    pub fn applies(&self, accountant: crate::Accountant) -> bool {
+        self.zcdp.is_empty() || ZCDP_ACCOUNTANTS.contains(&accountant)
+    }
+}
+
+/// The releases an event tree stands for: Gaussian, Laplace and discrete
+/// Laplace events (exactly), zCDP events (by their RDP curve only:
+/// [`Imported::zcdp`]), Poisson sampling of one Gaussian or Laplace event,
+/// their self-compositions and compositions (a no-op adds nothing).
+/// Everything else is named in `unsupported`, and no guarantee may be
+/// claimed for the tree while it is not empty.
 pub fn import(e: &DpEvent) -> Imported {
     let mut out = Imported::default();
     walk(e, 1, "the event", &mut out);
@@ -417,6 +445,10 @@ fn walk(e: &DpEvent, times: u64, at: &str, out: &mut Imported) {
                 ));
             } else if !inner.unsupported.is_empty() {
                 out.unsupported.extend(inner.unsupported);
+            } else if !inner.zcdp.is_empty() {
+                out.unsupported.push(format!(
+                    "{at_inner}: a ZCDpEvent on a Poisson sample: no amplification by sampling is known for a mechanism known only by its zCDP curve"
+                ));
             } else if inner
                 .releases
                 .iter()
@@ -443,13 +475,47 @@ fn walk(e: &DpEvent, times: u64, at: &str, out: &mut Imported) {
             "{at}: {} releases without noise (unbounded privacy loss)",
             e.class_name()
         )),
-        DpEvent::Zcdp { .. } => out.unsupported.push(format!(
-            "{at}: ZCDpEvent: a mechanism known only by its zCDP curve has no exact privacy-loss distribution (only RDP-style conversions apply)"
-        )),
+        DpEvent::Zcdp { rho, xi } => {
+            if *xi != 0.0 {
+                out.unsupported.push(format!(
+                    "{at}: ZCDpEvent with ξ = {xi}: dpplan accounts ρ-zCDP (ξ = 0) only"
+                ));
+            } else if !(rho.is_finite() && *rho >= 0.0) {
+                out.unsupported.push(format!(
+                    "{at}: ZCDpEvent: ρ must be a finite number ≥ 0, got {rho}"
+                ));
+            } else if *rho > 0.0 {
+                match zcdp_stand_in(*rho) {
+                    Some(sigma) => {
+                        out.releases.push(scalar(NoiseKind::Gaussian, sigma, 1.0));
+                        out.zcdp.push(format!("{at}: ZCDpEvent(ρ = {rho})"));
+                    }
+                    None => out.unsupported.push(format!(
+                        "{at}: ZCDpEvent: ρ = {rho} is outside what dpplan accounts"
+                    )),
+                }
+            }
+        }
         DpEvent::Other { class_name, .. } => out.unsupported.push(format!(
             "{at}: {class_name}: not accounted by dpplan (sampling amplification, trees and randomized response have no accountant here yet)"
         )),
     }
+}
+
+/// The σ of a Gaussian of sensitivity 1 whose ρ = 1/(2σ²) is at least
+/// `rho`: its RDP curve is at or above the ρ-zCDP event's at every order.
+/// √(0.5/ρ) is computed within 1.5 ulp of the exact value, so it is moved
+/// down by 2⁻⁵⁰ relative (a 16-ulp margin), and further while the computed
+/// ρ is still below.
+fn zcdp_stand_in(rho: f64) -> Option<f64> {
+    let mut sigma = (0.5 / rho).sqrt() * (1.0 - 2f64.powi(-50));
+    if !(sigma.is_finite() && sigma > 0.0) {
+        return None;
+    }
+    while 0.5 / (sigma * sigma) < rho {
+        sigma = sigma.next_down();
+    }
+    (sigma > 0.0).then_some(sigma)
 }
 
 #[cfg(test)]
@@ -618,5 +684,94 @@ mod tests {
         .unwrap();
         let err = DpEvent::from_json(&bad).unwrap_err();
         assert!(err.contains("count"), "{err}");
+    }
+
+    /// A `ZCDpEvent` stands in as a Gaussian whose ρ is at least the
+    /// event's, read only by the accountants of its RDP curve: the zCDP
+    /// accountant then gives exactly the conversion of the summed ρ (the
+    /// published OpenDP value at ρ = 1/32 in tests/it/conformance); ξ > 0,
+    /// a sampled zCDP event and a bad ρ are named, never accounted.
+    #[test]
+    fn zcdp_events_are_read_by_their_curve_only() {
+        for rho in [1.0 / 32.0, 1e-12, 0.3, 7.0, 1e6] {
+            let sigma = zcdp_stand_in(rho).unwrap();
+            // exactly: 1/(2σ²) ≥ ρ, by two roundings each way
+            assert!(0.5 / (sigma * sigma) >= rho, "{rho}");
+            assert!(0.5 / (sigma * sigma) <= rho * (1.0 + 1e-14), "{rho}");
+        }
+        let tree = DpEvent::Composed {
+            events: vec![
+                DpEvent::Zcdp {
+                    rho: 1.0 / 32.0,
+                    xi: 0.0,
+                },
+                DpEvent::SelfComposed {
+                    event: Box::new(DpEvent::Gaussian {
+                        noise_multiplier: 4.0,
+                    }),
+                    count: 10,
+                },
+            ],
+        };
+        let imported = import(&tree);
+        assert!(imported.unsupported.is_empty());
+        assert_eq!(
+            imported.zcdp,
+            ["the event.events[0]: ZCDpEvent(ρ = 0.03125)"]
+        );
+        assert!(imported.applies(crate::Accountant::Rdp));
+        assert!(!imported.applies(crate::Accountant::Pld));
+        assert!(!imported.applies(crate::Accountant::Gdp));
+        assert!(!imported.applies(crate::Accountant::Basic));
+        let z = crate::epsilon(&imported.releases, 1e-3, crate::Accountant::Zcdp).unwrap();
+        let want = crate::zcdp_epsilon_from_rho(1.0 / 32.0 + 10.0 / 32.0, 1e-3);
+        assert!(
+            z.epsilon >= want && z.epsilon <= want * (1.0 + 1e-12),
+            "{z:?} {want}"
+        );
+        // a tree of Gaussians alone keeps every accountant
+        assert!(import(&tree_without_zcdp(&tree)).applies(crate::Accountant::Pld));
+        for (bad, why) in [
+            (DpEvent::Zcdp { rho: 0.1, xi: 0.01 }, "ξ = 0.01"),
+            (
+                DpEvent::Zcdp {
+                    rho: f64::NAN,
+                    xi: 0.0,
+                },
+                "finite number",
+            ),
+            (DpEvent::Zcdp { rho: -1.0, xi: 0.0 }, "finite number"),
+            (
+                DpEvent::PoissonSampled {
+                    sampling_probability: 0.1,
+                    event: Box::new(DpEvent::Zcdp { rho: 0.1, xi: 0.0 }),
+                },
+                "no amplification",
+            ),
+        ] {
+            let imported = import(&bad);
+            assert!(
+                imported.unsupported.len() == 1 && imported.unsupported[0].contains(why),
+                "{bad:?}: {:?}",
+                imported.unsupported
+            );
+            assert!(imported.releases.is_empty());
+        }
+        // ρ = 0: no loss
+        let none = import(&DpEvent::Zcdp { rho: 0.0, xi: 0.0 });
+        assert!(none.releases.is_empty() && none.unsupported.is_empty());
+    }
+
+    fn tree_without_zcdp(tree: &DpEvent) -> DpEvent {
+        match tree {
+            DpEvent::Composed { events } => DpEvent::Composed {
+                events: events
+                    .iter()
+                    .filter(|e| !matches!(e, DpEvent::Zcdp { .. }))
+                    .cloned()
+                    .collect(),
+            },
+            e => e.clone(),
+        }
     }
 }

@@ -253,14 +253,32 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
             for u in &imported.unsupported {
                 errln!("  - {u}");
             }
-            errln!("help: dpplan accounts Gaussian, Laplace and discrete Laplace events and their compositions exactly");
+            errln!("help: dpplan accounts Gaussian, Laplace and discrete Laplace events, one Gaussian or Laplace event on a Poisson sample, ρ-zCDP events (by their curve) and their compositions");
         }
         return Ok(ExitCode::from(1));
     }
-    let results = if imported.releases.is_empty() {
+    let results: Vec<_> = if imported.releases.is_empty() {
         Vec::new()
-    } else {
+    } else if imported.zcdp.is_empty() {
         dpplan_accounting::all(&imported.releases, delta)
+    } else {
+        // a ZCDpEvent is known only by its RDP curve: the accountants that
+        // read a Gaussian's whole privacy profile are not run on its
+        // stand-in (they would understate)
+        dpplan_accounting::Accountant::ALL
+            .iter()
+            .map(|&a| {
+                let r = if imported.applies(a) {
+                    dpplan_accounting::epsilon(&imported.releases, delta, a)
+                } else {
+                    Err(dpplan_accounting::AccountingError::NotApplicable(format!(
+                        "the tree has {} ZCDpEvent(s), known only by their zCDP curve",
+                        imported.zcdp.len()
+                    )))
+                };
+                (a, r)
+            })
+            .collect()
     };
     let best = dpplan_accounting::best_of(
         results
@@ -293,6 +311,7 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
             "delta": delta,
             "accounted": true,
             "releases": imported.releases.iter().map(|r| r.count).sum::<u64>(),
+            "zcdp_events": imported.zcdp,
             "best": best.as_ref().map(|b| serde_json::json!({"accountant": b.accountant, "epsilon": b.epsilon})),
             "accountants": accountants,
         });
@@ -307,6 +326,15 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
     if results.is_empty() {
         outln!("\n  no privacy loss: every event is a no-op (ε = 0)");
         return Ok(ExitCode::SUCCESS);
+    }
+    if !imported.zcdp.is_empty() {
+        outln!(
+            "\n  {} ZCDpEvent(s), known only by their zCDP curve: only the accountants that read an RDP curve apply (zCDP, RDP, the classical closed form)",
+            imported.zcdp.len()
+        );
+        for z in &imported.zcdp {
+            outln!("    - {z}");
+        }
     }
     outln!();
     for (a, r) in &results {

@@ -203,7 +203,7 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
     );
     let refs = reference(&py, &cases);
     assert_eq!(refs.len(), exported.len());
-    let (mut pld_checked, mut lower_checked) = (0, 0);
+    let (mut pld_checked, mut lower_checked, mut reaccounted_zcdp) = (0, 0, 0);
     let mut worst = f64::NEG_INFINITY;
     for (e, r) in exported.iter().zip(&refs) {
         let name = &e.name;
@@ -254,6 +254,44 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
                 lower_checked += 1;
             }
         }
+        // the tree read back by `dpplan account --dp-event` (its zCDP
+        // events by their curve only): never below the plan's own ε, and,
+        // where it has a zCDP event, never looser than dp_accounting's RDP
+        // on the same tree
+        let file = dir
+            .path()
+            .join(format!("{}.again.json", name.replace('/', "_")));
+        std::fs::write(&file, serde_json::to_vec(&e.doc).unwrap()).unwrap();
+        let again = account_tree(&file, delta);
+        let has_zcdp = e.doc["event"].to_string().contains("ZCDpEvent");
+        // at δ = 0 a zCDP curve gives no finite ε: nothing is claimed
+        let again_eps = number(&again["best"]["epsilon"]).unwrap_or(f64::INFINITY);
+        assert!(
+            again_eps.is_finite() || (has_zcdp && delta == 0.0),
+            "{name}: {again}"
+        );
+        assert!(
+            again_eps >= eps * (1.0 - 1e-12),
+            "{name}: the tree re-accounted gives {again_eps} < the plan's {eps}"
+        );
+        assert_eq!(
+            !again["zcdp_events"].as_array().unwrap().is_empty(),
+            has_zcdp,
+            "{name}"
+        );
+        if has_zcdp {
+            eprintln!(
+                "{name}: re-accounted by the zCDP curves {again_eps:.6} (plan {eps:.6}, dp_accounting RDP {})",
+                r["rdp"]
+            );
+            reaccounted_zcdp += 1;
+            if let Some(rdp) = number(&r["rdp"]) {
+                assert!(
+                    again_eps <= rdp * (1.0 + 1e-6),
+                    "{name}: dpplan's re-accounted {again_eps} > dp_accounting RDP {rdp}"
+                );
+            }
+        }
         // dp_accounting's own named-tuple JSON reads back into the same tree
         let ours = DpEvent::from_json(&e.doc["event"]).unwrap();
         let theirs = DpEvent::from_json(&r["roundtrip"]).unwrap();
@@ -269,6 +307,112 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
         "only {pld_checked} trees the PLD accountant takes"
     );
     assert!(lower_checked >= 8, "only {lower_checked} exact trees");
+    assert!(
+        reaccounted_zcdp >= 3,
+        "only {reaccounted_zcdp} trees with a zCDP event"
+    );
+}
+
+/// A `ZCDpEvent` (what OpenDP, Tumult and dpplan's own export write for a
+/// mechanism known by its zCDP curve) is accounted by the accountants of
+/// its RDP curve only: alone it gives OpenDP's published conversion (ρ =
+/// 1/32, δ = 10⁻³: ε = 0.6880024554878085, `zCDP_to_approxDP`'s test),
+/// the accountants that read a Gaussian's whole profile say they do not
+/// apply (a Gaussian stand-in's PLD would give less: 0.59 here), and one
+/// more event moves ε (negative control).
+#[test]
+fn zcdp_events_are_accounted_by_their_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("zcdp.json");
+    let z = r#"{"module_name": "dp_accounting.dp_event", "class_name": "ZCDpEvent", "rho": 0.03125, "xi": 0.0}"#;
+    std::fs::write(&f, z).unwrap();
+    let got = account_tree(&f, 1e-3);
+    let eps = got["best"]["epsilon"].as_f64().unwrap();
+    assert!(
+        (0.6880024554878085..=0.6880024554878085 * (1.0 + 1e-12)).contains(&eps),
+        "{eps}"
+    );
+    assert_eq!(got["best"]["accountant"], json!("zcdp"));
+    for a in got["accountants"].as_array().unwrap() {
+        let name = a["accountant"].as_str().unwrap();
+        let applies = ["classical", "zcdp", "rdp"].contains(&name);
+        assert_eq!(a["epsilon"].is_number(), applies, "{a}");
+        if !applies {
+            assert!(a["error"].as_str().unwrap().contains("zCDP curve"), "{a}");
+        }
+    }
+    // the Gaussian of the same ρ, as an exact event: its PLD is tighter,
+    // which a mechanism known only as ρ-zCDP may not claim
+    std::fs::write(
+        &f,
+        r#"{"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": 4.0}"#,
+    )
+    .unwrap();
+    let gauss = account_tree(&f, 1e-3)["best"]["epsilon"].as_f64().unwrap();
+    assert!(gauss < eps * 0.9, "{gauss} vs {eps}");
+    // composed with exact events: the sum of ρ (10 Gaussians of σ = 4 add
+    // 10/32), and one more zCDP event claims more
+    let tree = |n: usize| {
+        let zs = vec![z; n].join(", ");
+        format!(
+            r#"{{"module_name": "dp_accounting.dp_event", "class_name": "ComposedDpEvent", "events": [{zs},
+                {{"module_name": "dp_accounting.dp_event", "class_name": "SelfComposedDpEvent", "count": 10,
+                  "event": {{"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": 4.0}}}}]}}"#
+        )
+    };
+    std::fs::write(&f, tree(1)).unwrap();
+    let one = account_tree(&f, 1e-3);
+    let want = dpplan_accounting::zcdp_epsilon_from_rho(11.0 / 32.0, 1e-3);
+    let zc = one["accountants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["accountant"] == json!("zcdp"))
+        .unwrap()["epsilon"]
+        .as_f64()
+        .unwrap();
+    assert!(zc >= want && zc <= want * (1.0 + 1e-12), "{zc} vs {want}");
+    assert_eq!(one["zcdp_events"].as_array().unwrap().len(), 1);
+    std::fs::write(&f, tree(2)).unwrap();
+    let two = account_tree(&f, 1e-3)["best"]["epsilon"].as_f64().unwrap();
+    assert!(two > one["best"]["epsilon"].as_f64().unwrap());
+    // the human form names each zCDP event and what applies
+    let o = dpplan(&[
+        "account",
+        "--dp-event",
+        f.to_str().unwrap(),
+        "--delta",
+        "1e-3",
+    ]);
+    ok(&o);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("2 ZCDpEvent(s), known only by their zCDP curve")
+            && out.contains("the event.events[1]: ZCDpEvent(ρ = 0.03125)"),
+        "{out}"
+    );
+    // ξ > 0 and a sampled zCDP event are named, no ε is claimed
+    for body in [
+        r#"{"module_name": "dp_accounting.dp_event", "class_name": "ZCDpEvent", "rho": 0.1, "xi": 0.5}"#,
+        r#"{"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent", "sampling_probability": 0.1,
+            "event": {"module_name": "dp_accounting.dp_event", "class_name": "ZCDpEvent", "rho": 0.1, "xi": 0.0}}"#,
+    ] {
+        std::fs::write(&f, body).unwrap();
+        let o = dpplan(&[
+            "account",
+            "--dp-event",
+            f.to_str().unwrap(),
+            "--delta",
+            "1e-6",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{body}");
+        assert!(
+            text(&o.stderr).contains("claims no ε"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert!(text(&o.stdout).is_empty());
+    }
 }
 
 /// A tree of exact events, read back by `dpplan account --dp-event`, gives
