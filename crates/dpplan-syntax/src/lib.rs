@@ -290,8 +290,17 @@ fn parse_detailed(
 
 /// Parses the whole text with the grammar's `file` rule, with no recovery.
 /// Used by tests to confirm that a text is one well-formed plan exactly as
-/// the grammar describes it.
+/// the grammar describes it. A text whose filters nest deeper than
+/// [`MAX_NESTING`] is refused before pest reads it, as in [`parse`] (pest
+/// runs without its stack probe).
 pub fn parse_strict(text: &str) -> Result<(), String> {
+    if let Some(d) = split::split(text)
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::Limit)
+    {
+        return Err(d.message.clone());
+    }
     DpplanParser::parse(Rule::file, text)
         .map(|_| ())
         .map_err(|e| e.to_string())

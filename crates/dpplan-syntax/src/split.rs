@@ -52,9 +52,9 @@ impl ItemKind {
 pub struct RawItem {
     pub kind: ItemKind,
     pub span: Span,
-    /// Parentheses nest deeper than [`MAX_NESTING`] in it (a DP016 was
-    /// reported): it is not parsed (the grammar's predicates recurse on
-    /// parentheses).
+    /// Its filters nest deeper than [`MAX_NESTING`] (parentheses and runs
+    /// of `not`; a DP016 was reported): it is not parsed (the grammar's
+    /// predicates recurse on them).
     pub too_deep: bool,
 }
 
@@ -173,7 +173,7 @@ impl<'a> Scanner<'a> {
         diagnostics: &mut Vec<Diagnostic>,
     ) -> (usize, bool) {
         let mut depth: usize = 0;
-        let (mut parens, mut too_deep): (usize, bool) = (0, false);
+        let (mut nesting, mut too_deep) = (Nesting::default(), false);
         let mut end;
         self.skip_token();
         loop {
@@ -217,22 +217,11 @@ impl<'a> Scanner<'a> {
                     self.pos = t.end;
                 }
                 TokenKind::Punct(b'(') => {
-                    parens += 1;
-                    if parens > MAX_NESTING && !too_deep {
-                        too_deep = true;
-                        diagnostics.push(
-                            Diagnostic::new(
-                                Code::Limit,
-                                format!("parentheses nest deeper than {MAX_NESTING} levels"),
-                                Span::new(self.pos, self.pos + 1),
-                            )
-                            .help("a filter needs a few levels at most: check for unclosed parentheses"),
-                        );
-                    }
+                    nesting.open();
                     self.pos = t.end;
                 }
                 TokenKind::Punct(b')') => {
-                    parens = parens.saturating_sub(1);
+                    nesting.close();
                     self.pos = t.end;
                 }
                 TokenKind::Punct(b'}') => {
@@ -247,10 +236,91 @@ impl<'a> Scanner<'a> {
                         break;
                     }
                 }
-                _ => self.pos = t.end,
+                TokenKind::Ident if t.text(self.text) == "not" => {
+                    nesting.not();
+                    self.pos = t.end;
+                }
+                _ => {
+                    nesting.other();
+                    self.pos = t.end;
+                }
+            }
+            if nesting.depth() > MAX_NESTING && !too_deep {
+                too_deep = true;
+                diagnostics.push(nesting.too_deep(Span::new(t.start, t.end)));
             }
         }
         (end, too_deep)
+    }
+}
+
+/// How deep the grammar's predicate rules recurse at the scanner's cursor:
+/// `pred_group` once per open parenthesis, `pred_not` (`not ~ pred_not`)
+/// once per `not` of a run of them (`not not x == 1`); the `not`s before a
+/// parenthesis stay on the stack until it closes (`not (not (x == 1))` is
+/// four levels). pest runs without its stack probe (ARCHITECTURE.md,
+/// "Dependencies and why"), so an item nested deeper than [`MAX_NESTING`]
+/// is refused before it is parsed (and lowered, and checked: each of them
+/// recurses on the same nesting).
+#[derive(Default)]
+struct Nesting {
+    parens: usize,
+    /// The `not`s of the run at the cursor.
+    run: usize,
+    /// The open parentheses with `not`s before them: (how many
+    /// parentheses were open before it, its run of `not`s). Empty, and
+    /// never allocated, for the usual item.
+    held: Vec<(usize, usize)>,
+    held_total: usize,
+}
+
+impl Nesting {
+    fn open(&mut self) {
+        if self.run > 0 {
+            self.held.push((self.parens, self.run));
+            self.held_total += self.run;
+        }
+        self.run = 0;
+        self.parens += 1;
+    }
+    fn close(&mut self) {
+        // an unmatched `)` changes nothing (the grammar reports it)
+        self.parens = self.parens.saturating_sub(1);
+        if let Some(&(at, run)) = self.held.last() {
+            if at == self.parens {
+                self.held.pop();
+                self.held_total -= run;
+            }
+        }
+        self.run = 0;
+    }
+    fn not(&mut self) {
+        self.run += 1;
+    }
+    fn other(&mut self) {
+        self.run = 0;
+    }
+    fn depth(&self) -> usize {
+        self.parens + self.held_total + self.run
+    }
+    fn too_deep(&self, span: Span) -> Diagnostic {
+        if self.held_total + self.run == 0 {
+            Diagnostic::new(
+                Code::Limit,
+                format!("parentheses nest deeper than {MAX_NESTING} levels"),
+                span,
+            )
+            .help("a filter needs a few levels at most: check for unclosed parentheses")
+        } else {
+            Diagnostic::new(
+                Code::Limit,
+                format!(
+                    "this filter nests deeper than {MAX_NESTING} levels of parentheses and `not`"
+                ),
+                span,
+            )
+            .help("`not not p` is `p`: simplify the filter")
+        }
     }
 }
 

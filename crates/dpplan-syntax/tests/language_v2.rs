@@ -101,3 +101,61 @@ fn deep_parentheses_are_a_limit_not_a_crash() {
     let p = parse(&plan(&ok));
     assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
 }
+
+/// pest runs without its stack probe (ARCHITECTURE.md): the grammar's other
+/// recursion, `pred_not = not ~ pred_not`, is bounded by the scanner with
+/// the parentheses (a run of `not`s, those before a parenthesis held until
+/// it closes). Each deep case is a DP016 and a broken item, never a stack
+/// overflow; the deepest accepted filter parses (and lowers: the lowering
+/// recurses on the same nesting) on a thread with the parser threads'
+/// default stack.
+#[test]
+fn runs_of_not_are_a_limit_not_a_crash() {
+    for deep in [
+        format!("count(t where {}a > 1)", "not ".repeat(100_000)),
+        format!(
+            "count(t where {}a > 1{})",
+            "not (".repeat(50_000),
+            ")".repeat(50_000)
+        ),
+        // the aggregation's parenthesis, 15 `not (` and two `not`s: 33 levels
+        format!(
+            "count(t where {}not not a > 1{})",
+            "not (".repeat(15),
+            ")".repeat(15)
+        ),
+    ] {
+        let p = parse(&plan(&deep));
+        assert!(
+            p.diagnostics
+                .iter()
+                .any(|d| d.code == Code::Limit && d.message.contains("`not`")),
+            "{:?}",
+            p.diagnostics
+        );
+        assert!(!p.plan.broken.is_empty() && p.plan.queries.is_empty());
+        assert!(dpplan_syntax::parse_strict(&plan(&deep)).is_err());
+    }
+    // 32 levels: the aggregation's parenthesis, 15 `not (`, one `not`
+    let deepest = format!(
+        "count(t where {}not a > 1{})",
+        "not (".repeat(15),
+        ")".repeat(15)
+    );
+    let p = std::thread::spawn(move || parse(&plan(&deepest)))
+        .join()
+        .expect("no overflow");
+    assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+    let mut filter = p.plan.queries[0].aggregates[0].filter.as_deref();
+    let mut nots = 0;
+    while let Some(Predicate::Not { inner, .. }) = filter {
+        nots += 1;
+        filter = Some(inner);
+    }
+    assert_eq!(nots, 16);
+    assert!(matches!(filter, Some(Predicate::Compare { .. })));
+    // many `not`s side by side are not nested
+    let wide = format!("count(t where {}a > 1)", "not a > 1 and ".repeat(200));
+    let p = parse(&plan(&wide));
+    assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+}
