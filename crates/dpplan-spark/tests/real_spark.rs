@@ -4,7 +4,7 @@
 //! CI=true, where it fails).
 //!
 //! Every job runs in one `spark-submit` (one JVM start): the shipped
-//! examples, a generated 10⁶-row file, adversarial data, a plan with one row
+//! examples, a generated 2·10⁵-row file, adversarial data, a plan with one row
 //! per unit, and the user-level selection over several seeds. The embedded
 //! `CsvEngine` is the reference.
 
@@ -292,14 +292,19 @@ fn field(s: &str) -> String {
     }
 }
 
-/// 10⁶ rows: some invalid numbers, categories outside the domain, values
-/// outside the bounds and on half-grid points (rounding ties).
-fn million(dir: &Path) -> PathBuf {
-    let p = dir.join("million.csv");
-    let mut s = String::with_capacity(30 << 20);
+/// 2·10⁵ rows (6 MB: several of the embedded engine's 1 MB blocks, ten
+/// rows per unit): some invalid numbers, categories outside the domain,
+/// values outside the bounds and on half-grid points (rounding ties). The
+/// cases below read it a dozen times; at 10⁶ rows Spark's executor spent
+/// most of this test's four minutes parsing it again.
+const BULK_ROWS: u64 = 200_000;
+
+fn bulk(dir: &Path) -> PathBuf {
+    let p = dir.join("bulk.csv");
+    let mut s = String::with_capacity(6 << 20);
     s.push_str("uid,g,v,w\n");
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in 0..1_000_000u64 {
+    for i in 0..BULK_ROWS {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -316,20 +321,21 @@ fn million(dir: &Path) -> PathBuf {
             1 => "1e1".to_string(),
             _ => format!("{}", (x >> 40) % 14),
         };
-        let _ = writeln!(s, "u{},{g},{v},{w}", i % 100_000);
+        let _ = writeln!(s, "u{},{g},{v},{w}", i % (BULK_ROWS / 10));
     }
     std::fs::write(&p, s).unwrap();
     p
 }
 
-/// One unit with 10⁶ rows (all alike, so its bounded contribution is
-/// deterministic), then single-row units with ids that need quoting and
-/// values that are NaN, infinite, huge, padded, or not numbers at all.
+/// One unit with 2·10⁵ rows (all alike, so its bounded contribution is
+/// deterministic; several of the embedded engine's blocks), then
+/// single-row units with ids that need quoting and values that are NaN,
+/// infinite, huge, padded, or not numbers at all.
 fn adversarial(dir: &Path) -> PathBuf {
     let p = dir.join("adversarial.csv");
-    let mut s = String::with_capacity(20 << 20);
+    let mut s = String::with_capacity(3 << 20);
     s.push_str("uid,g,v,w\n");
-    for _ in 0..1_000_000 {
+    for _ in 0..BULK_ROWS {
         s.push_str("bot,a,7.5,3\n");
     }
     let ids = [
@@ -493,20 +499,13 @@ fn keys_from_data_on_a_real_spark() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let million = million(dir.path());
+    let bulk = bulk(dir.path());
     let adv = adversarial(dir.path());
     let single = one_row_per_unit(dir.path());
     let user = "rows_per_unit 3 groups_per_unit 1 rows_per_group 2";
     let cases = [
-        ("million", &million, "row", "", "", None),
-        (
-            "million",
-            &million,
-            "row",
-            "",
-            "invalid_rows clamp",
-            Some(0),
-        ),
+        ("bulk", &bulk, "row", "", "", None),
+        ("bulk", &bulk, "row", "", "invalid_rows clamp", Some(0)),
         ("adversarial", &adv, "user by uid", user, "", None),
         (
             "one row per unit",
@@ -571,12 +570,12 @@ fn spark_engine_on_a_real_spark() {
     let mut cases = Vec::new();
     example_cases(&mut cases);
 
-    let million = million(dir.path());
+    let bulk = bulk(dir.path());
     for (unit, drop) in [("row", ""), ("row", "invalid_rows clamp")] {
         cases.push(Case {
-            name: format!("10^6 rows, {unit} {drop}"),
+            name: format!("2·10^5 rows, {unit} {drop}"),
             dataset: dataset(unit, "", drop),
-            source: million.clone(),
+            source: bulk.clone(),
             stats: all_stats(),
             check: Check::Equal,
         });
@@ -640,9 +639,9 @@ fn spark_engine_on_a_real_spark() {
     // same exact aggregates as the embedded engine, row- and user-level,
     // under both invalid-row rules, from text and from a typed source
     let filtered = [
-        ("million", &million, "row", "", 0),
-        ("million", &million, "row", "invalid_rows clamp", 1),
-        ("million", &million, "row", "", 2),
+        ("bulk", &bulk, "row", "", 0),
+        ("bulk", &bulk, "row", "invalid_rows clamp", 1),
+        ("bulk", &bulk, "row", "", 2),
         ("adversarial", &adv, "user by uid", "invalid_rows clamp", 0),
         ("adversarial", &adv, "user by uid", "", 2),
         ("one row per unit", &single, "user by uid", "", 0),
@@ -665,8 +664,8 @@ fn spark_engine_on_a_real_spark() {
     // several keys and bins (clamped and dropped outside their edges), a
     // count and a sum per cell, with and without a filter
     let celled = [
-        ("million", &million, "row", "", None),
-        ("million", &million, "row", "invalid_rows clamp", Some(1)),
+        ("bulk", &bulk, "row", "", None),
+        ("bulk", &bulk, "row", "invalid_rows clamp", Some(1)),
         ("adversarial", &adv, "user by uid", "", None),
         (
             "adversarial",
@@ -703,7 +702,7 @@ fn spark_engine_on_a_real_spark() {
         stat(StatKind::GroupedCount { by: "g".into() }, 0),
     ];
     for (what, source, unit, bounds) in [
-        ("million", &million, "row", ""),
+        ("bulk", &bulk, "row", ""),
         (
             "adversarial",
             &adv,
