@@ -109,6 +109,17 @@ const GENERATED: &[(&str, &str)] = &[
 ];
 
 /// `dpplan account --dp-event FILE --delta D --json`, which must succeed.
+/// `dpplan account --dp-event FILE --delta DELTA`, its output as it is.
+fn account_cmd(file: &Path, delta: &str) -> std::process::Output {
+    dpplan(&[
+        "account",
+        "--dp-event",
+        file.to_str().unwrap(),
+        "--delta",
+        delta,
+    ])
+}
+
 fn account_tree(file: &Path, delta: f64) -> Value {
     let o = dpplan(&[
         "account",
@@ -377,13 +388,7 @@ fn zcdp_events_are_accounted_by_their_curve() {
     let two = account_tree(&f, 1e-3)["best"]["epsilon"].as_f64().unwrap();
     assert!(two > one["best"]["epsilon"].as_f64().unwrap());
     // the human form names each zCDP event and what applies
-    let o = dpplan(&[
-        "account",
-        "--dp-event",
-        f.to_str().unwrap(),
-        "--delta",
-        "1e-3",
-    ]);
+    let o = account_cmd(&f, "1e-3");
     ok(&o);
     let out = text(&o.stdout);
     assert!(
@@ -398,13 +403,7 @@ fn zcdp_events_are_accounted_by_their_curve() {
             "event": {"module_name": "dp_accounting.dp_event", "class_name": "ZCDpEvent", "rho": 0.1, "xi": 0.0}}"#,
     ] {
         std::fs::write(&f, body).unwrap();
-        let o = dpplan(&[
-            "account",
-            "--dp-event",
-            f.to_str().unwrap(),
-            "--delta",
-            "1e-6",
-        ]);
+        let o = account_cmd(&f, "1e-6");
         assert_eq!(o.status.code(), Some(1), "{body}");
         assert!(
             text(&o.stderr).contains("claims no ε"),
@@ -495,13 +494,7 @@ fn unsupported_and_malformed_trees_are_refused_clearly() {
                       "event": {"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent", "noise_multiplier": 1.1}}}"#,
     )
     .unwrap();
-    let o = dpplan(&[
-        "account",
-        "--dp-event",
-        f.to_str().unwrap(),
-        "--delta",
-        "1e-5",
-    ]);
+    let o = account_cmd(&f, "1e-5");
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(
@@ -523,13 +516,7 @@ fn unsupported_and_malformed_trees_are_refused_clearly() {
         ),
     ] {
         std::fs::write(&f, body).unwrap();
-        let o = dpplan(&[
-            "account",
-            "--dp-event",
-            f.to_str().unwrap(),
-            "--delta",
-            "1e-6",
-        ]);
+        let o = account_cmd(&f, "1e-6");
         assert_eq!(o.status.code(), Some(2), "{body}");
         assert!(
             text(&o.stderr).contains(want),
@@ -537,13 +524,7 @@ fn unsupported_and_malformed_trees_are_refused_clearly() {
             text(&o.stderr)
         );
     }
-    let o = dpplan(&[
-        "account",
-        "--dp-event",
-        f.to_str().unwrap(),
-        "--delta",
-        "1.5",
-    ]);
+    let o = account_cmd(&f, "1.5");
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("not in [0, 1)"),
