@@ -375,6 +375,36 @@ impl Imported {
     pub fn applies(&self, accountant: crate::Accountant) -> bool {
         self.zcdp.is_empty() || ZCDP_ACCOUNTANTS.contains(&accountant)
     }
+
+    /// Every accountant's bound on the imported releases, in
+    /// [`Accountant::ALL`](crate::Accountant::ALL)'s order, as
+    /// [`crate::all`] gives them — except that an accountant that does not
+    /// apply ([`Imported::applies`]) is not run on a zCDP event's Gaussian
+    /// stand-in (it would read a privacy profile the event need not have)
+    /// and says so. Read the imported releases through this, not through
+    /// [`crate::all`].
+    pub fn all(
+        &self,
+        delta: f64,
+    ) -> Vec<(crate::Accountant, Result<crate::Bound, AccountingError>)> {
+        if self.zcdp.is_empty() {
+            return crate::all(&self.releases, delta);
+        }
+        crate::Accountant::ALL
+            .iter()
+            .map(|&a| {
+                let r = if self.applies(a) {
+                    crate::epsilon(&self.releases, delta, a)
+                } else {
+                    Err(AccountingError::NotApplicable(format!(
+                        "the tree has {} ZCDpEvent(s), known only by their zCDP curve",
+                        self.zcdp.len()
+                    )))
+                };
+                (a, r)
+            })
+            .collect()
+    }
 }
 
 /// The releases an event tree stands for: Gaussian, Laplace and discrete
@@ -723,6 +753,10 @@ mod tests {
         assert!(!imported.applies(crate::Accountant::Pld));
         assert!(!imported.applies(crate::Accountant::Gdp));
         assert!(!imported.applies(crate::Accountant::Basic));
+        // through `all`: the stand-in's PLD is never run, the curve's are
+        for (a, r) in imported.all(1e-3) {
+            assert_eq!(r.is_ok(), ZCDP_ACCOUNTANTS.contains(&a), "{a:?}: {r:?}");
+        }
         let z = crate::epsilon(&imported.releases, 1e-3, crate::Accountant::Zcdp).unwrap();
         let want = crate::zcdp_epsilon_from_rho(1.0 / 32.0 + 10.0 / 32.0, 1e-3);
         assert!(

@@ -257,28 +257,11 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
         }
         return Ok(ExitCode::from(1));
     }
-    let results: Vec<_> = if imported.releases.is_empty() {
+    let results = if imported.releases.is_empty() {
         Vec::new()
-    } else if imported.zcdp.is_empty() {
-        dpplan_accounting::all(&imported.releases, delta)
     } else {
-        // a ZCDpEvent is known only by its RDP curve: the accountants that
-        // read a Gaussian's whole privacy profile are not run on its
-        // stand-in (they would understate)
-        dpplan_accounting::Accountant::ALL
-            .iter()
-            .map(|&a| {
-                let r = if imported.applies(a) {
-                    dpplan_accounting::epsilon(&imported.releases, delta, a)
-                } else {
-                    Err(dpplan_accounting::AccountingError::NotApplicable(format!(
-                        "the tree has {} ZCDpEvent(s), known only by their zCDP curve",
-                        imported.zcdp.len()
-                    )))
-                };
-                (a, r)
-            })
-            .collect()
+        // a zCDP event's stand-in is read only by the accountants of its curve
+        imported.all(delta)
     };
     let best = dpplan_accounting::best_of(
         results
