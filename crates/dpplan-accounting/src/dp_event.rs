@@ -345,9 +345,29 @@ pub fn release_event(r: &Release) -> Result<(DpEvent, Fidelity, &'static str), A
 /// What [`import`] read: the releases dpplan accounts, the events it could
 /// not (each with where it is and why), and where the tree has events known
 /// only by their zCDP curve.
+///
+/// The releases are read through [`Imported::all`] only; a caller cannot
+/// hand them (a zCDP event's Gaussian stand-in among them) to
+/// [`crate::all`]:
+///
+/// ```compile_fail,E0616
+/// use dpplan_accounting::dp_event::{import, DpEvent};
+/// let imported = import(&DpEvent::Gaussian { noise_multiplier: 2.0 });
+/// let _ = dpplan_accounting::all(&imported.releases, 1e-6);
+/// ```
+///
+/// ```
+/// use dpplan_accounting::dp_event::{import, DpEvent};
+/// let imported = import(&DpEvent::Gaussian { noise_multiplier: 2.0 });
+/// assert_eq!(imported.release_count(), 1);
+/// assert!(imported.all(1e-6).iter().all(|(_, r)| r.is_ok()));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Imported {
-    pub releases: Vec<Release>,
+    /// Private: a zCDP event's Gaussian stand-in must not reach an
+    /// accountant that reads its whole profile, so the releases are read
+    /// only through [`Imported::all`].
+    releases: Vec<Release>,
     pub unsupported: Vec<String>,
     /// The `ZCDpEvent`s read, each with its place: each stands in
     /// `releases` as a Gaussian whose RDP curve, ρ'α with ρ' ≥ ρ, is the
@@ -370,6 +390,16 @@ pub const ZCDP_ACCOUNTANTS: [crate::Accountant; 3] = [
 ];
 
 impl Imported {
+    /// Whether the tree stands for no release at all.
+    pub fn is_empty(&self) -> bool {
+        self.releases.is_empty()
+    }
+
+    /// How many releases the tree stands for (self-compositions counted).
+    pub fn release_count(&self) -> u64 {
+        self.releases.iter().map(|r| r.count).sum()
+    }
+
     /// Whether `accountant` may account the imported releases: every
     /// accountant, unless the tree has a `ZCDpEvent`.
     pub fn applies(&self, accountant: crate::Accountant) -> bool {

@@ -257,7 +257,7 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
         }
         return Ok(ExitCode::from(1));
     }
-    let results = if imported.releases.is_empty() {
+    let results = if imported.is_empty() {
         Vec::new()
     } else {
         // a zCDP event's stand-in is read only by the accountants of its curve
@@ -293,7 +293,7 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
             "path": path,
             "delta": delta,
             "accounted": true,
-            "releases": imported.releases.iter().map(|r| r.count).sum::<u64>(),
+            "releases": imported.release_count(),
             "zcdp_events": imported.zcdp,
             "best": best.as_ref().map(|b| serde_json::json!({"accountant": b.accountant, "epsilon": b.epsilon})),
             "accountants": accountants,
@@ -303,7 +303,7 @@ fn dp_event(file: &std::path::Path, delta: f64, args: &Args) -> Result<ExitCode>
     }
     outln!(
         "DpEvent tree `{path}`: {} release(s), δ = {}",
-        imported.releases.iter().map(|r| r.count).sum::<u64>(),
+        imported.release_count(),
         num(delta)
     );
     if results.is_empty() {
