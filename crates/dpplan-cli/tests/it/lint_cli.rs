@@ -326,3 +326,56 @@ fn suppressions_are_listed_with_their_reasons() {
 fn dpplan_vocab_title(name: &str) -> &'static str {
     dpplan_check::Accountant::from_name(name).unwrap().title()
 }
+
+/// The nesting limit through the binary, as a CI job meets it: `dpplan
+/// check` and `dpplan fmt` on filters nested past 32 levels of
+/// parentheses and `not` (pest runs without its stack probe, so the item
+/// splitter's bound is all that stands between such a plan and a stack
+/// overflow) exit 1 with DP016 and its hint, never a crash; at 32 levels
+/// the plan checks clean (the negative control).
+#[test]
+fn filters_nested_past_the_limit_are_a_dp016_not_a_crash() {
+    let plan = |filter: &str| {
+        format!(
+            "plan \"p\" {{\n  privacy {{ unit row adjacency replace budget epsilon 1 }}\n  dataset t {{ source \"t.csv\" columns {{ a: int in 0..10 }} }}\n  query q {{\n    count(t where {filter})\n    noise laplace scale 1\n    schedule once\n  }}\n}}\n"
+        )
+    };
+    let deep = [
+        format!("{}a > 1", "not ".repeat(100_000)),
+        format!("{}a > 1{}", "not (".repeat(50_000), ")".repeat(50_000)),
+        format!("{}not not a > 1{}", "not (".repeat(15), ")".repeat(15)),
+    ];
+    for (k, filter) in deep.iter().enumerate() {
+        let src = plan(filter);
+        let o = dpplan(&["check", "-", "--format", "json"], Some(src.as_bytes()));
+        assert_eq!(o.status.code(), Some(1), "case {k}: {}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let diags = v["files"][0]["diagnostics"].as_array().unwrap();
+        assert!(
+            diags.iter().any(|d| d["code"] == "DP016"
+                && d["message"].as_str().unwrap().contains("`not`")
+                && d["help"].as_str().unwrap().contains("`not not p` is `p`")),
+            "case {k}: {diags:?}"
+        );
+        assert!(v["files"][0]["epsilon"].is_null(), "case {k}: a claim");
+        assert!(!text(&o.stderr).contains("panicked"), "case {k}");
+        let o = dpplan(&["fmt", "-"], Some(src.as_bytes()));
+        assert_ne!(o.status.code(), Some(0), "case {k}: fmt accepted it");
+        assert!(!text(&o.stderr).contains("panicked"), "case {k}");
+    }
+    let src = plan(&format!(
+        "{}not a > 1{}",
+        "not (".repeat(15),
+        ")".repeat(15)
+    ));
+    let o = dpplan(&["check", "-", "--format", "json"], Some(src.as_bytes()));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !v["files"][0]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "DP016"),
+        "{v}"
+    );
+}
