@@ -92,7 +92,8 @@
 //!   `dgauss.rs`: the discrete Gaussian's (CKS 2020 Thm 7) and its normaliser
 //!   [`discrete_gaussian_normaliser`].
 //! * [`roots`]: the one bracket search and bisection (monotone predicate,
-//!   returned end chosen explicitly); `grid.rs`: the one geometric round-up
+//!   returned end chosen explicitly), and Brent's search for the PLD's ε
+//!   ([`roots::profile_root`], the same answer in a quarter of the steps); `grid.rs`: the one geometric round-up
 //!   used for bucketing; `special.rs`: normal CDF and 1-D minimisation.
 #![forbid(unsafe_code)]
 

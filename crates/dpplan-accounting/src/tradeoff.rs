@@ -25,7 +25,7 @@
 //! * The thresholds of keys from the data add their δ to every ε
 //!   (`extra_delta`), as they add it to the plan's claim.
 
-use crate::accountants::pld::{compose_plan, directions, Curve};
+use crate::accountants::pld::{compose_plan, directions, Curve, Resolution};
 use crate::special::{golden, ln_phi_approx, ELEM_ULPS, U};
 use crate::{normalise, AccountingError, Eff, Plan, Release};
 use serde::Serialize;
@@ -132,7 +132,7 @@ pub fn attack_risk(
     // the attack's power is the larger
     let curves = directions(&plan).and_then(|dirs| {
         dirs.iter()
-            .map(|&d| compose_plan(&plan, target, d).map(|c| c.curve))
+            .map(|&d| compose_plan(&plan, target, d, Resolution::Standard).map(|c| c.curve))
             .collect::<Result<Vec<Curve>, _>>()
     });
     let (curve, tpr): (CurveSource, Box<dyn Fn(f64) -> f64>) = match curves {
@@ -359,9 +359,14 @@ mod tests {
             count: 9,
         }];
         let plan = normalise(&releases).unwrap();
-        let curve = compose_plan(&plan, 1e-6, crate::accountants::pld::Direction::Remove)
-            .unwrap()
-            .curve;
+        let curve = compose_plan(
+            &plan,
+            1e-6,
+            crate::accountants::pld::Direction::Remove,
+            Resolution::Standard,
+        )
+        .unwrap()
+        .curve;
         for alpha in [0.1, 0.01, 0.001, 1e-5] {
             let closed = tpr_gdp(1.5, alpha);
             let searched = tpr_from_curve(&curve, alpha);

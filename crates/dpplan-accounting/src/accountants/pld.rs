@@ -31,7 +31,7 @@
 use super::pld_conv::Convolver;
 use crate::dgauss::DiscreteGaussian;
 use crate::gaussian::gdp_epsilon;
-use crate::roots::{bisect, find_bracket, Bisection, Bracket, End};
+use crate::roots::{find_bracket, profile_root, Bisection, Bracket, End};
 use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Plan};
 use std::cmp::Ordering;
@@ -67,8 +67,36 @@ const MAX_BINS: usize = 1 << 21;
 /// distinct Laplace/RR parameters above which ε is rounded up onto a geometric grid
 const BUCKET_ABOVE: usize = 256;
 const BUCKET_RATIO: f64 = 1e-3;
-/// share of the target δ that tail truncation may spend (over all operations)
+/// share of the target δ that tail truncation may spend (over all
+/// operations) for the standard grid ([`Resolution::Standard`])
 const TRUNC_FRACTION: f64 = 1e-3;
+/// the share for the accountant's claim ([`Resolution::Claim`]), while the
+/// per-step threshold it gives stays above [`TRUNC_FLOOR`] (where it
+/// would not, the threshold is the floor, or [`TRUNC_FRACTION`]'s if that
+/// is lower: the FFT round-off floor stops truncation below ~10⁻¹⁷)
+const TRUNC_FRACTION_CLAIM: f64 = 1e-5;
+const TRUNC_FLOOR: f64 = 1e-16;
+/// a plan of at most this many leaf groups (and no sampled leaf) is
+/// composed for the accountant's claim on a grid [`SMALL_REFINE`] times
+/// finer than [`RES_NODE`]: the connect-the-dots round-up is second
+/// order in the grid step, and there it is the largest error term left
+/// (docs/accounting.md, "DpEvent")
+const SMALL_PLAN_LEAVES: usize = 16;
+const SMALL_REFINE: f64 = 4.0;
+
+/// How fine a composition's grid and truncation are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// The PLD accountant's ε: truncation at [`TRUNC_FRACTION_CLAIM`] of δ,
+    /// and plans of at most [`SMALL_PLAN_LEAVES`] leaf groups on a grid
+    /// [`SMALL_REFINE`] times finer; a plan with a sampled leaf as
+    /// [`Resolution::Standard`].
+    Claim,
+    /// The standard grid and truncation ([`RES_NODE`], [`TRUNC_FRACTION`]):
+    /// the attack-risk curve (`crate::tradeoff`), which evaluates the
+    /// curve hundreds of times and bounds a TPR, not the plan's ε.
+    Standard,
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct GridPld {
@@ -317,6 +345,9 @@ struct Ctx {
     /// a leaf is on a Poisson sample: tilts follow the tails' reach
     /// ([`Ctx::tilt_to`])
     skewed: bool,
+    /// [`RES_NODE`]'s factor for a plan without a sampled leaf (1, or
+    /// [`SMALL_REFINE`] for the claim of a small plan)
+    refine: f64,
 }
 
 impl Ctx {
@@ -341,7 +372,7 @@ impl Ctx {
         if self.skewed {
             8.0 * RES_NODE
         } else {
-            RES_NODE
+            self.refine * RES_NODE
         }
     }
 
@@ -635,7 +666,7 @@ pub(crate) fn directions(plan: &Plan) -> Result<&'static [Direction], Accounting
 
 /// ε at δ of the plan composed in the order `dir`.
 fn epsilon_in(plan: &Plan, delta: f64, dir: Direction) -> Result<(f64, String), AccountingError> {
-    let composed = compose_plan(plan, delta, dir)?;
+    let composed = compose_plan(plan, delta, dir, Resolution::Claim)?;
     let (g, mu) = (&composed.curve.g, composed.curve.mu);
     if g.inf >= delta {
         return Err(AccountingError::InfiniteEpsilon(format!(
@@ -693,6 +724,7 @@ pub(crate) fn compose_plan(
     plan: &Plan,
     delta: f64,
     dir: Direction,
+    res: Resolution,
 ) -> Result<Composed, AccountingError> {
     let split = Split::of(plan)?;
     if plan.total_count() > 1e12 {
@@ -703,13 +735,13 @@ pub(crate) fn compose_plan(
     let mu = super::gdp::mu_upper(split.mu2, plan.items.len());
     let mu2 = split.mu2;
     let leaves = split.leaves(dir);
-    let grid = compose_with(&leaves, mu, mu2, delta, false)?;
+    let grid = compose_with(&leaves, mu, mu2, delta, false, res)?;
     if !pld_binomial::has_binomial(&leaves) {
         return Ok(grid);
     }
     // both are dominating pairs: the one with the smaller ε at δ is kept
     // (the grid composition on a tie), so no claim moves up
-    let Ok(exact) = compose_with(&leaves, mu, mu2, delta, true) else {
+    let Ok(exact) = compose_with(&leaves, mu, mu2, delta, true, res) else {
         return Ok(grid);
     };
     let eps = |c: &Composed| epsilon_at(&c.curve, delta).map(|e| e.unwrap_or(0.0));
@@ -727,8 +759,9 @@ fn compose_with(
     mu2: f64,
     delta: f64,
     binomial: bool,
+    res: Resolution,
 ) -> Result<Composed, AccountingError> {
-    let mut ctx = Ctx::for_leaves(leaves, mu2, delta);
+    let mut ctx = Ctx::for_leaves(leaves, mu2, delta, res);
     ctx.binomial = binomial;
     let (g, shapes_note) = compose_leaves(&mut ctx, leaves, mu2)?;
     Ok(Composed {
@@ -743,7 +776,7 @@ impl Ctx {
     /// The context of a composition of `leaves` and a Gaussian part of
     /// Σ μ² = `mu2` at target `delta`: the global grid exponent from the
     /// total spread, and the truncation budget.
-    fn for_leaves(leaves: &[(LeafKind, u64)], mu2: f64, delta: f64) -> Ctx {
+    fn for_leaves(leaves: &[(LeafKind, u64)], mu2: f64, delta: f64, res: Resolution) -> Ctx {
         let var_total: f64 = leaves
             .iter()
             .map(|(k, c)| *c as f64 * leaf_sd(k).powi(2))
@@ -764,15 +797,34 @@ impl Ctx {
         // the noise stops every truncation and the grid of a k-fold self-composition grows
         // to the full support ±k·ε instead of ±O(√k·ε).
         let n_ops = (leaves.len() as f64 + 1.0) * 130.0;
+        let standard = delta * TRUNC_FRACTION / n_ops;
+        let skewed = leaves
+            .iter()
+            .any(|(k, _)| matches!(k, LeafKind::Sampled(..)));
+        let (tau, refine) = match res {
+            // a plan with a sampled leaf is left as it was: its own finer
+            // grid's move of each cell to its top is the term that counts
+            // there (docs/accounting.md, "The leaf's grid"), and a lower τ
+            // lengthens its long-tailed grids
+            Resolution::Standard => (standard, 1.0),
+            Resolution::Claim if skewed => (standard, 1.0),
+            Resolution::Claim => {
+                let fine = delta * TRUNC_FRACTION_CLAIM / n_ops;
+                let small = leaves.len() <= SMALL_PLAN_LEAVES;
+                (
+                    fine.max(standard.min(TRUNC_FLOOR)),
+                    if small { SMALL_REFINE } else { 1.0 },
+                )
+            }
+        };
         Ctx {
             conv: Convolver::new(),
-            tau: (delta * TRUNC_FRACTION / n_ops).max(1e-300),
+            tau: tau.max(1e-300),
             e_global,
             binomial: false,
             delta,
-            skewed: leaves
-                .iter()
-                .any(|(k, _)| matches!(k, LeafKind::Sampled(..))),
+            skewed,
+            refine,
         }
     }
 }
@@ -874,7 +926,8 @@ fn compose_leaves(
 fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError> {
     let (mu, h) = (curve.mu, curve.h());
     let delta_of = |eps: f64| curve.delta_upper(eps);
-    if delta_of(0.0) <= delta {
+    let d0 = delta_of(0.0);
+    if d0 <= delta {
         return Ok(None);
     }
     let lmax = curve.loss_max();
@@ -884,21 +937,37 @@ fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError>
         } else {
             0.0
         } + h;
-    let Bracket::Found { first_held: hi, .. } = find_bracket(
+    // δ at the bracket's ends, for the search's interpolation
+    let mut at = Vec::with_capacity(8);
+    let Bracket::Found {
+        first_held: hi,
+        last_failed,
+    } = find_bracket(
         hi,
         200,
         |x| Some(x * 2.0 + 1.0),
-        |x| delta_of(x).partial_cmp(&delta) != Some(Ordering::Greater),
-    ) else {
+        |x| {
+            let d = delta_of(x);
+            at.push(d);
+            d.partial_cmp(&delta) != Some(Ordering::Greater)
+        },
+    )
+    else {
         return Err(AccountingError::InfiniteEpsilon(
             "PLD: could not bracket ε".into(),
         ));
     };
-    Ok(Some(bisect(
-        0.0,
-        hi,
+    let d_hi = at.last().copied().unwrap_or(f64::NAN);
+    let lo = match last_failed {
+        Some(x) => (x, at[at.len() - 2]),
+        None => (0.0, d0),
+    };
+    Ok(Some(profile_root(
+        lo,
+        (hi, d_hi),
+        delta,
         &Bisection::arithmetic(1e-12, 1e-14, End::Upper),
-        |x| delta_of(x) <= delta,
+        delta_of,
     )))
 }
 

@@ -170,9 +170,14 @@ mod tests {
         let mut pruned_any = false;
         for (k, releases) in plans.iter().enumerate() {
             let plan = normalise(releases).unwrap();
-            let curve = compose_plan(&plan, 1e-6, crate::accountants::pld::Direction::Remove)
-                .unwrap()
-                .curve;
+            let curve = compose_plan(
+                &plan,
+                1e-6,
+                crate::accountants::pld::Direction::Remove,
+                crate::accountants::pld::Resolution::Claim,
+            )
+            .unwrap()
+            .curve;
             let top = curve.loss_max().max(1.0) * 2.0;
             for i in 0..=60 {
                 let eps = top * f64::from(i) / 60.0;

@@ -215,7 +215,8 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
     let refs = reference(&py, &cases);
     assert_eq!(refs.len(), exported.len());
     let (mut pld_checked, mut lower_checked, mut reaccounted_zcdp) = (0, 0, 0);
-    let mut worst = f64::NEG_INFINITY;
+    // the worst of the trees without and with Poisson-sampled events
+    let (mut worst, mut worst_sampled) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
     for (e, r) in exported.iter().zip(&refs) {
         let name = &e.name;
         let eps = e.doc["epsilon"].as_f64().unwrap();
@@ -223,10 +224,9 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
         let selection = e.doc["selection_delta"].as_f64().unwrap();
         assert!(selection >= 0.0, "{name}");
         // never looser than dp_accounting (it composes the same events) but
-        // by dpplan's proven error terms: up to 2.9·10⁻⁶ relative
-        // (examples/web-analytics, where dp_accounting has converged and a
-        // 64 times finer dpplan grid still leaves 1.4·10⁻⁶; the issue asks
-        // 10⁻⁶, docs/accounting.md, "DpEvent"); 10⁻⁵ holds
+        // by dpplan's proven error terms: the issue's 10⁻⁶ relative
+        // (examples/web-analytics is the closest: 8.3·10⁻⁷, where
+        // dp_accounting has converged; docs/accounting.md, "DpEvent").
         // A tree with Poisson-sampled events: dpplan's sampled leaves move
         // each cell's mass to the cell's top on a grid of at most 2¹⁷
         // points (the connect-the-dots split of a cell needs the difference
@@ -234,13 +234,17 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
         // examples/daily-panel (1.408 vs 1.40683, where dp_accounting has
         // converged), 1.5·10⁻³ holds
         let sampled = e.doc["event"].to_string().contains("PoissonSampledDpEvent");
-        let tolerance = if sampled { 1.5e-3 } else { 1e-5 };
+        let tolerance = if sampled { 1.5e-3 } else { 1e-6 };
         if let Some(p) = number(&r["pld_pessimistic"]) {
             assert!(
                 eps <= p * (1.0 + tolerance),
                 "{name}: dpplan {eps} > dp_accounting PLD {p}"
             );
-            worst = worst.max(eps / p - 1.0);
+            if sampled {
+                worst_sampled = worst_sampled.max(eps / p - 1.0);
+            } else {
+                worst = worst.max(eps / p - 1.0);
+            }
             pld_checked += 1;
         }
         if let Some(rdp) = number(&r["rdp"]) {
@@ -312,7 +316,9 @@ fn exported_trees_are_accounted_by_dp_accounting_within_the_tolerances() {
             r["pld_pessimistic"], r["pld_optimistic"], r["rdp"]
         );
     }
-    eprintln!("dpplan's ε over dp_accounting's pessimistic PLD: at worst {worst:+.2e} relative");
+    eprintln!(
+        "dpplan's ε over dp_accounting's pessimistic PLD: at worst {worst:+.2e} relative ({worst_sampled:+.2e} with sampled events)"
+    );
     assert!(
         pld_checked >= 10,
         "only {pld_checked} trees the PLD accountant takes"
