@@ -5,7 +5,7 @@ reviewed, compared and compiled by the same core as the ``dpplan`` binary
 >>> import dpplan
 >>> result = dpplan.check("examples/signups/signups.dpplan")
 >>> result.ok, result.epsilon                      # doctest: +SKIP
-(True, 1.369339695945743)
+(True, 1.3693254604151521)
 >>> dpplan.report("examples/signups/signups.dpplan")  # shows itself in Jupyter
 
 Every function takes a plan as a path (a ``pathlib.Path``, or a string that
