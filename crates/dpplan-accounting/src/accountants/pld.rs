@@ -802,11 +802,11 @@ impl Ctx {
             .iter()
             .any(|(k, _)| matches!(k, LeafKind::Sampled(..)));
         let (tau, refine) = match res {
+            Resolution::Standard => (standard, 1.0),
             // a plan with a sampled leaf is left as it was: its own finer
             // grid's move of each cell to its top is the term that counts
             // there (docs/accounting.md, "The leaf's grid"), and a lower τ
             // lengthens its long-tailed grids
-            Resolution::Standard => (standard, 1.0),
             Resolution::Claim if skewed => (standard, 1.0),
             Resolution::Claim => {
                 let fine = delta * TRUNC_FRACTION_CLAIM / n_ops;
