@@ -89,8 +89,8 @@ const SMALL_REFINE: f64 = 4.0;
 pub(crate) enum Resolution {
     /// The PLD accountant's ε: truncation at [`TRUNC_FRACTION_CLAIM`] of δ,
     /// and plans of at most [`SMALL_PLAN_LEAVES`] leaf groups on a grid
-    /// [`SMALL_REFINE`] times finer; a plan with a sampled leaf as
-    /// [`Resolution::Standard`].
+    /// [`SMALL_REFINE`] times finer (a plan with a sampled leaf keeps its
+    /// own finer grid, [`Ctx::res_node`]).
     Claim,
     /// The standard grid and truncation ([`RES_NODE`], [`TRUNC_FRACTION`]):
     /// the attack-risk curve (`crate::tradeoff`), which evaluates the
@@ -803,11 +803,6 @@ impl Ctx {
             .any(|(k, _)| matches!(k, LeafKind::Sampled(..)));
         let (tau, refine) = match res {
             Resolution::Standard => (standard, 1.0),
-            // a plan with a sampled leaf is left as it was: its own finer
-            // grid's move of each cell to its top is the term that counts
-            // there (docs/accounting.md, "The leaf's grid"), and a lower τ
-            // lengthens its long-tailed grids
-            Resolution::Claim if skewed => (standard, 1.0),
             Resolution::Claim => {
                 let fine = delta * TRUNC_FRACTION_CLAIM / n_ops;
                 let small = leaves.len() <= SMALL_PLAN_LEAVES;
