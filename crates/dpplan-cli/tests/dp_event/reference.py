@@ -6,7 +6,8 @@
   value discretization 1e-4, its pessimistic estimate), or null when a
   leaf is not one the PLD accountant composes (ZCDpEvent);
 * `pld_optimistic`: the same tree composed from optimistic PLDs (a lower
-  estimate of the true ε), or null;
+  estimate of the true ε; Poisson-sampled Gaussian and Laplace leaves
+  included), or null;
 * `rdp`: dp_accounting's RdpPrivacyAccountant (its default orders), or
   null when a leaf is not one it composes (DiscreteLaplaceDpEvent);
 * `roundtrip`: the tree read with `DpEvent.from_named_tuple` and written
@@ -76,6 +77,28 @@ def optimistic(event, delta):
                 parameter=leaf.noise_multiplier,
                 value_discretization_interval=INTERVAL,
                 pessimistic_estimate=False,
+            ).self_compose(count)
+        elif isinstance(leaf, dp_event.PoissonSampledDpEvent) and isinstance(
+            leaf.event, dp_event.GaussianDpEvent
+        ):
+            # a sampled Gaussian's composition is no Gaussian: composed
+            p = pld_lib.from_gaussian_mechanism(
+                standard_deviation=leaf.event.noise_multiplier,
+                value_discretization_interval=INTERVAL,
+                pessimistic_estimate=False,
+                sampling_prob=leaf.sampling_probability,
+                use_connect_dots=False,
+                neighboring_relation=REL,
+            ).self_compose(count)
+        elif isinstance(leaf, dp_event.PoissonSampledDpEvent) and isinstance(
+            leaf.event, dp_event.LaplaceDpEvent
+        ):
+            p = pld_lib.from_laplace_mechanism(
+                parameter=leaf.event.noise_multiplier,
+                value_discretization_interval=INTERVAL,
+                pessimistic_estimate=False,
+                sampling_prob=leaf.sampling_probability,
+                use_connect_dots=False,
             ).self_compose(count)
         elif isinstance(leaf, dp_event.DiscreteLaplaceDpEvent):
             p = pld_lib.from_discrete_laplace_mechanism(
