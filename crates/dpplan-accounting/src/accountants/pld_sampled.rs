@@ -200,72 +200,39 @@ fn tail_up_at(s: Sampled, dir: Direction, (x_lo, x_hi): (f64, f64)) -> f64 {
 /// G̃(t) where ρ's enclosure is too wide for [`x_enclosure`] (near the
 /// lowest loss): from ρ's own bounds.
 fn tail_up_slow(s: Sampled, dir: Direction, t: f64) -> f64 {
-    let raw = match (s, dir) {
-        (Sampled::Gauss { mu, q }, Direction::Remove) => {
-            // r > ρ ⇔ x > (ln ρ + μ²/2)/μ; the tail decreases in x and x in ρ
-            let rho = rho_lo(t, q);
-            if rho <= 0.0 {
-                return 1.0;
-            }
-            let c = 0.5 * mu * mu;
-            let l = libm::log(rho);
-            let x = (l + c) / mu;
-            let x = x - eta(l, c, mu, x);
-            (1.0 - q) * sf(x) + q * sf(x - mu)
-        }
-        (Sampled::Gauss { mu, q }, Direction::Add) => {
-            // L > t ⇔ r < ρ(−t) ⇔ X < x; Φ(x) increases in ρ
-            let rho = rho_hi(-t, q);
-            if rho <= 0.0 {
-                return 0.0;
-            }
-            let c = 0.5 * mu * mu;
-            let l = libm::log(rho);
-            let x = (l + c) / mu;
-            let x = x + eta(l, c, mu, x);
-            norm_cdf(x)
-        }
-        (Sampled::Laplace { eps, q }, Direction::Remove) => {
-            let rho = rho_lo(t, q);
-            if rho <= 0.0 {
-                return 1.0;
-            }
-            let l = libm::log(rho);
-            // r > ρ ⇔ X > x = (ln ρ + ε)/2 for ρ in [e^{−ε}, e^ε)
-            let x = 0.5 * (l + eps);
-            let x = x - eta(l, eps, 2.0, x);
-            if x <= 0.0 {
-                // possibly ρ < e^{−ε}: every outcome passes
-                return 1.0;
-            }
-            if x >= eps {
-                return 0.0;
-            }
-            // μ₀(X > x) = ½e^{−x}; μ₁(X > x) = 1 − ½e^{x−ε}
-            (1.0 - q) * 0.5 * libm::exp(-x) + q * (1.0 - 0.5 * libm::exp(x - eps))
-        }
-        (Sampled::Laplace { eps, q }, Direction::Add) => {
-            let rho = rho_hi(-t, q);
-            if rho <= 0.0 {
-                return 0.0;
-            }
-            let l = libm::log(rho);
-            let x = 0.5 * (l + eps);
-            let x = x + eta(l, eps, 2.0, x);
-            if x <= 0.0 {
-                return 0.0;
-            }
-            if x > eps {
-                return 1.0;
-            }
-            // μ₀(X < x) = 1 − ½e^{−x}
-            1.0 - 0.5 * libm::exp(-x)
-        }
-        // randomized response is built from its atoms (`rr_leaf`) and never
-        // asks for a tail; were it to, 1 bounds every tail: sound, no panic
-        (Sampled::Rr { .. }, _) => return 1.0,
+    // randomized response is built from its atoms (`rr_leaf`) and never
+    // asks for a tail; were it to, 1 bounds every tail: sound, no panic
+    let Some((q, c, d)) = outcome_line(s) else {
+        return 1.0;
     };
-    (raw * tail_factor()).min(1.0)
+    // r > ρ(t) ⇔ X > x = (ln ρ + c)/d in the remove order (the tail
+    // decreases in x, x increases in ρ); L > t ⇔ r < ρ(−t) ⇔ X < x in the
+    // add order (Φ(x) increases in ρ)
+    let (rho, below) = match dir {
+        Direction::Remove => (rho_lo(t, q), 1.0),
+        Direction::Add => (rho_hi(-t, q), 0.0),
+    };
+    if rho <= 0.0 {
+        return below;
+    }
+    let l = libm::log(rho);
+    let x = (l + c) / d;
+    let e = eta(l, c, d, x);
+    match dir {
+        Direction::Remove => tail_up_at(s, dir, (x - e, x - e)),
+        Direction::Add => tail_up_at(s, dir, (x + e, x + e)),
+    }
+}
+
+/// (q, c, d) of a leaf whose ratio r(x) crosses ρ at x = (ln ρ + c)/d:
+/// the Gaussian (c = μ²/2, d = μ) and the Laplace inside (0, ε) (c = ε,
+/// d = 2); `None` for randomized response.
+fn outcome_line(s: Sampled) -> Option<(f64, f64, f64)> {
+    match s {
+        Sampled::Gauss { mu, q } => Some((q, 0.5 * mu * mu, mu)),
+        Sampled::Laplace { eps, q } => Some((q, eps, 2.0)),
+        Sampled::Rr { .. } => None,
+    }
 }
 
 /// The point x(t) of the base outcome where the leaf's loss crosses t
@@ -275,11 +242,7 @@ fn tail_up_slow(s: Sampled, dir: Direction, t: f64) -> f64 {
 /// v ± err over q becomes ln(v/q) ± 1.01·(err/v + 4u) when that relative
 /// width is below 1 %, as ln(1 ± r) lies within ±1.01r there.
 fn x_enclosure(s: Sampled, dir: Direction, t: f64) -> Option<(f64, f64)> {
-    let (q, c, d) = match s {
-        Sampled::Gauss { mu, q } => (q, 0.5 * mu * mu, mu),
-        Sampled::Laplace { eps, q } => (q, eps, 2.0),
-        Sampled::Rr { .. } => return None,
-    };
+    let (q, c, d) = outcome_line(s)?;
     let arg = match dir {
         Direction::Remove => t,
         Direction::Add => -t,

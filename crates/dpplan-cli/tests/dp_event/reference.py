@@ -79,26 +79,18 @@ def optimistic(event, delta):
                 pessimistic_estimate=False,
             ).self_compose(count)
         elif isinstance(leaf, dp_event.PoissonSampledDpEvent) and isinstance(
-            leaf.event, dp_event.GaussianDpEvent
+            leaf.event, (dp_event.GaussianDpEvent, dp_event.LaplaceDpEvent)
         ):
             # a sampled Gaussian's composition is no Gaussian: composed
-            p = pld_lib.from_gaussian_mechanism(
-                standard_deviation=leaf.event.noise_multiplier,
+            gaussian = isinstance(leaf.event, dp_event.GaussianDpEvent)
+            make = pld_lib.from_gaussian_mechanism if gaussian else pld_lib.from_laplace_mechanism
+            p = make(
+                leaf.event.noise_multiplier,
                 value_discretization_interval=INTERVAL,
                 pessimistic_estimate=False,
                 sampling_prob=leaf.sampling_probability,
                 use_connect_dots=False,
-                neighboring_relation=REL,
-            ).self_compose(count)
-        elif isinstance(leaf, dp_event.PoissonSampledDpEvent) and isinstance(
-            leaf.event, dp_event.LaplaceDpEvent
-        ):
-            p = pld_lib.from_laplace_mechanism(
-                parameter=leaf.event.noise_multiplier,
-                value_discretization_interval=INTERVAL,
-                pessimistic_estimate=False,
-                sampling_prob=leaf.sampling_probability,
-                use_connect_dots=False,
+                **({"neighboring_relation": REL} if gaussian else {}),
             ).self_compose(count)
         elif isinstance(leaf, dp_event.DiscreteLaplaceDpEvent):
             p = pld_lib.from_discrete_laplace_mechanism(
