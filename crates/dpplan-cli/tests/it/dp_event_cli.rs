@@ -488,6 +488,15 @@ fn unsupported_and_malformed_trees_are_refused_clearly() {
     // of the pessimistic 1.515370; 1.523 when each cell went whole to its
     // top, docs/accounting.md)
     assert!((1.4654..=1.515370 * (1.0 + 1e-4)).contains(&eps), "{eps}");
+    // and far in its tail (dp_accounting at δ = 10⁻⁹: 2.4079653 pessimistic
+    // at 10⁻⁴, 2.4079564 at 10⁻⁵): 2.40813; 2.41622 while the convolutions'
+    // tilt was aimed at the truncation point instead of at δ
+    let far = account_tree(&f, 1e-9);
+    let far = far["best"]["epsilon"].as_f64().unwrap();
+    assert!(
+        (2.4079564..=2.4079653 * (1.0 + 1e-4)).contains(&far),
+        "{far}"
+    );
     // one sample shared by several steps is one mixture, not several
     // sampled steps: named, and no ε is claimed
     std::fs::write(
