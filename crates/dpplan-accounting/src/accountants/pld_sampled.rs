@@ -316,7 +316,9 @@ fn cell_excess_up(s: Sampled, dir: Direction, a: f64, lo: f64, hi: f64) -> Optio
             (q, FRAC_1_SQRT_2PI * 0.5 * mu * w * w, exponent, ulps)
         }
         Sampled::Laplace { eps, q } => {
-            if lo < 0.0 || hi > eps {
+            // strictly inside: an end's outcome region (X ≤ 0 or X ≥ ε)
+            // has one loss, which the cell holds whole if its end is it
+            if lo <= 0.0 || hi >= eps {
                 return None;
             }
             let edge = match dir {
