@@ -93,8 +93,9 @@
 //!   [`discrete_gaussian_normaliser`].
 //! * [`roots`]: the one bracket search and bisection (monotone predicate,
 //!   returned end chosen explicitly), and Brent's search for the PLD's ε
-//!   ([`roots::profile_root`], the same answer in a quarter of the steps); `grid.rs`: the one geometric round-up
-//!   used for bucketing; `special.rs`: normal CDF and 1-D minimisation.
+//!   ([`roots::profile_root`], the same answer in a quarter of the steps);
+//!   `grid.rs`: the one geometric round-up used for bucketing;
+//!   `special.rs`: normal CDF and 1-D minimisation.
 #![forbid(unsafe_code)]
 
 use dgauss_shapes::ShapeBound;

@@ -387,9 +387,9 @@ mod tests {
     /// on privacy profiles of both kinds — smooth (a Gaussian's) and
     /// piecewise linear in e^ε (a distribution on a grid) — in half the
     /// evaluations or fewer from the accountant's bracket (a fifth, on the
-    /// smooth ones), never more from a far one; and on functions that are not profiles
-    /// (a staircase, NaN on a stretch) it still ends within the tolerance,
-    /// holding (its bisection steps).
+    /// smooth ones), never more from a far one; and on functions that are
+    /// not profiles (a staircase, NaN on a stretch) it still ends within
+    /// the tolerance, holding (its bisection steps).
     #[test]
     fn the_profile_root_is_the_bisections_in_fewer_steps() {
         let rule = Bisection::arithmetic(1e-12, 1e-14, End::Upper);

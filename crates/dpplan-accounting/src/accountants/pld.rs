@@ -936,8 +936,9 @@ fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError>
         } else {
             0.0
         } + h;
-    // δ at the bracket's ends, for the search's interpolation
-    let mut at = Vec::with_capacity(8);
+    // δ at the points the bracket search tried, for the search's
+    // interpolation at the bracket's ends
+    let mut at: Vec<(f64, f64)> = Vec::with_capacity(8);
     let Bracket::Found {
         first_held: hi,
         last_failed,
@@ -947,7 +948,7 @@ fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError>
         |x| Some(x * 2.0 + 1.0),
         |x| {
             let d = delta_of(x);
-            at.push(d);
+            at.push((x, d));
             d.partial_cmp(&delta) != Some(Ordering::Greater)
         },
     )
@@ -956,9 +957,16 @@ fn epsilon_at(curve: &Curve, delta: f64) -> Result<Option<f64>, AccountingError>
             "PLD: could not bracket ε".into(),
         ));
     };
-    let d_hi = at.last().copied().unwrap_or(f64::NAN);
+    // (each end was tried; were one not, it is evaluated again)
+    let tried = |x: f64| {
+        at.iter()
+            .rev()
+            .find(|&&(y, _)| y == x)
+            .map_or_else(|| delta_of(x), |&(_, d)| d)
+    };
+    let d_hi = tried(hi);
     let lo = match last_failed {
-        Some(x) => (x, at[at.len() - 2]),
+        Some(x) => (x, tried(x)),
         None => (0.0, d0),
     };
     Ok(Some(profile_root(

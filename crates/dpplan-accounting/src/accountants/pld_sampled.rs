@@ -444,16 +444,15 @@ fn leaf_with(e: i32, s: Sampled, dir: Direction, tau: f64, split: bool) -> GridP
         };
         let top = if m > 0.0 && split {
             let a = (k_lo + i as i64) as f64 * h;
-            match ends.and_then(|(lo, hi)| cell_excess_up(s, dir, a, lo, hi)) {
-                Some(n) if up(n / den) < m => up(n / den),
-                _ => m,
-            }
+            ends.and_then(|(lo, hi)| cell_excess_up(s, dir, a, lo, hi))
+                .map(|n| up(n / den))
+                .map_or(m, |hi_share| hi_share.min(m))
         } else {
             m
         };
+        // p holds the points up to the cell's bottom, the i-th
         if m > top {
-            let below = p.last_mut().expect("the first point is pushed above");
-            *below = up(*below + up(m - top));
+            p[i] = up(p[i] + up(m - top));
         }
         p.push(top);
     }
