@@ -82,6 +82,36 @@ pub fn bisect(lo: f64, hi: f64, rule: &Bisection, mut holds: impl FnMut(f64) -> 
     }
 }
 
+/// [`bisect`]'s answer, evaluating `holds` only strictly inside `known`
+/// = (a, b), a bracket of the threshold already seen: `holds(a)` false and
+/// `holds(b)` true. A midpoint at or below a is taken as failing and one
+/// at or above b as holding, which is what a monotone predicate answers
+/// there, so the steps, and the end returned, are [`bisect`]'s; only the
+/// evaluations outside (a, b) are saved (a bracket of width 2w·x around x
+/// leaves about log₂(2w/`rule.rel`) of them).
+///
+/// The end returned keeps [`bisect`]'s guarantee in the weak form a
+/// monotone bound gives: [`End::Upper`] returns a point where `holds` was
+/// seen true, or one at or above b, where it was; [`End::Lower`] likewise
+/// below a.
+pub fn bisect_known(
+    lo: f64,
+    hi: f64,
+    rule: &Bisection,
+    (a, b): (f64, f64),
+    mut holds: impl FnMut(f64) -> bool,
+) -> f64 {
+    bisect(lo, hi, rule, |x| {
+        if x <= a {
+            false
+        } else if x >= b {
+            true
+        } else {
+            holds(x)
+        }
+    })
+}
+
 /// [`bisect`] with a predicate that may fail; its first error ends the search.
 pub fn try_bisect<E>(
     mut lo: f64,
