@@ -345,9 +345,8 @@ struct Ctx {
     /// a leaf is on a Poisson sample: tilts follow the tails' reach
     /// ([`Ctx::tilt_to`])
     skewed: bool,
-    /// [`RES_NODE`]'s factor for a plan without a sampled leaf (1, or
-    /// [`SMALL_REFINE`] for the claim of a small plan)
-    refine: f64,
+    /// grid points per standard deviation of a node ([`Ctx::res_node`])
+    res_node: f64,
 }
 
 impl Ctx {
@@ -367,13 +366,11 @@ impl Ctx {
     /// Grid points per standard deviation of a node: [`RES_NODE`], eight
     /// times more in a plan with a sampled leaf (its skewed loss moves its
     /// ε by a grid step's share more than a symmetric one's; the arrays
-    /// stay short, as the tilt follows the tails' reach).
+    /// stay short, as the tilt follows the tails' reach), else
+    /// [`SMALL_REFINE`] times more for the claim of a small plan
+    /// ([`Ctx::for_leaves`]).
     fn res_node(&self) -> f64 {
-        if self.skewed {
-            8.0 * RES_NODE
-        } else {
-            self.refine * RES_NODE
-        }
+        self.res_node
     }
 
     /// Exponential tilt per grid index for an output whose upper tail
@@ -816,6 +813,8 @@ impl Ctx {
                 )
             }
         };
+        // a sampled plan's grid is finer already, at any resolution
+        let res_node = if skewed { 8.0 } else { refine } * RES_NODE;
         Ctx {
             conv: Convolver::new(),
             tau: tau.max(1e-300),
@@ -823,7 +822,7 @@ impl Ctx {
             binomial: false,
             delta,
             skewed,
-            refine,
+            res_node,
         }
     }
 }
