@@ -236,7 +236,7 @@ fn root_estimate(mu: f64, delta: f64, start: f64, hi: f64) -> Option<f64> {
     let mut x = start;
     for _ in 0..30 {
         let d = gdp_delta_upper(mu, x);
-        if !(d > 0.0) {
+        if d.is_nan() || d <= 0.0 {
             // past the last ε with δ̄ > 0: halve toward the bracket's low end
             hi = x;
             x = 0.5 * (lo + hi);
