@@ -190,8 +190,24 @@ pub struct Query {
     pub name: Ident,
     pub aggregates: Vec<Aggregate>,
     pub noises: Vec<Noise>,
-    pub sensitivities: Vec<DeclaredSensitivity>,
     pub schedules: Vec<Spanned<Schedule>>,
+    /// The statements few queries have (read through [`Query::windows`]
+    /// and the like); serialized as fields of the query.
+    #[serde(flatten)]
+    pub extras: Extras,
+}
+
+/// The statements few queries have, boxed together: `None` for a query
+/// of an aggregate, a noise and a schedule only. Seven empty lists inline
+/// were 168 bytes of every query; at 10⁵ queries, 16 MB of `dpplan
+/// check`'s peak (issue 34 item 5).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Extras(pub Option<Box<QueryExtras>>);
+
+/// A query's rarer statements ([`Extras`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct QueryExtras {
+    pub sensitivities: Vec<DeclaredSensitivity>,
     /// `accuracy ci95 <= t` / `accuracy std <= s`.
     pub accuracies: Vec<Accuracy>,
     /// `window <duration>`: each release reads only its own slot's rows.
@@ -205,6 +221,66 @@ pub struct Query {
     pub postprocess: Vec<Postprocess>,
     /// `mechanism tree|factorization`: a cumulative count's mechanism.
     pub mechanisms: Vec<Spanned<CumulativeMechanism>>,
+}
+
+/// The extras of a query that has none.
+static NO_EXTRAS: QueryExtras = QueryExtras {
+    sensitivities: Vec::new(),
+    accuracies: Vec::new(),
+    windows: Vec::new(),
+    release_after: Vec::new(),
+    candidates: Vec::new(),
+    postprocess: Vec::new(),
+    mechanisms: Vec::new(),
+};
+
+impl Extras {
+    /// The statements, empty lists when there are none.
+    pub fn get(&self) -> &QueryExtras {
+        self.0.as_deref().unwrap_or(&NO_EXTRAS)
+    }
+
+    /// The statements, to add one (boxed at the first).
+    pub fn get_mut(&mut self) -> &mut QueryExtras {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl Serialize for Extras {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl Query {
+    /// `sensitivity l1 …` statements.
+    pub fn sensitivities(&self) -> &[DeclaredSensitivity] {
+        &self.extras.get().sensitivities
+    }
+    /// `accuracy …` statements.
+    pub fn accuracies(&self) -> &[Accuracy] {
+        &self.extras.get().accuracies
+    }
+    /// `window …` statements.
+    pub fn windows(&self) -> &[Window] {
+        &self.extras.get().windows
+    }
+    /// `release after …` statements.
+    pub fn release_after(&self) -> &[ReleaseAfter] {
+        &self.extras.get().release_after
+    }
+    /// `candidates …` statements.
+    pub fn candidates(&self) -> &[Candidates] {
+        &self.extras.get().candidates
+    }
+    /// `postprocess …` statements.
+    pub fn postprocess(&self) -> &[Postprocess] {
+        &self.extras.get().postprocess
+    }
+    /// `mechanism …` statements.
+    pub fn mechanisms(&self) -> &[Spanned<CumulativeMechanism>] {
+        &self.extras.get().mechanisms
+    }
 }
 
 /// `postprocess step, step, …`: what is done to each released value after

@@ -395,14 +395,8 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
         name: cx.ident(&first(&pair, Rule::ident)?),
         aggregates: vec![],
         noises: vec![],
-        sensitivities: vec![],
         schedules: vec![],
-        accuracies: vec![],
-        windows: vec![],
-        release_after: vec![],
-        candidates: vec![],
-        postprocess: vec![],
-        mechanisms: vec![],
+        extras: Extras::default(),
     };
     for stmt in children(pair) {
         let span = cx.span(&stmt);
@@ -417,6 +411,8 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
             }
             Rule::noise_stmt => out.noises.extend(noise(cx, &stmt, span)),
             Rule::sensitivity_stmt => out
+                .extras
+                .get_mut()
                 .sensitivities
                 .push(declared_sensitivity(cx, &stmt, span)),
             Rule::schedule_stmt => {
@@ -426,15 +422,22 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
             }
             Rule::window_stmt => {
                 if let Some(length) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d)) {
-                    out.windows.push(Window { span, length });
+                    out.extras.get_mut().windows.push(Window { span, length });
                 }
             }
             Rule::release_stmt => {
                 if let Some(delay) = first(&stmt, Rule::duration).and_then(|d| duration(cx, &d)) {
-                    out.release_after.push(ReleaseAfter { span, delay });
+                    out.extras
+                        .get_mut()
+                        .release_after
+                        .push(ReleaseAfter { span, delay });
                 }
             }
-            Rule::candidates_stmt => out.candidates.extend(candidates(cx, &stmt, span)),
+            Rule::candidates_stmt => {
+                if let Some(c) = candidates(cx, &stmt, span) {
+                    out.extras.get_mut().candidates.push(c);
+                }
+            }
             Rule::postprocess_stmt => {
                 let steps = stmt
                     .clone()
@@ -445,7 +448,10 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                         Some(Spanned::new(step, cx.span(&p)))
                     })
                     .collect();
-                out.postprocess.push(Postprocess { span, steps });
+                out.extras
+                    .get_mut()
+                    .postprocess
+                    .push(Postprocess { span, steps });
             }
             Rule::mechanism_stmt => {
                 if let Some(kind) = stmt
@@ -454,10 +460,17 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
                     .find(|p| p.as_rule() == Rule::mechanism_kind)
                     .and_then(|p| CumulativeMechanism::from_name(p.as_str()))
                 {
-                    out.mechanisms.push(Spanned::new(kind, span));
+                    out.extras
+                        .get_mut()
+                        .mechanisms
+                        .push(Spanned::new(kind, span));
                 }
             }
-            Rule::accuracy_stmt => out.accuracies.extend(accuracy(cx, &stmt, span)),
+            Rule::accuracy_stmt => {
+                if let Some(a) = accuracy(cx, &stmt, span) {
+                    out.extras.get_mut().accuracies.push(a);
+                }
+            }
             _ => {}
         }
     }
@@ -465,11 +478,13 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
     // the capacity of 4 of its first push (1.8 KB per query in all).
     out.aggregates.shrink_to_fit();
     out.noises.shrink_to_fit();
-    out.sensitivities.shrink_to_fit();
     out.schedules.shrink_to_fit();
-    out.accuracies.shrink_to_fit();
-    out.windows.shrink_to_fit();
-    out.release_after.shrink_to_fit();
+    if let Some(x) = &mut out.extras.0 {
+        x.sensitivities.shrink_to_fit();
+        x.accuracies.shrink_to_fit();
+        x.windows.shrink_to_fit();
+        x.release_after.shrink_to_fit();
+    }
     Some(out)
 }
 

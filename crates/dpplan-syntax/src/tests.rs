@@ -520,14 +520,14 @@ fn accuracy_requirements_parse_with_their_spans() {
     let p = parse(text);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
     let q = &p.plan.queries[0];
-    assert_eq!(q.accuracies.len(), 2);
-    let a = &q.accuracies[0];
+    assert_eq!(q.accuracies().len(), 2);
+    let a = &q.accuracies()[0];
     assert_eq!(a.measure.value, AccuracyMeasure::Ci95);
     assert_eq!(&text[a.measure.span.start..a.measure.span.end], "ci95");
     assert_eq!(a.value.value, 500.0);
     assert_eq!(&text[a.span.start..a.span.end], "accuracy ci95 <= 500");
-    assert_eq!(q.accuracies[1].measure.value, AccuracyMeasure::Std);
-    assert_eq!(q.accuracies[1].value.value, 25.0);
+    assert_eq!(q.accuracies()[1].measure.value, AccuracyMeasure::Std);
+    assert_eq!(q.accuracies()[1].value.value, 25.0);
     // only `<=`, and only the two measures
     for bad in ["accuracy ci95 < 500", "accuracy ci90 <= 5", "accuracy <= 5"] {
         let t = text.replace("accuracy ci95 <= 500", bad);
@@ -656,8 +656,8 @@ fn release_after_parses_and_lowers_with_its_spans() {
     let p = parse(DELAYED);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
     let q = &p.plan.queries[0];
-    assert_eq!(q.release_after.len(), 1);
-    let r = &q.release_after[0];
+    assert_eq!(q.release_after().len(), 1);
+    let r = &q.release_after()[0];
     assert_eq!(&DELAYED[r.span.start..r.span.end], "release after 2 hours");
     assert_eq!(&DELAYED[r.delay.span.start..r.delay.span.end], "2 hours");
     assert_eq!(
@@ -667,7 +667,7 @@ fn release_after_parses_and_lowers_with_its_spans() {
     assert_eq!(r.delay.amount.value, 2.0);
     assert_eq!(r.delay.unit, TimeUnit::Hour);
     // the window is still the window
-    assert_eq!(q.windows.len(), 1);
+    assert_eq!(q.windows().len(), 1);
     // a second statement is kept for the checker (DP013), a negative or
     // fractional amount too (DP007)
     let twice = DELAYED.replace(
@@ -676,7 +676,7 @@ fn release_after_parses_and_lowers_with_its_spans() {
     );
     let p = parse(&twice);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
-    let r = &p.plan.queries[0].release_after;
+    let r = p.plan.queries[0].release_after();
     assert_eq!(r.len(), 2);
     assert_eq!(r[1].delay.amount.value, -1.5);
     assert_eq!(r[1].delay.unit, TimeUnit::Minute);
@@ -702,8 +702,8 @@ fn names_release_and_after_still_parse_where_names_go() {
         .collect();
     assert_eq!(names, ["release", "after"]);
     assert_eq!(p.plan.datasets[0].name.value, "release");
-    assert_eq!(p.plan.queries[0].release_after.len(), 1);
-    assert!(p.plan.queries[1].release_after.is_empty());
+    assert_eq!(p.plan.queries[0].release_after().len(), 1);
+    assert!(p.plan.queries[1].release_after().is_empty());
     assert_eq!(p.plan.publishes.len(), 2);
 }
 
@@ -751,7 +751,7 @@ fn postprocess_parses_and_lowers_with_its_steps() {
     parse_strict(&text).unwrap();
     let p = parse(&text);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
-    let pp = &p.plan.queries[0].postprocess;
+    let pp = p.plan.queries[0].postprocess();
     assert_eq!(pp.len(), 1);
     assert_eq!(
         &text[pp[0].span.start..pp[0].span.end],
@@ -770,8 +770,8 @@ fn postprocess_parses_and_lowers_with_its_steps() {
     );
     let p = parse(&twice);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
-    assert_eq!(p.plan.queries[0].postprocess.len(), 2);
-    assert_eq!(p.plan.queries[0].postprocess[0].steps.len(), 2);
+    assert_eq!(p.plan.queries[0].postprocess().len(), 2);
+    assert_eq!(p.plan.queries[0].postprocess()[0].steps.len(), 2);
     // one statement of the layout
     assert!(statements(&text).unwrap().iter().any(|s| {
         &text[s.span.start..s.span.end] == "postprocess nonnegative,round"
@@ -806,7 +806,7 @@ fn mechanism_parses_and_lowers() {
     parse_strict(&text).unwrap();
     let p = parse(&text);
     assert!(p.diagnostics.is_empty(), "{:#?}", p.diagnostics);
-    let m = &p.plan.queries[0].mechanisms;
+    let m = p.plan.queries[0].mechanisms();
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].value, CumulativeMechanism::Factorization);
     assert_eq!(
@@ -815,7 +815,7 @@ fn mechanism_parses_and_lowers() {
     );
     let tree = parse(&text.replace("factorization", "tree"));
     assert_eq!(
-        tree.plan.queries[0].mechanisms[0].value,
+        tree.plan.queries[0].mechanisms()[0].value,
         CumulativeMechanism::Tree
     );
     assert!(statements(&text).unwrap().iter().any(|s| {

@@ -108,7 +108,7 @@ pub(in crate::checker) fn resolve(
         ));
     }
     let mechanism = q
-        .mechanisms
+        .mechanisms()
         .first()
         .map_or(CumulativeMechanism::Tree, |m| m.value);
     if mechanism == CumulativeMechanism::Factorization && releases > MAX_FACTORIZED_SLOTS {
@@ -161,7 +161,7 @@ pub(in crate::checker) fn shape(
             "write `cumulative count(d)`, or remove `cumulative`",
         ));
     }
-    if let Some(w) = q.windows.first() {
+    if let Some(w) = q.windows().first() {
         return Err(refuse(
             c,
             w.span,
@@ -169,7 +169,7 @@ pub(in crate::checker) fn shape(
             "remove the window",
         ));
     }
-    if let Some(a) = q.accuracies.first() {
+    if let Some(a) = q.accuracies().first() {
         return Err(refuse(
             c,
             a.span,
@@ -179,7 +179,7 @@ pub(in crate::checker) fn shape(
     }
     let factorization = super::declared_once(
         c,
-        &q.mechanisms,
+        q.mechanisms(),
         |m| m.span,
         || format!("the mechanism of `{}`", q.name.value),
     )
@@ -270,7 +270,7 @@ pub(in crate::checker) fn stray_mechanism(c: &mut Checker, q: &ast::Query, agg: 
     if agg.cumulative.is_some() {
         return;
     }
-    if let Some(m) = q.mechanisms.first() {
+    if let Some(m) = q.mechanisms().first() {
         refuse(
             c,
             m.span,

@@ -513,6 +513,8 @@ mod sizes {
             ("QuerySpec", size_of::<crate::report::QuerySpec>(), 304),
             // (+8: the boxed `postprocess`; +8: the boxed `sample`)
             ("QueryReport", size_of::<crate::report::QueryReport>(), 346),
+            // the rare statements boxed together (`ast::Extras`): 296 → 136
+            ("ast::Query", size_of::<dpplan_syntax::ast::Query>(), 136),
             // (+8: the `with_total` flag, padded)
             (
                 "ast::Aggregate",

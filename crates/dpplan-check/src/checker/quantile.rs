@@ -50,7 +50,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "remove `distinct`",
         ));
     }
-    if let Some(a) = q.accuracies.first() {
+    if let Some(a) = q.accuracies().first() {
         problems.push((
             a.span,
             unsupported("an `accuracy` requirement on a quantile"),
@@ -115,7 +115,7 @@ pub(super) fn candidates(
     q: &ast::Query,
     bounds: (f64, f64),
 ) -> Result<Vec<f64>, Reported> {
-    let Some(decl) = q.candidates.first() else {
+    let Some(decl) = q.candidates().first() else {
         c.error(
             Diagnostic::new(
                 Code::InvalidCandidates,

@@ -178,7 +178,7 @@ pub(super) fn plan_query<'a>(
     });
     let dataset_name = agg.target.dataset.value.as_str();
     let accuracy = accuracy(c, q);
-    if !q.accuracies.is_empty() && accuracy.is_none() {
+    if !q.accuracies().is_empty() && accuracy.is_none() {
         ok = false;
     }
     let mut plan = QueryPlan {
@@ -256,7 +256,7 @@ fn with_postprocess(plan: &mut QueryPlan, steps: Vec<PostStep>) {
 fn postprocess(c: &mut Checker, q: &ast::Query) -> Vec<PostStep> {
     let Some(stmt) = super::declared_once(
         c,
-        &q.postprocess,
+        q.postprocess(),
         |p| p.span,
         || format!("the post-processing of `{}`", q.name.value),
     ) else {
@@ -469,13 +469,13 @@ fn duplicates(c: &mut Checker, q: &ast::Query) {
     );
     duplicate(
         c,
-        &q.accuracies,
+        q.accuracies(),
         |a| a.span,
         &format!("the accuracy requirement of `{}`", q.name.value),
     );
     duplicate(
         c,
-        &q.sensitivities,
+        q.sensitivities(),
         |a| a.span,
         &format!("the declared sensitivity of `{}`", q.name.value),
     );
@@ -483,7 +483,7 @@ fn duplicates(c: &mut Checker, q: &ast::Query) {
 
 /// The query's `accuracy` requirement: a positive finite bound (DP007).
 fn accuracy(c: &mut Checker, q: &ast::Query) -> Option<Accuracy> {
-    let a = q.accuracies.first()?;
+    let a = q.accuracies().first()?;
     if !valid_positive(a.value.value) {
         c.error(
             Diagnostic::new(
@@ -676,7 +676,7 @@ pub(super) fn declared_sensitivity(
     parts_derived: &[(Statistic, &'static str, Derived)],
 ) -> Declared {
     let mut declared = Declared::default();
-    let Some(ds) = plan.q.sensitivities.first() else {
+    let Some(ds) = plan.q.sensitivities().first() else {
         return declared;
     };
     if parts_derived.len() > 1 {

@@ -95,10 +95,10 @@ pub(super) fn query_supported(
         return true;
     };
     let kind = agg.kind.value;
-    let why: Option<(&str, Span)> = if !q.windows.is_empty() {
+    let why: Option<(&str, Span)> = if !q.windows().is_empty() {
         Some((
             "a windowed query keeps noise and units across slots",
-            q.windows[0].span,
+            q.windows()[0].span,
         ))
     } else if agg.cumulative.is_some() {
         Some(("a cumulative count's tree noise spans slots", agg.kind.span))

@@ -221,7 +221,7 @@ fn applies(
             "write `histogram(<dataset> by <column> keys from data)`",
         );
     }
-    if let Some(w) = q.windows.first() {
+    if let Some(w) = q.windows().first() {
         return refuse(
             c,
             "a windowed histogram over keys from the data is not supported",

@@ -65,7 +65,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "remove `cumulative`",
         ));
     }
-    if let Some(w) = q.windows.first() {
+    if let Some(w) = q.windows().first() {
         problems.push((
             w.span,
             Code::Unsupported,
@@ -73,7 +73,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "remove the `window`: each release then ranks every row the query reads",
         ));
     }
-    if let Some(a) = q.accuracies.first() {
+    if let Some(a) = q.accuracies().first() {
         problems.push((
             a.span,
             Code::Unsupported,
@@ -81,7 +81,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "remove it: the report states each selection's count error at 95 %",
         ));
     }
-    if let Some(p) = q.postprocess.first() {
+    if let Some(p) = q.postprocess().first() {
         problems.push((
             p.span,
             Code::Unsupported,
@@ -90,7 +90,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "remove the `postprocess` statement",
         ));
     }
-    if let Some(cand) = q.candidates.first() {
+    if let Some(cand) = q.candidates().first() {
         problems.push((
             cand.span,
             Code::Unsupported,

@@ -75,7 +75,7 @@ pub(in crate::checker) fn resolve(
     (releases, quantile): (u64, bool),
 ) -> Result<Option<Window>, Reported> {
     let what = || format!("the window of `{}`", q.name.value);
-    let Some(w) = declared_once(c, &q.windows, |w| w.span, what) else {
+    let Some(w) = declared_once(c, q.windows(), |w| w.span, what) else {
         return Ok(None);
     };
     if quantile {
@@ -126,11 +126,11 @@ pub(in crate::checker) fn release_after(
     q: &ast::Query,
 ) -> Result<Option<f64>, Reported> {
     let what = || format!("the release delay of `{}`", q.name.value);
-    let Some(r) = declared_once(c, &q.release_after, |r| r.span, what) else {
+    let Some(r) = declared_once(c, q.release_after(), |r| r.span, what) else {
         return Ok(None);
     };
     let cumulative = q.aggregates.first().is_some_and(|a| a.cumulative.is_some());
-    if q.windows.is_empty() && !cumulative {
+    if q.windows().is_empty() && !cumulative {
         c.error(
             Diagnostic::new(
                 Code::Window,

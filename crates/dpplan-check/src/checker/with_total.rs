@@ -32,7 +32,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
             "a total of keys from the data is not supported in this version",
             "release `count(d)` as its own query: the keys that pass the threshold are not all the rows",
         ))
-    } else if agg.cumulative.is_some() || !q.windows.is_empty() {
+    } else if agg.cumulative.is_some() || !q.windows().is_empty() {
         Some((
             "a total of a windowed or cumulative histogram is not supported in this version",
             "release the window's total as its own query",
@@ -53,7 +53,7 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
 /// in this version (DP014, DP017): clipping or rounding after it would
 /// break the sums it makes hold.
 pub(super) fn check_steps(c: &mut Checker, q: &ast::Query, steps: &[PostStep]) -> bool {
-    let Some(stmt) = q.postprocess.first() else {
+    let Some(stmt) = q.postprocess().first() else {
         return true;
     };
     if !steps.contains(&PostStep::Consistent) {
