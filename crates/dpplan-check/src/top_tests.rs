@@ -492,6 +492,9 @@ fn a_histogram_with_its_total_and_the_consistent_step() {
         .epsilon
     };
     assert_eq!(free(""), free("\n    postprocess consistent"));
+    // non-negative too: accepted, and as free
+    assert_eq!(free(""), free("\n    postprocess consistent, nonnegative"));
+    assert_eq!(free(""), free("\n    postprocess nonnegative, consistent"));
     // what is refused, and why
     let user = |query: &str| errors(&plan("unit user by id", "add_remove", USER, &q(query)));
     for (errs, code, says) in [

@@ -935,13 +935,16 @@ pub fn draw(
         cells.push(Cell::noisy(None, v, p.noise_std, p.ci95_half_width));
     }
     // a consistent release's intervals are ±1.96 std of a weighted sum of
-    // the noises: exact only when every noise is (continuous) Gaussian
+    // the noises: exact only when every noise is (continuous) Gaussian and
+    // the cells are not also kept non-negative (the figures are then the
+    // unconstrained estimate's: `consistent`)
     let consistent = r.postprocess.contains(&dpplan_vocab::PostStep::Consistent);
+    let nonnegative = r.postprocess.contains(&dpplan_vocab::PostStep::Nonnegative);
     let gaussian = r
         .parts
         .iter()
         .all(|p| p.mechanism == Some(dpplan_vocab::NoiseKind::Gaussian));
-    let approximate = mean || (consistent && !gaussian);
+    let approximate = mean || (consistent && (!gaussian || nonnegative));
     Ok(fresh_result(r, slot, cells, approximate))
 }
 
@@ -989,8 +992,11 @@ fn mechanism_parts_text(r: &Release) -> String {
 /// cell): the cells and the total by weighted least squares on the
 /// released values alone, with the noise figures after it (closed form,
 /// `dpplan_mechanisms::consistency`; the interval ±1.96 std, approximate
-/// unless the noise is Gaussian). The raw values are kept as `raw_value`.
-/// Any other release is returned as it is.
+/// unless the noise is Gaussian). With `nonnegative` too, the least
+/// squares estimate with every cell ≥ 0, and the unconstrained
+/// estimate's figures (its weighted error is never larger; the cells'
+/// own have no closed form: approximate). The raw values are kept as
+/// `raw_value`. Any other release is returned as it is.
 fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
     use dpplan_mechanisms::consistency;
     if !(r.aggregation.total && r.postprocess.contains(&dpplan_vocab::PostStep::Consistent)) {
@@ -1005,7 +1011,11 @@ fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
     };
     let (sh, st) = (cell_part.noise_std, total_part.noise_std);
     let released: Vec<f64> = cells.iter().map(|c| c.value).collect();
-    let (values, sum) = consistency::consistent(&released, sh * sh, total.value, st * st);
+    let (values, sum) = if r.postprocess.contains(&dpplan_vocab::PostStep::Nonnegative) {
+        consistency::consistent_nonnegative(&released, sh * sh, total.value, st * st)
+    } else {
+        consistency::consistent(&released, sh * sh, total.value, st * st)
+    };
     let (after_h, after_t) = consistency::after(sh, st, cells.len());
     let with = |c: Cell, v: f64, std: f64| Cell {
         raw_value: Some(c.value),

@@ -49,9 +49,11 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
     }
 }
 
-/// `consistent` needs `with total`, and is the only step of its release
-/// in this version (DP014, DP017): clipping or rounding after it would
-/// break the sums it makes hold.
+/// `consistent` needs `with total` (DP017), and takes no other step but
+/// `nonnegative` (DP014): rounding after it would break the sums it makes
+/// hold; with `nonnegative` the estimate itself keeps every cell ≥ 0
+/// (`dpplan_mechanisms::consistency::consistent_nonnegative`), so the
+/// sums still hold.
 pub(super) fn check_steps(c: &mut Checker, q: &ast::Query, steps: &[PostStep]) -> bool {
     let Some(stmt) = q.postprocess().first() else {
         return true;
@@ -71,14 +73,14 @@ pub(super) fn check_steps(c: &mut Checker, q: &ast::Query, steps: &[PostStep]) -
         );
         return false;
     }
-    if steps.len() > 1 {
+    if steps.contains(&PostStep::Round) {
         c.error(
             Diagnostic::new(
                 Code::Unsupported,
-                "`consistent` with `nonnegative` or `round` is not supported in this version: clipping or rounding the consistent cells would break the sums",
+                "`consistent` with `round` is not supported in this version: rounding the consistent cells would break the sums",
                 stmt.span,
             )
-            .help("keep `postprocess consistent` alone (a reader may still clip or round, at the cost of the sums)"),
+            .help("keep `postprocess consistent` (or `consistent, nonnegative`: cells ≥ 0 that still add up); a reader may still round, at the cost of the sums"),
         );
         return false;
     }
