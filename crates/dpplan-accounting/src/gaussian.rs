@@ -178,15 +178,7 @@ fn gdp_epsilon_solved(mu: f64, delta: f64) -> f64 {
     if gdp_delta_upper(mu, 0.0) <= delta {
         return 0.0;
     }
-    // upper bracket: the classical RDP bound μ²/2 + μ√(2 ln(1/δ)) is always ≥ the root
-    let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
-    let hi = find_bracket(
-        hi,
-        200,
-        |x| Some(x * 2.0),
-        |e| gdp_delta_upper(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
-    )
-    .upper();
+    let hi = upper_end(mu, delta);
     let rule = Bisection::arithmetic(1e-14, 1e-300, End::Upper);
     let holds = |e: f64| gdp_delta_upper(mu, e) <= delta;
     // the bisection's own steps, evaluated only near the root: Newton's
@@ -195,6 +187,20 @@ fn gdp_epsilon_solved(mu: f64, delta: f64) -> f64 {
         Some(known) => bisect_known(0.0, hi, &rule, known, holds),
         None => bisect(0.0, hi, &rule, holds),
     }
+}
+
+/// The upper end of [`gdp_epsilon_solved`]'s bracket: from the classical
+/// RDP bound μ²/2 + μ√(2 ln(1/δ)) (always ≥ the root), doubled until the
+/// bound on δ is seen ≤ δ.
+fn upper_end(mu: f64, delta: f64) -> f64 {
+    let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
+    find_bracket(
+        hi,
+        200,
+        |x| Some(x * 2.0),
+        |e| gdp_delta_upper(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
+    )
+    .upper()
 }
 
 /// (x(1 − [`NEAR`]), x(1 + NEAR)) around Newton's estimate x of
@@ -379,22 +385,15 @@ mod memo_tests {
 mod tests {
     use super::*;
 
-    /// The solve as it was before Newton's bracket: bisection from 0.
+    /// The solve as it was before Newton's bracket: bisection from 0 (to
+    /// the same upper end).
     fn plain(mu: f64, delta: f64) -> f64 {
         if mu <= 0.0 || delta <= 0.0 || gdp_delta_upper(mu, 0.0) <= delta {
             return gdp_epsilon_solved(mu, delta);
         }
-        let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
-        let hi = find_bracket(
-            hi,
-            200,
-            |x| Some(x * 2.0),
-            |e| gdp_delta_upper(mu, e).partial_cmp(&delta) != Some(Ordering::Greater),
-        )
-        .upper();
         bisect(
             0.0,
-            hi,
+            upper_end(mu, delta),
             &Bisection::arithmetic(1e-14, 1e-300, End::Upper),
             |e| gdp_delta_upper(mu, e) <= delta,
         )
@@ -420,7 +419,7 @@ mod tests {
                 );
                 if mu >= NEAR_FROM_MU && gdp_delta_upper(mu, 0.0) > delta {
                     tried += 1;
-                    let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
+                    let hi = upper_end(mu, delta);
                     taken += usize::from(known_bracket(mu, delta, hi).is_some());
                 }
             }
@@ -434,7 +433,7 @@ mod tests {
         // are answered from the bracket, so a bracket not around the
         // threshold (which `known_bracket` never returns) moves the result
         let (mu, delta) = (0.5, 1e-6);
-        let hi = linear_rdp_closed_form_mu(mu, delta) + 1e-3;
+        let hi = upper_end(mu, delta);
         let rule = Bisection::arithmetic(1e-14, 1e-300, End::Upper);
         let holds = |e: f64| gdp_delta_upper(mu, e) <= delta;
         let (a, b) = known_bracket(mu, delta, hi).expect("a bracket at μ = 0.5");

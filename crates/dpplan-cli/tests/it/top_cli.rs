@@ -139,28 +139,11 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
 /// estimator and the std before and after; the ledger verifies.
 #[test]
 fn a_consistent_histogram_through_the_binary() {
-    let src = crate::support::root().join("examples/news-sections");
-    let s = Scheduled::new(&std::fs::read_to_string(src.join("news-sections.dpplan")).unwrap());
-    std::fs::create_dir_all(s.dir.join("data")).unwrap();
-    std::fs::copy(src.join("data/reads.csv"), s.dir.join("data/reads.csv")).unwrap();
-    let o = dpplan(&[
-        "run",
-        &s.plan,
-        "--ledger",
-        &s.ledger,
-        "--query",
-        "reads_by_section",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let r = &v["results"][0];
+    let (src, s) = news_sections();
+    let r = &released(&s, "reads_by_section");
     assert_eq!(r["approximate_interval"], false, "Gaussian noise: {r}");
     let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 13, "12 sections and the total");
-    let (total, sections) = cells.split_last().unwrap();
-    assert!(total["group"].is_null());
-    let sum: f64 = sections.iter().map(|c| c["value"].as_f64().unwrap()).sum();
-    assert_eq!(sum, total["value"].as_f64().unwrap());
+    let (total, sections) = adding_up(cells);
     // the std after the step: cells 40 → 38.545…, the total 56.57 → 52.37…
     for c in sections {
         let std = c["noise_std"].as_f64().unwrap();
@@ -212,27 +195,11 @@ fn a_consistent_histogram_through_the_binary() {
 /// noise drawn: the estimator's own tests check the clipping.
 #[test]
 fn a_consistent_nonnegative_histogram_through_the_binary() {
-    let src = crate::support::root().join("examples/news-sections");
-    let s = Scheduled::new(&std::fs::read_to_string(src.join("news-sections.dpplan")).unwrap());
-    std::fs::create_dir_all(s.dir.join("data")).unwrap();
-    std::fs::copy(src.join("data/reads.csv"), s.dir.join("data/reads.csv")).unwrap();
-    let o = dpplan(&[
-        "run",
-        &s.plan,
-        "--ledger",
-        &s.ledger,
-        "--query",
-        "lifestyle_reads",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let r = &v["results"][0];
+    let (src, s) = news_sections();
+    let r = &released(&s, "lifestyle_reads");
     assert_eq!(r["approximate_interval"], true, "{r}");
     let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 13, "12 sections and the total");
-    let (total, sections) = cells.split_last().unwrap();
-    let sum: f64 = sections.iter().map(|c| c["value"].as_f64().unwrap()).sum();
-    assert_eq!(sum, total["value"].as_f64().unwrap());
+    let (_, sections) = adding_up(cells);
     for c in cells {
         assert!(c["value"].as_f64().unwrap() >= 0.0, "{c}");
         assert!(c["raw_value"].as_f64().is_some(), "{c}");
@@ -263,4 +230,33 @@ fn a_consistent_nonnegative_histogram_through_the_binary() {
         "{md}"
     );
     s.verify();
+}
+
+/// The shipped examples/news-sections, compiled in a fresh directory with
+/// its data, and the example's directory (for `dpplan report`).
+fn news_sections() -> (std::path::PathBuf, Scheduled) {
+    let src = crate::support::root().join("examples/news-sections");
+    let s = Scheduled::new(&std::fs::read_to_string(src.join("news-sections.dpplan")).unwrap());
+    std::fs::create_dir_all(s.dir.join("data")).unwrap();
+    std::fs::copy(src.join("data/reads.csv"), s.dir.join("data/reads.csv")).unwrap();
+    (src, s)
+}
+
+/// `dpplan run --query q` of the compiled example, and its one result.
+fn released(s: &Scheduled, q: &str) -> serde_json::Value {
+    let o = dpplan(&["run", &s.plan, "--ledger", &s.ledger, "--query", q]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["results"][0].clone()
+}
+
+/// A consistent histogram's cells: 12 sections and the total last
+/// (without a group), the sections adding up to it exactly.
+fn adding_up(cells: &[serde_json::Value]) -> (&serde_json::Value, &[serde_json::Value]) {
+    assert_eq!(cells.len(), 13, "12 sections and the total");
+    let (total, sections) = cells.split_last().unwrap();
+    assert!(total["group"].is_null());
+    let sum: f64 = sections.iter().map(|c| c["value"].as_f64().unwrap()).sum();
+    assert_eq!(sum, total["value"].as_f64().unwrap());
+    (total, sections)
 }
