@@ -495,6 +495,12 @@ fn a_histogram_with_its_total_and_the_consistent_step() {
     // non-negative too: accepted, and as free
     assert_eq!(free(""), free("\n    postprocess consistent, nonnegative"));
     assert_eq!(free(""), free("\n    postprocess nonnegative, consistent"));
+    // whole cells by a controlled rounding: accepted, and as free
+    assert_eq!(free(""), free("\n    postprocess consistent, round"));
+    assert_eq!(
+        free(""),
+        free("\n    postprocess consistent, nonnegative, round")
+    );
     // what is refused, and why
     let user = |query: &str| errors(&plan("unit user by id", "add_remove", USER, &q(query)));
     for (errs, code, says) in [
@@ -502,11 +508,6 @@ fn a_histogram_with_its_total_and_the_consistent_step() {
             user("histogram(d by page)\n    postprocess consistent"),
             Code::TypeMismatch,
             "releases no total",
-        ),
-        (
-            user("histogram(d by page) with total\n    postprocess consistent, round"),
-            Code::Unsupported,
-            "would break the sums",
         ),
         (
             user("sum(d.x by page) with total"),

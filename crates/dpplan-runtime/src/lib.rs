@@ -995,8 +995,11 @@ fn mechanism_parts_text(r: &Release) -> String {
 /// unless the noise is Gaussian). With `nonnegative` too, the least
 /// squares estimate with every cell ≥ 0, and the unconstrained
 /// estimate's figures (its weighted error is never larger; the cells'
-/// own have no closed form: approximate). The raw values are kept as
-/// `raw_value`. Any other release is returned as it is.
+/// own have no closed form: approximate). With `round`, a controlled
+/// rounding of those cells (each to its floor or ceiling, the total the
+/// nearest integer of their sum; the intervals are about the true values
+/// and stay where they were). The raw values are kept as `raw_value`. Any
+/// other release is returned as it is.
 fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
     use dpplan_mechanisms::consistency;
     if !(r.aggregation.total && r.postprocess.contains(&dpplan_vocab::PostStep::Consistent)) {
@@ -1016,17 +1019,31 @@ fn consistent(r: &Release, mut cells: Vec<Cell>) -> Vec<Cell> {
     } else {
         consistency::consistent(&released, sh * sh, total.value, st * st)
     };
+    // `round` too: whole cells that still add up (each cell's own rounding,
+    // applied after, then leaves them as they are); the intervals stay
+    // about the estimate before it, as a value's own `round` leaves its
+    // interval ([`Cell::postprocessed`])
+    let whole = r
+        .postprocess
+        .contains(&dpplan_vocab::PostStep::Round)
+        .then(|| consistency::controlled_round(&values));
     let (after_h, after_t) = consistency::after(sh, st, cells.len());
-    let with = |c: Cell, v: f64, std: f64| Cell {
+    let with = |c: Cell, v: f64, std: f64, published: Option<f64>| Cell {
         raw_value: Some(c.value),
+        value: published.unwrap_or(v),
         ..Cell::noisy(c.group, v, std, dpplan_mechanisms::Z95 * std)
+    };
+    let (whole_cells, whole_sum) = match whole {
+        Some((w, t)) => (w.into_iter().map(Some).collect(), Some(t)),
+        None => (vec![None; values.len()], None),
     };
     let mut out: Vec<Cell> = cells
         .into_iter()
         .zip(values)
-        .map(|(c, v)| with(c, v, after_h))
+        .zip(whole_cells)
+        .map(|((c, v), w)| with(c, v, after_h, w))
         .collect();
-    out.push(with(total, sum, after_t));
+    out.push(with(total, sum, after_t, whole_sum));
     out
 }
 

@@ -49,11 +49,11 @@ pub(super) fn supported(c: &mut Checker, q: &ast::Query, agg: &ast::Aggregate) -
     }
 }
 
-/// `consistent` needs `with total` (DP017), and takes no other step but
-/// `nonnegative` (DP014): rounding after it would break the sums it makes
-/// hold; with `nonnegative` the estimate itself keeps every cell ≥ 0
-/// (`dpplan_mechanisms::consistency::consistent_nonnegative`), so the
-/// sums still hold.
+/// `consistent` needs `with total` (DP017). Its other steps keep the sums
+/// it makes hold: with `nonnegative` the estimate itself keeps every cell
+/// ≥ 0 (`dpplan_mechanisms::consistency::consistent_nonnegative`), with
+/// `round` a controlled rounding makes the cells whole
+/// (`consistency::controlled_round`).
 pub(super) fn check_steps(c: &mut Checker, q: &ast::Query, steps: &[PostStep]) -> bool {
     let Some(stmt) = q.postprocess().first() else {
         return true;
@@ -70,17 +70,6 @@ pub(super) fn check_steps(c: &mut Checker, q: &ast::Query, steps: &[PostStep]) -
                 stmt.span,
             )
             .help("write `histogram(… by …) with total` (the total is a second noisy part), or remove `consistent`"),
-        );
-        return false;
-    }
-    if steps.contains(&PostStep::Round) {
-        c.error(
-            Diagnostic::new(
-                Code::Unsupported,
-                "`consistent` with `round` is not supported in this version: rounding the consistent cells would break the sums",
-                stmt.span,
-            )
-            .help("keep `postprocess consistent` (or `consistent, nonnegative`: cells ≥ 0 that still add up); a reader may still round, at the cost of the sums"),
         );
         return false;
     }

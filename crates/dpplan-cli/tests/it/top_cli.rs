@@ -185,9 +185,9 @@ fn a_consistent_histogram_through_the_binary() {
     s.verify();
 }
 
-/// `postprocess consistent, nonnegative` through the real binary on the
-/// shipped example (`lifestyle_reads`: two sections read, ten cells
-/// empty): every published cell ≥ 0, the cells add up to the total (the
+/// `postprocess consistent, nonnegative, round` through the real binary on
+/// the shipped example (`lifestyle_reads`: two sections read, ten cells
+/// empty): every published cell a whole number ≥ 0, the cells add up to the total (the
 /// last cell) exactly, every released value kept as `raw_value`, the
 /// intervals marked approximate (the figures are the unconstrained
 /// estimate's); `dpplan report` states the estimator and why its error is
@@ -202,6 +202,8 @@ fn a_consistent_nonnegative_histogram_through_the_binary() {
     let (_, sections) = adding_up(cells);
     for c in cells {
         assert!(c["value"].as_f64().unwrap() >= 0.0, "{c}");
+        // whole numbers (`round`: a controlled rounding)
+        assert_eq!(c["value"].as_f64().unwrap().fract(), 0.0, "{c}");
         assert!(c["raw_value"].as_f64().is_some(), "{c}");
         // the unconstrained estimate's figures
         let std = c["noise_std"].as_f64().unwrap();
@@ -226,7 +228,8 @@ fn a_consistent_nonnegative_histogram_through_the_binary() {
     let md = text(&o.stdout);
     assert!(
         md.contains("Consistent and non-negative: the 12 cells and the total")
-            && md.contains("is never more than the unconstrained estimate's"),
+            && md.contains("is never more than the unconstrained estimate's")
+            && md.contains("a controlled rounding makes them whole and keeps the sum"),
         "{md}"
     );
     s.verify();
