@@ -152,7 +152,9 @@ const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 
 /// Smallest ε ≥ 0 with [`gdp_delta_upper`]`(μ, ε) ≤ δ`: the returned float is
 /// the upper end of the final bisection bracket, a point where the proven
-/// upper bound on δ_μ was seen ≤ δ, so it never lies below the exact root.
+/// upper bound on δ_μ was seen ≤ δ, or one above such a point (a step
+/// answered from Newton's bracket, [`crate::roots::bisect_known`]); the
+/// exact δ_μ decreases in ε, so it never lies below the exact root.
 /// The bracket stops at 10⁻¹⁴ relative, so the result is within 10⁻¹⁴ of
 /// the root of the upper bound, which lies above the exact root by the
 /// bound's slack (see [`gdp_delta_upper`]).

@@ -729,9 +729,9 @@ fn best_among_plan(
     // accountant gives a bound, so never once there is a leader)
     let mut leader: Option<f64> = None;
     let mut results = Vec::with_capacity(accountants.len());
-    let linear = std::cell::OnceCell::new();
+    let lower = std::cell::OnceCell::new();
     for &a in accountants {
-        if leader.is_some_and(|w| accountants::cannot_beat(plan, delta, a, w, &linear)) {
+        if leader.is_some_and(|w| accountants::cannot_beat(plan, delta, a, w, &lower)) {
             continue;
         }
         let r = accountants::evaluate(plan, delta, a);

@@ -54,8 +54,7 @@
 /// nothing else. Both variances positive and finite; else the values are
 /// returned as released.
 pub fn consistent(cells: &[f64], var_cell: f64, total: f64, var_total: f64) -> (Vec<f64>, f64) {
-    let ok = |v: f64| v.is_finite() && v > 0.0;
-    if cells.is_empty() || !ok(var_cell) || !ok(var_total) {
+    if cells.is_empty() || !weighable(var_cell) || !weighable(var_total) {
         return (cells.to_vec(), total);
     }
     let m = cells.len() as f64;
@@ -77,10 +76,9 @@ pub fn consistent_nonnegative(
     total: f64,
     var_total: f64,
 ) -> (Vec<f64>, f64) {
-    let ok = |v: f64| v.is_finite() && v > 0.0;
     if cells.is_empty()
-        || !ok(var_cell)
-        || !ok(var_total)
+        || !weighable(var_cell)
+        || !weighable(var_total)
         || !total.is_finite()
         || cells.iter().any(|h| !h.is_finite())
     {
@@ -101,16 +99,15 @@ pub fn consistent_nonnegative(
 fn multiplier(cells: &[f64], vh: f64, t: f64, vt: f64) -> f64 {
     let mut sorted = cells.to_vec();
     sorted.sort_by(|a, b| b.total_cmp(a));
+    let s_k = |sum: f64, k: usize| (sum - t) / (vt + k as f64 * vh);
     let mut sum = 0.0;
-    for k in 0..=sorted.len() {
-        let s = (sum - t) / (vt + k as f64 * vh);
-        match sorted.get(k) {
-            Some(&next) if next > vh * s => sum += next,
-            _ => return s,
+    for (k, &next) in sorted.iter().enumerate() {
+        if next <= vh * s_k(sum, k) {
+            return s_k(sum, k);
         }
+        sum += next;
     }
-    // not reached: k = m returns above
-    (sum - t) / (vt + sorted.len() as f64 * vh)
+    s_k(sum, sorted.len())
 }
 
 /// Whole-number cells adding up to the nearest integer of the sum of
@@ -140,6 +137,12 @@ pub fn controlled_round(cells: &[f64]) -> (Vec<f64>, f64) {
     (out, sum)
 }
 
+/// A variance the estimates can weigh by: positive and finite (else the
+/// values are published as released).
+fn weighable(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
 /// The standard deviations after [`consistent`]: (each cell's, the
 /// total's), from the released ones' (`std_cell`, `std_total`) and the
 /// number of cells m.
@@ -148,8 +151,7 @@ pub fn after(std_cell: f64, std_total: f64, m: usize) -> (f64, f64) {
     let denom = m * vh + vt;
     // the same guard as [`consistent`]: without two positive variances the
     // values are published as released, and so are their figures
-    let ok = |v: f64| v.is_finite() && v > 0.0;
-    if !(ok(vh) && ok(vt) && m > 0.0) {
+    if !(weighable(vh) && weighable(vt) && m > 0.0) {
         return (std_cell, std_total);
     }
     let a = vh / denom;

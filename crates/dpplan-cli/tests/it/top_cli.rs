@@ -214,6 +214,18 @@ fn a_consistent_nonnegative_histogram_through_the_binary() {
         };
         assert!((std - want).abs() < 1e-3, "{c}");
     }
+    // served again from the ledger: the same published cells
+    let again = released(&s, "lifestyle_reads --slot 0");
+    assert_eq!(again["origin"], "ledger", "{again}");
+    let values = |r: &serde_json::Value| -> Vec<f64> {
+        r["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["value"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(values(&again), values(r), "{again}");
     // the two sections read are far above 0 (about 500 reads each)
     for name in ["food", "travel"] {
         let c = sections.iter().find(|c| c["group"] == name).unwrap();
@@ -245,9 +257,12 @@ fn news_sections() -> (std::path::PathBuf, Scheduled) {
     (src, s)
 }
 
-/// `dpplan run --query q` of the compiled example, and its one result.
+/// `dpplan run --query q` of the compiled example (`q` may carry more
+/// arguments after the query's name), and its one result.
 fn released(s: &Scheduled, q: &str) -> serde_json::Value {
-    let o = dpplan(&["run", &s.plan, "--ledger", &s.ledger, "--query", q]);
+    let mut args = vec!["run", &s.plan, "--ledger", &s.ledger, "--query"];
+    args.extend(q.split(' '));
+    let o = dpplan(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v["results"][0].clone()

@@ -326,25 +326,24 @@ fn consistency_note(q: &QueryReview) -> Option<Text> {
     let m = cells.cells.len();
     let (h, t) = dpplan_mechanisms::consistency::after(cells.noise_std, total.noise_std, m);
     let round = if q.postprocess.contains(&dpplan_vocab::PostStep::Round) {
-        " Then a controlled rounding makes them whole and keeps the sum: each cell goes to its floor or its ceiling (the units the floors leave to the largest fractional parts), the total to the nearest integer of their sum; each cell moves by less than 1, and the intervals stay about the true values."
+        " Then a controlled rounding makes them whole and keeps the sum: each cell goes to its floor or its ceiling (the units the floors leave to the largest fractional parts), the total to the nearest integer of their sum; each cell moves by less than 1, and the intervals stay where they were, about the estimate before the rounding."
     } else {
         ""
     };
-    if q.postprocess.contains(&dpplan_vocab::PostStep::Nonnegative) {
-        return Some(Text::plain(format!(
-            "Consistent and non-negative: the {m} cells and the total are made to add up by weighted least squares on the released values and their noise variances, with every cell kept at or above 0 (each cell is max(0, h − v_cell·s), one s for all, solved exactly; the published total is the sum of the published cells). Its error, weighted as the estimate weighs it (Σ e²/v_cell + (Σ e)²/v_total), is never more than the unconstrained estimate's, whatever the noise drawn: it is a projection onto a convex set that holds the true cells. The figures published are the unconstrained estimate's (each cell's noise std {} → {}, the total's {} → {}: closed form, from the mechanism, not from the data), and the intervals are marked approximate: a cell clipped to 0 has no closed-form error of its own.{round}",
-            num(cells.noise_std),
-            num(h),
-            num(total.noise_std),
-            num(t)
-        )));
-    }
-    Some(Text::plain(format!(
-        "Consistent: the {m} cells and the total are made to add up by weighted least squares on the released values and their noise variances (Hay et al. 2010; each cell moves by a·(total − Σ cells), a = v_cell/(m·v_cell + v_total), and the published total is the sum of the published cells). Unbiased; the noise std of each cell goes from {} to {}, the total's from {} to {} (closed form, computed from the mechanism, not from the data); the published intervals are ±1.96 std, approximate unless the noise is Gaussian.{round}",
+    let figures = format!(
+        "the noise std of each cell goes from {} to {}, the total's from {} to {} (closed form, computed from the mechanism, not from the data)",
         num(cells.noise_std),
         num(h),
         num(total.noise_std),
         num(t)
+    );
+    if q.postprocess.contains(&dpplan_vocab::PostStep::Nonnegative) {
+        return Some(Text::plain(format!(
+            "Consistent and non-negative: the {m} cells and the total are made to add up by weighted least squares on the released values and their noise variances, with every cell kept at or above 0 (each cell is max(0, h − v_cell·s), one s for all, solved exactly; the published total is the sum of the published cells). Its error, weighted as the estimate weighs it (Σ e²/v_cell + (Σ e)²/v_total), is never more than the unconstrained estimate's, whatever the noise drawn: it is a projection onto a convex set that holds the true cells. The figures published are the unconstrained estimate's: {figures}; the intervals are marked approximate: a cell clipped to 0 has no closed-form error of its own.{round}"
+        )));
+    }
+    Some(Text::plain(format!(
+        "Consistent: the {m} cells and the total are made to add up by weighted least squares on the released values and their noise variances (Hay et al. 2010; each cell moves by a·(total − Σ cells), a = v_cell/(m·v_cell + v_total), and the published total is the sum of the published cells). Unbiased; {figures}; the published intervals are ±1.96 std, approximate unless the noise is Gaussian.{round}"
     )))
 }
 
