@@ -16,8 +16,9 @@
 //! charge before the draw, and the exact samplers; Spark never draws noise.
 //!
 //! The only randomness Spark sees is the per-run secret seed of the
-//! user-level selection (drawn from dpplan's `SecureRng`), a bound parameter
-//! of the statement, never printed.
+//! user-level selection and, for a sampled dataset (`sample units`), the
+//! job's secret HMAC key of its Poisson sample (both drawn from dpplan's
+//! `SecureRng`), bound parameters of the statement, never printed.
 //!
 //! Sources: a dataset's source (or `--data NAME=…`) is either
 //! `table:NAME` (a table of Spark's catalog, `db.table`), or a path or URL
@@ -135,6 +136,13 @@ fn source_line(out: &mut String, source: &Source) {
 fn explained(out: &mut String, source: &Source, q: &Query) {
     source_line(out, source);
     out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
+    if q.sampled {
+        out.push_str(&format!(
+            ", :{} and :{} = a secret 256-bit HMAC key drawn per job, padded (the sample)",
+            sql::SAMPLE_KEY_INNER,
+            sql::SAMPLE_KEY_OUTER
+        ));
+    }
     for (k, v) in &q.params {
         out.push_str(&format!(
             ", :{k} = {}",
@@ -213,6 +221,18 @@ fn job(dataset: &Dataset, source: &Source, q: &Query, rng: &mut SecureRng) -> Va
     let mut args = serde_json::Map::new();
     // the selection seed: secret, fresh per run, an i64 for Spark
     args.insert("seed".into(), json!(rng.next_u64() as i64));
+    if q.sampled {
+        // the sample's HMAC key: secret, fresh per job (a pass of its own)
+        let key = sample_key(rng);
+        args.insert(
+            sql::SAMPLE_KEY_INNER.into(),
+            json!(sql::hmac_pad_hex(&key, 0x36)),
+        );
+        args.insert(
+            sql::SAMPLE_KEY_OUTER.into(),
+            json!(sql::hmac_pad_hex(&key, 0x5c)),
+        );
+    }
     for (k, v) in &q.params {
         args.insert(k.clone(), serde_json::to_value(v).unwrap_or(Value::Null));
     }
@@ -229,6 +249,17 @@ fn job(dataset: &Dataset, source: &Source, q: &Query, rng: &mut SecureRng) -> Va
         "sql": q.sql,
         "args": Value::Object(args),
     })
+}
+
+/// A sampled job's secret key, drawn from `rng` after the job's selection
+/// seed (each job draws its seed, then, when its statement samples the
+/// units, this key). Never stored: which units a pass sampled stays
+/// unknown to anyone who reads the ledger or the job's files afterwards
+/// (the job file is deleted, even on failure).
+pub fn sample_key(rng: &mut SecureRng) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    rng.fill_bytes(&mut key);
+    key
 }
 
 fn job_failed(message: String) -> EngineError {
@@ -462,8 +493,9 @@ impl SparkEngine {
             // private directory, never printed. A result written before a
             // failure (counts per key from the data among them) is not kept.
             let _ = std::fs::remove_file(&result);
-            // nor is the job file: it holds the run's selection seed and,
-            // for windows, the ledger's unit key (--explain shows its SQL)
+            // nor is the job file: it holds the run's selection seed, a
+            // sample's HMAC key and, for windows, the ledger's unit key
+            // (--explain shows its SQL)
             let _ = std::fs::remove_file(&job_file);
             let kept = dir.keep();
             let how = match status.code() {

@@ -18,6 +18,9 @@
 //!    statistics' common `where` filter decides here, on the valid rows and
 //!    before bounding (a comparison reads the valid or imputed number, an
 //!    `in` set is a bound parameter and false for a null);
+//!    A sampled dataset (`sample units q`) then keeps the rows of the
+//!    units whose HMAC-SHA256 under the job's secret key falls below
+//!    ⌊q·2⁶⁰⌋ (`sampled`, before the shuffle by unit);
 //! 3. user-level units only: `rows_per_unit` rows per unit, then per
 //!    grouping column `groups_per_unit` groups per unit and `rows_per_group`
 //!    rows per group, each a selection ordered by a keyed hash
@@ -28,8 +31,8 @@
 //!    into an error, never a wrong sum).
 //!
 //! Names are validated identifiers, quoted with backticks; the public
-//! domains, the filters' sets and the seed are bound parameters (`:seed`,
-//! `:dk0`…, `:fv0`…); the only
+//! domains, the filters' sets, the seed and a sample's key and threshold
+//! are bound parameters (`:seed`, `:dk0`…, `:fv0`…, `:sample_ikey`…); the only
 //! literals written into the text are numbers the compiler computed (grid
 //! scales and bounds) and fixed patterns.
 
@@ -115,6 +118,83 @@ pub struct Query {
     cells: Vec<Cell>,
     /// Rows lead with their slot (a windowed statement).
     slotted: bool,
+    /// The statement samples the units (`sample units`): the runner binds
+    /// a fresh secret HMAC key ([`SAMPLE_KEY_INNER`], [`SAMPLE_KEY_OUTER`]).
+    pub sampled: bool,
+}
+
+/// The bound parameter of a sampled statement's threshold ⌊q·2⁶⁰⌋.
+pub const SAMPLE_BELOW: &str = "sample_below";
+/// The bound parameters of a sampled statement's secret key, drawn per
+/// job by the runner (never in `--explain`): the key padded to SHA-256's
+/// 64-byte block and XORed with HMAC's inner and outer pads, in hex.
+pub const SAMPLE_KEY_INNER: &str = "sample_ikey";
+pub const SAMPLE_KEY_OUTER: &str = "sample_okey";
+
+/// HMAC-SHA256 (RFC 2104) of `key` (32 bytes) padded to the 64-byte block
+/// and XORed with `pad` (0x36 inner, 0x5c outer), in hex: what the
+/// statement binds as [`SAMPLE_KEY_INNER`] and [`SAMPLE_KEY_OUTER`].
+pub fn hmac_pad_hex(key: &[u8; 32], pad: u8) -> String {
+    let mut out = String::with_capacity(128);
+    for i in 0..64 {
+        let b = key.get(i).copied().unwrap_or(0) ^ pad;
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// A sampled dataset's threshold on 60 bits: ⌊q·2⁶⁰⌋, so a unit is kept
+/// with probability ⌊q·2⁶⁰⌋/2⁶⁰ ≤ q (never above the rate the accountants
+/// compose: their bound grows with q); `None` without sampling (or at
+/// 100 %). The checker refuses sampling where the engine has no unit to
+/// draw for (a row or event unit, windows, keys from the data): refused
+/// here too, by name.
+fn sample_below(ds: &Dataset, uses: &Uses) -> Result<Option<i64>, EngineError> {
+    let Some(q) = ds.sample else {
+        return Ok(None);
+    };
+    if q == 1.0 {
+        return Ok(None);
+    }
+    if q == 0.0 || !(0.0..1.0).contains(&q) {
+        return Err(schema(format!(
+            "dataset `{}`: the sample rate {q} is not in (0, 1]",
+            ds.name
+        )));
+    }
+    if !ds.bounding.per_unit || ds.bounding.id_column.is_none() {
+        return Err(schema(format!(
+            "dataset `{}` samples its units but has no unit id column: the engine samples the units of a user-level unit only",
+            ds.name
+        )));
+    }
+    if uses.slotted || uses.data_keys.is_some() {
+        return Err(schema(format!(
+            "dataset `{}` samples its units: a sample is not drawn for windows or keys from the data (the checker refuses them, DP014)",
+            ds.name
+        )));
+    }
+    // q·2⁶⁰ is exact (a power of two), its floor below 2⁶⁰ < 2⁶³ for q < 1
+    Ok(Some((q * 1_152_921_504_606_846_976.0).floor() as i64))
+}
+
+/// Step 2½ of a sampled dataset, `sampled`: the rows of the units in this
+/// job's Poisson sample — a unit is in it when the first 60 bits of
+/// HMAC-SHA256(key, unit id) are below ⌊q·2⁶⁰⌋: a coin per unit from a
+/// pseudorandom function of the unit alone under a secret key drawn per
+/// job (so a fresh, independent sample per pass, as the embedded engine
+/// draws its coins), before the shuffle by unit (the rows of the other
+/// units are never moved).
+fn sampling(w: &mut String, ds: &Dataset) {
+    let pct = ds.sample.unwrap_or(1.0) * 100.0;
+    let _ = writeln!(
+        w,
+        "-- sample units {pct} %: HMAC-SHA256 of the unit under the job's secret key, its first 60 bits below :{SAMPLE_BELOW}
+         sampled AS (
+  SELECT * FROM cells
+  WHERE CAST(conv(substr(sha2(concat(unhex(:{SAMPLE_KEY_OUTER}), unhex(sha2(concat(unhex(:{SAMPLE_KEY_INNER}), CAST(u AS BINARY)), 256))), 256), 1, 15), 16, 10) AS BIGINT) < :{SAMPLE_BELOW}
+),"
+    );
 }
 
 fn schema(msg: String) -> EngineError {
@@ -216,23 +296,25 @@ pub fn generate(ds: &Dataset, stats: &[Statistic], columns: Columns) -> Result<Q
 
 /// The four steps of what `uses` asks for, under the comment `head`.
 fn statement(ds: &Dataset, uses: Uses, head: &str, columns: Columns) -> Result<Query, EngineError> {
-    if ds.sample.is_some() {
-        // refused before any charge: the runtime asks the engine for the
-        // statement before it charges the ledger
-        return Err(EngineError::Schema(format!(
-            "dataset `{}` samples its units (`sample units`): the Spark engine does not draw the sample yet; run the plan on the embedded engine (`--engine csv`, the default)",
-            ds.name
-        )));
-    }
+    let below = sample_below(ds, &uses)?;
     let mut sql = String::new();
     let _ = writeln!(sql, "{head}");
     let typed = typed(&mut sql, ds, &uses, columns)?;
-    let params = cells(&mut sql, ds, &uses, typed)?;
-    bounding(&mut sql, ds, &uses);
+    let mut params = cells(&mut sql, ds, &uses, typed)?;
+    let rows = match below {
+        Some(t) => {
+            sampling(&mut sql, ds);
+            params.insert(SAMPLE_BELOW.into(), Param::Int(t));
+            "sampled"
+        }
+        None => "cells",
+    };
+    bounding(&mut sql, ds, &uses, rows);
     aggregation(&mut sql, ds, &uses);
     Ok(Query {
         sql,
         params,
+        sampled: below.is_some(),
         groupings: uses.groupings.len(),
         fields: uses.fields.len(),
         distincts: uses.distincts.len(),
@@ -847,7 +929,7 @@ fn cells(
 /// Step 3, `selected`: user-level bounding (rows per unit, then groups per unit
 /// and rows per group, each by a keyed hash); every row for row- and
 /// event-level units.
-fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
+fn bounding(w: &mut String, ds: &Dataset, uses: &Uses, rows: &str) {
     let (fields, groupings) = (&uses.fields, &uses.groupings);
     let b = &ds.bounding;
     // a distinct count's ids are used fields too: rows that differ only in
@@ -880,7 +962,7 @@ fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
         let _ = writeln!(
             w,
             "-- rows identical in every used field are numbered, so that the hash tells them apart\n\
-             numbered AS (\n  SELECT *,\n    ROW_NUMBER() OVER (PARTITION BY u ORDER BY {order}) - RANK() OVER (PARTITION BY u ORDER BY {order}) AS dup\n  FROM cells\n),\n\
+             numbered AS (\n  SELECT *,\n    ROW_NUMBER() OVER (PARTITION BY u ORDER BY {order}) - RANK() OVER (PARTITION BY u ORDER BY {order}) AS dup\n  FROM {rows}\n),\n\
              keyed AS (\n  SELECT *, xxhash64(CAST(:seed AS BIGINT), 0, {hash_in}, dup) AS h\n  FROM numbered\n),\n\
              -- rows_per_unit: the {cap} rows of least hash per unit\n\
              kept AS (\n  SELECT * FROM (\n    SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY h, {order}, dup) AS r\n    FROM keyed\n  ) WHERE r <= {cap}\n),"
@@ -923,7 +1005,7 @@ fn bounding(w: &mut String, ds: &Dataset, uses: &Uses) {
         let ks: String = (0..groupings.len())
             .map(|j| format!(",\n    g{j} AS k{j}"))
             .collect();
-        let _ = writeln!(w, "selected AS (\n  SELECT *{ks}\n  FROM cells\n)");
+        let _ = writeln!(w, "selected AS (\n  SELECT *{ks}\n  FROM {rows}\n)");
     }
 }
 

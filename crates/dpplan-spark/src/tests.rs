@@ -79,21 +79,76 @@ fn row_level_sql_has_no_bounding() {
     assert!(q.sql.contains("p0 % 1.0D"), "{}", q.sql);
 }
 
-/// A sampled dataset is refused by the generated statement, with its
-/// reason, before the runtime charges anything (it asks for the statement
-/// first); the same dataset unsampled is generated (negative control).
+/// A sampled dataset's statement keeps the rows of the units whose
+/// HMAC-SHA256 under the job's key falls below ⌊q·2⁶⁰⌋, before the
+/// bounding reads them; the key is bound per job and never written into
+/// the statement or `--explain` (its names are). Where no unit is drawn
+/// for (a row unit) it is refused by name; unsampled (or at 100 %) the
+/// statement has no sampling step (negative control).
 #[test]
-fn a_sampled_dataset_is_refused_with_its_reason() {
+fn a_sampled_dataset_draws_its_units_by_a_keyed_hmac() {
     let p = web();
     let mut ds = p.body.datasets["visits"].clone();
     let st = stats();
-    assert!(sql::generate(&ds, &st, Columns::Text).is_ok());
+    let plain = sql::generate(&ds, &st, Columns::Text).unwrap();
+    assert!(!plain.sampled && !plain.sql.contains("sampled AS"));
+    assert!(!plain.params.contains_key(sql::SAMPLE_BELOW));
+    ds.sample = Some(1.0);
+    assert_eq!(sql::generate(&ds, &st, Columns::Text).unwrap(), plain);
     ds.sample = Some(0.05);
-    let err = sql::generate(&ds, &st, Columns::Text)
+    let q = sql::generate(&ds, &st, Columns::Text).unwrap();
+    assert!(q.sampled);
+    // ⌊q·2⁶⁰⌋ of the f64 q the accountants compose (0.05 rounds up a little)
+    let want = (0.05f64 * 2f64.powi(60)).floor() as i64;
+    assert_eq!(want, 57_646_075_230_342_352);
+    assert_eq!(q.params[sql::SAMPLE_BELOW], sql::Param::Int(want));
+    assert!(
+        q.sql
+            .contains("sampled AS (\n  SELECT * FROM cells\n  WHERE"),
+        "{}",
+        q.sql
+    );
+    assert!(q.sql.contains("FROM sampled"), "{}", q.sql);
+    assert!(q.sql.contains(":sample_ikey") && q.sql.contains(":sample_okey"));
+    // the shuffle by unit reads the sample, not every valid row
+    let numbered = q.sql.find("numbered AS").unwrap();
+    assert!(q.sql.find("sampled AS").unwrap() < numbered);
+    // HMAC's pads: the key then zeros to 64 bytes, XORed with 0x36 / 0x5c
+    let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+    let inner = sql::hmac_pad_hex(&key, 0x36);
+    assert_eq!(inner.len(), 128);
+    assert!(inner.starts_with("363734353233"), "{inner}");
+    assert!(inner.ends_with("3636"), "{inner}");
+    assert!(sql::hmac_pad_hex(&key, 0x5c).starts_with("5c5d5e5f"));
+    // --explain names the key, never a value
+    let source = std::path::PathBuf::from("visits.csv");
+    let text = crate::SparkEngine::explain(&[crate::Request {
+        dataset: &ds,
+        source: &source,
+        stats: &st,
+    }])
+    .unwrap();
+    assert!(
+        text.contains(":sample_ikey and :sample_okey = a secret 256-bit HMAC key"),
+        "{text}"
+    );
+    assert!(text.contains(&format!(":sample_below = {want}")), "{text}");
+    // a rate outside (0, 1] (never from the compiler) is refused, not
+    // taken for no sampling
+    for bad in [0.0, -0.5, 1.5, f64::NAN] {
+        let mut b = ds.clone();
+        b.sample = Some(bad);
+        let err = sql::generate(&b, &st, Columns::Text).unwrap_err().to_string();
+        assert!(err.contains("is not in (0, 1]"), "{bad}: {err}");
+    }
+    // a row unit has no unit to draw for: refused by name
+    let mut rows = ds.clone();
+    rows.bounding.per_unit = false;
+    let err = sql::generate(&rows, &st, Columns::Text)
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("samples its units") && err.contains("--engine csv"),
+        err.contains("samples its units") && err.contains("user-level"),
         "{err}"
     );
 }

@@ -20,7 +20,7 @@ use dpplan_vocab::{Comparison, InvalidRule};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 mod common;
-use common::{spark, to_parquet};
+use common::{sampled_csv, spark, to_parquet};
 
 fn compile(text: &str) -> dpplan_plan::ExecutablePlan {
     dpplan_compile::compile(text).unwrap_or_else(|e| panic!("{e}"))
@@ -48,6 +48,11 @@ enum Check {
     Bounded { row_level: Vec<Vec<i128>> },
     /// The selection over seeds, checked after all jobs ran.
     Selection(usize),
+    /// A sampled dataset: the embedded engine's aggregates of the units
+    /// whose HMAC-SHA256 under the job's key is below the threshold
+    /// (computed here, apart from the SQL), unsampled, compared exactly
+    /// (`bounded: false`: bounds that never bind) or as `Bounded`.
+    Sampled { bounded: bool },
 }
 
 fn examples() -> PathBuf {
@@ -73,19 +78,27 @@ fn example_cases(cases: &mut Vec<Case>) {
             ..Default::default()
         };
         for (ds, source, stats) in dpplan_runtime::planned_aggregates(&plan, &opts).unwrap() {
-            // a sampled dataset (examples/daily-panel) is refused by the
-            // Spark engine before any charge (`sql::tests`), and its
-            // aggregates are a fresh sample's on every pass
-            if !source.exists() || ds.sample.is_some() {
+            if !source.exists() {
                 continue;
             }
             n += 1;
+            if ds.sample.is_some() {
+                // examples/daily-panel: its sample, bounded as drawn
+                cases.push(Case {
+                    name: format!("{name}/{} (sampled)", ds.name),
+                    dataset: ds.clone(),
+                    source: source.clone(),
+                    stats: stats.clone(),
+                    check: Check::Sampled { bounded: true },
+                });
+            }
             let mut row = ds.clone();
             row.bounding.per_unit = false;
+            row.sample = None;
             // units per cell need units: at row level, the rows per cell
             // (an upper bound of the units per cell, checked as one)
             let row_stats: Vec<Statistic> = stats.iter().map(rows_per_cell).collect();
-            if ds.bounding.per_unit {
+            if ds.bounding.per_unit && ds.sample.is_none() {
                 let mut rng = SecureRng::from_seed_for_tests(1);
                 let row_level = CsvEngine
                     .aggregate(&row, &source, &row_stats, &mut rng)
@@ -724,6 +737,33 @@ fn spark_engine_on_a_real_spark() {
             check: Check::Equal,
         });
     }
+    // sampled units: 30 % of 20,002 single-row units (exact), half of
+    // the adversarial ids (quotes, new lines, Unicode: the HMAC reads the
+    // id's UTF-8 bytes as the CSV gives them; the bot's 2·10⁵ rows bounded)
+    for (what, source, rate, bounds) in [
+        (
+            "one row per unit",
+            &single,
+            0.3,
+            "rows_per_unit 2 groups_per_unit 1 rows_per_group 1",
+        ),
+        (
+            "adversarial",
+            &adv,
+            0.5,
+            "rows_per_unit 3 groups_per_unit 1 rows_per_group 2",
+        ),
+    ] {
+        let mut ds = dataset("user by uid", bounds, "");
+        ds.sample = Some(rate);
+        cases.push(Case {
+            name: format!("{what}, sampled {rate}"),
+            dataset: ds,
+            source: source.clone(),
+            stats: all_stats(),
+            check: Check::Sampled { bounded: false },
+        });
+    }
     let (sel_d, sel_csv, grp_e, grp_csv) = selection(dir.path());
     let sel_stats = vec![
         stat(
@@ -761,13 +801,31 @@ fn spark_engine_on_a_real_spark() {
             stats: &c.stats,
         })
         .collect();
-    let mut rng = SecureRng::from_os().unwrap();
+    // seeded, so that the sampled jobs' keys can be drawn again below
+    // (each job draws its seed, then a sampled job its key)
+    let mut rng = SecureRng::from_seed_for_tests(28);
     let got = engine.aggregate_many(&requests, &mut rng).unwrap();
     assert_eq!(got.len(), cases.len());
+    let mut replay = SecureRng::from_seed_for_tests(28);
+    let keys: Vec<Option<[u8; 32]>> = cases
+        .iter()
+        .map(|c| {
+            replay.next_u64();
+            c.dataset
+                .sample
+                .map(|_| dpplan_spark::sample_key(&mut replay))
+        })
+        .collect();
+    let mut sampled_jobs = 0;
 
     let mut sel_spark: Vec<Vec<i128>> = Vec::new();
     let mut grp_spark: Vec<Vec<i128>> = Vec::new();
-    for (c, g) in cases.iter().zip(&got) {
+    for ((c, g), key) in cases.iter().zip(&got).zip(&keys) {
+        if let (Check::Sampled { bounded }, Some(key)) = (&c.check, key) {
+            check_sampled(c, g, key, *bounded, dir.path(), &mut rng);
+            sampled_jobs += 1;
+            continue;
+        }
         // the embedded engine reads the CSV a Parquet file was made from
         let csv = match c.source.extension() {
             Some(x) if x == "parquet" => c.source.with_extension("csv"),
@@ -785,10 +843,68 @@ fn spark_engine_on_a_real_spark() {
                 sel_spark.push(g[0].clone());
             }
             Check::Selection(_) => grp_spark.push(g[0].clone()),
+            Check::Sampled { .. } => unreachable!("a sampled case has a key"),
         }
     }
+    // the two sampled cases and examples/daily-panel's passes (one per
+    // sampled release)
+    assert!(sampled_jobs >= 5, "{sampled_jobs} sampled jobs");
     check_selection(&sel_d, &sel_csv, &sel_stats, &sel_spark);
     check_groups(&grp_e, &grp_csv, &grp_stats, &grp_spark);
+}
+
+/// A sampled job: Spark's aggregates are the embedded engine's of the
+/// units its key selects (the statement's HMAC computed again here), the
+/// sample's size is within six standard deviations of its binomial mean,
+/// and (negative controls) neither every unit nor the units of another key
+/// give the same aggregates.
+fn check_sampled(
+    c: &Case,
+    got: &[Vec<i128>],
+    key: &[u8; 32],
+    bounded: bool,
+    dir: &Path,
+    rng: &mut SecureRng,
+) {
+    let q = c.dataset.sample.unwrap();
+    let below = (q * 2f64.powi(60)).floor() as u64;
+    let id = c.dataset.bounding.id_column.as_deref().unwrap();
+    let mut plain = c.dataset.clone();
+    plain.sample = None;
+    let row_stats: Vec<Statistic> = c.stats.iter().map(rows_per_cell).collect();
+    let mut row = plain.clone();
+    row.bounding.per_unit = false;
+    let reference = |key: &[u8; 32], rng: &mut SecureRng| {
+        let out = dir.join(format!("sampled-{:02x}{:02x}.csv", key[0], key[1]));
+        let (kept, seen) = sampled_csv(&c.source, id, key, below, &out);
+        let want = CsvEngine.aggregate(&plain, &out, &c.stats, rng).unwrap();
+        let row_level = CsvEngine.aggregate(&row, &out, &row_stats, rng).unwrap();
+        (want, row_level, kept, seen)
+    };
+    let (want, row_level, kept, seen) = reference(key, rng);
+    let (n, p) = (seen as f64, below as f64 / 2f64.powi(60));
+    let sd = (n * p * (1.0 - p)).sqrt();
+    assert!(
+        (kept as f64 - n * p).abs() <= 6.0 * sd + 1.0,
+        "{}: {kept} of {seen} units sampled at {q}",
+        c.name
+    );
+    if bounded {
+        check_bounded(c, got, &want, &row_level);
+    } else {
+        assert_eq!(got, &want[..], "{}", c.name);
+    }
+    // negative controls: the whole data, and another key's sample
+    if seen > 100 {
+        let all = CsvEngine
+            .aggregate(&plain, &c.source, &c.stats, rng)
+            .unwrap();
+        assert_ne!(got, &all[..], "{}: nothing was sampled", c.name);
+        let mut other = *key;
+        other[0] ^= 1;
+        let (want_other, ..) = reference(&other, rng);
+        assert_ne!(got, &want_other[..], "{}: another key's sample", c.name);
+    }
 }
 
 /// User-level bounding of an example: counts without group bounds are

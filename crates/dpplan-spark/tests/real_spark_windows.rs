@@ -793,12 +793,10 @@ fn every_plan_runs_alike_on_both_engines() {
         let planned = dpplan_runtime::planned_aggregates(&plan, &opts)
             .unwrap_or_else(|e| panic!("{label}: {e}"));
         for (ds, source, stats) in planned {
-            // a sampled dataset is refused by the Spark engine (`sql::tests`)
-            if ds.sample.is_some() {
-                continue;
-            }
             let mut row = ds.clone();
             row.bounding.per_unit = false;
+            // a sample is drawn for user-level units only
+            row.sample = None;
             let row_stats = row_level(&stats);
             if !row_stats.is_empty() {
                 aggregates.push((
@@ -857,7 +855,10 @@ fn every_plan_runs_alike_on_both_engines() {
     );
     assert!(windows.len() >= 4, "{} window jobs", windows.len());
 
-    let mut srng = SecureRng::from_os().unwrap();
+    // seeded, so that a sampled job's key can be drawn again (each job
+    // draws its seed, then a sampled job its key): a sampled dataset's
+    // reference is the embedded engine on the units that key selects
+    let mut srng = SecureRng::from_seed_for_tests(2028);
     let requests: Vec<dpplan_spark::Request<'_>> = aggregates
         .iter()
         .map(|(_, dataset, source, stats)| dpplan_spark::Request {
@@ -869,11 +870,30 @@ fn every_plan_runs_alike_on_both_engines() {
     let got = spark
         .aggregate_many(&requests, &mut srng)
         .unwrap_or_else(|e| panic!("{e}"));
-    for ((name, ds, source, stats), got) in aggregates.iter().zip(&got) {
-        let want = dpplan_engine::Engine::aggregate(&CsvEngine, ds, source, stats, &mut srng)
+    let mut replay = SecureRng::from_seed_for_tests(2028);
+    let mut sampled = 0;
+    for (i, ((name, ds, source, stats), got)) in aggregates.iter().zip(&got).enumerate() {
+        replay.next_u64();
+        let (ds, source) = match ds.sample {
+            Some(q) => {
+                let key = dpplan_spark::sample_key(&mut replay);
+                let below = (q * 2f64.powi(60)).floor() as u64;
+                let id = ds.bounding.id_column.as_deref().unwrap();
+                let out = dir.path().join(format!("sampled-{i}.csv"));
+                common::sampled_csv(source, id, &key, below, &out);
+                let mut plain = ds.clone();
+                plain.sample = None;
+                sampled += 1;
+                (plain, out)
+            }
+            None => (ds.clone(), source.clone()),
+        };
+        let want = dpplan_engine::Engine::aggregate(&CsvEngine, &ds, &source, stats, &mut srng)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got, &want, "{name}");
     }
+    // examples/daily-panel's dataset runs sampled on both engines
+    assert!(sampled >= 1, "no sampled dataset among the plans");
     let got = spark
         .windows_many(&window_jobs(&windows), &mut srng)
         .unwrap_or_else(|e| panic!("{e}"));

@@ -299,4 +299,50 @@ fn spark_runs_through_the_cli() {
     assert_eq!(rows(&ledger), n + 1);
     let o = dpplan(&["ledger", "verify", l]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+
+    // 4. a sampled dataset (examples/daily-panel) from cron, 00:05 on day
+    // 1: the three queries' slot 0, each on its own sample drawn by Spark,
+    // charged the checker's amplified ε; the next day on the embedded
+    // engine continues the same ledger
+    let example = crate::support::root().join("examples/daily-panel");
+    let s = crate::support::Scheduled::new(
+        &std::fs::read_to_string(example.join("daily-panel.dpplan")).unwrap(),
+    );
+    std::fs::create_dir_all(s.dir.join("data")).unwrap();
+    std::fs::copy(
+        example.join("data/sessions.csv"),
+        s.dir.join("data/sessions.csv"),
+    )
+    .unwrap();
+    let (o, v) = s.run_at(crate::support::jan_2026(1, 0, 5), &spark);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let fresh: Vec<&serde_json::Value> = crate::support::fresh_results(&v).collect();
+    assert_eq!(fresh.len(), 3, "{v}");
+    let source = example.join("daily-panel.dpplan");
+    let checked = dpplan(&["check", "--format", "json", source.to_str().unwrap()]);
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    for r in &fresh {
+        assert_eq!(r["slot"], 0, "{v}");
+        let q = checked["files"][0]["queries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == r["query"])
+            .unwrap();
+        assert_eq!(r["epsilon"], q["per_release"]["epsilon"], "{v}");
+        let words = r["mechanism"].as_str().unwrap();
+        assert!(words.contains("Poisson sample of 5 %"), "{words}");
+    }
+    // 12,001 users: about 600 in a 5 % sample (binomial sd 24, noise σ 6)
+    let active = fresh.iter().find(|r| r["query"] == "active_users").unwrap()["cells"][0]["value"]
+        .as_f64()
+        .unwrap();
+    assert!((450.0..750.0).contains(&active), "{active}");
+    let (o, v) = s.run_at(crate::support::jan_2026(2, 0, 5), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        crate::support::fresh_results(&v).all(|r| r["slot"] == 1),
+        "{v}"
+    );
+    s.verify();
 }

@@ -47,3 +47,44 @@ pub fn to_parquet(csv: &Path, out: &Path, schema: &str) {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The first 60 bits of HMAC-SHA256(`key`, `id`), as the statement reads
+/// them (its hex digest's first 15 digits).
+fn coin(key: &[u8; 32], id: &[u8]) -> u64 {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
+    mac.update(id);
+    let d = mac.finalize().into_bytes();
+    u64::from_be_bytes(d[..8].try_into().unwrap()) >> 4
+}
+
+/// The rows of `csv` whose unit (column `id`) has a coin below `below`,
+/// written next to it; and the number of units kept and seen.
+pub fn sampled_csv(csv: &Path, id: &str, key: &[u8; 32], below: u64, out: &Path) -> (usize, usize) {
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(csv)
+        .unwrap();
+    let headers = r.byte_headers().unwrap().clone();
+    let at = headers.iter().position(|h| h == id.as_bytes()).unwrap();
+    let mut w = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_path(out)
+        .unwrap();
+    w.write_byte_record(&headers).unwrap();
+    let (mut kept, mut seen) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for rec in r.byte_records() {
+        let rec = rec.unwrap();
+        let Some(u) = rec.get(at) else { continue };
+        seen.insert(u.to_vec());
+        if coin(key, u) < below {
+            kept.insert(u.to_vec());
+            w.write_byte_record(&rec).unwrap();
+        }
+    }
+    w.flush().unwrap();
+    (kept.len(), seen.len())
+}
