@@ -26,6 +26,9 @@ pub enum Fault {
     /// A number past its bounds refused with an error instead of clamped:
     /// an error that depends on the data.
     RefuseOutOfRange,
+    /// A sampled release whose sample keeps every unit: the base
+    /// mechanism's loss under the amplified claim.
+    IgnoredSample,
 }
 
 /// The dataset the engine reads under `fault`: with a skipped clamp,

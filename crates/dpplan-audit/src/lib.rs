@@ -177,16 +177,23 @@ pub struct AuditReport {
     pub passed: bool,
 }
 
-fn executed() -> Executed {
+fn executed(sampled: bool) -> Executed {
+    let mut every_run = vec![
+        "the noise of every part, drawn by the runtime's samplers from a fresh stream of a ChaCha20 generator".into(),
+        "the release's post-processing as `dpplan run` publishes it (rounding, a mean's quotient and clamp, the cells)".into(),
+    ];
+    if sampled {
+        every_run.insert(
+            0,
+            "a sampled release's coin for the canary (the engine's own rule, `sample_coin`: in D's sample with probability ⌊q·2⁶⁴⌋/2⁶⁴), D's exact aggregates with the canary or D′'s without it".into(),
+        );
+    }
     Executed {
         once: vec![
             "reading each dataset's CSV and building D and D′".into(),
-            "the engine's bounding and exact aggregation of D and of D′ (one pass each, the same engine as `dpplan run`)".into(),
+            "the engine's bounding and exact aggregation of D and of D′ (one pass each, the same engine as `dpplan run`; a sampled dataset's every unit but the canary kept, the same in D and D′)".into(),
         ],
-        every_run: vec![
-            "the noise of every part, drawn by the runtime's samplers from a fresh stream of a ChaCha20 generator".into(),
-            "the release's post-processing as `dpplan run` publishes it (rounding, a mean's quotient and clamp, the cells)".into(),
-        ],
+        every_run,
         never: vec!["the ledger (never opened)".into()],
     }
 }
@@ -220,22 +227,6 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
         "`dpplan audit`",
     )?;
-    // the audit computes each data set's exact aggregates once and draws
-    // the noise N times: a sampled release draws its sample per release,
-    // which those N runs would not, and the base mechanism it would then
-    // measure loses more than the amplified claim
-    if let Some(r) = plan
-        .body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
-        .find(|r| r.sample.is_some())
-    {
-        return Err(RunError::Data(format!(
-            "`{}` runs on a Poisson sample of its dataset's units (`sample units`): `dpplan audit` draws the exact aggregates once per data set, not a sample per release, so it does not audit sampled releases yet; leave it out with --query",
-            r.name
-        )));
-    }
     let mut rng = match opts.seed {
         Some(s) => SecureRng::from_seed_for_tests(s),
         None => SecureRng::from_os().map_err(RunError::Rng)?,
@@ -256,7 +247,9 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
         plan_sha256: plan.body_sha256.clone(),
         runs: opts.runs,
         confidence: opts.confidence,
-        executed: executed(),
+        executed: executed(plan.body.releases.iter().any(|r| {
+            r.sample.is_some() && (opts.queries.is_empty() || opts.queries.contains(&r.name))
+        })),
         verdict: Verdict::of(queries.iter().map(|q| q.verdict)),
         passed: queries.iter().all(|q| q.passed),
         queries,
@@ -437,8 +430,18 @@ fn audit_release(
         .ok_or_else(|| RunError::Data(format!("the plan has no dataset `{}`", r.dataset)))?;
     let data = read_data(ds, opts)?;
     let nb = neighbour::neighbours(ds, r, plan.body.privacy.adjacency, &data)?;
-    let (engine_ds, noisy) = mechanism(ds, r, opts);
+    let (mut engine_ds, noisy) = mechanism(ds, r, opts);
+    // a sampled release: the exact aggregates of D and D′ on every unit,
+    // the canary's coin drawn on each run on D (runs::draw)
+    let sample = dpplan_engine::sample_threshold(&engine_ds);
+    engine_ds.sample = None;
     let mut q = new_query(r, &nb);
+    if let Some(t) = sample {
+        q.neighbours += &format!(
+            "; a sampled release (sample units {} %): on each run on D the canary is in the sample by the engine's coin (probability {t}/2⁶⁴), else the run reads D′'s aggregates; the other units are kept, the same in D and D′ (the amplification holds for any sample of them)",
+            ds.sample.unwrap_or(1.0) * 100.0
+        );
+    }
     if let Some(w) = &r.window {
         q.neighbours += &format!(
             "; a windowed release: one window of {} s (the canary's), its rows selected and bounded per window (rows_per_window = {}) by the run's own code, no ledger state",
@@ -469,7 +472,7 @@ fn audit_release(
         );
     }
     let started = Instant::now();
-    let drawn = runs::draw(r, &noisy, &c, (&exact_d, &exact_dp), opts, rng)?;
+    let drawn = runs::draw(r, &noisy, &c, (&exact_d, &exact_dp), sample, opts, rng)?;
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     q.releases_per_minute = (2 * opts.runs) as f64 / secs * 60.0;
     measure(&mut q, r, drawn, opts.confidence);

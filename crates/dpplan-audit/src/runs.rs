@@ -66,12 +66,31 @@ fn one_release(
     Ok(x)
 }
 
+/// The exact aggregates a run on D reads: D's, or under sampling D′'s
+/// when the engine's coin leaves the canary out of the sample.
+fn on_d<'e>(
+    exact: (&'e Exact, &'e Exact),
+    sample: Option<u64>,
+    _opts: &AuditOptions,
+    rng: &mut SecureRng,
+) -> &'e Exact {
+    #[cfg(feature = "audit-faults")]
+    if fault(_opts) == Some(faults::Fault::IgnoredSample) {
+        return exact.0;
+    }
+    match sample {
+        Some(t) if !dpplan_engine::sample_coin(t, rng) => exact.1,
+        _ => exact.0,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker(
     declared: &Release,
     noisy: &Release,
     c: &Centres,
     exact: (&Exact, &Exact),
+    sample: Option<u64>,
     opts: &AuditOptions,
     n: u64,
     reference: &Shape,
@@ -86,7 +105,8 @@ fn worker(
     };
     let mut y = Vec::new();
     for _ in 0..n {
-        for (on_d, ex, centre) in [(true, exact.0, &c.d), (false, exact.1, &c.dp)] {
+        let d = on_d(exact, sample, opts, &mut rng);
+        for (on_d, ex, centre) in [(true, d, &c.d), (false, exact.1, &c.dp)] {
             let x = one_release(noisy, centre, ex, opts, &mut rng)?;
             if out.differences.is_empty() && shape(&x) != *reference {
                 out.differences.push(format!(
@@ -105,12 +125,14 @@ fn worker(
     Ok(out)
 }
 
-/// `opts.runs` releases on D and on D′, on every thread.
+/// `opts.runs` releases on D and on D′, on every thread; `sample`, a
+/// sampled release's threshold (the canary's coin on each run on D).
 pub(super) fn draw(
     declared: &Release,
     noisy: &Release,
     c: &Centres,
     (exact_d, exact_dp): (&Exact, &Exact),
+    sample: Option<u64>,
     opts: &AuditOptions,
     rng: &mut SecureRng,
 ) -> Result<Runs, RunError> {
@@ -133,6 +155,7 @@ pub(super) fn draw(
                         noisy,
                         c,
                         (exact_d, exact_dp),
+                        sample,
                         opts,
                         share(i as u64),
                         reference,

@@ -16,10 +16,18 @@ use crate::rng::SecureRng;
 /// A sampled dataset's coin: a unit is kept when a uniform 64-bit draw is
 /// below ⌊q·2⁶⁴⌋, with probability ⌊q·2⁶⁴⌋/2⁶⁴ ≤ q — never above the rate
 /// the accountants compose (their bound grows with q). `None`: no sampling.
-pub(super) fn sample_threshold(dataset: &Dataset) -> Option<u64> {
+pub fn sample_threshold(dataset: &Dataset) -> Option<u64> {
     let q = dataset.sample?;
     // q·2⁶⁴ is exact (a power of two), its floor below 2⁶⁴ for q < 1
     (q < 1.0).then(|| (q * 18_446_744_073_709_551_616.0).floor() as u64)
+}
+
+/// One unit's coin of a sampled pass: kept when a uniform 64-bit draw of
+/// `rng` is below the threshold `t` ([`sample_threshold`]). The engine's
+/// rule, which `dpplan audit` runs for its canary too.
+#[inline]
+pub fn sample_coin(t: u64, rng: &mut SecureRng) -> bool {
+    rng.next_u64() < t
 }
 
 fn overflow() -> EngineError {
@@ -580,7 +588,7 @@ impl Reservoirs {
         let mut row_cats: Vec<u32> = Vec::with_capacity(cap.min(1 << 16) as usize);
         for at in units.units() {
             if let Some(t) = sample {
-                if rng.next_u64() >= t {
+                if !sample_coin(t, rng) {
                     continue;
                 }
             }

@@ -60,6 +60,7 @@ mod hash;
 mod keys;
 mod layout;
 pub mod memory;
+pub use bounding::{sample_coin, sample_threshold};
 pub use layout::grid_bounds;
 mod native;
 mod number;

@@ -138,7 +138,9 @@ fn a_sampled_dataset_draws_its_units_by_a_keyed_hmac() {
     for bad in [0.0, -0.5, 1.5, f64::NAN] {
         let mut b = ds.clone();
         b.sample = Some(bad);
-        let err = sql::generate(&b, &st, Columns::Text).unwrap_err().to_string();
+        let err = sql::generate(&b, &st, Columns::Text)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not in (0, 1]"), "{bad}: {err}");
     }
     // a row unit has no unit to draw for: refused by name
