@@ -7,7 +7,8 @@
 #
 #   scripts/build-wheel.sh                 the release wheel (what users install)
 #   scripts/build-wheel.sh --profile test  the same wheel with the binary `cargo
-#                                          test` has already built and the module
+#                                          test --workspace` builds (already built
+#                                          by scripts/test.sh) and the module
 #                                          in the `wheel-test` profile (the test
 #                                          profile's settings): scripts/test-python.sh
 #                                          (the tests check the packaging and the
@@ -28,7 +29,16 @@ if ! command -v "$maturin" >/dev/null; then
   echo "maturin is not installed: run scripts/test-deps.sh (or set MATURIN)" >&2
   exit 1
 fi
-cargo build --locked --profile "$profile" --bin dpplan
+if [ "$profile" = test ]; then
+  # the binary `cargo test --workspace` builds (scripts/test.sh has just
+  # built it: nothing to do then). `cargo build --bin dpplan` would build
+  # it again, with the features of the CLI alone rather than the
+  # workspace's unified with the tests' (serde, rand, regex, the
+  # runtime's test hooks…): every crate again, 3m47s of a cold CI.
+  cargo test --locked --workspace --no-run >&2
+else
+  cargo build --locked --profile "$profile" --bin dpplan
+fi
 case "$profile" in dev | test) bin_dir=debug ;; *) bin_dir="$profile" ;; esac
 data=crates/dpplan-python/wheel-data/scripts
 rm -rf crates/dpplan-python/wheel-data
