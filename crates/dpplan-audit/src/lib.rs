@@ -439,7 +439,8 @@ fn audit_release(
     if let Some(t) = sample {
         q.neighbours += &format!(
             "; a sampled release (sample units {} %): on each run on D the canary is in the sample by the engine's coin (probability {t}/2⁶⁴), else the run reads D′'s aggregates; the other units are kept, the same in D and D′ (the amplification holds for any sample of them)",
-            ds.sample.unwrap_or(1.0) * 100.0
+            // 7 %, not 7.000000000000001 % (as the run's mechanism words)
+            (ds.sample.unwrap_or(1.0) * 1e11).round() / 1e9
         );
     }
     if let Some(w) = &r.window {

@@ -186,7 +186,8 @@ fn sample_below(ds: &Dataset, uses: &Uses) -> Result<Option<i64>, EngineError> {
 /// draws its coins), before the shuffle by unit (the rows of the other
 /// units are never moved).
 fn sampling(w: &mut String, ds: &Dataset) {
-    let pct = ds.sample.unwrap_or(1.0) * 100.0;
+    // 7 %, not 7.000000000000001 % (as the run's mechanism words)
+    let pct = (ds.sample.unwrap_or(1.0) * 1e11).round() / 1e9;
     let _ = writeln!(
         w,
         "-- sample units {pct} %: HMAC-SHA256 of the unit under the job's secret key, its first 60 bits below :{SAMPLE_BELOW}

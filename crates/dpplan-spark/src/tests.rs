@@ -133,6 +133,11 @@ fn a_sampled_dataset_draws_its_units_by_a_keyed_hmac() {
         "{text}"
     );
     assert!(text.contains(&format!(":sample_below = {want}")), "{text}");
+    // the rate as the run's words print it: 7 %, not 7.000000000000001 %
+    let mut seven = ds.clone();
+    seven.sample = Some(0.07);
+    let q7 = sql::generate(&seven, &st, Columns::Text).unwrap();
+    assert!(q7.sql.contains("-- sample units 7 %:"), "{}", q7.sql);
     // a rate outside (0, 1] (never from the compiler) is refused, not
     // taken for no sampling
     for bad in [0.0, -0.5, 1.5, f64::NAN] {
