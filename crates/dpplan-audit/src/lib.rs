@@ -220,24 +220,20 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
             )));
         }
     }
-    dpplan_runtime::cumulative::refuse(
-        plan.body
-            .releases
-            .iter()
-            .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name)),
-        "`dpplan audit`",
-    )?;
+    // the releases audited: every one, or those of --query
+    let selected: Vec<&Release> = plan
+        .body
+        .releases
+        .iter()
+        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
+        .collect();
+    dpplan_runtime::cumulative::refuse(selected.iter().copied(), "`dpplan audit`")?;
     let mut rng = match opts.seed {
         Some(s) => SecureRng::from_seed_for_tests(s),
         None => SecureRng::from_os().map_err(RunError::Rng)?,
     };
     let mut queries = Vec::new();
-    for r in plan
-        .body
-        .releases
-        .iter()
-        .filter(|r| opts.queries.is_empty() || opts.queries.contains(&r.name))
-    {
+    for r in &selected {
         queries.push(audit_release(plan, r, opts, &mut rng)?);
     }
     Ok(AuditReport {
@@ -247,9 +243,7 @@ pub fn audit(plan: &ExecutablePlan, opts: &AuditOptions) -> Result<AuditReport, 
         plan_sha256: plan.body_sha256.clone(),
         runs: opts.runs,
         confidence: opts.confidence,
-        executed: executed(plan.body.releases.iter().any(|r| {
-            r.sample.is_some() && (opts.queries.is_empty() || opts.queries.contains(&r.name))
-        })),
+        executed: executed(selected.iter().any(|r| r.sample.is_some())),
         verdict: Verdict::of(queries.iter().map(|q| q.verdict)),
         passed: queries.iter().all(|q| q.passed),
         queries,
@@ -433,14 +427,13 @@ fn audit_release(
     let (mut engine_ds, noisy) = mechanism(ds, r, opts);
     // a sampled release: the exact aggregates of D and D′ on every unit,
     // the canary's coin drawn on each run on D (runs::draw)
-    let sample = dpplan_engine::sample_threshold(&engine_ds);
+    let sample = dpplan_engine::sample_threshold(&engine_ds).map_err(RunError::Engine)?;
     engine_ds.sample = None;
     let mut q = new_query(r, &nb);
     if let Some(t) = sample {
         q.neighbours += &format!(
             "; a sampled release (sample units {} %): on each run on D the canary is in the sample by the engine's coin (probability {t}/2⁶⁴), else the run reads D′'s aggregates; the other units are kept, the same in D and D′ (the amplification holds for any sample of them)",
-            // 7 %, not 7.000000000000001 % (as the run's mechanism words)
-            (ds.sample.unwrap_or(1.0) * 1e11).round() / 1e9
+            dpplan_plan::sample_percent(ds.sample.unwrap_or(1.0))
         );
     }
     if let Some(w) = &r.window {

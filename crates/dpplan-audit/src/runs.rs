@@ -68,7 +68,7 @@ fn one_release(
 
 /// The exact aggregates a run on D reads: D's, or under sampling D′'s
 /// when the engine's coin leaves the canary out of the sample.
-fn on_d<'e>(
+fn exact_on_d<'e>(
     exact: (&'e Exact, &'e Exact),
     sample: Option<u64>,
     _opts: &AuditOptions,
@@ -105,7 +105,7 @@ fn worker(
     };
     let mut y = Vec::new();
     for _ in 0..n {
-        let d = on_d(exact, sample, opts, &mut rng);
+        let d = exact_on_d(exact, sample, opts, &mut rng);
         for (on_d, ex, centre) in [(true, d, &c.d), (false, exact.1, &c.dp)] {
             let x = one_release(noisy, centre, ex, opts, &mut rng)?;
             if out.differences.is_empty() && shape(&x) != *reference {

@@ -13,13 +13,42 @@ use super::table::UnitTable;
 use super::{EngineError, RowReader};
 use crate::rng::SecureRng;
 
+/// A sampled dataset's rate q in (0, 1), checked; `None` without
+/// sampling or at 100 %. A rate outside (0, 1] (NaN included) is refused,
+/// never taken for "no sampling", and so is a sample without a user-level
+/// unit id: the engine samples the units of a user-level unit only, all
+/// of a unit's rows kept or dropped together (the checker refuses both,
+/// DP007 and DP014; a hand-written plan file still meets this). Every
+/// engine reads the rate through here (the Spark engine too).
+pub fn sample_rate(dataset: &Dataset) -> Result<Option<f64>, EngineError> {
+    let Some(q) = dataset.sample else {
+        return Ok(None);
+    };
+    if q == 1.0 {
+        return Ok(None);
+    }
+    if q == 0.0 || !(0.0..1.0).contains(&q) {
+        return Err(EngineError::Schema(format!(
+            "dataset `{}`: the sample rate {q} is not in (0, 1]",
+            dataset.name
+        )));
+    }
+    if !dataset.bounding.per_unit || dataset.bounding.id_column.is_none() {
+        return Err(EngineError::Schema(format!(
+            "dataset `{}` samples its units but has no unit id column: the engine samples the units of a user-level unit only",
+            dataset.name
+        )));
+    }
+    Ok(Some(q))
+}
+
 /// A sampled dataset's coin: a unit is kept when a uniform 64-bit draw is
 /// below ⌊q·2⁶⁴⌋, with probability ⌊q·2⁶⁴⌋/2⁶⁴ ≤ q — never above the rate
-/// the accountants compose (their bound grows with q). `None`: no sampling.
-pub fn sample_threshold(dataset: &Dataset) -> Option<u64> {
-    let q = dataset.sample?;
+/// the accountants compose (their bound grows with q). `None`: no sampling
+/// ([`sample_rate`], whose refusals it returns).
+pub fn sample_threshold(dataset: &Dataset) -> Result<Option<u64>, EngineError> {
     // q·2⁶⁴ is exact (a power of two), its floor below 2⁶⁴ for q < 1
-    (q < 1.0).then(|| (q * 18_446_744_073_709_551_616.0).floor() as u64)
+    Ok(sample_rate(dataset)?.map(|q| (q * 18_446_744_073_709_551_616.0).floor() as u64))
 }
 
 /// One unit's coin of a sampled pass: kept when a uniform 64-bit draw of

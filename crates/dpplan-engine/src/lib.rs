@@ -60,7 +60,7 @@ mod hash;
 mod keys;
 mod layout;
 pub mod memory;
-pub use bounding::{sample_coin, sample_threshold};
+pub use bounding::{sample_coin, sample_rate, sample_threshold};
 pub use layout::grid_bounds;
 mod native;
 mod number;
@@ -468,7 +468,8 @@ fn one_thread<Rd: RowReader>(
     prepared: &[layout::Prepared],
     rng: &mut SecureRng,
 ) -> Result<Vec<Vec<i128>>, EngineError> {
-    row_units_unsampled(dataset, &layout)?;
+    // a sample's rate and unit checked before anything is read
+    let sample = bounding::sample_threshold(dataset)?;
     let mut acc = Accumulators::new(prepared);
     layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
     match layout.id {
@@ -481,7 +482,6 @@ fn one_thread<Rd: RowReader>(
             let hashers = (IdHasher::new(rng), IdHasher::new(rng));
             let mut reservoirs = Reservoirs::new(dataset, &layout, hashers)?;
             reservoirs.fill(records, &layout, id, rng)?;
-            let sample = bounding::sample_threshold(dataset);
             reservoirs.drain(&layout, prepared, &dataset.bounding, sample, &mut acc, rng)?;
         }
     }
@@ -498,7 +498,8 @@ fn on_threads<F: parallel::Feed>(
     prepared: &[layout::Prepared],
     rng: &mut SecureRng,
 ) -> Result<Vec<Vec<i128>>, EngineError> {
-    row_units_unsampled(dataset, &layout)?;
+    // a sample's rate and unit checked before anything is read
+    bounding::sample_threshold(dataset)?;
     layout.set_distinct_hashers((IdHasher::new(rng), IdHasher::new(rng)));
     let acc = match layout.id {
         None => parallel::every_row(feed, threads, dataset, &layout, prepared)?,
@@ -508,19 +509,6 @@ fn on_threads<F: parallel::Feed>(
         }
     };
     acc.finish(prepared)
-}
-
-/// The engine samples the units of a user-level unit only (the checker
-/// refuses a sampled dataset under a row or event unit, DP014): a sampled
-/// dataset without a unit id is refused, never read whole.
-fn row_units_unsampled(dataset: &Dataset, layout: &Layout) -> Result<(), EngineError> {
-    if dataset.sample.is_some() && layout.id.is_none() {
-        return Err(EngineError::Schema(format!(
-            "dataset `{}` samples its units but has no unit id column: the engine samples the units of a user-level unit only",
-            dataset.name
-        )));
-    }
-    Ok(())
 }
 
 /// Row- and event-level units: every valid row goes straight into the

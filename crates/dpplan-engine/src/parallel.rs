@@ -457,12 +457,12 @@ pub(super) fn per_unit<F: Feed>(
         });
     }
     drop(senders);
+    let sample = super::bounding::sample_threshold(dataset)?;
     std::thread::scope(|s| {
         let workers: Vec<_> = owners
             .into_iter()
             .map(|o| {
                 let (rx, done) = (rx.clone(), done.clone());
-                let sample = super::bounding::sample_threshold(dataset);
                 s.spawn(move || o.work(&rx, &done, name, prepared, &dataset.bounding, sample))
             })
             .collect();

@@ -75,3 +75,38 @@ fn a_full_rate_keeps_every_unit() {
         assert_eq!(v, 2000.0);
     }
 }
+
+/// A rate the compiler would never write (a hand-edited plan file) is
+/// refused by every engine pass, on one thread and on several, rather than
+/// read as "no sampling"; so is a sample without a user-level unit id.
+/// The compiler's own 5 % passes (negative control).
+#[test]
+fn a_rate_outside_the_unit_interval_or_a_row_unit_is_refused() {
+    let (ds, csv) = dataset("5%");
+    let stats = [Statistic {
+        kind: StatKind::Count,
+        grid: 0,
+    }];
+    for threads in [1, 2] {
+        let engine = CsvEngine::default().threads(NonZeroUsize::new(threads).unwrap());
+        let run = |d: &dpplan_plan::Dataset| {
+            let mut rng = SecureRng::from_seed_for_tests(7);
+            engine.aggregate_reader(d, &csv[..], &stats, &mut rng)
+        };
+        assert!(run(&ds).is_ok());
+        assert_eq!(dpplan_engine::sample_rate(&ds).unwrap(), Some(0.05));
+        for bad in [0.0, -0.5, 1.5, f64::NAN] {
+            let mut d = ds.clone();
+            d.sample = Some(bad);
+            let err = run(&d).unwrap_err().to_string();
+            assert!(err.contains("is not in (0, 1]"), "{bad}: {err}");
+        }
+        let mut rows = ds.clone();
+        rows.bounding.per_unit = false;
+        let err = run(&rows).unwrap_err().to_string();
+        assert!(
+            err.contains("samples the units of a user-level unit only"),
+            "{err}"
+        );
+    }
+}

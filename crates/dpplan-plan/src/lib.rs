@@ -580,6 +580,13 @@ impl PlanBody {
     }
 }
 
+/// A sample rate q (`sample units`) as the percentage the run's words,
+/// `--explain` and the audit print: 7, not 7.000000000000001 (q·100
+/// rounded to 9 decimals).
+pub fn sample_percent(q: f64) -> f64 {
+    (q * 1e11).round() / 1e9
+}
+
 /// SHA-256 in lower-case hex: source and body hashes, and the ledger's
 /// hash chain.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -18,8 +18,7 @@ fn mechanism_text(r: &Release) -> String {
     match r.sample {
         Some(q) => format!(
             "{text}, on a fresh Poisson sample of {} % of the units (a value counts the sample; divided by {q} it estimates all the units, with the sampling's error on top of the interval)",
-            // 7 %, not 7.000000000000001 %
-            (q * 1e11).round() / 1e9
+            dpplan_plan::sample_percent(q)
         ),
         None => text,
     }

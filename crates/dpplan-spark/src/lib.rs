@@ -136,7 +136,7 @@ fn source_line(out: &mut String, source: &Source) {
 fn explained(out: &mut String, source: &Source, q: &Query) {
     source_line(out, source);
     out.push_str("-- parameters: :seed = a secret 64-bit number drawn per run");
-    if q.sampled {
+    if q.sampled() {
         out.push_str(&format!(
             ", :{} and :{} = a secret 256-bit HMAC key drawn per job, padded (the sample)",
             sql::SAMPLE_KEY_INNER,
@@ -221,7 +221,7 @@ fn job(dataset: &Dataset, source: &Source, q: &Query, rng: &mut SecureRng) -> Va
     let mut args = serde_json::Map::new();
     // the selection seed: secret, fresh per run, an i64 for Spark
     args.insert("seed".into(), json!(rng.next_u64() as i64));
-    if q.sampled {
+    if q.sampled() {
         // the sample's HMAC key: secret, fresh per job (a pass of its own)
         let key = sample_key(rng);
         args.insert(

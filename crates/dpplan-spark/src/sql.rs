@@ -118,9 +118,15 @@ pub struct Query {
     cells: Vec<Cell>,
     /// Rows lead with their slot (a windowed statement).
     slotted: bool,
-    /// The statement samples the units (`sample units`): the runner binds
-    /// a fresh secret HMAC key ([`SAMPLE_KEY_INNER`], [`SAMPLE_KEY_OUTER`]).
-    pub sampled: bool,
+}
+
+impl Query {
+    /// The statement samples the units (`sample units`: it has the
+    /// threshold [`SAMPLE_BELOW`]): the runner binds a fresh secret HMAC
+    /// key ([`SAMPLE_KEY_INNER`], [`SAMPLE_KEY_OUTER`]).
+    pub fn sampled(&self) -> bool {
+        self.params.contains_key(SAMPLE_BELOW)
+    }
 }
 
 /// The bound parameter of a sampled statement's threshold ⌊q·2⁶⁰⌋.
@@ -146,28 +152,13 @@ pub fn hmac_pad_hex(key: &[u8; 32], pad: u8) -> String {
 /// A sampled dataset's threshold on 60 bits: ⌊q·2⁶⁰⌋, so a unit is kept
 /// with probability ⌊q·2⁶⁰⌋/2⁶⁰ ≤ q (never above the rate the accountants
 /// compose: their bound grows with q); `None` without sampling (or at
-/// 100 %). The checker refuses sampling where the engine has no unit to
-/// draw for (a row or event unit, windows, keys from the data): refused
-/// here too, by name.
+/// 100 %). The rate and the unit are checked as the embedded engine checks
+/// them ([`dpplan_engine::sample_rate`]); windows and keys from the data,
+/// which the checker refuses a sample (DP014), are refused here by name.
 fn sample_below(ds: &Dataset, uses: &Uses) -> Result<Option<i64>, EngineError> {
-    let Some(q) = ds.sample else {
+    let Some(q) = dpplan_engine::sample_rate(ds)? else {
         return Ok(None);
     };
-    if q == 1.0 {
-        return Ok(None);
-    }
-    if q == 0.0 || !(0.0..1.0).contains(&q) {
-        return Err(schema(format!(
-            "dataset `{}`: the sample rate {q} is not in (0, 1]",
-            ds.name
-        )));
-    }
-    if !ds.bounding.per_unit || ds.bounding.id_column.is_none() {
-        return Err(schema(format!(
-            "dataset `{}` samples its units but has no unit id column: the engine samples the units of a user-level unit only",
-            ds.name
-        )));
-    }
     if uses.slotted || uses.data_keys.is_some() {
         return Err(schema(format!(
             "dataset `{}` samples its units: a sample is not drawn for windows or keys from the data (the checker refuses them, DP014)",
@@ -186,8 +177,7 @@ fn sample_below(ds: &Dataset, uses: &Uses) -> Result<Option<i64>, EngineError> {
 /// draws its coins), before the shuffle by unit (the rows of the other
 /// units are never moved).
 fn sampling(w: &mut String, ds: &Dataset) {
-    // 7 %, not 7.000000000000001 % (as the run's mechanism words)
-    let pct = (ds.sample.unwrap_or(1.0) * 1e11).round() / 1e9;
+    let pct = dpplan_plan::sample_percent(ds.sample.unwrap_or(1.0));
     let _ = writeln!(
         w,
         "-- sample units {pct} %: HMAC-SHA256 of the unit under the job's secret key, its first 60 bits below :{SAMPLE_BELOW}
@@ -315,7 +305,6 @@ fn statement(ds: &Dataset, uses: Uses, head: &str, columns: Columns) -> Result<Q
     Ok(Query {
         sql,
         params,
-        sampled: below.is_some(),
         groupings: uses.groupings.len(),
         fields: uses.fields.len(),
         distincts: uses.distincts.len(),

@@ -91,13 +91,13 @@ fn a_sampled_dataset_draws_its_units_by_a_keyed_hmac() {
     let mut ds = p.body.datasets["visits"].clone();
     let st = stats();
     let plain = sql::generate(&ds, &st, Columns::Text).unwrap();
-    assert!(!plain.sampled && !plain.sql.contains("sampled AS"));
+    assert!(!plain.sampled() && !plain.sql.contains("sampled AS"));
     assert!(!plain.params.contains_key(sql::SAMPLE_BELOW));
     ds.sample = Some(1.0);
     assert_eq!(sql::generate(&ds, &st, Columns::Text).unwrap(), plain);
     ds.sample = Some(0.05);
     let q = sql::generate(&ds, &st, Columns::Text).unwrap();
-    assert!(q.sampled);
+    assert!(q.sampled());
     // ⌊q·2⁶⁰⌋ of the f64 q the accountants compose (0.05 rounds up a little)
     let want = (0.05f64 * 2f64.powi(60)).floor() as i64;
     assert_eq!(want, 57_646_075_230_342_352);
