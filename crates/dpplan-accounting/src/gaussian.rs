@@ -295,7 +295,7 @@ pub fn gdp_mu_for(eps: f64, delta: f64) -> f64 {
 
 /// The process-wide memo of [`gdp_epsilon`].
 mod memo {
-    use std::collections::HashMap;
+    use foldhash::{HashMap, HashMapExt};
     use std::sync::{Mutex, OnceLock, PoisonError};
 
     /// At most this many (μ, δ) pairs (24 bytes each, plus the table's

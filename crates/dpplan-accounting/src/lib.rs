@@ -590,7 +590,7 @@ pub(crate) fn normalise(releases: &[Release]) -> Result<Plan, AccountingError> {
 impl Plan {
     /// identical effective mechanisms merged (counts added)
     pub(crate) fn grouped(&self) -> Plan {
-        use std::collections::HashMap;
+        use foldhash::{HashMap, HashMapExt};
         let mut index: HashMap<EffKey, usize> = HashMap::new();
         let mut out = Plan::default();
         for it in &self.items {

@@ -16,7 +16,7 @@
 //! check`), these functions call the accountants directly.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dpplan_accounting as acct;

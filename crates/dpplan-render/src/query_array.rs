@@ -12,10 +12,10 @@
 //! writer under the serializer, replaces each placeholder by the array.
 //!
 //! The array's bytes are exactly what serde_json's pretty printer writes for
-//! it there: each element is pretty-printed alone, and every line after its
-//! first is indented by the element's depth (a pretty-printed value is the
-//! same at any depth but for that indentation, and a JSON string never holds
-//! a raw newline). `tests` compare both ways of writing byte for byte.
+//! it there: each element is pretty-printed alone by the same printer
+//! started at the element's depth ([`Indented`]: a pretty-printed value is
+//! the same at any depth but for its lines' indentation). `tests` compare
+//! both ways of writing byte for byte.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -173,32 +173,100 @@ fn write_array(w: &mut impl Write, queries: &[QueryReport], indent: usize) -> io
 /// all but the array's first element) and a new line at `indent`.
 fn render_block(queries: &[QueryReport], first_index: usize, indent: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(queries.len() * 1536);
-    let mut one = Vec::with_capacity(4096);
     for (k, q) in queries.iter().enumerate() {
         if first_index + k > 0 {
             out.push(b',');
         }
         out.push(b'\n');
         push_spaces(&mut out, indent);
-        one.clear();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, Indented::at(indent));
         // writing to a Vec cannot fail, and a report always serializes
-        let _ = serde_json::to_writer_pretty(&mut one, q);
-        for (j, line) in one.split(|&b| b == b'\n').enumerate() {
-            if j > 0 {
-                out.push(b'\n');
-                push_spaces(&mut out, indent);
-            }
-            out.extend_from_slice(line);
-        }
+        let _ = serde::Serialize::serialize(q, &mut ser);
     }
     out
+}
+
+/// serde_json's pretty printer (two spaces a level) for a value whose first
+/// line is indented by `base` spaces: every later line is `base` spaces
+/// deeper than the pretty printer would put it alone, which is where it
+/// puts it inside the document. Writing it so saves a second pass over the
+/// bytes to indent them.
+struct Indented {
+    /// the current line's indentation, in spaces
+    spaces: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    fn at(base: usize) -> Self {
+        Indented {
+            spaces: base,
+            has_value: false,
+        }
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.spaces += 2;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.spaces -= 2;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            write_spaces(w, self.spaces)?;
+        }
+        w.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        write_spaces(w, self.spaces)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.spaces += 2;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.spaces -= 2;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            write_spaces(w, self.spaces)?;
+        }
+        w.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        write_spaces(w, self.spaces)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 fn push_spaces(out: &mut Vec<u8>, n: usize) {
     out.resize(out.len() + n, b' ');
 }
 
-fn write_spaces(w: &mut impl Write, n: usize) -> io::Result<()> {
+fn write_spaces<W: ?Sized + Write>(w: &mut W, n: usize) -> io::Result<()> {
     const SPACES: [u8; 64] = [b' '; 64];
     let mut left = n;
     while left > 0 {
@@ -218,7 +286,7 @@ mod tests {
     /// the placeholder's text, to show it is never mistaken for one.
     fn plan(n: usize) -> String {
         let mut s = String::from(
-            "plan \"\\\"queries\\\": 340282366920938463463374607431768211455\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1000 delta 1e-6\n  }\n  dataset visits {\n    column uid : id\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
+            "plan \"\\\"queries\\\": 340282366920938463463374607431768211455\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1000 delta 1e-6\n  }\n  dataset visits {\n    column uid : id\n    column page : category { \"a\", \"b\" }\n    contribution {\n      rows_per_unit 5\n    }\n  }\n",
         );
         for i in 0..n {
             let noise = if i % 2 == 0 {
@@ -226,8 +294,15 @@ mod tests {
             } else {
                 "gaussian sigma"
             };
+            // every so often a histogram, with its cells' nested arrays
+            // and objects (and an empty list or two)
+            let aggregate = if i % 97 == 5 {
+                "histogram(visits by page)"
+            } else {
+                "count(visits)"
+            };
             s += &format!(
-                "  query q{i} {{\n    count(visits)\n    noise {noise} {}\n    schedule once\n  }}\n",
+                "  query q{i} {{\n    {aggregate}\n    noise {noise} {}\n    schedule once\n  }}\n",
                 1000 + i
             );
         }

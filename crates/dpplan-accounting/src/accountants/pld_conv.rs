@@ -78,6 +78,10 @@ pub(crate) struct ConvStats {
 
 pub(crate) struct Convolver {
     planner: FftPlanner<f64>,
+    /// rustfft's scratch space, kept between transforms (`process` would
+    /// allocate and zero a new one for each; its contents never reach a
+    /// result)
+    scratch: Vec<Complex<f64>>,
     pub stats: ConvStats,
 }
 
@@ -116,6 +120,7 @@ impl Convolver {
     pub(crate) fn new() -> Self {
         Convolver {
             planner: FftPlanner::new(),
+            scratch: Vec::new(),
             stats: ConvStats::default(),
         }
     }
@@ -209,6 +214,20 @@ impl Convolver {
         }
     }
 
+    /// The forward or inverse FFT of `x` in place, in the kept scratch.
+    fn transform(&mut self, x: &mut [Complex<f64>], forward: bool) {
+        let fft = if forward {
+            self.planner.plan_fft_forward(x.len())
+        } else {
+            self.planner.plan_fft_inverse(x.len())
+        };
+        let need = fft.get_inplace_scratch_len();
+        if self.scratch.len() < need {
+            self.scratch.resize(need, Complex::new(0.0, 0.0));
+        }
+        fft.process_with_scratch(x, &mut self.scratch[..need]);
+    }
+
     /// One packed real-input FFT convolution: (ĉ, η) with |ĉ_k − c_k| ≤ η.
     fn fft_pass(&mut self, a: &[f64], b: &[f64], n_out: usize) -> (Vec<f64>, f64) {
         let (alpha, beta) = (norm2(a), norm2(b));
@@ -231,16 +250,17 @@ impl Convolver {
                 )
             })
             .collect();
-        self.planner.plan_fft_forward(n).process(&mut z);
-        let mut prod = vec![Complex::new(0.0, 0.0); n];
-        for k in 0..n {
-            let zk = z[k];
-            let zc = z[(n - k) % n].conj();
-            let ak = (zk + zc) * 0.5;
-            let bk = (zk - zc) * Complex::new(0.0, -0.5);
-            prod[k] = ak * bk;
-        }
-        self.planner.plan_fft_inverse(n).process(&mut prod);
+        self.transform(&mut z, true);
+        let mut prod: Vec<Complex<f64>> = (0..n)
+            .map(|k| {
+                let zk = z[k];
+                let zc = z[(n - k) % n].conj();
+                let ak = (zk + zc) * 0.5;
+                let bk = (zk - zc) * Complex::new(0.0, -0.5);
+                ak * bk
+            })
+            .collect();
+        self.transform(&mut prod, false);
         // 1/n and 1/(sa·sb) are powers of two: exact unless the result is
         // subnormal (≤ 2^−1074 absolute, covered by the last term)
         let unscale = 1.0 / (sa * sb);

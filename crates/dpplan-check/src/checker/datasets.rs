@@ -2,7 +2,7 @@
 //! domains that are public and valid, the contribution bounds, and the
 //! privacy unit's id column (DP001, DP006, DP007, DP012, DP013, DP017).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, ColumnType, Unit};

@@ -3,7 +3,7 @@
 //! per-person guarantee of a row- or event-level unit (DP008) and δ next to
 //! the population (DP010 warnings).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Span};

@@ -33,7 +33,7 @@ use dpplan_accounting as acct;
 use dpplan_diagnostics::{Code, Diagnostic, Severity, Span};
 use dpplan_syntax::ast::{self, Adjacency, NoiseKind};
 use dpplan_vocab::{ColumnKind, InvalidRule};
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use datasets::DatasetInfo;
 

@@ -3,7 +3,7 @@
 //! (DP003, DP005, DP007, DP013–DP017); what it reads — its target, value
 //! bounds and groups — is resolved in `target.rs`.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, AccuracyMeasure, Adjacency, AggKind, ColumnType, NoiseKind};

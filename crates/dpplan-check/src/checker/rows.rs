@@ -4,7 +4,7 @@
 //! DP012, DP013, DP016, DP017, DP022), `distinct` (DP014, DP017), and the
 //! warning on a product of keys whose cells are mostly noise (DP023).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use dpplan_diagnostics::{Code, Diagnostic, Span};
 use dpplan_syntax::ast::{self, ColumnType, Comparison, Literal, PredOperand, Predicate};

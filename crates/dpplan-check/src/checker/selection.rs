@@ -14,7 +14,7 @@
 //! `threshold auto` derives τ so that every such query's δ fits its even
 //! share of that reserved half.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use dpplan_accounting::selection;
 use dpplan_diagnostics::{Code, Diagnostic, Span};

@@ -3,7 +3,7 @@
 //! resolved against the declared datasets before any sensitivity is
 //! derived (`query.rs`).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use dpplan_diagnostics::{Code, Diagnostic};
 use dpplan_syntax::ast::{self, AggKind, ColumnType};

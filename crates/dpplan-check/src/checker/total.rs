@@ -1,7 +1,7 @@
 //! The plan's total: the composed (ε, δ) under every accountant (DP018),
 //! each query's cost alone, and the budget check (DP011).
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use dpplan_accounting as acct;
