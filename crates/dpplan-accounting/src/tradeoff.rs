@@ -135,7 +135,7 @@ pub fn attack_risk(
             .map(|&d| compose_plan(&plan, target, d, Resolution::Standard).map(|c| c.curve))
             .collect::<Result<Vec<Curve>, _>>()
     });
-    let (curve, tpr): (CurveSource, Box<dyn Fn(f64) -> f64>) = match curves {
+    let (curve, tpr): (CurveSource, Box<dyn Fn(f64) -> f64 + Sync>) = match curves {
         Ok(curves) => (
             CurveSource::Pld,
             Box::new(move |a| {
@@ -159,19 +159,33 @@ pub fn attack_risk(
         }
         Err(e) => return Err(e),
     };
-    let points = fprs
-        .iter()
-        .map(|&fpr| {
-            let mut t = tpr(fpr);
-            if let Some(eps) = pure {
-                t = t.min(line_tpr(eps, 0.0, fpr));
-            }
-            TprPoint {
-                fpr,
-                tpr: plus_delta(t, extra_delta),
-            }
-        })
-        .collect();
+    let point = |fpr: f64| {
+        let mut t = tpr(fpr);
+        if let Some(eps) = pure {
+            t = t.min(line_tpr(eps, 0.0, fpr));
+        }
+        TprPoint {
+            fpr,
+            tpr: plus_delta(t, extra_delta),
+        }
+    };
+    // on a PLD curve each point is a search of many evaluations: the
+    // points after the first on threads of their own (each point is
+    // computed alone, so the same values either way)
+    let points = match (curve, fprs.split_first()) {
+        (CurveSource::Pld, Some((&first, rest))) if !rest.is_empty() => {
+            std::thread::scope(|s| {
+                let point = &point;
+                let others: Vec<_> = rest.iter().map(|&f| s.spawn(move || point(f))).collect();
+                let mut points = vec![point(first)];
+                for h in others {
+                    points.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+                }
+                points
+            })
+        }
+        _ => fprs.iter().map(|&f| point(f)).collect(),
+    };
     Ok(AttackRisk {
         points,
         gdp_mu: None,

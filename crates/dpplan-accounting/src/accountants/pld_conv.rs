@@ -65,7 +65,7 @@ const DIRECT_MIN: usize = 48;
 const DIRECT_PRODUCT: u64 = 1 << 15;
 
 /// What the error budget spent, for the accountant's detail string.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ConvStats {
     pub direct: usize,
     pub fft: usize,
@@ -74,6 +74,40 @@ pub(crate) struct ConvStats {
     pub added_mass: f64,
     /// largest relative rounding factor applied (direct or tilt)
     pub max_rel: f64,
+    /// each term of `added_mass` in order, when kept ([`ConvStats::logged`]):
+    /// a composition forked onto another thread hands its terms back to be
+    /// added in the order one thread would have added them
+    pub added_terms: Option<Vec<f64>>,
+}
+
+impl ConvStats {
+    /// Statistics that keep each added term.
+    pub(crate) fn logged() -> Self {
+        ConvStats {
+            added_terms: Some(Vec::new()),
+            ..ConvStats::default()
+        }
+    }
+
+    fn add_mass(&mut self, m: f64) {
+        self.added_mass += m;
+        if let Some(t) = &mut self.added_terms {
+            t.push(m);
+        }
+    }
+
+    /// `other`'s work counted after this one's, as if done here in order:
+    /// counts added, the largest factor kept, and the added mass summed term
+    /// by term (the same float as one thread's running sum).
+    pub(crate) fn append(&mut self, other: ConvStats) {
+        self.direct += other.direct;
+        self.fft += other.fft;
+        self.tilted += other.tilted;
+        self.max_rel = self.max_rel.max(other.max_rel);
+        for m in other.added_terms.unwrap_or_default() {
+            self.add_mass(m);
+        }
+    }
 }
 
 pub(crate) struct Convolver {
@@ -125,6 +159,15 @@ impl Convolver {
         }
     }
 
+    /// A convolver whose statistics keep each added term, for a composition
+    /// forked onto another thread ([`ConvStats::append`]).
+    pub(crate) fn logged() -> Self {
+        Convolver {
+            stats: ConvStats::logged(),
+            ..Convolver::new()
+        }
+    }
+
     /// Entrywise upper bounds U_k ≥ (a ∗ b)_k, and an absolute amount of
     /// underflow mass the caller adds to the ∞ atom. `tilt` is c ≥ 0 per grid
     /// index; `budget` the added mass below which no tilted pass is needed.
@@ -157,7 +200,7 @@ impl Convolver {
             self.tilted_pass(a, b, tilt, &mut out);
         }
         let added: f64 = out.iter().zip(&c0).map(|(u, c)| u - c.max(0.0)).sum();
-        self.stats.added_mass += added.max(0.0);
+        self.stats.add_mass(added.max(0.0));
         // unscaling by a power of two may round a subnormal: ≤ 2^−1074 each
         (out, n_out as f64 * pow2(-1000) * pow2(-74))
     }
