@@ -76,6 +76,33 @@ fn first<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Option<Pair<'i, Rule>> {
     p.clone().into_inner().find(|c| c.as_rule() == rule)
 }
 
+/// The first child of each of N rules, found in one pass over a pair's
+/// children (what N calls of [`first`] find, each a pass of its own).
+struct FirstOf<'i, const N: usize> {
+    rules: [Rule; N],
+    found: [Option<Pair<'i, Rule>>; N],
+}
+
+impl<'i, const N: usize> FirstOf<'i, N> {
+    fn new(rules: [Rule; N]) -> Self {
+        FirstOf {
+            rules,
+            found: std::array::from_fn(|_| None),
+        }
+    }
+
+    fn scan(&mut self, p: &Pair<'i, Rule>) {
+        for c in p.clone().into_inner() {
+            let rule = c.as_rule();
+            if let Some(i) = self.rules.iter().position(|&r| r == rule) {
+                if self.found[i].is_none() {
+                    self.found[i] = Some(c);
+                }
+            }
+        }
+    }
+}
+
 fn all<'i>(p: &Pair<'i, Rule>, rule: Rule) -> Vec<Pair<'i, Rule>> {
     p.clone()
         .into_inner()
@@ -491,23 +518,32 @@ fn query(cx: &Ctx, pair: Pair<Rule>) -> Option<Query> {
 /// `noise <kind> (scale | sigma | epsilon | auto) …`; `None` when a part
 /// did not parse (the parser reported it).
 fn noise(cx: &Ctx, stmt: &Pair<Rule>, span: Span) -> Option<Noise> {
-    let k = first(stmt, Rule::noise_kind)?;
+    let mut of = FirstOf::<5>::new([
+        Rule::noise_kind,
+        Rule::noise_scale,
+        Rule::noise_sigma,
+        Rule::noise_epsilon,
+        Rule::noise_auto,
+    ]);
+    of.scan(stmt);
+    let [kind, scale, sigma, epsilon, auto] = of.found;
+    let k = kind?;
     let kind = NoiseKind::from_name(k.as_str())?;
-    let param = if let Some(p) = first(stmt, Rule::noise_scale) {
+    let param = if let Some(p) = scale {
         NoiseParam::Scale {
             value: cx.number(&first(&p, Rule::number)?),
         }
-    } else if let Some(p) = first(stmt, Rule::noise_sigma) {
+    } else if let Some(p) = sigma {
         NoiseParam::Sigma {
             value: cx.number(&first(&p, Rule::number)?),
         }
-    } else if let Some(p) = first(stmt, Rule::noise_epsilon) {
+    } else if let Some(p) = epsilon {
         let nums = all(&p, Rule::number);
         NoiseParam::Epsilon {
             epsilon: cx.number(nums.first()?),
             delta: nums.get(1).map(|d| cx.number(d)),
         }
-    } else if let Some(p) = first(stmt, Rule::noise_auto) {
+    } else if let Some(p) = auto {
         NoiseParam::Auto {
             span: cx.span(&p),
             weight: first(&p, Rule::number).map(|n| cx.number(&n)),
@@ -759,28 +795,42 @@ fn aggregate(
     span: Span,
     cumulative: Option<Span>,
 ) -> Option<Aggregate> {
-    let k = first(stmt, Rule::agg_kind)?;
+    // the first child of each rule, in one pass over the children (an
+    // aggregation has up to nine kinds of them)
+    let mut of = FirstOf::<9>::new([
+        Rule::agg_kind,
+        Rule::agg_target,
+        Rule::agg_distinct,
+        Rule::filter,
+        Rule::group_keys,
+        Rule::number,
+        Rule::level_list,
+        Rule::keys_from_data,
+        Rule::with_total,
+    ]);
+    of.scan(stmt);
+    let [kind, target_pair, distinct, filter, keys, number, levels, keys_from_data, with_total] =
+        of.found;
+    let k = kind?;
     let kind = AggKind::from_name(k.as_str())?;
-    let t = first(stmt, Rule::agg_target).and_then(|t| target(cx, t))?;
+    let t = target_pair.and_then(|t| target(cx, t))?;
     Some(Aggregate {
         span,
         kind: Spanned::new(kind, cx.span(&k)),
-        distinct: first(stmt, Rule::agg_distinct).map(|d| cx.span(&d)),
+        distinct: distinct.map(|d| cx.span(&d)),
         cumulative,
         target: t,
-        filter: first(stmt, Rule::filter)
+        filter: filter
             .and_then(|f| f.into_inner().find(|c| c.as_rule() == Rule::pred_or))
             .and_then(|p| predicate(cx, p))
             .map(Box::new),
-        keys: first(stmt, Rule::group_keys)
-            .map(|g| group_keys(cx, g))
-            .unwrap_or_default(),
-        argument: first(stmt, Rule::number).map(|n| Box::new(cx.number(&n))),
-        levels: first(stmt, Rule::level_list).map(|l| {
+        keys: keys.map(|g| group_keys(cx, g)).unwrap_or_default(),
+        argument: number.map(|n| Box::new(cx.number(&n))),
+        levels: levels.map(|l| {
             let values = all(&l, Rule::number).iter().map(|n| cx.number(n)).collect();
             Box::new(Spanned::new(values, cx.span(&l)))
         }),
-        keys_from_data: first(stmt, Rule::keys_from_data).map(|k| {
+        keys_from_data: keys_from_data.map(|k| {
             Box::new(KeysFromData {
                 span: cx.span(&k),
                 threshold: first(&k, Rule::threshold_clause)
@@ -788,6 +838,6 @@ fn aggregate(
                     .map(|n| cx.number(&n)),
             })
         }),
-        with_total: first(stmt, Rule::with_total).is_some(),
+        with_total: with_total.is_some(),
     })
 }

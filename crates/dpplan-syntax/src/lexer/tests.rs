@@ -375,6 +375,7 @@ const NOT_KEYWORDS: &[(&str, &str)] = &[
     ("_", "a number's digit separator, inside the number"),
     ("n", "the escape `\\n`, inside a string"),
     ("t", "the escape `\\t`, inside a string"),
+    ("r", "the escape `\\r`, a carriage return in WHITESPACE"),
     ("T", "a date's time separator, inside the date"),
     ("Z", "a date's UTC suffix, inside the date"),
 ];
