@@ -105,33 +105,61 @@ pub(crate) fn mul_down(a: f64, b: f64) -> f64 {
 /// rounding (n·u·Σ|eᵢ|), and the total moves up by one step whenever a
 /// correction is left. An exact sum (1 + 1 + 1) stays exact.
 pub(crate) fn sum_up(terms: impl IntoIterator<Item = (f64, f64)>) -> f64 {
-    let mut s = 0.0f64;
-    let mut e = 0.0f64;
-    let mut e_abs = 0.0f64;
-    let mut n = 0.0f64;
+    let mut sum = SumUp::default();
     for (c, x) in terms {
+        sum.add(c, x);
+    }
+    sum.value()
+}
+
+/// [`sum_up`] one term at a time: a prefix's state can be kept and
+/// extended by different tails, each sum the same float as [`sum_up`] of
+/// the whole list.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SumUp {
+    s: f64,
+    e: f64,
+    e_abs: f64,
+    n: f64,
+    /// the first non-finite product, which is the sum
+    non_finite: Option<f64>,
+}
+
+impl SumUp {
+    pub(crate) fn add(&mut self, c: f64, x: f64) {
+        if self.non_finite.is_some() {
+            return;
+        }
         let p = c * x;
         if !p.is_finite() {
-            return p;
+            self.non_finite = Some(p);
+            return;
         }
         let pe = c.mul_add(x, -p);
         if p != 0.0 && p < 1e-290 {
             // the product's error may have underflowed: cover it
-            e_abs += 1e-290;
+            self.e_abs += 1e-290;
         }
+        let s = self.s;
         let t = s + p;
         let bb = t - s;
         let te = (s - (t - bb)) + (p - bb);
-        s = t;
-        e += pe + te;
-        e_abs += pe.abs() + te.abs();
-        n += 2.0;
+        self.s = t;
+        self.e += pe + te;
+        self.e_abs += pe.abs() + te.abs();
+        self.n += 2.0;
     }
-    let corr = e + 1.01 * (n + 2.0) * U * e_abs;
-    if corr == 0.0 {
-        s
-    } else {
-        (s + corr).next_up()
+
+    pub(crate) fn value(&self) -> f64 {
+        if let Some(p) = self.non_finite {
+            return p;
+        }
+        let corr = self.e + 1.01 * (self.n + 2.0) * U * self.e_abs;
+        if corr == 0.0 {
+            self.s
+        } else {
+            (self.s + corr).next_up()
+        }
     }
 }
 

@@ -10,21 +10,87 @@
 
 use super::kov::kov_epsilon;
 use super::{approx_items, infinite, single_eps};
-use crate::special::{golden, sum_up, U};
+use crate::special::{golden, SumUp, U};
 use crate::{AccountingError, Plan};
 
-/// (Σ c ε, Σ c ε², Σ c ε tanh(ε/2), Σ c ε(e^ε − 1)); Σ c ε rounded up
-/// exactly ([`sum_up`]); the other three are sums of positive terms each
-/// within (2·8 + 6)u (tanh allowed 8 ulps, expm1 [`ELEM_ULPS`](crate::special::ELEM_ULPS), three
-/// products) plus n·u for the sum, covered by [`adv_from_moments`]'s factor.
-fn moments(list: &[(f64, f64)]) -> (f64, f64, f64, f64) {
+/// (Σ c ε, Σ c ε², Σ c ε tanh(ε/2), Σ c ε(e^ε − 1)) over (ε, c) terms
+/// added in order; Σ c ε rounded up exactly ([`SumUp`]); the other three
+/// are sums of positive terms each within (2·8 + 6)u (tanh allowed 8 ulps,
+/// expm1 [`ELEM_ULPS`](crate::special::ELEM_ULPS), three products) plus n·u
+/// for the sum, covered by [`adv_from_moments`]'s factor. An accumulator:
+/// the pure releases' terms, the same at every slack split, are added once
+/// and each split's approximate terms after them (the same floats as the
+/// whole list summed afresh, in the same order).
+#[derive(Debug, Clone, Copy, Default)]
+struct Moments {
+    s1: SumUp,
+    s2: f64,
+    st: f64,
+    se: f64,
+    /// the number of terms
+    n: usize,
+}
+
+impl Moments {
+    fn of(list: &[(f64, f64)]) -> Self {
+        let mut m = Moments::default();
+        for &(e, c) in list {
+            m.add(e, c);
+        }
+        m
+    }
+
+    fn add(&mut self, e: f64, c: f64) {
+        self.s2 += c * e * e;
+        self.st += c * e * libm::tanh(e / 2.0);
+        self.se += c * e * libm::expm1(e);
+        self.s1.add(c, e);
+        self.n += 1;
+    }
+
+    fn value(&self) -> (f64, f64, f64, f64) {
+        (self.s1.value(), self.s2, self.st, self.se)
+    }
+}
+
+/// The moments as they were computed before [`Moments`] kept a prefix: one
+/// pass over the whole list, Σ c ε by the one-pass rounded-up sum as
+/// `special::sum_up` was written before its accumulator (copied here) — the
+/// reference the accumulator is tested against.
+#[cfg(test)]
+fn sum_moments_reference(list: &[(f64, f64)]) -> (f64, f64, f64, f64) {
     let mut s = (0.0, 0.0, 0.0, 0.0);
     for &(e, c) in list {
         s.1 += c * e * e;
         s.2 += c * e * libm::tanh(e / 2.0);
         s.3 += c * e * libm::expm1(e);
     }
-    s.0 = sum_up(list.iter().map(|&(e, c)| (c, e)));
+    s.0 = (|| {
+        let (mut s, mut e, mut e_abs, mut n) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for &(x, c) in list {
+            let p = c * x;
+            if !p.is_finite() {
+                return p;
+            }
+            let pe = c.mul_add(x, -p);
+            if p != 0.0 && p < 1e-290 {
+                e_abs += 1e-290;
+            }
+            let t = s + p;
+            let bb = t - s;
+            let te = (s - (t - bb)) + (p - bb);
+            s = t;
+            e += pe + te;
+            e_abs += pe.abs() + te.abs();
+            n += 2.0;
+        }
+        let corr = e + 1.01 * (n + 2.0) * U * e_abs;
+        if corr == 0.0 {
+            s
+        } else {
+            (s + corr).next_up()
+        }
+    })();
     s
 }
 
@@ -89,8 +155,8 @@ pub(super) fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), Account
     let approx = approx_items(plan, 1e-2, 256);
     let total_pure = plan.pure_sum();
     if approx.is_empty() {
-        let m = moments(&pure);
-        let (mut best, mut which) = adv_from_moments(m, delta, pure.len());
+        let m = Moments::of(&pure);
+        let (mut best, mut which) = adv_from_moments(m.value(), delta, m.n);
         let mut detail = format!("{which}, δ' = {delta:.3e}");
         // homogeneous pure plan: exact optimal composition (KOV)
         let distinct: Vec<f64> = {
@@ -119,15 +185,16 @@ pub(super) fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), Account
         return Err(infinite("advanced composition"));
     }
     let n_approx: f64 = approx.iter().map(|(_, c)| *c as f64).sum();
+    let pure_moments = Moments::of(&pure);
     let eval = |theta: f64| -> Result<(f64, &'static str), AccountingError> {
         // rounded down, so that δ' + n·share never exceeds δ
         let dprime = (theta * delta).next_down();
         let share = ((1.0 - theta) * delta / n_approx).next_down().next_down();
-        let mut list = pure.clone();
+        let mut m = pure_moments;
         for (e, c) in &approx {
-            list.push((single_eps(e, share)?, *c as f64));
+            m.add(single_eps(e, share)?, *c as f64);
         }
-        Ok(adv_from_moments(moments(&list), dprime, list.len()))
+        Ok(adv_from_moments(m.value(), dprime, m.n))
     };
     let mut best = (f64::INFINITY, "basic", 0.5);
     let grid = 24;
@@ -162,4 +229,72 @@ pub(super) fn advanced(plan: &Plan, delta: f64) -> Result<(f64, String), Account
             n_approx
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sum_moments_reference, Moments};
+
+    /// A deterministic stream of (ε, count) terms: tiny to large ε,
+    /// counts up to 10⁶.
+    fn terms(seed: u64, n: usize) -> Vec<(f64, f64)> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                let e = 10f64.powf(-8.0 + 9.0 * u);
+                let c = ((x >> 40) % 1_000_000 + 1) as f64;
+                (e, c)
+            })
+            .collect()
+    }
+
+    /// The pure prefix's moments kept and extended by each tail are the
+    /// same floats, bit for bit, as the whole list summed afresh (the
+    /// computation `advanced` did before at every slack split); negative
+    /// control: the same terms in another order give other floats, so the
+    /// comparison sees the order.
+    #[test]
+    fn a_kept_prefix_extended_is_the_whole_list_summed() {
+        let mut reordered_differs = false;
+        for seed in 0..40 {
+            let prefix = terms(seed, 50 + seed as usize * 37);
+            let base = Moments::of(&prefix);
+            for t in 0..3 {
+                let tail = terms(1000 + seed * 3 + t, 1 + (t as usize) * 20);
+                let mut kept = base;
+                for &(e, c) in &tail {
+                    kept.add(e, c);
+                }
+                let whole: Vec<(f64, f64)> = prefix.iter().chain(&tail).copied().collect();
+                let fresh = sum_moments_reference(&whole);
+                let got = kept.value();
+                assert_eq!(
+                    (got.0.to_bits(), got.1.to_bits(), got.2.to_bits(), got.3.to_bits()),
+                    (fresh.0.to_bits(), fresh.1.to_bits(), fresh.2.to_bits(), fresh.3.to_bits()),
+                    "seed {seed}, tail {t}"
+                );
+                assert_eq!(kept.n, whole.len());
+                let mut reversed = whole.clone();
+                reversed.reverse();
+                let other = sum_moments_reference(&reversed);
+                reordered_differs |= other.0.to_bits() != fresh.0.to_bits()
+                    || other.1.to_bits() != fresh.1.to_bits()
+                    || other.2.to_bits() != fresh.2.to_bits()
+                    || other.3.to_bits() != fresh.3.to_bits();
+            }
+        }
+        assert!(reordered_differs, "the comparison cannot see the order");
+    }
+
+    /// A non-finite term makes Σ c ε that term, however many follow (as
+    /// the one-pass sum returned it at once).
+    #[test]
+    fn a_non_finite_term_is_the_sum() {
+        let mut m = Moments::of(&[(1.0, 2.0), (f64::INFINITY, 1.0)]);
+        m.add(3.0, 1.0);
+        assert_eq!(m.value().0, f64::INFINITY);
+        assert_eq!(sum_moments_reference(&[(1.0, 2.0), (f64::INFINITY, 1.0), (3.0, 1.0)]).0, f64::INFINITY);
+    }
 }
