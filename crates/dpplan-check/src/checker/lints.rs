@@ -125,46 +125,83 @@ pub(crate) const MAX_RELATED: usize = 20;
 const NAMED: usize = 3;
 
 /// DP009: fresh noise where re-publication would do: a query released
-/// `n times`, and queries that release a statistic already released.
-pub(super) fn check_rereleases(c: &mut Checker, queries: &[QueryPlan]) {
+/// `n times` ([`repeated_schedules`]), and queries that release a statistic
+/// already released ([`statistic_inputs`], [`same_statistic_groups`],
+/// [`same_statistic_hints`]; `check` runs them, the grouping beside the
+/// calibration).
+///
+/// DP009's hints for queries released `n times` (each query's first noise
+/// as it is now: run before the calibration sets the noise of `auto` and
+/// `epsilon` parts, as it always ran).
+pub(super) fn repeated_schedules(c: &mut Checker, queries: &[QueryPlan]) {
     for q in queries {
         repeated_schedule(c, q);
     }
-    // Queries by the statistic they release, as written, in the order each
-    // statistic first appears. (Computed here, not kept in each query's
-    // plan: this pass alone reads it, and at 10⁵ queries the plans live on
-    // through the accounting.)
-    // A windowed release reads only its window's rows: the same
-    // aggregation over another window (or over all rows) is another
-    // statistic.
-    type Key<'a> = (Statistic<'a>, Option<(&'a str, u64)>);
-    let statistics: Vec<Option<Key>> = queries
+}
+
+/// What [`same_statistic_groups`] reads of each query: its first
+/// aggregation (in the AST, not in the plan) and its window (a windowed
+/// release reads only its window's rows: the same aggregation over another
+/// window, or over all rows, is another statistic). Taken from the plans
+/// so that the grouping can run beside passes that change them.
+pub(super) type StatisticInput<'a> = Option<(&'a ast::Aggregate, Option<(String, u64)>)>;
+
+pub(super) fn statistic_inputs<'a>(queries: &[QueryPlan<'a>]) -> Vec<StatisticInput<'a>> {
+    let q_of = |q: &QueryPlan<'a>| -> &'a ast::Query { q.q };
+    queries
         .iter()
         .map(|q| {
             let window = q
                 .window
                 .as_ref()
-                .map(|w| (w.column.as_str(), w.seconds.to_bits()));
-            q.q.aggregates.first().map(|a| (Statistic::of(a), window))
+                .map(|w| (w.column.clone(), w.seconds.to_bits()));
+            q_of(q).aggregates.first().map(|a| (a, window))
+        })
+        .collect()
+}
+
+/// The queries (their indices) of each statistic released more than once,
+/// in the order each statistic first appears, each group in plan order.
+pub(super) fn same_statistic_groups(inputs: &[StatisticInput]) -> Vec<Vec<usize>> {
+    // Queries by the statistic they release, as written. (Computed here,
+    // not kept in each query's plan: this pass alone reads it, and at 10⁵
+    // queries the plans live on through the accounting.)
+    type Key<'a> = (Statistic<'a>, Option<(&'a str, u64)>);
+    let statistics: Vec<Option<Key>> = inputs
+        .iter()
+        .map(|input| {
+            input
+                .as_ref()
+                .map(|(a, w)| (Statistic::of(a), w.as_ref().map(|(c, s)| (c.as_str(), *s))))
         })
         .collect();
-    let mut groups: Vec<Vec<&QueryPlan>> = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut index: HashMap<&Key, usize> = HashMap::new();
-    for (q, statistic) in queries.iter().zip(&statistics) {
+    for (i, statistic) in statistics.iter().enumerate() {
         let Some(statistic) = statistic else {
             continue;
         };
         match index.get(statistic) {
-            Some(&i) => groups[i].push(q),
+            Some(&g) => groups[g].push(i),
             None => {
                 index.insert(statistic, groups.len());
-                groups.push(vec![q]);
+                groups.push(vec![i]);
             }
         }
     }
-    for group in groups.iter().filter(|g| g.len() > 1) {
-        c.hint(same_statistic(group));
-    }
+    groups.retain(|g| g.len() > 1);
+    groups
+}
+
+/// One DP009 hint per group of [`same_statistic_groups`].
+pub(super) fn same_statistic_hints(queries: &[QueryPlan], groups: &[Vec<usize>]) -> Vec<Diagnostic> {
+    groups
+        .iter()
+        .map(|g| {
+            let group: Vec<&QueryPlan> = g.iter().map(|&i| &queries[i]).collect();
+            same_statistic(&group)
+        })
+        .collect()
 }
 
 /// A query with `schedule n times`, n > 1.

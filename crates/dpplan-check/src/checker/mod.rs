@@ -42,7 +42,7 @@ use dpplan_mechanisms::sensitivity::Derived;
 
 use calibration::{calibrate_auto, calibrate_epsilon_parts};
 use datasets::resolve_datasets;
-use lints::{check_names, check_publishes, check_rereleases, large_delta, per_person_guarantee};
+use lints::{check_names, check_publishes, large_delta, per_person_guarantee};
 use privacy::{resolve_privacy, unit_report, Privacy};
 pub use quantile::{rank_error, QuantileSpec, MAX_CANDIDATES};
 use query::{plan_query, QueryPlan};
@@ -273,33 +273,56 @@ pub(crate) fn check(
     );
     check_names(&mut c, plan);
     check_publishes(&mut c, plan);
-    check_rereleases(&mut c, &queries);
+    // DP009 (`lints.rs`): the hints on `n times` first, then the
+    // statistics released again. Grouping the statistics reads each query's
+    // aggregation in the AST (at 10⁵ queries 10⁵ scattered reads, the
+    // longest of these passes); a large plan groups them on a second thread
+    // while the passes below calibrate the noise, and their hints go where
+    // the single pass put them (nothing below reads the hints).
+    lints::repeated_schedules(&mut c, &queries);
+    let inputs = lints::statistic_inputs(&queries);
+    let hints_at = c.diags.len();
+    let ((releases, privacy, full, choice, reserve, delta_thr), groups) = both(
+        queries.len() >= PARALLEL_PLANNING,
+        || {
+            let choice = privacy.accountant.accountant();
+            // keys from the data: part of δ is kept for their thresholds,
+            // the accountants get the rest (`selection.rs`)
+            let reserve = selection::reserved_delta(&queries, privacy.delta);
+            let full = privacy.clone();
+            let privacy = Privacy {
+                delta: privacy.delta - reserve,
+                ..privacy
+            };
+            calibrate_epsilon_parts(&mut c, &mut queries);
+            accuracy::calibrate_accuracy(&mut c, &mut queries);
+            // Always the precise calibration, so that every front end
+            // shows the same noise.
+            if options.accounting {
+                calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+            }
+            let delta_thr = selection::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
+            if reserve > 0.0 && options.accounting {
+                selection::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
+            }
 
-    let choice = privacy.accountant.accountant();
-    // keys from the data: part of δ is kept for their thresholds, the
-    // accountants get the rest (`selection.rs`)
-    let reserve = selection::reserved_delta(&queries, privacy.delta);
-    let full = privacy.clone();
-    let privacy = Privacy {
-        delta: privacy.delta - reserve,
-        ..privacy
+            accuracy::check_accuracy(&mut c, &queries);
+            rows::sparse_cells(&mut c, &queries, privacy.population);
+
+            let releases = releases_of(&queries, &|_| 1.0);
+            (releases, privacy, full, choice, reserve, delta_thr)
+        },
+        || lints::same_statistic_groups(&inputs),
+    );
+    drop(inputs);
+    let mut hints = Checker {
+        diags: Vec::new(),
+        broken: recover::BrokenNames::default(),
     };
-    calibrate_epsilon_parts(&mut c, &mut queries);
-    accuracy::calibrate_accuracy(&mut c, &mut queries);
-    // Always the precise calibration, so that every front end shows the
-    // same noise.
-    if options.accounting {
-        calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
+    for d in lints::same_statistic_hints(&queries, &groups) {
+        hints.hint(d);
     }
-    let delta_thr = selection::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
-    if reserve > 0.0 && options.accounting {
-        selection::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
-    }
-
-    accuracy::check_accuracy(&mut c, &queries);
-    rows::sparse_cells(&mut c, &queries, privacy.population);
-
-    let releases = releases_of(&queries, &|_| 1.0);
+    c.diags.splice(hints_at..hints_at, hints.diags);
     // Any error, any broken item, or any query left out of the accounting
     // (defensively: every such query also has an error) means no claim.
     let has_errors = c.diags.iter().any(|d| d.is_error())
