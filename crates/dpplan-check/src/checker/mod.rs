@@ -227,17 +227,28 @@ fn plan_queries<'a>(
     if qs.len() < PARALLEL_PLANNING {
         return run(c, qs);
     }
-    let (left, right) = qs.split_at(qs.len() / 2);
+    // Each thread plans its half into its half of one list of slots, which
+    // becomes the list of plans where it lies (an `Option` of a plan is a
+    // plan's size: the collect reuses the slots' memory). Two lists joined
+    // into a third touched and copied twice the memory (at 10⁵ queries
+    // 40 MB, the serial stretch's page faults).
+    let half = qs.len() / 2;
+    let (left, right) = qs.split_at(half);
+    let fill = |c: &mut Checker, qs: &'a [ast::Query], slots: &mut [Option<QueryPlan<'a>>]| {
+        for (q, slot) in qs.iter().zip(slots) {
+            *slot = plan_query(c, q, datasets, adjacency, Some(delta));
+        }
+    };
+    let mut slots: Vec<Option<QueryPlan<'a>>> = Vec::with_capacity(qs.len());
+    slots.resize_with(qs.len(), || None);
+    let (first, second) = slots.split_at_mut(half);
     let mut c2 = Checker {
         diags: Vec::new(),
         broken: c.broken.clone(),
     };
-    let (mut first, second) = both(true, || run(c, left), || run(&mut c2, right));
+    both(true, || fill(c, left, first), || fill(&mut c2, right, second));
     c.diags.append(&mut c2.diags);
-    // exactly the room needed: at 10⁵ queries a doubling is 17 MB
-    first.reserve_exact(second.len());
-    first.extend(second);
-    first
+    slots.into_iter().flatten().collect()
 }
 
 /// From this many queries on, [`plan_queries`] uses two threads.
