@@ -173,17 +173,15 @@ pub fn attack_risk(
     // points after the first on threads of their own (each point is
     // computed alone, so the same values either way)
     let points = match (curve, fprs.split_first()) {
-        (CurveSource::Pld, Some((&first, rest))) if !rest.is_empty() => {
-            std::thread::scope(|s| {
-                let point = &point;
-                let others: Vec<_> = rest.iter().map(|&f| s.spawn(move || point(f))).collect();
-                let mut points = vec![point(first)];
-                for h in others {
-                    points.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-                }
-                points
-            })
-        }
+        (CurveSource::Pld, Some((&first, rest))) if !rest.is_empty() => std::thread::scope(|s| {
+            let point = &point;
+            let others: Vec<_> = rest.iter().map(|&f| s.spawn(move || point(f))).collect();
+            let mut points = vec![point(first)];
+            for h in others {
+                points.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            points
+        }),
         _ => fprs.iter().map(|&f| point(f)).collect(),
     };
     Ok(AttackRisk {

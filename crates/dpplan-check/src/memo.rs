@@ -15,8 +15,8 @@
 //! number (tests: `memo_tests.rs`). Without an installed cache (`dpplan
 //! check`), these functions call the accountants directly.
 
-use std::cell::RefCell;
 use foldhash::HashMap;
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dpplan_accounting as acct;

@@ -142,15 +142,14 @@ fn parse_items<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawI
             done.push((i, parse_run(text, run)));
         }
     };
-    let mut parsed: Vec<(usize, (ast::Plan, Vec<&RawItem>))> =
-        std::thread::scope(|s| {
-            let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-            let mut all = work();
-            for h in helpers {
-                all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-            }
-            all
-        });
+    let mut parsed: Vec<(usize, (ast::Plan, Vec<&RawItem>))> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        for h in helpers {
+            all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
+    });
     // back in source order
     parsed.sort_by_key(|(i, _)| *i);
     let runs: Vec<(ast::Plan, Vec<&RawItem>)> = parsed.into_iter().map(|(_, r)| r).collect();

@@ -241,7 +241,9 @@ mod tests {
         let mut x = seed;
         (0..n)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let u = (x >> 11) as f64 / (1u64 << 53) as f64;
                 let e = 10f64.powf(-8.0 + 9.0 * u);
                 let c = ((x >> 40) % 1_000_000 + 1) as f64;
@@ -271,8 +273,18 @@ mod tests {
                 let fresh = sum_moments_reference(&whole);
                 let got = kept.value();
                 assert_eq!(
-                    (got.0.to_bits(), got.1.to_bits(), got.2.to_bits(), got.3.to_bits()),
-                    (fresh.0.to_bits(), fresh.1.to_bits(), fresh.2.to_bits(), fresh.3.to_bits()),
+                    (
+                        got.0.to_bits(),
+                        got.1.to_bits(),
+                        got.2.to_bits(),
+                        got.3.to_bits()
+                    ),
+                    (
+                        fresh.0.to_bits(),
+                        fresh.1.to_bits(),
+                        fresh.2.to_bits(),
+                        fresh.3.to_bits()
+                    ),
                     "seed {seed}, tail {t}"
                 );
                 assert_eq!(kept.n, whole.len());
@@ -295,6 +307,9 @@ mod tests {
         let mut m = Moments::of(&[(1.0, 2.0), (f64::INFINITY, 1.0)]);
         m.add(3.0, 1.0);
         assert_eq!(m.value().0, f64::INFINITY);
-        assert_eq!(sum_moments_reference(&[(1.0, 2.0), (f64::INFINITY, 1.0), (3.0, 1.0)]).0, f64::INFINITY);
+        assert_eq!(
+            sum_moments_reference(&[(1.0, 2.0), (f64::INFINITY, 1.0), (3.0, 1.0)]).0,
+            f64::INFINITY
+        );
     }
 }

@@ -194,7 +194,10 @@ pub(super) fn same_statistic_groups(inputs: &[StatisticInput]) -> Vec<Vec<usize>
 }
 
 /// One DP009 hint per group of [`same_statistic_groups`].
-pub(super) fn same_statistic_hints(queries: &[QueryPlan], groups: &[Vec<usize>]) -> Vec<Diagnostic> {
+pub(super) fn same_statistic_hints(
+    queries: &[QueryPlan],
+    groups: &[Vec<usize>],
+) -> Vec<Diagnostic> {
     groups
         .iter()
         .map(|g| {

@@ -246,7 +246,11 @@ fn plan_queries<'a>(
         diags: Vec::new(),
         broken: c.broken.clone(),
     };
-    both(true, || fill(c, left, first), || fill(&mut c2, right, second));
+    both(
+        true,
+        || fill(c, left, first),
+        || fill(&mut c2, right, second),
+    );
     c.diags.append(&mut c2.diags);
     slots.into_iter().flatten().collect()
 }
