@@ -65,7 +65,8 @@
 
 use super::pld_dlaplace::dlaplace_leaf;
 use super::pld_laplace::laplace_leaf;
-use super::{compose, dgauss_leaf, h_of, regularise, self_compose, Ctx, GridPld};
+use super::pld_leaves::dgauss_leaf;
+use super::{compose, h_of, regularise, self_compose, Ctx, GridPld};
 use crate::dgauss::{DiscreteGaussian, MAX_EXACT_SIGMA};
 use crate::dgauss_shapes::{maximal_shapes, Shape, ShapeBound};
 use crate::special::{div_up, ELEM_ULPS, U};

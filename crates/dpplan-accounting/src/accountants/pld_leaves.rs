@@ -1,12 +1,19 @@
 //! The PLD accountant's leaves: a plan split into its Gaussian part and
 //! the releases of each grid leaf, counted by parameters (many distinct
-//! pure ε bucketed onto a geometric grid first).
+//! pure ε bucketed onto a geometric grid first), and each leaf's grid PLD
+//! composed with itself as often as it is used (on two threads for many
+//! leaves).
 
+use super::pld_dgauss::Coord;
+use super::pld_laplace::laplace_leaf;
 use super::pld_sampled::{Direction, Sampled};
+use super::{pld_binomial, pld_dgauss, pld_sampled};
+use super::{regularise, self_compose, target_e, Ctx, GridPld};
 use super::{BUCKET_ABOVE, BUCKET_RATIO};
 use crate::dgauss::DiscreteGaussian;
 use crate::dgauss_shapes::ShapeBound;
 use crate::grid::GeometricGrid;
+use crate::special::{ELEM_ULPS, U};
 use crate::{AccountingError, Eff, Plan};
 use std::collections::BTreeMap;
 
@@ -216,4 +223,155 @@ fn bucket(m: BTreeMap<u64, u64>) -> Vec<(f64, u64)> {
         v.1 = v.1.saturating_add(c);
     }
     mm.into_values().collect()
+}
+
+/// One leaf's grid PLD, composed with itself as often as it is used; the
+/// note names a multi-coordinate discrete Gaussian's shapes.
+fn leaf_pld(
+    ctx: &mut Ctx,
+    k: LeafKind,
+    count: u64,
+    note: &mut String,
+) -> Result<GridPld, AccountingError> {
+    if let Some(g) = pld_binomial::binomial(ctx, k, count, note) {
+        return Ok(g);
+    }
+    let e = target_e(ctx, leaf_sd(&k));
+    let g = match k {
+        LeafKind::Sampled(s, dir) => pld_sampled::sampled_leaf(e, s, dir, ctx.tau),
+        LeafKind::Laplace(eps) => laplace_leaf(e, eps),
+        LeafKind::Rr(eps) => rr_leaf(e, eps),
+        LeafKind::DGauss(s, d) => match DiscreteGaussian::new(s, d) {
+            Some(dg) => dgauss_leaf(e, &dg),
+            None => {
+                return Err(AccountingError::NotApplicable(
+                    "PLD: discrete Gaussian σ too large".into(),
+                ))
+            }
+        },
+        LeafKind::DGaussShapes(s, b) => {
+            let (g, n) = pld_dgauss::shapes_leaf(ctx, e, Coord::DGauss(s), &b, count)?;
+            *note += &format!(", discrete Gaussian σ = {s}: max over {n} shift shapes");
+            g
+        }
+        LeafKind::LaplaceShapes(scale, b, eps, noise) => {
+            let (coord, name) = match noise {
+                Noise::Laplace => (Coord::Laplace(scale), "Laplace"),
+                Noise::DiscreteLaplace => (Coord::DLaplace(scale), "discrete Laplace"),
+            };
+            match pld_dgauss::shapes_leaf(ctx, e, coord, &b, count) {
+                Ok((g, n)) => {
+                    *note += &format!(", {name} b = {scale}: max over {n} shift shapes");
+                    g
+                }
+                // too many shapes: the RR pair at ε still dominates
+                Err(_) => {
+                    *note += &format!(", {name} b = {scale}: randomized response at ε = {eps}");
+                    rr_leaf(e, eps)
+                }
+            }
+        }
+    };
+    // the leaf is used `count` times: scale its truncation threshold (see
+    // self_compose)
+    let tau = ctx.tau;
+    ctx.tau = (tau / count.max(1) as f64).max(1e-300);
+    let g = regularise(ctx, g);
+    ctx.tau = tau;
+    Ok(self_compose(ctx, g, count))
+}
+
+/// From this many leaves on, [`leaf_plds`] builds them on two threads.
+const PARALLEL_LEAVES: usize = 8;
+
+/// Each leaf's PLD ([`leaf_pld`]), in order. From [`PARALLEL_LEAVES`] leaves
+/// on, the later leaves (about half the work: a leaf used c times costs
+/// about log₂ c convolutions) are built on a second thread with a fork of
+/// the context, and the fork's statistics and notes are appended after
+/// this thread's: the same grids, statistics (the added mass summed term by
+/// term in the same order) and note as one pass over the leaves, and the
+/// same first error. (The leaves read the context's parameters only; τ is
+/// changed and restored around each.)
+pub(super) fn leaf_plds(
+    ctx: &mut Ctx,
+    leaves: &[(LeafKind, u64)],
+    note: &mut String,
+) -> Result<Vec<GridPld>, AccountingError> {
+    fn build(
+        ctx: &mut Ctx,
+        part: &[(LeafKind, u64)],
+        note: &mut String,
+    ) -> Result<Vec<GridPld>, AccountingError> {
+        part.iter()
+            .map(|&(k, c)| leaf_pld(ctx, k, c, note))
+            .collect()
+    }
+    if leaves.len() < PARALLEL_LEAVES {
+        return build(ctx, leaves, note);
+    }
+    let work = |c: u64| 1.0 + (c.max(1) as f64).log2();
+    let total: f64 = leaves.iter().map(|&(_, c)| work(c)).sum();
+    let mut at = 0;
+    let mut done = 0.0;
+    while at < leaves.len() && done < total / 2.0 {
+        done += work(leaves[at].1);
+        at += 1;
+    }
+    let (first, second) = leaves.split_at(at);
+    let mut fork = ctx.fork();
+    let (mine, theirs) = std::thread::scope(|s| {
+        let fork = &mut fork;
+        let other = s.spawn(move || {
+            let mut note = String::new();
+            let grids = build(fork, second, &mut note);
+            (grids, note)
+        });
+        let mine = build(ctx, first, note);
+        let theirs = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (mine, theirs)
+    });
+    let mut grids = mine?;
+    let (their_grids, their_note) = theirs;
+    grids.extend(their_grids?);
+    note.push_str(&their_note);
+    ctx.conv.stats.append(fork.conv.stats);
+    Ok(grids)
+}
+
+/// Randomized response RR_ε: atom 1/(1+e^{−ε}) at +ε, 1/(1+e^{ε}) at −ε,
+/// each mass an upper bound of the exact one (see [`rr_mass_up`]).
+fn rr_leaf(e: i32, eps: f64) -> GridPld {
+    let atoms = [
+        (eps, rr_mass_up(libm::exp(-eps))),
+        (-eps, rr_mass_up(libm::exp(eps))),
+    ];
+    GridPld::from_atoms(e, &atoms, 0.0)
+}
+
+/// 1/(1 + x) for x = e^{±ε} computed by `libm::exp` (≤ [`ELEM_ULPS`] ulps),
+/// rounded up: the relative error of x passes to 1 + x at most whole
+/// (x/(1+x) ≤ 1), the addition and the division add u each, so the computed
+/// value is within (ELEM_ULPS + 2)u of the exact one; the result is moved up
+/// by the factor 1 + 1.01(ELEM_ULPS + 3)u (the + 1 the product's rounding)
+/// and then to the next double. An overflowing x (ε > 709) gives the mass 0
+/// at −ε, whose exact value is below 2^−1022: mass at a negative loss that
+/// no δ ≥ 10⁻³⁰⁰ can see.
+pub(super) fn rr_mass_up(x: f64) -> f64 {
+    let raw = 1.0 / (1.0 + x);
+    (raw * (1.0 + 1.01 * (ELEM_ULPS + 3.0) * U)).next_up()
+}
+
+pub(super) fn dgauss_leaf(e: i32, dg: &DiscreteGaussian) -> GridPld {
+    let n = dg.n_max();
+    let mut atoms = Vec::with_capacity((2 * n + 1) as usize);
+    for y in -n..=n {
+        let w = dg.weight(y) / dg.z;
+        if w > 0.0 {
+            atoms.push((dg.loss(y), w));
+        }
+    }
+    // mass beyond ±n underflows (< 1e-300); count it at +∞ to stay pessimistic
+    GridPld::from_atoms(e, &atoms, 1e-300)
 }
