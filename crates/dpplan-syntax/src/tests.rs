@@ -835,3 +835,43 @@ fn mechanism_parses_and_lowers() {
         p.diagnostics[0].message
     );
 }
+
+/// Whitespace is a space, a tab, a line feed or a carriage return, in any
+/// run (the grammar matches "\r\n" as "\r" then "\n"): the sample written
+/// with CRLF line ends, tabs for its indentation and a lone CR between two
+/// statements parses without a diagnostic to the same items as with LF
+/// (the same names and values; the spans move with the extra bytes).
+/// Negative control: a vertical tab, next to tab and line feed in ASCII but
+/// not whitespace, is a syntax error.
+#[test]
+fn every_kind_of_line_end_and_indentation_is_whitespace() {
+    let lf = parse(SAMPLE);
+    assert!(lf.diagnostics.is_empty(), "{:#?}", lf.diagnostics);
+    let crlf = SAMPLE.replace('\n', "\r\n").replace("    ", "\t");
+    let crlf = crlf.replacen("\r\n", "\r", 3);
+    let other = parse(&crlf);
+    assert!(other.diagnostics.is_empty(), "{:#?}", other.diagnostics);
+    let names = |p: &Parsed| -> Vec<String> {
+        p.plan
+            .queries
+            .iter()
+            .map(|q| q.name.value.clone())
+            .collect()
+    };
+    assert_eq!(names(&lf), names(&other));
+    let statements = |p: &Parsed| -> Vec<(usize, usize, usize)> {
+        p.plan
+            .queries
+            .iter()
+            .map(|q| (q.aggregates.len(), q.noises.len(), q.schedules.len()))
+            .collect()
+    };
+    assert_eq!(statements(&lf), statements(&other));
+    assert_eq!(lf.plan.datasets.len(), other.plan.datasets.len());
+    assert_eq!(lf.plan.privacy.len(), other.plan.privacy.len());
+    let vt = SAMPLE.replacen("    ", "\u{b}", 1);
+    assert!(
+        !parse(&vt).diagnostics.is_empty(),
+        "a vertical tab must not be whitespace"
+    );
+}
