@@ -65,7 +65,7 @@ const DIRECT_MIN: usize = 48;
 const DIRECT_PRODUCT: u64 = 1 << 15;
 
 /// What the error budget spent, for the accountant's detail string.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct ConvStats {
     pub direct: usize,
     pub fft: usize,
