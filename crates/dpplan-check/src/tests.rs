@@ -456,6 +456,48 @@ fn a_repeated_statistic_is_one_hint_with_bounded_related_locations() {
     assert_eq!(report(&text).releases, 25);
 }
 
+/// A plan large enough that DP009's statistics are grouped on a second
+/// thread while the noise is calibrated says what one pass says: a hint
+/// per repeated statistic, named and located as in the small plan, the
+/// hints on `n times` queries beside them, and every hint a hint (its
+/// severity set where the other thread's groups are put back).
+#[test]
+fn rerelease_hints_of_a_large_plan_are_the_one_pass_hints() {
+    let n = crate::checker::PARALLEL_PLANNING + 10;
+    let mut text = repeated(n, 3);
+    let end = text.rfind('}').unwrap();
+    text.insert_str(
+        end,
+        "  query t0 {\n    sum(visits.secs)\n    noise laplace scale 9000\n    schedule 3 times\n  }\n",
+    );
+    let hints = rerelease_hints(&text);
+    assert_eq!(hints.len(), 3, "{hints:#?}");
+    let name_at = |q: &str| text.find(&format!("query {q} ")).unwrap() + 6;
+    let count = hints.iter().find(|d| d.primary.span.start == name_at("c1"));
+    let count = count.expect("the count's hint on c1");
+    assert!(
+        count.message.starts_with(&format!(
+            "`c1`, `c2`, `c3` and {},{:03} more queries release `count(visits)` again",
+            (n - 4) / 1000,
+            (n - 4) % 1000
+        )),
+        "{}",
+        count.message
+    );
+    assert_eq!(count.secondary[0].span.start, name_at("c0"));
+    let histogram = hints.iter().find(|d| d.primary.span.start == name_at("h1"));
+    assert!(histogram
+        .expect("the histogram's hint on h1")
+        .message
+        .starts_with("`h1` and `h2` release `histogram(visits by page)` again"));
+    assert!(hints
+        .iter()
+        .any(|d| d.message.contains("`t0` is released 3 times")));
+    assert!(hints
+        .iter()
+        .all(|d| d.severity == dpplan_diagnostics::Severity::Hint));
+}
+
 #[test]
 fn rerelease_hints_follow_the_statistics() {
     // two repeated statistics: one hint each

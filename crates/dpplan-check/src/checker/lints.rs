@@ -147,7 +147,6 @@ pub(super) fn repeated_schedules(c: &mut Checker, queries: &[QueryPlan]) {
 pub(super) type StatisticInput<'a> = Option<(&'a ast::Aggregate, Option<(String, u64)>)>;
 
 pub(super) fn statistic_inputs<'a>(queries: &[QueryPlan<'a>]) -> Vec<StatisticInput<'a>> {
-    let q_of = |q: &QueryPlan<'a>| -> &'a ast::Query { q.q };
     queries
         .iter()
         .map(|q| {
@@ -155,7 +154,8 @@ pub(super) fn statistic_inputs<'a>(queries: &[QueryPlan<'a>]) -> Vec<StatisticIn
                 .window
                 .as_ref()
                 .map(|w| (w.column.clone(), w.seconds.to_bits()));
-            q_of(q).aggregates.first().map(|a| (a, window))
+            let ast: &'a ast::Query = q.q;
+            ast.aggregates.first().map(|a| (a, window))
         })
         .collect()
 }

@@ -97,6 +97,16 @@ impl Checker {
         self.report(Severity::Hint, diagnostic);
     }
 
+    /// Hints placed at `at` among the diagnostics so far, where a pass run
+    /// on another thread would have pushed them had it run in order.
+    fn insert_hints(&mut self, at: usize, hints: Vec<Diagnostic>) {
+        let tail = self.diags.split_off(at);
+        for d in hints {
+            self.hint(d);
+        }
+        self.diags.extend(tail);
+    }
+
     fn report(&mut self, severity: Severity, diagnostic: Diagnostic) {
         debug_assert_eq!(
             diagnostic.code.default_severity(),
@@ -297,47 +307,21 @@ pub(crate) fn check(
     lints::repeated_schedules(&mut c, &queries);
     let inputs = lints::statistic_inputs(&queries);
     let hints_at = c.diags.len();
-    let ((releases, privacy, full, choice, reserve, delta_thr), groups) = both(
+    let (noise, groups) = both(
         queries.len() >= PARALLEL_PLANNING,
-        || {
-            let choice = privacy.accountant.accountant();
-            // keys from the data: part of δ is kept for their thresholds,
-            // the accountants get the rest (`selection.rs`)
-            let reserve = selection::reserved_delta(&queries, privacy.delta);
-            let full = privacy.clone();
-            let privacy = Privacy {
-                delta: privacy.delta - reserve,
-                ..privacy
-            };
-            calibrate_epsilon_parts(&mut c, &mut queries);
-            accuracy::calibrate_accuracy(&mut c, &mut queries);
-            // Always the precise calibration, so that every front end
-            // shows the same noise.
-            if options.accounting {
-                calibrate_auto(&mut c, &mut queries, &privacy, choice, true);
-            }
-            let delta_thr = selection::thresholds(&mut c, &mut queries, full.delta, full.adjacency);
-            if reserve > 0.0 && options.accounting {
-                selection::check_reserve(&mut c, delta_thr, reserve, full.budget_span);
-            }
-
-            accuracy::check_accuracy(&mut c, &queries);
-            rows::sparse_cells(&mut c, &queries, privacy.population);
-
-            let releases = releases_of(&queries, &|_| 1.0);
-            (releases, privacy, full, choice, reserve, delta_thr)
-        },
+        || calibrate(&mut c, &mut queries, privacy, options),
         || lints::same_statistic_groups(&inputs),
     );
     drop(inputs);
-    let mut hints = Checker {
-        diags: Vec::new(),
-        broken: recover::BrokenNames::default(),
-    };
-    for d in lints::same_statistic_hints(&queries, &groups) {
-        hints.hint(d);
-    }
-    c.diags.splice(hints_at..hints_at, hints.diags);
+    c.insert_hints(hints_at, lints::same_statistic_hints(&queries, &groups));
+    let Calibrated {
+        releases,
+        privacy,
+        full,
+        choice,
+        reserve,
+        delta_thr,
+    } = noise;
     // Any error, any broken item, or any query left out of the accounting
     // (defensively: every such query also has an error) means no claim.
     let has_errors = c.diags.iter().any(|d| d.is_error())
@@ -402,6 +386,63 @@ pub(crate) fn check(
     let mut report = plan_report(plan, &privacy, &queries, account, reports);
     report.attack_risk = attack;
     (Some(report), c.diags)
+}
+
+/// The noise of every part set and the releases to account, from
+/// [`calibrate`].
+struct Calibrated {
+    releases: Vec<acct::Release>,
+    /// the budget's privacy less the thresholds' reserve (the accountants')
+    privacy: Privacy,
+    /// the budget's privacy as declared
+    full: Privacy,
+    /// the accountant the plan names (`None`: the best of them)
+    choice: Option<acct::Accountant>,
+    /// the share of δ kept for the thresholds of keys from the data
+    reserve: f64,
+    /// the δ the thresholds cost
+    delta_thr: f64,
+}
+
+/// The passes that set each part's noise (`epsilon` parts, accuracy
+/// targets, `auto` parts, the thresholds of keys from the data) and check
+/// it, in this order, then the releases the accountants compose.
+fn calibrate(
+    c: &mut Checker,
+    queries: &mut [QueryPlan],
+    privacy: Privacy,
+    options: &AnalysisOptions,
+) -> Calibrated {
+    let choice = privacy.accountant.accountant();
+    // keys from the data: part of δ is kept for their thresholds, the
+    // accountants get the rest (`selection.rs`)
+    let reserve = selection::reserved_delta(queries, privacy.delta);
+    let full = privacy.clone();
+    let privacy = Privacy {
+        delta: privacy.delta - reserve,
+        ..privacy
+    };
+    calibrate_epsilon_parts(c, queries);
+    accuracy::calibrate_accuracy(c, queries);
+    // Always the precise calibration, so that every front end shows the
+    // same noise.
+    if options.accounting {
+        calibrate_auto(c, queries, &privacy, choice, true);
+    }
+    let delta_thr = selection::thresholds(c, queries, full.delta, full.adjacency);
+    if reserve > 0.0 && options.accounting {
+        selection::check_reserve(c, delta_thr, reserve, full.budget_span);
+    }
+    accuracy::check_accuracy(c, queries);
+    rows::sparse_cells(c, queries, privacy.population);
+    Calibrated {
+        releases: releases_of(queries, &|_| 1.0),
+        privacy,
+        full,
+        choice,
+        reserve,
+        delta_thr,
+    }
 }
 
 /// The checked plan's report from the passes' results.
