@@ -180,33 +180,99 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
     plan.queries
         .reserve_exact(items.iter().filter(|i| i.kind == ItemKind::Query).count());
     let mut broken = Vec::new();
-    for item in items {
-        if item.too_deep {
-            // its DP016 is the scanner's; a detailed parse would recurse
+    let mut at = 0;
+    while at < items.len() {
+        // consecutive queries in one call of the parser (each call of pest
+        // sets up its state and token queue afresh: a tenth of the parse
+        // of one-release queries); the rest, and a run the parser does
+        // not take whole, one item at a time
+        let queries = items[at..]
+            .iter()
+            .take_while(|i| i.kind == ItemKind::Query && !i.too_deep)
+            .count();
+        let run = &items[at..at + queries.max(1)];
+        if queries < 2 || !parse_queries(&mut plan, text, run) {
+            for item in run {
+                parse_item(&mut plan, &mut broken, text, item);
+            }
+        }
+        at += run.len();
+    }
+    (plan, broken)
+}
+
+/// Parses and lowers one item, or records it as broken.
+fn parse_item<'i>(
+    plan: &mut ast::Plan,
+    broken: &mut Vec<&'i RawItem>,
+    text: &str,
+    item: &'i RawItem,
+) {
+    if item.too_deep {
+        // its DP016 is the scanner's; a detailed parse would recurse
+        plan.broken.push(item.span);
+        plan.privacy_broken |= item.kind == ItemKind::Privacy;
+        return;
+    }
+    let parsed = rule_of(item.kind).and_then(|rule| {
+        let slice = text.get(item.span.start..item.span.end)?;
+        DpplanParser::parse(rule, slice).ok()
+    });
+    match parsed {
+        Some(pairs) => lower::lower_item(plan, item.kind, pairs, item.span.start),
+        None => {
+            broken.push(item);
             plan.broken.push(item.span);
             plan.privacy_broken |= item.kind == ItemKind::Privacy;
-            continue;
-        }
-        let parsed = rule_of(item.kind).and_then(|rule| {
-            let slice = text.get(item.span.start..item.span.end)?;
-            DpplanParser::parse(rule, slice).ok()
-        });
-        match parsed {
-            Some(pairs) => lower::lower_item(&mut plan, item.kind, pairs, item.span.start),
-            None => {
-                broken.push(item);
-                plan.broken.push(item.span);
-                plan.privacy_broken |= item.kind == ItemKind::Privacy;
-                if let Some(name) = split::item_name(text, item) {
-                    plan.broken_names.push(ast::BrokenName {
-                        kind: item.kind,
-                        name,
-                    });
-                }
+            if let Some(name) = split::item_name(text, item) {
+                plan.broken_names.push(ast::BrokenName {
+                    kind: item.kind,
+                    name,
+                });
             }
         }
     }
-    (plan, broken)
+}
+
+/// Parses consecutive query items in one call of the parser and lowers
+/// them, when the run parses and every query's pair spans exactly its
+/// item; otherwise adds nothing and returns false (the items are then
+/// parsed one by one: a run with a broken query costs its parse twice).
+///
+/// The pairs are then the ones each item's own parse gives: a query's
+/// parse reads nothing past its closing brace (the splitter ends an item
+/// at a brace that no string or comment holds, the query rule ends at it,
+/// and the grammar's lookaheads read at most two characters: one tried at
+/// the brace fails there), so what follows its item, end of input or the
+/// next query, cannot change it; a rule that consumed past the brace
+/// (a string or comment the splitter does not see) would leave a pair
+/// that does not span its item, and the run is refused.
+fn parse_queries(plan: &mut ast::Plan, text: &str, items: &[RawItem]) -> bool {
+    let (Some(first), Some(last)) = (items.first(), items.last()) else {
+        return false;
+    };
+    let base = first.span.start;
+    let Some(slice) = text.get(base..last.span.end) else {
+        return false;
+    };
+    let Ok(pairs) = DpplanParser::parse(Rule::item_queries, slice) else {
+        return false;
+    };
+    let pairs: Vec<_> = pairs.filter(|p| p.as_rule() != Rule::EOI).collect();
+    let spans_match = pairs.len() == items.len()
+        && pairs.iter().zip(items).all(|(p, i)| {
+            let s = p.as_span();
+            p.as_rule() == Rule::query
+                && base + s.start() == i.span.start
+                && base + s.end() == i.span.end
+        });
+    if !spans_match {
+        return false;
+    }
+    for pair in pairs {
+        lower::lower_query(plan, pair, base);
+    }
+    true
 }
 
 /// The grammar rule of an item kind (`None` for an unknown item).

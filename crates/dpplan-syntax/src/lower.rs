@@ -138,6 +138,14 @@ pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>
     }
 }
 
+/// One query's pair lowered into `plan` (a pair of a run of queries
+/// parsed together, `base` the run's offset).
+pub(crate) fn lower_query(plan: &mut Plan, pair: Pair<Rule>, base: usize) {
+    if let Some(q) = query(&Ctx { base }, pair) {
+        plan.queries.push(q)
+    }
+}
+
 fn privacy(cx: &Ctx, pair: Pair<Rule>) -> Privacy {
     let mut out = Privacy {
         span: cx.span(&pair),
