@@ -273,12 +273,15 @@ pub fn event_of(m: &Mechanism) -> Result<(DpEvent, Fidelity, &'static str), Acco
                 "one coordinate of discrete Laplace noise, an integer sensitivity",
             )
         }
-        e @ (Eff::Laplace { .. } | Eff::DLaplace { .. } | Eff::Exp { .. }) => (
+        e @ (Eff::Laplace { .. } | Eff::DLaplace { .. } | Eff::Exp { .. } | Eff::Pure { .. }) => (
             zcdp(crate::accountants::eff_rho(&e)),
             Fidelity::Sound,
             match m.kind {
                 NoiseKind::Exponential => {
                     "the exponential mechanism: dp_accounting has no event for it; written as the zCDP it satisfies (min(ε·tanh(ε/2), ε²/8)), which only RDP accountants read"
+                }
+                NoiseKind::PermuteAndFlip => {
+                    "permute-and-flip: dp_accounting has no event for it; written as the zCDP any ε-DP mechanism satisfies (ε·tanh(ε/2), Steinke 2024), which only RDP accountants read"
                 }
                 _ => {
                     "pure-ε noise over several coordinates: dp_accounting has no event for it (its worst shift is not one coordinate's); written as the zCDP it satisfies (ε·tanh(ε/2), Steinke 2024), which only RDP accountants read"

@@ -250,6 +250,10 @@ pub(crate) enum Eff {
     /// (Durfee & Rogers 2019), hence ε²/8-zCDP (Cesar & Rogers 2021);
     /// otherwise treated as any ε-DP mechanism (the RR dominating pair)
     Exp { eps: f64 },
+    /// an ε-DP mechanism known by its ε alone, ε = Δ/b (permute-and-flip):
+    /// every accountant treats it as any ε-DP mechanism (the RR
+    /// dominating pair, ε·tanh(ε/2)-zCDP)
+    Pure { eps: f64 },
     /// a continuous Gaussian (μ = Δ₂/σ) on a Poisson sample of the units
     /// at rate q < 1, add/remove neighbours (`sampled.rs`)
     SGauss { mu: f64, q: f64 },
@@ -272,6 +276,7 @@ impl Eff {
             Eff::Laplace { eps, .. }
             | Eff::DLaplace { eps, .. }
             | Eff::Exp { eps }
+            | Eff::Pure { eps }
             | Eff::SPure { eps, .. } => Some(eps),
             _ => None,
         }
@@ -306,6 +311,7 @@ impl Eff {
                 shape.map(|s| s.1),
             ),
             Eff::Exp { eps } => (4, eps.to_bits(), 0, 0, None),
+            Eff::Pure { eps } => (7, eps.to_bits(), 0, 0, None),
             Eff::SGauss { mu, q } => (5, mu.to_bits(), q.to_bits(), 0, None),
             Eff::SPure {
                 base, q, laplace, ..
@@ -479,6 +485,15 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 .map(|b| (m.scale.to_bits(), b)),
             }
         }
+        // the score's sensitivity Δ over the scale b: ε = Δ/b, ε-DP only
+        NoiseKind::PermuteAndFlip => {
+            if l1 == 0.0 {
+                return Ok(None);
+            }
+            Eff::Pure {
+                eps: special::div_up(l1, m.scale),
+            }
+        }
         // the score's sensitivity Δ over the scale b: ε = Δ/b
         NoiseKind::Exponential => {
             if l1 == 0.0 {
@@ -541,7 +556,10 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
     let finite = match eff {
         Eff::Gauss { mu } => mu.is_finite(),
         Eff::DGauss { rho, .. } => rho.is_finite(),
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Exp { eps } => eps.is_finite(),
+        Eff::Laplace { eps, .. }
+        | Eff::DLaplace { eps, .. }
+        | Eff::Exp { eps }
+        | Eff::Pure { eps } => eps.is_finite(),
         // built from an effective mechanism below, in [`normalise`]
         Eff::SGauss { .. } | Eff::SPure { .. } => true,
     };
@@ -816,7 +834,9 @@ pub fn rho(m: &Mechanism) -> Option<f64> {
         Some(Eff::Gauss { mu }) | Some(Eff::SGauss { mu, .. }) => Some(mu * mu / 2.0),
         Some(Eff::SPure { eps, .. }) => Some(eps * eps / 2.0),
         Some(Eff::DGauss { rho, .. }) => Some(rho),
-        Some(Eff::Laplace { eps, .. }) | Some(Eff::DLaplace { eps, .. }) => Some(eps * eps / 2.0),
+        Some(Eff::Laplace { eps, .. })
+        | Some(Eff::DLaplace { eps, .. })
+        | Some(Eff::Pure { eps }) => Some(eps * eps / 2.0),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)
         Some(Eff::Exp { eps }) => Some(eps * eps / 8.0),
     }

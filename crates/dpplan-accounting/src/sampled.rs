@@ -42,7 +42,7 @@ pub(crate) fn effective(eff: Eff, q: f64) -> Result<Eff, AccountingError> {
             q,
             laplace: scalar,
         },
-        Eff::DLaplace { eps, .. } | Eff::Exp { eps } => Eff::SPure {
+        Eff::DLaplace { eps, .. } | Eff::Exp { eps } | Eff::Pure { eps } => Eff::SPure {
             eps: amplify(eps, q),
             base: eps,
             q,

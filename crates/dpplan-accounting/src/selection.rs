@@ -97,7 +97,7 @@ pub fn key_pass_probability(kind: NoiseKind, scale: f64, threshold: f64, max_cou
             }
             dgauss_tail(scale, m)
         }
-        NoiseKind::Exponential => return 1.0,
+        NoiseKind::Exponential | NoiseKind::PermuteAndFlip => return 1.0,
     };
     up(p)
 }

@@ -7,7 +7,9 @@
 //!   plan claims; for a mean (post-processing of two noisy parts) the
 //!   projection of the cells on the difference of the exact means; for a
 //!   top-k, log P_D(y)/P_D′(y) of the selections in order, each among the
-//!   cells not chosen before (the exponential mechanism's exact law).
+//!   cells not chosen before (the exponential mechanism's exact law; for
+//!   a top-k by permute-and-flip the same score: any score gives a valid
+//!   test, this one is close to its law but not the most powerful).
 //! * `low_bits`: Mironov's (2012) test against the textbook floating-point
 //!   Laplace `x − b·sgn(u)·ln(1 − 2|u|)` on a 53-bit float uniform: the set
 //!   of doubles that sampler can output depends on x, so "reachable from

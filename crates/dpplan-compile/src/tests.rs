@@ -128,8 +128,10 @@ fn hand_edits_are_refused() {
     }
     // a version-6 runtime must not meet users per cell (version 7), a
     // version-7 one a top-k (version 8), a version-8 one a sampled dataset
-    // (version 9), a version-9 one a factorized cumulative count (version 10)
-    assert_eq!(FORMAT_VERSION, 10);
+    // (version 9), a version-9 one a factorized cumulative count (version
+    // 10), a version-10 one permute-and-flip (version 11,
+    // `permute_and_flip_is_version_11`)
+    assert_eq!(FORMAT_VERSION, 11);
     let grouped = compile("plan \"u\" {\n  privacy {\n    unit user by uid\n    adjacency add_remove\n    budget epsilon 1\n  }\n  dataset d {\n    source \"d.csv\"\n    column uid : id\n    column g : category { \"a\", \"b\" }\n    contribution { rows_per_unit 3 groups_per_unit 1 }\n  }\n  query users {\n    count(distinct d.uid by g)\n    noise laplace scale 1\n    schedule once\n  }\n}\n").unwrap();
     let part = &grouped.body.releases[0].parts[0];
     assert_eq!(
@@ -207,6 +209,52 @@ fn a_factorized_count_is_version_10() {
         serde_json::to_value(c).unwrap()["mechanism"],
         "factorization"
     );
+}
+
+/// A top-k and a quantile chosen by permute-and-flip: each part's
+/// `mechanism` is `permute_and_flip` (format version 11), with the scale
+/// and sensitivity of the exponential mechanism's at the same ε; a
+/// version-10 file that carries it is refused, one with the exponential
+/// mechanism is not.
+#[test]
+fn permute_and_flip_is_version_11() {
+    let src = "plan \"p\" {\n  privacy {\n    unit row\n    adjacency add_remove\n    budget epsilon 5\n  }\n  dataset d {\n    source \"d.csv\"\n    column page : category { \"a\", \"b\", \"c\" }\n    column x : int in [0, 100]\n  }\n  query t {\n    top(d by page, 2)\n    noise permute_and_flip epsilon 1\n    schedule once\n  }\n  query m {\n    quantile(d.x, 0.5)\n    candidates every 10\n    noise permute_and_flip epsilon 1\n    schedule once\n  }\n}\n";
+    let plan = compile(src).unwrap();
+    let kinds: Vec<_> = plan
+        .body
+        .releases
+        .iter()
+        .flat_map(|r| r.parts.iter().map(|p| (p.mechanism, p.scale)))
+        .collect();
+    let pf = Some(dpplan_vocab::NoiseKind::PermuteAndFlip);
+    // ε 1 split over the top-k's two ranks (Δ = 1): b = 2; the median's
+    // score moves by max(q, 1 − q) = 0.5: b = 0.5
+    assert_eq!(
+        kinds,
+        vec![(pf, Some(2.0)), (pf, Some(2.0)), (pf, Some(0.5))]
+    );
+    let json = to_json(&plan);
+    assert!(json.contains("\"permute_and_flip\""));
+    assert!(load(&json).is_ok());
+    let mut old = plan.clone();
+    old.format_version = 10;
+    assert!(matches!(
+        load(&to_json(&old)),
+        Err(LoadError::WrongFormat(_))
+    ));
+    // negative control: the exponential mechanism at the same ε, the same
+    // scales, and a version-10 file of it is read
+    let em = compile(&src.replace("permute_and_flip", "exponential")).unwrap();
+    let em_scales: Vec<_> = em
+        .body
+        .releases
+        .iter()
+        .flat_map(|r| r.parts.iter().map(|p| p.scale))
+        .collect();
+    assert_eq!(em_scales, vec![Some(2.0), Some(2.0), Some(0.5)]);
+    let mut old = em.clone();
+    old.format_version = 10;
+    assert!(load(&to_json(&old)).is_ok());
 }
 
 #[test]

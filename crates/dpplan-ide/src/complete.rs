@@ -385,9 +385,10 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
                 .collect();
             kw(out, &left)
         }
-        (Some("noise"), Some("laplace" | "discrete_laplace" | "exponential")) => {
-            kw(out, &["scale", "epsilon", "auto"])
-        }
+        (
+            Some("noise"),
+            Some("laplace" | "discrete_laplace" | "exponential" | "permute_and_flip"),
+        ) => kw(out, &["scale", "epsilon", "auto"]),
         (Some("noise"), Some("gaussian" | "discrete_gaussian")) => {
             kw(out, &["sigma", "epsilon", "auto"])
         }
@@ -417,8 +418,9 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
 }
 
 /// The noise kinds that type-check for the query at the cursor, as the
-/// checker decides (DP017, DP007): a quantile or a top-k only `exponential`, any other
-/// statistic additive noise but not `exponential`; discrete noise only on
+/// checker decides (DP017, DP007): a quantile or a top-k only a selection
+/// (`exponential`, `permute_and_flip`), any other statistic additive noise
+/// but not a selection; discrete noise only on
 /// integer values (not a float column's sum or mean); Gaussian noise only
 /// under a budget with δ > 0. Every kind when the query's statistic is not
 /// known yet.
@@ -428,7 +430,10 @@ fn noise_kinds(items: &Items) -> Vec<&'static str> {
         return names::<NoiseKind>();
     };
     if matches!(kind, AggKind::Quantile | AggKind::Quantiles | AggKind::Top) {
-        return vec![NoiseKind::Exponential.name()];
+        return vec![
+            NoiseKind::Exponential.name(),
+            NoiseKind::PermuteAndFlip.name(),
+        ];
     }
     let float_values = target.split_once('.').is_some_and(|(dataset, col)| {
         plan.datasets
@@ -444,7 +449,7 @@ fn noise_kinds(items: &Items) -> Vec<&'static str> {
         .any(|b| b.delta.as_ref().is_none_or(|d| d.value == 0.0));
     <NoiseKind as Vocabulary>::ALL
         .iter()
-        .filter(|k| **k != NoiseKind::Exponential)
+        .filter(|k| !k.is_selection())
         .filter(|k| !(float_values && k.is_discrete()))
         .filter(|k| !(pure && k.is_gaussian()))
         .map(|k| k.name())

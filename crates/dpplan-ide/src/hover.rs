@@ -203,7 +203,7 @@ fn query_parts(md: &mut String, r: &QueryReport) {
                 "**Count error per release:** no count is released; the key chosen at this rank has a count within {} of the largest among the cells not chosen before",
                 num(p.ci95_half_width)
             )),
-            (_, Some(dpplan_check::NoiseKind::Exponential)) => Some(format!(
+            (_, Some(kind)) if kind.is_selection() => Some(format!(
                 "**Rank error per release:** the chosen candidate's rank is within {} rows of the best candidate's",
                 num(p.ci95_half_width)
             )),

@@ -202,6 +202,7 @@ fn noise_completion_offers_only_what_type_checks() {
         "discrete_laplace",
         "discrete_gaussian",
         "exponential",
+        "permute_and_flip",
     ];
     let cases = [
         (
@@ -228,7 +229,7 @@ fn noise_completion_offers_only_what_type_checks() {
         (
             "epsilon 1 delta 1e-6",
             "quantile(d.f, 0.5)\n    candidates every 1",
-            vec!["exponential"],
+            vec!["exponential", "permute_and_flip"],
         ),
     ];
     for (budget, stat, want) in cases {
@@ -281,10 +282,15 @@ fn completion_in_context() {
             "gaussian",
             "discrete_laplace",
             "discrete_gaussian",
-            "exponential"
+            "exponential",
+            "permute_and_flip"
         ]
     );
     assert_eq!(labels("noise gaussian "), vec!["sigma", "epsilon", "auto"]);
+    assert_eq!(
+        labels("noise permute_and_flip "),
+        vec!["scale", "epsilon", "auto"]
+    );
     assert_eq!(labels("schedule "), vec!["once", "every"]);
     assert!(l.contains(&"accuracy".to_string()), "{l:?}");
     assert_eq!(labels("accuracy "), vec!["ci95", "std"]);
@@ -988,7 +994,7 @@ fn hover_and_completion_on_a_top_k() {
         .into_iter()
         .map(|c| c.label)
         .collect();
-    assert_eq!(labels, ["exponential"], "{labels:?}");
+    assert_eq!(labels, ["exponential", "permute_and_flip"], "{labels:?}");
 }
 
 #[test]

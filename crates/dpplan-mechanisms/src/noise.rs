@@ -28,7 +28,7 @@ pub fn spread(kind: NoiseKind, scale: f64) -> (f64, f64) {
         NoiseKind::DiscreteGaussian => discrete_gaussian_spread(scale),
         // no additive noise: a quantile's accuracy is a rank error, which
         // depends on its number of candidates (`rank_error`)
-        NoiseKind::Exponential => (f64::NAN, f64::NAN),
+        NoiseKind::Exponential | NoiseKind::PermuteAndFlip => (f64::NAN, f64::NAN),
     }
 }
 

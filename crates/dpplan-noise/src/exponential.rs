@@ -114,6 +114,31 @@ impl ExponentialMechanism {
         (&self.num[j], &self.den)
     }
 
+    /// One draw by permute-and-flip (McKenna & Sheldon 2020) over the
+    /// same gaps: the candidates in a uniformly random order (a
+    /// Fisher–Yates shuffle, drawn one position at a time), each kept with
+    /// probability exp(−γ_j) by an exact coin, the first kept chosen. The
+    /// best candidate (γ = 0) is always kept, so at most m coins are
+    /// tossed. ε-DP for the same ε as [`Self::sample`]'s, but not
+    /// ε-bounded-range.
+    pub fn sample_permute_and_flip(&self, rng: &mut SecureRng) -> usize {
+        let mut order: Vec<usize> = (0..self.num.len()).collect();
+        for i in 0..order.len() {
+            // the i-th of the permutation: uniform among those not yet placed
+            let j = i + rng.below_u64((order.len() - i) as u64) as usize;
+            order.swap(i, j);
+            let r = order[i];
+            if bernoulli_exp(rng, &self.num[r], &self.den) {
+                return r;
+            }
+        }
+        // not reached: the best candidate's coin is exp(0) = 1
+        self.num
+            .iter()
+            .position(|g| *g == UBig::ZERO)
+            .unwrap_or_default()
+    }
+
     /// One draw: the chosen candidate's index.
     pub fn sample(&self, rng: &mut SecureRng) -> usize {
         let m = self.num.len() as u64;

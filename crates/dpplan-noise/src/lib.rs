@@ -187,9 +187,9 @@ impl Noise {
             NoiseKind::Laplace => Ok(Noise::ContinuousLaplace { m, e }),
             NoiseKind::Gaussian => Ok(Noise::ContinuousGaussian { m, e }),
             // selects a candidate ([`exponential`]): it adds nothing
-            NoiseKind::Exponential => Err(NoiseError(
-                "the exponential mechanism selects a quantile; it is not additive noise".into(),
-            )),
+            NoiseKind::Exponential | NoiseKind::PermuteAndFlip => Err(NoiseError(format!(
+                "`{kind}` selects a candidate; it is not additive noise"
+            ))),
         }
     }
 

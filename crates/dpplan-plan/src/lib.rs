@@ -59,10 +59,13 @@ pub const FORMAT: &str = "dpplan-executable-plan";
 /// Version 10: a release's `cumulative` may carry `mechanism:
 /// "factorization"` (the square-root factorization instead of the tree),
 /// which a version-9 runtime must not run as a tree; versions 5 to 9 are
-/// still read.
-pub const FORMAT_VERSION: u32 = 10;
+/// still read. Version 11: a part's `mechanism` may be `permute_and_flip`
+/// (a top-k's rank or a quantile's level chosen by permute-and-flip),
+/// which a version-10 runtime must not meet; versions 5 to 10 are still
+/// read.
+pub const FORMAT_VERSION: u32 = 11;
 /// The versions [`parse`] reads: a version-5 file has no `policy`.
-pub const READS: [u32; 6] = [5, 6, 7, 8, 9, 10];
+pub const READS: [u32; 7] = [5, 6, 7, 8, 9, 10, 11];
 /// The compiler that produced a plan: this crate's version.
 pub const COMPILER: &str = concat!("dpplan ", env!("CARGO_PKG_VERSION"));
 
@@ -669,6 +672,18 @@ pub fn parse(text: &str) -> Result<ExecutablePlan, LoadError> {
                 r.name, r.sample, r.dataset, ds
             )));
         }
+    }
+    if plan.format_version < 11
+        && plan.body.releases.iter().any(|r| {
+            r.parts
+                .iter()
+                .any(|p| p.mechanism == Some(NoiseKind::PermuteAndFlip))
+        })
+    {
+        return Err(LoadError::WrongFormat(format!(
+            "format version {} has no permute-and-flip (it came with version 11)",
+            plan.format_version
+        )));
     }
     if plan.format_version < 10
         && plan.body.releases.iter().any(|r| {

@@ -48,8 +48,8 @@ pub fn averaging(report: &CheckedPlan) -> Vec<Averaging> {
         let Some(mech) = part.accounted else {
             continue;
         };
-        // a quantile's selection is not averaged: it has no additive noise
-        if mech.kind == acct::NoiseKind::Exponential {
+        // a selection is not averaged: it has no additive noise
+        if mech.kind.is_selection() {
             continue;
         }
         let mut rs: Vec<u64> = [1u64, 2, 4, 10, 25, 100, 365, 1000, 10_000]

@@ -29,9 +29,9 @@ fn mechanism_parts_text(r: &Release) -> String {
         .iter()
         .map(|p| match (p.mechanism, p.scale) {
             (Some(kind), Some(s)) if kind.is_gaussian() => format!("{kind} σ={s}"),
-            (Some(dpplan_vocab::NoiseKind::Exponential), Some(s)) => match &r.aggregation.top {
-                Some(t) => top::mechanism_words(s, t.monotone, p.ci95_half_width),
-                None => quantile::mechanism_words(s, p.ci95_half_width),
+            (Some(kind), Some(s)) if kind.is_selection() => match &r.aggregation.top {
+                Some(t) => top::mechanism_words(kind, s, t.monotone, p.ci95_half_width),
+                None => quantile::mechanism_words(kind, s, p.ci95_half_width),
             },
             (Some(kind), Some(s)) => format!("{kind} b={s}"),
             _ => "none (public statistic)".to_string(),

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use dpplan_plan::{QuantileGrid, Release};
 use dpplan_vocab::rows::GroupKey;
-use dpplan_vocab::InvalidRule;
+use dpplan_vocab::{InvalidRule, NoiseKind};
 
 use crate::{Cell, RunError};
 use dpplan_engine::rng::SecureRng;
@@ -76,7 +76,12 @@ pub(crate) fn draw(
             .ok_or_else(|| RunError::Noise(NoiseError(format!("`{}` has no scale", r.name))))?;
         let (scores, unit) = scaled_scores(bins, level).map_err(RunError::Noise)?;
         let em = ExponentialMechanism::new(&scores, &unit, scale).map_err(RunError::Noise)?;
-        let value = grid.candidates[em.sample(rng)];
+        let pick = if p.mechanism == Some(NoiseKind::PermuteAndFlip) {
+            em.sample_permute_and_flip(rng)
+        } else {
+            em.sample(rng)
+        };
+        let value = grid.candidates[pick];
         // `quantiles`: the level's label (the plan's `groups`)
         let group = r
             .aggregation
@@ -90,8 +95,8 @@ pub(crate) fn draw(
 
 /// The words a release's `mechanism` gives one level of a quantile: its
 /// scale and its rank error at 95 % (read back by [`recorded_rank_error`]).
-pub(crate) fn mechanism_words(scale: f64, rank_error95: f64) -> String {
-    format!("exponential b={scale} (rank error ≤ {rank_error95} at 95 %)")
+pub(crate) fn mechanism_words(kind: NoiseKind, scale: f64, rank_error95: f64) -> String {
+    format!("{kind} b={scale} (rank error ≤ {rank_error95} at 95 %)")
 }
 
 /// The rank error at 95 % that [`mechanism_words`] recorded in one part of
@@ -161,7 +166,10 @@ mod tests {
     #[test]
     fn the_recorded_rank_error_reads_back_exactly() {
         for x in [64.6, 0.1 + 0.2, 1e-300, 105.93512345678901, 3.0] {
-            assert_eq!(recorded_rank_error(&mechanism_words(4.0, x)), Some(x));
+            assert_eq!(
+                recorded_rank_error(&mechanism_words(NoiseKind::Exponential, 4.0, x)),
+                Some(x)
+            );
         }
         assert_eq!(recorded_rank_error("laplace b=2"), None);
         assert_eq!(recorded_rank_error("exponential b=2"), None);
@@ -169,7 +177,10 @@ mod tests {
 
     #[test]
     fn a_legacy_quantile_is_served_with_its_recorded_rank_error_and_no_interval() {
-        let words = [mechanism_words(4.0, 88.25), mechanism_words(4.0, 58.5)];
+        let words = [
+            mechanism_words(NoiseKind::Exponential, 4.0, 88.25),
+            mechanism_words(NoiseKind::Exponential, 4.0, 58.5),
+        ];
         let mut r = legacy(&words.join(" + "), 2);
         assert_eq!(r.cells[0].ci95_high, Some(80.0));
         relabel_legacy(&mut r);

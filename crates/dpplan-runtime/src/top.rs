@@ -25,6 +25,7 @@ use crate::{Cell, RunError};
 use dpplan_engine::rng::SecureRng;
 use dpplan_noise::exponential::ExponentialMechanism;
 use dpplan_noise::NoiseError;
+use dpplan_vocab::NoiseKind;
 
 /// The k selections of one fresh release of a top-k: one cell per rank.
 pub(crate) fn draw(
@@ -58,11 +59,15 @@ pub(crate) fn draw(
     for (rank, p) in r.parts.iter().enumerate() {
         let scores: Vec<i128> = left.iter().map(|&j| counts[j]).collect();
         let pick = match (p.mechanism, p.scale) {
-            (Some(_), Some(scale)) => {
+            (Some(kind), Some(scale)) => {
                 let scale = if top.monotone { scale / 2.0 } else { scale };
                 let em =
                     ExponentialMechanism::over_counts(&scores, scale).map_err(RunError::Noise)?;
-                em.sample(rng)
+                if kind == NoiseKind::PermuteAndFlip {
+                    em.sample_permute_and_flip(rng)
+                } else {
+                    em.sample(rng)
+                }
             }
             // sensitivity 0 (the counts are public under the adjacency):
             // the largest count, the first cell on a tie
@@ -84,8 +89,22 @@ pub(crate) fn draw(
 }
 
 /// The words a release's `mechanism` gives one selection of a top-k: its
-/// scale and its count error at 95 %.
-pub(crate) fn mechanism_words(scale: f64, monotone: bool, count_error95: f64) -> String {
-    let weight = if monotone { "count/b" } else { "count/(2b)" };
-    format!("top-k exponential ∝ exp({weight}) b={scale} (count error ≤ {count_error95} at 95 %)")
+/// mechanism, scale and count error at 95 %.
+pub(crate) fn mechanism_words(
+    kind: NoiseKind,
+    scale: f64,
+    monotone: bool,
+    count_error95: f64,
+) -> String {
+    let (weight, gap) = if monotone {
+        ("count/b", "/b")
+    } else {
+        ("count/(2b)", "/(2b)")
+    };
+    let how = if kind == NoiseKind::PermuteAndFlip {
+        format!("permute_and_flip keeps exp(−(best − count){gap})")
+    } else {
+        format!("exponential ∝ exp({weight})")
+    };
+    format!("top-k {how} b={scale} (count error ≤ {count_error95} at 95 %)")
 }

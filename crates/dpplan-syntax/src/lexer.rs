@@ -314,6 +314,7 @@ pub const KEYWORDS: &[&str] = &[
     "tree",
     "factorization",
     "exponential",
+    "permute_and_flip",
     "discrete_laplace",
     "discrete_gaussian",
     "laplace",

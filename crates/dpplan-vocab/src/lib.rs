@@ -103,6 +103,13 @@ vocabulary! {
         /// scale b, candidate c is chosen with probability ∝
         /// exp(score(c)/(2b)); pure ε-DP with ε = Δ/b, and ε-bounded-range.
         Exponential => "exponential",
+        /// Permute-and-flip over the same candidates and scores
+        /// (McKenna & Sheldon 2020): the candidates in a uniformly random
+        /// order, each kept with probability exp(−(best − score)/(2b)),
+        /// the first kept chosen; pure ε-DP with ε = Δ/b, never less
+        /// likely to choose the best than the exponential mechanism, but
+        /// not ε-bounded-range.
+        PermuteAndFlip => "permute_and_flip",
     }
 }
 
@@ -110,6 +117,11 @@ impl NoiseKind {
     /// The Gaussian kinds (parameter σ, ℓ2 sensitivity).
     pub fn is_gaussian(self) -> bool {
         matches!(self, NoiseKind::Gaussian | NoiseKind::DiscreteGaussian)
+    }
+    /// The selection mechanisms (a candidate chosen by its score, no
+    /// additive noise): the exponential mechanism and permute-and-flip.
+    pub fn is_selection(self) -> bool {
+        matches!(self, NoiseKind::Exponential | NoiseKind::PermuteAndFlip)
     }
     /// The kinds that draw integers (the statistic is on the integers).
     pub fn is_discrete(self) -> bool {

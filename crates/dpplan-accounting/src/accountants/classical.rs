@@ -45,6 +45,7 @@ fn classical_rho(eff: &Eff) -> (f64, f64) {
         Eff::Laplace { eps, .. }
         | Eff::DLaplace { eps, .. }
         | Eff::Exp { eps }
+        | Eff::Pure { eps }
         | Eff::SPure { eps, .. } => (0.5 * eps * eps, 0.5 * mul_up(eps, eps)),
     }
 }

@@ -148,6 +148,7 @@ pub(crate) fn single_eps(eff: &Eff, delta: f64) -> Result<f64, AccountingError> 
         Eff::Laplace { eps, .. }
         | Eff::DLaplace { eps, .. }
         | Eff::Exp { eps }
+        | Eff::Pure { eps }
         | Eff::SPure { eps, .. } => Ok(eps),
         Eff::SGauss { mu, q } => {
             if delta <= 0.0 {
@@ -189,7 +190,7 @@ pub(crate) fn eff_rho(eff: &Eff) -> f64 {
         // any ε′-DP mechanism
         Eff::SPure { eps, .. } => pure_rho(eps),
         // Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight; ≤ ε²/2)
-        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } => pure_rho(eps),
+        Eff::Laplace { eps, .. } | Eff::DLaplace { eps, .. } | Eff::Pure { eps } => pure_rho(eps),
         // ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2);
         // ε²/8 is ε² rounded up, divided exactly by 8 (one float up for
         // the subnormal range)

@@ -107,7 +107,8 @@ impl Split {
                     shape: None,
                 }
                 | Eff::DLaplace { eps, shape: None }
-                | Eff::Exp { eps } => {
+                | Eff::Exp { eps }
+                | Eff::Pure { eps } => {
                     add(s.rr.entry(eps.to_bits()).or_insert(0), it.count)
                 }
                 Eff::DGauss {

@@ -79,7 +79,9 @@ impl RdpCurve {
                 Eff::Gauss { .. } | Eff::DGauss { .. } => rho_terms.push((n, eff_rho(&it.eff))),
                 Eff::Laplace { eps, .. } => c.laplace.push((eps, n)),
                 // any ε′-DP mechanism: the randomized-response curve at ε′
-                Eff::DLaplace { eps, .. } | Eff::SPure { eps, .. } => c.rr.push((eps, n)),
+                Eff::DLaplace { eps, .. } | Eff::Pure { eps } | Eff::SPure { eps, .. } => {
+                    c.rr.push((eps, n))
+                }
                 Eff::SGauss { mu, q } => c.sgm.push((mu, q, n)),
                 Eff::Exp { eps } => c.br.push((eps, n)),
             }

@@ -47,7 +47,9 @@ fn formula(kind: NoiseKind, m: AccuracyMeasure) -> &'static str {
             "√(Σ k²·pmf(k)), summed over the pmf"
         }
         // (a quantile refuses an `accuracy` requirement, DP014)
-        (NoiseKind::Exponential, _) => "no additive noise: a rank error, 2b·ln(20m) at 95 %",
+        (NoiseKind::Exponential | NoiseKind::PermuteAndFlip, _) => {
+            "no additive noise: a rank error, 2b·ln(20m) at 95 %"
+        }
     }
 }
 

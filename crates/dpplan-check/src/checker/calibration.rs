@@ -95,10 +95,11 @@ pub(super) fn calibrate_epsilon_parts(c: &mut Checker, queries: &mut [QueryPlan]
                 p.derived.l1
             };
             let result = match p.kind {
-                // the exponential mechanism: ε = Δ/b, as for Laplace
-                NoiseKind::Laplace | NoiseKind::DiscreteLaplace | NoiseKind::Exponential => {
-                    Ok(sens / epsilon)
-                }
+                // the selections: ε = Δ/b, as for Laplace
+                NoiseKind::Laplace
+                | NoiseKind::DiscreteLaplace
+                | NoiseKind::Exponential
+                | NoiseKind::PermuteAndFlip => Ok(sens / epsilon),
                 NoiseKind::Gaussian => {
                     acct::analytic_gaussian_sigma(sens, epsilon, delta.unwrap_or(0.0))
                 }

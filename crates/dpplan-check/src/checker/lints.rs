@@ -219,7 +219,7 @@ fn repeated_schedule(c: &mut Checker, q: &QueryPlan) {
         .parts
         .first()
         .and_then(|p| match p.scale {
-            Scale::Fixed(x) if p.kind != ast::NoiseKind::Exponential => {
+            Scale::Fixed(x) if !p.kind.is_selection() => {
                 Some(dpplan_mechanisms::noise::spread(p.kind, x).0)
             }
             _ => None,

@@ -9,7 +9,7 @@
 //! sensitivity (and ε-bounded-range, see dpplan-accounting).
 
 use dpplan_diagnostics::{Code, Diagnostic};
-use dpplan_syntax::ast::{self, Adjacency, AggKind, CandidateGrid, NoiseKind};
+use dpplan_syntax::ast::{self, Adjacency, AggKind, CandidateGrid};
 use dpplan_vocab::Statistic;
 
 use super::query::{Part, Reported};
@@ -210,10 +210,11 @@ fn check_grid(
     }
 }
 
-/// DP017: a quantile or a top-k is released by the exponential mechanism,
-/// and the exponential mechanism releases only those.
+/// DP017: a quantile or a top-k is released by a selection (the
+/// exponential mechanism or permute-and-flip), and a selection releases
+/// only those.
 pub(super) fn mechanism_fits(c: &mut Checker, agg: &ast::Aggregate, noise: &ast::Noise) -> bool {
-    let exp = noise.kind.value == NoiseKind::Exponential;
+    let exp = noise.kind.value.is_selection();
     let quantile = is_quantile(agg.kind.value);
     let selection = quantile || agg.kind.value == AggKind::Top;
     if exp == selection {
@@ -227,15 +228,16 @@ pub(super) fn mechanism_fits(c: &mut Checker, agg: &ast::Aggregate, noise: &ast:
         };
         (
             format!(
-                "{what} by the exponential mechanism, not by {} noise",
+                "{what} by the exponential mechanism or permute-and-flip, not by {} noise",
                 noise.kind.value.as_str()
             ),
-            "write `noise exponential epsilon …`".to_string(),
+            "write `noise exponential epsilon …` or `noise permute_and_flip epsilon …`".to_string(),
         )
     } else {
         (
             format!(
-                "the exponential mechanism selects a quantile or a top-k's keys; `{}` needs additive noise",
+                "`{}` selects a quantile or a top-k's keys; `{}` needs additive noise",
+                noise.kind.value.as_str(),
                 agg.kind.value.as_str()
             ),
             "use `laplace`, `gaussian`, `discrete_laplace` or `discrete_gaussian` noise"
@@ -244,6 +246,30 @@ pub(super) fn mechanism_fits(c: &mut Checker, agg: &ast::Aggregate, noise: &ast:
     };
     c.error(Diagnostic::new(Code::TypeMismatch, msg, noise.kind.span).help(help));
     false
+}
+
+/// A selection by permute-and-flip (`noise permute_and_flip`): each
+/// part's last step, the mechanism's (the exponential mechanism's, last in
+/// [`derived`] and `top::derived`), in permute-and-flip's words. The
+/// sensitivity and ε = Δ/b are the same; what differs is that
+/// permute-and-flip is not ε-bounded-range, so the accountants charge it
+/// as any ε-DP mechanism (`top_tests.rs` checks both by enumeration).
+pub(super) fn permute_and_flip_steps(
+    derived: &mut [(Statistic, &'static str, Derived)],
+    monotone: bool,
+) {
+    let keep = if monotone {
+        "every score moves the same way, so permute-and-flip keeps a candidate with probability exp(−(best − score)/b)"
+    } else {
+        "permute-and-flip keeps a candidate with probability exp(−(best − score)/(2b))"
+    };
+    for (_, _, d) in derived.iter_mut() {
+        if let Some(last) = d.steps.last_mut() {
+            *last = format!(
+                "{keep}, visiting the candidates in a uniformly random order and choosing the first it keeps (McKenna & Sheldon 2020; report-noisy-max with exponential noise, Ding et al. 2021): ε-DP for ε = Δ/b per selection, never less likely than the exponential mechanism to choose the best, but not ε-bounded-range, so every accountant charges it as any ε-DP mechanism"
+            );
+        }
+    }
 }
 
 /// max(q, 1 − q), rounded up.

@@ -368,7 +368,7 @@ fn plan_parts(
     )?;
     let tree =
         super::cumulative::resolve(c, plan.q, agg, target.info, unit, plan.releases, adjacency)?;
-    let (derived, unwindowed) = match &tree {
+    let (mut derived, unwindowed) = match &tree {
         Some(t) => super::cumulative::tree_parts(t, derived, unit, adjacency),
         None => super::window::horizon(
             window.as_ref(),
@@ -385,6 +385,9 @@ fn plan_parts(
         .is_some_and(|(_, ci)| matches!(ci.ty, ColumnType::Float { .. }));
     if !super::quantile::mechanism_fits(c, agg, noise) {
         return Err(Reported);
+    }
+    if noise.kind.value == NoiseKind::PermuteAndFlip {
+        super::quantile::permute_and_flip_steps(&mut derived, top_spec.is_some_and(|s| s.monotone));
     }
     // a quantile's values are only compared with its candidates
     let float_values = float_values && !quantile;

@@ -229,7 +229,7 @@ fn applies(
             "remove the window, or list the public values of the key",
         );
     }
-    if noise.is_some_and(|n| n.kind.value == NoiseKind::Exponential) {
+    if noise.is_some_and(|n| n.kind.value.is_selection()) {
         return refuse(
             c,
             "keys from the data need additive noise on each count",

@@ -488,14 +488,13 @@ fn part_report(p: &mut Part, sentences: &mut Sentences) -> PartReport {
     let scale = p.resolved.unwrap_or(f64::NAN);
     let (std, ci) = match (p.kind, p.tree_slots) {
         // a quantile's: its rank error (RMS bound, 95 % bound)
-        (dpplan_vocab::NoiseKind::Exponential, _)
-            if p.statistic == dpplan_vocab::Statistic::TopK =>
-        {
+        // (the same for permute-and-flip: each candidate is chosen with
+        // at most the probability it is kept, exp(−gap/(2b)), the tail
+        // bound these rest on)
+        (kind, _) if kind.is_selection() && p.statistic == dpplan_vocab::Statistic::TopK => {
             super::top::count_error(scale, p.candidates, p.monotone)
         }
-        (dpplan_vocab::NoiseKind::Exponential, _) => {
-            super::quantile::rank_error(scale, p.candidates)
-        }
+        (kind, _) if kind.is_selection() => super::quantile::rank_error(scale, p.candidates),
         // a running total's: the worst slot's (tree.rs, factorization.rs)
         (_, Some((slots, dpplan_vocab::CumulativeMechanism::Factorization))) => {
             let sd = dpplan_mechanisms::factorization::spread(scale, slots).1;

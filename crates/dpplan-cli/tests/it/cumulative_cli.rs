@@ -93,7 +93,7 @@ fn the_signups_example_runs_its_tree_over_16_days_charged_once() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let compiled: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
-    assert_eq!(compiled["format_version"], 10);
+    assert_eq!(compiled["format_version"], dpplan_plan::FORMAT_VERSION);
     let tree = &compiled["body"]["releases"][0]["cumulative"];
     assert_eq!(tree["slots"], 365);
     assert_eq!(tree["levels"], 9);

@@ -46,7 +46,7 @@ fn a_factorized_count_keeps_its_schedule_by_cron() {
     let plan = compiled(dir.path(), "f", &plan_text("    mechanism factorization\n"));
     let compiled_plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
-    assert_eq!(compiled_plan["format_version"], 10);
+    assert_eq!(compiled_plan["format_version"], dpplan_plan::FORMAT_VERSION);
     let c = &compiled_plan["body"]["releases"][0]["cumulative"];
     assert_eq!(c["mechanism"], "factorization");
     assert_eq!(

@@ -893,7 +893,7 @@ fn compile_refuses_a_plan_the_policy_refuses_and_records_the_one_it_passed() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("a.json")).unwrap()).unwrap();
-    assert_eq!(plan["format_version"], 10);
+    assert_eq!(plan["format_version"], dpplan_plan::FORMAT_VERSION);
     let sha = dpplan_plan::sha256_hex(STRICT.as_bytes());
     assert_eq!(plan["policy"]["sha256"], sha);
     assert_eq!(plan["policy"]["files"], serde_json::json!(["dpplan.toml"]));

@@ -704,7 +704,7 @@ fn top_k_and_postprocess_over_the_protocol() {
         .iter()
         .map(|i| i["label"].as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["exponential"], "{items}");
+    assert_eq!(labels, ["exponential", "permute_and_flip"], "{items}");
 
     let uri = "file:///work/ride.dpplan";
     let ride = example("ride-sharing");

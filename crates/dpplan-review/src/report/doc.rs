@@ -351,8 +351,8 @@ fn consistency_note(q: &QueryReview) -> Option<Text> {
 /// top-k's in counts; `None` for additive noise.
 fn selection_unit(p: &super::PartReview) -> Option<&'static str> {
     match (p.noise.as_str(), p.statistic.as_str()) {
-        ("exponential", "top_k") => Some("counts"),
-        ("exponential", _) => Some("ranks"),
+        ("exponential" | "permute_and_flip", "top_k") => Some("counts"),
+        ("exponential" | "permute_and_flip", _) => Some("ranks"),
         _ => None,
     }
 }
@@ -388,7 +388,7 @@ fn part_notes(q: &QueryReview) -> Vec<Text> {
                 num(p.noise_std),
                 num(p.ci95_half_width)
             )));
-        } else if p.noise == "exponential" {
+        } else if selection_unit(p) == Some("ranks") {
             why.push(Text::marked(&format!(
                 "{}: no additive noise — the released value is one of the candidates; its rank is within {} rows of the best candidate's with probability ≥ 95 % (the noise std and 95 % columns are this rank error, in rows of the data, not in the value's units: root-mean-square ≤ {}, 95 % ≤ {}). How far that is in the value's units depends on how many rows lie near the quantile, which only the data knows; the released value is never further than the candidate grid allows.",
                 p.role,

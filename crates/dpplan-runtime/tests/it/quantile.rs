@@ -9,6 +9,10 @@
 //! * the runtime's gaps give the same probabilities as this reference;
 //! * goodness of fit of the exact sampler (χ² at 10⁶ draws), with a wrong
 //!   scale as negative control;
+//! * permute-and-flip's exact sampler on the same gaps against its output
+//!   probabilities computed over every order of the candidates (χ² at 10⁶
+//!   draws), with the exponential mechanism's probabilities as negative
+//!   control;
 //! * an empirical privacy test: on two neighbouring data sets, the observed
 //!   frequency of each output at 10⁶ draws stays within e^ε of the other's
 //!   (5-σ confidence bounds); the same test fails with b halved.
@@ -258,6 +262,82 @@ fn the_exact_sampler_fits_the_exponential_mechanism_million() {
         assert!(
             stat > crit,
             "q {level}: the scale ×1.1 still fits (χ² {stat})"
+        );
+    }
+}
+
+/// Permute-and-flip's output probabilities for keep probabilities `keep`:
+/// over every order of the candidates, the first one kept.
+fn pf_probs(keep: &[f64]) -> Vec<f64> {
+    fn orders(m: usize) -> Vec<Vec<usize>> {
+        if m == 0 {
+            return vec![Vec::new()];
+        }
+        let mut out = Vec::new();
+        for o in orders(m - 1) {
+            for at in 0..=o.len() {
+                let mut t = o.clone();
+                t.insert(at, m - 1);
+                out.push(t);
+            }
+        }
+        out
+    }
+    let all = orders(keep.len());
+    let mut p = vec![0.0; keep.len()];
+    for o in &all {
+        let mut reach = 1.0;
+        for &j in o {
+            p[j] += reach * keep[j] / all.len() as f64;
+            reach *= 1.0 - keep[j];
+        }
+    }
+    p
+}
+
+#[test]
+fn the_exact_sampler_fits_permute_and_flip_million() {
+    let grid = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let data: Vec<f64> = (0..40).map(|i| (i % 7) as f64 * 0.8).collect();
+    let key = grid_key("x", &grid);
+    let mut bins = vec![0i128; grid.len() + 1];
+    for &x in &data {
+        bins[key.bin(x).unwrap()] += 1;
+    }
+    for (level, b, seed) in [(0.5, 2.0, 21u64), (0.3, 5.0, 22), (0.9, 3.7, 23)] {
+        let (scores, unit) = scaled_scores(&bins, level).unwrap();
+        let em = ExponentialMechanism::new(&scores, &unit, b).unwrap();
+        let keep: Vec<f64> = (0..em.len())
+            .map(|j| {
+                let (num, den) = em.gap(j);
+                (-(big(num) / big(den))).exp()
+            })
+            .collect();
+        let probs = pf_probs(&keep);
+        assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        let mut rng = SecureRng::from_seed_for_tests(seed);
+        let mut counts = vec![0u64; em.len()];
+        for _ in 0..1_000_000 {
+            counts[em.sample_permute_and_flip(&mut rng)] += 1;
+        }
+        let (stat, crit) = chi_square(&counts, &probs);
+        assert!(
+            stat < crit,
+            "q {level} b {b}: χ² {stat} ≥ {crit} ({counts:?} vs {probs:?})"
+        );
+        // never less likely than the exponential mechanism to choose the
+        // best candidate (McKenna & Sheldon 2020, Thm 2)
+        let em_probs = runtime_probs(&data, level, &grid, b);
+        let best = (0..keep.len()).find(|&j| keep[j] == 1.0).unwrap();
+        assert!(
+            probs[best] >= em_probs[best] - 1e-12,
+            "{probs:?} vs {em_probs:?}"
+        );
+        // negative control: the draws do not fit the exponential mechanism
+        let (stat, crit) = chi_square(&counts, &em_probs);
+        assert!(
+            stat > crit,
+            "q {level}: permute-and-flip fits the exponential mechanism (χ² {stat})"
         );
     }
 }

@@ -142,6 +142,67 @@ fn the_example_publishes_keys_and_ranks_and_no_count() {
     );
 }
 
+/// examples/news-sections' `most_read_section`: one selection by
+/// permute-and-flip on the bounded reads, the key and its rank, no count,
+/// and the release's mechanism in permute-and-flip's words; and through
+/// the release path, on counts with a clear leader, the leader at every
+/// draw, on equal counts every key in turn (a uniform order).
+#[test]
+fn permute_and_flip_publishes_the_leading_key() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/news-sections");
+    let text = std::fs::read_to_string(root.join("news-sections.dpplan")).unwrap();
+    let plan = dpplan_compile::compile(&text).unwrap();
+    let json = dpplan_plan::to_json(&plan);
+    let plan = dpplan_compile::load(&json).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = dpplan_runtime::RunOptions {
+        base_dir: Some(root.clone()),
+        ledger: dir.path().join("l.sqlite"),
+        queries: vec!["most_read_section".into()],
+        ..Default::default()
+    };
+    let out = dpplan_runtime::run(&plan, &opts, &dpplan_engine::CsvEngine).unwrap();
+    let r = &out.results[0];
+    assert_eq!(r.cells.len(), 1);
+    // politics leads sport by hundreds of bounded reads; b = 20 keeps
+    // another section with probability below e^−10 per visit
+    assert_eq!(r.cells[0].group.as_deref(), Some("politics"));
+    assert_eq!(r.cells[0].value, 1.0);
+    assert!(r.cells[0].noise_std.is_none());
+    assert!(
+        r.mechanism
+            .contains("top-k permute_and_flip keeps exp(−(best − count)/b) b=20"),
+        "{}",
+        r.mechanism
+    );
+    let release = plan
+        .body
+        .releases
+        .iter()
+        .find(|r| r.name == "most_read_section")
+        .unwrap();
+    let mut rng = SecureRng::from_seed_for_tests(77);
+    let lead = exact_on_grids(release, &[900, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+    for _ in 0..50 {
+        let out = dpplan_runtime::draw(release, 0, &lead, &mut rng).unwrap();
+        assert_eq!(out.cells[0].group.as_deref(), Some("politics"));
+    }
+    // equal counts: every section is kept at its visit, so the first of a
+    // uniform order wins: each of the 12 about 1/12 of 6,000 draws
+    let even = exact_on_grids(release, &[5; 12]);
+    let mut seen = BTreeMap::new();
+    for _ in 0..6000 {
+        let out = dpplan_runtime::draw(release, 0, &even, &mut rng).unwrap();
+        *seen
+            .entry(out.cells[0].group.clone().unwrap())
+            .or_insert(0u32) += 1;
+    }
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    // 500 expected each; 6 sd ≈ 130
+    assert!(seen.values().all(|&n| (370..=630).contains(&n)), "{seen:?}");
+}
+
 /// The exact aggregates of every part of `r` for these counts per cell,
 /// each in units of 2^grid of its part (as the engine returns a statistic
 /// computed on its part's grid).
