@@ -320,42 +320,46 @@ fn sequences(m: usize, k: usize) -> Vec<Vec<usize>> {
     out
 }
 
-/// The largest |log P_D(s)/P_D′(s)| over every outcome s, for every
-/// neighbour of `base` whose counts each move by a value in `moves`.
-fn worst_loss(base: &[i64], moves: &[i64], t: f64, k: usize) -> f64 {
-    let m = base.len();
-    let mut worst: f64 = 0.0;
-    let shifts = moves.len().pow(m as u32);
-    for code in 0..shifts {
-        let mut other = base.to_vec();
+/// Every neighbour of `base` whose counts each move by a value in `moves`.
+fn neighbours<'a>(base: &'a [i64], moves: &'a [i64]) -> impl Iterator<Item = Vec<i64>> + 'a {
+    (0..moves.len().pow(base.len() as u32)).map(move |code| {
         let mut c = code;
-        for o in other.iter_mut() {
-            *o += moves[c % moves.len()];
-            c /= moves.len();
-        }
-        for s in sequences(m, k) {
-            let l = (peel_probability(base, t, &s) / peel_probability(&other, t, &s)).ln();
+        base.iter()
+            .map(|&b| {
+                let o = b + moves[c % moves.len()];
+                c /= moves.len();
+                o
+            })
+            .collect()
+    })
+}
+
+/// The law of a selection: P(the ordered selections `seq`) over the
+/// counts at the scale t.
+type Law = fn(&[i64], f64, &[usize]) -> f64;
+
+/// The largest |log P_D(s)/P_D′(s)| under `law` over every outcome s of
+/// k selections, for every neighbour of `base` whose counts each move by a
+/// value in `moves`.
+fn worst_loss_of(law: Law, base: &[i64], moves: &[i64], t: f64, k: usize) -> f64 {
+    let mut worst: f64 = 0.0;
+    for other in neighbours(base, moves) {
+        for s in sequences(base.len(), k) {
+            let l = (law(base, t, &s) / law(&other, t, &s)).ln();
             worst = worst.max(l.abs());
         }
     }
     worst
 }
 
-/// For one rank (k = 1): the largest |loss| and the largest span
+/// For one selection under `law`: the largest |loss| and the largest span
 /// max − min of the loss over the outcomes, over every neighbour of
 /// `base` whose counts each move by a value in `moves`.
-fn one_rank(base: &[i64], moves: &[i64], t: f64) -> (f64, f64) {
-    let m = base.len();
+fn one_rank_of(law: Law, base: &[i64], moves: &[i64], t: f64) -> (f64, f64) {
     let (mut worst, mut span): (f64, f64) = (0.0, 0.0);
-    for code in 0..moves.len().pow(m as u32) {
-        let mut other = base.to_vec();
-        let mut c = code;
-        for o in other.iter_mut() {
-            *o += moves[c % moves.len()];
-            c /= moves.len();
-        }
-        let losses: Vec<f64> = (0..m)
-            .map(|j| (peel_probability(base, t, &[j]) / peel_probability(&other, t, &[j])).ln())
+    for other in neighbours(base, moves) {
+        let losses: Vec<f64> = (0..base.len())
+            .map(|j| (law(base, t, &[j]) / law(&other, t, &[j])).ln())
             .collect();
         let hi = losses.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let lo = losses.iter().copied().fold(f64::INFINITY, f64::min);
@@ -363,6 +367,16 @@ fn one_rank(base: &[i64], moves: &[i64], t: f64) -> (f64, f64) {
         span = span.max(hi - lo);
     }
     (worst, span)
+}
+
+/// [`worst_loss_of`] the exponential mechanism's peeling.
+fn worst_loss(base: &[i64], moves: &[i64], t: f64, k: usize) -> f64 {
+    worst_loss_of(peel_probability, base, moves, t, k)
+}
+
+/// [`one_rank_of`] the exponential mechanism.
+fn one_rank(base: &[i64], moves: &[i64], t: f64) -> (f64, f64) {
+    one_rank_of(peel_probability, base, moves, t)
 }
 
 /// The mechanism's privacy, exactly: over every outcome of peeling k = 2
@@ -562,33 +576,6 @@ fn pf_probability(counts: &[i64], t: f64, seq: &[usize]) -> f64 {
     p
 }
 
-/// The largest |loss| of permute-and-flip peeling k of the cells, and the
-/// largest span of one rank's loss, over every neighbour of `base` whose
-/// counts each move by a value in `moves`.
-fn pf_losses(base: &[i64], moves: &[i64], t: f64, k: usize) -> (f64, f64) {
-    let m = base.len();
-    let (mut worst, mut span): (f64, f64) = (0.0, 0.0);
-    for code in 0..moves.len().pow(m as u32) {
-        let mut other = base.to_vec();
-        let mut c = code;
-        for o in other.iter_mut() {
-            *o += moves[c % moves.len()];
-            c /= moves.len();
-        }
-        for s in sequences(m, k) {
-            let l = (pf_probability(base, t, &s) / pf_probability(&other, t, &s)).ln();
-            worst = worst.max(l.abs());
-        }
-        let one: Vec<f64> = (0..m)
-            .map(|j| (pf_probability(base, t, &[j]) / pf_probability(&other, t, &[j])).ln())
-            .collect();
-        let hi = one.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let lo = one.iter().copied().fold(f64::INFINITY, f64::min);
-        span = span.max(hi - lo);
-    }
-    (worst, span)
-}
-
 /// Permute-and-flip's privacy, exactly: over every outcome of peeling
 /// k = 2 of 4 cells and every neighbour the bounds allow, the loss is at
 /// most k·Δ/b with keep probabilities exp(−gap/b) when every count moves
@@ -605,17 +592,17 @@ fn permute_and_flip_is_k_times_delta_over_b_dp_but_not_bounded_range() {
     let one = delta as f64 / b;
     let mut widest: f64 = 0.0;
     for base in [[0i64, 0, 0, 0], [3, 3, 2, 0], [5, 1, 1, 4], [0, 7, 7, 7]] {
-        let (up, up_span) = pf_losses(&base, &[0, 1, 2], b, k);
+        let up = worst_loss_of(pf_probability, &base, &[0, 1, 2], b, k);
         assert!(up <= eps + 1e-12, "add/remove {base:?}: {up} > {eps}");
-        let (both, both_span) = pf_losses(&base, &[-2, -1, 0, 1, 2], 2.0 * b, k);
+        let both = worst_loss_of(pf_probability, &base, &[-2, -1, 0, 1, 2], 2.0 * b, k);
         assert!(both <= eps + 1e-12, "replace {base:?}: {both} > {eps}");
-        // one rank alone: ε = Δ/b
-        let (one_up, _) = pf_losses(&base, &[0, 1, 2], b, 1);
-        let (one_both, _) = pf_losses(&base, &[-2, -1, 0, 1, 2], 2.0 * b, 1);
+        // one rank alone: ε = Δ/b, over a span that may be wider
+        let (one_up, up_span) = one_rank_of(pf_probability, &base, &[0, 1, 2], b);
+        let (one_both, both_span) = one_rank_of(pf_probability, &base, &[-2, -1, 0, 1, 2], 2.0 * b);
         assert!(one_up.max(one_both) <= one + 1e-12, "{base:?}");
         widest = widest.max(up_span).max(both_span);
     }
     assert!(widest > 1.1 * one, "span {widest} vs {one}");
-    let (broken, _) = pf_losses(&[0, 0, 0, 0], &[-2, -1, 0, 1, 2], b, k);
+    let broken = worst_loss_of(pf_probability, &[0, 0, 0, 0], &[-2, -1, 0, 1, 2], b, k);
     assert!(broken > eps * 1.2, "{broken} vs {eps}");
 }

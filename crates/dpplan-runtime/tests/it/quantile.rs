@@ -160,13 +160,20 @@ fn big(x: &UBig) -> f64 {
     x.to_string().parse().expect("an integer")
 }
 
-/// The runtime's bins and gaps give the reference's probabilities.
-fn runtime_probs(data: &[f64], level: f64, candidates: &[f64], b: f64) -> Vec<f64> {
+/// The rows of `data` per bin of the candidate grid, as the engine counts
+/// them.
+fn bins_of(data: &[f64], candidates: &[f64]) -> Vec<i128> {
     let key = grid_key("x", candidates);
     let mut bins = vec![0i128; candidates.len() + 1];
     for &x in data {
         bins[key.bin(x).expect("clamped")] += 1;
     }
+    bins
+}
+
+/// The runtime's bins and gaps give the reference's probabilities.
+fn runtime_probs(data: &[f64], level: f64, candidates: &[f64], b: f64) -> Vec<f64> {
+    let bins = bins_of(data, candidates);
     let (scores, unit) = scaled_scores(&bins, level).unwrap();
     let em = ExponentialMechanism::new(&scores, &unit, b).unwrap();
     let w: Vec<f64> = (0..em.len())
@@ -240,11 +247,7 @@ fn the_exact_sampler_fits_the_exponential_mechanism_million() {
     // reference (every one large enough for χ²)
     let grid = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
     let data: Vec<f64> = (0..40).map(|i| (i % 7) as f64 * 0.8).collect();
-    let key = grid_key("x", &grid);
-    let mut bins = vec![0i128; grid.len() + 1];
-    for &x in &data {
-        bins[key.bin(x).unwrap()] += 1;
-    }
+    let bins = bins_of(&data, &grid);
     for (level, b, seed) in [(0.5, 2.0, 1u64), (0.3, 5.0, 2), (0.9, 3.7, 3)] {
         let probs: Vec<f64> = log_probs(&data, level, &grid, b)
             .iter()
@@ -299,11 +302,7 @@ fn pf_probs(keep: &[f64]) -> Vec<f64> {
 fn the_exact_sampler_fits_permute_and_flip_million() {
     let grid = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
     let data: Vec<f64> = (0..40).map(|i| (i % 7) as f64 * 0.8).collect();
-    let key = grid_key("x", &grid);
-    let mut bins = vec![0i128; grid.len() + 1];
-    for &x in &data {
-        bins[key.bin(x).unwrap()] += 1;
-    }
+    let bins = bins_of(&data, &grid);
     for (level, b, seed) in [(0.5, 2.0, 21u64), (0.3, 5.0, 22), (0.9, 3.7, 23)] {
         let (scores, unit) = scaled_scores(&bins, level).unwrap();
         let em = ExponentialMechanism::new(&scores, &unit, b).unwrap();
