@@ -21,6 +21,9 @@
 //!   min(ε·tanh(ε/2), ε²/8) per release (Cesar & Rogers 2021, Lemma 3.2);
 //!   the other accountants treat it as any ε-DP mechanism (PLD: the
 //!   randomized-response dominating pair, sound for every ε-DP mechanism).
+//!   Permute-and-flip (`NoiseKind::PermuteAndFlip`) has the same ε = Δ₁/b
+//!   but is not bounded-range: every accountant treats it as any ε-DP
+//!   mechanism (`Eff::Pure`; zCDP ε·tanh(ε/2)).
 //! * Sensitivities are tightened with the norm inequalities ‖v‖₂ ≤ ‖v‖₁ ≤ √coords·‖v‖₂
 //!   (only when the other norm is given, i.e. non-zero).
 //! * Discrete kinds assume integer-valued queries; for `coords = 1` the (integer) shift

@@ -4,7 +4,8 @@
 //! range), the RDP curve min(RR, α·ε²/8) converted at its best order, the
 //! PLD's randomized-response pair (the discrete Laplace's), GDP not
 //! applicable. Negative control: the same releases as Laplace (no bounded
-//! range) cost more under zCDP and RDP.
+//! range) cost more under zCDP and RDP. Permute-and-flip, not bounded
+//! range, is charged as any ε-DP mechanism.
 
 use dpplan_accounting::{self as acct, Accountant, Mechanism, NoiseKind, Release, Sensitivity};
 
@@ -172,4 +173,46 @@ fn pld_treats_it_as_any_pure_mechanism_and_gdp_does_not_apply() {
         best.epsilon < 0.5 * eps_of(&many, 1e-6, Accountant::Basic),
         "{best:?}"
     );
+}
+
+/// Permute-and-flip: the exponential mechanism's ε = Δ/b, but not bounded
+/// range, so any ε-DP mechanism's charges: ρ = ε·tanh(ε/2) in zCDP
+/// (evaluated here), the randomized-response pair in the PLD (a discrete
+/// Laplace of shift 1, exactly) and the RR curve in the RDP. Negative
+/// control: the exponential mechanism at the same ε costs less under zCDP
+/// (its ε²/8).
+#[test]
+fn permute_and_flip_is_charged_as_any_pure_mechanism() {
+    for (eps, k) in [(0.2, 1u64), (0.5, 3), (1.0, 10)] {
+        let pf = plan(NoiseKind::PermuteAndFlip, eps, k);
+        assert_eq!(eps_of(&pf, 0.0, Accountant::Basic), eps * k as f64, "basic");
+        let rho = k as f64 * eps * (eps / 2.0f64).tanh();
+        let got = acct::rho_tight(&pf[0].mechanism).unwrap() * k as f64;
+        assert!(got >= rho && got <= rho * (1.0 + 1e-12), "ρ {got} vs {rho}");
+        let z = eps_of(&pf, 1e-6, Accountant::Zcdp);
+        let want = acct::zcdp_epsilon_from_rho(rho, 1e-6);
+        assert!(z >= want && z <= want * (1.0 + 1e-9), "ε {z} vs {want}");
+        let em = eps_of(
+            &plan(NoiseKind::Exponential, eps, k),
+            1e-6,
+            Accountant::Zcdp,
+        );
+        assert!(em < z, "exponential {em} vs permute-and-flip {z}");
+        // the PLD and RDP: randomized response at ε, as a discrete
+        // Laplace whose shift is 1
+        let mut rr = plan(NoiseKind::DiscreteLaplace, eps, k);
+        rr[0].mechanism.sensitivity = Sensitivity::scalar(1.0);
+        rr[0].mechanism.scale = 1.0 / eps;
+        for a in [Accountant::Pld, Accountant::Rdp] {
+            assert_eq!(eps_of(&pf, 1e-6, a), eps_of(&rr, 1e-6, a), "{a:?}");
+        }
+    }
+    assert!(matches!(
+        acct::epsilon(
+            &plan(NoiseKind::PermuteAndFlip, 0.5, 1),
+            1e-6,
+            Accountant::Gdp
+        ),
+        Err(acct::AccountingError::NotApplicable(_))
+    ));
 }
