@@ -7,9 +7,8 @@
 //!   plan claims; for a mean (post-processing of two noisy parts) the
 //!   projection of the cells on the difference of the exact means; for a
 //!   top-k, log P_D(y)/P_D′(y) of the selections in order, each among the
-//!   cells not chosen before (the exponential mechanism's exact law; for
-//!   a top-k by permute-and-flip the same score: any score gives a valid
-//!   test, this one is close to its law but not the most powerful).
+//!   cells not chosen before (the exponential mechanism's exact law, or
+//!   permute-and-flip's).
 //! * `low_bits`: Mironov's (2012) test against the textbook floating-point
 //!   Laplace `x − b·sgn(u)·ln(1 − 2|u|)` on a 53-bit float uniform: the set
 //!   of doubles that sampler can output depends on x, so "reachable from
@@ -112,16 +111,9 @@ pub fn per_candidate(
 /// `counts`: Σ over ranks of w(chosen) − log Σ over the cells not chosen
 /// before of w, with w = count/b′ (b′ = b when monotone, else 2b).
 fn top_log_probability(y: &[f64], counts: &[f64], b: f64) -> f64 {
-    let mut order: Vec<(f64, usize)> = y
-        .iter()
-        .enumerate()
-        .filter(|(_, &r)| r > 0.0)
-        .map(|(j, &r)| (r, j))
-        .collect();
-    order.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut left: Vec<bool> = vec![true; counts.len()];
     let mut lp = 0.0;
-    for (_, j) in order {
+    for j in chosen_in_order(y) {
         let w = |i: usize| counts[i] / b;
         let top = (0..counts.len())
             .filter(|&i| left[i])
@@ -137,11 +129,91 @@ fn top_log_probability(y: &[f64], counts: &[f64], b: f64) -> f64 {
     lp
 }
 
+/// The cells chosen, in the order of their ranks.
+fn chosen_in_order(y: &[f64]) -> Vec<usize> {
+    let mut order: Vec<(f64, usize)> = y
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| r > 0.0)
+        .map(|(j, &r)| (r, j))
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0));
+    order.into_iter().map(|(_, j)| j).collect()
+}
+
+/// log P(the selections `y` per candidate) of a top-k by permute-and-flip
+/// over `counts`: Σ over ranks of log P(j), where among the cells left
+/// P(j) = p_j·∫₀¹ Π_(i ≠ j) (1 − p_i·t) dt with keep probabilities
+/// p_i = exp((c_i − c*)/b′) (a uniform order is uniform arrival times on
+/// [0, 1]: given j's time t, each other cell comes first with probability
+/// t and then stops the search with probability p_i). The integrand is a
+/// polynomial of degree < m, integrated exactly by Gauss–Legendre with
+/// ⌈m/2⌉ nodes.
+fn pf_log_probability(y: &[f64], counts: &[f64], b: f64) -> f64 {
+    let mut left: Vec<bool> = vec![true; counts.len()];
+    let mut lp = 0.0;
+    for j in chosen_in_order(y) {
+        let live: Vec<usize> = (0..counts.len()).filter(|&i| left[i]).collect();
+        let best = live
+            .iter()
+            .map(|&i| counts[i])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let keep = |i: usize| ((counts[i] - best) / b).exp();
+        let integral: f64 = gauss_legendre(live.len().div_ceil(2))
+            .into_iter()
+            .map(|(t, w)| {
+                w * live
+                    .iter()
+                    .filter(|&&i| i != j)
+                    .map(|&i| 1.0 - keep(i) * t)
+                    .product::<f64>()
+            })
+            .sum();
+        lp += (keep(j) * integral).ln();
+        left[j] = false;
+    }
+    lp
+}
+
+/// The n Gauss–Legendre nodes and weights on [0, 1] (exact for
+/// polynomials of degree < 2n): each node by Newton's steps on the Legendre
+/// polynomial P_n from the usual first guess.
+fn gauss_legendre(n: usize) -> Vec<(f64, f64)> {
+    (1..=n)
+        .map(|i| {
+            let mut x = (std::f64::consts::PI * (i as f64 - 0.25) / (n as f64 + 0.5)).cos();
+            let mut dp = 1.0;
+            for _ in 0..100 {
+                // P_n(x) by the three-term recurrence, and P_n′(x)
+                let (mut p0, mut p1) = (1.0, x);
+                for k in 2..=n {
+                    let p2 = ((2 * k - 1) as f64 * x * p1 - (k - 1) as f64 * p0) / k as f64;
+                    (p0, p1) = (p1, p2);
+                }
+                let (pn, pm) = if n == 1 { (x, 1.0) } else { (p1, p0) };
+                dp = n as f64 * (x * pn - pm) / (x * x - 1.0);
+                let step = pn / dp;
+                x -= step;
+                if step.abs() < 1e-15 {
+                    break;
+                }
+            }
+            let w = 2.0 / ((1.0 - x * x) * dp * dp);
+            (0.5 * (1.0 - x), 0.5 * w)
+        })
+        .collect()
+}
+
 fn likelihood_ratio(r: &Release, c: &Centres, y: &[f64]) -> f64 {
     let p = &r.parts[0];
     if let (Some(t), Some(s)) = (&r.aggregation.top, p.scale) {
         let b = if t.monotone { s } else { 2.0 * s };
-        return top_log_probability(y, &c.d, b) - top_log_probability(y, &c.dp, b);
+        let law = if p.mechanism == Some(NoiseKind::PermuteAndFlip) {
+            pf_log_probability
+        } else {
+            top_log_probability
+        };
+        return law(y, &c.d, b) - law(y, &c.dp, b);
     }
     let cells = y.iter().zip(c.d.iter().zip(&c.dp));
     if r.aggregation.kind == AggKind::Mean || p.scale.is_none() {
@@ -214,4 +286,96 @@ pub fn naive_reachable(y: f64, x: f64, b: f64) -> bool {
         }
     }
     down(lo) == y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauss_legendre_is_exact_below_degree_2n() {
+        for n in [1usize, 2, 3, 6, 20, 50] {
+            let nodes = gauss_legendre(n);
+            for k in 0..2 * n {
+                let got: f64 = nodes.iter().map(|&(t, w)| w * t.powi(k as i32)).sum();
+                let want = 1.0 / (k as f64 + 1.0);
+                assert!((got - want).abs() < 1e-12, "n {n} k {k}: {got} vs {want}");
+            }
+            // negative control: degree 2n is not exact (visibly so for a
+            // few nodes; the error falls as (n!)⁴/(2n)!² after)
+            if n <= 6 {
+                let got: f64 = nodes.iter().map(|&(t, w)| w * t.powi(2 * n as i32)).sum();
+                assert!((got - 1.0 / (2 * n + 1) as f64).abs() > 1e-9, "n {n}");
+            }
+        }
+    }
+
+    /// Permute-and-flip's law by enumeration: over every order of the cells
+    /// left, the first kept.
+    fn pf_enumerated(y: &[f64], counts: &[f64], b: f64) -> f64 {
+        fn orders(m: usize) -> Vec<Vec<usize>> {
+            if m == 0 {
+                return vec![Vec::new()];
+            }
+            let mut out = Vec::new();
+            for o in orders(m - 1) {
+                for at in 0..=o.len() {
+                    let mut t = o.clone();
+                    t.insert(at, m - 1);
+                    out.push(t);
+                }
+            }
+            out
+        }
+        let mut left: Vec<usize> = (0..counts.len()).collect();
+        let mut lp = 0.0;
+        for j in chosen_in_order(y) {
+            let best = left
+                .iter()
+                .map(|&i| counts[i])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let keep = |i: usize| ((counts[i] - best) / b).exp();
+            let all = orders(left.len());
+            let mut p = 0.0;
+            for o in &all {
+                let mut reach = 1.0;
+                for &k in o {
+                    let cell = left[k];
+                    if cell == j {
+                        p += reach * keep(cell) / all.len() as f64;
+                        break;
+                    }
+                    reach *= 1.0 - keep(cell);
+                }
+            }
+            lp += p.ln();
+            left.retain(|&i| i != j);
+        }
+        lp
+    }
+
+    /// The closed form (an integral, by Gauss–Legendre) against the
+    /// enumeration over every order; negative control: the exponential
+    /// mechanism's law differs.
+    #[test]
+    fn permute_and_flips_law_is_the_enumerated_one() {
+        let counts = [20.0, 21.0, 20.0, 17.0, 25.0];
+        for y in [
+            vec![1.0, 0.0, 0.0, 0.0, 0.0],
+            vec![0.0, 2.0, 0.0, 0.0, 1.0],
+            vec![3.0, 0.0, 1.0, 2.0, 0.0],
+            vec![0.0, 0.0, 0.0, 1.0, 0.0],
+        ] {
+            for b in [0.5, 2.0, 7.0] {
+                let closed = pf_log_probability(&y, &counts, b);
+                let enumerated = pf_enumerated(&y, &counts, b);
+                assert!(
+                    (closed - enumerated).abs() < 1e-10,
+                    "{y:?} b {b}: {closed} vs {enumerated}"
+                );
+                let em = top_log_probability(&y, &counts, b);
+                assert!((em - closed).abs() > 1e-3, "{y:?} b {b}");
+            }
+        }
+    }
 }

@@ -245,10 +245,11 @@ fn a_parquet_source_is_audited_as_its_csv() {
 
 /// A top-k on tied counts (3 cells of 20 rows; the canary's row breaks
 /// the tie): the audit reads each run's ranked keys per candidate and
-/// tests them by the exact law of peeling. The real sampler passes with
-/// power (the exact bound for this pair is ln 3.13 ≈ 1.14 of the claimed
-/// 2); doubling the counts' difference (a sensitivity off by two: truly
-/// 4-DP) fails.
+/// tests them by the exact law of peeling, by the exponential mechanism
+/// and by permute-and-flip. The real sampler passes with power (the exact
+/// bound for this pair is ln 3.13 ≈ 1.14 of the claimed 2 for the
+/// exponential mechanism); doubling the counts' difference (a sensitivity
+/// off by two: truly 4-DP) fails.
 #[test]
 fn a_top_k_is_audited_by_its_choices() {
     let dir = tempfile::tempdir().unwrap();
@@ -257,46 +258,48 @@ fn a_top_k_is_audited_by_its_choices() {
         csv.push_str(["a\n", "b\n", "c\n"][i % 3]);
     }
     std::fs::write(dir.path().join("top.csv"), csv).unwrap();
-    let plan = compiled_text(
-        r#"plan "top" {
-  privacy { unit row adjacency add_remove budget epsilon 10 }
-  dataset d {
+    for noise in ["exponential", "permute_and_flip"] {
+        let plan = compiled_text(&format!(
+            r#"plan "top" {{
+  privacy {{ unit row adjacency add_remove budget epsilon 10 }}
+  dataset d {{
     source "top.csv"
-    column g : category { "a", "b", "c" }
-  }
-  query first {
+    column g : category {{ "a", "b", "c" }}
+  }}
+  query first {{
     top(d by g, 1)
-    noise exponential scale 0.5
+    noise {noise} scale 0.5
     schedule once
-  }
-}"#,
-    );
-    let o = AuditOptions {
-        base_dir: Some(dir.path().to_path_buf()),
-        seed: Some(20_261_206),
-        ..Default::default()
-    };
-    let q = audit(&plan, &o).unwrap().queries.remove(0);
-    assert!(
-        q.behaviour_differences.is_empty(),
-        "{:?}",
-        q.behaviour_differences
-    );
-    assert_eq!(q.claimed_epsilon, 2.0);
-    assert_eq!(q.verdict, Verdict::Passed, "{q:?}");
-    assert!(
-        q.measured_epsilon > 0.8 && q.measured_epsilon <= 2.0,
-        "{q:?}"
-    );
-    let broken = AuditOptions {
-        fault: Some(Fault::SensitivityOffByTwo),
-        ..o
-    };
-    let q = audit(&plan, &broken).unwrap().queries.remove(0);
-    assert!(
-        q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon,
-        "{q:?}"
-    );
+  }}
+}}"#
+        ));
+        let o = AuditOptions {
+            base_dir: Some(dir.path().to_path_buf()),
+            seed: Some(20_261_206),
+            ..Default::default()
+        };
+        let q = audit(&plan, &o).unwrap().queries.remove(0);
+        assert!(
+            q.behaviour_differences.is_empty(),
+            "{noise}: {:?}",
+            q.behaviour_differences
+        );
+        assert_eq!(q.claimed_epsilon, 2.0);
+        assert_eq!(q.verdict, Verdict::Passed, "{noise}: {q:?}");
+        assert!(
+            q.measured_epsilon > 0.8 && q.measured_epsilon <= 2.0,
+            "{noise}: {q:?}"
+        );
+        let broken = AuditOptions {
+            fault: Some(Fault::SensitivityOffByTwo),
+            ..o
+        };
+        let q = audit(&plan, &broken).unwrap().queries.remove(0);
+        assert!(
+            q.verdict == Verdict::Failed && q.measured_epsilon > q.claimed_epsilon,
+            "{noise}: {q:?}"
+        );
+    }
 }
 
 #[test]
