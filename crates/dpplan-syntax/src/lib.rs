@@ -397,4 +397,6 @@ pub fn parse_strict(text: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
 mod tests;
