@@ -24,6 +24,7 @@ mod distinct_cli;
 mod dp_event_cli;
 mod factorization_cli;
 mod frozen_cli;
+mod large_plan_cli;
 mod ledger_faults;
 mod lint_cli;
 mod policy_cli;
