@@ -44,7 +44,7 @@ fn query(i: usize) -> String {
             format!("discrete_gaussian sigma {}", 30 + i % 3),
         ),
     };
-    let schedule = if i % 11 == 0 {
+    let schedule = if i.is_multiple_of(11) {
         "every 1 day for 30 days"
     } else {
         "once"
