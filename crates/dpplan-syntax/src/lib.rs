@@ -182,12 +182,13 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
     let mut broken = Vec::new();
     let mut at = 0;
     while at < items.len() {
-        // consecutive queries in one call of the parser (each call of pest
-        // sets up its state and token queue afresh: a tenth of the parse
-        // of one-release queries); the rest, and a run the parser does
-        // not take whole, one item at a time
+        // consecutive queries, up to QUERY_RUN, in one call of the parser
+        // (each call of pest sets up its state and token queue afresh: a
+        // tenth of the parse of one-release queries); the rest, and a run
+        // the parser does not take whole, one item at a time
         let queries = items[at..]
             .iter()
+            .take(QUERY_RUN)
             .take_while(|i| i.kind == ItemKind::Query && !i.too_deep)
             .count();
         let run = &items[at..at + queries.max(1)];
@@ -200,6 +201,13 @@ fn parse_run<'i>(text: &str, items: &'i [RawItem]) -> (ast::Plan, Vec<&'i RawIte
     }
     (plan, broken)
 }
+
+/// The most consecutive queries [`parse_run`] gives one call of the
+/// parser. A run with a broken query is parsed again item by item, so this
+/// bounds what a query being typed (broken at most keystrokes) costs the
+/// language server's parse: one extra parse of at most this many queries,
+/// not of every query around it; pest's set-up is still shared by 256.
+const QUERY_RUN: usize = 256;
 
 /// Parses and lowers one item, or records it as broken.
 fn parse_item<'i>(
