@@ -488,22 +488,18 @@ pub(crate) fn effective(m: &Mechanism) -> Result<Option<Eff>, AccountingError> {
                 .map(|b| (m.scale.to_bits(), b)),
             }
         }
-        // the score's sensitivity Δ over the scale b: ε = Δ/b, ε-DP only
-        NoiseKind::PermuteAndFlip => {
+        // a selection: the score's sensitivity Δ over the scale b,
+        // ε = Δ/b; the exponential mechanism is also ε-bounded-range,
+        // permute-and-flip only ε-DP
+        NoiseKind::Exponential | NoiseKind::PermuteAndFlip => {
             if l1 == 0.0 {
                 return Ok(None);
             }
-            Eff::Pure {
-                eps: special::div_up(l1, m.scale),
-            }
-        }
-        // the score's sensitivity Δ over the scale b: ε = Δ/b
-        NoiseKind::Exponential => {
-            if l1 == 0.0 {
-                return Ok(None);
-            }
-            Eff::Exp {
-                eps: special::div_up(l1, m.scale),
+            let eps = special::div_up(l1, m.scale);
+            if m.kind == NoiseKind::Exponential {
+                Eff::Exp { eps }
+            } else {
+                Eff::Pure { eps }
             }
         }
         NoiseKind::DiscreteGaussian => {

@@ -385,12 +385,13 @@ fn setting_items(items: &Items, out: &mut Vec<CompletionItem>, stmt: &[&str]) {
                 .collect();
             kw(out, &left)
         }
-        (
-            Some("noise"),
-            Some("laplace" | "discrete_laplace" | "exponential" | "permute_and_flip"),
-        ) => kw(out, &["scale", "epsilon", "auto"]),
-        (Some("noise"), Some("gaussian" | "discrete_gaussian")) => {
-            kw(out, &["sigma", "epsilon", "auto"])
+        // a Gaussian kind takes σ, every other kind a scale b
+        (Some("noise"), Some(k)) if NoiseKind::from_name(k).is_some() => {
+            let gaussian = NoiseKind::from_name(k).is_some_and(|k| k.is_gaussian());
+            kw(
+                out,
+                &[if gaussian { "sigma" } else { "scale" }, "epsilon", "auto"],
+            )
         }
         (Some("noise"), Some(w)) if is_number(w) && stmt.get(2) == Some(&"epsilon") => {
             kw(out, &["delta"])

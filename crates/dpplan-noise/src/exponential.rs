@@ -20,6 +20,7 @@ use dashu_int::{IBig, UBig};
 use dpplan_engine::rng::SecureRng;
 
 use crate::{bernoulli_exp, dyadic, NoiseError};
+use dpplan_vocab::NoiseKind;
 
 /// The candidates' scores at `level`, each times Q, and Q: Q·u_j =
 /// −|Q·#{x < c_j} − n·m_q| for `bins` (m + 1 counts, see the runtime's `quantile::grid_key`).
@@ -137,6 +138,17 @@ impl ExponentialMechanism {
             .iter()
             .position(|g| *g == UBig::ZERO)
             .unwrap_or_default()
+    }
+
+    /// One draw by the selection `kind` names: permute-and-flip's
+    /// ([`Self::sample_permute_and_flip`]) or the exponential mechanism's
+    /// ([`Self::sample`]), over the same gaps.
+    pub fn draw(&self, kind: NoiseKind, rng: &mut SecureRng) -> usize {
+        if kind == NoiseKind::PermuteAndFlip {
+            self.sample_permute_and_flip(rng)
+        } else {
+            self.sample(rng)
+        }
     }
 
     /// One draw: the chosen candidate's index.

@@ -76,12 +76,8 @@ pub(crate) fn draw(
             .ok_or_else(|| RunError::Noise(NoiseError(format!("`{}` has no scale", r.name))))?;
         let (scores, unit) = scaled_scores(bins, level).map_err(RunError::Noise)?;
         let em = ExponentialMechanism::new(&scores, &unit, scale).map_err(RunError::Noise)?;
-        let pick = if p.mechanism == Some(NoiseKind::PermuteAndFlip) {
-            em.sample_permute_and_flip(rng)
-        } else {
-            em.sample(rng)
-        };
-        let value = grid.candidates[pick];
+        let kind = p.mechanism.unwrap_or(NoiseKind::Exponential);
+        let value = grid.candidates[em.draw(kind, rng)];
         // `quantiles`: the level's label (the plan's `groups`)
         let group = r
             .aggregation

@@ -63,11 +63,7 @@ pub(crate) fn draw(
                 let scale = if top.monotone { scale / 2.0 } else { scale };
                 let em =
                     ExponentialMechanism::over_counts(&scores, scale).map_err(RunError::Noise)?;
-                if kind == NoiseKind::PermuteAndFlip {
-                    em.sample_permute_and_flip(rng)
-                } else {
-                    em.sample(rng)
-                }
+                em.draw(kind, rng)
             }
             // sensitivity 0 (the counts are public under the adjacency):
             // the largest count, the first cell on a tie

@@ -124,11 +124,7 @@ pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>
                 plan.datasets.push(d)
             }
         }
-        ItemKind::Query => {
-            if let Some(q) = query(&cx, pair) {
-                plan.queries.push(q)
-            }
-        }
+        ItemKind::Query => lower_query(plan, pair, base),
         ItemKind::Publish => {
             if let Some(p) = publish(&cx, pair) {
                 plan.publishes.push(p)
@@ -138,8 +134,8 @@ pub(crate) fn lower_item(plan: &mut Plan, kind: ItemKind, mut pairs: Pairs<Rule>
     }
 }
 
-/// One query's pair lowered into `plan` (a pair of a run of queries
-/// parsed together, `base` the run's offset).
+/// One query's pair lowered into `plan` (`base`: the offset of the text
+/// it was parsed from, its item's or its run of queries').
 pub(crate) fn lower_query(plan: &mut Plan, pair: Pair<Rule>, base: usize) {
     if let Some(q) = query(&Ctx { base }, pair) {
         plan.queries.push(q)

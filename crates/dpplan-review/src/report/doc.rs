@@ -350,9 +350,10 @@ fn consistency_note(q: &QueryReview) -> Option<Text> {
 /// What a selection's error is counted in: a quantile's in ranks, a
 /// top-k's in counts; `None` for additive noise.
 fn selection_unit(p: &super::PartReview) -> Option<&'static str> {
-    match (p.noise.as_str(), p.statistic.as_str()) {
-        ("exponential" | "permute_and_flip", "top_k") => Some("counts"),
-        ("exponential" | "permute_and_flip", _) => Some("ranks"),
+    let selection = dpplan_vocab::NoiseKind::from_name(&p.noise).is_some_and(|k| k.is_selection());
+    match (selection, p.statistic.as_str()) {
+        (true, "top_k") => Some("counts"),
+        (true, _) => Some("ranks"),
         _ => None,
     }
 }
