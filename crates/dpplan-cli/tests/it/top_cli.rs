@@ -9,6 +9,8 @@
 
 use crate::support::{dpplan, jan_2026 as unix, text, Scheduled};
 
+/// The plan, its top-k drawn by `NOISE` (the exponential mechanism or
+/// permute-and-flip).
 const PLAN: &str = r#"plan "top" {
   privacy {
     unit row
@@ -22,7 +24,7 @@ const PLAN: &str = r#"plan "top" {
   }
   query busiest {
     top(ev by page, 2)
-    noise exponential scale 0.05
+    noise NOISE scale 0.05
     schedule every 1 day from 2026-01-01 until 2026-01-06
   }
 }
@@ -74,7 +76,13 @@ fn fresh(v: &serde_json::Value) -> Vec<(u64, Vec<String>, f64)> {
 
 #[test]
 fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
-    let s = Scheduled::new(PLAN);
+    for noise in ["exponential", "permute_and_flip"] {
+        daily_top_k(noise);
+    }
+}
+
+fn daily_top_k(noise: &str) {
+    let s = Scheduled::new(&PLAN.replace("NOISE", noise));
     // ε per release: 2 ranks of Δ/b = 1/0.05 = 20 (zCDP's bounded-range
     // figure is larger here; the pure composition's ≈ 40 is the best)
     let (o, v) = run_at(&s, unix(1, 0, 5));
@@ -82,6 +90,14 @@ fn a_daily_top_k_from_cron_over_missed_days_and_after_its_end() {
     let got = fresh(&v);
     assert_eq!(got.len(), 1, "{v}");
     assert_eq!(got[0].0, 0);
+    // the release names the selection that drew it
+    let words = crate::support::fresh_results(&v)
+        .map(|r| r["mechanism"].as_str().unwrap_or_default().to_string())
+        .collect::<String>();
+    assert!(
+        words.contains(&format!("top-k {noise} ")),
+        "{noise}: {words}"
+    );
     assert_eq!(got[0].1, ["home", "search"]);
     let eps = got[0].2;
     // (the exact composition of the two ranks at δ = 1e-6 is a hair
